@@ -4,12 +4,8 @@
 namespace shoal::partition {
 #define SHOAL_UNIMPLEMENTED_SCHEME(fn)                                                    \
   StatusOr<std::unique_ptr<Scheme>> fn(const SchemeOptions&, std::span<const NodeId>) { \
-    return UnimplementedError(#fn);                                                \
+    return UnimplementedError(#fn);                                                      \
   }
 SHOAL_UNIMPLEMENTED_SCHEME(NewRangeScheme)
-SHOAL_UNIMPLEMENTED_SCHEME(NewRingScheme)
-SHOAL_UNIMPLEMENTED_SCHEME(NewRendezvousScheme)
-SHOAL_UNIMPLEMENTED_SCHEME(NewJumpScheme)
 SHOAL_UNIMPLEMENTED_SCHEME(NewExtendibleScheme)
-SHOAL_UNIMPLEMENTED_SCHEME(NewStaticScheme)
 }  // namespace shoal::partition
