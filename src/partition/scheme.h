@@ -103,6 +103,13 @@ class Scheme {
   // Tells size-driven schemes (range, extendible) that `key` of `bytes` bytes was stored, so
   // they can split (and merge) partitions. Other schemes ignore it. Each key is reported once.
   virtual void OnInsert(const KeyRef& key, uint64_t bytes) {}
+  // The reverse of OnInsert: `key` of `bytes` bytes was deleted (range partitions may merge).
+  virtual void OnErase(const KeyRef& key, uint64_t bytes) {}
+
+  // Re-runs the scheme's balancing of partitions over the current nodes, as after a bulk load
+  // (paper 004 §5.1 rebalances explicitly; splits stay on their node until then). A no-op for
+  // schemes whose placement is a pure function of the node set.
+  virtual void Rebalance() {}
 
   // The partitions the scheme keeps, in key order; empty for schemes without partitions
   // (modulo, jump, rendezvous per key).
