@@ -1,5 +1,8 @@
 #include "src/common/point.h"
 
+// Header-only mode: the hash is compiled into this file and inlined, not called through the
+// shared library (the same algorithm and output, about twice as fast on short keys).
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 namespace shoal {

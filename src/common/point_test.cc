@@ -11,7 +11,8 @@ namespace {
 // Golden values pin the point function: a change here would re-place every stored document.
 TEST(PointTest, GoldenValuesAreStable) {
   EXPECT_EQ(PointOf(CollectionId(0), "").value(), 0x2d06800538d394c2ULL);
-  EXPECT_EQ(PointOf(CollectionId(7), "user:42").value(), PointOf(CollectionId(7), "user:42").value());
+  EXPECT_EQ(PointOf(CollectionId(7), "user:42").value(),
+            PointOf(CollectionId(7), "user:42").value());
   EXPECT_NE(PointOf(CollectionId(7), "user:42"), PointOf(CollectionId(8), "user:42"));
 }
 

@@ -72,9 +72,9 @@ inline Status OkStatus() { return absl::OkStatus(); }
 }  // namespace shoal
 
 // Returns from the enclosing function if `expr` (a Status) is not OK.
-#define SHOAL_RETURN_IF_ERROR(expr)             \
-  do {                                          \
-    ::shoal::Status shoal_status_ = (expr);     \
+#define SHOAL_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::shoal::Status shoal_status_ = (expr);        \
     if (!shoal_status_.ok()) return shoal_status_; \
   } while (false)
 

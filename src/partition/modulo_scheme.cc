@@ -1,9 +1,10 @@
 #include "src/partition/modulo_scheme.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+
 #include "src/partition/schemes.h"
 
 namespace shoal::partition {

@@ -1,17 +1,18 @@
 #include "src/partition/scheme.h"
 
+#include <fmt/format.h>
+
 #include <array>
 
 #include "absl/container/flat_hash_set.h"
-#include <fmt/format.h>
 #include "src/partition/schemes.h"
 
 namespace shoal::partition {
 namespace {
 
 constexpr std::array<SchemeKind, 7> kAllKinds = {
-    SchemeKind::kModulo,     SchemeKind::kRange,      SchemeKind::kRing,  SchemeKind::kRendezvous,
-    SchemeKind::kJump,       SchemeKind::kExtendible, SchemeKind::kStatic,
+    SchemeKind::kModulo, SchemeKind::kRange,      SchemeKind::kRing,   SchemeKind::kRendezvous,
+    SchemeKind::kJump,   SchemeKind::kExtendible, SchemeKind::kStatic,
 };
 
 // Documented limits (README, "partition-sim").
@@ -76,8 +77,7 @@ Status ValidateOptions(const SchemeOptions& options) {
     return InvalidArgumentError("min partitions must be at least 1");
   }
   if (options.max_depth > kMaxDepth || options.initial_depth > options.max_depth) {
-    return InvalidArgumentError(
-        fmt::format("depths must satisfy initial <= max <= {}", kMaxDepth));
+    return InvalidArgumentError(fmt::format("depths must satisfy initial <= max <= {}", kMaxDepth));
   }
   return OkStatus();
 }

@@ -125,6 +125,6 @@ class Scheme {
 
 // Builds a scheme of `options.kind` over `initial_nodes` (non-empty, distinct).
 [[nodiscard]] StatusOr<std::unique_ptr<Scheme>> MakeScheme(const SchemeOptions& options,
-                                                          std::span<const NodeId> initial_nodes);
+                                                           std::span<const NodeId> initial_nodes);
 
 }  // namespace shoal::partition
