@@ -12,7 +12,7 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   # plots for docs/results
-  gnuplot-nox
+  gnuplot-nox jq
 )
 
 missing=()

@@ -1,0 +1,150 @@
+// Lookup cost per key of every placement scheme at 10, 100 and 1000 nodes, as a ratio to the cost
+// of hashing the key alone, both measured in the same run (issue "Foundation and placement",
+// benchmark 7). Each case computes the point of an 8-byte key and asks the scheme for its owner;
+// the baseline only computes the point. Keys are 1M random 8-byte keys visited in order, so table
+// lookups pay realistic cache misses. Ring uses 200 vnodes; range and extendible are loaded with
+// the keys (100-byte records) and sized for about 50 partitions per node.
+//
+// Run: `make bench` or build/bench/partition/partition_lookup_bench [--benchmark_repetitions=N].
+// After the usual Google Benchmark output it prints a table of median ns per key and the ratio
+// to the hash-only baseline.
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/common/point.h"
+#include "src/common/random.h"
+#include "src/partition/key_pattern.h"
+#include "src/partition/scheme.h"
+
+namespace shoal::partition {
+namespace {
+
+constexpr uint64_t kKeys = 1 << 20;
+constexpr uint32_t kRecordBytes = 100;
+constexpr CollectionId kCollection(1);
+
+const KeySet& Keys() {
+  static const KeySet* keys = [] {
+    auto set = KeySet::Generate({.pattern = KeyPattern::kUniform,
+                                 .count = kKeys,
+                                 .record_bytes = kRecordBytes,
+                                 .seed = 7,
+                                 .collection = kCollection});
+    return new KeySet(std::move(set).value());
+  }();
+  return *keys;
+}
+
+void BM_HashOnly(benchmark::State& state) {
+  const KeySet& keys = Keys();
+  size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(PointOf(kCollection, keys.key(i).raw));
+    if (++i == keys.size()) i = 0;
+  }
+}
+
+std::unique_ptr<Scheme> BuildScheme(SchemeKind kind, uint32_t nodes) {
+  SchemeOptions options{.kind = kind, .hash_seed = 1, .vnodes = 200};
+  const uint64_t total = kKeys * kRecordBytes;
+  options.theta_max_bytes = std::max<uint64_t>(total / (uint64_t{nodes} * 25), 1024);
+  options.theta_min_bytes = options.theta_max_bytes / 2;
+  std::vector<NodeId> ids;
+  for (uint32_t n = 0; n < nodes; ++n) ids.push_back(NodeId(n + 1));
+  auto scheme = MakeScheme(options, ids);
+  if (!scheme.ok()) return nullptr;
+  const KeySet& keys = Keys();
+  if (kind == SchemeKind::kRange || kind == SchemeKind::kExtendible) {
+    for (size_t i = 0; i < keys.size(); ++i) (*scheme)->OnInsert(keys.key(i), kRecordBytes);
+    (*scheme)->Rebalance();
+  }
+  return std::move(scheme).value();
+}
+
+void BM_Lookup(benchmark::State& state) {
+  const auto kind = static_cast<SchemeKind>(state.range(0));
+  const auto nodes = static_cast<uint32_t>(state.range(1));
+  const std::unique_ptr<Scheme> scheme = BuildScheme(kind, nodes);
+  if (scheme == nullptr) {
+    state.SkipWithError("scheme not available");
+    return;
+  }
+  state.SetLabel(std::string(SchemeName(kind)));
+  const KeySet& keys = Keys();
+  size_t i = 0;
+  for (auto _ : state) {
+    const std::string_view raw = keys.key(i).raw;
+    benchmark::DoNotOptimize(scheme->OwnerOf(KeyRef{.point = PointOf(kCollection, raw), .raw = raw}));
+    if (++i == keys.size()) i = 0;
+  }
+}
+
+void LookupArgs(benchmark::internal::Benchmark* b) {
+  for (SchemeKind kind : AllSchemeKinds()) {
+    for (int64_t nodes : {10, 100, 1000}) b->Args({static_cast<int64_t>(kind), nodes});
+  }
+}
+
+BENCHMARK(BM_HashOnly);
+BENCHMARK(BM_Lookup)->Apply(LookupArgs);
+
+// Collects per-iteration times (the median aggregate when repetitions are used) and prints the
+// ratio table after the normal console output.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& run : runs) {
+      if (run.error_occurred) continue;
+      const bool aggregate = run.run_type == Run::RT_Aggregate;
+      if (aggregate && run.aggregate_name != "median") continue;
+      const std::string name = run.run_name.str();
+      if (!aggregate && seen_median_.count(name) > 0) continue;
+      if (aggregate) seen_median_[name] = true;
+      ns_[name] = run.GetAdjustedRealTime();
+      labels_[name] = run.report_label;
+    }
+  }
+
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    const auto hash = ns_.find("BM_HashOnly");
+    if (hash == ns_.end()) return;
+    std::printf("\n%-12s %7s %12s %14s\n", "scheme", "nodes", "ns per key", "x hash alone");
+    std::printf("%-12s %7s %12.2f %14.2f\n", "hash only", "-", hash->second, 1.0);
+    for (SchemeKind kind : AllSchemeKinds()) {
+      for (int nodes : {10, 100, 1000}) {
+        const std::string name =
+            "BM_Lookup/" + std::to_string(static_cast<int>(kind)) + "/" + std::to_string(nodes);
+        const auto it = ns_.find(name);
+        if (it == ns_.end()) continue;
+        std::printf("%-12s %7d %12.2f %14.2f\n", std::string(SchemeName(kind)).c_str(), nodes,
+                    it->second, it->second / hash->second);
+      }
+    }
+  }
+
+ private:
+  std::map<std::string, double> ns_;
+  std::map<std::string, std::string> labels_;
+  std::map<std::string, bool> seen_median_;
+};
+
+}  // namespace
+}  // namespace shoal::partition
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  shoal::partition::RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
