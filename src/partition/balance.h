@@ -1,0 +1,105 @@
+#pragma once
+
+// Balance: the greedy assignment of buckets to nodes of paper 004 §5.1, Algorithm 2 ("Computing
+// the new global directory"), as a pure function. The extendible and range schemes call it with
+// their own bucket sizes (normalized sizes 2^(D-d), partition bytes); the cluster Balancer can
+// call it with bucket byte sizes.
+//
+// Algorithm (paper 004 §5.1, Algorithm 2):
+//   Step 1 (lines 2-3): every unassigned bucket goes to the least loaded node. A bucket is
+//     unassigned when it has no owner or when its owner is not in the target node set (nodes
+//     that leave are simply absent). Unassigned buckets are placed in the order: larger size
+//     first, then smaller bucket id first (largest-first keeps the greedy placement tight).
+//   Step 2 (lines 4-11): repeat: Pmax = the most loaded node, B = the smallest bucket on Pmax,
+//     Pmin = the least loaded node; if |(|Pmax| - |B|) - (|Pmin| + |B|)| < |Pmax| - |Pmin|, move
+//     B to Pmin, else stop.
+//
+// Load order (the paper's tie-break text after Algorithm 2 orders equal partitions by the load
+// of their node; here a node is the unit, so the remaining tie-break is the node id): node a is
+// more loaded than node b if load(a) > load(b), or if the loads are equal and a's id is higher.
+// So among equally loaded nodes the HIGHEST id is Pmax (gives first) and the LOWEST id is Pmin
+// (receives first). Among equal-sized buckets on Pmax, the lowest bucket id is B.
+//
+// Like the paper's greedy, step 2 only ever looks at Pmax: it stops as soon as Pmax's smallest
+// bucket is too big to narrow the gap, even if another node with the same load could give.
+//
+// Zero-size buckets are never chosen as B: moving one changes no load, so the paper's test can
+// never pass for it. With the paper's normalized sizes (all >= 1) this is exactly the paper.
+//
+// Properties (tested): each move of step 2 strictly narrows the difference of the two nodes it
+// touches and never widens the global max - min; it ends with max - min <= the smallest non-zero
+// bucket on the most loaded node; the result depends only on the set of (id, size, owner) and
+// the set of nodes, not on input order. Step 2 strictly decreases the sum of squared loads, so it
+// terminates; a safety cap on iterations turns a bug into an Internal error, never a hang.
+//
+// Pure: no I/O, no threads, no clocks. Thread-safe (no shared state).
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "src/common/ids.h"
+#include "src/common/status.h"
+
+namespace shoal::partition {
+
+struct BalanceBucket {
+  BucketId id;                  // distinct within one call
+  uint64_t size = 0;            // any unit (normalized size, bytes); the sum must fit in 64 bits
+  std::optional<NodeId> owner;  // none, or a node not in the target set = unassigned
+};
+
+// One reassignment of a bucket. `from` is none for a bucket that had no owner.
+struct BalanceMove {
+  BucketId bucket;
+  std::optional<NodeId> from;
+  NodeId to;
+  friend bool operator==(const BalanceMove&, const BalanceMove&) = default;
+};
+
+struct BalanceOptions {
+  // Safety cap on the number of step-2 iterations; 0 = kDefaultMaxStepsPerBucket per bucket plus
+  // kMinMaxSteps. Reaching it returns an Internal error.
+  uint64_t max_steps = 0;
+  static constexpr uint64_t kDefaultMaxStepsPerBucket = 64;
+  static constexpr uint64_t kMinMaxSteps = 1024;
+};
+
+struct BalanceResult {
+  // owners[i] is the final owner of the i-th input bucket; always a member of `nodes`.
+  std::vector<NodeId> owners;
+  // Net reassignments, one per bucket whose final owner differs from its input owner (all
+  // unassigned buckets included), in input order. `from` is the input owner (possibly a node
+  // that left, or none). This is what has to be transferred.
+  std::vector<BalanceMove> moves;
+  // Every single assignment in the order the algorithm made it: step 1's placements, then step
+  // 2's moves (a bucket may appear more than once). `from` is none for step 1 and the giving
+  // node (Pmax) for step 2.
+  std::vector<BalanceMove> steps;
+  // Number of step-2 moves (the tail of `steps`).
+  uint64_t step2_moves = 0;
+  // The target nodes sorted by id, and their final loads in that order.
+  std::vector<NodeId> nodes;
+  std::vector<uint64_t> loads;
+};
+
+// Runs Algorithm 2. InvalidArgument if `nodes` is empty or has duplicates, if bucket ids repeat,
+// or if the total size overflows 64 bits; Internal if the safety cap is reached.
+[[nodiscard]] StatusOr<BalanceResult> Balance(std::span<const BalanceBucket> buckets,
+                                              std::span<const NodeId> nodes,
+                                              const BalanceOptions& options = {});
+
+// The load of each node of `nodes` (same order): the total size of the buckets it owns. Buckets
+// without an owner or owned by a node not in `nodes` count for nobody.
+[[nodiscard]] std::vector<uint64_t> NodeLoads(std::span<const BalanceBucket> buckets,
+                                              std::span<const NodeId> nodes);
+
+// max - min of `loads`; 0 when empty.
+[[nodiscard]] uint64_t MaxMinSpread(std::span<const uint64_t> loads);
+
+// MaxMinSpread(NodeLoads(buckets, nodes)).
+[[nodiscard]] uint64_t LoadSpread(std::span<const BalanceBucket> buckets,
+                                  std::span<const NodeId> nodes);
+
+}  // namespace shoal::partition
