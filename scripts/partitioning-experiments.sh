@@ -52,19 +52,28 @@ for n in 2 4 6 8 10 12 14 16; do
 done
 sim --scheme ring --vnodes 200 --nodes 10 --keys 1000000 --seeds 10 > "$out/ring200-10.json"
 
-# --- Paper 001 figure 8: bounded partitions, 100 units of data, Θmax = 1..32 units. ---
-: > "$out/bounded.dat"
-for units in 1 2 4 8 16 32; do
-  max=$((units * 1000000)); min=$((max / 2))
-  sim --scheme range --nodes 10 --keys 1000000 --keys-pattern uniform \
-      --theta-max "$max" --theta-min "$min" --min-partitions 10 > "$out/bounded-$units.json"
-  jq -r --arg u "$units" '.steps[0] | "\($u) \(.partitions) \(.fullness_mean) \(.fullness_stddev)"' \
-      "$out/bounded-$units.json" >> "$out/bounded.dat"
+# --- Paper 001 figure 8: bounded partitions, 100 units of data, Θmax = 1..32 units, Θmin = Θmax/2.
+# Two data sets of 1,000,000 uniform random keys: fixed 100-byte records, and zipfian-sized
+# records (1 to 100 x 5 bytes). A unit is 1/100 of the data set's total bytes.
+for pattern in uniform zipfian; do
+  record=100; [ "$pattern" = zipfian ] && record=5
+  total=$(sim --scheme modulo --nodes 1 --keys 1000000 --keys-pattern "$pattern" \
+              --record-bytes "$record" | jq -r '.total_bytes')
+  unit=$((total / 100))
+  : > "$out/bounded-$pattern.dat"
+  for units in 1 2 4 8 16 32; do
+    max=$((units * unit)); min=$((max / 2))
+    sim --scheme range --nodes 10 --keys 1000000 --keys-pattern "$pattern" --record-bytes "$record" \
+        --theta-max "$max" --theta-min "$min" --min-partitions 10 > "$out/bounded-$pattern-$units.json"
+    jq -r --arg u "$units" \
+        '.steps[0] | "\($u) \(.partitions) \(.fullness_mean) \(.fullness_stddev) \(.max_over_mean)"' \
+        "$out/bounded-$pattern-$units.json" >> "$out/bounded-$pattern.dat"
+  done
 done
 
 # --- Plots. ---
 gnuplot <<GP
-set terminal pngcairo size 900,500 noenhanced
+set terminal pngcairo size 1000,520 noenhanced
 set style data histograms
 set style fill solid 0.8 border -1
 set boxwidth 0.8
@@ -107,7 +116,9 @@ set title "Bounded partitions: 100 units of data, theta_min = theta_max / 2 (pap
 set xlabel "theta_max (units)"; set logscale x 2
 set ylabel "partitions"; set y2label "fullness"; set y2tics; set ytics nomirror
 set y2range [0:1.2]
-plot "$out/bounded.dat" using 1:2 axes x1y1 title "partitions", \
-     "" using 1:3:4 with yerrorlines axes x1y2 title "fullness mean +- sigma"
+plot "$out/bounded-uniform.dat" using 1:2 axes x1y1 title "partitions (100-byte records)", \
+     "" using 1:3:4 with yerrorlines axes x1y2 title "fullness mean +- sigma (100-byte records)", \
+     "$out/bounded-zipfian.dat" using 1:2 axes x1y1 title "partitions (zipfian sizes)", \
+     "" using 1:3:4 with yerrorlines axes x1y2 title "fullness mean +- sigma (zipfian sizes)"
 GP
 echo "wrote $out"

@@ -90,6 +90,7 @@ void RangeScheme::OnInsert(const KeyRef& key, uint64_t bytes) {
     totals_[index].bytes += bytes;
     total_bytes_ += bytes;
     SplitWhileOversized(index);
+    SplitUntilMinimumCount();
     return;
   }
   // A key stored again: its size is replaced.
@@ -137,6 +138,19 @@ void RangeScheme::SplitWhileOversized(size_t index) {
     } else {
       ++i;
     }
+  }
+}
+
+void RangeScheme::SplitUntilMinimumCount() {
+  // Paper 001 §3.1 keeps at least N partitions. Raw keys give no way to pre-cut N ranges, so the
+  // scheme grows to N as data arrives: the largest partition (lowest index on ties) splits at its
+  // volume median while fewer than N exist and it holds two keys or more.
+  while (begins_.size() < options_.min_partitions) {
+    size_t largest = 0;
+    for (size_t i = 1; i < totals_.size(); ++i) {
+      if (totals_[i].bytes > totals_[largest].bytes) largest = i;
+    }
+    if (!Split(largest)) return;
   }
 }
 

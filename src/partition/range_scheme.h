@@ -8,6 +8,8 @@
 // last runs to the end of the key space. The scheme starts as ONE partition covering everything:
 // unlike a hash space, raw keys have no known distribution, so there is no way to pre-cut N
 // equal ranges (paper 001 cuts its ring into N equal token ranges because its keys are hashed).
+// Instead it grows to N = options.min_partitions as data arrives: while fewer than N partitions
+// exist, each insert splits the largest partition at its volume median (if it has two keys).
 //
 // Sizes: every stored key and its bytes are tracked (OnInsert/OnErase), with keys and bytes per
 // partition. Paper 001 §3.1, Equations 1-2:
@@ -111,6 +113,8 @@ class RangeScheme final : public Scheme {
 
   // Splits `index` (and its halves) while above Θmax with at least two keys (001 §3.1).
   void SplitWhileOversized(size_t index);
+  // While fewer than min_partitions exist, splits the largest partition (paper 001 §3.1's N).
+  void SplitUntilMinimumCount();
   // Splits `index` at the volume median; false if it holds fewer than two keys.
   bool Split(size_t index);
   // Merges `index` with adjacent same-node partitions while allowed (001 §3.1).

@@ -71,6 +71,15 @@ TEST(RangeSchemeTest, StartsAsOnePartitionOverEverything) {
   EXPECT_TRUE(scheme->CheckInvariants().ok());
 }
 
+TEST(RangeSchemeTest, GrowsToMinPartitionsAsDataArrives) {
+  auto scheme = Make(Options(1'000'000, 500'000, /*min_partitions=*/4), NodeRange(1, 2));
+  Insert(*scheme, Int(0), 100);
+  EXPECT_EQ(scheme->partition_count(), 1u);  // one key cannot be split
+  for (uint64_t i = 1; i < 100; ++i) Insert(*scheme, Int(i), 100);
+  EXPECT_EQ(scheme->partition_count(), 4u);  // far below theta max, but never fewer than N
+  EXPECT_TRUE(scheme->CheckInvariants().ok());
+}
+
 TEST(RangeSchemeTest, SplitsAtTheVolumeMedianAndKeepsBothHalvesOnTheNode) {
   auto scheme = Make(Options(1000, 500), NodeRange(1, 2));
   for (uint64_t i = 0; i < 10; ++i) Insert(*scheme, Int(i), 100);
