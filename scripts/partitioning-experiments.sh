@@ -8,6 +8,9 @@ out=docs/results/partitioning
 mkdir -p "$out"
 sim() { "$shoal" partition-sim --json "$@"; }
 
+# PLOTS_ONLY=1 redraws the plots from the existing data files.
+if [ "${PLOTS_ONLY:-0}" != 1 ]; then
+
 # --- Paper 002 figures 7 and 8: 1,000,000 sequential keys on 10 nodes, keys per node. ---
 for cfg in "modulo:modulo:xxh3:1" "identity-1:ring:identity:1" "xxh3-1:ring:xxh3:1" \
            "identity-50:ring:identity:50" "xxh3-50:ring:xxh3:50" "xxh3-200:ring:xxh3:200"; do
@@ -71,16 +74,18 @@ for pattern in uniform zipfian; do
   done
 done
 
+fi
+
 # --- Plots. ---
 gnuplot <<GP
-set terminal pngcairo size 1000,520 noenhanced
+set terminal pngcairo size 900,600 noenhanced
 set style data histograms
 set style fill solid 0.8 border -1
 set boxwidth 0.8
 set grid ytics
 set ylabel "keys per node"
 set xlabel "node"
-set key outside right
+set key below
 
 set output "$out/fig7-one-token.png"
 set title "1,000,000 sequential keys on 10 nodes, one token per node (paper 002 fig. 7)"

@@ -7,7 +7,8 @@
 //
 // Run: `make bench` or build/bench/partition/partition_lookup_bench [--benchmark_repetitions=N].
 // After the usual Google Benchmark output it prints a table of median ns per key and the ratio
-// to the hash-only baseline.
+// to the hash-only baseline (CPU time per iteration, which a busy machine disturbs less than wall
+// time).
 
 #include <benchmark/benchmark.h>
 
@@ -20,8 +21,11 @@
 
 #include "src/common/point.h"
 #include "src/common/random.h"
+#include "src/partition/extendible_scheme.h"
 #include "src/partition/key_pattern.h"
+#include "src/partition/ring_scheme.h"
 #include "src/partition/scheme.h"
+#include "src/partition/static_scheme.h"
 
 namespace shoal::partition {
 namespace {
@@ -81,7 +85,46 @@ void BM_Lookup(benchmark::State& state) {
   size_t i = 0;
   for (auto _ : state) {
     const std::string_view raw = keys.key(i).raw;
-    benchmark::DoNotOptimize(scheme->OwnerOf(KeyRef{.point = PointOf(kCollection, raw), .raw = raw}));
+    benchmark::DoNotOptimize(
+        scheme->OwnerOf(KeyRef{.point = PointOf(kCollection, raw), .raw = raw}));
+    if (++i == keys.size()) i = 0;
+  }
+}
+
+// The same lookup through the concrete type's inline Owner(point), as a router that knows its
+// scheme calls it: no virtual call. Only the schemes with a lookup target.
+template <typename ConcreteScheme>
+void BM_DirectLookup(benchmark::State& state) {
+  const auto kind = static_cast<SchemeKind>(state.range(0));
+  const auto nodes = static_cast<uint32_t>(state.range(1));
+  const std::unique_ptr<Scheme> scheme = BuildScheme(kind, nodes);
+  const auto* concrete = dynamic_cast<const ConcreteScheme*>(scheme.get());
+  if (concrete == nullptr) {
+    state.SkipWithError("scheme not available");
+    return;
+  }
+  state.SetLabel(std::string(SchemeName(kind)) + " direct");
+  const KeySet& keys = Keys();
+  size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(concrete->Owner(PointOf(kCollection, keys.key(i).raw)));
+    if (++i == keys.size()) i = 0;
+  }
+}
+
+// What the ring's radix index replaces: a plain binary search over 100 x 200 sorted tokens.
+void BM_RingBinarySearch100x200(benchmark::State& state) {
+  std::vector<uint64_t> tokens;
+  for (uint32_t node = 1; node <= 100; ++node) {
+    for (uint32_t v = 0; v < 200; ++v) tokens.push_back(HashU64((uint64_t{node} << 32) | v, 1));
+  }
+  std::sort(tokens.begin(), tokens.end());
+  const KeySet& keys = Keys();
+  size_t i = 0;
+  for (auto _ : state) {
+    const uint64_t point = PointOf(kCollection, keys.key(i).raw).value();
+    auto it = std::lower_bound(tokens.begin(), tokens.end(), point);
+    benchmark::DoNotOptimize(it == tokens.end() ? tokens.front() : *it);
     if (++i == keys.size()) i = 0;
   }
 }
@@ -94,6 +137,13 @@ void LookupArgs(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_HashOnly);
 BENCHMARK(BM_Lookup)->Apply(LookupArgs);
+BENCHMARK(BM_RingBinarySearch100x200);
+BENCHMARK_TEMPLATE(BM_DirectLookup, RingScheme)
+    ->Args({static_cast<int64_t>(SchemeKind::kRing), 100});
+BENCHMARK_TEMPLATE(BM_DirectLookup, ExtendibleScheme)
+    ->Args({static_cast<int64_t>(SchemeKind::kExtendible), 100});
+BENCHMARK_TEMPLATE(BM_DirectLookup, StaticScheme)
+    ->Args({static_cast<int64_t>(SchemeKind::kStatic), 100});
 
 // Collects per-iteration times (the median aggregate when repetitions are used) and prints the
 // ratio table after the normal console output.
@@ -108,7 +158,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
       const std::string name = run.run_name.str();
       if (!aggregate && seen_median_.count(name) > 0) continue;
       if (aggregate) seen_median_[name] = true;
-      ns_[name] = run.GetAdjustedRealTime();
+      ns_[name] =
+          run.GetAdjustedCPUTime();  // CPU time: steadier than wall time on a shared machine
       labels_[name] = run.report_label;
     }
   }
@@ -128,6 +179,18 @@ class RatioReporter : public benchmark::ConsoleReporter {
         std::printf("%-12s %7d %12.2f %14.2f\n", std::string(SchemeName(kind)).c_str(), nodes,
                     it->second, it->second / hash->second);
       }
+    }
+    for (const char* name : {"RingScheme", "ExtendibleScheme", "StaticScheme"}) {
+      for (const auto& [run, ns] : ns_) {
+        if (run.find(std::string("BM_DirectLookup<") + name + ">") != 0) continue;
+        std::printf("%-12s %7d %12.2f %14.2f   (%s::Owner, no virtual call)\n", "direct", 100, ns,
+                    ns / hash->second, name);
+      }
+    }
+    const auto search = ns_.find("BM_RingBinarySearch100x200");
+    if (search != ns_.end()) {
+      std::printf("%-12s %7d %12.2f %14.2f   (plain lower_bound over the tokens, no index)\n",
+                  "ring-bsearch", 100, search->second, search->second / hash->second);
     }
   }
 

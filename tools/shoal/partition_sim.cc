@@ -293,7 +293,7 @@ std::string SimResultTable(const SimResult& result) {
     out += fmt::format(
         "{:<10} {:>6} {:>10.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>8.3f} {:>10.1f} {:>10} {:>9}\n",
         r.label, r.nodes, r.imbalance, r.max_over_mean, r.moved_fraction, r.optimal_fraction, ratio,
-        r.lookup_ns, r.partitions, r.partitions > 0 ? fmt::format("{:.2f}", r.fullness_mean) : "-");
+        r.lookup_ns, r.partitions, r.fullness_mean > 0 ? fmt::format("{:.2f}", r.fullness_mean) : "-");
   }
   return out;
 }
