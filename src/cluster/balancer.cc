@@ -1,0 +1,204 @@
+#include "src/cluster/balancer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "src/partition/balance.h"
+
+namespace shoal::cluster {
+namespace {
+
+bool Holds(const std::vector<NodeId>& nodes, NodeId node) {
+  return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
+}
+
+Status ValidateOptions(const BalancerOptions& options) {
+  if (options.max_moves_per_node == 0) {
+    return InvalidArgumentError("balancer: max_moves_per_node must be at least 1");
+  }
+  if (options.theta_max_bytes != 0 && options.theta_min_bytes != 0 &&
+      options.theta_max_bytes / 2 < options.theta_min_bytes) {
+    return InvalidArgumentError(fmt::format("balancer: theta_max {} must be >= 2 * theta_min {}",
+                                            options.theta_max_bytes, options.theta_min_bytes));
+  }
+  return OkStatus();
+}
+
+// Candidate moves from Algorithm 2 under the concurrency limit, in priority order. `pending`
+// is set when Algorithm 2 wants any change at all (even one the limit defers).
+StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadReport& load,
+                                               const BalancerOptions& options, bool* pending) {
+  const std::vector<NodeId> active = map.ActiveNodes();
+  const uint32_t k = map.replication_factor();
+  // A map always has buckets, and they need a home.
+  if (active.empty()) return FailedPreconditionError("balancer: no active node");
+  std::vector<partition::BalanceBucket> units;
+  for (size_t i = 0; i < map.buckets().size(); ++i) {
+    const BucketPlacement& bucket = map.buckets()[i];
+    const std::vector<NodeId>& target = bucket.TargetReplicas();
+    // A bucket never has more replicas than there are active nodes.
+    const size_t slots = std::min<size_t>(k, active.size());
+    for (size_t r = 0; r < slots; ++r) {
+      partition::BalanceBucket unit{.id = BucketId(static_cast<uint32_t>(i * k + r)),
+                                    .size = load.BytesOf(bucket.id),
+                                    .owner = std::nullopt};
+      if (r < target.size() && Holds(active, target[r])) unit.owner = target[r];
+      units.push_back(unit);
+    }
+  }
+  SHOAL_ASSIGN_OR_RETURN(partition::BalanceResult result, partition::Balance(units, active));
+  std::map<NodeId, uint64_t> loads;
+  for (size_t n = 0; n < result.nodes.size(); ++n) loads[result.nodes[n]] = result.loads[n];
+
+  // Replay Algorithm 2's steps under the concurrency limit. Step 1 (drain, repair) placements
+  // are taken while they fit; step 2 moves only if all of step 1 fits, and only as a PREFIX of
+  // the step sequence: the state after a prefix is one the greedy passed through, so every plan
+  // strictly lowers the sum of squared loads and plan -> apply converges.
+  std::vector<size_t> unit_bucket(units.size());
+  for (size_t i = 0, u = 0; i < map.buckets().size(); ++i) {
+    const size_t slots = std::min<size_t>(k, active.size());
+    for (size_t r = 0; r < slots; ++r) unit_bucket[u++] = i;
+  }
+  std::map<BucketId, size_t> unit_index;
+  for (size_t u = 0; u < units.size(); ++u) unit_index[units[u].id] = u;
+  std::vector<std::optional<NodeId>> owner(units.size());
+  for (size_t u = 0; u < units.size(); ++u) owner[u] = units[u].owner;
+  std::map<NodeId, uint32_t> busy;
+  for (const NodeInfo& node : map.nodes()) {
+    busy[node.id] = static_cast<uint32_t>(map.TransitionCountOf(node.id));
+  }
+  const auto fits = [&](std::optional<NodeId> from, NodeId to) {
+    return (!from.has_value() || busy[*from] < options.max_moves_per_node) &&
+           busy[to] < options.max_moves_per_node;
+  };
+  const auto take = [&](size_t u, std::optional<NodeId> from, NodeId to) {
+    if (from.has_value()) ++busy[*from];
+    ++busy[to];
+    owner[u] = to;
+  };
+  bool step1_complete = true;
+  for (size_t s = 0; s < result.steps.size() - result.step2_moves; ++s) {
+    const partition::BalanceMove& step = result.steps[s];
+    const size_t u = unit_index[step.bucket];
+    // The unit's previous owner left (drain) or is missing (repair).
+    std::optional<NodeId> from;
+    const std::vector<NodeId>& target = map.buckets()[unit_bucket[u]].TargetReplicas();
+    const size_t r = units[u].id.value() % k;
+    if (r < target.size()) from = target[r];
+    if (map.buckets()[unit_bucket[u]].transition.has_value() || !fits(from, step.to)) {
+      step1_complete = false;
+      continue;
+    }
+    take(u, from, step.to);
+  }
+  if (step1_complete) {
+    for (size_t s = result.steps.size() - result.step2_moves; s < result.steps.size(); ++s) {
+      const partition::BalanceMove& step = result.steps[s];
+      const size_t u = unit_index[step.bucket];
+      if (map.buckets()[unit_bucket[u]].transition.has_value()) break;  // in flight: wait
+      if (!fits(step.from, step.to)) break;
+      take(u, step.from, step.to);
+    }
+  }
+
+  std::vector<MoveIntent> moves;
+  size_t u = 0;
+  for (size_t i = 0; i < map.buckets().size(); ++i) {
+    const BucketPlacement& bucket = map.buckets()[i];
+    const std::vector<NodeId>& target = bucket.TargetReplicas();
+    const size_t slots = std::min<size_t>(k, active.size());
+    std::vector<NodeId> proposed;
+    for (size_t r = 0; r < slots; ++r, ++u) {
+      if (owner[u].has_value()) proposed.push_back(*owner[u]);
+    }
+    if (bucket.transition.has_value()) continue;  // in flight: counted as done, not re-planned
+    // Two replicas on one node (possible for K > 1): keep the slot's owner or pick another node.
+    for (size_t r = 0; r < proposed.size(); ++r) {
+      const auto earlier =
+          std::find(proposed.begin(), proposed.begin() + static_cast<ptrdiff_t>(r), proposed[r]);
+      if (earlier == proposed.begin() + static_cast<ptrdiff_t>(r)) continue;
+      std::optional<NodeId> pick;
+      if (r < target.size() && Holds(active, target[r]) && !Holds(proposed, target[r])) {
+        pick = target[r];
+      }
+      for (const auto& [node, node_load] : loads) {
+        if (pick.has_value()) break;
+        (void)node_load;
+        if (!Holds(proposed, node)) pick = node;
+      }
+      if (!pick.has_value()) return InternalError("balancer: no distinct node for a replica");
+      proposed[r] = *pick;
+    }
+    if (proposed.empty() || proposed == bucket.replicas) continue;
+    MoveReason reason = MoveReason::kBalance;
+    if (bucket.replicas.size() < proposed.size()) reason = MoveReason::kRepair;
+    for (NodeId node : bucket.replicas) {
+      if (!Holds(active, node)) reason = MoveReason::kDrain;
+    }
+    moves.push_back({.bucket = bucket.id,
+                     .source = bucket.replicas,
+                     .destination = std::move(proposed),
+                     .mode = options.mode,
+                     .reason = reason,
+                     .bytes = load.BytesOf(bucket.id)});
+  }
+  std::stable_sort(moves.begin(), moves.end(),
+                   [](const MoveIntent& a, const MoveIntent& b) { return a.reason < b.reason; });
+  // True when Algorithm 2 wants more than the limit allowed now: no split or merge yet.
+  *pending = result.step2_moves > 0 || !result.steps.empty();
+  return moves;
+}
+
+void PlanSplitsAndMerges(const ShardMap& map, const LoadReport& load,
+                         const BalancerOptions& options, MigrationPlan* plan) {
+  const auto buckets = map.buckets();
+  std::vector<bool> splitting(buckets.size(), false);
+  if (options.theta_max_bytes != 0) {
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      const BucketPlacement& bucket = buckets[i];
+      if (bucket.transition.has_value() || bucket.range.width_minus_one() == 0) continue;
+      if (load.BytesOf(bucket.id) <= options.theta_max_bytes) continue;
+      uint64_t at = bucket.range.Midpoint();
+      auto it = load.buckets.find(bucket.id);
+      if (it != load.buckets.end() && it->second.split_point.has_value() &&
+          *it->second.split_point > bucket.range.begin() &&
+          bucket.range.Contains(Point(*it->second.split_point))) {
+        at = *it->second.split_point;
+      }
+      plan->splits.push_back({.bucket = bucket.id, .at = at});
+      splitting[i] = true;
+    }
+  }
+  if (options.theta_min_bytes != 0) {
+    for (size_t i = 0; i + 1 < buckets.size(); ++i) {
+      const BucketPlacement& left = buckets[i];
+      const BucketPlacement& right = buckets[i + 1];
+      if (splitting[i] || splitting[i + 1]) continue;
+      if (left.transition.has_value() || right.transition.has_value()) continue;
+      if (left.replicas != right.replicas) continue;
+      if (load.BytesOf(left.id) + load.BytesOf(right.id) >= options.theta_min_bytes) continue;
+      plan->merges.push_back({.left = left.id, .right = right.id});
+      ++i;  // a bucket takes part in at most one merge per plan
+    }
+  }
+}
+
+}  // namespace
+
+StatusOr<MigrationPlan> Balancer::Plan(const ShardMap& map, const LoadReport& load,
+                                       const BalancerOptions& options) {
+  SHOAL_RETURN_IF_ERROR(ValidateOptions(options));
+  MigrationPlan plan;
+  bool pending = false;
+  SHOAL_ASSIGN_OR_RETURN(plan.moves, BalanceMoves(map, load, options, &pending));
+  // Split and merge come last: only once drain, repair and balance want nothing.
+  if (plan.moves.empty() && !pending && map.TransitionCount() == 0) {
+    PlanSplitsAndMerges(map, load, options, &plan);
+  }
+  return plan;
+}
+
+}  // namespace shoal::cluster

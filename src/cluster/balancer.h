@@ -1,0 +1,58 @@
+#pragma once
+
+// Balancer: the pure, idempotent planner of the coordinator (CONVENTIONS.md "intent, plan,
+// execution apart"; docs/design/shard-map.md).
+//
+// Plan(map, load, options) looks at the map with every move in flight counted as done (a moving
+// bucket's owners are its destination; it is never planned again until its transition is gone)
+// and returns, in priority order:
+//   1. drain: replicas on leaving nodes go elsewhere (paper 001 §3.3);
+//   2. repair: buckets with fewer than K replicas get new replicas (paper 001 §3.2 rule 2);
+//   3. balance: paper 004 §5.1 Algorithm 2 (partition::Balance) over bucket byte sizes, one
+//      Balance unit per replica slot, over the active nodes; drain and repair are its step 1
+//      (units whose owner left or is missing), balance is its step 2;
+//   4. split and merge (only when 1-3 want nothing and no move is in flight): buckets above Θmax
+//   split at their reported
+//      split point or midpoint (paper 001 §3.1); adjacent buckets with the same replicas whose
+//      total is below Θmin merge (Θmax >= 2Θmin, so a split's halves never merge back). Moving
+//      buckets are never split or merged (paper 001 §3.2 rule 1).
+// Each node takes part in at most options.max_moves_per_node transitions at a time (those in
+// flight included); moves that would exceed it are left for a later plan. Under the limit, the
+// balance moves taken are a PREFIX of Algorithm 2's step sequence (collapsed per bucket), never
+// an arbitrary subset: every intermediate state is one the greedy passes through, so each plan
+// strictly lowers the sum of squared loads and plan -> apply always converges. Balance moves are
+// planned only once every drain and repair placement fits.
+//
+// Idempotent: the plan is a function of (map, load, options) only; once its moves are done and
+// the load is unchanged, planning again yields nothing new. Ending state of repeated plan ->
+// apply: max - min node load <= the smallest non-empty bucket on the most loaded node (the
+// guarantee of Algorithm 2).
+//
+// For K > 1, Balance may put two replicas of a bucket on one node; such a slot keeps its current
+// owner if that is distinct, else takes the least loaded active node not yet holding the bucket.
+//
+// Pure; thread-safe.
+
+#include <cstdint>
+
+#include "src/cluster/migration_plan.h"
+#include "src/cluster/shard_map.h"
+
+namespace shoal::cluster {
+
+struct BalancerOptions {
+  uint64_t theta_max_bytes = 0;  // split above this; 0 = never split
+  uint64_t theta_min_bytes = 0;  // merge below this; 0 = never merge
+  uint32_t max_moves_per_node = 2;
+  TransitionMode mode = TransitionMode::kCopyThenSwitch;
+};
+
+class Balancer {
+ public:
+  // InvalidArgument for bad options (max_moves_per_node = 0, Θmax < 2Θmin when both set);
+  // FailedPrecondition when buckets need a home and no node is active.
+  [[nodiscard]] static StatusOr<MigrationPlan> Plan(const ShardMap& map, const LoadReport& load,
+                                                    const BalancerOptions& options);
+};
+
+}  // namespace shoal::cluster

@@ -1,0 +1,168 @@
+#include "src/cluster/balancer.h"
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "src/cluster/cluster_test_util.h"
+#include "src/partition/balance.h"
+
+namespace shoal::cluster {
+namespace {
+
+using testing::ExecutePlan;
+using testing::Nodes;
+
+constexpr int kMaxRounds = 200;
+
+std::map<NodeId, uint64_t> Loads(const ShardMap& map, const LoadReport& load) {
+  std::map<NodeId, uint64_t> loads;
+  for (NodeId node : map.ActiveNodes()) loads[node] = 0;
+  for (const BucketPlacement& bucket : map.buckets()) {
+    for (NodeId node : bucket.replicas) loads[node] += load.BytesOf(bucket.id);
+  }
+  return loads;
+}
+
+// Plans and executes until the plan is empty; returns the final map (or fails the property).
+ShardMap RunToFixedPoint(ShardMap map, LoadReport* load, const BalancerOptions& options,
+                         int* rounds) {
+  IdSource ids{.next_move = MoveId(1), .next_bucket = BucketId(0)};
+  for (*rounds = 0; *rounds < kMaxRounds; ++*rounds) {
+    auto plan = Balancer::Plan(map, *load, options);
+    RC_ASSERT(plan.ok());
+    // Pure and idempotent: the same inputs give the same plan.
+    RC_ASSERT(*Balancer::Plan(map, *load, options) == *plan);
+    if (plan->empty()) return map;
+    auto next = ExecutePlan(map, *plan, &ids, load);
+    if (!next.ok()) RC_FAIL(std::string(MessageOf(next.status())) + "\n" + plan->DebugString());
+    map = *std::move(next);
+    RC_ASSERT(map.CheckInvariants().ok());
+  }
+  RC_FAIL("balancer did not converge");
+}
+
+TEST(BalancerTest, MovesInFlightCountAsDone) {
+  ShardMap map = *ShardMap::Initial({.nodes = Nodes({1}), .bucket_count = 4});
+  map = *Apply(map, ShardMapEdit(map.epoch()).AddNode(NodeId(2)));
+  LoadReport load;
+  for (uint32_t b = 0; b < 4; ++b) load.buckets[BucketId(b)].bytes = 10;
+  auto plan = Balancer::Plan(map, load, {.max_moves_per_node = 8});
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->moves.size(), 2u) << plan->DebugString();
+  // Start the first move only: the next plan keeps the second and does not touch the first.
+  MigrationPlan first;
+  first.moves.push_back(plan->moves[0]);
+  IdSource ids{.next_move = MoveId(1), .next_bucket = BucketId(0)};
+  map = *Apply(map, *ToBeginEdit(map, first, &ids));
+  auto again = Balancer::Plan(map, load, {.max_moves_per_node = 8});
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->moves.size(), 1u) << again->DebugString();
+  EXPECT_EQ(again->moves[0], plan->moves[1]);
+}
+
+TEST(BalancerTest, DrainComesFirstAndRespectsTheConcurrencyLimit) {
+  ShardMap map = *ShardMap::Initial({.nodes = Nodes({1, 2, 3}), .bucket_count = 9});
+  map = *Apply(map, ShardMapEdit(map.epoch()).SetNodeState(NodeId(3), NodeState::kLeaving));
+  LoadReport load;
+  for (uint32_t b = 0; b < 9; ++b) load.buckets[BucketId(b)].bytes = 1 + b;
+  auto plan = Balancer::Plan(map, load, {.max_moves_per_node = 1});
+  ASSERT_TRUE(plan.ok());
+  ASSERT_FALSE(plan->moves.empty());
+  EXPECT_EQ(plan->moves[0].reason, MoveReason::kDrain);
+  std::map<NodeId, int> per_node;
+  for (const MoveIntent& move : plan->moves) {
+    ++per_node[move.source[0]];
+    ++per_node[move.destination[0]];
+    EXPECT_NE(move.destination[0], NodeId(3));
+  }
+  for (const auto& [node, count] : per_node) EXPECT_LE(count, 1) << node;
+}
+
+TEST(BalancerTest, RepairsUnderReplicatedBuckets) {
+  ShardMap map =
+      *ShardMap::Initial({.nodes = Nodes({1, 2, 3}), .bucket_count = 3, .replication_factor = 2});
+  map = *Apply(map, ShardMapEdit(map.epoch()).RemoveNode(NodeId(3)).AddNode(NodeId(4)));
+  LoadReport load;
+  auto plan = Balancer::Plan(map, load, {.max_moves_per_node = 8});
+  ASSERT_TRUE(plan.ok());
+  int repairs = 0;
+  for (const MoveIntent& move : plan->moves) {
+    if (move.reason == MoveReason::kRepair) ++repairs;
+    EXPECT_EQ(move.destination.size(), 2u) << move.DebugString();
+    EXPECT_EQ(move.destination[0], move.source[0]) << "the primary stays: " << move.DebugString();
+  }
+  EXPECT_EQ(repairs, 2) << plan->DebugString();
+}
+
+TEST(BalancerTest, SplitsAboveThetaMaxAndMergesBelowThetaMin) {
+  ShardMap map = *ShardMap::Initial({.nodes = Nodes({1}), .bucket_count = 4});
+  LoadReport load;
+  load.buckets[BucketId(0)] = {.bytes = 100, .hits_ema = 0, .split_point = uint64_t{1} << 60};
+  load.buckets[BucketId(1)].bytes = 30;
+  load.buckets[BucketId(2)].bytes = 1;
+  load.buckets[BucketId(3)].bytes = 2;
+  auto plan = Balancer::Plan(map, load, {.theta_max_bytes = 80, .theta_min_bytes = 10});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->splits,
+            (std::vector<SplitIntent>{{.bucket = BucketId(0), .at = uint64_t{1} << 60}}));
+  EXPECT_EQ(plan->merges, (std::vector<MergeIntent>{{.left = BucketId(2), .right = BucketId(3)}}));
+  EXPECT_FALSE(Balancer::Plan(map, load, {.theta_max_bytes = 80, .theta_min_bytes = 41}).ok());
+  EXPECT_FALSE(Balancer::Plan(map, load, {.max_moves_per_node = 0}).ok());
+}
+
+// The loop the coordinator runs: plan -> execute until the plan is empty. Ends balanced
+// (Algorithm 2's bound), drained, fully replicated, and with an empty re-plan.
+RC_GTEST_PROP(BalancerProperty, PlanApplyLoopConvergesToABalancedFixedPoint, ()) {
+  const uint32_t nodes = *rc::gen::inRange<uint32_t>(1, 6);
+  const uint32_t buckets = *rc::gen::inRange<uint32_t>(1, 40);
+  std::vector<NodeId> ids;
+  for (uint32_t n = 0; n < nodes; ++n) ids.push_back(NodeId(n));
+  ShardMap map = *ShardMap::Initial({.nodes = ids, .bucket_count = buckets});
+  ShardMapEdit change(map.epoch());
+  const uint32_t added = *rc::gen::inRange<uint32_t>(0, 3);
+  for (uint32_t n = 0; n < added; ++n) change.AddNode(NodeId(100 + n));
+  const bool drain = nodes + added > 1 && *rc::gen::arbitrary<bool>();
+  if (drain) change.SetNodeState(NodeId(0), NodeState::kLeaving);
+  map = *Apply(map, change);
+  LoadReport load;
+  for (uint32_t b = 0; b < buckets; ++b) {
+    load.buckets[BucketId(b)].bytes = *rc::gen::inRange<uint64_t>(0, 1000);
+  }
+  const bool split_merge = *rc::gen::arbitrary<bool>();
+  const BalancerOptions options{
+      .theta_max_bytes = split_merge ? 600u : 0u,
+      .theta_min_bytes = split_merge ? 100u : 0u,
+      .max_moves_per_node = *rc::gen::inRange<uint32_t>(1, 4),
+      .mode = *rc::gen::element(TransitionMode::kCopyThenSwitch, TransitionMode::kSwitchThenCopy)};
+  int rounds = 0;
+  map = RunToFixedPoint(std::move(map), &load, options, &rounds);
+  RC_TAG(rounds);
+
+  if (drain) RC_ASSERT(map.BucketsOf(NodeId(0)).empty());
+  const auto loads = Loads(map, load);
+  uint64_t max_load = 0;
+  uint64_t min_load = UINT64_MAX;
+  NodeId most_loaded;
+  for (const auto& [node, node_load] : loads) {
+    if (node_load >= max_load) {
+      max_load = node_load;
+      most_loaded = node;
+    }
+    min_load = std::min(min_load, node_load);
+  }
+  uint64_t smallest = UINT64_MAX;
+  for (const BucketPlacement& bucket : map.buckets()) {
+    RC_ASSERT(bucket.replicas.size() == 1u);
+    if (bucket.replicas[0] == most_loaded && load.BytesOf(bucket.id) > 0) {
+      smallest = std::min(smallest, load.BytesOf(bucket.id));
+    }
+    if (split_merge) RC_ASSERT(load.BytesOf(bucket.id) <= options.theta_max_bytes);
+  }
+  if (max_load > 0) RC_ASSERT(max_load - min_load <= smallest);
+}
+
+}  // namespace
+}  // namespace shoal::cluster

@@ -1,0 +1,90 @@
+#include "src/cluster/migration_plan.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace shoal::cluster {
+namespace {
+
+std::string NodeList(const std::vector<NodeId>& nodes) {
+  std::vector<std::string> names;
+  for (NodeId node : nodes) names.push_back(node.DebugString());
+  return fmt::format("[{}]", fmt::join(names, ","));
+}
+
+}  // namespace
+
+uint64_t LoadReport::BytesOf(BucketId bucket) const {
+  auto it = buckets.find(bucket);
+  return it == buckets.end() ? 0 : it->second.bytes;
+}
+
+double LoadReport::HitsOf(BucketId bucket) const {
+  auto it = buckets.find(bucket);
+  return it == buckets.end() ? 0.0 : it->second.hits_ema;
+}
+
+double LoadReport::UtilizationOf(NodeId node) const {
+  auto it = node_utilization.find(node);
+  return it == node_utilization.end() ? 0.0 : it->second;
+}
+
+std::string_view ToString(MoveReason reason) {
+  switch (reason) {
+    case MoveReason::kDrain:
+      return "drain";
+    case MoveReason::kRepair:
+      return "repair";
+    case MoveReason::kPreBootstrap:
+      return "pre-bootstrap";
+    case MoveReason::kBalance:
+      return "balance";
+    case MoveReason::kPostBootstrap:
+      return "post-bootstrap";
+  }
+  return "invalid-reason";
+}
+
+std::string MoveIntent::DebugString() const {
+  return fmt::format("move {} {}->{} {} ({}, {} bytes)", bucket.DebugString(), NodeList(source),
+                     NodeList(destination), ToString(mode), ToString(reason), bytes);
+}
+
+std::string MigrationPlan::DebugString() const {
+  std::vector<std::string> parts;
+  for (const MoveIntent& move : moves) parts.push_back(move.DebugString());
+  for (const SplitIntent& split : splits) {
+    parts.push_back(fmt::format("split {} at {:#018x}", split.bucket.DebugString(), split.at));
+  }
+  for (const MergeIntent& merge : merges) {
+    parts.push_back(
+        fmt::format("merge {}+{}", merge.left.DebugString(), merge.right.DebugString()));
+  }
+  return fmt::format("MigrationPlan{{{}}}", fmt::join(parts, "; "));
+}
+
+StatusOr<ShardMapEdit> ToBeginEdit(const ShardMap& map, const MigrationPlan& plan, IdSource* ids) {
+  ShardMapEdit edit(map.epoch());
+  ids->next_bucket = std::max(ids->next_bucket, map.NextBucketId());
+  for (const MoveIntent& move : plan.moves) {
+    if (ids->next_move.value() == std::numeric_limits<uint64_t>::max()) {
+      return ResourceExhaustedError("migration plan: move ids exhausted");
+    }
+    edit.BeginTransition(move.bucket, ids->next_move, move.destination, move.mode);
+    ids->next_move = MoveId(ids->next_move.value() + 1);
+  }
+  for (const SplitIntent& split : plan.splits) {
+    if (ids->next_bucket.value() == std::numeric_limits<uint32_t>::max()) {
+      return ResourceExhaustedError("migration plan: bucket ids exhausted");
+    }
+    edit.SplitBucket(split.bucket, split.at, ids->next_bucket);
+    ids->next_bucket = BucketId(ids->next_bucket.value() + 1);
+  }
+  for (const MergeIntent& merge : plan.merges) edit.MergeBuckets(merge.left, merge.right);
+  return edit;
+}
+
+}  // namespace shoal::cluster

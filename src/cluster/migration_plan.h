@@ -1,0 +1,102 @@
+#pragma once
+
+// Intent and plan (CONVENTIONS.md "intent, plan, execution, persistence apart"): planners
+// (balancer.h, bootstrap_planner.h) are pure functions from (ShardMap, LoadReport) to a
+// MigrationPlan; an executor turns a plan into ShardMapEdits (ToBeginEdit) and drives each move
+// through its stages; a store persists the edits. Value types; thread-compatible.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/cluster/shard_map.h"
+#include "src/cluster/shard_map_edit.h"
+#include "src/cluster/transition.h"
+#include "src/common/ids.h"
+#include "src/common/status.h"
+
+namespace shoal::cluster {
+
+// What a planner knows about load. Missing entries count as zero.
+struct BucketLoad {
+  uint64_t bytes = 0;     // stored size of the bucket (one replica)
+  double hits_ema = 0.0;  // EMA of the hit count (paper 001 Equation 3, EmaUpdate)
+  // Where to split the bucket so that both halves hold about the same bytes (e.g. the median
+  // point of its keys); the midpoint of the range when absent or outside it.
+  std::optional<uint64_t> split_point;
+};
+struct LoadReport {
+  std::map<BucketId, BucketLoad> buckets;
+  // Workload of each node as a fraction of its capacity (paper 001 uses CPU usage), in [0, 1].
+  std::map<NodeId, double> node_utilization;
+
+  [[nodiscard]] uint64_t BytesOf(BucketId bucket) const;
+  [[nodiscard]] double HitsOf(BucketId bucket) const;
+  [[nodiscard]] double UtilizationOf(NodeId node) const;
+};
+
+// Why a move is planned; the order is the priority (lower first).
+enum class MoveReason : uint8_t {
+  kDrain = 0,          // a replica sits on a leaving node (paper 001 §3.3)
+  kRepair = 1,         // the bucket has fewer than K replicas (paper 001 §3.2 rule 2)
+  kPreBootstrap = 2,   // relieve a heavily loaded node now (paper 001 §3.2, rule 3)
+  kBalance = 3,        // paper 004 §5.1 Algorithm 2
+  kPostBootstrap = 4,  // bring the new node to the average (paper 001 §3.2, rule 4)
+};
+[[nodiscard]] std::string_view ToString(MoveReason reason);
+
+// One bucket to move from its current replicas to `destination` (primary first).
+struct MoveIntent {
+  BucketId bucket;
+  std::vector<NodeId> source;
+  std::vector<NodeId> destination;
+  TransitionMode mode = TransitionMode::kCopyThenSwitch;
+  MoveReason reason = MoveReason::kBalance;
+  uint64_t bytes = 0;  // as reported when planned
+
+  [[nodiscard]] std::string DebugString() const;
+  friend bool operator==(const MoveIntent&, const MoveIntent&) = default;
+};
+
+// Split `bucket` at `at` (paper 001 §3.1: above Θmax).
+struct SplitIntent {
+  BucketId bucket;
+  uint64_t at = 0;
+  friend bool operator==(const SplitIntent&, const SplitIntent&) = default;
+};
+
+// Merge the adjacent `left` and `right` (same replicas, together below Θmin).
+struct MergeIntent {
+  BucketId left;
+  BucketId right;
+  friend bool operator==(const MergeIntent&, const MergeIntent&) = default;
+};
+
+struct MigrationPlan {
+  std::vector<MoveIntent> moves;  // in priority order
+  std::vector<SplitIntent> splits;
+  std::vector<MergeIntent> merges;
+
+  [[nodiscard]] bool empty() const { return moves.empty() && splits.empty() && merges.empty(); }
+  [[nodiscard]] std::string DebugString() const;
+  friend bool operator==(const MigrationPlan&, const MigrationPlan&) = default;
+};
+
+// Identifiers an executor hands out; the move log guarantees that move ids are never reused,
+// not even those of aborted attempts (FAILURE-PATTERNS.md #6).
+struct IdSource {
+  MoveId next_move;
+  BucketId next_bucket;
+};
+
+// The edit (against `map`'s epoch) that starts every move, split and merge of `plan`: a
+// BeginTransition per move, a SplitBucket per split (new ids from ids->next_bucket, raised to
+// map.NextBucketId() if lower), a MergeBuckets per merge. `ids` is advanced past what was used.
+// Apply checks the result; this only fails on an id overflow.
+[[nodiscard]] StatusOr<ShardMapEdit> ToBeginEdit(const ShardMap& map, const MigrationPlan& plan,
+                                                 IdSource* ids);
+
+}  // namespace shoal::cluster

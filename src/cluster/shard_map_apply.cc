@@ -1,0 +1,245 @@
+// Apply(ShardMap, ShardMapEdit): the one way a ShardMap changes (shard_map_edit.h).
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "src/cluster/shard_map_edit.h"
+
+namespace shoal::cluster {
+namespace {
+
+// The parts of a map while an edit is applied to them; turned into a ShardMap (which checks
+// every invariant) at the end.
+class Draft {
+ public:
+  explicit Draft(const ShardMap& map)
+      : nodes_(map.nodes().begin(), map.nodes().end()),
+        buckets_(map.buckets().begin(), map.buckets().end()),
+        replication_factor_(map.replication_factor()) {}
+
+  Status operator()(const edit::AddNode& op) {
+    if (FindNode(op.node) != nullptr) {
+      return AlreadyExistsError(fmt::format("node {} already a member", op.node.DebugString()));
+    }
+    nodes_.push_back({.id = op.node, .state = NodeState::kActive});
+    std::sort(nodes_.begin(), nodes_.end(),
+              [](const NodeInfo& a, const NodeInfo& b) { return a.id < b.id; });
+    return OkStatus();
+  }
+
+  Status operator()(const edit::RemoveNode& op) {
+    SHOAL_RETURN_IF_ERROR(NodeExists(op.node));
+    if (nodes_.size() == 1) return FailedPreconditionError("cannot remove the last node");
+    for (const BucketPlacement& bucket : buckets_) {
+      if (bucket.transition.has_value() && bucket.transition->Involves(op.node)) {
+        return FailedPreconditionError(
+            fmt::format("node {} takes part in {} of bucket {}", op.node.DebugString(),
+                        bucket.transition->DebugString(), bucket.id.DebugString()));
+      }
+      if (bucket.replicas.size() == 1 && bucket.replicas[0] == op.node) {
+        return FailedPreconditionError(fmt::format("node {} holds the only replica of bucket {}",
+                                                   op.node.DebugString(), bucket.id.DebugString()));
+      }
+    }
+    for (BucketPlacement& bucket : buckets_) std::erase(bucket.replicas, op.node);
+    std::erase_if(nodes_, [&](const NodeInfo& info) { return info.id == op.node; });
+    return OkStatus();
+  }
+
+  Status operator()(const edit::SetNodeState& op) {
+    SHOAL_RETURN_IF_ERROR(NodeExists(op.node));
+    FindNode(op.node)->state = op.state;
+    return OkStatus();
+  }
+
+  Status operator()(const edit::SplitBucket& op) {
+    SHOAL_ASSIGN_OR_RETURN(size_t index, BucketIndex(op.bucket));
+    if (buckets_[index].transition.has_value()) {
+      return FailedPreconditionError(
+          fmt::format("bucket {} is moving and cannot be split (paper 001 §3.2 rule 1)",
+                      op.bucket.DebugString()));
+    }
+    if (BucketIndex(op.upper).ok()) {
+      return AlreadyExistsError(fmt::format("bucket id {} already used", op.upper.DebugString()));
+    }
+    SHOAL_ASSIGN_OR_RETURN(auto halves, buckets_[index].range.SplitAt(op.at));
+    BucketPlacement upper = buckets_[index];
+    upper.id = op.upper;
+    upper.range = halves.second;
+    buckets_[index].range = halves.first;
+    buckets_.insert(buckets_.begin() + static_cast<ptrdiff_t>(index) + 1, std::move(upper));
+    return OkStatus();
+  }
+
+  Status operator()(const edit::MergeBuckets& op) {
+    SHOAL_ASSIGN_OR_RETURN(size_t left, BucketIndex(op.left));
+    SHOAL_ASSIGN_OR_RETURN(size_t right, BucketIndex(op.right));
+    if (right != left + 1) {
+      return InvalidArgumentError(fmt::format("bucket {} does not follow bucket {}",
+                                              op.right.DebugString(), op.left.DebugString()));
+    }
+    if (buckets_[left].transition.has_value() || buckets_[right].transition.has_value()) {
+      return FailedPreconditionError(
+          fmt::format("buckets {} and {}: moving buckets cannot be merged (paper 001 §3.2 rule 1)",
+                      op.left.DebugString(), op.right.DebugString()));
+    }
+    if (buckets_[left].replicas != buckets_[right].replicas) {
+      return FailedPreconditionError(fmt::format("buckets {} and {} have different replicas",
+                                                 op.left.DebugString(), op.right.DebugString()));
+    }
+    SHOAL_ASSIGN_OR_RETURN(buckets_[left].range,
+                           buckets_[left].range.MergeWith(buckets_[right].range));
+    buckets_.erase(buckets_.begin() + static_cast<ptrdiff_t>(right));
+    return OkStatus();
+  }
+
+  Status operator()(const edit::BeginTransition& op) {
+    SHOAL_ASSIGN_OR_RETURN(size_t index, BucketIndex(op.bucket));
+    BucketPlacement& bucket = buckets_[index];
+    if (bucket.transition.has_value()) {
+      return FailedPreconditionError(fmt::format("bucket {} already moving: {}",
+                                                 op.bucket.DebugString(),
+                                                 bucket.transition->DebugString()));
+    }
+    for (const BucketPlacement& other : buckets_) {
+      if (other.transition.has_value() && other.transition->move == op.move) {
+        return AlreadyExistsError(fmt::format("move {} already in use", op.move.DebugString()));
+      }
+    }
+    if (op.destination.empty() || op.destination.size() > replication_factor_) {
+      return InvalidArgumentError(fmt::format("destination of {} must have 1..{} replicas",
+                                              op.move.DebugString(), replication_factor_));
+    }
+    std::vector<NodeId> sorted = op.destination;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+      return InvalidArgumentError(
+          fmt::format("destination of {} repeats a node", op.move.DebugString()));
+    }
+    if (op.destination == bucket.replicas) {
+      return InvalidArgumentError(fmt::format("{} moves nothing", op.move.DebugString()));
+    }
+    for (NodeId node : op.destination) {
+      SHOAL_RETURN_IF_ERROR(NodeExists(node));
+      if (!bucket.HasReplica(node) && FindNode(node)->state != NodeState::kActive) {
+        return FailedPreconditionError(
+            fmt::format("node {} is {} and cannot receive bucket {}", node.DebugString(),
+                        ToString(FindNode(node)->state), op.bucket.DebugString()));
+      }
+    }
+    bucket.transition = BucketTransition{.move = op.move,
+                                         .source = bucket.replicas,
+                                         .destination = op.destination,
+                                         .stage = FirstStage(op.mode),
+                                         .mode = op.mode};
+    return OkStatus();
+  }
+
+  Status operator()(const edit::AdvanceStage& op) {
+    SHOAL_ASSIGN_OR_RETURN(BucketTransition * t, Transition(op.bucket, op.move));
+    if (op.stage == TransitionStage::kCommitted || op.stage == TransitionStage::kDone ||
+        op.stage == TransitionStage::kAborted) {
+      return InvalidArgumentError(fmt::format(
+          "stage {} is reached by its own operation, not AdvanceStage", ToString(op.stage)));
+    }
+    if (NextStage(t->stage, t->mode) != op.stage) {
+      return FailedPreconditionError(
+          fmt::format("{} cannot advance to {}", t->DebugString(), ToString(op.stage)));
+    }
+    t->stage = op.stage;
+    return OkStatus();
+  }
+
+  Status operator()(const edit::CommitTransition& op) {
+    SHOAL_ASSIGN_OR_RETURN(BucketTransition * t, Transition(op.bucket, op.move));
+    if (NextStage(t->stage, t->mode) != TransitionStage::kCommitted) {
+      return FailedPreconditionError(fmt::format("{} cannot commit yet", t->DebugString()));
+    }
+    t->stage = TransitionStage::kCommitted;
+    buckets_[*BucketIndex(op.bucket)].replicas = t->destination;
+    return OkStatus();
+  }
+
+  Status operator()(const edit::FinishTransition& op) {
+    SHOAL_ASSIGN_OR_RETURN(BucketTransition * t, Transition(op.bucket, op.move));
+    if (t->stage != TransitionStage::kCleanup) {
+      return FailedPreconditionError(
+          fmt::format("{} must be in cleanup to finish", t->DebugString()));
+    }
+    buckets_[*BucketIndex(op.bucket)].transition.reset();
+    return OkStatus();
+  }
+
+  Status operator()(const edit::AbortTransition& op) {
+    SHOAL_ASSIGN_OR_RETURN(BucketTransition * t, Transition(op.bucket, op.move));
+    if (!CanAbort(t->stage)) {
+      return FailedPreconditionError(
+          fmt::format("{} has committed and cannot abort", t->DebugString()));
+    }
+    buckets_[*BucketIndex(op.bucket)].transition.reset();
+    return OkStatus();
+  }
+
+  StatusOr<ShardMap> Finish(MapEpoch epoch) && {
+    return ShardMap::Create(epoch, replication_factor_, std::move(nodes_), std::move(buckets_));
+  }
+
+ private:
+  NodeInfo* FindNode(NodeId node) {
+    auto it = std::find_if(nodes_.begin(), nodes_.end(),
+                           [node](const NodeInfo& info) { return info.id == node; });
+    return it == nodes_.end() ? nullptr : &*it;
+  }
+  Status NodeExists(NodeId node) {
+    if (FindNode(node) == nullptr) {
+      return NotFoundError(fmt::format("node {} is not a member", node.DebugString()));
+    }
+    return OkStatus();
+  }
+  StatusOr<size_t> BucketIndex(BucketId id) const {
+    for (size_t i = 0; i < buckets_.size(); ++i) {
+      if (buckets_[i].id == id) return i;
+    }
+    return NotFoundError(fmt::format("bucket {} does not exist", id.DebugString()));
+  }
+  // The transition of `bucket`, which must carry `move` (messages of other attempts are refused).
+  StatusOr<BucketTransition*> Transition(BucketId bucket, MoveId move) {
+    SHOAL_ASSIGN_OR_RETURN(size_t index, BucketIndex(bucket));
+    std::optional<BucketTransition>& t = buckets_[index].transition;
+    if (!t.has_value()) {
+      return FailedPreconditionError(fmt::format("bucket {} is not moving", bucket.DebugString()));
+    }
+    if (t->move != move) {
+      return FailedPreconditionError(fmt::format("bucket {} is moving under {}, not {}",
+                                                 bucket.DebugString(), t->move.DebugString(),
+                                                 move.DebugString()));
+    }
+    return &*t;
+  }
+
+  std::vector<NodeInfo> nodes_;
+  std::vector<BucketPlacement> buckets_;
+  uint32_t replication_factor_;
+};
+
+}  // namespace
+
+StatusOr<ShardMap> Apply(const ShardMap& map, const ShardMapEdit& edit) {
+  if (edit.base_epoch() != map.epoch()) {
+    return FailedPreconditionError(fmt::format("edit for epoch {} does not apply to map of {}",
+                                               edit.base_epoch().DebugString(),
+                                               map.epoch().DebugString()));
+  }
+  Draft draft(map);
+  for (size_t i = 0; i < edit.ops().size(); ++i) {
+    Status status = std::visit(draft, edit.ops()[i]);
+    if (!status.ok()) {
+      return Prefixed(status, fmt::format("operation {} {}", i, DebugString(edit.ops()[i])));
+    }
+  }
+  return std::move(draft).Finish(MapEpoch(map.epoch().value() + 1));
+}
+
+}  // namespace shoal::cluster

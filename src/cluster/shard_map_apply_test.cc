@@ -1,0 +1,195 @@
+// Tests of Apply (shard_map_apply.cc): the lifecycle of moves, splits and merges, and that every
+// invalid edit is rejected as a whole without changing anything.
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include "src/cluster/cluster_test_util.h"
+#include "src/cluster/shard_map_edit.h"
+
+namespace shoal::cluster {
+namespace {
+
+using testing::GenEdit;
+using testing::Nodes;
+
+ShardMap Initial(std::initializer_list<uint32_t> nodes, uint32_t buckets, uint32_t k = 1) {
+  return *ShardMap::Initial(
+      {.nodes = Nodes(nodes), .bucket_count = buckets, .replication_factor = k});
+}
+
+// Applies `edit` (re-based on `map`), asserting success and invariants.
+ShardMap MustApply(const ShardMap& map, ShardMapEdit edit) {
+  edit.SetBaseEpoch(map.epoch());
+  auto next = Apply(map, edit);
+  EXPECT_TRUE(next.ok()) << next.status() << "\n"
+                         << edit.DebugString() << "\n"
+                         << map.DebugString();
+  if (!next.ok()) return map;
+  EXPECT_TRUE(next->CheckInvariants().ok());
+  EXPECT_EQ(next->epoch().value(), map.epoch().value() + 1);
+  return *std::move(next);
+}
+
+// Asserts that `edit` (re-based on `map`) is rejected and that `map` is unchanged.
+void ExpectRejected(const ShardMap& map, ShardMapEdit edit) {
+  const std::string before = map.DebugString();
+  edit.SetBaseEpoch(map.epoch());
+  auto next = Apply(map, edit);
+  EXPECT_FALSE(next.ok()) << edit.DebugString() << " was accepted:\n" << next->DebugString();
+  EXPECT_EQ(map.DebugString(), before);
+}
+
+TEST(ShardMapApplyTest, CopyThenSwitchMoveLifecycle) {
+  ShardMap map = Initial({1, 2}, 2);  // b0 on n1, b1 on n2
+  const BucketId b(0);
+  const MoveId m(1);
+  map = MustApply(
+      map, ShardMapEdit().BeginTransition(b, m, Nodes({2}), TransitionMode::kCopyThenSwitch));
+  EXPECT_EQ(map.Find(b)->replicas, Nodes({1}));  // the stable placement is untouched
+  EXPECT_EQ(map.Find(b)->transition->stage, TransitionStage::kCopy);
+  ExpectRejected(map, ShardMapEdit().CommitTransition(b, m));  // too early: no fence yet
+  map = MustApply(map, ShardMapEdit().AdvanceStage(b, m, TransitionStage::kCatchUp));
+  map = MustApply(map, ShardMapEdit().AdvanceStage(b, m, TransitionStage::kPrepare));
+  ExpectRejected(map, ShardMapEdit().AdvanceStage(b, m, TransitionStage::kCommitted));
+  map = MustApply(map, ShardMapEdit().CommitTransition(b, m));
+  EXPECT_EQ(map.Find(b)->replicas, Nodes({2}));
+  EXPECT_EQ(map.Find(b)->transition->stage, TransitionStage::kCommitted);
+  ExpectRejected(map, ShardMapEdit().AbortTransition(b, m));  // no abort after the commit
+  ExpectRejected(map, ShardMapEdit().FinishTransition(b, m));
+  map = MustApply(map, ShardMapEdit().AdvanceStage(b, m, TransitionStage::kCleanup));
+  map = MustApply(map, ShardMapEdit().FinishTransition(b, m));
+  EXPECT_FALSE(map.Find(b)->transition.has_value());
+  EXPECT_EQ(map.epoch(), MapEpoch(7));
+  EXPECT_EQ(map.BucketsOf(NodeId(2)), (std::vector<BucketId>{BucketId(0), BucketId(1)}));
+}
+
+TEST(ShardMapApplyTest, SwitchThenCopyMoveLifecycle) {
+  ShardMap map = Initial({1, 2}, 1);
+  const BucketId b(0);
+  const MoveId m(5);
+  map = MustApply(
+      map, ShardMapEdit().BeginTransition(b, m, Nodes({2}), TransitionMode::kSwitchThenCopy));
+  ExpectRejected(map, ShardMapEdit().AdvanceStage(b, m, TransitionStage::kCatchUp));
+  map = MustApply(map, ShardMapEdit().CommitTransition(b, m));
+  map = MustApply(map, ShardMapEdit().AdvanceStage(b, m, TransitionStage::kCleanup));
+  map = MustApply(map, ShardMapEdit().FinishTransition(b, m));
+  EXPECT_EQ(map.Find(b)->replicas, Nodes({2}));
+}
+
+TEST(ShardMapApplyTest, AbortDropsTheTransitionAndKeepsTheSource) {
+  const ShardMap start = Initial({1, 2}, 1);
+  ShardMap map = MustApply(start, ShardMapEdit().BeginTransition(BucketId(0), MoveId(1), Nodes({2}),
+                                                                 TransitionMode::kCopyThenSwitch));
+  map = MustApply(map,
+                  ShardMapEdit().AdvanceStage(BucketId(0), MoveId(1), TransitionStage::kCatchUp));
+  ExpectRejected(map, ShardMapEdit().AbortTransition(BucketId(0), MoveId(2)));  // stale attempt
+  map = MustApply(map, ShardMapEdit().AbortTransition(BucketId(0), MoveId(1)));
+  EXPECT_EQ(map.buckets()[0], start.buckets()[0]);
+}
+
+TEST(ShardMapApplyTest, SplitAndMerge) {
+  ShardMap map = Initial({1}, 1);
+  map = MustApply(map, ShardMapEdit().SplitBucket(BucketId(0), uint64_t{1} << 63, BucketId(1)));
+  ASSERT_EQ(map.buckets().size(), 2u);
+  EXPECT_EQ(map.Lookup(Point(UINT64_MAX)).id, BucketId(1));
+  ExpectRejected(map, ShardMapEdit().MergeBuckets(BucketId(1), BucketId(0)));    // wrong order
+  ExpectRejected(map, ShardMapEdit().SplitBucket(BucketId(1), 5, BucketId(2)));  // outside
+  ExpectRejected(map, ShardMapEdit().SplitBucket(BucketId(1), UINT64_MAX, BucketId(0)));
+  map = MustApply(map, ShardMapEdit().MergeBuckets(BucketId(0), BucketId(1)));
+  EXPECT_EQ(map.buckets()[0].range, BucketRange::Full());
+}
+
+TEST(ShardMapApplyTest, RuleOneMovingBucketsAreNeitherSplitNorMerged) {
+  ShardMap map = Initial({1}, 2);
+  map = MustApply(map, ShardMapEdit().AddNode(NodeId(2)).BeginTransition(
+                           BucketId(0), MoveId(1), Nodes({2}), TransitionMode::kSwitchThenCopy));
+  ExpectRejected(map, ShardMapEdit().MergeBuckets(BucketId(0), BucketId(1)));
+  ExpectRejected(map, ShardMapEdit().SplitBucket(BucketId(0), 12345, BucketId(2)));
+  map = MustApply(map, ShardMapEdit().AbortTransition(BucketId(0), MoveId(1)));
+  map = MustApply(map, ShardMapEdit().MergeBuckets(BucketId(0), BucketId(1)));
+  EXPECT_EQ(map.buckets().size(), 1u);
+}
+
+TEST(ShardMapApplyTest, RejectsEveryInvalidOperation) {
+  ShardMap map = Initial({1, 2}, 2, 1);
+  map = MustApply(map, ShardMapEdit().BeginTransition(BucketId(0), MoveId(1), Nodes({2}),
+                                                      TransitionMode::kCopyThenSwitch));
+  // Stale and future epochs.
+  auto stale = ShardMapEdit(MapEpoch(1));
+  stale.AddNode(NodeId(7));
+  EXPECT_EQ(Apply(map, stale).status().code(), StatusCode::kFailedPrecondition);
+  auto future = ShardMapEdit(MapEpoch(3));
+  EXPECT_FALSE(Apply(map, future).ok());
+  // Nodes.
+  ExpectRejected(map, ShardMapEdit().AddNode(NodeId(1)));
+  ExpectRejected(map, ShardMapEdit().RemoveNode(NodeId(9)));
+  ExpectRejected(map, ShardMapEdit().RemoveNode(NodeId(2)));  // in a transition
+  ExpectRejected(map, ShardMapEdit().SetNodeState(NodeId(9), NodeState::kLeaving));
+  // Buckets: unknown ids, moving buckets (rule 1), merge of different replica sets.
+  ExpectRejected(map, ShardMapEdit().SplitBucket(BucketId(9), 5, BucketId(10)));
+  ExpectRejected(map, ShardMapEdit().SplitBucket(BucketId(0), 5, BucketId(10)));
+  ExpectRejected(map, ShardMapEdit().MergeBuckets(BucketId(0), BucketId(1)));
+  ExpectRejected(map, ShardMapEdit().MergeBuckets(BucketId(1), BucketId(9)));
+  // Transitions: overlapping, duplicate move id, unknown node, bad destination, wrong move id.
+  ExpectRejected(map, ShardMapEdit().BeginTransition(BucketId(0), MoveId(2), Nodes({1}),
+                                                     TransitionMode::kCopyThenSwitch));
+  ExpectRejected(map, ShardMapEdit().BeginTransition(BucketId(1), MoveId(1), Nodes({1}),
+                                                     TransitionMode::kCopyThenSwitch));
+  ExpectRejected(map, ShardMapEdit().BeginTransition(BucketId(1), MoveId(2), Nodes({9}),
+                                                     TransitionMode::kCopyThenSwitch));
+  ExpectRejected(map, ShardMapEdit().BeginTransition(BucketId(1), MoveId(2), Nodes({1, 2}),
+                                                     TransitionMode::kCopyThenSwitch));
+  ExpectRejected(map, ShardMapEdit().BeginTransition(BucketId(1), MoveId(2), {},
+                                                     TransitionMode::kCopyThenSwitch));
+  ExpectRejected(map, ShardMapEdit().BeginTransition(BucketId(1), MoveId(2), Nodes({2}),
+                                                     TransitionMode::kCopyThenSwitch));
+  ExpectRejected(map,
+                 ShardMapEdit().AdvanceStage(BucketId(0), MoveId(2), TransitionStage::kCatchUp));
+  ExpectRejected(map, ShardMapEdit().AdvanceStage(BucketId(0), MoveId(1),
+                                                  TransitionStage::kPrepare));  // skips a stage
+  ExpectRejected(map, ShardMapEdit().AdvanceStage(BucketId(1), MoveId(1),
+                                                  TransitionStage::kCatchUp));  // not moving
+  ExpectRejected(map,
+                 ShardMapEdit().AdvanceStage(BucketId(0), MoveId(1), TransitionStage::kAborted));
+  // Leaving nodes receive nothing.
+  ShardMap leaving = MustApply(map, ShardMapEdit().SetNodeState(NodeId(1), NodeState::kLeaving));
+  ExpectRejected(leaving, ShardMapEdit().BeginTransition(BucketId(1), MoveId(2), Nodes({1}),
+                                                         TransitionMode::kCopyThenSwitch));
+  // All or nothing: a valid operation followed by an invalid one changes nothing.
+  ExpectRejected(map, ShardMapEdit().AddNode(NodeId(5)).AddNode(NodeId(5)));
+}
+
+TEST(ShardMapApplyTest, RemoveNodeDropsReplicasButNeverTheLastOne) {
+  ShardMap map = Initial({1, 2, 3}, 3, 2);
+  map = MustApply(map, ShardMapEdit().RemoveNode(NodeId(2)));
+  for (const BucketPlacement& bucket : map.buckets()) EXPECT_FALSE(bucket.HasReplica(NodeId(2)));
+  EXPECT_EQ(map.Find(BucketId(0))->replicas, Nodes({1}));     // under-replicated, to be repaired
+  ExpectRejected(map, ShardMapEdit().RemoveNode(NodeId(1)));  // the only replica of b0
+  ShardMap single = Initial({1}, 1);
+  ExpectRejected(single, ShardMapEdit().RemoveNode(NodeId(1)));
+}
+
+// Random edits on random histories: Apply either rejects (leaving the map unchanged) or yields
+// epoch + 1 and a map that satisfies every invariant.
+RC_GTEST_PROP(ShardMapApplyProperty, EveryResultSatisfiesTheInvariants, ()) {
+  ShardMap map =
+      Initial({0, 1, 2}, *rc::gen::inRange<uint32_t>(1, 6), *rc::gen::inRange<uint32_t>(1, 3));
+  const int steps = *rc::gen::inRange(1, 30);
+  int accepted = 0;
+  for (int i = 0; i < steps; ++i) {
+    const std::string before = map.DebugString();
+    const ShardMapEdit edit = *GenEdit(map.epoch());
+    auto next = Apply(map, edit);
+    RC_ASSERT(map.DebugString() == before);
+    if (!next.ok()) continue;
+    ++accepted;
+    RC_ASSERT(next->CheckInvariants().ok());
+    RC_ASSERT(next->epoch().value() == map.epoch().value() + 1);
+    map = *std::move(next);
+  }
+  RC_TAG(accepted > 0 ? "some accepted" : "none accepted");
+}
+
+}  // namespace
+}  // namespace shoal::cluster

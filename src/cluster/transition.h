@@ -1,0 +1,151 @@
+#pragma once
+
+// The stages of moving one bucket and the read/write routing they imply (ARCHITECTURE.md §3,
+// docs/design/shard-map.md). A transition lives BESIDE the stable placement of its bucket in the
+// ShardMap (shard_map.h): the stable replica list is the source until the commit, so rolling back
+// is dropping the transition.
+//
+// Two modes share one stage enum:
+//   copy-then-switch (paper 004 §5, ARCHITECTURE.md §3, the default):
+//     kCopy -> kCatchUp -> kPrepare -> kCommitted -> kCleanup -> kDone
+//     with kAborted reachable from kCopy, kCatchUp and kPrepare.
+//   switch-then-copy (paper 002 §5.3-5.4; paper 001 §3.2 read/write ownership tokens):
+//     kCopy -> kCommitted -> kCleanup -> kDone, with kAborted reachable from kCopy.
+//     In this mode the destination owns the bucket from kCopy on.
+// kDone and kAborted are terminal and never stored in a ShardMap: the edit that reaches them
+// drops the transition (they exist for move logs and node-local state).
+//
+// Routing (ReadRouting, WriteRouting) is a pure function of (stage, mode). The central safety
+// property (FAILURE-PATTERNS.md #1): in every (stage, mode) exactly ONE replica set may
+// acknowledge a write; a second set may receive a mirrored copy but never acknowledges on its
+// own. Epoch fencing makes the hand-over atomic: a node refuses requests stamped with an epoch
+// older than the one in which its role changed.
+//
+// Pure functions and value types; thread-safe.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/common/ids.h"
+
+namespace shoal::cluster {
+
+enum class TransitionMode : uint8_t {
+  // The source serves until the fenced commit; the destination stages data invisibly
+  // (paper 004 §5, ARCHITECTURE.md §3).
+  kCopyThenSwitch = 0,
+  // The destination owns the bucket at once and pulls the data in the background; reads try the
+  // destination then the source; writes are mirrored to the source (paper 002 §5.3-5.4).
+  kSwitchThenCopy = 1,
+};
+
+enum class TransitionStage : uint8_t {
+  // copy-then-switch: the move is recorded (BEGIN); the source serves all reads and writes and
+  // ships a snapshot of the range; the destination stages it invisibly (not served).
+  // switch-then-copy: the destination owns the bucket: it acknowledges writes and serves reads,
+  // falling back to the source for keys not yet transferred; every write is mirrored to the
+  // source (which never acknowledges it on its own), so the source stays a complete copy and an
+  // abort loses nothing.
+  kCopy = 0,
+  // copy-then-switch only: the snapshot is staged at the destination; writes the source accepted
+  // after the snapshot are forwarded in order and applied after the snapshot data. The source
+  // still acknowledges every write. Not a stage of switch-then-copy.
+  kCatchUp = 1,
+  // copy-then-switch only: the source fences writes to the bucket (queues them for a bounded
+  // time; the move aborts if the bound passes), drains the backlog, and the destination confirms
+  // it holds everything. Reads are still served by the source. Not a stage of switch-then-copy.
+  kPrepare = 2,
+  // Both modes: the commit is durable (the new map is the commit point, epoch published). The
+  // stable replicas ARE the destination; the destination serves all reads and writes; the source
+  // answers WRONG_SHARD and keeps its copy until no reader holds an older epoch.
+  kCommitted = 3,
+  // Both modes: the destination serves; the source is dropping the range (allowed only after the
+  // commit is durable, FAILURE-PATTERNS.md #5).
+  kCleanup = 4,
+  // Terminal, never in a map: the source dropped the range and DONE is recorded; the transition
+  // has been removed from the map.
+  kDone = 5,
+  // Terminal, never in a map: the move was rolled back before its commit; the source (the stable
+  // replicas) is authoritative, the destination deletes its staged data, and messages carrying
+  // this MoveId are ignored from now on (FAILURE-PATTERNS.md #6).
+  kAborted = 6,
+};
+
+// Which replica set of a transition a role refers to.
+enum class ReplicaRole : uint8_t {
+  kSource = 0,       // the stable replicas before the commit
+  kDestination = 1,  // the replicas after the commit
+};
+
+// How writes are admitted by the acknowledging set.
+enum class WriteAdmission : uint8_t {
+  kServe = 0,  // apply and acknowledge
+  kQueue = 1,  // fenced: hold (do not reject) until the commit or abort, for a bounded time
+};
+
+// Where a read goes: `first`, then, if the key is not found there, `fallback`.
+struct ReadRoute {
+  ReplicaRole first = ReplicaRole::kSource;
+  std::optional<ReplicaRole> fallback;
+  friend bool operator==(const ReadRoute&, const ReadRoute&) = default;
+};
+
+// Where a write goes. `acknowledger` is the ONE set whose acceptance acknowledges the write.
+// `mirror`, if set, must also apply the write before it is acknowledged, but never acknowledges
+// a write on its own (it only accepts mirrored writes carrying the MoveId).
+struct WriteRoute {
+  ReplicaRole acknowledger = ReplicaRole::kSource;
+  std::optional<ReplicaRole> mirror;
+  WriteAdmission admission = WriteAdmission::kServe;
+  friend bool operator==(const WriteRoute&, const WriteRoute&) = default;
+};
+
+[[nodiscard]] ReadRoute ReadRouting(TransitionStage stage, TransitionMode mode);
+[[nodiscard]] WriteRoute WriteRouting(TransitionStage stage, TransitionMode mode);
+
+// True when `stage` belongs to the stage sequence of `mode` (terminal stages included).
+[[nodiscard]] bool IsStageOf(TransitionStage stage, TransitionMode mode);
+// True for kDone and kAborted.
+[[nodiscard]] bool IsTerminal(TransitionStage stage);
+// True for stages whose transition may be stored in a ShardMap (not terminal, valid for mode).
+[[nodiscard]] bool IsStorable(TransitionStage stage, TransitionMode mode);
+// True when the commit has happened (kCommitted, kCleanup, kDone): the destination is stable.
+[[nodiscard]] bool IsCommitted(TransitionStage stage);
+// The first stage of `mode` (kCopy for both).
+[[nodiscard]] TransitionStage FirstStage(TransitionMode mode);
+// The next non-abort stage of `mode` after `stage`; none for terminal stages.
+[[nodiscard]] std::optional<TransitionStage> NextStage(TransitionStage stage, TransitionMode mode);
+// True when the abort (rollback) is allowed from `stage`: only before the commit.
+[[nodiscard]] bool CanAbort(TransitionStage stage);
+
+[[nodiscard]] std::string_view ToString(TransitionStage stage);
+[[nodiscard]] std::string_view ToString(TransitionMode mode);
+[[nodiscard]] std::string_view ToString(ReplicaRole role);
+
+// The in-flight move of one bucket, kept beside its stable placement. `source` is the stable
+// replica list when the move began (primary first); `destination` the replica list after the
+// commit (primary first). Value type; thread-compatible.
+struct BucketTransition {
+  MoveId move;
+  std::vector<NodeId> source;
+  std::vector<NodeId> destination;
+  TransitionStage stage = TransitionStage::kCopy;
+  TransitionMode mode = TransitionMode::kCopyThenSwitch;
+
+  // The replica set a role refers to.
+  [[nodiscard]] const std::vector<NodeId>& Replicas(ReplicaRole role) const;
+  // The replicas whose owner changes: in destination but not in source.
+  [[nodiscard]] std::vector<NodeId> Incoming() const;
+  // In source but not in destination.
+  [[nodiscard]] std::vector<NodeId> Outgoing() const;
+  // True when `node` is in source or destination.
+  [[nodiscard]] bool Involves(NodeId node) const;
+  [[nodiscard]] std::string DebugString() const;
+
+  friend bool operator==(const BucketTransition&, const BucketTransition&) = default;
+};
+
+}  // namespace shoal::cluster
