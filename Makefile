@@ -46,3 +46,32 @@ tidy: build
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR)
+
+# --- storage: a long crash test and real fuzzing (docs/design/storage.md) ---
+CRASH_SECONDS   ?= 600
+FUZZ_SECONDS    ?= 60
+FUZZ_BUILD_DIR  ?= build-fuzz
+
+.PHONY: crash-test fuzz
+
+# SIGKILL crash test of the storage engine under both sync policies; keeps the directory on failure.
+crash-test: build
+	@for sync in every periodic; do \
+	  dir=$$(mktemp -d /tmp/shoal-crash-$$sync-XXXXXX); \
+	  ./$(BUILD_DIR)/tests/crash/storage_stress --dir=$$dir --sync=$$sync \
+	    --seconds=$(CRASH_SECONDS) || { echo "crash test failed; state kept in $$dir"; exit 1; }; \
+	  rm -rf $$dir; \
+	done
+
+# libFuzzer with ASan/UBSan (clang) on the storage decoders and the JSON intake, seeded from the
+# committed corpus; new inputs accumulate in $(FUZZ_BUILD_DIR)/corpus.
+fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DSHOAL_BUILD_FUZZERS=ON -DSHOAL_BUILD_TESTS=OFF -DSHOAL_BUILD_BENCHMARKS=OFF \
+	  -DSHOAL_WERROR=OFF -DSHOAL_SANITIZE=address,undefined
+	cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS) --target fuzz_document_decode fuzz_json_intake
+	@for t in document_decode json_intake; do \
+	  mkdir -p $(FUZZ_BUILD_DIR)/corpus/$$t; \
+	  ./$(FUZZ_BUILD_DIR)/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
+	    $(FUZZ_BUILD_DIR)/corpus/$$t tests/fuzz/corpus/$$t || exit 1; \
+	done

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 
 namespace shoal {
 
@@ -60,13 +61,17 @@ inline Status OkStatus() { return absl::OkStatus(); }
   return std::string_view(status.message().data(), status.message().size());
 }
 
-// Returns `status` with `context + ": "` prepended to its message; OK stays OK.
+// Returns `status` with `context + ": "` prepended to its message; OK stays OK. Payloads are kept.
 [[nodiscard]] inline Status Prefixed(const Status& status, std::string_view context) {
   if (status.ok()) return status;
   std::string message(context);
   message += ": ";
   message += MessageOf(status);
-  return MakeStatus(status.code(), message);
+  Status result = MakeStatus(status.code(), message);
+  status.ForEachPayload([&result](absl::string_view url, const absl::Cord& payload) {
+    result.SetPayload(url, payload);
+  });
+  return result;
 }
 
 }  // namespace shoal

@@ -1,0 +1,274 @@
+#include "src/storage/bucket_store.h"
+
+#include <fmt/format.h>
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "src/storage/codec.h"
+#include "src/storage/errors.h"
+#include "src/storage/json.h"
+
+namespace shoal::storage {
+namespace {
+
+// Meta column family keys (bucket entries: local_directory.h).
+constexpr std::string_view kFormatKey = "F";
+constexpr std::string_view kVersionKey = "V";
+constexpr char kCollectionPrefix = 'c';
+constexpr uint8_t kStoreFormatV1 = 1;
+constexpr uint8_t kCollectionFormatV1 = 1;
+
+rocksdb::Slice ToSlice(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
+
+std::string CollectionMetaKey(CollectionId id) {
+  std::string key(1, kCollectionPrefix);
+  AppendBigEndian32(id.value(), &key);
+  return key;
+}
+
+}  // namespace
+
+uint64_t Snapshot::sequence() const { return snapshot_->GetSequenceNumber(); }
+
+Snapshot::~Snapshot() { db_->ReleaseSnapshot(snapshot_); }
+
+BucketStore::BucketStore(const StoreOptions& options) : options_(options) {}
+
+StatusOr<std::unique_ptr<BucketStore>> BucketStore::Open(const StoreOptions& options) {
+  std::unique_ptr<BucketStore> store(new BucketStore(options));
+  SHOAL_ASSIGN_OR_RETURN(store->engine_, BuildEngineOptions(options));
+  SHOAL_RETURN_IF_ERROR(store->OpenEngine());
+  SHOAL_RETURN_IF_ERROR(store->LoadMeta());
+  store->stripes_ = std::make_unique<Stripe[]>(options.lock_stripes);
+  if (options.sync == SyncPolicy::kPeriodic && options.sync_interval.count() > 0) {
+    store->sync_thread_ = std::thread([s = store.get()] { s->SyncLoop(); });
+  }
+  return store;
+}
+
+Status BucketStore::OpenEngine() {
+  std::vector<std::string> existing;
+  rocksdb::Status listed = rocksdb::DB::ListColumnFamilies(engine_.db, options_.path, &existing);
+  if (listed.ok()) {
+    for (const std::string& name : existing) {
+      if (name != rocksdb::kDefaultColumnFamilyName && name != kDocumentsColumnFamily &&
+          name != kMetaColumnFamily) {
+        return StorageError(
+            ErrorReason::kCorruption,
+            fmt::format("{} holds an unknown column family {}", options_.path, name));
+      }
+    }
+  }
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
+      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
+      {kDocumentsColumnFamily, engine_.documents},
+      {kMetaColumnFamily, engine_.meta},
+  };
+  SHOAL_RETURN_IF_ERROR(
+      FromRocks(rocksdb::DB::Open(engine_.db, options_.path, descriptors, &handles_, &db_),
+                fmt::format("open {}", options_.path)));
+  documents_ = handles_[1];
+  meta_ = handles_[2];
+  return OkStatus();
+}
+
+Status BucketStore::LoadMeta() {
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta_, ToSlice(kFormatKey), &value);
+  if (s.IsNotFound()) {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), documents_));
+    it->SeekToFirst();
+    if (it->Valid()) {
+      return StorageError(ErrorReason::kCorruption, "documents without a store format marker");
+    }
+    SHOAL_RETURN_IF_ERROR(FromRocks(it->status(), "check new store"));
+    rocksdb::WriteOptions sync_write;
+    sync_write.sync = true;
+    SHOAL_RETURN_IF_ERROR(FromRocks(db_->Put(sync_write, meta_, ToSlice(kFormatKey),
+                                             std::string(1, static_cast<char>(kStoreFormatV1))),
+                                    "write format marker"));
+  } else {
+    SHOAL_RETURN_IF_ERROR(FromRocks(s, "read format marker"));
+    if (value.size() != 1 || static_cast<uint8_t>(value[0]) != kStoreFormatV1) {
+      return StorageError(ErrorReason::kCorruption, "unknown store format");
+    }
+  }
+
+  uint64_t reserved = 0;
+  s = db_->Get(rocksdb::ReadOptions(), meta_, ToSlice(kVersionKey), &value);
+  if (s.ok()) {
+    if (value.size() != 8) return StorageError(ErrorReason::kCorruption, "bad version record");
+    reserved = DecodeBigEndian64(value.data());
+  } else if (!s.IsNotFound()) {
+    return FromRocks(s, "read version record");
+  }
+  clock_ = std::make_unique<VersionClock>(reserved, options_.version_block, [this](uint64_t r) {
+    rocksdb::WriteBatch batch;
+    std::string encoded;
+    AppendBigEndian64(r, &encoded);
+    batch.Put(meta_, ToSlice(kVersionKey), encoded);
+    return WriteBatchToEngine(&batch);
+  });
+
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), meta_));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    const std::string_view key(it->key().data(), it->key().size());
+    const std::string_view val(it->value().data(), it->value().size());
+    if (key[0] == kCollectionPrefix) {
+      if (key.size() != 5 || val.empty() || static_cast<uint8_t>(val[0]) != kCollectionFormatV1) {
+        return StorageError(ErrorReason::kCorruption, "bad collection record");
+      }
+      const CollectionId id(DecodeBigEndian32(key.data() + 1));
+      collections_[id] = std::string(val.substr(1));
+      collection_by_name_[std::string(val.substr(1))] = id;
+    } else if (key[0] == kBucketMetaPrefix) {
+      SHOAL_ASSIGN_OR_RETURN(BucketEntry entry, DecodeBucketEntry(key, val));
+      SHOAL_RETURN_IF_ERROR(Prefixed(directory_.Add(entry), "recover directory"));
+    }
+  }
+  return FromRocks(it->status(), "load meta");
+}
+
+void BucketStore::SyncLoop() {
+  std::unique_lock<std::mutex> lock(sync_mu_);
+  while (!stopping_) {
+    sync_cv_.wait_for(lock, options_.sync_interval);
+    if (stopping_) break;
+    lock.unlock();
+    // A failed background sync is retried at the next tick; Close() reports the final one.
+    rocksdb::Status ignored = db_->SyncWAL();
+    (void)ignored;
+    lock.lock();
+  }
+}
+
+Status BucketStore::Close() {
+  if (closed_ || db_ == nullptr) return OkStatus();
+  closed_ = true;
+  {
+    std::lock_guard<std::mutex> lock(sync_mu_);
+    stopping_ = true;
+  }
+  sync_cv_.notify_all();
+  if (sync_thread_.joinable()) sync_thread_.join();
+  Status status = FromRocks(db_->SyncWAL(), "sync WAL at close");
+  for (rocksdb::ColumnFamilyHandle* h : handles_) {
+    Status destroyed = FromRocks(db_->DestroyColumnFamilyHandle(h), "close column family");
+    if (status.ok()) status = destroyed;
+  }
+  handles_.clear();
+  Status closed = FromRocks(db_->Close(), "close");
+  if (status.ok()) status = closed;
+  delete db_;
+  db_ = nullptr;
+  return status;
+}
+
+BucketStore::~BucketStore() {
+  Status ignored = Close();  // the destructor cannot report; call Close() to see errors
+  (void)ignored;
+}
+
+// --- collections ---
+
+Status BucketStore::CreateCollection(const CollectionSpec& spec) {
+  if (!IsValidCollectionId(spec.id)) {
+    return StorageError(ErrorReason::kInvalidArgument,
+                        fmt::format("collection id {} is reserved", spec.id.value()));
+  }
+  if (spec.name.empty() || spec.name.size() > 256) {
+    return StorageError(ErrorReason::kInvalidArgument, "collection name must have 1-256 bytes");
+  }
+  std::unique_lock<std::shared_mutex> lock(collections_mu_);
+  auto by_id = collections_.find(spec.id);
+  auto by_name = collection_by_name_.find(spec.name);
+  if (by_id != collections_.end() || by_name != collection_by_name_.end()) {
+    if (by_id != collections_.end() && by_id->second == spec.name) return OkStatus();
+    return StorageError(ErrorReason::kCollectionExists,
+                        fmt::format("collection {} {:?} conflicts with a registered one",
+                                    spec.id.DebugString(), spec.name));
+  }
+  rocksdb::WriteBatch batch;
+  batch.Put(meta_, CollectionMetaKey(spec.id),
+            std::string(1, static_cast<char>(kCollectionFormatV1)) + spec.name);
+  SHOAL_RETURN_IF_ERROR(WriteBatchToEngine(&batch));
+  collections_[spec.id] = spec.name;
+  collection_by_name_[spec.name] = spec.id;
+  return OkStatus();
+}
+
+StatusOr<CollectionSpec> BucketStore::GetCollection(CollectionId id) const {
+  std::shared_lock<std::shared_mutex> lock(collections_mu_);
+  auto it = collections_.find(id);
+  if (it == collections_.end()) {
+    return StorageError(ErrorReason::kUnknownCollection,
+                        fmt::format("collection {} not registered", id.DebugString()));
+  }
+  return CollectionSpec{.id = id, .name = it->second};
+}
+
+StatusOr<CollectionSpec> BucketStore::FindCollection(std::string_view name) const {
+  std::shared_lock<std::shared_mutex> lock(collections_mu_);
+  auto it = collection_by_name_.find(std::string(name));
+  if (it == collection_by_name_.end()) {
+    return StorageError(ErrorReason::kUnknownCollection,
+                        fmt::format("collection {:?} not registered", name));
+  }
+  return CollectionSpec{.id = it->second, .name = std::string(name)};
+}
+
+std::vector<CollectionSpec> BucketStore::ListCollections() const {
+  std::shared_lock<std::shared_mutex> lock(collections_mu_);
+  std::vector<CollectionSpec> specs;
+  for (const auto& [id, name] : collections_) specs.push_back({.id = id, .name = name});
+  std::sort(specs.begin(), specs.end(),
+            [](const CollectionSpec& a, const CollectionSpec& b) { return a.id < b.id; });
+  return specs;
+}
+
+Status BucketStore::CheckCollection(CollectionId id) const {
+  std::shared_lock<std::shared_mutex> lock(collections_mu_);
+  if (!collections_.contains(id)) {
+    return StorageError(ErrorReason::kUnknownCollection,
+                        fmt::format("collection {} not registered", id.DebugString()));
+  }
+  return OkStatus();
+}
+
+// --- engine helpers ---
+
+Status BucketStore::WriteBatchToEngine(rocksdb::WriteBatch* batch) {
+  return FromRocks(db_->Write(engine_.write, batch), "write");
+}
+
+rocksdb::ReadOptions BucketStore::MakeReadOptions(const Snapshot* snapshot) const {
+  rocksdb::ReadOptions ro;
+  if (snapshot != nullptr) ro.snapshot = snapshot->snapshot_;
+  return ro;
+}
+
+std::unique_ptr<Snapshot> BucketStore::GetSnapshot() const {
+  return std::unique_ptr<Snapshot>(new Snapshot(db_, db_->GetSnapshot()));
+}
+
+uint64_t BucketStore::LatestSequence() const { return db_->GetLatestSequenceNumber(); }
+
+Status BucketStore::SyncWal() { return FromRocks(db_->SyncWAL(), "sync WAL"); }
+
+Status BucketStore::Flush() {
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  return FromRocks(db_->Flush(fo, {documents_, meta_}), "flush");
+}
+
+Status BucketStore::CompactRange(const PointRange& range) {
+  const std::string begin = range.BeginKey();
+  const std::string end = range.EndKey();
+  rocksdb::Slice b(begin), e(end);
+  return FromRocks(db_->CompactRange(rocksdb::CompactRangeOptions(), documents_, &b, &e),
+                   "compact range");
+}
+
+}  // namespace shoal::storage

@@ -1,0 +1,285 @@
+#pragma once
+
+// BucketStore: the documents of one node on one RocksDB instance, laid out so that a bucket (a
+// range of points) is one contiguous key range. Design and measurements: docs/design/storage.md.
+//
+// Layout. Column family "documents": key [point BE 8][collection id BE 4][primary key], value
+// [format][flags][version BE 8][JSON body] (codec.h). Column family "meta": the store format, the
+// version reservation, the collection registry and the local directory. A bucket is therefore
+// one range over all collections: one SST set per move, one DeleteRange per drop; a collection
+// scan filters on the collection id.
+//
+// Contract:
+//  - Every single-document operation is atomic with respect to every other operation on the same
+//    key: mutations of a key are serialized by a striped lock around read-decide-write, and a
+//    read sees a whole committed write. Get is linearizable with the mutations.
+//  - Every write stamps a store-wide version that is larger than every version stamped or
+//    observed before, also across restarts (VersionClock). kApplyIfNewer writes the version it
+//    carries and never replaces a stored version that is equal or newer.
+//  - A failing operation changes nothing; ApplyBatch is all-or-nothing in one WriteBatch.
+//  - Durability follows StoreOptions::sync (store_options.h).
+//  - With check_ownership, client operations need the point in a kReadWrite or kLeaving bucket,
+//    kApplyIfNewer in a kReadWrite or kAdding bucket. Mutations hold the directory lock shared
+//    from the check to the end of their write, so a directory change (state change, drop) waits
+//    for writes in flight and no write lands in a bucket after it stopped being served. Scans,
+//    statistics, exports and catch-up reads see what is stored in a range, whatever its state.
+//
+// Thread-safety: all methods may be called concurrently. A Snapshot must be destroyed before the
+// store; Close() (or the destructor) must not race with other calls.
+
+#include <rocksdb/db.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "src/common/ids.h"
+#include "src/common/status.h"
+#include "src/storage/document.h"
+#include "src/storage/local_directory.h"
+#include "src/storage/mutation.h"
+#include "src/storage/point_range.h"
+#include "src/storage/predicate.h"
+#include "src/storage/store_options.h"
+#include "src/storage/version_clock.h"
+
+namespace shoal::storage {
+
+struct CollectionSpec {
+  CollectionId id{};
+  std::string name{};
+
+  friend bool operator==(const CollectionSpec&, const CollectionSpec&) = default;
+};
+
+// A consistent point-in-time view. Released on destruction, which must happen before the store
+// is closed. Thread-safe to share.
+class Snapshot {
+ public:
+  ~Snapshot();
+  Snapshot(const Snapshot&) = delete;
+  Snapshot& operator=(const Snapshot&) = delete;
+
+  // Engine sequence number of the snapshot: ReadChangesSince(range, sequence()) returns exactly
+  // the writes that the snapshot does not contain.
+  [[nodiscard]] uint64_t sequence() const;
+
+ private:
+  friend class BucketStore;
+  Snapshot(rocksdb::DB* db, const rocksdb::Snapshot* snapshot) : db_(db), snapshot_(snapshot) {}
+  rocksdb::DB* db_;
+  const rocksdb::Snapshot* snapshot_;
+};
+
+struct GetOptions {
+  bool include_tombstones = false;
+  const Snapshot* snapshot = nullptr;
+};
+
+struct ScanOptions {
+  PointRange range = PointRange::All();
+  std::optional<CollectionId> collection{};  // all collections if unset
+  DocumentFilter filter{};
+  bool include_tombstones = false;
+  const Snapshot* snapshot = nullptr;  // latest state if null
+  std::string cursor{};                // ScanPage::next_cursor of the previous page; "" = start
+  size_t max_documents = 1000;         // per page, >= 1
+  size_t max_bytes = 4u << 20;         // per page, soft (the page ends after crossing it)
+  size_t max_examined = 100000;        // stored entries read per page, >= 1
+};
+
+struct ScanPage {
+  std::vector<Document> documents{};  // in stored-key order: (point, collection, primary key)
+  std::string next_cursor{};          // empty: the range is exhausted
+  uint64_t examined = 0;              // stored entries read for this page
+};
+
+// Exact figures come from a scan at a snapshot; estimates from engine metadata only.
+struct BucketStats {
+  bool exact = false;
+  uint64_t documents = 0;        // live documents (estimate: all entries, tombstones included)
+  uint64_t tombstones = 0;       // exact only
+  uint64_t live_bytes = 0;       // key + value bytes of live documents (estimate: all entries)
+  uint64_t tombstone_bytes = 0;  // exact only
+  uint64_t max_version = 0;      // exact only
+};
+
+struct ExportOptions {
+  std::string directory{};                  // created if missing; files are named export-N.sst
+  uint64_t target_file_bytes = 256u << 20;  // key + value bytes per file before a new one
+  const Snapshot* snapshot = nullptr;       // one is taken (and released) if null
+};
+
+// What ExportRange wrote. Catch-up continues from `sequence` (ReadChangesSince).
+struct ExportedRange {
+  PointRange range{};
+  std::vector<std::string> files{};  // absolute paths, key-ordered, non-overlapping
+  uint64_t sequence = 0;
+  uint64_t entries = 0;  // documents and tombstones
+  uint64_t bytes = 0;    // key + value bytes
+  uint64_t max_version = 0;
+};
+
+struct IngestOptions {
+  bool move_files = false;  // hard-link/move instead of copy
+};
+
+// Writes to a range after a sequence number, in commit order (ReadChangesSince).
+struct ChangeBatch {
+  std::vector<Document> changes{};  // the new state of each written key, with its version
+  uint64_t next_sequence = 0;       // pass back to continue; every change <= it was returned
+};
+
+class BucketStore {
+ public:
+  // Opens (creating if allowed) the store at options.path and recovers its directory, registry
+  // and version clock. kCorruption if the path holds something else.
+  [[nodiscard]] static StatusOr<std::unique_ptr<BucketStore>> Open(const StoreOptions& options);
+  ~BucketStore();
+  BucketStore(const BucketStore&) = delete;
+  BucketStore& operator=(const BucketStore&) = delete;
+
+  // Flushes nothing extra (the WAL is the log); stops the sync thread, syncs the WAL, closes.
+  // Idempotent. Other calls after Close are programmer errors.
+  [[nodiscard]] Status Close();
+
+  // --- collections (idempotent create; ids are assigned by the cluster) ---
+  [[nodiscard]] Status CreateCollection(const CollectionSpec& spec);
+  [[nodiscard]] StatusOr<CollectionSpec> GetCollection(CollectionId id) const;
+  [[nodiscard]] StatusOr<CollectionSpec> FindCollection(std::string_view name) const;
+  [[nodiscard]] std::vector<CollectionSpec> ListCollections() const;
+
+  // --- single documents (mutation.h has the full table) ---
+  [[nodiscard]] StatusOr<Document> Get(CollectionId collection, std::string_view primary_key,
+                                       const GetOptions& options = {}) const;
+  [[nodiscard]] StatusOr<uint64_t> Insert(CollectionId c, std::string_view pk,
+                                          std::string_view body);
+  [[nodiscard]] StatusOr<uint64_t> Update(CollectionId c, std::string_view pk,
+                                          std::string_view body);
+  [[nodiscard]] StatusOr<uint64_t> Upsert(CollectionId c, std::string_view pk,
+                                          std::string_view body);
+  [[nodiscard]] StatusOr<uint64_t> Delete(CollectionId c, std::string_view pk);
+  [[nodiscard]] StatusOr<uint64_t> UpdateIf(CollectionId c, std::string_view pk,
+                                            std::string_view body, const Condition& condition);
+  [[nodiscard]] StatusOr<uint64_t> UpsertIf(CollectionId c, std::string_view pk,
+                                            std::string_view body, const Condition& condition);
+  [[nodiscard]] StatusOr<uint64_t> CompareAndSet(CollectionId c, std::string_view pk,
+                                                 uint64_t expected_version, std::string_view body);
+  [[nodiscard]] StatusOr<MutationResult> Apply(const Mutation& mutation);
+  // All or nothing, in one WriteBatch. A key may appear more than once; later mutations see the
+  // effect of earlier ones. On error nothing is written and the message names the index.
+  [[nodiscard]] StatusOr<std::vector<MutationResult>> ApplyBatch(
+      std::span<const Mutation> mutations);
+
+  // --- scans (bucket_store_scan.cc) ---
+  [[nodiscard]] StatusOr<ScanPage> Scan(const ScanOptions& options) const;
+  // Calls `fn` for every match until it returns false; ignores cursor and page limits.
+  [[nodiscard]] Status ForEach(const ScanOptions& options,
+                               const std::function<bool(const Document&)>& fn) const;
+  [[nodiscard]] std::unique_ptr<Snapshot> GetSnapshot() const;
+
+  // --- local directory (bucket_store_directory.cc) ---
+  [[nodiscard]] Status AddBucket(const BucketEntry& entry);
+  [[nodiscard]] Status SetBucketState(BucketId id, BucketState state);
+  // Metadata only: constant time whatever the bucket's size.
+  [[nodiscard]] StatusOr<std::pair<BucketEntry, BucketEntry>> SplitBucket(BucketId id, uint64_t at,
+                                                                          BucketId right_id);
+  // Removes the bucket and, in the same WriteBatch, deletes its data (then drops whole files and
+  // hints compaction). Refused for a kReadWrite bucket: move it to kLeaving first.
+  [[nodiscard]] Status RemoveBucket(BucketId id);
+  [[nodiscard]] StatusOr<BucketEntry> GetBucket(BucketId id) const;
+  [[nodiscard]] std::vector<BucketEntry> ListBuckets() const;
+
+  // --- bucket data (bucket_store_transfer.cc) ---
+  [[nodiscard]] StatusOr<BucketStats> ComputeStats(const PointRange& range,
+                                                   const Snapshot* snapshot = nullptr) const;
+  [[nodiscard]] StatusOr<BucketStats> EstimateStats(const PointRange& range) const;
+  [[nodiscard]] StatusOr<ExportedRange> ExportRange(const PointRange& range,
+                                                    const ExportOptions& options) const;
+  // Ingests exported files. The range must lie inside kAdding buckets and hold no data, and no
+  // change may be applied to it until this returns (ingest first, then catch-up).
+  // move_files hard-links files from the same filesystem; otherwise they are copied.
+  [[nodiscard]] Status IngestRange(const ExportedRange& exported, const IngestOptions& options);
+  // Deletes every stored entry in `range`; refused if a kReadWrite bucket overlaps it.
+  [[nodiscard]] Status DropRange(const PointRange& range);
+  // Document writes to `range` with sequence > after_sequence, in commit order, at most
+  // `max_changes` (the batch ends at a write-batch boundary). An empty batch means "nothing yet",
+  // never "caught up": only the caller's fence ends catch-up. kUnavailable if the WAL needed was
+  // already deleted (the move must restart from a new export).
+  [[nodiscard]] StatusOr<ChangeBatch> ReadChangesSince(const PointRange& range,
+                                                       uint64_t after_sequence,
+                                                       size_t max_changes) const;
+  // Applies changes read from another node: kApplyIfNewer for each, in one WriteBatch.
+  [[nodiscard]] StatusOr<std::vector<MutationResult>> ApplyChanges(
+      std::span<const Document> changes);
+
+  // --- versions and engine ---
+  [[nodiscard]] uint64_t LastVersion() const { return clock_->Last(); }
+  [[nodiscard]] Status ObserveVersion(uint64_t version) { return clock_->Observe(version); }
+  [[nodiscard]] uint64_t LatestSequence() const;
+  [[nodiscard]] Status SyncWal();
+  [[nodiscard]] Status Flush();
+  [[nodiscard]] Status CompactRange(const PointRange& range);
+  [[nodiscard]] const StoreOptions& options() const { return options_; }
+
+ private:
+  class StripeGuard;
+  struct PreparedKey;
+
+  explicit BucketStore(const StoreOptions& options);
+  [[nodiscard]] Status OpenEngine();
+  [[nodiscard]] Status LoadMeta();
+  void SyncLoop();
+
+  [[nodiscard]] Status CheckCollection(CollectionId id) const;
+  [[nodiscard]] Status CheckOwnership(Point point, MutationKind kind) const;
+  [[nodiscard]] Status ValidateMutation(const Mutation& m) const;
+  [[nodiscard]] StatusOr<std::optional<StoredState>> ReadStored(const std::string& key,
+                                                                std::string* value) const;
+  [[nodiscard]] Status WriteBatchToEngine(rocksdb::WriteBatch* batch);
+  [[nodiscard]] Status PersistDirectory(const LocalDirectory& next, rocksdb::WriteBatch* batch);
+  [[nodiscard]] Status ReclaimRange(const PointRange& range);
+  [[nodiscard]] Status CheckWalRetained(uint64_t sequence) const;
+  [[nodiscard]] Status CheckNotServed(const PointRange& range, bool allow_leaving) const;
+  [[nodiscard]] rocksdb::ReadOptions MakeReadOptions(const Snapshot* snapshot) const;
+
+  const StoreOptions options_;
+  EngineOptions engine_;
+  rocksdb::DB* db_ = nullptr;
+  rocksdb::ColumnFamilyHandle* documents_ = nullptr;
+  rocksdb::ColumnFamilyHandle* meta_ = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  std::unique_ptr<VersionClock> clock_;
+
+  struct alignas(64) Stripe {
+    std::mutex mu;
+  };
+  std::unique_ptr<Stripe[]> stripes_;
+
+  mutable std::shared_mutex collections_mu_;
+  absl::flat_hash_map<CollectionId, std::string> collections_;
+  absl::flat_hash_map<std::string, CollectionId> collection_by_name_;
+
+  // Shared by mutations from their ownership check to the end of their write; exclusive for
+  // directory changes. Guards directory_.
+  mutable std::shared_mutex directory_mu_;
+  LocalDirectory directory_;
+
+  std::mutex sync_mu_;
+  std::condition_variable sync_cv_;
+  bool stopping_ = false;
+  std::thread sync_thread_;
+  bool closed_ = false;
+};
+
+}  // namespace shoal::storage

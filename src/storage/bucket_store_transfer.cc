@@ -1,0 +1,333 @@
+// BucketStore: statistics, export to SST files, ingest, catch-up reads (bucket_store.h).
+
+#include <fmt/format.h>
+#include <rocksdb/sst_file_reader.h>
+#include <rocksdb/sst_file_writer.h>
+#include <rocksdb/transaction_log.h>
+#include <rocksdb/write_batch.h>
+
+#include <filesystem>
+
+#include "src/storage/bucket_store.h"
+#include "src/storage/codec.h"
+#include "src/storage/errors.h"
+
+namespace shoal::storage {
+namespace {
+
+std::string_view View(const rocksdb::Slice& s) { return std::string_view(s.data(), s.size()); }
+
+bool KeyInRange(std::string_view key, const PointRange& range) {
+  return key.size() >= 8 && range.Contains(DecodeBigEndian64(key.data()));
+}
+
+// Collects the document writes of a write batch that fall in a range. Sequence numbers: the
+// batch's first operation has the batch's sequence, each later operation the next one.
+class ChangeCollector : public rocksdb::WriteBatch::Handler {
+ public:
+  ChangeCollector(uint32_t documents_cf, const PointRange& range, uint64_t after,
+                  uint64_t first_sequence, std::vector<Document>* out)
+      : documents_cf_(documents_cf),
+        range_(range),
+        after_(after),
+        sequence_(first_sequence),
+        out_(out) {}
+
+  rocksdb::Status PutCF(uint32_t cf, const rocksdb::Slice& key,
+                        const rocksdb::Slice& value) override {
+    if (Relevant(cf, View(key))) {
+      StatusOr<Document> document = DocumentFromStored(View(key), View(value));
+      if (!document.ok()) {
+        error_ = document.status();
+        return rocksdb::Status::Corruption("undecodable document in the WAL");
+      }
+      out_->push_back(*std::move(document));
+    }
+    return rocksdb::Status::OK();
+  }
+  rocksdb::Status DeleteCF(uint32_t cf, const rocksdb::Slice& key) override {
+    return Refuse(Relevant(cf, View(key)), "a point delete");
+  }
+  rocksdb::Status SingleDeleteCF(uint32_t cf, const rocksdb::Slice& key) override {
+    return Refuse(Relevant(cf, View(key)), "a single delete");
+  }
+  rocksdb::Status DeleteRangeCF(uint32_t cf, const rocksdb::Slice& begin,
+                                const rocksdb::Slice& end) override {
+    const uint64_t sequence = sequence_++;
+    bool overlaps = false;
+    if (cf == documents_cf_ && sequence > after_) {
+      overlaps = View(begin) < range_.EndKey() && View(end) > range_.BeginKey();
+    }
+    return Refuse(overlaps, "a range delete");
+  }
+  rocksdb::Status MergeCF(uint32_t cf, const rocksdb::Slice& key, const rocksdb::Slice&) override {
+    return Refuse(Relevant(cf, View(key)), "a merge");
+  }
+  rocksdb::Status PutBlobIndexCF(uint32_t cf, const rocksdb::Slice& key,
+                                 const rocksdb::Slice&) override {
+    return Refuse(Relevant(cf, View(key)), "a blob index");
+  }
+
+  [[nodiscard]] const Status& error() const { return error_; }
+
+ private:
+  bool Relevant(uint32_t cf, std::string_view key) {
+    const uint64_t sequence = sequence_++;
+    return cf == documents_cf_ && sequence > after_ && KeyInRange(key, range_);
+  }
+  rocksdb::Status Refuse(bool relevant, std::string_view what) {
+    if (!relevant) return rocksdb::Status::OK();
+    error_ = StorageError(
+        ErrorReason::kBucketState,
+        fmt::format("{} in {} during catch-up: the range was dropped", what, range_.DebugString()));
+    return rocksdb::Status::Aborted("catch-up refused");
+  }
+
+  const uint32_t documents_cf_;
+  const PointRange range_;
+  const uint64_t after_;
+  uint64_t sequence_;
+  std::vector<Document>* out_;
+  Status error_;
+};
+
+}  // namespace
+
+StatusOr<BucketStats> BucketStore::ComputeStats(const PointRange& range,
+                                                const Snapshot* snapshot) const {
+  BucketStats stats{.exact = true};
+  if (range.empty()) return stats;
+  const std::string begin = range.BeginKey();
+  const std::string end = range.EndKey();
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions ro = MakeReadOptions(snapshot);
+  ro.iterate_upper_bound = &upper;
+  ro.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, documents_));
+  for (it->Seek(begin); it->Valid(); it->Next()) {
+    SHOAL_ASSIGN_OR_RETURN(StoredValueView v, DecodeStoredValue(View(it->value())));
+    const uint64_t bytes = it->key().size() + it->value().size();
+    if (v.tombstone) {
+      ++stats.tombstones;
+      stats.tombstone_bytes += bytes;
+    } else {
+      ++stats.documents;
+      stats.live_bytes += bytes;
+    }
+    stats.max_version = std::max(stats.max_version, v.version);
+  }
+  SHOAL_RETURN_IF_ERROR(FromRocks(it->status(), "stats scan"));
+  return stats;
+}
+
+StatusOr<BucketStats> BucketStore::EstimateStats(const PointRange& range) const {
+  BucketStats stats{.exact = false};
+  if (range.empty()) return stats;
+  const std::string begin = range.BeginKey();
+  const std::string end = range.EndKey();
+  rocksdb::Range r(begin, end);
+  uint64_t memtable_count = 0, memtable_bytes = 0, file_bytes = 0;
+  db_->GetApproximateMemTableStats(documents_, r, &memtable_count, &memtable_bytes);
+  rocksdb::SizeApproximationOptions size_options;
+  size_options.include_memtables = false;
+  size_options.include_files = true;
+  SHOAL_RETURN_IF_ERROR(FromRocks(
+      db_->GetApproximateSizes(size_options, documents_, &r, 1, &file_bytes), "approximate size"));
+  // Files: scale the on-disk bytes in range by the entries per on-disk byte and the raw bytes per
+  // entry of the tables that overlap the range.
+  rocksdb::TablePropertiesCollection tables;
+  SHOAL_RETURN_IF_ERROR(
+      FromRocks(db_->GetPropertiesOfTablesInRange(documents_, &r, 1, &tables), "table properties"));
+  uint64_t entries = 0, data_bytes = 0, raw_bytes = 0;
+  for (const auto& [name, props] : tables) {
+    entries += props->num_entries;
+    data_bytes += props->data_size;
+    raw_bytes += props->raw_key_size + props->raw_value_size;
+  }
+  uint64_t file_entries = 0;
+  if (data_bytes > 0) {
+    file_entries = static_cast<uint64_t>(static_cast<double>(file_bytes) * entries / data_bytes);
+  }
+  stats.documents = memtable_count + file_entries;
+  stats.live_bytes = memtable_bytes;
+  if (entries > 0) stats.live_bytes += file_entries * raw_bytes / entries;
+  return stats;
+}
+
+StatusOr<ExportedRange> BucketStore::ExportRange(const PointRange& range,
+                                                 const ExportOptions& options) const {
+  if (options.directory.empty()) {
+    return StorageError(ErrorReason::kInvalidArgument, "export needs a directory");
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(options.directory, ec);
+  if (ec) {
+    return StorageError(ErrorReason::kIo,
+                        fmt::format("create {}: {}", options.directory, ec.message()));
+  }
+  std::unique_ptr<Snapshot> own;
+  const Snapshot* snapshot = options.snapshot;
+  if (snapshot == nullptr) {
+    own = GetSnapshot();
+    snapshot = own.get();
+  }
+  ExportedRange exported{.range = range, .sequence = snapshot->sequence()};
+  if (range.empty()) return exported;
+
+  const std::string begin = range.BeginKey();
+  const std::string end = range.EndKey();
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions ro = MakeReadOptions(snapshot);
+  ro.iterate_upper_bound = &upper;
+  ro.fill_cache = false;
+  ro.readahead_size = 2u << 20;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, documents_));
+  const rocksdb::Options writer_options(engine_.db, engine_.documents);
+  std::unique_ptr<rocksdb::SstFileWriter> writer;
+  auto finish = [&]() -> Status {
+    if (writer == nullptr) return OkStatus();
+    Status s = FromRocks(writer->Finish(), "finish export file");
+    writer.reset();
+    return s;
+  };
+  uint64_t file_bytes = 0;  // key + value bytes in the current file
+  for (it->Seek(begin); it->Valid(); it->Next()) {
+    if (writer != nullptr && file_bytes >= options.target_file_bytes) {
+      SHOAL_RETURN_IF_ERROR(finish());
+      file_bytes = 0;
+    }
+    if (writer == nullptr) {
+      const std::string path = (std::filesystem::absolute(options.directory) /
+                                fmt::format("export-{}.sst", exported.files.size()))
+                                   .string();
+      writer = std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), writer_options,
+                                                        documents_);
+      SHOAL_RETURN_IF_ERROR(FromRocks(writer->Open(path), "open export file"));
+      exported.files.push_back(path);
+    }
+    SHOAL_ASSIGN_OR_RETURN(StoredValueView v, DecodeStoredValue(View(it->value())));
+    exported.max_version = std::max(exported.max_version, v.version);
+    ++exported.entries;
+    exported.bytes += it->key().size() + it->value().size();
+    file_bytes += it->key().size() + it->value().size();
+    SHOAL_RETURN_IF_ERROR(FromRocks(writer->Put(it->key(), it->value()), "write export file"));
+  }
+  SHOAL_RETURN_IF_ERROR(FromRocks(it->status(), "export scan"));
+  SHOAL_RETURN_IF_ERROR(finish());
+  return exported;
+}
+
+Status BucketStore::IngestRange(const ExportedRange& exported, const IngestOptions& options) {
+  const PointRange& range = exported.range;
+  if (exported.files.empty()) return OkStatus();
+  // Every file must lie inside the range (a foreign or mislabelled file changes nothing).
+  for (const std::string& file : exported.files) {
+    rocksdb::SstFileReader reader(rocksdb::Options(engine_.db, engine_.documents));
+    SHOAL_RETURN_IF_ERROR(FromRocks(reader.Open(file), fmt::format("open {}", file)));
+    std::unique_ptr<rocksdb::Iterator> it(reader.NewIterator(rocksdb::ReadOptions()));
+    it->SeekToFirst();
+    const bool first_in = it->Valid() && KeyInRange(View(it->key()), range);
+    it->SeekToLast();
+    const bool last_in = it->Valid() && KeyInRange(View(it->key()), range);
+    SHOAL_RETURN_IF_ERROR(FromRocks(it->status(), fmt::format("read {}", file)));
+    if (!first_in || !last_in) {
+      return StorageError(ErrorReason::kInvalidArgument,
+                          fmt::format("{} holds keys outside {}", file, range.DebugString()));
+    }
+  }
+  // Shared: the directory cannot change under the ingest, other writes go on. The caller does
+  // not apply changes to the range before the ingest returned (ingest first, then catch-up).
+  std::shared_lock<std::shared_mutex> lock(directory_mu_);
+  // The range must be staged: covered by kAdding buckets, and empty.
+  uint64_t covered_to = range.begin();
+  bool covered_to_max = false;
+  for (const BucketEntry& entry : directory_.Overlapping(range)) {
+    if (entry.state != BucketState::kAdding) {
+      return StorageError(ErrorReason::kBucketState,
+                          fmt::format("ingest into {} needs Adding buckets, found {}",
+                                      range.DebugString(), entry.DebugString()));
+    }
+    if (entry.range.begin() > covered_to) break;
+    covered_to_max = entry.range.end_is_max();
+    covered_to = entry.range.end();
+  }
+  const bool covered = covered_to_max || (!range.end_is_max() && covered_to >= range.end());
+  if (!covered) {
+    return StorageError(ErrorReason::kBucketState,
+                        fmt::format("{} is not covered by Adding buckets", range.DebugString()));
+  }
+  {
+    const std::string begin = range.BeginKey();
+    const std::string end = range.EndKey();
+    rocksdb::Slice upper(end);
+    rocksdb::ReadOptions ro;
+    ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, documents_));
+    it->Seek(begin);
+    if (it->Valid()) {
+      return StorageError(ErrorReason::kBucketState,
+                          fmt::format("{} already holds data; drop it first", range.DebugString()));
+    }
+    SHOAL_RETURN_IF_ERROR(FromRocks(it->status(), "check empty range"));
+  }
+  SHOAL_RETURN_IF_ERROR(clock_->Observe(exported.max_version));
+  rocksdb::IngestExternalFileOptions io;
+  io.move_files = options.move_files;
+  io.snapshot_consistency = true;
+  io.allow_global_seqno = true;
+  io.allow_blocking_flush = true;
+  return FromRocks(db_->IngestExternalFile(documents_, exported.files, io), "ingest");
+}
+
+Status BucketStore::CheckWalRetained(uint64_t sequence) const {
+  rocksdb::VectorLogPtr files;
+  SHOAL_RETURN_IF_ERROR(FromRocks(db_->GetSortedWalFiles(files), "list WAL files"));
+  if (files.empty() || files.front()->StartSequence() > sequence) {
+    return StorageError(ErrorReason::kUnavailable,
+                        fmt::format("WAL from sequence {} is no longer retained", sequence));
+  }
+  return OkStatus();
+}
+
+StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
+                                                    uint64_t after_sequence,
+                                                    size_t max_changes) const {
+  if (max_changes == 0) {
+    return StorageError(ErrorReason::kInvalidArgument, "max_changes must be >= 1");
+  }
+  ChangeBatch batch{.next_sequence = after_sequence};
+  const uint32_t documents_cf = documents_->GetID();
+  // Every sequence below `expected` is accounted for. An ingest consumes a sequence number
+  // without a WAL record; the log iterator reports such a hole as an error, so reading resumes
+  // past it (after checking that the hole is not a deleted WAL file).
+  uint64_t expected = after_sequence + 1;
+  bool progressed = true;
+  while (progressed && expected <= db_->GetLatestSequenceNumber() &&
+         batch.changes.size() < max_changes) {
+    progressed = false;
+    std::unique_ptr<rocksdb::TransactionLogIterator> it;
+    rocksdb::Status s = db_->GetUpdatesSince(expected, &it);
+    if (!s.ok()) {
+      return StorageError(ErrorReason::kUnavailable,
+                          fmt::format("WAL from sequence {}: {}", expected, s.ToString()));
+    }
+    for (; it->Valid(); it->Next()) {
+      rocksdb::BatchResult result = it->GetBatch();
+      const uint64_t count = std::max<uint64_t>(result.writeBatchPtr->Count(), 1);
+      if (result.sequence + count <= expected) continue;  // fully read before
+      if (result.sequence > expected) SHOAL_RETURN_IF_ERROR(CheckWalRetained(expected));
+      ChangeCollector collector(documents_cf, range, expected - 1, result.sequence, &batch.changes);
+      rocksdb::Status handled = result.writeBatchPtr->Iterate(&collector);
+      if (!collector.error().ok()) return collector.error();
+      SHOAL_RETURN_IF_ERROR(FromRocks(handled, "decode WAL batch"));
+      expected = result.sequence + count;
+      batch.next_sequence = expected - 1;
+      progressed = true;
+      if (batch.changes.size() >= max_changes) break;
+    }
+    if (it->status().ok()) break;  // the end of the WAL
+  }
+  return batch;
+}
+
+}  // namespace shoal::storage

@@ -1,0 +1,215 @@
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "src/storage/bucket_store.h"
+#include "src/storage/errors.h"
+#include "src/storage/test_support.h"
+
+namespace shoal::storage {
+namespace {
+
+constexpr CollectionId kC = kTestCollection;
+constexpr uint64_t kHalf = 1ull << 63;
+const PointRange kLow = *PointRange::Make(0, kHalf);
+const PointRange kHigh = PointRange::From(kHalf);
+
+std::string LowKey(const std::string& prefix) {
+  for (int i = 0;; ++i) {
+    std::string key = prefix + std::to_string(i);
+    if (kLow.Contains(PointOf(kC, key))) return key;
+  }
+}
+
+// Source holds both halves ReadWrite; destination holds nothing until a test adds a bucket.
+class TransferTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    source_ = Open(dir_.Sub("source"));
+    dest_ = Open(dir_.Sub("dest"));
+    SHOAL_ASSERT_OK(source_->AddBucket({.id = BucketId(1), .range = kLow}));
+    SHOAL_ASSERT_OK(source_->AddBucket({.id = BucketId(2), .range = kHigh}));
+  }
+  static std::unique_ptr<BucketStore> Open(const std::string& path) {
+    auto store = BucketStore::Open(TestOptions(path));
+    EXPECT_TRUE(store.ok()) << store.status();
+    EXPECT_TRUE((*store)->CreateCollection({.id = kC, .name = "docs"}).ok());
+    return std::move(store).value();
+  }
+  void Fill(int n) {
+    for (int i = 0; i < n; ++i) {
+      SHOAL_ASSERT_OK(source_->Upsert(kC, "k" + std::to_string(i), DocBody(i)).status());
+    }
+  }
+  // The logical content of `range` (tombstones included) as pk -> (version, body, tombstone).
+  static std::map<std::string, Document> Content(BucketStore& store, const PointRange& range) {
+    std::map<std::string, Document> out;
+    EXPECT_TRUE(store
+                    .ForEach({.range = range, .include_tombstones = true},
+                             [&](const Document& d) {
+                               out[d.primary_key] = d;
+                               return true;
+                             })
+                    .ok());
+    return out;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<BucketStore> source_;
+  std::unique_ptr<BucketStore> dest_;
+};
+
+TEST_F(TransferTest, StatsExactAndEstimated) {
+  Fill(400);
+  for (int i = 0; i < 40; ++i)
+    SHOAL_ASSERT_OK(source_->Delete(kC, "k" + std::to_string(i)).status());
+  SHOAL_ASSERT_OK_AND_ASSIGN(BucketStats low, source_->ComputeStats(kLow));
+  SHOAL_ASSERT_OK_AND_ASSIGN(BucketStats high, source_->ComputeStats(kHigh));
+  EXPECT_TRUE(low.exact);
+  EXPECT_EQ(low.documents + high.documents, 360u);
+  EXPECT_EQ(low.tombstones + high.tombstones, 40u);
+  EXPECT_GT(low.live_bytes, 0u);
+  EXPECT_GE(source_->LastVersion(), std::max(low.max_version, high.max_version));
+  SHOAL_ASSERT_OK(source_->Flush());
+  SHOAL_ASSERT_OK_AND_ASSIGN(BucketStats estimate, source_->EstimateStats(PointRange::All()));
+  EXPECT_FALSE(estimate.exact);
+  EXPECT_GT(estimate.documents, 0u);
+  EXPECT_GT(estimate.live_bytes, 0u);
+}
+
+TEST_F(TransferTest, MoveByExportIngestAndCatchUp) {
+  Fill(500);
+  SHOAL_ASSERT_OK(source_->Flush());
+  SHOAL_ASSERT_OK(source_->SetBucketState(BucketId(1), BucketState::kLeaving));
+  std::unique_ptr<Snapshot> snap = source_->GetSnapshot();
+  // Pattern 7: deletes, overwrites and a compaction race the snapshot.
+  SHOAL_ASSERT_OK(source_->Delete(kC, "k1").status());
+  SHOAL_ASSERT_OK(source_->Upsert(kC, "k2", DocBody(-2)).status());
+  SHOAL_ASSERT_OK(source_->CompactRange(PointRange::All()));
+  SHOAL_ASSERT_OK_AND_ASSIGN(ExportedRange exported,
+                             source_->ExportRange(kLow, {.directory = dir_.Sub("ship"),
+                                                         .target_file_bytes = 4096,
+                                                         .snapshot = snap.get()}));
+  EXPECT_GT(exported.files.size(), 1u);
+  EXPECT_EQ(exported.sequence, snap->sequence());
+  snap.reset();
+  SHOAL_ASSERT_OK(source_->Upsert(kC, "k3", DocBody(-3)).status());
+  SHOAL_ASSERT_OK(source_->Insert(kC, "fresh", DocBody(-4)).status());
+
+  SHOAL_ASSERT_OK(
+      dest_->AddBucket({.id = BucketId(1), .range = kLow, .state = BucketState::kAdding}));
+  SHOAL_ASSERT_OK(dest_->IngestRange(exported, {}));
+  uint64_t cursor = exported.sequence;
+  for (int round = 0; round < 3; ++round) {
+    SHOAL_ASSERT_OK_AND_ASSIGN(ChangeBatch changes, source_->ReadChangesSince(kLow, cursor, 2));
+    SHOAL_ASSERT_OK(dest_->ApplyChanges(changes.changes).status());
+    EXPECT_GE(changes.next_sequence, cursor);
+    cursor = changes.next_sequence;
+  }
+  EXPECT_EQ(Content(*dest_, kLow), Content(*source_, kLow));
+  EXPECT_TRUE(Content(*dest_, kHigh).empty());
+  // The destination's clock is above everything it received.
+  SHOAL_ASSERT_OK(dest_->SetBucketState(BucketId(1), BucketState::kReadWrite));
+  EXPECT_GT(dest_->LastVersion(), 0u);
+  for (const auto& [pk, doc] : Content(*dest_, kLow)) EXPECT_LE(doc.version, dest_->LastVersion());
+  // Source cleanup.
+  SHOAL_ASSERT_OK(source_->RemoveBucket(BucketId(1)));
+  EXPECT_TRUE(Content(*source_, kLow).empty());
+}
+
+TEST_F(TransferTest, CatchUpReturnsOnlyTheRangeInCommitOrder) {
+  Fill(20);
+  const uint64_t start = source_->LatestSequence();
+  std::vector<std::string> expected;
+  for (int i = 0; i < 60; ++i) {
+    const std::string key = "c" + std::to_string(i % 15);
+    SHOAL_ASSERT_OK(source_->Upsert(kC, key, DocBody(i)).status());
+    if (kLow.Contains(PointOf(kC, key))) expected.push_back(key + "=" + DocBody(i));
+  }
+  std::vector<std::string> got;
+  uint64_t cursor = start;
+  while (true) {
+    SHOAL_ASSERT_OK_AND_ASSIGN(ChangeBatch batch, source_->ReadChangesSince(kLow, cursor, 4));
+    for (const Document& d : batch.changes) got.push_back(d.primary_key + "=" + d.body);
+    if (batch.next_sequence == cursor) break;
+    cursor = batch.next_sequence;
+  }
+  EXPECT_EQ(got, expected);
+  SHOAL_ASSERT_OK_AND_ASSIGN(ChangeBatch none, source_->ReadChangesSince(kLow, cursor, 4));
+  EXPECT_TRUE(none.changes.empty());
+  EXPECT_EQ(none.next_sequence, cursor);
+}
+
+TEST_F(TransferTest, CatchUpReadsAcrossAnIngestElsewhere) {
+  // The source also receives another bucket by ingest while it is being caught up.
+  auto third = Open(dir_.Sub("third"));
+  SHOAL_ASSERT_OK(third->AddBucket({.id = BucketId(9), .range = PointRange::All()}));
+  for (int i = 0; i < 50; ++i) {
+    SHOAL_ASSERT_OK(third->Upsert(kC, "t" + std::to_string(i), DocBody(i)).status());
+  }
+  const PointRange small = *PointRange::Make(kHalf, kHalf + (1ull << 60));
+  SHOAL_ASSERT_OK_AND_ASSIGN(ExportedRange exported,
+                             third->ExportRange(small, {.directory = dir_.Sub("ship3")}));
+  ASSERT_FALSE(exported.files.empty());
+  SHOAL_ASSERT_OK(source_->SetBucketState(BucketId(2), BucketState::kLeaving));
+  SHOAL_ASSERT_OK(source_->RemoveBucket(BucketId(2)));
+  SHOAL_ASSERT_OK(
+      source_->AddBucket({.id = BucketId(3), .range = small, .state = BucketState::kAdding}));
+  const std::string before = LowKey("before"), after = LowKey("after");
+  const uint64_t start = source_->LatestSequence();
+  SHOAL_ASSERT_OK(source_->Upsert(kC, before, DocBody(1)).status());
+  SHOAL_ASSERT_OK(source_->IngestRange(exported, {}));
+  SHOAL_ASSERT_OK(source_->Upsert(kC, after, DocBody(2)).status());
+  std::vector<std::string> got;
+  uint64_t cursor = start;
+  while (true) {
+    SHOAL_ASSERT_OK_AND_ASSIGN(ChangeBatch batch,
+                               source_->ReadChangesSince(PointRange::All(), cursor, 100));
+    for (const Document& d : batch.changes) got.push_back(d.primary_key);
+    if (batch.next_sequence == cursor) break;
+    cursor = batch.next_sequence;
+  }
+  // Ingested data is not a write: it never appears in catch-up.
+  EXPECT_EQ(got, (std::vector<std::string>{before, after}));
+}
+
+TEST_F(TransferTest, IngestRefusesServedOrNonEmptyRangesAndForeignFiles) {
+  Fill(200);
+  SHOAL_ASSERT_OK_AND_ASSIGN(ExportedRange exported,
+                             source_->ExportRange(kLow, {.directory = dir_.Sub("ship")}));
+  EXPECT_TRUE(Is(dest_->IngestRange(exported, {}), ErrorReason::kBucketState));  // not held
+  SHOAL_ASSERT_OK(dest_->AddBucket({.id = BucketId(1), .range = kLow}));
+  EXPECT_TRUE(Is(dest_->IngestRange(exported, {}), ErrorReason::kBucketState));  // served
+  ExportedRange mislabelled = exported;
+  mislabelled.range = kHigh;
+  SHOAL_ASSERT_OK(
+      dest_->AddBucket({.id = BucketId(2), .range = kHigh, .state = BucketState::kAdding}));
+  EXPECT_TRUE(Is(dest_->IngestRange(mislabelled, {}), ErrorReason::kInvalidArgument));
+  // Non-empty staged range: an aborted attempt must be dropped before a retry.
+  SHOAL_ASSERT_OK_AND_ASSIGN(ExportedRange high,
+                             source_->ExportRange(kHigh, {.directory = dir_.Sub("ship2")}));
+  SHOAL_ASSERT_OK(dest_->IngestRange(high, {}));
+  EXPECT_TRUE(Is(dest_->IngestRange(high, {}), ErrorReason::kBucketState));
+  SHOAL_ASSERT_OK(dest_->DropRange(kHigh));
+  SHOAL_ASSERT_OK(dest_->IngestRange(high, {}));
+  EXPECT_EQ(Content(*dest_, kHigh), Content(*source_, kHigh));
+}
+
+TEST_F(TransferTest, CatchUpFailsCleanlyWhenTheRangeIsDropped) {
+  Fill(20);
+  SHOAL_ASSERT_OK(source_->SetBucketState(BucketId(1), BucketState::kLeaving));
+  const uint64_t start = source_->LatestSequence();
+  SHOAL_ASSERT_OK(source_->RemoveBucket(BucketId(1)));
+  EXPECT_TRUE(Is(source_->ReadChangesSince(kLow, start, 10), ErrorReason::kBucketState));
+}
+
+TEST_F(TransferTest, EmptyRangeExportsNoFiles) {
+  SHOAL_ASSERT_OK_AND_ASSIGN(ExportedRange exported,
+                             source_->ExportRange(kLow, {.directory = dir_.Sub("ship")}));
+  EXPECT_TRUE(exported.files.empty());
+  EXPECT_EQ(exported.entries, 0u);
+  SHOAL_ASSERT_OK(dest_->IngestRange(exported, {}));
+}
+
+}  // namespace
+}  // namespace shoal::storage
