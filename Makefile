@@ -4,6 +4,10 @@ ASAN_BUILD_DIR ?= build-asan
 JOBS           ?= $(shell nproc)
 CMAKE_FLAGS    ?=
 
+# Let ccache share results between checkouts in different directories (CI clones afresh).
+export CCACHE_BASEDIR   := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+
 .PHONY: deps build build-asan demo test test-release test-asan bench clean format tidy
 
 deps:

@@ -27,7 +27,7 @@ class Random {
 
  private:
   uint64_t seed_;
-  uint64_t s_[4];
+  uint64_t s_[4] = {};
 };
 
 }  // namespace shoal

@@ -20,8 +20,9 @@ PartitionInfo EqualBucketPartition(uint32_t bucket, uint32_t buckets, NodeId own
 }
 
 Status CheckInitialNodes(std::string_view scheme, std::span<const NodeId> nodes) {
-  if (nodes.empty())
+  if (nodes.empty()) {
     return InvalidArgumentError(fmt::format("{}: needs at least one node", scheme));
+  }
   std::vector<NodeId> sorted = SortedNodes(nodes);
   auto dup = std::adjacent_find(sorted.begin(), sorted.end());
   if (dup != sorted.end()) {

@@ -50,7 +50,7 @@ std::string ModuloScheme::DebugString() const {
   return fmt::format("modulo{{nodes=[{}]}}", fmt::join(ids, ","));
 }
 
-StatusOr<std::unique_ptr<Scheme>> NewModuloScheme(const SchemeOptions& options,
+StatusOr<std::unique_ptr<Scheme>> NewModuloScheme(const SchemeOptions& /*options*/,
                                                   std::span<const NodeId> nodes) {
   if (nodes.empty()) return InvalidArgumentError("modulo: needs at least one node");
   return std::make_unique<ModuloScheme>(std::vector<NodeId>(nodes.begin(), nodes.end()));

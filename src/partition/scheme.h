@@ -71,8 +71,8 @@ struct SchemeOptions {
   // Range and extendible: split a partition above theta_max_bytes; range merges two adjacent
   // partitions on the same node whose total is below theta_min_bytes, keeping at least
   // min_partitions. theta_max_bytes >= 2 * theta_min_bytes (hysteresis, paper 001 §3.1).
-  uint64_t theta_max_bytes = 256 * 1024;
-  uint64_t theta_min_bytes = 128 * 1024;
+  uint64_t theta_max_bytes = uint64_t{256} * 1024;
+  uint64_t theta_min_bytes = uint64_t{128} * 1024;
   uint32_t min_partitions = 1;
   // Extendible: initial and maximum directory depth.
   uint32_t initial_depth = 0;

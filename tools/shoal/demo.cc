@@ -36,7 +36,8 @@ int RunDemo(const DemoOptions& options) {
     config.nodes = options.nodes;
     config.seeds = options.seeds;
     // Bounded partitions and buckets sized for about 50 per node at this key count.
-    config.scheme.theta_max_bytes = options.keys * config.keys.record_bytes / (options.nodes * 25);
+    config.scheme.theta_max_bytes =
+        options.keys * config.keys.record_bytes / (uint64_t{options.nodes} * 25);
     config.scheme.theta_min_bytes = config.scheme.theta_max_bytes / 2;
     config.steps = {SimStep{.kind = StepKind::kAdd, .count = 1},
                     SimStep{.kind = StepKind::kRemove, .count = 1}};

@@ -1,6 +1,8 @@
 // The one `shoal` binary: every user-facing command is a subcommand.
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
 
 #include "tools/shoal/demo.h"
 #include "tools/shoal/partition_sim.h"
@@ -10,6 +12,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   shoal::tools::AddPartitionSimCommand(app);
   shoal::tools::AddDemoCommand(app);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    CLI11_PARSE(app, argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
   return 0;
 }

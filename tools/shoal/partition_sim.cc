@@ -180,8 +180,9 @@ StatusOr<SimStep> ParseSimStep(std::string_view text) {
     return InvalidArgumentError(fmt::format("bad count in step '{}'", text));
   }
   for (char c : number) {
-    if (c < '0' || c > '9')
+    if (c < '0' || c > '9') {
       return InvalidArgumentError(fmt::format("bad count in step '{}'", text));
+    }
     count = count * 10 + static_cast<uint64_t>(c - '0');
   }
   if (count == 0 || count > kMaxNodes) {
@@ -293,7 +294,8 @@ std::string SimResultTable(const SimResult& result) {
     out += fmt::format(
         "{:<10} {:>6} {:>10.4f} {:>9.4f} {:>9.4f} {:>9.4f} {:>8.3f} {:>10.1f} {:>10} {:>9}\n",
         r.label, r.nodes, r.imbalance, r.max_over_mean, r.moved_fraction, r.optimal_fraction, ratio,
-        r.lookup_ns, r.partitions, r.fullness_mean > 0 ? fmt::format("{:.2f}", r.fullness_mean) : "-");
+        r.lookup_ns, r.partitions,
+        r.fullness_mean > 0 ? fmt::format("{:.2f}", r.fullness_mean) : "-");
   }
   return out;
 }
