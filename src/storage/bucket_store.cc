@@ -49,6 +49,14 @@ StatusOr<std::unique_ptr<BucketStore>> BucketStore::Open(const StoreOptions& opt
 }
 
 Status BucketStore::OpenEngine() {
+  if (options_.create_if_missing) {
+    std::error_code ec;
+    std::filesystem::create_directories(options_.path, ec);
+    if (ec) {
+      return StorageError(ErrorReason::kIo,
+                          fmt::format("create {}: {}", options_.path, ec.message()));
+    }
+  }
   std::vector<std::string> existing;
   rocksdb::Status listed = rocksdb::DB::ListColumnFamilies(engine_.db, options_.path, &existing);
   if (listed.ok()) {
