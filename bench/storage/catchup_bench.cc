@@ -140,8 +140,16 @@ void BM_ReadChanges_ChangeLog(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kWrites);
 }
 
-BENCHMARK_CAPTURE(BM_WriteCost, wal_tail, false)->Arg(100)->Arg(1024)->Iterations(200000)->UseRealTime();
-BENCHMARK_CAPTURE(BM_WriteCost, change_log, true)->Arg(100)->Arg(1024)->Iterations(200000)->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteCost, wal_tail, false)
+    ->Arg(100)
+    ->Arg(1024)
+    ->Iterations(200000)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteCost, change_log, true)
+    ->Arg(100)
+    ->Arg(1024)
+    ->Iterations(200000)
+    ->UseRealTime();
 BENCHMARK(BM_ReadChanges_WalTail)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_ReadChanges_ChangeLog)->Unit(benchmark::kMillisecond)->Iterations(5);
 

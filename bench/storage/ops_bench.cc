@@ -239,8 +239,8 @@ void BM_Raw(benchmark::State& state, Op op, bool sync, bool read_modify_write) {
 
 #define SHOAL_OPS_ARGS \
   Arg(100)->Arg(1024)->Threads(1)->Threads(2)->Iterations(kOpsPerThread)->UseRealTime()
-#define SHOAL_OPS_BENCH(name, op)                                           \
-  BENCHMARK_CAPTURE(BM_Store, name, op, false)->SHOAL_OPS_ARGS;             \
+#define SHOAL_OPS_BENCH(name, op)                               \
+  BENCHMARK_CAPTURE(BM_Store, name, op, false)->SHOAL_OPS_ARGS; \
   BENCHMARK_CAPTURE(BM_Raw, name, op, false, false)->SHOAL_OPS_ARGS
 
 SHOAL_OPS_BENCH(insert, Op::kInsert);
@@ -253,9 +253,17 @@ BENCHMARK_CAPTURE(BM_Raw, delete_rmw, Op::kDelete, false, true)->SHOAL_OPS_ARGS;
 
 // With an fsync per acknowledged write: concurrent writers share fsyncs (group commit).
 BENCHMARK_CAPTURE(BM_Store, insert_sync, Op::kInsert, true)
-    ->Arg(1024)->Threads(1)->Threads(2)->Iterations(2000)->UseRealTime();
+    ->Arg(1024)
+    ->Threads(1)
+    ->Threads(2)
+    ->Iterations(2000)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Raw, insert_sync, Op::kInsert, true, false)
-    ->Arg(1024)->Threads(1)->Threads(2)->Iterations(2000)->UseRealTime();
+    ->Arg(1024)
+    ->Threads(1)
+    ->Threads(2)
+    ->Iterations(2000)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace shoal::storage
