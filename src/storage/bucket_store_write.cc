@@ -108,8 +108,9 @@ StatusOr<MutationResult> BucketStore::Apply(const Mutation& m) {
   if (!m.condition.fields.empty()) evaluator.emplace(m.condition.fields);
   SHOAL_ASSIGN_OR_RETURN(Decision decision,
                          Decide(m, stored, evaluator.has_value() ? &*evaluator : nullptr));
-  if (decision == Decision::kSkip)
+  if (decision == Decision::kSkip) {
     return MutationResult{.version = stored->version, .applied = false};
+  }
 
   uint64_t version = m.version;
   if (m.kind == MutationKind::kApplyIfNewer) {
@@ -170,8 +171,8 @@ StatusOr<std::vector<MutationResult>> BucketStore::ApplyBatch(std::span<const Mu
   // ones), so a later kApplyIfNewer on the same key skips, as it would after the commit.
   constexpr uint64_t kFresh = ~0ull;
   struct Pending {
-    uint64_t version;
-    bool tombstone;
+    uint64_t version = 0;
+    bool tombstone = false;
     std::string body;
   };
   absl::flat_hash_map<std::string, Pending> pending;

@@ -18,8 +18,8 @@ namespace shoal::storage {
 
 // Limits checked on every document that enters the store. Defaults follow the issue.
 struct DocumentLimits {
-  size_t max_primary_key_bytes = 8 * 1024;
-  size_t max_body_bytes = 1024 * 1024;
+  size_t max_primary_key_bytes = size_t{8} << 10;
+  size_t max_body_bytes = size_t{1} << 20;
   // Nesting of JSON arrays and objects; the top-level object is depth 1.
   size_t max_depth = 64;
 };

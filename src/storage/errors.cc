@@ -81,7 +81,8 @@ Status StorageError(ErrorReason reason, std::string_view message) {
 std::optional<ErrorReason> ReasonOf(const Status& status) {
   auto payload = status.GetPayload(ToAbsl(kPayloadUrl));
   if (!payload.has_value() || payload->size() != 1) return std::nullopt;
-  const auto value = static_cast<uint8_t>(std::string(*payload)[0]);
+  const std::string bytes(*payload);
+  const auto value = static_cast<uint8_t>(bytes[0]);
   if (value > static_cast<uint8_t>(ErrorReason::kIo)) return std::nullopt;
   return static_cast<ErrorReason>(value);
 }

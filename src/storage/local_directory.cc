@@ -17,9 +17,8 @@ bool TransitionAllowed(BucketState from, BucketState to) {
   switch (from) {
     case BucketState::kReadWrite:
       return to == BucketState::kLeaving;
-    case BucketState::kLeaving:
-      return to == BucketState::kReadWrite;
-    case BucketState::kAdding:
+    case BucketState::kLeaving:  // abort
+    case BucketState::kAdding:   // commit
       return to == BucketState::kReadWrite;
   }
   return false;

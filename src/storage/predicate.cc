@@ -51,7 +51,8 @@ std::optional<int> CompareValue(od::value& v, const FieldValue& operand) {
           v.get_string().get(s) != simdjson::SUCCESS) {
         return std::nullopt;
       }
-      return Cmp(s, std::string_view(std::get<std::string>(operand)));
+      const std::string_view want = std::get<std::string>(operand);
+      return Cmp(s, want);
     }
     case od::json_type::number: {
       const bool operand_int = std::holds_alternative<int64_t>(operand);

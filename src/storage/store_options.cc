@@ -46,7 +46,7 @@ StatusOr<EngineOptions> BuildEngineOptions(const StoreOptions& options) {
   table.whole_key_filtering = true;
   table.cache_index_and_filter_blocks = true;
   table.pin_l0_filter_and_index_blocks_in_cache = true;
-  table.block_size = 16 * 1024;
+  table.block_size = size_t{16} << 10;
   table.format_version = 5;
 
   e.documents.write_buffer_size = options.write_buffer_bytes;
