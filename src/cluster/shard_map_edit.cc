@@ -4,11 +4,16 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <limits>
 #include <utility>
+
+#include "src/cluster/varint.h"
 
 namespace shoal::cluster {
 namespace {
+
+using internal::PutByte;
+using internal::PutVarint;
+using internal::VarintReader;
 
 // Operation tags of the encoding; never renumber (the encoding is durable).
 enum class Tag : uint8_t {
@@ -26,82 +31,6 @@ enum class Tag : uint8_t {
 
 // Longest accepted destination list in an encoded edit (far above any sane K).
 constexpr uint64_t kMaxEncodedReplicas = 255;
-
-void PutVarint(std::string* out, uint64_t value) {
-  while (value >= 0x80) {
-    out->push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out->push_back(static_cast<char>(value));
-}
-
-void PutByte(std::string* out, uint8_t value) { out->push_back(static_cast<char>(value)); }
-
-// Bounds-checked reader over the encoded bytes.
-class Reader {
- public:
-  explicit Reader(std::string_view bytes) : bytes_(bytes) {}
-
-  [[nodiscard]] size_t remaining() const { return bytes_.size() - pos_; }
-
-  [[nodiscard]] Status Byte(std::string_view what, uint8_t* value) {
-    if (pos_ >= bytes_.size()) return Truncated(what);
-    *value = static_cast<uint8_t>(bytes_[pos_++]);
-    return OkStatus();
-  }
-
-  // A minimal LEB128 varint of at most 64 bits.
-  [[nodiscard]] Status Varint64(std::string_view what, uint64_t* value) {
-    uint64_t result = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (pos_ >= bytes_.size()) return Truncated(what);
-      const auto byte = static_cast<uint8_t>(bytes_[pos_++]);
-      if (shift == 63 && byte > 1) {
-        return InvalidArgumentError(fmt::format("shard map edit: {} overflows 64 bits", what));
-      }
-      result |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      if ((byte & 0x80) == 0) {
-        if (byte == 0 && shift > 0) {
-          return InvalidArgumentError(fmt::format("shard map edit: {} is not minimal", what));
-        }
-        *value = result;
-        return OkStatus();
-      }
-    }
-    return InvalidArgumentError(fmt::format("shard map edit: {} overflows 64 bits", what));
-  }
-
-  [[nodiscard]] Status Varint32(std::string_view what, uint32_t* value) {
-    uint64_t wide = 0;
-    SHOAL_RETURN_IF_ERROR(Varint64(what, &wide));
-    if (wide > std::numeric_limits<uint32_t>::max()) {
-      return InvalidArgumentError(fmt::format("shard map edit: {} overflows 32 bits", what));
-    }
-    *value = static_cast<uint32_t>(wide);
-    return OkStatus();
-  }
-
-  template <typename Id>
-  [[nodiscard]] Status Read(std::string_view what, Id* id) {
-    typename Id::ValueType raw{};
-    if constexpr (sizeof(raw) == 8) {
-      SHOAL_RETURN_IF_ERROR(Varint64(what, &raw));
-    } else {
-      SHOAL_RETURN_IF_ERROR(Varint32(what, &raw));
-    }
-    *id = Id(raw);
-    return OkStatus();
-  }
-
- private:
-  Status Truncated(std::string_view what) const {
-    return InvalidArgumentError(
-        fmt::format("shard map edit: truncated at byte {} reading {}", pos_, what));
-  }
-
-  std::string_view bytes_;
-  size_t pos_ = 0;
-};
 
 Status DecodeStage(uint8_t raw, TransitionStage* stage) {
   if (raw > static_cast<uint8_t>(TransitionStage::kAborted)) {
@@ -181,12 +110,12 @@ struct OpEncoder {
 };
 
 template <typename Op>
-Status DecodeMoveOp(Reader& in, Op* op) {
+Status DecodeMoveOp(VarintReader& in, Op* op) {
   SHOAL_RETURN_IF_ERROR(in.Read("bucket", &op->bucket));
   return in.Read("move", &op->move);
 }
 
-StatusOr<EditOp> DecodeOp(Reader& in) {
+StatusOr<EditOp> DecodeOp(VarintReader& in) {
   uint8_t raw_tag = 0;
   SHOAL_RETURN_IF_ERROR(in.Byte("operation tag", &raw_tag));
   if (raw_tag < static_cast<uint8_t>(Tag::kAddNode) ||
@@ -326,7 +255,7 @@ std::string ShardMapEdit::Encode() const {
 }
 
 StatusOr<ShardMapEdit> ShardMapEdit::Decode(std::string_view bytes) {
-  Reader in(bytes);
+  VarintReader in(bytes, "shard map edit");
   uint8_t version = 0;
   SHOAL_RETURN_IF_ERROR(in.Byte("format version", &version));
   if (version != kFormatVersion) {

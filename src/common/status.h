@@ -46,6 +46,18 @@ inline Status OkStatus() { return absl::OkStatus(); }
 [[nodiscard]] inline Status UnimplementedError(std::string_view m) {
   return MakeStatus(StatusCode::kUnimplemented, m);
 }
+[[nodiscard]] inline Status UnavailableError(std::string_view m) {
+  return MakeStatus(StatusCode::kUnavailable, m);
+}
+[[nodiscard]] inline Status DeadlineExceededError(std::string_view m) {
+  return MakeStatus(StatusCode::kDeadlineExceeded, m);
+}
+[[nodiscard]] inline Status CancelledError(std::string_view m) {
+  return MakeStatus(StatusCode::kCancelled, m);
+}
+[[nodiscard]] inline Status AbortedError(std::string_view m) {
+  return MakeStatus(StatusCode::kAborted, m);
+}
 [[nodiscard]] inline Status ResourceExhaustedError(std::string_view m) {
   return MakeStatus(StatusCode::kResourceExhausted, m);
 }

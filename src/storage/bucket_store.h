@@ -132,6 +132,10 @@ struct ExportedRange {
 
 struct IngestOptions {
   bool move_files = false;  // hard-link/move instead of copy
+  // Require the range to be covered by kAdding buckets of the local directory. A caller that
+  // tracks staging itself (the storage node derives it from the ShardMap) turns this off; the
+  // range must still hold no data.
+  bool require_adding_buckets = true;
 };
 
 // Writes to a range after a sequence number, in commit order (ReadChangesSince).

@@ -242,6 +242,7 @@ Status BucketStore::IngestRange(const ExportedRange& exported, const IngestOptio
   uint64_t covered_to = range.begin();
   bool covered_to_max = false;
   for (const BucketEntry& entry : directory_.Overlapping(range)) {
+    if (!options.require_adding_buckets) break;
     if (entry.state != BucketState::kAdding) {
       return StorageError(ErrorReason::kBucketState,
                           fmt::format("ingest into {} needs Adding buckets, found {}",
@@ -251,7 +252,8 @@ Status BucketStore::IngestRange(const ExportedRange& exported, const IngestOptio
     covered_to_max = entry.range.end_is_max();
     covered_to = entry.range.end();
   }
-  const bool covered = covered_to_max || (!range.end_is_max() && covered_to >= range.end());
+  const bool covered = !options.require_adding_buckets || covered_to_max ||
+                       (!range.end_is_max() && covered_to >= range.end());
   if (!covered) {
     return StorageError(ErrorReason::kBucketState,
                         fmt::format("{} is not covered by Adding buckets", range.DebugString()));

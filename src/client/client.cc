@@ -1,0 +1,299 @@
+#include "src/client/client.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "src/common/point.h"
+#include "src/storage/errors.h"
+
+namespace shoal::client {
+
+using transport::Address;
+using transport::ClusterError;
+
+namespace {
+
+bool IsTransportFailure(const Status& status) {
+  return status.code() == StatusCode::kUnavailable ||
+         status.code() == StatusCode::kDeadlineExceeded;
+}
+
+// Query cursor: [1 byte: 1][8 bytes: point BE][node scan cursor].
+std::string EncodeQueryCursor(uint64_t point, std::string_view scan_cursor) {
+  std::string out(1, '\x01');
+  for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>(point >> shift));
+  out.append(scan_cursor);
+  return out;
+}
+
+Status DecodeQueryCursor(std::string_view cursor, uint64_t* point, std::string* scan_cursor) {
+  if (cursor.size() < 9 || cursor[0] != '\x01') {
+    return InvalidArgumentError("malformed query cursor");
+  }
+  uint64_t p = 0;
+  for (int i = 1; i <= 8; ++i) p = (p << 8) | static_cast<uint8_t>(cursor[i]);
+  *point = p;
+  *scan_cursor = std::string(cursor.substr(9));
+  return OkStatus();
+}
+
+}  // namespace
+
+NodeId OwnerOf(const cluster::BucketPlacement& bucket) {
+  if (bucket.transition.has_value() && cluster::IsCommitted(bucket.transition->stage)) {
+    return bucket.transition->destination.front();
+  }
+  return bucket.replicas.front();
+}
+
+Client::Client(transport::Runtime& runtime, const ClientOptions& options)
+    : runtime_(runtime), options_(options) {}
+
+cluster::ShardMapPtr Client::map() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_;
+}
+
+ClientCounters Client::counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_;
+}
+
+Status Client::Refresh() {
+  SHOAL_ASSIGN_OR_RETURN(auto response, runtime_.Call(Address::Coordinator(),
+                                                      transport::GetMapRequest{},
+                                                      options_.call_timeout));
+  SHOAL_ASSIGN_OR_RETURN(auto body, transport::BodyAs<transport::GetMapResponse>(response));
+  std::lock_guard<std::mutex> lock(mu_);
+  ++counters_.map_refreshes;
+  if (body.state.map != nullptr && (map_ == nullptr || body.state.map->epoch() > map_->epoch())) {
+    map_ = body.state.map;
+  }
+  return OkStatus();
+}
+
+StatusOr<cluster::ShardMapPtr> Client::CurrentMap() {
+  if (auto m = map(); m != nullptr) return m;
+  SHOAL_RETURN_IF_ERROR(Refresh());
+  if (auto m = map(); m != nullptr) return m;
+  return UnavailableError("the cluster has no map yet");
+}
+
+void Client::LearnRoute(const cluster::ShardMapPtr& route) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.wrong_shard;
+    if (route != nullptr && (map_ == nullptr || route->epoch() > map_->epoch())) {
+      map_ = route;
+      return;
+    }
+  }
+  (void)Refresh();
+}
+
+Status Client::Backoff(int attempt) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.retries;
+  }
+  const transport::Micros cap =
+      std::min(options_.max_backoff, options_.initial_backoff << std::min(attempt, 20));
+  // Full jitter keeps retrying clients from moving in lockstep.
+  const auto wait = static_cast<transport::Micros>(runtime_.RandomU64() %
+                                                   static_cast<uint64_t>(cap + 1));
+  return runtime_.Sleep(wait);
+}
+
+StatusOr<CollectionId> Client::OpenCollection(std::string_view name) {
+  for (int attempt = 0;; ++attempt) {
+    auto response = runtime_.Call(Address::Coordinator(),
+                                  transport::CreateCollectionRequest{.name = std::string(name)},
+                                  options_.call_timeout);
+    Status status = response.ok() ? response->status : response.status();
+    if (status.ok()) {
+      auto body = transport::BodyAs<transport::CreateCollectionResponse>(std::move(*response));
+      if (!body.ok()) return body.status();
+      return body->collection.id;
+    }
+    if (!IsTransportFailure(status) || attempt + 1 >= options_.max_attempts) return status;
+    SHOAL_RETURN_IF_ERROR(Backoff(attempt));
+  }
+}
+
+StatusOr<uint64_t> Client::Write(transport::WriteRequest request) {
+  const Point point = PointOf(request.collection, request.primary_key);
+  Status last;
+  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    SHOAL_ASSIGN_OR_RETURN(cluster::ShardMapPtr map, CurrentMap());
+    request.epoch = map->epoch();
+    const NodeId owner = OwnerOf(map->Lookup(point));
+    auto response = runtime_.Call(Address::Node(owner), request, options_.call_timeout);
+    if (!response.ok()) {
+      last = response.status();
+      if (last.code() == StatusCode::kCancelled) return last;
+      if (last.code() == StatusCode::kDeadlineExceeded) {
+        // The request may have been applied. Retrying could apply it a second time after other
+        // writes (not linearizable), so the caller learns that the outcome is unknown.
+        return MakeStatus(StatusCode::kUnknown,
+                          fmt::format("outcome unknown: {}", std::string(last.message())));
+      }
+      (void)Refresh();  // not delivered: safe to retry
+      SHOAL_RETURN_IF_ERROR(Backoff(attempt));
+      continue;
+    }
+    last = response->status;
+    if (last.ok()) {
+      auto body = transport::BodyAs<transport::WriteResponse>(std::move(*response));
+      if (!body.ok()) return body.status();
+      return body->version;
+    }
+    const auto cluster_error = transport::ClusterErrorOf(last);
+    if (cluster_error == ClusterError::kWrongShard) {
+      LearnRoute(response->route);
+      continue;
+    }
+    if (cluster_error == ClusterError::kNotServing || storage::Is(last, storage::ErrorReason::kUnavailable)) {
+      SHOAL_RETURN_IF_ERROR(Backoff(attempt));
+      continue;
+    }
+    return last;
+  }
+  return UnavailableError(
+      fmt::format("gave up after {} attempts: {}", options_.max_attempts, std::string(last.message())));
+}
+
+StatusOr<uint64_t> Client::Insert(CollectionId c, std::string_view pk, std::string_view json) {
+  return Write({.op = transport::WriteOp::kInsert,
+                .collection = c,
+                .primary_key = std::string(pk),
+                .body = std::string(json)});
+}
+StatusOr<uint64_t> Client::Update(CollectionId c, std::string_view pk, std::string_view json) {
+  return Write({.op = transport::WriteOp::kUpdate,
+                .collection = c,
+                .primary_key = std::string(pk),
+                .body = std::string(json)});
+}
+StatusOr<uint64_t> Client::Upsert(CollectionId c, std::string_view pk, std::string_view json) {
+  return Write({.op = transport::WriteOp::kUpsert,
+                .collection = c,
+                .primary_key = std::string(pk),
+                .body = std::string(json)});
+}
+StatusOr<uint64_t> Client::Delete(CollectionId c, std::string_view pk) {
+  return Write(
+      {.op = transport::WriteOp::kDelete, .collection = c, .primary_key = std::string(pk)});
+}
+StatusOr<uint64_t> Client::CompareAndSet(CollectionId c, std::string_view pk,
+                                         uint64_t expected_version, std::string_view json) {
+  return Write({.op = transport::WriteOp::kCompareAndSet,
+                .collection = c,
+                .primary_key = std::string(pk),
+                .body = std::string(json),
+                .expected_version = expected_version});
+}
+
+StatusOr<storage::Document> Client::Get(CollectionId c, std::string_view pk) {
+  const Point point = PointOf(c, pk);
+  Status last;
+  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    SHOAL_ASSIGN_OR_RETURN(cluster::ShardMapPtr map, CurrentMap());
+    transport::GetRequest request{
+        .epoch = map->epoch(), .collection = c, .primary_key = std::string(pk)};
+    auto response =
+        runtime_.Call(Address::Node(OwnerOf(map->Lookup(point))), request, options_.call_timeout);
+    if (!response.ok()) {
+      last = response.status();
+      if (last.code() == StatusCode::kCancelled) return last;
+      (void)Refresh();
+      SHOAL_RETURN_IF_ERROR(Backoff(attempt));
+      continue;
+    }
+    last = response->status;
+    if (last.ok()) {
+      auto body = transport::BodyAs<transport::GetResponse>(std::move(*response));
+      if (!body.ok()) return body.status();
+      return std::move(body->document);
+    }
+    const auto cluster_error = transport::ClusterErrorOf(last);
+    if (cluster_error == ClusterError::kWrongShard) {
+      LearnRoute(response->route);
+      continue;
+    }
+    if (cluster_error == ClusterError::kNotServing || storage::Is(last, storage::ErrorReason::kUnavailable)) {
+      SHOAL_RETURN_IF_ERROR(Backoff(attempt));
+      continue;
+    }
+    return last;
+  }
+  return UnavailableError(
+      fmt::format("gave up after {} attempts: {}", options_.max_attempts, std::string(last.message())));
+}
+
+StatusOr<QueryPage> Client::Query(const QueryOptions& options) {
+  if (options.limit == 0) return InvalidArgumentError("query limit must be at least 1");
+  SHOAL_RETURN_IF_ERROR(storage::ValidateFilter(options.filter));
+  uint64_t point = 0;
+  std::string scan_cursor;
+  if (!options.cursor.empty()) {
+    SHOAL_RETURN_IF_ERROR(DecodeQueryCursor(options.cursor, &point, &scan_cursor));
+  }
+  QueryPage page;
+  int attempt = 0;
+  while (page.documents.size() < options.limit) {
+    SHOAL_ASSIGN_OR_RETURN(cluster::ShardMapPtr map, CurrentMap());
+    const cluster::BucketPlacement& bucket = map->Lookup(Point(point));
+    // From the current position to the end of the bucket that holds it in this map.
+    storage::PointRange range =
+        bucket.range.end_is_max() ? storage::PointRange::From(point)
+                                  : *storage::PointRange::Make(point, bucket.range.end());
+    transport::ScanRequest request{
+        .epoch = map->epoch(),
+        .bucket = bucket.id,
+        .range = range,
+        .collection = options.collection,
+        .filter = options.filter,
+        .cursor = scan_cursor,
+        .max_documents = static_cast<uint32_t>(options.limit - page.documents.size())};
+    auto response =
+        runtime_.Call(Address::Node(OwnerOf(bucket)), request, options_.call_timeout);
+    Status status = response.ok() ? response->status : response.status();
+    if (!status.ok()) {
+      if (status.code() == StatusCode::kCancelled) return status;
+      if (++attempt >= options_.max_attempts) return status;
+      if (transport::ClusterErrorOf(status) == ClusterError::kWrongShard) {
+        LearnRoute(response->route);
+        continue;
+      }
+      if (IsTransportFailure(status) ||
+          transport::ClusterErrorOf(status) == ClusterError::kNotServing) {
+        if (!response.ok()) (void)Refresh();
+        SHOAL_RETURN_IF_ERROR(Backoff(attempt));
+        continue;
+      }
+      return status;
+    }
+    attempt = 0;
+    auto body = transport::BodyAs<transport::ScanResponse>(std::move(*response));
+    if (!body.ok()) return body.status();
+    for (auto& document : body->documents) page.documents.push_back(std::move(document));
+    if (!body->next_cursor.empty()) {
+      scan_cursor = std::move(body->next_cursor);
+      // The cursor's stored key starts with its point: resume there, whoever owns it then.
+      uint64_t p = 0;
+      for (int i = 1; i <= 8; ++i) p = (p << 8) | static_cast<uint8_t>(scan_cursor[i]);
+      point = p;
+      continue;
+    }
+    scan_cursor.clear();
+    if (bucket.range.end_is_max()) {
+      return page;  // the whole hash space is done
+    }
+    point = bucket.range.end();
+  }
+  page.next_cursor = EncodeQueryCursor(point, scan_cursor);
+  return page;
+}
+
+}  // namespace shoal::client

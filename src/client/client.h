@@ -1,0 +1,107 @@
+#pragma once
+
+// Client: the smart client of a Shoal cluster. It caches the ShardMap, routes every request to
+// the node that owns the key at its epoch, and follows the cluster through moves:
+//   - WRONG_SHARD carries the answering node's map: the client adopts it when newer (else asks
+//     the coordinator) and retries at once; NOT_SERVING (a fenced source, a destination that has
+//     not learned the commit) and transport failures are retried with bounded exponential
+//     backoff.
+//   - A write whose request or reply was lost in transit (kDeadlineExceeded from the transport)
+//     may have been applied; retrying it could apply it again after other writes, so the client
+//     returns kUnknown ("outcome unknown") at once, like FoundationDB's commit_unknown_result.
+//     Requests that were certainly not handled (kUnavailable, WRONG_SHARD, NOT_SERVING) are
+//     retried; every other result is exact.
+//   - Query walks the hash space in (point, collection, primary key) order, one bucket page at a
+//     time, and resumes from the last key returned at whichever node owns it now, so each live
+//     document is returned exactly once even while buckets move, split or merge (paper 000
+//     Algorithm 6 needs a merge because it reads two shards; with one owner per key at every
+//     instant, the walk by key order is the merge).
+//
+// Thread-safety: all methods are thread-safe; calls must come from runtime tasks (or, with
+// ThreadRuntime, from any thread).
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/cluster/shard_map.h"
+#include "src/common/ids.h"
+#include "src/common/status.h"
+#include "src/storage/document.h"
+#include "src/storage/predicate.h"
+#include "src/transport/runtime.h"
+
+namespace shoal::client {
+
+struct ClientOptions {
+  transport::Micros call_timeout = 1'000'000;
+  int max_attempts = 12;
+  transport::Micros initial_backoff = 1'000;
+  transport::Micros max_backoff = 200'000;
+};
+
+struct QueryOptions {
+  CollectionId collection;
+  storage::DocumentFilter filter;
+  uint32_t limit = 1000;  // documents per page, >= 1
+  std::string cursor;     // QueryPage::next_cursor of the previous page; "" = from the start
+};
+
+struct QueryPage {
+  std::vector<storage::Document> documents;
+  std::string next_cursor;  // "" = no more documents
+};
+
+struct ClientCounters {
+  uint64_t wrong_shard = 0;
+  uint64_t retries = 0;
+  uint64_t map_refreshes = 0;
+};
+
+class Client {
+ public:
+  Client(transport::Runtime& runtime, const ClientOptions& options = {});
+
+  // Fetches the map from the coordinator.
+  [[nodiscard]] Status Refresh();
+  // Creates the collection if needed and returns its id.
+  [[nodiscard]] StatusOr<CollectionId> OpenCollection(std::string_view name);
+
+  [[nodiscard]] StatusOr<uint64_t> Insert(CollectionId c, std::string_view pk,
+                                          std::string_view json);
+  [[nodiscard]] StatusOr<uint64_t> Update(CollectionId c, std::string_view pk,
+                                          std::string_view json);
+  [[nodiscard]] StatusOr<uint64_t> Upsert(CollectionId c, std::string_view pk,
+                                          std::string_view json);
+  [[nodiscard]] StatusOr<uint64_t> Delete(CollectionId c, std::string_view pk);
+  // Writes iff the stored version equals `expected_version`.
+  [[nodiscard]] StatusOr<uint64_t> CompareAndSet(CollectionId c, std::string_view pk,
+                                                 uint64_t expected_version,
+                                                 std::string_view json);
+  [[nodiscard]] StatusOr<storage::Document> Get(CollectionId c, std::string_view pk);
+  [[nodiscard]] StatusOr<QueryPage> Query(const QueryOptions& options);
+
+  [[nodiscard]] cluster::ShardMapPtr map() const;
+  [[nodiscard]] ClientCounters counters() const;
+
+ private:
+  [[nodiscard]] StatusOr<uint64_t> Write(transport::WriteRequest request);
+  // Adopts `route` if it is newer than the cached map, else refreshes from the coordinator.
+  void LearnRoute(const cluster::ShardMapPtr& route);
+  [[nodiscard]] Status Backoff(int attempt);
+  [[nodiscard]] StatusOr<cluster::ShardMapPtr> CurrentMap();
+
+  transport::Runtime& runtime_;
+  const ClientOptions options_;
+  mutable std::mutex mu_;
+  cluster::ShardMapPtr map_;
+  ClientCounters counters_;
+};
+
+// The node that acknowledges writes (and serves reads) of `bucket` at its map's epoch.
+[[nodiscard]] NodeId OwnerOf(const cluster::BucketPlacement& bucket);
+
+}  // namespace shoal::client

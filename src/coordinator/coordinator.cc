@@ -1,0 +1,733 @@
+#include "src/coordinator/coordinator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "src/cluster/balancer.h"
+#include "src/cluster/bootstrap_planner.h"
+#include "src/cluster/shard_map_codec.h"
+
+namespace shoal::coordinator {
+
+using cluster::ShardMap;
+using cluster::ShardMapEdit;
+using cluster::ShardMapPtr;
+using cluster::TransitionStage;
+using transport::Address;
+using transport::Response;
+
+namespace {
+
+constexpr char kMapKey[] = "cluster/map";
+constexpr char kNextMoveKey[] = "cluster/next_move";
+constexpr char kCollectionPrefix[] = "cluster/collections/";
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+
+std::string MoveLogKey(MoveId move) { return fmt::format("moves/{:020}", move.value()); }
+
+storage::PointRange ToPointRange(const cluster::BucketRange& range) {
+  if (range.end_is_max()) return storage::PointRange::From(range.begin());
+  return *storage::PointRange::Make(range.begin(), range.end());
+}
+
+bool Retryable(const Status& status) {
+  return status.code() == StatusCode::kUnavailable ||
+         status.code() == StatusCode::kDeadlineExceeded;
+}
+
+uint64_t ParseU64(std::string_view text) {
+  uint64_t value = 0;
+  std::from_chars(text.data(), text.data() + text.size(), value);
+  return value;
+}
+
+}  // namespace
+
+Coordinator::Coordinator(transport::Runtime& runtime, metadata::MetadataStore& store,
+                         const CoordinatorOptions& options)
+    : runtime_(runtime), store_(store), options_(options), auto_balance_(options.auto_balance) {}
+
+StatusOr<std::shared_ptr<Coordinator>> Coordinator::Open(transport::Runtime& runtime,
+                                                         metadata::MetadataStore& store,
+                                                         const CoordinatorOptions& options) {
+  std::shared_ptr<Coordinator> coordinator(new Coordinator(runtime, store, options));
+  SHOAL_RETURN_IF_ERROR(coordinator->Load());
+  return coordinator;
+}
+
+Status Coordinator::Load() {
+  auto map = store_.Get(kMapKey);
+  if (map.ok()) {
+    SHOAL_ASSIGN_OR_RETURN(ShardMap decoded, cluster::DecodeShardMap(map->value));
+    map_ = std::make_shared<const ShardMap>(std::move(decoded));
+    map_version_ = map->version;
+  } else if (map.status().code() != StatusCode::kNotFound) {
+    return map.status();
+  }
+  auto next = store_.Get(kNextMoveKey);
+  if (next.ok()) next_move_ = std::max<uint64_t>(1, ParseU64(next->value));
+  SHOAL_ASSIGN_OR_RETURN(auto collections, store_.List(kCollectionPrefix));
+  for (const auto& [key, value] : collections) {
+    collections_.push_back(storage::CollectionSpec{
+        .id = CollectionId(static_cast<uint32_t>(ParseU64(value.value))),
+        .name = key.substr(std::string_view(kCollectionPrefix).size())});
+  }
+  return OkStatus();
+}
+
+Status Coordinator::Initialize(const std::vector<NodeId>& nodes, uint32_t bucket_count) {
+  std::lock_guard<std::mutex> edit_lock(edit_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (map_ != nullptr) return OkStatus();
+  }
+  SHOAL_ASSIGN_OR_RETURN(ShardMap initial,
+                         ShardMap::Initial({.nodes = nodes, .bucket_count = bucket_count}));
+  SHOAL_ASSIGN_OR_RETURN(uint64_t version,
+                         store_.Put(kMapKey, cluster::EncodeShardMap(initial),
+                                    metadata::kMustNotExist));
+  std::lock_guard<std::mutex> lock(mu_);
+  map_ = std::make_shared<const ShardMap>(std::move(initial));
+  map_version_ = version;
+  return OkStatus();
+}
+
+void Coordinator::Start() {
+  runtime_.Serve(Address::Coordinator(), shared_from_this());
+  runtime_.Spawn(Address::Coordinator(), "coordinator.main", [self = shared_from_this()] {
+    self->Recover();
+    self->BalanceLoop();
+  });
+}
+
+transport::ClusterState Coordinator::State() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return transport::ClusterState{.map = map_, .collections = collections_};
+}
+
+ShardMapPtr Coordinator::map() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_;
+}
+
+MoveProgress Coordinator::progress() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return progress_;
+}
+
+bool Coordinator::recovered() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return recovered_;
+}
+
+void Coordinator::SetAutoBalance(bool enabled) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto_balance_ = enabled;
+}
+
+bool Coordinator::IsDown(NodeId node) const {
+  auto it = last_heartbeat_.find(node);
+  // A node never heard from by this incarnation gets the benefit of the doubt for one timeout.
+  const transport::Micros seen = it == last_heartbeat_.end() ? 0 : it->second;
+  return runtime_.Now() - seen > options_.node_timeout;
+}
+
+std::set<NodeId> Coordinator::DownNodes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::set<NodeId> down;
+  if (map_ == nullptr) return down;
+  for (const auto& node : map_->nodes()) {
+    if (IsDown(node.id)) down.insert(node.id);
+  }
+  return down;
+}
+
+Response Coordinator::Handle(const Address& from, const transport::Request& request) {
+  (void)from;
+  return std::visit(
+      Overloaded{
+          [&](const transport::GetMapRequest&) {
+            return Response::Ok(transport::GetMapResponse{.state = State()});
+          },
+          [&](const transport::HeartbeatRequest& r) {
+            std::lock_guard<std::mutex> lock(mu_);
+            last_heartbeat_[r.node] = runtime_.Now();
+            return Response::Ok(transport::HeartbeatResponse{
+                .epoch = map_ == nullptr ? MapEpoch(0) : map_->epoch()});
+          },
+          [&](const transport::CreateCollectionRequest& r) {
+            auto spec = CreateCollection(r.name);
+            if (!spec.ok()) return Response::Error(spec.status());
+            return Response::Ok(transport::CreateCollectionResponse{.collection = *spec});
+          },
+          [&](const auto&) {
+            return Response::Error(UnimplementedError("not a coordinator request"));
+          },
+      },
+      request);
+}
+
+StatusOr<storage::CollectionSpec> Coordinator::CreateCollection(std::string_view name) {
+  if (name.empty() || name.size() > 256) {
+    return InvalidArgumentError("a collection name has 1 to 256 bytes");
+  }
+  ShardMapPtr map;
+  storage::CollectionSpec spec;
+  {
+    std::lock_guard<std::mutex> edit_lock(edit_mu_);
+    std::lock_guard<std::mutex> lock(mu_);
+    uint32_t next = 1;
+    for (const auto& c : collections_) {
+      if (c.name == name) return c;
+      next = std::max(next, c.id.value() + 1);
+    }
+    spec = storage::CollectionSpec{.id = CollectionId(next), .name = std::string(name)};
+    SHOAL_RETURN_IF_ERROR(store_
+                              .Put(fmt::format("{}{}", kCollectionPrefix, name),
+                                   std::to_string(next), metadata::kMustNotExist)
+                              .status());
+    collections_.push_back(spec);
+    map = map_;
+  }
+  Publish(map);
+  return spec;
+}
+
+StatusOr<ShardMapPtr> Coordinator::CommitEdit(const EditBuilder& build,
+                                              std::optional<std::string> log_key,
+                                              std::string log_value) {
+  ShardMapPtr next;
+  {
+    std::lock_guard<std::mutex> edit_lock(edit_mu_);
+    ShardMapPtr current = map();
+    if (current == nullptr) return FailedPreconditionError("the cluster is not initialized");
+    ShardMapEdit edit(current->epoch());
+    SHOAL_RETURN_IF_ERROR(build(*current, &edit));
+    if (edit.empty()) return current;
+    SHOAL_ASSIGN_OR_RETURN(ShardMap applied, cluster::Apply(*current, edit));
+    std::vector<metadata::MetaOp> ops;
+    ops.push_back(metadata::MetaOp::Put(kMapKey, cluster::EncodeShardMap(applied), map_version_));
+    uint64_t next_move = next_move_;
+    for (const auto& op : edit.ops()) {
+      if (const auto* begin = std::get_if<cluster::edit::BeginTransition>(&op)) {
+        next_move = std::max(next_move, begin->move.value() + 1);
+      }
+    }
+    if (next_move != next_move_) {
+      ops.push_back(metadata::MetaOp::Put(kNextMoveKey, std::to_string(next_move)));
+    }
+    if (log_key.has_value()) ops.push_back(metadata::MetaOp::Put(*log_key, log_value));
+    SHOAL_RETURN_IF_ERROR(store_.Commit(ops));
+    next = std::make_shared<const ShardMap>(std::move(applied));
+    std::lock_guard<std::mutex> lock(mu_);
+    map_ = next;
+    ++map_version_;
+    next_move_ = next_move;
+  }
+  Publish(next);
+  return next;
+}
+
+void Coordinator::Publish(const ShardMapPtr& map) {
+  if (map == nullptr) return;
+  const transport::ClusterState state = State();
+  for (const auto& node : map->nodes()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (IsDown(node.id)) continue;
+    }
+    // Best effort: a node that misses it learns the epoch from its next heartbeat.
+    auto r = runtime_.Call(Address::Node(node.id), transport::InstallMapRequest{.state = state},
+                           options_.call_timeout / 4);
+    if (!r.ok() && r.status().code() == StatusCode::kCancelled) return;
+  }
+}
+
+StatusOr<Response> Coordinator::CallNode(NodeId node, transport::Request request, int attempts) {
+  Status last;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    auto response = runtime_.Call(Address::Node(node), request, options_.call_timeout);
+    if (response.ok() && !Retryable(response->status)) return response;
+    last = response.ok() ? response->status : response.status();
+    if (last.code() == StatusCode::kCancelled) return last;
+    if (!Retryable(last)) return last;
+    SHOAL_RETURN_IF_ERROR(runtime_.Sleep(options_.retry_backoff << attempt));
+  }
+  return last;
+}
+
+Status Coordinator::AddNode(NodeId node) {
+  SHOAL_RETURN_IF_ERROR(CommitEdit([&](const ShardMap& map, ShardMapEdit* edit) {
+                          if (map.HasNode(node)) {
+                            return AlreadyExistsError(
+                                fmt::format("{} is a member already", node.DebugString()));
+                          }
+                          edit->AddNode(node);
+                          return OkStatus();
+                        }).status());
+  std::lock_guard<std::mutex> lock(mu_);
+  joining_.insert(node);
+  last_heartbeat_[node] = runtime_.Now();
+  planner_idle_ = false;
+  return OkStatus();
+}
+
+Status Coordinator::RemoveNode(NodeId node) {
+  SHOAL_RETURN_IF_ERROR(CommitEdit([&](const ShardMap& map, ShardMapEdit* edit) {
+                          const auto* info = map.FindNode(node);
+                          if (info == nullptr) {
+                            return NotFoundError(
+                                fmt::format("{} is not a member", node.DebugString()));
+                          }
+                          if (map.ActiveNodes().size() <= 1 &&
+                              info->state == cluster::NodeState::kActive) {
+                            return FailedPreconditionError("cannot remove the last active node");
+                          }
+                          if (info->state != cluster::NodeState::kLeaving) {
+                            edit->SetNodeState(node, cluster::NodeState::kLeaving);
+                          }
+                          return OkStatus();
+                        }).status());
+  std::lock_guard<std::mutex> lock(mu_);
+  planner_idle_ = false;
+  return OkStatus();
+}
+
+Status Coordinator::SplitBucket(BucketId bucket, std::optional<uint64_t> at) {
+  return CommitEdit([&](const ShardMap& map, ShardMapEdit* edit) {
+           const auto* placement = map.Find(bucket);
+           if (placement == nullptr) return NotFoundError(bucket.DebugString());
+           edit->SplitBucket(bucket, at.value_or(placement->range.Midpoint()),
+                             map.NextBucketId());
+           return OkStatus();
+         })
+      .status();
+}
+
+Status Coordinator::MergeBuckets(BucketId left, BucketId right) {
+  return CommitEdit([&](const ShardMap&, ShardMapEdit* edit) {
+           edit->MergeBuckets(left, right);
+           return OkStatus();
+         })
+      .status();
+}
+
+Status Coordinator::MoveBucket(BucketId bucket, NodeId destination) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!moving_.insert(bucket).second) {
+      return FailedPreconditionError(fmt::format("{} is moving already", bucket.DebugString()));
+    }
+  }
+  Status status = RunMove(bucket, destination);
+  std::lock_guard<std::mutex> lock(mu_);
+  moving_.erase(bucket);
+  return status;
+}
+
+Status Coordinator::RunMove(BucketId bucket, NodeId destination) {
+  // BEGIN.
+  MoveId move;
+  NodeId source;
+  auto begun = CommitEdit(
+      [&](const ShardMap& map, ShardMapEdit* edit) {
+        const auto* placement = map.Find(bucket);
+        if (placement == nullptr) return NotFoundError(bucket.DebugString());
+        if (placement->transition.has_value()) {
+          return FailedPreconditionError(fmt::format("{} is moving", bucket.DebugString()));
+        }
+        const auto* info = map.FindNode(destination);
+        if (info == nullptr || info->state != cluster::NodeState::kActive) {
+          return FailedPreconditionError(
+              fmt::format("{} cannot receive buckets", destination.DebugString()));
+        }
+        if (placement->HasReplica(destination)) {
+          return FailedPreconditionError(
+              fmt::format("{} holds {} already", destination.DebugString(), bucket.DebugString()));
+        }
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          move = MoveId(next_move_);
+        }
+        source = placement->replicas.front();
+        edit->BeginTransition(bucket, move, {destination},
+                              cluster::TransitionMode::kCopyThenSwitch);
+        return OkStatus();
+      },
+      std::nullopt);
+  if (!begun.ok()) return begun.status();
+  {
+    // The log record goes with the map in the next edits; BEGIN is written on its own here so
+    // that the record exists even if nothing else is ever written.
+    auto logged = store_.Put(MoveLogKey(move),
+                             fmt::format("BEGIN {} {} -> {}", bucket.DebugString(),
+                                         source.DebugString(), destination.DebugString()),
+                             metadata::kAnyVersion);
+    if (!logged.ok()) return AbortMove(bucket, move, logged.status());
+    std::lock_guard<std::mutex> lock(mu_);
+    ++progress_.started;
+    ++progress_.in_flight;
+  }
+  auto fail = [&](const Status& status) -> Status {
+    if (status.code() == StatusCode::kCancelled) {
+      std::lock_guard<std::mutex> lock(mu_);
+      --progress_.in_flight;
+      return status;  // this incarnation is gone; recovery decides
+    }
+    return AbortMove(bucket, move, status);
+  };
+  SHOAL_RETURN_IF_ERROR(runtime_.Failpoint("coordinator.after_begin"));
+
+  // Snapshot: export at the source, ingest (invisibly) at the destination.
+  auto exported_response =
+      CallNode(source, transport::ExportBucketRequest{.move = move, .bucket = bucket},
+               options_.call_attempts);
+  if (!exported_response.ok()) return fail(exported_response.status());
+  auto exported =
+      transport::BodyAs<transport::ExportBucketResponse>(std::move(*exported_response));
+  if (!exported.ok()) return fail(exported.status());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    progress_.bytes_planned += exported->exported.bytes;
+  }
+  if (Status s = runtime_.Failpoint("coordinator.after_export"); !s.ok()) return s;
+  auto ingested = CallNode(destination,
+                           transport::IngestBucketRequest{
+                               .move = move, .bucket = bucket, .exported = exported->exported},
+                           options_.call_attempts);
+  if (!ingested.ok()) return fail(ingested.status());
+  if (!ingested->status.ok()) return fail(ingested->status);
+  if (Status s = runtime_.Failpoint("coordinator.after_ingest"); !s.ok()) return s;
+
+  // Catch-up.
+  auto advance = [&](TransitionStage stage) {
+    return CommitEdit([&](const ShardMap&, ShardMapEdit* edit) {
+             edit->AdvanceStage(bucket, move, stage);
+             return OkStatus();
+           })
+        .status();
+  };
+  if (Status s = advance(TransitionStage::kCatchUp); !s.ok()) return fail(s);
+  uint64_t position = exported->exported.sequence;
+  for (uint32_t round = 0; round < options_.catch_up_rounds; ++round) {
+    auto caught = CallNode(destination,
+                           transport::CatchUpRequest{.move = move,
+                                                     .bucket = bucket,
+                                                     .source = source,
+                                                     .after_sequence = position,
+                                                     .until_sequence = std::nullopt,
+                                                     .stop_below = options_.fence_backlog},
+                           options_.call_attempts);
+    if (!caught.ok()) return fail(caught.status());
+    auto body = transport::BodyAs<transport::CatchUpResponse>(std::move(*caught));
+    if (!body.ok()) return fail(body.status());
+    position = body->applied_sequence;
+    if (body->applied < options_.fence_backlog) break;
+  }
+
+  // Prepare: durable first, so that a restarted source fences by its map alone.
+  if (Status s = advance(TransitionStage::kPrepare); !s.ok()) return fail(s);
+  if (Status s = runtime_.Failpoint("coordinator.before_fence"); !s.ok()) return s;
+  const transport::Micros fence_start = runtime_.Now();
+  auto fenced = CallNode(source, transport::FenceRequest{.move = move, .bucket = bucket},
+                         options_.call_attempts);
+  if (!fenced.ok()) return fail(fenced.status());
+  auto fence = transport::BodyAs<transport::FenceResponse>(std::move(*fenced));
+  if (!fence.ok()) return fail(fence.status());
+  auto drained = CallNode(destination,
+                          transport::CatchUpRequest{.move = move,
+                                                    .bucket = bucket,
+                                                    .source = source,
+                                                    .after_sequence = position,
+                                                    .until_sequence = fence->sequence,
+                                                    .stop_below = 0},
+                          options_.call_attempts);
+  if (!drained.ok()) return fail(drained.status());
+  if (!drained->status.ok()) return fail(drained->status);
+  if (Status s = runtime_.Failpoint("coordinator.before_commit"); !s.ok()) return s;
+
+  // COMMIT: the map with the committed transition is the commit point.
+  auto committed = CommitEdit(
+      [&](const ShardMap&, ShardMapEdit* edit) {
+        edit->CommitTransition(bucket, move);
+        return OkStatus();
+      },
+      MoveLogKey(move),
+      fmt::format("COMMIT {} {} -> {}", bucket.DebugString(), source.DebugString(),
+                  destination.DebugString()));
+  if (!committed.ok()) return fail(committed.status());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++progress_.committed;
+    progress_.bytes_moved += exported->exported.bytes;
+    progress_.fence_micros.push_back(runtime_.Now() - fence_start);
+    progress_.first_commit_to.emplace(destination, runtime_.Now());
+  }
+  if (Status s = runtime_.Failpoint("coordinator.after_commit"); !s.ok()) return s;
+  Status finished = FinishCommitted(bucket, move);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --progress_.in_flight;
+  }
+  if (finished.ok() && options_.max_bytes_per_second > 0) {
+    // Throttle: the next move of this task waits as long as this one's bytes take at the rate.
+    const auto pause = static_cast<transport::Micros>(
+        exported->exported.bytes * 1'000'000 / options_.max_bytes_per_second);
+    (void)runtime_.Sleep(pause);
+  }
+  return finished;
+}
+
+Status Coordinator::FinishCommitted(BucketId bucket, MoveId move) {
+  ShardMapPtr map = this->map();
+  const auto* placement = map->Find(bucket);
+  if (placement == nullptr || !placement->transition.has_value() ||
+      placement->transition->move != move) {
+    return OkStatus();  // finished already
+  }
+  const NodeId source = placement->transition->source.front();
+  const storage::PointRange range = ToPointRange(placement->range);
+  if (placement->transition->stage == TransitionStage::kCommitted) {
+    auto cleanup = CommitEdit([&](const ShardMap&, ShardMapEdit* edit) {
+      edit->AdvanceStage(bucket, move, TransitionStage::kCleanup);
+      return OkStatus();
+    });
+    if (!cleanup.ok()) return cleanup.status();
+    map = *cleanup;
+  }
+  // Drop the source's copy. A source that stays down keeps garbage it never serves (its map
+  // says so); the move is finished anyway.
+  auto dropped = CallNode(source,
+                          transport::DropBucketRequest{
+                              .epoch = map->epoch(), .move = move, .bucket = bucket, .range = range},
+                          options_.call_attempts);
+  if (!dropped.ok() && dropped.status().code() == StatusCode::kCancelled) return dropped.status();
+  SHOAL_RETURN_IF_ERROR(runtime_.Failpoint("coordinator.before_done"));
+  auto done = CommitEdit(
+      [&](const ShardMap&, ShardMapEdit* edit) {
+        edit->FinishTransition(bucket, move);
+        return OkStatus();
+      },
+      MoveLogKey(move), fmt::format("DONE {}", bucket.DebugString()));
+  if (!done.ok()) return done.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  ++progress_.finished;
+  return OkStatus();
+}
+
+Status Coordinator::AbortMove(BucketId bucket, MoveId move, const Status& reason) {
+  std::vector<NodeId> destination;
+  storage::PointRange range;
+  auto aborted = CommitEdit(
+      [&](const ShardMap& map, ShardMapEdit* edit) {
+        const auto* placement = map.Find(bucket);
+        if (placement != nullptr && placement->transition.has_value() &&
+            placement->transition->move == move &&
+            !cluster::IsCommitted(placement->transition->stage)) {
+          edit->AbortTransition(bucket, move);
+          destination = placement->transition->Incoming();
+          range = ToPointRange(placement->range);
+        }
+        return OkStatus();
+      },
+      MoveLogKey(move), fmt::format("ABORT {}: {}", bucket.DebugString(), reason.ToString()));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++progress_.aborted;
+    if (progress_.in_flight > 0) --progress_.in_flight;
+    progress_.abort_reasons.push_back(
+        fmt::format("{} {}: {}", move.DebugString(), bucket.DebugString(), reason.ToString()));
+    if (progress_.abort_reasons.size() > 16) {
+      progress_.abort_reasons.erase(progress_.abort_reasons.begin());
+    }
+  }
+  if (!aborted.ok()) return aborted.status();
+  // The destination's staged data: best effort (it never serves it, and a new attempt drops the
+  // range before ingesting).
+  for (NodeId node : destination) {
+    auto dropped = CallNode(node,
+                            transport::DropBucketRequest{.epoch = (*aborted)->epoch(),
+                                                         .move = move,
+                                                         .bucket = bucket,
+                                                         .range = range},
+                            1);
+    if (!dropped.ok() && dropped.status().code() == StatusCode::kCancelled) {
+      return dropped.status();
+    }
+  }
+  return reason.ok() ? AbortedError("move aborted") : reason;
+}
+
+void Coordinator::Recover() {
+  ShardMapPtr map = this->map();
+  if (map != nullptr) {
+    for (const auto& bucket : map->buckets()) {
+      if (!bucket.transition.has_value()) continue;
+      const auto& t = *bucket.transition;
+      Status status = cluster::IsCommitted(t.stage)
+                          ? FinishCommitted(bucket.id, t.move)
+                          : AbortMove(bucket.id, t.move, AbortedError("coordinator restarted"));
+      if (status.code() == StatusCode::kCancelled) return;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  recovered_ = true;
+}
+
+StatusOr<cluster::LoadReport> Coordinator::CollectLoads() {
+  cluster::LoadReport report;
+  ShardMapPtr map = this->map();
+  std::map<NodeId, uint64_t> node_bytes;
+  for (const auto& node : map->nodes()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (IsDown(node.id)) continue;
+    }
+    auto response = runtime_.Call(Address::Node(node.id), transport::BucketLoadRequest{},
+                                  options_.call_timeout);
+    if (!response.ok() && response.status().code() == StatusCode::kCancelled) {
+      return response.status();
+    }
+    if (!response.ok()) continue;
+    auto body = transport::BodyAs<transport::BucketLoadResponse>(std::move(*response));
+    if (!body.ok()) continue;
+    for (const auto& load : body->buckets) {
+      report.buckets[load.bucket].bytes = load.bytes;
+      node_bytes[node.id] += load.bytes;
+    }
+  }
+  uint64_t max_bytes = 1;
+  for (const auto& [node, bytes] : node_bytes) max_bytes = std::max(max_bytes, bytes);
+  for (const auto& [node, bytes] : node_bytes) {
+    report.node_utilization[node] = static_cast<double>(bytes) / static_cast<double>(max_bytes);
+  }
+  return report;
+}
+
+StatusOr<cluster::MigrationPlan> Coordinator::PlanNow(const ShardMap& map,
+                                                      const cluster::LoadReport& load) {
+  cluster::BalancerOptions balancer{.theta_max_bytes = options_.split_bytes,
+                                    .theta_min_bytes = options_.merge_bytes,
+                                    .max_moves_per_node = options_.max_moves_per_node,
+                                    .mode = cluster::TransitionMode::kCopyThenSwitch};
+  std::set<NodeId> joining;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    joining = joining_;
+  }
+  // Two-phase bootstrap (paper 001 §3.2): a joining node first takes a small share from heavily
+  // loaded nodes, then the balancer brings it to the average.
+  for (NodeId node : joining) {
+    if (!map.HasNode(node)) continue;
+    cluster::BootstrapOptions bootstrap;
+    bootstrap.pre_bootstrap_mode = cluster::TransitionMode::kCopyThenSwitch;
+    auto pre = cluster::BootstrapPlanner::PreBootstrap(map, load, node, bootstrap);
+    std::lock_guard<std::mutex> lock(mu_);
+    joining_.erase(node);
+    if (pre.ok() && !pre->moves.empty()) return pre;
+  }
+  return cluster::Balancer::Plan(map, load, balancer);
+}
+
+StatusOr<PlanSummary> Coordinator::Plan(std::optional<NodeId> add, std::optional<NodeId> remove) {
+  ShardMapPtr current = map();
+  if (current == nullptr) return FailedPreconditionError("the cluster is not initialized");
+  ShardMapEdit edit(current->epoch());
+  if (add.has_value()) edit.AddNode(*add);
+  if (remove.has_value()) edit.SetNodeState(*remove, cluster::NodeState::kLeaving);
+  ShardMap hypothetical = *current;
+  if (!edit.empty()) {
+    SHOAL_ASSIGN_OR_RETURN(hypothetical, cluster::Apply(*current, edit));
+  }
+  SHOAL_ASSIGN_OR_RETURN(auto load, CollectLoads());
+  // The whole plan, not one round: let the balancer run on its own result until it is empty.
+  PlanSummary summary;
+  cluster::BalancerOptions balancer{.max_moves_per_node = 1u << 20};
+  ShardMap working = hypothetical;
+  for (int round = 0; round < 64; ++round) {
+    SHOAL_ASSIGN_OR_RETURN(auto plan, cluster::Balancer::Plan(working, load, balancer));
+    if (plan.moves.empty()) break;
+    cluster::IdSource ids{.next_move = working.NextMoveId(), .next_bucket = working.NextBucketId()};
+    SHOAL_ASSIGN_OR_RETURN(auto begin, cluster::ToBeginEdit(working, plan, &ids));
+    SHOAL_ASSIGN_OR_RETURN(working, cluster::Apply(working, begin));
+    for (auto& move : plan.moves) {
+      summary.bytes += load.BytesOf(move.bucket);
+      ++summary.buckets;
+      summary.plan.moves.push_back(move);
+    }
+  }
+  summary.estimated_seconds = static_cast<double>(summary.bytes) /
+                              static_cast<double>(options_.max_bytes_per_second > 0
+                                                      ? options_.max_bytes_per_second
+                                                      : 100u << 20);
+  return summary;
+}
+
+StatusOr<bool> Coordinator::Balanced() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return recovered_ && planner_idle_ && map_ != nullptr && map_->TransitionCount() == 0 &&
+         moving_.empty() && joining_.empty();
+}
+
+Status Coordinator::BalanceOnce() {
+  ShardMapPtr map = this->map();
+  if (map == nullptr) return OkStatus();
+  // A leaving node that holds nothing any more leaves the map.
+  for (const auto& node : map->nodes()) {
+    if (node.state == cluster::NodeState::kLeaving && map->TargetBucketsOf(node.id).empty() &&
+        map->TransitionCountOf(node.id) == 0) {
+      SHOAL_RETURN_IF_ERROR(CommitEdit([&](const ShardMap& m, ShardMapEdit* edit) {
+                              if (m.HasNode(node.id)) edit->RemoveNode(node.id);
+                              return OkStatus();
+                            }).status());
+    }
+  }
+  SHOAL_ASSIGN_OR_RETURN(auto load, CollectLoads());
+  map = this->map();
+  SHOAL_ASSIGN_OR_RETURN(auto plan, PlanNow(*map, load));
+  for (const auto& split : plan.splits) (void)SplitBucket(split.bucket, split.at);
+  for (const auto& merge : plan.merges) (void)MergeBuckets(merge.left, merge.right);
+  bool idle = plan.empty();
+  for (const auto& intent : plan.moves) {
+    const NodeId destination = intent.destination.front();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (moving_.size() >= options_.max_moves_in_flight || moving_.count(intent.bucket) != 0 ||
+          IsDown(destination) || IsDown(intent.source.front())) {
+        idle = false;
+        continue;
+      }
+      moving_.insert(intent.bucket);
+    }
+    runtime_.Spawn(Address::Coordinator(), fmt::format("move.{}", intent.bucket.DebugString()),
+                   [self = shared_from_this(), bucket = intent.bucket, destination] {
+                     (void)self->RunMove(bucket, destination);
+                     std::lock_guard<std::mutex> lock(self->mu_);
+                     self->moving_.erase(bucket);
+                   });
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  planner_idle_ = idle && moving_.empty();
+  return OkStatus();
+}
+
+void Coordinator::BalanceLoop() {
+  while (runtime_.Sleep(options_.balance_interval).ok()) {
+    bool enabled;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      enabled = auto_balance_;
+    }
+    if (!enabled) continue;
+    Status status = BalanceOnce();
+    if (status.code() == StatusCode::kCancelled) return;
+  }
+}
+
+}  // namespace shoal::coordinator

@@ -1,0 +1,166 @@
+#pragma once
+
+// Coordinator: owns the ShardMap and the move log in the MetadataStore, tracks node liveness, and
+// runs bucket moves, splits, merges, node additions (two-phase bootstrap) and removals
+// (decommission). ARCHITECTURE.md §3, docs/design/cluster.md.
+//
+// Durable state (MetadataStore keys):
+//   cluster/map                    EncodeShardMap of the current map (the commit point of every
+//                                  edit: a move commits when the map with its transition in
+//                                  kCommitted is stored)
+//   cluster/next_move              the next MoveId (ids are never reused)
+//   cluster/collections/<name>     the collection id
+//   moves/<id, 20 digits>          the move log: BEGIN, COMMIT, DONE or ABORT with the bucket,
+//                                  source and destination; written in the same Commit as the map
+//
+// Move protocol (copy-then-switch), one task per move:
+//   BEGIN (map: transition kCopy) -> source exports a snapshot -> destination ingests it ->
+//   kCatchUp: destination pulls the source's later writes -> kPrepare (durable) -> source fences
+//   and reports its last sequence -> destination catches up to it -> COMMIT (map) -> kCleanup ->
+//   source drops the range -> DONE (map without the transition).
+// Recovery (paper 004 §5.4 cases 1-6): on start, every transition not committed is aborted
+// (ABORT, destination drops its staged data) and every committed one is finished (cleanup, DONE).
+// A failure of any step before COMMIT aborts the move; the balancer plans again later.
+//
+// Thread-safety: all public methods are thread-safe. Edits are serialized by edit_mu_, which is
+// never held across a runtime yield.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "src/cluster/migration_plan.h"
+#include "src/cluster/shard_map.h"
+#include "src/cluster/shard_map_edit.h"
+#include "src/metadata/metadata_store.h"
+#include "src/transport/runtime.h"
+
+namespace shoal::coordinator {
+
+struct CoordinatorOptions {
+  transport::Micros call_timeout = 2'000'000;
+  int call_attempts = 4;
+  transport::Micros retry_backoff = 50'000;
+  // Balancer loop.
+  bool auto_balance = true;
+  transport::Micros balance_interval = 500'000;
+  uint32_t max_moves_in_flight = 2;
+  uint32_t max_moves_per_node = 1;
+  uint64_t split_bytes = 0;  // Θmax: split buckets above it; 0 = never
+  uint64_t merge_bytes = 0;  // Θmin: merge adjacent buckets on the same node below it; 0 = never
+  uint64_t max_bytes_per_second = 0;  // move throttle; 0 = unthrottled
+  // Catch-up rounds before fencing, and the backlog (changes per round) that allows the fence.
+  uint32_t catch_up_rounds = 4;
+  uint32_t fence_backlog = 64;
+  transport::Micros node_timeout = 3'000'000;  // no heartbeat for this long = down
+};
+
+// Progress of every move since the coordinator started (this incarnation).
+struct MoveProgress {
+  uint64_t started = 0;
+  uint64_t committed = 0;
+  uint64_t aborted = 0;
+  uint64_t finished = 0;
+  uint64_t in_flight = 0;
+  uint64_t bytes_moved = 0;      // exported bytes of committed moves
+  uint64_t bytes_planned = 0;    // of moves started
+  std::vector<int64_t> fence_micros;  // fence to commit published, per committed move
+  std::map<NodeId, int64_t> first_commit_to;  // time a node first received a bucket
+  std::vector<std::string> abort_reasons;     // the latest few
+};
+
+struct PlanSummary {
+  cluster::MigrationPlan plan;
+  uint64_t buckets = 0;
+  uint64_t bytes = 0;
+  double estimated_seconds = 0;
+};
+
+class Coordinator final : public transport::Service,
+                          public std::enable_shared_from_this<Coordinator> {
+ public:
+  [[nodiscard]] static StatusOr<std::shared_ptr<Coordinator>> Open(
+      transport::Runtime& runtime, metadata::MetadataStore& store,
+      const CoordinatorOptions& options);
+
+  // Creates the first map (epoch 1) unless the store holds one.
+  [[nodiscard]] Status Initialize(const std::vector<NodeId>& nodes, uint32_t bucket_count);
+  // Serves, recovers interrupted moves, then runs the balancer loop (if enabled).
+  void Start();
+
+  transport::Response Handle(const transport::Address& from,
+                             const transport::Request& request) override;
+
+  // --- admin; call from a task or an outside thread of the runtime ---
+  [[nodiscard]] Status AddNode(NodeId node);
+  // Decommission: no new buckets; the balancer drains it, then removes it from the map.
+  [[nodiscard]] Status RemoveNode(NodeId node);
+  // Runs one move to completion (or abort) on the calling task.
+  [[nodiscard]] Status MoveBucket(BucketId bucket, NodeId destination);
+  [[nodiscard]] Status SplitBucket(BucketId bucket, std::optional<uint64_t> at = std::nullopt);
+  [[nodiscard]] Status MergeBuckets(BucketId left, BucketId right);
+  // What the balancer would do now (or after adding / removing a node), with sizes and time.
+  [[nodiscard]] StatusOr<PlanSummary> Plan(std::optional<NodeId> add = std::nullopt,
+                                           std::optional<NodeId> remove = std::nullopt);
+  [[nodiscard]] StatusOr<storage::CollectionSpec> CreateCollection(std::string_view name);
+  // True once no transition is in flight and the balancer has nothing to do.
+  [[nodiscard]] StatusOr<bool> Balanced();
+  void SetAutoBalance(bool enabled);
+
+  [[nodiscard]] transport::ClusterState State() const;
+  [[nodiscard]] cluster::ShardMapPtr map() const;
+  [[nodiscard]] MoveProgress progress() const;
+  [[nodiscard]] std::set<NodeId> DownNodes() const;
+  [[nodiscard]] bool recovered() const;
+
+ private:
+  Coordinator(transport::Runtime& runtime, metadata::MetadataStore& store,
+              const CoordinatorOptions& options);
+  [[nodiscard]] Status Load();
+
+  // Builds an edit against the current map with `build`, applies it and stores the result with
+  // `log` in one metadata Commit; then publishes the new map to every node.
+  using EditBuilder = std::function<Status(const cluster::ShardMap&, cluster::ShardMapEdit*)>;
+  [[nodiscard]] StatusOr<cluster::ShardMapPtr> CommitEdit(const EditBuilder& build,
+                                                          std::optional<std::string> log_key = {},
+                                                          std::string log_value = {});
+  void Publish(const cluster::ShardMapPtr& map);
+
+  [[nodiscard]] StatusOr<transport::Response> CallNode(NodeId node, transport::Request request,
+                                                       int attempts);
+  [[nodiscard]] Status RunMove(BucketId bucket, NodeId destination);
+  [[nodiscard]] Status FinishCommitted(BucketId bucket, MoveId move);
+  [[nodiscard]] Status AbortMove(BucketId bucket, MoveId move, const Status& reason);
+  [[nodiscard]] StatusOr<cluster::LoadReport> CollectLoads();
+  [[nodiscard]] StatusOr<cluster::MigrationPlan> PlanNow(const cluster::ShardMap& map,
+                                                         const cluster::LoadReport& load);
+  void Recover();
+  void BalanceLoop();
+  [[nodiscard]] Status BalanceOnce();
+  [[nodiscard]] bool IsDown(NodeId node) const;
+
+  transport::Runtime& runtime_;
+  metadata::MetadataStore& store_;
+  const CoordinatorOptions options_;
+
+  mutable std::mutex mu_;  // guards everything below
+  std::mutex edit_mu_;     // serializes CommitEdit
+  cluster::ShardMapPtr map_;
+  uint64_t map_version_ = 0;  // metadata version of cluster/map
+  uint64_t next_move_ = 1;
+  std::vector<storage::CollectionSpec> collections_;
+  std::map<NodeId, transport::Micros> last_heartbeat_;
+  std::set<NodeId> joining_;   // added, pre-bootstrap pending
+  std::set<BucketId> moving_;  // moves run by tasks of this incarnation
+  MoveProgress progress_;
+  bool auto_balance_ = true;
+  bool recovered_ = false;
+  bool planner_idle_ = false;
+};
+
+}  // namespace shoal::coordinator

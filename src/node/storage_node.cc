@@ -1,0 +1,679 @@
+#include "src/node/storage_node.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "src/common/point.h"
+#include "src/storage/errors.h"
+
+namespace shoal::node {
+
+using cluster::BucketPlacement;
+using cluster::TransitionStage;
+using transport::Address;
+using transport::Response;
+
+namespace {
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+
+bool Contains(const std::vector<NodeId>& nodes, NodeId node) {
+  return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
+}
+
+storage::PointRange ToPointRange(const cluster::BucketRange& range) {
+  if (range.end_is_max()) return storage::PointRange::From(range.begin());
+  return *storage::PointRange::Make(range.begin(), range.end());
+}
+
+bool Overlaps(const cluster::BucketRange& bucket, const storage::PointRange& range) {
+  return ToPointRange(bucket).Overlaps(range);
+}
+
+}  // namespace
+
+std::string_view ToString(LocalRole role) {
+  switch (role) {
+    case LocalRole::kNotAssigned:
+      return "NotAssigned";
+    case LocalRole::kAdding:
+      return "Adding";
+    case LocalRole::kReadWrite:
+      return "ReadWrite";
+    case LocalRole::kLeaving:
+      return "Leaving";
+  }
+  return "?";
+}
+
+// Counts a running handler or task, so that Close waits for it.
+class StorageNode::ActiveGuard {
+ public:
+  explicit ActiveGuard(StorageNode* node) : node_(node) {
+    std::lock_guard<std::mutex> lock(node_->mu_);
+    ++node_->active_;
+  }
+  ~ActiveGuard() {
+    std::lock_guard<std::mutex> lock(node_->mu_);
+    --node_->active_;
+  }
+  ActiveGuard(const ActiveGuard&) = delete;
+  ActiveGuard& operator=(const ActiveGuard&) = delete;
+
+ private:
+  StorageNode* node_;
+};
+
+StorageNode::StorageNode(transport::Runtime& runtime, const NodeOptions& options)
+    : runtime_(runtime), options_(options) {}
+
+StorageNode::~StorageNode() {
+  if (store_ != nullptr) (void)store_->Close();
+}
+
+StatusOr<std::shared_ptr<StorageNode>> StorageNode::Open(transport::Runtime& runtime,
+                                                         const NodeOptions& options) {
+  std::shared_ptr<StorageNode> node(new StorageNode(runtime, options));
+  storage::StoreOptions store_options = options.store;
+  store_options.path = options.data_dir + "/store";
+  store_options.check_ownership = false;  // ownership is the map's, decided here
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir + "/moves", ec);
+  if (ec) return IoError(fmt::format("create {}/moves: {}", options.data_dir, ec.message()));
+  SHOAL_ASSIGN_OR_RETURN(node->store_, storage::BucketStore::Open(store_options));
+  for (const auto& spec : node->store_->ListCollections()) node->collections_[spec.id] = true;
+  return node;
+}
+
+void StorageNode::Start() {
+  runtime_.Serve(Address::Node(options_.id), shared_from_this());
+  runtime_.Spawn(Address::Node(options_.id), fmt::format("n{}.heartbeat", options_.id.value()),
+                 [self = shared_from_this()] { self->HeartbeatLoop(); });
+}
+
+Status StorageNode::Close() {
+  runtime_.Stop(Address::Node(options_.id));
+  while (active() > 0) {
+    if (!runtime_.Sleep(1000).ok()) break;
+  }
+  if (store_ == nullptr) return OkStatus();
+  return store_->Close();
+}
+
+MapEpoch StorageNode::epoch() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_ == nullptr ? MapEpoch(0) : map_->epoch();
+}
+
+int StorageNode::active() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return active_;
+}
+
+NodeCounters StorageNode::counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_;
+}
+
+LocalRole StorageNode::RoleLocked(const BucketPlacement& bucket) const {
+  const NodeId self = options_.id;
+  if (!bucket.transition.has_value()) {
+    return Contains(bucket.replicas, self) ? LocalRole::kReadWrite : LocalRole::kNotAssigned;
+  }
+  const auto& t = *bucket.transition;
+  const bool source = Contains(t.source, self);
+  const bool destination = Contains(t.destination, self);
+  if (cluster::IsCommitted(t.stage)) {
+    if (destination) return LocalRole::kReadWrite;
+    return source ? LocalRole::kLeaving : LocalRole::kNotAssigned;
+  }
+  if (source) return LocalRole::kLeaving;
+  return destination ? LocalRole::kAdding : LocalRole::kNotAssigned;
+}
+
+LocalRole StorageNode::RoleOf(BucketId bucket) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (map_ == nullptr) return LocalRole::kNotAssigned;
+  const BucketPlacement* placement = map_->Find(bucket);
+  return placement == nullptr ? LocalRole::kNotAssigned : RoleLocked(*placement);
+}
+
+StorageNode::Admission StorageNode::AdmitLocked(const BucketPlacement& bucket) const {
+  const NodeId self = options_.id;
+  if (!bucket.transition.has_value()) {
+    return Contains(bucket.replicas, self) ? Admission::kServe : Admission::kWrongShard;
+  }
+  const auto& t = *bucket.transition;
+  const bool source = Contains(t.source, self);
+  const bool destination = Contains(t.destination, self);
+  if (cluster::IsCommitted(t.stage)) {
+    return destination ? Admission::kServe : Admission::kWrongShard;
+  }
+  // Before the commit the source serves (both modes are run as copy-then-switch by this node:
+  // the coordinator starts only copy-then-switch moves), until it is fenced.
+  if (source) {
+    if (t.stage == TransitionStage::kPrepare) return Admission::kQueue;
+    auto it = moves_.find(bucket.id);
+    if (it != moves_.end() && it->second.move == t.move && it->second.fenced) {
+      return Admission::kQueue;
+    }
+    return Admission::kServe;
+  }
+  // A client that routes here knows a newer map than ours (the commit): learn it.
+  return destination ? Admission::kNotYet : Admission::kWrongShard;
+}
+
+bool StorageNode::CanAcknowledgeWrite(Point point) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (map_ == nullptr) return false;
+  return AdmitLocked(map_->Lookup(point)) == Admission::kServe;
+}
+
+Status StorageNode::RefreshMap() {
+  SHOAL_ASSIGN_OR_RETURN(auto response, runtime_.Call(Address::Coordinator(),
+                                                      transport::GetMapRequest{},
+                                                      options_.call_timeout));
+  SHOAL_ASSIGN_OR_RETURN(auto body, transport::BodyAs<transport::GetMapResponse>(response));
+  std::lock_guard<std::mutex> lock(mu_);
+  InstallLocked(body.state);
+  return OkStatus();
+}
+
+void StorageNode::InstallLocked(const transport::ClusterState& state) {
+  // Register new collections (idempotent, local, no yield), whatever the epoch.
+  for (const auto& spec : state.collections) {
+    if (collections_.count(spec.id) != 0) continue;
+    if (store_->CreateCollection(spec).ok()) collections_[spec.id] = true;
+  }
+  if (state.map == nullptr) return;
+  if (map_ != nullptr && state.map->epoch() <= map_->epoch()) return;
+  map_ = state.map;
+  // Forget move records whose move is no longer in flight.
+  for (auto it = moves_.begin(); it != moves_.end();) {
+    const BucketPlacement* bucket = map_->Find(it->first);
+    const bool live = bucket != nullptr && bucket->transition.has_value() &&
+                      bucket->transition->move == it->second.move;
+    if (live) {
+      ++it;
+    } else {
+      moves_.erase(it++);
+    }
+  }
+}
+
+StatusOr<StorageNode::Admission> StorageNode::AwaitAdmission(MapEpoch client_epoch, Point point,
+                                                             BucketId* bucket_out) {
+  const transport::Micros start = runtime_.Now();
+  bool counted_queue = false;
+  while (true) {
+    Admission admission = Admission::kNotYet;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (map_ != nullptr) {
+        const BucketPlacement& bucket = map_->Lookup(point);
+        admission = AdmitLocked(bucket);
+        if (admission == Admission::kServe) {
+          ++inflight_writes_[bucket.id];
+          *bucket_out = bucket.id;
+          return admission;
+        }
+        if (admission == Admission::kWrongShard) {
+          ++counters_.wrong_shard;
+          return admission;
+        }
+        if (admission == Admission::kQueue && !counted_queue) {
+          ++counters_.queued;
+          counted_queue = true;
+        }
+      }
+    }
+    if (admission == Admission::kNotYet || client_epoch > epoch()) (void)RefreshMap();
+    if (runtime_.Now() - start > options_.fence_timeout) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counters_.fence_timeouts;
+      return Admission::kNotYet;
+    }
+    SHOAL_RETURN_IF_ERROR(runtime_.Sleep(options_.queue_poll));
+  }
+}
+
+StatusOr<StorageNode::Admission> StorageNode::AwaitRangeAdmission(
+    MapEpoch client_epoch, const storage::PointRange& range) {
+  const transport::Micros start = runtime_.Now();
+  while (true) {
+    Admission worst = Admission::kNotYet;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (map_ != nullptr) {
+        worst = Admission::kServe;
+        for (const BucketPlacement& bucket : map_->buckets()) {
+          if (!Overlaps(bucket.range, range)) continue;
+          const Admission a = AdmitLocked(bucket);
+          if (a == Admission::kWrongShard) {
+            ++counters_.wrong_shard;
+            return a;
+          }
+          if (a != Admission::kServe) worst = a;
+        }
+        if (worst == Admission::kServe) return worst;
+      }
+    }
+    if (worst == Admission::kNotYet || client_epoch > epoch()) (void)RefreshMap();
+    if (runtime_.Now() - start > options_.fence_timeout) return Admission::kNotYet;
+    SHOAL_RETURN_IF_ERROR(runtime_.Sleep(options_.queue_poll));
+  }
+}
+
+Response StorageNode::Refuse(Admission admission) {
+  std::lock_guard<std::mutex> lock(mu_);
+  switch (admission) {
+    case Admission::kWrongShard:
+      return Response::Error(
+          transport::MakeClusterError(
+              transport::ClusterError::kWrongShard,
+              fmt::format("n{} does not serve this key at {}", options_.id.value(),
+                          map_ ? map_->epoch().DebugString() : "no map")),
+          map_);
+    case Admission::kQueue:
+    case Admission::kNotYet:
+      return Response::Error(transport::MakeClusterError(
+          transport::ClusterError::kNotServing,
+          fmt::format("n{} cannot serve this key yet; retry", options_.id.value())));
+    case Admission::kServe:
+      break;
+  }
+  return Response::Error(InternalError("refusing an admitted request"));
+}
+
+Response StorageNode::Handle(const Address& from, const transport::Request& request) {
+  ActiveGuard guard(this);
+  (void)from;
+  return std::visit(
+      Overloaded{
+          [&](const transport::WriteRequest& r) { return HandleWrite(r); },
+          [&](const transport::GetRequest& r) { return HandleGet(r); },
+          [&](const transport::ScanRequest& r) { return HandleScan(r); },
+          [&](const transport::InstallMapRequest& r) { return HandleInstallMap(r); },
+          [&](const transport::ExportBucketRequest& r) { return HandleExport(r); },
+          [&](const transport::IngestBucketRequest& r) { return HandleIngest(r); },
+          [&](const transport::CatchUpRequest& r) { return HandleCatchUp(r); },
+          [&](const transport::ReadChangesRequest& r) { return HandleReadChanges(r); },
+          [&](const transport::FenceRequest& r) { return HandleFence(r); },
+          [&](const transport::DropBucketRequest& r) { return HandleDrop(r); },
+          [&](const transport::BucketLoadRequest&) { return HandleLoad(); },
+          [&](const auto&) {
+            return Response::Error(UnimplementedError("not a storage node request"));
+          },
+      },
+      request);
+}
+
+Status StorageNode::EnsureCollection(CollectionId collection) {
+  auto known = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return collections_.count(collection) != 0;
+  };
+  if (known()) return OkStatus();
+  SHOAL_RETURN_IF_ERROR(RefreshMap());
+  if (known()) return OkStatus();
+  return storage::StorageError(storage::ErrorReason::kUnknownCollection,
+                               fmt::format("unknown collection {}", collection.DebugString()));
+}
+
+Response StorageNode::HandleWrite(const transport::WriteRequest& request) {
+  if (Status s = EnsureCollection(request.collection); !s.ok()) return Response::Error(s);
+  const Point point = PointOf(request.collection, request.primary_key);
+  BucketId bucket;
+  auto admission = AwaitAdmission(request.epoch, point, &bucket);
+  if (!admission.ok()) return Response::Error(admission.status());
+  if (*admission != Admission::kServe) return Refuse(*admission);
+
+  // The write runs outside mu_; Fence waits for the in-flight count to drop to zero, so it
+  // reports a sequence that includes this write.
+  StatusOr<uint64_t> version = InternalError("unset");
+  const std::string_view pk = request.primary_key;
+  const std::string_view body = request.body;
+  switch (request.op) {
+    case transport::WriteOp::kInsert:
+      version = store_->Insert(request.collection, pk, body);
+      break;
+    case transport::WriteOp::kUpdate:
+      version = store_->Update(request.collection, pk, body);
+      break;
+    case transport::WriteOp::kUpsert:
+      version = store_->Upsert(request.collection, pk, body);
+      break;
+    case transport::WriteOp::kDelete:
+      version = store_->Delete(request.collection, pk);
+      break;
+    case transport::WriteOp::kCompareAndSet:
+      version = store_->CompareAndSet(request.collection, pk, request.expected_version, body);
+      break;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --inflight_writes_[bucket];
+    ++counters_.writes;
+  }
+  if (!version.ok()) return Response::Error(version.status());
+  return Response::Ok(transport::WriteResponse{.version = *version});
+}
+
+Response StorageNode::HandleGet(const transport::GetRequest& request) {
+  if (Status s = EnsureCollection(request.collection); !s.ok()) return Response::Error(s);
+  const Point point = PointOf(request.collection, request.primary_key);
+  BucketId bucket;
+  auto admission = AwaitAdmission(request.epoch, point, &bucket);
+  if (!admission.ok()) return Response::Error(admission.status());
+  if (*admission != Admission::kServe) return Refuse(*admission);
+  StatusOr<storage::Document> document = store_->Get(request.collection, request.primary_key);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --inflight_writes_[bucket];
+    ++counters_.reads;
+  }
+  if (!document.ok()) return Response::Error(document.status());
+  return Response::Ok(transport::GetResponse{.document = std::move(*document)});
+}
+
+Response StorageNode::HandleScan(const transport::ScanRequest& request) {
+  auto admission = AwaitRangeAdmission(request.epoch, request.range);
+  if (!admission.ok()) return Response::Error(admission.status());
+  if (*admission != Admission::kServe) return Refuse(*admission);
+  storage::ScanOptions scan;
+  scan.range = request.range;
+  scan.collection = request.collection;
+  scan.filter = request.filter;
+  scan.cursor = request.cursor;
+  scan.max_documents = std::clamp<uint32_t>(request.max_documents, 1, options_.max_scan_documents);
+  StatusOr<storage::ScanPage> page = store_->Scan(scan);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.reads;
+  }
+  if (!page.ok()) return Response::Error(page.status());
+  return Response::Ok(transport::ScanResponse{.documents = std::move(page->documents),
+                                              .next_cursor = std::move(page->next_cursor)});
+}
+
+Response StorageNode::HandleInstallMap(const transport::InstallMapRequest& request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  InstallLocked(request.state);
+  return Response::Ok();
+}
+
+StatusOr<const BucketPlacement*> StorageNode::MoveBucketLocked(BucketId bucket, MoveId move,
+                                                               bool as_source) const {
+  const BucketPlacement* placement = map_ == nullptr ? nullptr : map_->Find(bucket);
+  if (placement == nullptr || !placement->transition.has_value() ||
+      placement->transition->move != move) {
+    return transport::MakeClusterError(
+        transport::ClusterError::kStaleMove,
+        fmt::format("n{}: {} of {} is not in flight at {}", options_.id.value(),
+                    move.DebugString(), bucket.DebugString(),
+                    map_ ? map_->epoch().DebugString() : "no map"));
+  }
+  const auto& t = *placement->transition;
+  if (!Contains(as_source ? t.source : t.destination, options_.id)) {
+    return transport::MakeClusterError(
+        transport::ClusterError::kStaleMove,
+        fmt::format("n{} is not the {} of {}", options_.id.value(),
+                    as_source ? "source" : "destination", move.DebugString()));
+  }
+  return placement;
+}
+
+Response StorageNode::HandleExport(const transport::ExportBucketRequest& request) {
+  // The coordinator published the BEGIN map before this request; fetch it if it was lost.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    storage::PointRange range;
+    std::string directory;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/true);
+      if (placement.ok()) {
+        range = ToPointRange((*placement)->range);
+        directory = fmt::format("{}/moves/{}-{}", options_.data_dir, request.move.DebugString(),
+                                ++export_counter_);
+        auto& record = moves_[request.bucket];
+        if (record.move != request.move) record = MoveRecord{.move = request.move, .source = true};
+      } else if (attempt == 1) {
+        return Response::Error(placement.status());
+      }
+    }
+    if (!directory.empty()) {
+      // Outside mu_: exporting a large bucket takes long and serving goes on meanwhile.
+      storage::ExportOptions export_options;
+      export_options.directory = directory;
+      auto exported = store_->ExportRange(range, export_options);
+      if (!exported.ok()) return Response::Error(exported.status());
+      return Response::Ok(transport::ExportBucketResponse{.exported = std::move(*exported)});
+    }
+    if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
+  }
+  return Response::Error(InternalError("unreachable"));
+}
+
+Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
+      if (placement.ok()) {
+        if (RoleLocked(**placement) != LocalRole::kAdding) {
+          return Response::Error(FailedPreconditionError("ingest into a bucket that is served"));
+        }
+        const storage::PointRange range = ToPointRange((*placement)->range);
+        if (!(request.exported.range == range)) {
+          return Response::Error(InvalidArgumentError("exported range is not the bucket's"));
+        }
+        // Whatever an earlier, aborted attempt staged goes first.
+        if (Status s = store_->DropRange(range); !s.ok()) return Response::Error(s);
+        storage::IngestOptions ingest;
+        ingest.require_adding_buckets = false;
+        if (Status s = store_->IngestRange(request.exported, ingest); !s.ok()) {
+          return Response::Error(s);
+        }
+        if (Status s = store_->ObserveVersion(request.exported.max_version); !s.ok()) {
+          return Response::Error(s);
+        }
+        moves_[request.bucket] = MoveRecord{.move = request.move,
+                                            .source = false,
+                                            .applied_sequence = request.exported.sequence};
+        counters_.bytes_ingested += request.exported.bytes;
+        return Response::Ok();
+      }
+      if (attempt == 1) return Response::Error(placement.status());
+    }
+    if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
+  }
+  return Response::Error(InternalError("unreachable"));
+}
+
+Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
+  uint64_t position = request.after_sequence;
+  uint64_t applied = 0;
+  int idle_rounds = 0;
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
+      if (!placement.ok()) return Response::Error(placement.status());
+      auto it = moves_.find(request.bucket);
+      if (it == moves_.end() || it->second.move != request.move || it->second.source) {
+        return Response::Error(transport::MakeClusterError(transport::ClusterError::kStaleMove,
+                                                           "catch-up before ingest"));
+      }
+      position = std::max(position, it->second.applied_sequence);
+    }
+    if (request.until_sequence.has_value() && position >= *request.until_sequence) break;
+    transport::ReadChangesRequest read{.move = request.move,
+                                       .bucket = request.bucket,
+                                       .after_sequence = position,
+                                       .max_changes = 1000};
+    auto response =
+        runtime_.Call(Address::Node(request.source), std::move(read), options_.call_timeout);
+    if (!response.ok()) return Response::Error(response.status());
+    auto changes = transport::BodyAs<transport::ReadChangesResponse>(std::move(*response));
+    if (!changes.ok()) return Response::Error(changes.status());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
+      auto it = moves_.find(request.bucket);
+      if (!placement.ok() || it == moves_.end() || it->second.move != request.move) {
+        return Response::Error(transport::MakeClusterError(transport::ClusterError::kStaleMove,
+                                                           "move ended during catch-up"));
+      }
+      if (!changes->changes.empty()) {
+        auto result = store_->ApplyChanges(changes->changes);
+        if (!result.ok()) return Response::Error(result.status());
+      }
+      it->second.applied_sequence = std::max(it->second.applied_sequence, changes->next_sequence);
+      position = it->second.applied_sequence;
+      counters_.changes_applied += changes->changes.size();
+    }
+    applied += changes->changes.size();
+    const bool progressed = changes->next_sequence > read.after_sequence;
+    if (request.until_sequence.has_value()) {
+      if (position >= *request.until_sequence) break;
+      if (!progressed) {
+        if (++idle_rounds > 20) {
+          return Response::Error(UnavailableError("catch-up makes no progress"));
+        }
+        if (Status s = runtime_.Sleep(1000); !s.ok()) return Response::Error(s);
+      }
+    } else if (changes->changes.size() < request.stop_below) {
+      break;
+    }
+  }
+  return Response::Ok(transport::CatchUpResponse{.applied_sequence = position, .applied = applied});
+}
+
+Response StorageNode::HandleReadChanges(const transport::ReadChangesRequest& request) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/true);
+      if (placement.ok()) {
+        auto batch = store_->ReadChangesSince(ToPointRange((*placement)->range),
+                                              request.after_sequence,
+                                              std::max<uint32_t>(request.max_changes, 1));
+        if (!batch.ok()) return Response::Error(batch.status());
+        return Response::Ok(transport::ReadChangesResponse{
+            .changes = std::move(batch->changes), .next_sequence = batch->next_sequence});
+      }
+      if (attempt == 1) return Response::Error(placement.status());
+    }
+    if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
+  }
+  return Response::Error(InternalError("unreachable"));
+}
+
+Response StorageNode::HandleFence(const transport::FenceRequest& request) {
+  // The fence must be recorded against a map that holds the move (see the FENCE invariant).
+  bool fenced = false;
+  for (int attempt = 0; attempt < 2 && !fenced; ++attempt) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/true);
+      if (placement.ok()) {
+        auto& record = moves_[request.bucket];
+        if (record.move != request.move) record = MoveRecord{.move = request.move, .source = true};
+        record.fenced = true;
+        fenced = true;
+        break;
+      }
+      if (attempt == 1) return Response::Error(placement.status());
+    }
+    if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
+  }
+  if (Status s = runtime_.Failpoint("source.after_fence"); !s.ok()) return Response::Error(s);
+  // Writes admitted before the fence finish before it reports the sequence.
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = inflight_writes_.find(request.bucket);
+      if (it == inflight_writes_.end() || it->second == 0) {
+        return Response::Ok(transport::FenceResponse{.sequence = store_->LatestSequence()});
+      }
+    }
+    if (Status s = runtime_.Sleep(options_.queue_poll); !s.ok()) return Response::Error(s);
+  }
+}
+
+Response StorageNode::HandleDrop(const transport::DropBucketRequest& request) {
+  if (epoch() < request.epoch) {
+    if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (map_ == nullptr || map_->epoch() < request.epoch) {
+    return Response::Error(UnavailableError("map behind the drop's epoch"));
+  }
+  for (const BucketPlacement& bucket : map_->buckets()) {
+    if (!Overlaps(bucket.range, request.range)) continue;
+    const LocalRole role = RoleLocked(bucket);
+    const bool committed_source =
+        role == LocalRole::kLeaving && cluster::IsCommitted(bucket.transition->stage);
+    if (role == LocalRole::kReadWrite || role == LocalRole::kAdding ||
+        (role == LocalRole::kLeaving && !committed_source)) {
+      return Response::Error(FailedPreconditionError(
+          fmt::format("n{} still {} {} at {}", options_.id.value(), ToString(role),
+                      bucket.id.DebugString(), map_->epoch().DebugString())));
+    }
+  }
+  if (Status s = store_->DropRange(request.range); !s.ok()) return Response::Error(s);
+  moves_.erase(request.bucket);
+  // Export files of the move are no longer needed.
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(options_.data_dir + "/moves", ec)) {
+    if (entry.path().filename().string().rfind(request.move.DebugString() + "-", 0) == 0) {
+      std::filesystem::remove_all(entry.path(), ec);
+    }
+  }
+  return Response::Ok();
+}
+
+Response StorageNode::HandleLoad() {
+  transport::BucketLoadResponse out;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (map_ == nullptr) return Response::Ok(out);
+  for (const BucketPlacement& bucket : map_->buckets()) {
+    if (RoleLocked(bucket) != LocalRole::kReadWrite &&
+        RoleLocked(bucket) != LocalRole::kLeaving) {
+      continue;
+    }
+    if (bucket.transition.has_value() && cluster::IsCommitted(bucket.transition->stage) &&
+        RoleLocked(bucket) == LocalRole::kLeaving) {
+      continue;
+    }
+    auto stats = options_.exact_load_stats ? store_->ComputeStats(ToPointRange(bucket.range))
+                                           : store_->EstimateStats(ToPointRange(bucket.range));
+    if (!stats.ok()) continue;
+    out.buckets.push_back(transport::BucketLoad{
+        .bucket = bucket.id, .bytes = stats->live_bytes, .documents = stats->documents});
+  }
+  return Response::Ok(out);
+}
+
+void StorageNode::HeartbeatLoop() {
+  ActiveGuard guard(this);
+  while (runtime_.Alive()) {
+    transport::HeartbeatRequest heartbeat{.node = options_.id, .epoch = epoch()};
+    auto response = runtime_.Call(Address::Coordinator(), heartbeat, options_.call_timeout);
+    if (response.ok()) {
+      auto body = transport::BodyAs<transport::HeartbeatResponse>(std::move(*response));
+      if (body.ok() && body->epoch > epoch()) (void)RefreshMap();
+    } else if (response.status().code() == StatusCode::kCancelled) {
+      return;
+    }
+    if (!runtime_.Sleep(options_.heartbeat_interval).ok()) return;
+  }
+}
+
+}  // namespace shoal::node

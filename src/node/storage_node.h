@@ -1,0 +1,158 @@
+#pragma once
+
+// StorageNode: one Shoal storage node — serves the documents of the buckets the ShardMap gives it
+// from a BucketStore, and plays the source or destination role of bucket moves
+// (ARCHITECTURE.md §3, docs/design/cluster.md).
+//
+// Per-bucket state (LocalRole), derived from the node's latest map and its move records:
+//   kNotAssigned  not a replica and not part of a transition of the bucket;
+//   kAdding       destination of an uncommitted move: data is staged (ingest, catch-up) but
+//                 nothing is served;
+//   kReadWrite    stable replica, or destination of a committed move: serves reads and writes;
+//   kLeaving      source of an uncommitted move: serves until fenced, then queues;
+//                 after the commit, answers WRONG_SHARD and keeps its data until DropBucket.
+//
+// Invariants:
+//   - FENCE: a source that acknowledged Fence(m), or that holds a map where m is in kPrepare,
+//     acknowledges no read or write of the bucket until a map without m in an uncommitted stage
+//     arrives. Fence returns only after every write admitted before it has been written, so the
+//     sequence it returns bounds every acknowledged write of the bucket at this node.
+//   - A destination serves only from a map in which the move is committed; the coordinator
+//     commits only after the destination applied every write up to the fence sequence, so at
+//     every instant at most one node acknowledges writes to a key.
+//   - Requests are decided against the node's own map, whatever epoch the client sent; a client
+//     ahead of the node makes the node fetch the map first. The decision is taken again after
+//     every wait, and a write holds the bucket's in-flight count from its check to its end.
+//   - Data of a range is dropped only when the node's map (durable at the coordinator) shows the
+//     node neither serves it nor takes part in a move of it.
+//
+// Thread-safety: Handle may run concurrently on many tasks; state is guarded by mu_, never held
+// across a runtime yield (runtime.h rules).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "src/cluster/shard_map.h"
+#include "src/common/ids.h"
+#include "src/common/status.h"
+#include "src/storage/bucket_store.h"
+#include "src/transport/runtime.h"
+
+namespace shoal::node {
+
+enum class LocalRole : uint8_t { kNotAssigned, kAdding, kReadWrite, kLeaving };
+[[nodiscard]] std::string_view ToString(LocalRole role);
+
+struct NodeOptions {
+  NodeId id;
+  std::string data_dir;  // the BucketStore lives in data_dir/store, move files in data_dir/moves
+  storage::StoreOptions store;  // path is set from data_dir
+  transport::Micros call_timeout = 2'000'000;
+  transport::Micros fence_timeout = 2'000'000;    // queued requests give up after this
+  transport::Micros heartbeat_interval = 200'000;
+  transport::Micros queue_poll = 500;             // re-check of a queued request
+  uint32_t max_scan_documents = 1000;
+  // Bucket sizes for the balancer by an exact scan instead of engine estimates, which depend on
+  // background flushes (the simulation needs the same answer on every replay).
+  bool exact_load_stats = false;
+};
+
+struct NodeCounters {
+  uint64_t writes = 0;
+  uint64_t reads = 0;
+  uint64_t wrong_shard = 0;
+  uint64_t queued = 0;
+  uint64_t fence_timeouts = 0;
+  uint64_t changes_applied = 0;
+  uint64_t bytes_ingested = 0;
+};
+
+class StorageNode final : public transport::Service,
+                          public std::enable_shared_from_this<StorageNode> {
+ public:
+  [[nodiscard]] static StatusOr<std::shared_ptr<StorageNode>> Open(transport::Runtime& runtime,
+                                                                   const NodeOptions& options);
+  ~StorageNode() override;
+
+  // Serves the node's address and starts its heartbeat task.
+  void Start();
+  // Stops serving and closes the store once no task or handler of this node runs any more.
+  // Call from outside the node's own tasks, after runtime.Stop (a crash) or instead of it.
+  [[nodiscard]] Status Close();
+
+  transport::Response Handle(const transport::Address& from,
+                             const transport::Request& request) override;
+
+  [[nodiscard]] NodeId id() const { return options_.id; }
+  [[nodiscard]] MapEpoch epoch() const;
+  [[nodiscard]] LocalRole RoleOf(BucketId bucket) const;
+  // Test oracle: whether this node would acknowledge a write to `point` right now.
+  [[nodiscard]] bool CanAcknowledgeWrite(Point point) const;
+  [[nodiscard]] NodeCounters counters() const;
+  // Tasks and handlers of this node running now.
+  [[nodiscard]] int active() const;
+  [[nodiscard]] storage::BucketStore* store() { return store_.get(); }
+
+ private:
+  // What the node does with a data request for a point or a bucket right now.
+  enum class Admission : uint8_t { kServe, kQueue, kWrongShard, kNotYet };
+  struct MoveRecord {
+    MoveId move;
+    bool source = false;
+    bool fenced = false;
+    uint64_t applied_sequence = 0;  // destination: catch-up position
+  };
+  class ActiveGuard;
+
+  StorageNode(transport::Runtime& runtime, const NodeOptions& options);
+
+  [[nodiscard]] Admission AdmitLocked(const cluster::BucketPlacement& bucket) const;
+  [[nodiscard]] LocalRole RoleLocked(const cluster::BucketPlacement& bucket) const;
+  // Waits while the admission is kQueue or kNotYet (fetching the map when the client is ahead);
+  // returns the final admission and the bucket it was decided for.
+  [[nodiscard]] StatusOr<Admission> AwaitAdmission(MapEpoch client_epoch, Point point,
+                                                   BucketId* bucket_out);
+  [[nodiscard]] StatusOr<Admission> AwaitRangeAdmission(MapEpoch client_epoch,
+                                                        const storage::PointRange& range);
+  [[nodiscard]] transport::Response Refuse(Admission admission);
+  [[nodiscard]] Status RefreshMap();
+  [[nodiscard]] Status EnsureCollection(CollectionId collection);
+  void InstallLocked(const transport::ClusterState& state);
+  [[nodiscard]] Status RegisterCollections(const transport::ClusterState& state);
+  [[nodiscard]] StatusOr<const cluster::BucketPlacement*> MoveBucketLocked(BucketId bucket,
+                                                                           MoveId move,
+                                                                           bool as_source) const;
+  void HeartbeatLoop();
+
+  transport::Response HandleWrite(const transport::WriteRequest& request);
+  transport::Response HandleGet(const transport::GetRequest& request);
+  transport::Response HandleScan(const transport::ScanRequest& request);
+  transport::Response HandleInstallMap(const transport::InstallMapRequest& request);
+  transport::Response HandleExport(const transport::ExportBucketRequest& request);
+  transport::Response HandleIngest(const transport::IngestBucketRequest& request);
+  transport::Response HandleCatchUp(const transport::CatchUpRequest& request);
+  transport::Response HandleReadChanges(const transport::ReadChangesRequest& request);
+  transport::Response HandleFence(const transport::FenceRequest& request);
+  transport::Response HandleDrop(const transport::DropBucketRequest& request);
+  transport::Response HandleLoad();
+
+  transport::Runtime& runtime_;
+  const NodeOptions options_;
+  std::unique_ptr<storage::BucketStore> store_;
+
+  mutable std::mutex mu_;
+  cluster::ShardMapPtr map_;                            // latest installed
+  absl::flat_hash_map<BucketId, MoveRecord> moves_;     // by bucket
+  absl::flat_hash_map<BucketId, int> inflight_writes_;  // admitted, not yet written
+  std::map<CollectionId, bool> collections_;            // registered in the store
+  NodeCounters counters_;
+  int active_ = 0;
+  uint64_t export_counter_ = 0;
+};
+
+}  // namespace shoal::node

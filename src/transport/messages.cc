@@ -1,0 +1,97 @@
+#include "src/transport/messages.h"
+
+#include <fmt/format.h>
+
+#include "absl/strings/cord.h"
+
+namespace shoal::transport {
+namespace {
+
+constexpr std::string_view kPayloadUrl = "shoal.cluster/ClusterError";
+
+absl::string_view ToAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+StatusCode CodeOf(ClusterError error) {
+  switch (error) {
+    case ClusterError::kWrongShard:
+    case ClusterError::kStaleMove:
+      return StatusCode::kFailedPrecondition;
+    case ClusterError::kNotServing:
+      return StatusCode::kUnavailable;
+  }
+  return StatusCode::kUnknown;
+}
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+
+}  // namespace
+
+std::string Address::DebugString() const {
+  switch (kind) {
+    case Kind::kCoordinator:
+      return "coordinator";
+    case Kind::kNode:
+      return fmt::format("n{}", id);
+    case Kind::kClient:
+      return fmt::format("client{}", id);
+  }
+  return "?";
+}
+
+Status MakeClusterError(ClusterError error, std::string_view message) {
+  Status status = MakeStatus(CodeOf(error), message);
+  const char tag = static_cast<char>(error);
+  status.SetPayload(ToAbsl(kPayloadUrl), absl::Cord(absl::string_view(&tag, 1)));
+  return status;
+}
+
+std::optional<ClusterError> ClusterErrorOf(const Status& status) {
+  auto payload = status.GetPayload(ToAbsl(kPayloadUrl));
+  if (!payload.has_value() || payload->size() != 1) return std::nullopt;
+  const std::string bytes(*payload);
+  const auto value = static_cast<uint8_t>(bytes[0]);
+  if (value < 1 || value > static_cast<uint8_t>(ClusterError::kStaleMove)) return std::nullopt;
+  return static_cast<ClusterError>(value);
+}
+
+std::string_view ToString(WriteOp op) {
+  switch (op) {
+    case WriteOp::kInsert:
+      return "insert";
+    case WriteOp::kUpdate:
+      return "update";
+    case WriteOp::kUpsert:
+      return "upsert";
+    case WriteOp::kDelete:
+      return "delete";
+    case WriteOp::kCompareAndSet:
+      return "compare-and-set";
+  }
+  return "?";
+}
+
+std::string_view RequestName(const Request& request) {
+  return std::visit(
+      Overloaded{
+          [](const WriteRequest&) { return std::string_view("Write"); },
+          [](const GetRequest&) { return std::string_view("Get"); },
+          [](const ScanRequest&) { return std::string_view("Scan"); },
+          [](const GetMapRequest&) { return std::string_view("GetMap"); },
+          [](const InstallMapRequest&) { return std::string_view("InstallMap"); },
+          [](const HeartbeatRequest&) { return std::string_view("Heartbeat"); },
+          [](const CreateCollectionRequest&) { return std::string_view("CreateCollection"); },
+          [](const ExportBucketRequest&) { return std::string_view("ExportBucket"); },
+          [](const IngestBucketRequest&) { return std::string_view("IngestBucket"); },
+          [](const CatchUpRequest&) { return std::string_view("CatchUp"); },
+          [](const ReadChangesRequest&) { return std::string_view("ReadChanges"); },
+          [](const FenceRequest&) { return std::string_view("Fence"); },
+          [](const DropBucketRequest&) { return std::string_view("DropBucket"); },
+          [](const BucketLoadRequest&) { return std::string_view("BucketLoad"); },
+      },
+      request);
+}
+
+}  // namespace shoal::transport

@@ -1,0 +1,247 @@
+#pragma once
+
+// The typed messages between Shoal processes: client -> node (data), coordinator -> node (moves,
+// maps), node -> node (catch-up), anyone -> coordinator (maps, membership). One Request variant
+// and one Response (a status, a body variant and, for WRONG_SHARD, the route). The gRPC
+// transport of the networked issue maps each struct onto a proto message one to one; in-process
+// transports pass them as values. docs/design/cluster.md describes the protocol that uses them.
+//
+// Value types; thread-compatible.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "src/cluster/shard_map.h"
+#include "src/common/ids.h"
+#include "src/common/status.h"
+#include "src/storage/bucket_store.h"
+#include "src/storage/document.h"
+#include "src/storage/mutation.h"
+#include "src/storage/point_range.h"
+#include "src/storage/predicate.h"
+
+namespace shoal::transport {
+
+// A process: the coordinator, a storage node, or a client.
+struct Address {
+  enum class Kind : uint8_t { kCoordinator = 0, kNode = 1, kClient = 2 };
+  Kind kind = Kind::kCoordinator;
+  uint32_t id = 0;
+
+  [[nodiscard]] static Address Coordinator() { return Address{Kind::kCoordinator, 0}; }
+  [[nodiscard]] static Address Node(NodeId node) { return Address{Kind::kNode, node.value()}; }
+  [[nodiscard]] static Address Client(uint32_t id) { return Address{Kind::kClient, id}; }
+  [[nodiscard]] NodeId node() const { return NodeId(id); }
+  [[nodiscard]] std::string DebugString() const;
+
+  friend auto operator<=>(const Address&, const Address&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const Address& a) {
+    return H::combine(std::move(h), static_cast<uint8_t>(a.kind), a.id);
+  }
+};
+
+// Why a cluster-level request failed, carried as a Status payload (like storage::ErrorReason):
+//   kWrongShard   kFailedPrecondition  this node may not serve the key/bucket at its epoch; the
+//                                      Response carries the node's map as the route
+//   kNotServing   kUnavailable         not yet (a destination that has not learned the commit,
+//                                      a fenced bucket whose fence timed out): retry later
+//   kStaleMove    kFailedPrecondition  a message of a move attempt this node no longer runs
+enum class ClusterError : uint8_t { kWrongShard = 1, kNotServing = 2, kStaleMove = 3 };
+
+[[nodiscard]] Status MakeClusterError(ClusterError error, std::string_view message);
+[[nodiscard]] std::optional<ClusterError> ClusterErrorOf(const Status& status);
+
+// ---- data operations: client -> node ----
+
+enum class WriteOp : uint8_t {
+  kInsert,
+  kUpdate,
+  kUpsert,
+  kDelete,
+  kCompareAndSet,
+};
+[[nodiscard]] std::string_view ToString(WriteOp op);
+
+struct WriteRequest {
+  MapEpoch epoch{};
+  WriteOp op = WriteOp::kUpsert;
+  CollectionId collection{};
+  std::string primary_key{};
+  std::string body{};
+  uint64_t expected_version = 0;  // kCompareAndSet
+};
+struct WriteResponse {
+  uint64_t version = 0;
+};
+
+struct GetRequest {
+  MapEpoch epoch{};
+  CollectionId collection{};
+  std::string primary_key{};
+};
+struct GetResponse {
+  storage::Document document{};
+};
+
+// One page of a bucket's documents, in (point, collection, primary key) order.
+struct ScanRequest {
+  MapEpoch epoch{};
+  BucketId bucket{};
+  storage::PointRange range{};  // the bucket's range at the client's epoch
+  std::optional<CollectionId> collection{};
+  storage::DocumentFilter filter{};
+  std::string cursor{};  // "" = from the start of the range
+  uint32_t max_documents = 1000;
+};
+struct ScanResponse {
+  std::vector<storage::Document> documents{};
+  std::string next_cursor{};  // "" = the range is exhausted
+};
+
+// ---- maps and membership: anyone -> coordinator, coordinator -> node ----
+
+struct ClusterState {
+  cluster::ShardMapPtr map{};
+  std::vector<storage::CollectionSpec> collections{};
+};
+
+struct GetMapRequest {};
+struct GetMapResponse {
+  ClusterState state{};
+};
+
+struct InstallMapRequest {
+  ClusterState state{};
+};
+struct HeartbeatRequest {
+  NodeId node{};
+  MapEpoch epoch{};  // the node's current epoch
+};
+struct HeartbeatResponse {
+  MapEpoch epoch{};  // the coordinator's current epoch
+};
+struct CreateCollectionRequest {
+  std::string name{};
+};
+struct CreateCollectionResponse {
+  storage::CollectionSpec collection{};
+};
+
+// ---- one bucket move (ARCHITECTURE.md §3): coordinator -> source / destination ----
+
+// Source: export the bucket's range at a snapshot. The files stay in the source's data
+// directory until DropMoveFiles or the move ends.
+struct ExportBucketRequest {
+  MoveId move{};
+  BucketId bucket{};
+};
+struct ExportBucketResponse {
+  storage::ExportedRange exported{};
+};
+
+// Destination: stage the exported files invisibly (the bucket becomes kAdding locally).
+struct IngestBucketRequest {
+  MoveId move{};
+  BucketId bucket{};
+  storage::ExportedRange exported{};
+};
+
+// Destination: pull the source's writes after `after_sequence` until fewer than
+// `stop_below` remain per round, or, with `until_sequence` set, until that sequence is reached.
+struct CatchUpRequest {
+  MoveId move{};
+  BucketId bucket{};
+  NodeId source{};
+  uint64_t after_sequence = 0;
+  std::optional<uint64_t> until_sequence;
+  uint32_t stop_below = 64;
+};
+struct CatchUpResponse {
+  uint64_t applied_sequence = 0;
+  uint64_t applied = 0;  // changes applied by this call
+};
+
+// Destination -> source: the writes to the bucket after a sequence.
+struct ReadChangesRequest {
+  MoveId move{};
+  BucketId bucket{};
+  uint64_t after_sequence = 0;
+  uint32_t max_changes = 1000;
+};
+struct ReadChangesResponse {
+  std::vector<storage::Document> changes{};
+  uint64_t next_sequence = 0;
+};
+
+// Source: stop acknowledging reads and writes of the bucket (queue them) and report the last
+// sequence that holds a write to it.
+struct FenceRequest {
+  MoveId move{};
+  BucketId bucket{};
+};
+struct FenceResponse {
+  uint64_t sequence = 0;
+};
+
+// Source after DONE, or destination after an abort: delete the bucket's local data (idempotent).
+// Refused while the node's map (at least `epoch`) shows the node serving or receiving the range.
+struct DropBucketRequest {
+  MapEpoch epoch{};
+  MoveId move{};
+  BucketId bucket{};
+  storage::PointRange range{};
+};
+
+// Approximate per-bucket sizes, for the balancer and split/merge.
+struct BucketLoadRequest {};
+struct BucketLoad {
+  BucketId bucket{};
+  uint64_t bytes = 0;
+  uint64_t documents = 0;
+};
+struct BucketLoadResponse {
+  std::vector<BucketLoad> buckets{};
+};
+
+struct Ack {};
+
+using Request = std::variant<WriteRequest, GetRequest, ScanRequest, GetMapRequest,
+                             InstallMapRequest, HeartbeatRequest, CreateCollectionRequest,
+                             ExportBucketRequest, IngestBucketRequest, CatchUpRequest,
+                             ReadChangesRequest, FenceRequest, DropBucketRequest,
+                             BucketLoadRequest>;
+
+using ResponseBody =
+    std::variant<Ack, WriteResponse, GetResponse, ScanResponse, GetMapResponse, HeartbeatResponse,
+                 CreateCollectionResponse, ExportBucketResponse, CatchUpResponse,
+                 ReadChangesResponse, FenceResponse, BucketLoadResponse>;
+
+struct Response {
+  Status status{};
+  ResponseBody body{};
+  cluster::ShardMapPtr route{};  // with kWrongShard: the answering node's map
+
+  [[nodiscard]] static Response Ok(ResponseBody body = Ack{}) {
+    return Response{OkStatus(), std::move(body), nullptr};
+  }
+  [[nodiscard]] static Response Error(Status status, cluster::ShardMapPtr route = nullptr) {
+    return Response{std::move(status), Ack{}, std::move(route)};
+  }
+};
+
+[[nodiscard]] std::string_view RequestName(const Request& request);
+
+// The body of a successful response as T, or InternalError if it holds another type.
+template <typename T>
+[[nodiscard]] StatusOr<T> BodyAs(Response response) {
+  if (!response.status.ok()) return response.status;
+  if (auto* body = std::get_if<T>(&response.body)) return std::move(*body);
+  return InternalError("response body of an unexpected type");
+}
+
+}  // namespace shoal::transport

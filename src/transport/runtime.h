@@ -1,0 +1,96 @@
+#pragma once
+
+// Runtime: everything a Shoal process (coordinator, storage node, client) needs from the world —
+// time, sleeping, tasks, randomness and request/response messages to other processes — behind
+// one interface, so that the same code runs
+//   - in one process on threads (ThreadRuntime, thread_runtime.h: `shoal demo`, embedded
+//     clusters),
+//   - in a deterministic simulation (SimRuntime, sim_runtime.h: one task runs at a time, chosen by
+//     a seeded scheduler on a simulated clock, with random delays, loss, reordering and crashes),
+//   - over gRPC (the networked issue: Call becomes a unary RPC, Serve a server).
+// ARCHITECTURE.md §5; docs/design/cluster.md.
+//
+// Programming model: code is written in blocking style. A *task* belongs to one *process*
+// (Address). Sleep and Call are the only points where a task waits (yield points). Rules every
+// caller follows, so that the simulation can run tasks one at a time:
+//   1. never hold a mutex across Sleep or Call;
+//   2. never wait on anything but Sleep and Call (poll with Sleep instead of condition
+//      variables);
+//   3. when Sleep or Call returns kCancelled the task's process was stopped (killed or shut
+//      down): return promptly without touching the process's state.
+//
+// A request is handled by the callee's Service on the caller's thread (a synchronous RPC); while
+// the handler runs, the task acts for the callee process, so a callee crash cancels the handler
+// and the caller sees kUnavailable (the reply was lost; the handler may or may not have had an
+// effect — exactly what a network gives).
+//
+// Thread-safety: every method may be called from any task concurrently.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "src/common/status.h"
+#include "src/transport/messages.h"
+
+namespace shoal::transport {
+
+// Microseconds on the runtime's clock (simulated or steady).
+using Micros = int64_t;
+
+// Handles the requests addressed to one process incarnation. Implementations must follow the
+// task rules above inside Handle.
+class Service {
+ public:
+  virtual ~Service() = default;
+  [[nodiscard]] virtual Response Handle(const Address& from, const Request& request) = 0;
+};
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+
+  [[nodiscard]] virtual Micros Now() const = 0;
+
+  // Waits `micros` (>= 0). kCancelled if the calling task's process is stopped before or while
+  // it waits.
+  [[nodiscard]] virtual Status Sleep(Micros micros) = 0;
+
+  // Sends `request` to `to` and waits for the response. Errors of the transport itself:
+  //   kUnavailable       nobody serves `to`: the request was certainly not handled
+  //   kDeadlineExceeded  no response within `timeout` (the request or the reply was lost), or
+  //                      the callee stopped while handling it: the request MAY have been handled
+  //   kCancelled         the caller's process was stopped
+  // Otherwise the callee's Response (whose own status may be any error).
+  [[nodiscard]] virtual StatusOr<Response> Call(const Address& to, Request request,
+                                                Micros timeout) = 0;
+
+  // Starts a task of process `owner`; it runs until `fn` returns. Tasks of a stopped process keep
+  // running until they return, but every yield point answers kCancelled.
+  virtual void Spawn(const Address& owner, std::string name, std::function<void()> fn) = 0;
+
+  // Starts serving `self` with `service` (a new incarnation of the process). The runtime keeps
+  // the service alive while handlers run.
+  virtual void Serve(const Address& self, std::shared_ptr<Service> service) = 0;
+  // Stops the process `self`: it serves nothing more, and the yield points of its tasks and of
+  // its running handlers answer kCancelled. Idempotent.
+  virtual void Stop(const Address& self) = 0;
+
+  // The process the calling task acts for (inside a handler: the callee).
+  [[nodiscard]] virtual Address Self() const = 0;
+  // False once the process the calling task acts for was stopped.
+  [[nodiscard]] virtual bool Alive() const = 0;
+
+  // Seeded in the simulation; any good source otherwise.
+  [[nodiscard]] virtual uint64_t RandomU64() = 0;
+
+  // A named point in a protocol where a test may crash the calling process ("move.after_commit").
+  // The simulation asks its chaos hook; other runtimes do nothing. kCancelled if the process was
+  // stopped here: the caller returns at once, as a killed process would.
+  [[nodiscard]] virtual Status Failpoint(std::string_view name) = 0;
+};
+
+}  // namespace shoal::transport

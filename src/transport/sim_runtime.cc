@@ -1,0 +1,242 @@
+#include "src/transport/sim_runtime.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+namespace shoal::transport {
+
+// One simulated task. `acting` is the process it currently acts for: its owner, or the callee
+// while it runs a handler.
+struct SimRuntime::Task {
+  std::string name;
+  Address acting;
+  uint64_t acting_incarnation = 0;
+  std::condition_variable cv;
+  bool scheduled = false;
+  bool finished = false;
+  std::thread thread;
+};
+
+namespace {
+thread_local void* current_task = nullptr;
+}  // namespace
+
+SimRuntime::SimRuntime(const SimOptions& options) : options_(options), random_(options.seed) {}
+
+SimRuntime::~SimRuntime() { Shutdown(); }
+
+SimRuntime::Task* SimRuntime::Current() const {
+  auto* task = static_cast<Task*>(current_task);
+  if (task == nullptr) {
+    std::fprintf(stderr, "SimRuntime: called outside a simulated task\n");
+    std::abort();
+  }
+  return task;
+}
+
+SimRuntime::Process& SimRuntime::ProcessLocked(const Address& who) {
+  return processes_[who];  // a process that never served is alive with incarnation 1
+}
+
+bool SimRuntime::AliveLocked(const Address& who, uint64_t incarnation) const {
+  if (shutting_down_) return false;
+  auto it = processes_.find(who);
+  if (it == processes_.end()) return incarnation == 1;
+  return it->second.alive && it->second.incarnation == incarnation;
+}
+
+bool SimRuntime::IsAlive(const Address& process) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = processes_.find(process);
+  return !shutting_down_ && (it == processes_.end() || it->second.alive);
+}
+
+Micros SimRuntime::Now() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return now_;
+}
+
+void SimRuntime::Yield(Micros wake_at) {
+  Task* task = Current();
+  std::unique_lock<std::mutex> lock(mu_);
+  queue_.push(Event{std::max(wake_at, now_), seq_++, task});
+  task->scheduled = false;
+  running_ = nullptr;
+  scheduler_cv_.notify_one();
+  task->cv.wait(lock, [task] { return task->scheduled; });
+}
+
+Status SimRuntime::Sleep(Micros micros) {
+  if (!Alive()) return CancelledError("process stopped");
+  Yield(Now() + std::max<Micros>(micros, 0));
+  if (!Alive()) return CancelledError("process stopped");
+  return OkStatus();
+}
+
+Micros SimRuntime::Delay() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t span = static_cast<uint64_t>(options_.max_delay - options_.min_delay);
+  return options_.min_delay + static_cast<Micros>(random_.Uniform(span + 1));
+}
+
+bool SimRuntime::Chance(double p) {
+  if (p <= 0) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  return random_.NextDouble() < p;
+}
+
+StatusOr<Response> SimRuntime::Call(const Address& to, Request request, Micros timeout) {
+  if (!Alive()) return CancelledError("process stopped");
+  Task* task = Current();
+  const Micros deadline = Now() + timeout;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++messages_;
+  }
+  auto wait_out = [&]() -> StatusOr<Response> {
+    const Micros left = deadline - Now();
+    if (left > 0) SHOAL_RETURN_IF_ERROR(Sleep(left));
+    return DeadlineExceededError(fmt::format("{} to {}: no response within {} us",
+                                             RequestName(request), to.DebugString(), timeout));
+  };
+
+  const Micros request_delay = Delay();
+  if (Chance(options_.loss) || Now() + request_delay > deadline) return wait_out();
+  SHOAL_RETURN_IF_ERROR(Sleep(request_delay));
+
+  std::shared_ptr<Service> service;
+  uint64_t incarnation = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = processes_.find(to);
+    if (it != processes_.end() && it->second.alive && it->second.service != nullptr &&
+        !shutting_down_) {
+      service = it->second.service;
+      incarnation = it->second.incarnation;
+    }
+  }
+  if (service == nullptr) {
+    return UnavailableError(fmt::format("{}: {} does not answer", RequestName(request),
+                                        to.DebugString()));
+  }
+
+  const Address caller = task->acting;
+  const uint64_t caller_incarnation = task->acting_incarnation;
+  task->acting = to;
+  task->acting_incarnation = incarnation;
+  Response response = service->Handle(caller, request);
+  const bool callee_alive = Alive();
+  task->acting = caller;
+  task->acting_incarnation = caller_incarnation;
+  if (!Alive()) return CancelledError("process stopped");
+  if (!callee_alive) {
+    return DeadlineExceededError(fmt::format("{}: {} stopped while handling it",
+                                             RequestName(request), to.DebugString()));
+  }
+
+  const Micros reply_delay = Delay();
+  if (Chance(options_.loss) || Now() + reply_delay > deadline) return wait_out();
+  SHOAL_RETURN_IF_ERROR(Sleep(reply_delay));
+  return response;
+}
+
+void SimRuntime::Spawn(const Address& owner, std::string name, std::function<void()> fn) {
+  auto task = std::make_unique<Task>();
+  Task* raw = task.get();
+  raw->name = std::move(name);
+  raw->acting = owner;
+  std::lock_guard<std::mutex> lock(mu_);
+  raw->acting_incarnation = ProcessLocked(owner).incarnation;
+  raw->thread = std::thread([this, raw, fn = std::move(fn)] {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      raw->cv.wait(lock, [raw] { return raw->scheduled; });
+    }
+    current_task = raw;
+    fn();
+    current_task = nullptr;
+    std::lock_guard<std::mutex> lock(mu_);
+    raw->finished = true;
+    running_ = nullptr;
+    scheduler_cv_.notify_one();
+  });
+  queue_.push(Event{now_, seq_++, raw});
+  tasks_.push_back(std::move(task));
+}
+
+void SimRuntime::Serve(const Address& self, std::shared_ptr<Service> service) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Process& process = ProcessLocked(self);
+  if (process.service != nullptr || !process.alive) ++process.incarnation;
+  process.alive = true;
+  process.service = std::move(service);
+}
+
+void SimRuntime::Stop(const Address& self) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Process& process = ProcessLocked(self);
+  process.alive = false;
+  process.service = nullptr;
+}
+
+Address SimRuntime::Self() const { return Current()->acting; }
+
+bool SimRuntime::Alive() const {
+  Task* task = Current();
+  std::lock_guard<std::mutex> lock(mu_);
+  return AliveLocked(task->acting, task->acting_incarnation);
+}
+
+uint64_t SimRuntime::RandomU64() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return random_.Next64();
+}
+
+Status SimRuntime::Failpoint(std::string_view name) {
+  if (!Alive()) return CancelledError("process stopped");
+  if (chaos_ && chaos_(Self(), name)) {
+    Stop(Self());
+    return CancelledError(fmt::format("crashed at failpoint {}", name));
+  }
+  return OkStatus();
+}
+
+bool SimRuntime::RunUntil(Micros deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!queue_.empty()) {
+    const Event event = queue_.top();
+    if (event.time > deadline) return true;
+    queue_.pop();
+    now_ = std::max(now_, event.time);
+    ++events_;
+    running_ = event.task;
+    event.task->scheduled = true;
+    event.task->cv.notify_one();
+    scheduler_cv_.wait(lock, [this] { return running_ == nullptr; });
+  }
+  return false;
+}
+
+void SimRuntime::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutting_down_ = true;
+  }
+  // Every yield point now answers kCancelled, so tasks unwind; sleepers wake at their time.
+  uint64_t rounds = 0;
+  while (RunUntil(std::numeric_limits<Micros>::max())) {
+    if (++rounds > 1000000) {
+      std::fprintf(stderr, "SimRuntime: tasks ignore cancellation\n");
+      std::abort();
+    }
+  }
+  for (auto& task : tasks_) {
+    if (task->thread.joinable()) task->thread.join();
+  }
+  tasks_.clear();
+}
+
+}  // namespace shoal::transport

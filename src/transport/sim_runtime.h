@@ -1,0 +1,123 @@
+#pragma once
+
+// SimRuntime: the deterministic simulation of ARCHITECTURE.md §5 (FoundationDB-style). Every task
+// is an OS thread, but exactly one runs at a time: a task runs until it yields (Sleep, Call), and
+// the scheduler then resumes the task with the earliest wake-up time on a simulated clock (ties
+// broken by the order the wake-ups were scheduled). Message delays and losses are drawn from one
+// seeded generator by the running task, so a seed replays exactly, whatever the OS does. Time
+// jumps from event to event: a simulated minute of timeouts costs nothing.
+//
+// Faults: random one-way delays in [min_delay, max_delay] (which reorder concurrent messages),
+// loss of requests or replies with probability `loss` (the caller waits for its timeout), Stop /
+// Serve to crash and restart any process, and a chaos hook consulted at every named Failpoint.
+//
+// Determinism requires the task rules of runtime.h. RocksDB's own background threads do not take
+// part in scheduling and do not change what a read returns, so they do not break replay.
+//
+// Thread-safety: Runtime methods are called by the running task. RunUntil and Shutdown are called
+// by one driving thread that is not a task.
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "src/common/random.h"
+#include "src/transport/runtime.h"
+
+namespace shoal::transport {
+
+struct SimOptions {
+  uint64_t seed = 1;
+  Micros min_delay = 100;   // one-way message delay bounds, microseconds
+  Micros max_delay = 3000;  //
+  double loss = 0.0;        // probability that a request, or a reply, is lost
+};
+
+class SimRuntime final : public Runtime {
+ public:
+  // Called at every Failpoint by the running task; returns true to crash (Stop) the process
+  // the task acts for at that point.
+  using ChaosHook = std::function<bool(const Address& process, std::string_view failpoint)>;
+
+  explicit SimRuntime(const SimOptions& options);
+  // Shuts down (see Shutdown).
+  ~SimRuntime() override;
+  SimRuntime(const SimRuntime&) = delete;
+  SimRuntime& operator=(const SimRuntime&) = delete;
+
+  // Runs events until no task is left or the next event is later than `deadline` (simulated
+  // microseconds). Returns true if tasks remain.
+  bool RunUntil(Micros deadline);
+  // Stops every process and runs the remaining tasks until all have returned, then joins them.
+  // Idempotent.
+  void Shutdown();
+
+  void SetChaosHook(ChaosHook hook) { chaos_ = std::move(hook); }
+  void SetLoss(double loss) { options_.loss = loss; }
+
+  [[nodiscard]] uint64_t events() const { return events_; }
+  [[nodiscard]] uint64_t messages() const { return messages_; }
+  [[nodiscard]] bool IsAlive(const Address& process) const;
+
+  // Runtime.
+  [[nodiscard]] Micros Now() const override;
+  [[nodiscard]] Status Sleep(Micros micros) override;
+  [[nodiscard]] StatusOr<Response> Call(const Address& to, Request request,
+                                        Micros timeout) override;
+  void Spawn(const Address& owner, std::string name, std::function<void()> fn) override;
+  void Serve(const Address& self, std::shared_ptr<Service> service) override;
+  void Stop(const Address& self) override;
+  [[nodiscard]] Address Self() const override;
+  [[nodiscard]] bool Alive() const override;
+  [[nodiscard]] uint64_t RandomU64() override;
+  [[nodiscard]] Status Failpoint(std::string_view name) override;
+
+ private:
+  struct Task;
+  struct Process {
+    uint64_t incarnation = 1;
+    bool alive = true;
+    std::shared_ptr<Service> service;
+  };
+  struct Event {
+    Micros time;
+    uint64_t seq;
+    Task* task;
+    bool operator>(const Event& o) const {
+      return time != o.time ? time > o.time : seq > o.seq;
+    }
+  };
+
+  // Parks the calling task until the scheduler resumes it at `wake_at`.
+  void Yield(Micros wake_at);
+  [[nodiscard]] Task* Current() const;
+  [[nodiscard]] Micros Delay();
+  [[nodiscard]] bool Chance(double p);
+  [[nodiscard]] bool AliveLocked(const Address& who, uint64_t incarnation) const;
+  [[nodiscard]] Process& ProcessLocked(const Address& who);
+
+  SimOptions options_;
+  Random random_;
+  ChaosHook chaos_;
+
+  mutable std::mutex mu_;
+  std::condition_variable scheduler_cv_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  std::vector<std::unique_ptr<Task>> tasks_;
+  std::map<Address, Process> processes_;
+  Task* running_ = nullptr;
+  Micros now_ = 0;
+  uint64_t seq_ = 0;
+  uint64_t events_ = 0;
+  uint64_t messages_ = 0;
+  bool shutting_down_ = false;
+};
+
+}  // namespace shoal::transport

@@ -1,0 +1,178 @@
+#include "src/transport/thread_runtime.h"
+
+#include <fmt/format.h>
+
+#include <random>
+
+namespace shoal::transport {
+namespace {
+
+// The process the calling thread acts for, per runtime.
+struct Context {
+  const void* runtime = nullptr;
+  Address acting = Address::Client(0);
+  uint64_t incarnation = 1;
+};
+thread_local Context context;
+
+}  // namespace
+
+ThreadRuntime::ThreadRuntime()
+    : start_(std::chrono::steady_clock::now()), random_state_(std::random_device{}()) {}
+
+ThreadRuntime::~ThreadRuntime() { Shutdown(); }
+
+void ThreadRuntime::Shutdown() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutting_down_ = true;
+    threads.swap(threads_);
+  }
+  stop_cv_.notify_all();
+  for (auto& thread : threads) {
+    if (thread.joinable()) thread.join();
+  }
+}
+
+void ThreadRuntime::JoinTasks() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    threads.swap(threads_);
+  }
+  for (auto& thread : threads) {
+    if (thread.joinable()) thread.join();
+  }
+}
+
+Micros ThreadRuntime::Now() const {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                               start_)
+      .count();
+}
+
+uint64_t ThreadRuntime::IncarnationOf(const Address& who) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return processes_[who].incarnation;
+}
+
+bool ThreadRuntime::AliveLocked(const Address& who, uint64_t incarnation) const {
+  if (shutting_down_) return false;
+  auto it = processes_.find(who);
+  if (it == processes_.end()) return incarnation == 1;
+  return it->second.alive && it->second.incarnation == incarnation;
+}
+
+Address ThreadRuntime::Self() const {
+  return context.runtime == this ? context.acting : Address::Client(0);
+}
+
+bool ThreadRuntime::Alive() const {
+  const Context c = context.runtime == this ? context : Context{this, Address::Client(0), 1};
+  std::lock_guard<std::mutex> lock(mu_);
+  return AliveLocked(c.acting, c.incarnation);
+}
+
+Status ThreadRuntime::Sleep(Micros micros) {
+  const Context c = context.runtime == this ? context : Context{this, Address::Client(0), 1};
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (AliveLocked(c.acting, c.incarnation)) {
+    if (stop_cv_.wait_until(lock, until) == std::cv_status::timeout) {
+      return AliveLocked(c.acting, c.incarnation) ? OkStatus() : CancelledError("process stopped");
+    }
+  }
+  return CancelledError("process stopped");
+}
+
+StatusOr<Response> ThreadRuntime::Call(const Address& to, Request request, Micros timeout) {
+  if (!Alive()) return CancelledError("process stopped");
+  std::shared_ptr<Service> service;
+  uint64_t incarnation = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = processes_.find(to);
+    if (it != processes_.end() && it->second.alive && it->second.service != nullptr &&
+        !shutting_down_) {
+      service = it->second.service;
+      incarnation = it->second.incarnation;
+    }
+  }
+  if (service == nullptr) {
+    return UnavailableError(
+        fmt::format("{}: {} does not answer", RequestName(request), to.DebugString()));
+  }
+  const Context saved = context;
+  const Address caller = Self();
+  context = Context{this, to, incarnation};
+  Response response = service->Handle(caller, request);
+  bool callee_alive = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    callee_alive = AliveLocked(to, incarnation);
+  }
+  context = saved;
+  if (!Alive()) return CancelledError("process stopped");
+  if (!callee_alive) {
+    return DeadlineExceededError(fmt::format("{}: {} stopped while handling it",
+                                             RequestName(request), to.DebugString()));
+  }
+  (void)timeout;  // handlers run locally; a stopped callee is detected above
+  return response;
+}
+
+void ThreadRuntime::Spawn(const Address& owner, std::string name, std::function<void()> fn) {
+  const uint64_t incarnation = IncarnationOf(owner);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (shutting_down_) return;
+  threads_.emplace_back([this, owner, incarnation, fn = std::move(fn)] {
+    context = Context{this, owner, incarnation};
+    fn();
+  });
+  (void)name;
+}
+
+void ThreadRuntime::Serve(const Address& self, std::shared_ptr<Service> service) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Process& process = processes_[self];
+  if (process.service != nullptr || !process.alive) ++process.incarnation;
+  process.alive = true;
+  process.service = std::move(service);
+}
+
+void ThreadRuntime::Stop(const Address& self) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Process& process = processes_[self];
+    process.alive = false;
+    process.service = nullptr;
+  }
+  stop_cv_.notify_all();
+}
+
+uint64_t ThreadRuntime::RandomU64() {
+  std::lock_guard<std::mutex> lock(mu_);
+  // SplitMix64 step: quality is ample for jitter and ids.
+  uint64_t z = (random_state_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+Status ThreadRuntime::Failpoint(std::string_view name) {
+  (void)name;
+  return Alive() ? OkStatus() : CancelledError("process stopped");
+}
+
+ThreadRuntime::ScopedActor::ScopedActor(ThreadRuntime& runtime, const Address& who)
+    : saved_(context.acting), saved_incarnation_(context.incarnation),
+      saved_runtime_(context.runtime) {
+  context = Context{&runtime, who, runtime.IncarnationOf(who)};
+}
+
+ThreadRuntime::ScopedActor::~ScopedActor() {
+  context = Context{saved_runtime_, saved_, saved_incarnation_};
+}
+
+}  // namespace shoal::transport

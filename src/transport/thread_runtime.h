@@ -1,0 +1,78 @@
+#pragma once
+
+// ThreadRuntime: the Runtime of an embedded cluster in one process (`shoal demo`, the embedded
+// client). Tasks are OS threads running concurrently; Call runs the callee's handler on the
+// caller's thread (no serialization, no copy beyond the request value); time is the steady
+// clock. Threads that are not tasks (an application's own threads) act for the process named by
+// a ScopedActor, or for Address::Client(0) by default.
+//
+// Thread-safety: every method is thread-safe. Shutdown (or the destructor) stops every process
+// and joins the tasks; it must not be called from a task.
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "src/transport/runtime.h"
+
+namespace shoal::transport {
+
+class ThreadRuntime final : public Runtime {
+ public:
+  ThreadRuntime();
+  ~ThreadRuntime() override;
+  ThreadRuntime(const ThreadRuntime&) = delete;
+  ThreadRuntime& operator=(const ThreadRuntime&) = delete;
+
+  void Shutdown();
+  // Waits for every task spawned so far to return (without stopping anything).
+  void JoinTasks();
+
+  [[nodiscard]] Micros Now() const override;
+  [[nodiscard]] Status Sleep(Micros micros) override;
+  [[nodiscard]] StatusOr<Response> Call(const Address& to, Request request,
+                                        Micros timeout) override;
+  void Spawn(const Address& owner, std::string name, std::function<void()> fn) override;
+  void Serve(const Address& self, std::shared_ptr<Service> service) override;
+  void Stop(const Address& self) override;
+  [[nodiscard]] Address Self() const override;
+  [[nodiscard]] bool Alive() const override;
+  [[nodiscard]] uint64_t RandomU64() override;
+  [[nodiscard]] Status Failpoint(std::string_view name) override;
+
+  // Makes the calling (non-task) thread act for `who` until destroyed.
+  class ScopedActor {
+   public:
+    ScopedActor(ThreadRuntime& runtime, const Address& who);
+    ~ScopedActor();
+    ScopedActor(const ScopedActor&) = delete;
+    ScopedActor& operator=(const ScopedActor&) = delete;
+
+   private:
+    Address saved_;
+    uint64_t saved_incarnation_;
+    const void* saved_runtime_;
+  };
+
+ private:
+  struct Process {
+    uint64_t incarnation = 1;
+    bool alive = true;
+    std::shared_ptr<Service> service;
+  };
+  [[nodiscard]] uint64_t IncarnationOf(const Address& who);
+  [[nodiscard]] bool AliveLocked(const Address& who, uint64_t incarnation) const;
+
+  const std::chrono::steady_clock::time_point start_;
+  mutable std::mutex mu_;
+  std::condition_variable stop_cv_;  // wakes sleepers when a process stops
+  std::map<Address, Process> processes_;
+  std::vector<std::thread> threads_;
+  bool shutting_down_ = false;
+  uint64_t random_state_;
+};
+
+}  // namespace shoal::transport

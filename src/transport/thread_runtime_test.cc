@@ -1,0 +1,63 @@
+#include "src/transport/thread_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+namespace shoal::transport {
+namespace {
+
+class CountingService : public Service {
+ public:
+  Response Handle(const Address& from, const Request&) override {
+    ++handled;
+    last_from = from;
+    return Response::Ok(WriteResponse{.version = 7});
+  }
+  std::atomic<int> handled{0};
+  Address last_from;
+};
+
+TEST(ThreadRuntimeTest, CallRunsTheHandlerAndReturnsItsResponse) {
+  ThreadRuntime runtime;
+  auto service = std::make_shared<CountingService>();
+  runtime.Serve(Address::Node(NodeId(1)), service);
+  ThreadRuntime::ScopedActor actor(runtime, Address::Client(3));
+  auto r = runtime.Call(Address::Node(NodeId(1)), GetRequest{}, 1000);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(std::get<WriteResponse>(r->body).version, 7u);
+  EXPECT_EQ(service->last_from, Address::Client(3));
+  EXPECT_EQ(runtime.Call(Address::Node(NodeId(2)), GetRequest{}, 1000).status().code(),
+            StatusCode::kUnavailable);
+}
+
+TEST(ThreadRuntimeTest, StopCancelsSleepingTasks) {
+  ThreadRuntime runtime;
+  const Address node = Address::Node(NodeId(1));
+  runtime.Serve(node, std::make_shared<CountingService>());
+  std::atomic<bool> cancelled{false};
+  runtime.Spawn(node, "sleeper", [&] {
+    cancelled = runtime.Sleep(60'000'000).code() == StatusCode::kCancelled;
+  });
+  runtime.Stop(node);
+  runtime.Shutdown();
+  EXPECT_TRUE(cancelled);
+}
+
+TEST(ThreadRuntimeTest, ConcurrentCallsFromManyThreads) {
+  ThreadRuntime runtime;
+  auto service = std::make_shared<CountingService>();
+  runtime.Serve(Address::Node(NodeId(1)), service);
+  for (uint32_t c = 0; c < 4; ++c) {
+    runtime.Spawn(Address::Client(c), "client", [&] {
+      for (int i = 0; i < 1000; ++i) {
+        ASSERT_TRUE(runtime.Call(Address::Node(NodeId(1)), GetRequest{}, 1000).ok());
+      }
+    });
+  }
+  runtime.JoinTasks();
+  EXPECT_EQ(service->handled.load(), 4000);
+}
+
+}  // namespace
+}  // namespace shoal::transport

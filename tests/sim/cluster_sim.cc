@@ -1,0 +1,427 @@
+#include "tests/sim/cluster_sim.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "src/client/client.h"
+#include "src/common/random.h"
+#include "src/server/embedded_cluster.h"
+#include "src/storage/errors.h"
+#include "src/transport/sim_runtime.h"
+#include "tests/sim/linearizability.h"
+
+namespace shoal::sim {
+namespace {
+
+using transport::Address;
+using transport::Micros;
+
+constexpr Micros kMs = 1000;
+constexpr Micros kSecond = 1'000'000;
+
+OpOutcome OutcomeOf(const Status& status) {
+  if (status.ok()) return OpOutcome::kOk;
+  if (storage::Is(status, storage::ErrorReason::kDuplicate)) return OpOutcome::kDuplicate;
+  if (storage::Is(status, storage::ErrorReason::kNotFound)) return OpOutcome::kNotFound;
+  if (storage::Is(status, storage::ErrorReason::kConditionFailed)) {
+    return OpOutcome::kConditionFailed;
+  }
+  return OpOutcome::kUnknown;
+}
+
+// Shared state of one run. Only one simulated task runs at a time, so plain fields suffice.
+struct World {
+  explicit World(const ClusterSimOptions& o) : options(o), chaos_random(o.seed * 7919 + 1) {}
+
+  const ClusterSimOptions options;
+  Random chaos_random;
+  HistoryRecorder history;
+  CollectionId collection;
+  bool collection_ready = false;
+  bool stop_clients = false;
+  bool stop_chaos = false;
+  bool done = false;
+  int clients_running = 0;
+  std::string failure;
+  std::set<NodeId> members;  // nodes that should be running
+  uint32_t next_node = 4;
+  ClusterSimResult result;
+
+  void Fail(std::string what) {
+    if (failure.empty()) failure = std::move(what);
+  }
+};
+
+void ClientLoop(transport::SimRuntime& sim, World& world, uint32_t id) {
+  client::Client client(sim, client::ClientOptions{.call_timeout = 500 * kMs,
+                                                   .max_attempts = 8,
+                                                   .initial_backoff = kMs,
+                                                   .max_backoff = 100 * kMs});
+  Random random(world.options.seed * 1000003 + id);
+  uint64_t sequence = 0;
+  ++world.clients_running;
+  while (!world.stop_clients) {
+    const std::string key = fmt::format("k{}", random.Uniform(world.options.keys));
+    const std::string value = fmt::format(R"({{"v":"c{}-{}"}})", id, sequence++);
+    const uint64_t choice = random.Uniform(10);
+    const CollectionId c = world.collection;
+    auto record = [&](OpKind kind, std::string v, std::string expected, const Status& status,
+                      std::string read, Micros call) {
+      auto handle = world.history.Begin(key, id, kind, std::move(v), std::move(expected), call);
+      const OpOutcome outcome = OutcomeOf(status);
+      if (outcome == OpOutcome::kUnknown) {
+        world.history.EndUnknown(handle);
+      } else {
+        world.history.End(handle, outcome, std::move(read), sim.Now());
+      }
+      ++world.result.operations;
+    };
+    const Micros call = sim.Now();
+    if (choice < 3) {
+      auto got = client.Get(c, key);
+      if (got.status().code() == StatusCode::kCancelled) break;
+      record(OpKind::kGet, "", "", got.status(), got.ok() ? got->body : "", call);
+    } else if (choice < 4) {
+      auto r = client.Insert(c, key, value);
+      record(OpKind::kInsert, value, "", r.status(), "", call);
+    } else if (choice < 5) {
+      auto r = client.Update(c, key, value);
+      record(OpKind::kUpdate, value, "", r.status(), "", call);
+    } else if (choice < 7) {
+      auto r = client.Upsert(c, key, value);
+      record(OpKind::kUpsert, value, "", r.status(), "", call);
+    } else if (choice < 8) {
+      auto r = client.Delete(c, key);
+      record(OpKind::kDelete, "", "", r.status(), "", call);
+    } else {
+      // Read, then compare-and-set on the version read (a version names one write of a key).
+      auto got = client.Get(c, key);
+      record(OpKind::kGet, "", "", got.status(), got.ok() ? got->body : "", call);
+      if (got.ok()) {
+        const Micros cas_call = sim.Now();
+        auto r = client.CompareAndSet(c, key, got->version, value);
+        Status status = r.status();
+        // CAS on a key deleted meanwhile answers NOT_FOUND: the model's "condition failed".
+        if (storage::Is(status, storage::ErrorReason::kNotFound)) {
+          status = storage::StorageError(storage::ErrorReason::kConditionFailed, "absent");
+        }
+        record(OpKind::kCompareAndSet, value, got->body, status, "", cas_call);
+      }
+    }
+    if (!sim.Sleep(static_cast<Micros>(random.Uniform(3 * kMs))).ok()) break;
+  }
+  --world.clients_running;
+}
+
+// Restarts crashed member nodes and the coordinator after a short while.
+void SupervisorLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& cluster) {
+  std::map<NodeId, Micros> down_since;
+  Micros coordinator_down_since = -1;
+  while (!world.done) {
+    if (!sim.Sleep(50 * kMs).ok()) return;
+    const Micros now = sim.Now();
+    const Micros restart_after = world.stop_chaos ? 0 : 300 * kMs;
+    for (NodeId node : world.members) {
+      if (sim.IsAlive(Address::Node(node))) continue;
+      auto [it, fresh] = down_since.emplace(node, now);
+      if (now - it->second < restart_after) continue;
+      down_since.erase(node);
+      if (Status s = cluster.StartNode(node); !s.ok()) {
+        world.Fail(fmt::format("restart of {} failed: {}", node.DebugString(), s.ToString()));
+      }
+    }
+    if (!sim.IsAlive(Address::Coordinator())) {
+      if (coordinator_down_since < 0) coordinator_down_since = now;
+      if (now - coordinator_down_since >= restart_after) {
+        coordinator_down_since = -1;
+        if (Status s = cluster.StartCoordinator(); !s.ok()) {
+          world.Fail(fmt::format("restart of the coordinator failed: {}", s.ToString()));
+        }
+      }
+    }
+  }
+}
+
+// At most one node may acknowledge a write to a point at any instant (ARCHITECTURE.md §4).
+void SafetyLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& cluster) {
+  while (!world.done) {
+    if (!sim.Sleep(5 * kMs).ok()) return;
+    auto coordinator = cluster.coordinator();
+    auto map = coordinator == nullptr ? nullptr : coordinator->map();
+    if (map == nullptr) continue;
+    std::vector<uint64_t> points;
+    for (const auto& bucket : map->buckets()) {
+      points.push_back(bucket.range.begin());
+      points.push_back(bucket.range.Midpoint());
+    }
+    for (uint64_t point : points) {
+      int acknowledgers = 0;
+      for (NodeId id : cluster.started_nodes()) {
+        if (!sim.IsAlive(Address::Node(id))) continue;
+        auto node = cluster.node(id);
+        if (node != nullptr && node->CanAcknowledgeWrite(Point(point))) ++acknowledgers;
+      }
+      if (acknowledgers > 1) {
+        world.Fail(fmt::format("{} nodes may acknowledge writes to point {:#018x} at t={} us",
+                               acknowledgers, point, sim.Now()));
+      }
+    }
+  }
+}
+
+// Admin tasks run as coordinator tasks, so a coordinator crash cancels them too.
+void SpawnAdmin(transport::SimRuntime& sim, server::EmbeddedCluster& cluster,
+                std::function<void(coordinator::Coordinator&)> fn) {
+  auto coordinator = cluster.coordinator();
+  if (coordinator == nullptr || !sim.IsAlive(Address::Coordinator())) return;
+  sim.Spawn(Address::Coordinator(), "admin", [coordinator, fn = std::move(fn)] { fn(*coordinator); });
+}
+
+void ChaosLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& cluster) {
+  Random& random = world.chaos_random;
+  while (!world.stop_chaos) {
+    if (!sim.Sleep(100 * kMs + static_cast<Micros>(random.Uniform(300 * kMs))).ok()) return;
+    if (world.stop_chaos) return;
+    auto coordinator = cluster.coordinator();
+    auto map = coordinator == nullptr ? nullptr : coordinator->map();
+    if (map == nullptr) continue;
+    const auto buckets = map->buckets();
+    const auto& bucket = buckets[random.Uniform(buckets.size())];
+    const auto active = map->ActiveNodes();
+    switch (random.Uniform(14)) {
+      case 0:
+      case 1:
+      case 2:
+      case 3:
+      case 4: {  // move a bucket
+        const NodeId to = active[random.Uniform(active.size())];
+        if (bucket.HasReplica(to)) break;
+        SpawnAdmin(sim, cluster, [id = bucket.id, to](coordinator::Coordinator& c) {
+          (void)c.MoveBucket(id, to);
+        });
+        break;
+      }
+      case 5:  // split
+        ++world.result.splits;
+        SpawnAdmin(sim, cluster, [id = bucket.id](coordinator::Coordinator& c) {
+          (void)c.SplitBucket(id);
+        });
+        break;
+      case 6: {  // merge with the right neighbour if both sit on the same node
+        const auto index = map->IndexOf(bucket.id);
+        if (!index.has_value() || *index + 1 >= buckets.size()) break;
+        const auto& right = buckets[*index + 1];
+        if (bucket.replicas != right.replicas) break;
+        SpawnAdmin(sim, cluster, [l = bucket.id, r = right.id](coordinator::Coordinator& c) {
+          (void)c.MergeBuckets(l, r);
+        });
+        break;
+      }
+      case 7: {  // add a node (at most 5 members)
+        if (world.members.size() >= 5) break;
+        const NodeId node(world.next_node++);
+        if (Status s = cluster.StartNode(node); !s.ok()) {
+          world.Fail(fmt::format("start of {} failed: {}", node.DebugString(), s.ToString()));
+          break;
+        }
+        world.members.insert(node);
+        SpawnAdmin(sim, cluster, [node](coordinator::Coordinator& c) { (void)c.AddNode(node); });
+        break;
+      }
+      case 8: {  // decommission a node (at least 2 active stay)
+        if (active.size() <= 2) break;
+        const NodeId node = active[random.Uniform(active.size())];
+        SpawnAdmin(sim, cluster, [node](coordinator::Coordinator& c) { (void)c.RemoveNode(node); });
+        break;
+      }
+      case 9:
+      case 10: {  // crash a node (the supervisor restarts it)
+        if (!world.options.crashes) break;
+        std::vector<NodeId> alive;
+        for (NodeId n : world.members) {
+          if (sim.IsAlive(Address::Node(n))) alive.push_back(n);
+        }
+        if (alive.empty()) break;
+        const NodeId victim = alive[random.Uniform(alive.size())];
+        ++world.result.crashes;
+        sim.Stop(Address::Node(victim));
+        break;
+      }
+      case 11:  // crash the coordinator
+        if (!world.options.crashes) break;
+        ++world.result.crashes;
+        cluster.CrashCoordinator();
+        break;
+      default:  // a quiet moment
+        break;
+    }
+  }
+}
+
+void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& cluster) {
+  if (Status s = cluster.Start(); !s.ok()) {
+    world.Fail(fmt::format("cluster start: {}", s.ToString()));
+    world.done = true;
+    return;
+  }
+  for (uint32_t i = 1; i <= 3; ++i) world.members.insert(NodeId(i));
+  client::Client admin(sim);
+  for (int attempt = 0; !world.collection_ready && attempt < 50; ++attempt) {
+    auto id = admin.OpenCollection("sim");
+    if (id.ok()) {
+      world.collection = *id;
+      world.collection_ready = true;
+    } else if (!sim.Sleep(100 * kMs).ok()) {
+      return;
+    }
+  }
+  if (!world.collection_ready) {
+    world.Fail("could not create the collection");
+    world.done = true;
+    return;
+  }
+  for (int c = 0; c < world.options.clients; ++c) {
+    sim.Spawn(Address::Client(static_cast<uint32_t>(c + 1)), "client",
+              [&sim, &world, c] { ClientLoop(sim, world, static_cast<uint32_t>(c + 1)); });
+  }
+  sim.Spawn(Address::Client(900), "supervisor", [&] { SupervisorLoop(sim, world, cluster); });
+  sim.Spawn(Address::Client(901), "safety", [&] { SafetyLoop(sim, world, cluster); });
+  sim.Spawn(Address::Client(902), "chaos", [&] { ChaosLoop(sim, world, cluster); });
+
+  (void)sim.Sleep(world.options.duration_us);
+  // Heal: no more chaos, no more loss; the supervisor restarts whatever is down.
+  world.stop_chaos = true;
+  sim.SetLoss(0);
+  for (int i = 0; i < 600; ++i) {
+    (void)sim.Sleep(100 * kMs);
+    auto coordinator = cluster.coordinator();
+    auto map = coordinator == nullptr ? nullptr : coordinator->map();
+    if (map != nullptr && coordinator->recovered() && map->TransitionCount() == 0 &&
+        sim.IsAlive(Address::Coordinator())) {
+      break;
+    }
+  }
+  world.stop_clients = true;
+  for (int i = 0; i < 600 && world.clients_running > 0; ++i) (void)sim.Sleep(100 * kMs);
+  if (world.clients_running > 0) world.Fail("clients did not stop");
+
+  // Final reads: recorded like any other operation, then one full query.
+  client::Client reader(sim);
+  std::set<std::string> live;
+  for (int k = 0; k < world.options.keys; ++k) {
+    const std::string key = fmt::format("k{}", k);
+    const Micros call = sim.Now();
+    auto got = reader.Get(world.collection, key);
+    const OpOutcome outcome = OutcomeOf(got.status());
+    auto handle = world.history.Begin(key, 999, OpKind::kGet, "", "", call);
+    if (outcome == OpOutcome::kUnknown) {
+      world.Fail(fmt::format("final read of {} failed: {}", key, got.status().ToString()));
+      world.history.EndUnknown(handle);
+    } else {
+      world.history.End(handle, outcome, got.ok() ? got->body : "", sim.Now());
+      if (got.ok()) live.insert(key);
+    }
+  }
+  client::QueryOptions query{.collection = world.collection, .filter = {}, .limit = 7, .cursor = ""};
+  std::map<std::string, int> seen;
+  for (int page = 0; page < 1000; ++page) {
+    auto result = reader.Query(query);
+    if (!result.ok()) {
+      world.Fail(fmt::format("final query failed: {}", result.status().ToString()));
+      break;
+    }
+    for (const auto& document : result->documents) ++seen[document.primary_key];
+    if (result->next_cursor.empty()) break;
+    query.cursor = result->next_cursor;
+  }
+  for (const auto& [key, count] : seen) {
+    if (count != 1) world.Fail(fmt::format("query returned {} {} times", key, count));
+    if (live.count(key) == 0) world.Fail(fmt::format("query returned absent {}", key));
+  }
+  for (const auto& key : live) {
+    if (seen.count(key) == 0) world.Fail(fmt::format("query missed {}", key));
+  }
+  if (auto coordinator = cluster.coordinator(); coordinator != nullptr) {
+    world.result.moves = coordinator->progress().committed;
+    world.result.aborted_moves = coordinator->progress().aborted;
+    if (std::getenv("SHOAL_SIM_VERBOSE") != nullptr) {
+      const auto p = coordinator->progress();
+      std::fprintf(stderr, "started %llu committed %llu aborted %llu\n",
+                   static_cast<unsigned long long>(p.started),
+                   static_cast<unsigned long long>(p.committed),
+                   static_cast<unsigned long long>(p.aborted));
+      for (const auto& reason : coordinator->progress().abort_reasons) {
+        std::fprintf(stderr, "abort: %s\n", reason.c_str());
+      }
+    }
+  }
+  if (Status s = cluster.StopAll(); !s.ok()) world.Fail(fmt::format("stop: {}", s.ToString()));
+  world.done = true;
+}
+
+}  // namespace
+
+ClusterSimResult RunClusterSim(const ClusterSimOptions& options) {
+  const std::string dir = fmt::format("{}/seed-{}", options.dir, options.seed);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  World world(options);
+  {
+    transport::SimRuntime sim(transport::SimOptions{
+        .seed = options.seed, .min_delay = 100, .max_delay = 3000, .loss = options.loss});
+    server::EmbeddedClusterOptions cluster_options;
+    cluster_options.data_dir = dir;
+    cluster_options.initial_nodes = 3;
+    cluster_options.buckets = 8;
+    cluster_options.sync = false;
+    cluster_options.coordinator.call_timeout = 500 * kMs;
+    cluster_options.coordinator.balance_interval = 300 * kMs;
+    cluster_options.coordinator.node_timeout = 2 * kSecond;
+    cluster_options.node.call_timeout = 500 * kMs;
+    cluster_options.node.fence_timeout = kSecond;
+    cluster_options.node.heartbeat_interval = 100 * kMs;
+    cluster_options.node.store.block_cache_bytes = 1u << 20;
+    cluster_options.node.store.write_buffer_bytes = 1u << 20;
+    cluster_options.node.store.background_jobs = 1;
+    cluster_options.node.exact_load_stats = true;
+    server::EmbeddedCluster cluster(sim, cluster_options);
+
+    sim.SetChaosHook([&world](const Address&, std::string_view) {
+      if (world.stop_chaos || !world.options.crashes) return false;
+      if (world.chaos_random.NextDouble() >= world.options.failpoint_crash_probability) {
+        return false;
+      }
+      ++world.result.crashes;
+      return true;
+    });
+    sim.Spawn(Address::Client(1000), "harness", [&] { Harness(sim, world, cluster); });
+    sim.RunUntil(options.duration_us + 300 * kSecond);
+    if (!world.done) world.Fail("the run did not finish within the simulated time limit");
+    world.done = true;
+    world.stop_clients = true;
+    world.stop_chaos = true;
+    sim.Shutdown();
+    (void)cluster.StopAll();
+    world.result.events = sim.events();
+  }
+  std::filesystem::remove_all(dir, ec);
+
+  if (world.failure.empty()) {
+    CheckOptions check;
+    check.timeout = std::chrono::milliseconds(10000);
+    const auto summary = world.history.CheckAll(check);
+    if (!summary.ok()) world.Fail(summary.DebugString());
+  }
+  world.result.ok = world.failure.empty();
+  if (!world.result.ok) {
+    world.result.failure = fmt::format("seed {}: {}", options.seed, world.failure);
+  }
+  return world.result;
+}
+
+}  // namespace shoal::sim

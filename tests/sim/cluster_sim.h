@@ -1,0 +1,41 @@
+#pragma once
+
+// One seeded run of the deterministic cluster simulation (ARCHITECTURE.md §4-§5): a coordinator
+// and storage nodes on SimRuntime, clients doing per-key register operations with unique values,
+// and chaos — bucket moves, splits, merges, node additions and removals, crashes and restarts of
+// nodes and of the coordinator, at random moments and at named failpoints of the move protocol,
+// with message delays, reordering and loss. Checked continuously: at most one node may
+// acknowledge a write to any sampled point; at the end: every key's history is linearizable
+// (which covers lost acknowledged writes and resurrected deletes) and one full query returns each
+// live key exactly once. The same seed replays the same run.
+
+#include <cstdint>
+#include <string>
+
+namespace shoal::sim {
+
+struct ClusterSimOptions {
+  uint64_t seed = 1;
+  std::string dir;  // scratch directory; the run uses dir/seed-N and removes it
+  int clients = 3;
+  int keys = 16;
+  int64_t duration_us = 6'000'000;  // simulated time of chaos and load
+  bool crashes = true;
+  double loss = 0.01;
+  double failpoint_crash_probability = 0.01;
+};
+
+struct ClusterSimResult {
+  bool ok = true;
+  std::string failure;  // what went wrong, with the seed
+  uint64_t operations = 0;
+  uint64_t moves = 0;  // committed
+  uint64_t aborted_moves = 0;
+  uint64_t crashes = 0;
+  uint64_t splits = 0;
+  uint64_t events = 0;
+};
+
+[[nodiscard]] ClusterSimResult RunClusterSim(const ClusterSimOptions& options);
+
+}  // namespace shoal::sim

@@ -1,0 +1,62 @@
+// The deterministic cluster simulation over many seeds (tests/sim/cluster_sim.h). A failure
+// prints its seed; `shoal sim --seed N` or SHOAL_SIM_FIRST_SEED=N with SHOAL_SIM_SEEDS=1 replays
+// it exactly.
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "tests/sim/cluster_sim.h"
+
+namespace shoal::sim {
+namespace {
+
+uint64_t EnvOr(const char* name, uint64_t fallback) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? fallback : std::strtoull(value, nullptr, 10);
+}
+
+std::string ScratchDir() {
+  const char* tmp = std::getenv("TMPDIR");
+  return std::string(tmp == nullptr ? "/tmp" : tmp) + "/shoal-sim-test-" +
+         std::to_string(::getpid());
+}
+
+TEST(ClusterSimTest, SameSeedReplaysTheSameRun) {
+  ClusterSimOptions options{.seed = 42, .dir = ScratchDir(), .duration_us = 2'000'000};
+  const ClusterSimResult a = RunClusterSim(options);
+  const ClusterSimResult b = RunClusterSim(options);
+  ASSERT_TRUE(a.ok) << a.failure;
+  EXPECT_EQ(a.events, b.events);
+  EXPECT_EQ(a.operations, b.operations);
+  EXPECT_EQ(a.moves, b.moves);
+  EXPECT_EQ(a.crashes, b.crashes);
+}
+
+TEST(ClusterSimTest, ManySeeds) {
+  const uint64_t first = EnvOr("SHOAL_SIM_FIRST_SEED", 1);
+  const uint64_t seeds = EnvOr("SHOAL_SIM_SEEDS", 200);
+  uint64_t operations = 0, moves = 0, crashes = 0, failures = 0;
+  for (uint64_t seed = first; seed < first + seeds; ++seed) {
+    ClusterSimOptions options{.seed = seed, .dir = ScratchDir()};
+    if (std::getenv("SHOAL_SIM_NO_CRASH") != nullptr) options.crashes = false;
+    const ClusterSimResult result = RunClusterSim(options);
+    operations += result.operations;
+    moves += result.moves;
+    crashes += result.crashes;
+    if (!result.ok) {
+      ++failures;
+      ADD_FAILURE() << result.failure;
+    }
+  }
+  std::printf("seeds %llu: operations %llu, committed moves %llu, crashes %llu, failures %llu\n",
+              static_cast<unsigned long long>(seeds), static_cast<unsigned long long>(operations),
+              static_cast<unsigned long long>(moves), static_cast<unsigned long long>(crashes),
+              static_cast<unsigned long long>(failures));
+  EXPECT_EQ(failures, 0u);
+  EXPECT_GT(moves, seeds);  // chaos and the balancer really move buckets
+}
+
+}  // namespace
+}  // namespace shoal::sim
