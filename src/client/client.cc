@@ -61,9 +61,9 @@ ClientCounters Client::counters() const {
 }
 
 Status Client::Refresh() {
-  SHOAL_ASSIGN_OR_RETURN(auto response, runtime_.Call(Address::Coordinator(),
-                                                      transport::GetMapRequest{},
-                                                      options_.call_timeout));
+  SHOAL_ASSIGN_OR_RETURN(
+      auto response,
+      runtime_.Call(Address::Coordinator(), transport::GetMapRequest{}, options_.call_timeout));
   SHOAL_ASSIGN_OR_RETURN(auto body, transport::BodyAs<transport::GetMapResponse>(response));
   std::lock_guard<std::mutex> lock(mu_);
   ++counters_.map_refreshes;
@@ -100,8 +100,8 @@ Status Client::Backoff(int attempt) {
   const transport::Micros cap =
       std::min(options_.max_backoff, options_.initial_backoff << std::min(attempt, 20));
   // Full jitter keeps retrying clients from moving in lockstep.
-  const auto wait = static_cast<transport::Micros>(runtime_.RandomU64() %
-                                                   static_cast<uint64_t>(cap + 1));
+  const auto wait =
+      static_cast<transport::Micros>(runtime_.RandomU64() % static_cast<uint64_t>(cap + 1));
   return runtime_.Sleep(wait);
 }
 
@@ -153,14 +153,15 @@ StatusOr<uint64_t> Client::Write(transport::WriteRequest request) {
       LearnRoute(response->route);
       continue;
     }
-    if (cluster_error == ClusterError::kNotServing || storage::Is(last, storage::ErrorReason::kUnavailable)) {
+    if (cluster_error == ClusterError::kNotServing ||
+        storage::Is(last, storage::ErrorReason::kUnavailable)) {
       SHOAL_RETURN_IF_ERROR(Backoff(attempt));
       continue;
     }
     return last;
   }
-  return UnavailableError(
-      fmt::format("gave up after {} attempts: {}", options_.max_attempts, std::string(last.message())));
+  return UnavailableError(fmt::format("gave up after {} attempts: {}", options_.max_attempts,
+                                      std::string(last.message())));
 }
 
 StatusOr<uint64_t> Client::Insert(CollectionId c, std::string_view pk, std::string_view json) {
@@ -221,14 +222,15 @@ StatusOr<storage::Document> Client::Get(CollectionId c, std::string_view pk) {
       LearnRoute(response->route);
       continue;
     }
-    if (cluster_error == ClusterError::kNotServing || storage::Is(last, storage::ErrorReason::kUnavailable)) {
+    if (cluster_error == ClusterError::kNotServing ||
+        storage::Is(last, storage::ErrorReason::kUnavailable)) {
       SHOAL_RETURN_IF_ERROR(Backoff(attempt));
       continue;
     }
     return last;
   }
-  return UnavailableError(
-      fmt::format("gave up after {} attempts: {}", options_.max_attempts, std::string(last.message())));
+  return UnavailableError(fmt::format("gave up after {} attempts: {}", options_.max_attempts,
+                                      std::string(last.message())));
 }
 
 StatusOr<QueryPage> Client::Query(const QueryOptions& options) {
@@ -245,9 +247,9 @@ StatusOr<QueryPage> Client::Query(const QueryOptions& options) {
     SHOAL_ASSIGN_OR_RETURN(cluster::ShardMapPtr map, CurrentMap());
     const cluster::BucketPlacement& bucket = map->Lookup(Point(point));
     // From the current position to the end of the bucket that holds it in this map.
-    storage::PointRange range =
-        bucket.range.end_is_max() ? storage::PointRange::From(point)
-                                  : *storage::PointRange::Make(point, bucket.range.end());
+    storage::PointRange range = bucket.range.end_is_max()
+                                    ? storage::PointRange::From(point)
+                                    : *storage::PointRange::Make(point, bucket.range.end());
     transport::ScanRequest request{
         .epoch = map->epoch(),
         .bucket = bucket.id,
@@ -256,8 +258,7 @@ StatusOr<QueryPage> Client::Query(const QueryOptions& options) {
         .filter = options.filter,
         .cursor = scan_cursor,
         .max_documents = static_cast<uint32_t>(options.limit - page.documents.size())};
-    auto response =
-        runtime_.Call(Address::Node(OwnerOf(bucket)), request, options_.call_timeout);
+    auto response = runtime_.Call(Address::Node(OwnerOf(bucket)), request, options_.call_timeout);
     Status status = response.ok() ? response->status : response.status();
     if (!status.ok()) {
       if (status.code() == StatusCode::kCancelled) return status;

@@ -79,8 +79,7 @@ class Client {
   [[nodiscard]] StatusOr<uint64_t> Delete(CollectionId c, std::string_view pk);
   // Writes iff the stored version equals `expected_version`.
   [[nodiscard]] StatusOr<uint64_t> CompareAndSet(CollectionId c, std::string_view pk,
-                                                 uint64_t expected_version,
-                                                 std::string_view json);
+                                                 uint64_t expected_version, std::string_view json);
   [[nodiscard]] StatusOr<storage::Document> Get(CollectionId c, std::string_view pk);
   [[nodiscard]] StatusOr<QueryPage> Query(const QueryOptions& options);
 

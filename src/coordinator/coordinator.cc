@@ -74,9 +74,9 @@ Status Coordinator::Load() {
   if (next.ok()) next_move_ = std::max<uint64_t>(1, ParseU64(next->value));
   SHOAL_ASSIGN_OR_RETURN(auto collections, store_.List(kCollectionPrefix));
   for (const auto& [key, value] : collections) {
-    collections_.push_back(storage::CollectionSpec{
-        .id = CollectionId(static_cast<uint32_t>(ParseU64(value.value))),
-        .name = key.substr(std::string_view(kCollectionPrefix).size())});
+    collections_.push_back(
+        storage::CollectionSpec{.id = CollectionId(static_cast<uint32_t>(ParseU64(value.value))),
+                                .name = key.substr(std::string_view(kCollectionPrefix).size())});
   }
   return OkStatus();
 }
@@ -89,9 +89,8 @@ Status Coordinator::Initialize(const std::vector<NodeId>& nodes, uint32_t bucket
   }
   SHOAL_ASSIGN_OR_RETURN(ShardMap initial,
                          ShardMap::Initial({.nodes = nodes, .bucket_count = bucket_count}));
-  SHOAL_ASSIGN_OR_RETURN(uint64_t version,
-                         store_.Put(kMapKey, cluster::EncodeShardMap(initial),
-                                    metadata::kMustNotExist));
+  SHOAL_ASSIGN_OR_RETURN(uint64_t version, store_.Put(kMapKey, cluster::EncodeShardMap(initial),
+                                                      metadata::kMustNotExist));
   std::lock_guard<std::mutex> lock(mu_);
   map_ = std::make_shared<const ShardMap>(std::move(initial));
   map_version_ = version;
@@ -275,27 +274,28 @@ Status Coordinator::AddNode(NodeId node) {
   joining_.insert(node);
   last_heartbeat_[node] = runtime_.Now();
   planner_idle_ = false;
+  ++admin_generation_;
   return OkStatus();
 }
 
 Status Coordinator::RemoveNode(NodeId node) {
-  SHOAL_RETURN_IF_ERROR(CommitEdit([&](const ShardMap& map, ShardMapEdit* edit) {
-                          const auto* info = map.FindNode(node);
-                          if (info == nullptr) {
-                            return NotFoundError(
-                                fmt::format("{} is not a member", node.DebugString()));
-                          }
-                          if (map.ActiveNodes().size() <= 1 &&
-                              info->state == cluster::NodeState::kActive) {
-                            return FailedPreconditionError("cannot remove the last active node");
-                          }
-                          if (info->state != cluster::NodeState::kLeaving) {
-                            edit->SetNodeState(node, cluster::NodeState::kLeaving);
-                          }
-                          return OkStatus();
-                        }).status());
+  SHOAL_RETURN_IF_ERROR(
+      CommitEdit([&](const ShardMap& map, ShardMapEdit* edit) {
+        const auto* info = map.FindNode(node);
+        if (info == nullptr) {
+          return NotFoundError(fmt::format("{} is not a member", node.DebugString()));
+        }
+        if (map.ActiveNodes().size() <= 1 && info->state == cluster::NodeState::kActive) {
+          return FailedPreconditionError("cannot remove the last active node");
+        }
+        if (info->state != cluster::NodeState::kLeaving) {
+          edit->SetNodeState(node, cluster::NodeState::kLeaving);
+        }
+        return OkStatus();
+      }).status());
   std::lock_guard<std::mutex> lock(mu_);
   planner_idle_ = false;
+  ++admin_generation_;
   return OkStatus();
 }
 
@@ -303,8 +303,7 @@ Status Coordinator::SplitBucket(BucketId bucket, std::optional<uint64_t> at) {
   return CommitEdit([&](const ShardMap& map, ShardMapEdit* edit) {
            const auto* placement = map.Find(bucket);
            if (placement == nullptr) return NotFoundError(bucket.DebugString());
-           edit->SplitBucket(bucket, at.value_or(placement->range.Midpoint()),
-                             map.NextBucketId());
+           edit->SplitBucket(bucket, at.value_or(placement->range.Midpoint()), map.NextBucketId());
            return OkStatus();
          })
       .status();
@@ -389,8 +388,7 @@ Status Coordinator::RunMove(BucketId bucket, NodeId destination) {
       CallNode(source, transport::ExportBucketRequest{.move = move, .bucket = bucket},
                options_.call_attempts);
   if (!exported_response.ok()) return fail(exported_response.status());
-  auto exported =
-      transport::BodyAs<transport::ExportBucketResponse>(std::move(*exported_response));
+  auto exported = transport::BodyAs<transport::ExportBucketResponse>(std::move(*exported_response));
   if (!exported.ok()) return fail(exported.status());
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -477,8 +475,8 @@ Status Coordinator::RunMove(BucketId bucket, NodeId destination) {
   }
   if (finished.ok() && options_.max_bytes_per_second > 0) {
     // Throttle: the next move of this task waits as long as this one's bytes take at the rate.
-    const auto pause = static_cast<transport::Micros>(
-        exported->exported.bytes * 1'000'000 / options_.max_bytes_per_second);
+    const auto pause = static_cast<transport::Micros>(exported->exported.bytes * 1'000'000 /
+                                                      options_.max_bytes_per_second);
     (void)runtime_.Sleep(pause);
   }
   return finished;
@@ -503,10 +501,11 @@ Status Coordinator::FinishCommitted(BucketId bucket, MoveId move) {
   }
   // Drop the source's copy. A source that stays down keeps garbage it never serves (its map
   // says so); the move is finished anyway.
-  auto dropped = CallNode(source,
-                          transport::DropBucketRequest{
-                              .epoch = map->epoch(), .move = move, .bucket = bucket, .range = range},
-                          options_.call_attempts);
+  auto dropped =
+      CallNode(source,
+               transport::DropBucketRequest{
+                   .epoch = map->epoch(), .move = move, .bucket = bucket, .range = range},
+               options_.call_attempts);
   if (!dropped.ok() && dropped.status().code() == StatusCode::kCancelled) return dropped.status();
   SHOAL_RETURN_IF_ERROR(runtime_.Failpoint("coordinator.before_done"));
   auto done = CommitEdit(
@@ -551,12 +550,11 @@ Status Coordinator::AbortMove(BucketId bucket, MoveId move, const Status& reason
   // The destination's staged data: best effort (it never serves it, and a new attempt drops the
   // range before ingesting).
   for (NodeId node : destination) {
-    auto dropped = CallNode(node,
-                            transport::DropBucketRequest{.epoch = (*aborted)->epoch(),
-                                                         .move = move,
-                                                         .bucket = bucket,
-                                                         .range = range},
-                            1);
+    auto dropped =
+        CallNode(node,
+                 transport::DropBucketRequest{
+                     .epoch = (*aborted)->epoch(), .move = move, .bucket = bucket, .range = range},
+                 1);
     if (!dropped.ok() && dropped.status().code() == StatusCode::kCancelled) {
       return dropped.status();
     }
@@ -662,10 +660,10 @@ StatusOr<PlanSummary> Coordinator::Plan(std::optional<NodeId> add, std::optional
       summary.plan.moves.push_back(move);
     }
   }
-  summary.estimated_seconds = static_cast<double>(summary.bytes) /
-                              static_cast<double>(options_.max_bytes_per_second > 0
-                                                      ? options_.max_bytes_per_second
-                                                      : 100u << 20);
+  summary.estimated_seconds =
+      static_cast<double>(summary.bytes) / static_cast<double>(options_.max_bytes_per_second > 0
+                                                                   ? options_.max_bytes_per_second
+                                                                   : 100u << 20);
   return summary;
 }
 
@@ -676,6 +674,11 @@ StatusOr<bool> Coordinator::Balanced() {
 }
 
 Status Coordinator::BalanceOnce() {
+  uint64_t generation;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    generation = admin_generation_;
+  }
   ShardMapPtr map = this->map();
   if (map == nullptr) return OkStatus();
   // A leaving node that holds nothing any more leaves the map.
@@ -713,7 +716,7 @@ Status Coordinator::BalanceOnce() {
                    });
   }
   std::lock_guard<std::mutex> lock(mu_);
-  planner_idle_ = idle && moving_.empty();
+  planner_idle_ = idle && moving_.empty() && generation == admin_generation_;
   return OkStatus();
 }
 

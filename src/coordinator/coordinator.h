@@ -67,9 +67,9 @@ struct MoveProgress {
   uint64_t aborted = 0;
   uint64_t finished = 0;
   uint64_t in_flight = 0;
-  uint64_t bytes_moved = 0;      // exported bytes of committed moves
-  uint64_t bytes_planned = 0;    // of moves started
-  std::vector<int64_t> fence_micros;  // fence to commit published, per committed move
+  uint64_t bytes_moved = 0;                   // exported bytes of committed moves
+  uint64_t bytes_planned = 0;                 // of moves started
+  std::vector<int64_t> fence_micros;          // fence to commit published, per committed move
   std::map<NodeId, int64_t> first_commit_to;  // time a node first received a bucket
   std::vector<std::string> abort_reasons;     // the latest few
 };
@@ -161,6 +161,8 @@ class Coordinator final : public transport::Service,
   bool auto_balance_ = true;
   bool recovered_ = false;
   bool planner_idle_ = false;
+  uint64_t admin_generation_ = 0;  // bumped by AddNode/RemoveNode: a round that saw an older
+                                   // map may not declare the cluster balanced
 };
 
 }  // namespace shoal::coordinator

@@ -175,9 +175,9 @@ bool StorageNode::CanAcknowledgeWrite(Point point) const {
 }
 
 Status StorageNode::RefreshMap() {
-  SHOAL_ASSIGN_OR_RETURN(auto response, runtime_.Call(Address::Coordinator(),
-                                                      transport::GetMapRequest{},
-                                                      options_.call_timeout));
+  SHOAL_ASSIGN_OR_RETURN(
+      auto response,
+      runtime_.Call(Address::Coordinator(), transport::GetMapRequest{}, options_.call_timeout));
   SHOAL_ASSIGN_OR_RETURN(auto body, transport::BodyAs<transport::GetMapResponse>(response));
   std::lock_guard<std::mutex> lock(mu_);
   InstallLocked(body.state);
@@ -414,9 +414,8 @@ StatusOr<const BucketPlacement*> StorageNode::MoveBucketLocked(BucketId bucket, 
       placement->transition->move != move) {
     return transport::MakeClusterError(
         transport::ClusterError::kStaleMove,
-        fmt::format("n{}: {} of {} is not in flight at {}", options_.id.value(),
-                    move.DebugString(), bucket.DebugString(),
-                    map_ ? map_->epoch().DebugString() : "no map"));
+        fmt::format("n{}: {} of {} is not in flight at {}", options_.id.value(), move.DebugString(),
+                    bucket.DebugString(), map_ ? map_->epoch().DebugString() : "no map"));
   }
   const auto& t = *placement->transition;
   if (!Contains(as_source ? t.source : t.destination, options_.id)) {
@@ -482,9 +481,8 @@ Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request
         if (Status s = store_->ObserveVersion(request.exported.max_version); !s.ok()) {
           return Response::Error(s);
         }
-        moves_[request.bucket] = MoveRecord{.move = request.move,
-                                            .source = false,
-                                            .applied_sequence = request.exported.sequence};
+        moves_[request.bucket] = MoveRecord{
+            .move = request.move, .source = false, .applied_sequence = request.exported.sequence};
         counters_.bytes_ingested += request.exported.bytes;
         return Response::Ok();
       }
@@ -560,12 +558,12 @@ Response StorageNode::HandleReadChanges(const transport::ReadChangesRequest& req
       std::lock_guard<std::mutex> lock(mu_);
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/true);
       if (placement.ok()) {
-        auto batch = store_->ReadChangesSince(ToPointRange((*placement)->range),
-                                              request.after_sequence,
-                                              std::max<uint32_t>(request.max_changes, 1));
+        auto batch =
+            store_->ReadChangesSince(ToPointRange((*placement)->range), request.after_sequence,
+                                     std::max<uint32_t>(request.max_changes, 1));
         if (!batch.ok()) return Response::Error(batch.status());
-        return Response::Ok(transport::ReadChangesResponse{
-            .changes = std::move(batch->changes), .next_sequence = batch->next_sequence});
+        return Response::Ok(transport::ReadChangesResponse{.changes = std::move(batch->changes),
+                                                           .next_sequence = batch->next_sequence});
       }
       if (attempt == 1) return Response::Error(placement.status());
     }
@@ -630,8 +628,7 @@ Response StorageNode::HandleDrop(const transport::DropBucketRequest& request) {
   moves_.erase(request.bucket);
   // Export files of the move are no longer needed.
   std::error_code ec;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(options_.data_dir + "/moves", ec)) {
+  for (const auto& entry : std::filesystem::directory_iterator(options_.data_dir + "/moves", ec)) {
     if (entry.path().filename().string().rfind(request.move.DebugString() + "-", 0) == 0) {
       std::filesystem::remove_all(entry.path(), ec);
     }
@@ -644,8 +641,7 @@ Response StorageNode::HandleLoad() {
   std::lock_guard<std::mutex> lock(mu_);
   if (map_ == nullptr) return Response::Ok(out);
   for (const BucketPlacement& bucket : map_->buckets()) {
-    if (RoleLocked(bucket) != LocalRole::kReadWrite &&
-        RoleLocked(bucket) != LocalRole::kLeaving) {
+    if (RoleLocked(bucket) != LocalRole::kReadWrite && RoleLocked(bucket) != LocalRole::kLeaving) {
       continue;
     }
     if (bucket.transition.has_value() && cluster::IsCommitted(bucket.transition->stage) &&

@@ -53,13 +53,15 @@ struct NodeOptions {
   std::string data_dir;  // the BucketStore lives in data_dir/store, move files in data_dir/moves
   storage::StoreOptions store;  // path is set from data_dir
   transport::Micros call_timeout = 2'000'000;
-  transport::Micros fence_timeout = 2'000'000;    // queued requests give up after this
+  transport::Micros fence_timeout = 2'000'000;  // queued requests give up after this
   transport::Micros heartbeat_interval = 200'000;
-  transport::Micros queue_poll = 500;             // re-check of a queued request
+  transport::Micros queue_poll = 500;  // re-check of a queued request
   uint32_t max_scan_documents = 1000;
-  // Bucket sizes for the balancer by an exact scan instead of engine estimates, which depend on
-  // background flushes (the simulation needs the same answer on every replay).
-  bool exact_load_stats = false;
+  // Bucket sizes for the balancer by an exact scan (the default) instead of engine estimates.
+  // The estimates count memtable data at several times its size and depend on background
+  // flushes, which made the balancer move buckets back and forth (and would break replay in
+  // the simulation). An exact scan costs a read of the node's data per balancer round.
+  bool exact_load_stats = true;
 };
 
 struct NodeCounters {

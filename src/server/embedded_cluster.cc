@@ -32,17 +32,15 @@ Status EmbeddedCluster::Start() {
 }
 
 Status EmbeddedCluster::StartCoordinator() {
-  SHOAL_ASSIGN_OR_RETURN(auto coordinator,
-                         coordinator::Coordinator::Open(runtime_, *metadata_, options_.coordinator));
+  SHOAL_ASSIGN_OR_RETURN(
+      auto coordinator, coordinator::Coordinator::Open(runtime_, *metadata_, options_.coordinator));
   coordinator->Start();
   std::lock_guard<std::mutex> lock(mu_);
   coordinator_ = std::move(coordinator);
   return OkStatus();
 }
 
-void EmbeddedCluster::CrashCoordinator() {
-  runtime_.Stop(transport::Address::Coordinator());
-}
+void EmbeddedCluster::CrashCoordinator() { runtime_.Stop(transport::Address::Coordinator()); }
 
 Status EmbeddedCluster::StartNode(NodeId id) {
   std::shared_ptr<node::StorageNode> old;

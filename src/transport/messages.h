@@ -210,11 +210,11 @@ struct BucketLoadResponse {
 
 struct Ack {};
 
-using Request = std::variant<WriteRequest, GetRequest, ScanRequest, GetMapRequest,
-                             InstallMapRequest, HeartbeatRequest, CreateCollectionRequest,
-                             ExportBucketRequest, IngestBucketRequest, CatchUpRequest,
-                             ReadChangesRequest, FenceRequest, DropBucketRequest,
-                             BucketLoadRequest>;
+using Request =
+    std::variant<WriteRequest, GetRequest, ScanRequest, GetMapRequest, InstallMapRequest,
+                 HeartbeatRequest, CreateCollectionRequest, ExportBucketRequest,
+                 IngestBucketRequest, CatchUpRequest, ReadChangesRequest, FenceRequest,
+                 DropBucketRequest, BucketLoadRequest>;
 
 using ResponseBody =
     std::variant<Ack, WriteResponse, GetResponse, ScanResponse, GetMapResponse, HeartbeatResponse,

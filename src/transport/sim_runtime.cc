@@ -119,8 +119,8 @@ StatusOr<Response> SimRuntime::Call(const Address& to, Request request, Micros t
     }
   }
   if (service == nullptr) {
-    return UnavailableError(fmt::format("{}: {} does not answer", RequestName(request),
-                                        to.DebugString()));
+    return UnavailableError(
+        fmt::format("{}: {} does not answer", RequestName(request), to.DebugString()));
   }
 
   const Address caller = task->acting;
@@ -133,8 +133,8 @@ StatusOr<Response> SimRuntime::Call(const Address& to, Request request, Micros t
   task->acting_incarnation = caller_incarnation;
   if (!Alive()) return CancelledError("process stopped");
   if (!callee_alive) {
-    return DeadlineExceededError(fmt::format("{}: {} stopped while handling it",
-                                             RequestName(request), to.DebugString()));
+    return DeadlineExceededError(
+        fmt::format("{}: {} stopped while handling it", RequestName(request), to.DebugString()));
   }
 
   const Micros reply_delay = Delay();

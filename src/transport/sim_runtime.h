@@ -90,9 +90,7 @@ class SimRuntime final : public Runtime {
     Micros time;
     uint64_t seq;
     Task* task;
-    bool operator>(const Event& o) const {
-      return time != o.time ? time > o.time : seq > o.seq;
-    }
+    bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
 
   // Parks the calling task until the scheduler resumes it at `wake_at`.

@@ -43,10 +43,9 @@ std::vector<std::string> Trace(uint64_t seed, double loss) {
     sim.Spawn(Address::Client(c), "client", [&sim, &trace, c] {
       for (int i = 0; i < 5; ++i) {
         auto r = sim.Call(Address::Node(NodeId(1)), Get(std::to_string(c * 100 + i)), 20000);
-        trace.push_back(
-            r.ok() ? std::get<GetResponse>(r->body).document.primary_key + "@" +
-                         std::to_string(sim.Now())
-                   : std::string(absl::StatusCodeToString(r.status().code())));
+        trace.push_back(r.ok() ? std::get<GetResponse>(r->body).document.primary_key + "@" +
+                                     std::to_string(sim.Now())
+                               : std::string(absl::StatusCodeToString(r.status().code())));
       }
     });
   }
@@ -96,9 +95,8 @@ TEST(SimRuntimeTest, LostMessagesTimeOut) {
 TEST(SimRuntimeTest, UnservedAddressIsUnavailable) {
   SimRuntime sim(SimOptions{});
   Status status;
-  sim.Spawn(Address::Client(1), "c", [&] {
-    status = sim.Call(Address::Node(NodeId(9)), Get("k"), 5000).status();
-  });
+  sim.Spawn(Address::Client(1), "c",
+            [&] { status = sim.Call(Address::Node(NodeId(9)), Get("k"), 5000).status(); });
   sim.RunUntil(1'000'000);
   EXPECT_EQ(status.code(), StatusCode::kUnavailable);
 }

@@ -115,8 +115,8 @@ StatusOr<Response> ThreadRuntime::Call(const Address& to, Request request, Micro
   context = saved;
   if (!Alive()) return CancelledError("process stopped");
   if (!callee_alive) {
-    return DeadlineExceededError(fmt::format("{}: {} stopped while handling it",
-                                             RequestName(request), to.DebugString()));
+    return DeadlineExceededError(
+        fmt::format("{}: {} stopped while handling it", RequestName(request), to.DebugString()));
   }
   (void)timeout;  // handlers run locally; a stopped callee is detected above
   return response;
@@ -166,7 +166,8 @@ Status ThreadRuntime::Failpoint(std::string_view name) {
 }
 
 ThreadRuntime::ScopedActor::ScopedActor(ThreadRuntime& runtime, const Address& who)
-    : saved_(context.acting), saved_incarnation_(context.incarnation),
+    : saved_(context.acting),
+      saved_incarnation_(context.incarnation),
       saved_runtime_(context.runtime) {
   context = Context{&runtime, who, runtime.IncarnationOf(who)};
 }

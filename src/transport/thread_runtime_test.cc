@@ -36,9 +36,8 @@ TEST(ThreadRuntimeTest, StopCancelsSleepingTasks) {
   const Address node = Address::Node(NodeId(1));
   runtime.Serve(node, std::make_shared<CountingService>());
   std::atomic<bool> cancelled{false};
-  runtime.Spawn(node, "sleeper", [&] {
-    cancelled = runtime.Sleep(60'000'000).code() == StatusCode::kCancelled;
-  });
+  runtime.Spawn(node, "sleeper",
+                [&] { cancelled = runtime.Sleep(60'000'000).code() == StatusCode::kCancelled; });
   runtime.Stop(node);
   runtime.Shutdown();
   EXPECT_TRUE(cancelled);

@@ -179,7 +179,8 @@ void SpawnAdmin(transport::SimRuntime& sim, server::EmbeddedCluster& cluster,
                 std::function<void(coordinator::Coordinator&)> fn) {
   auto coordinator = cluster.coordinator();
   if (coordinator == nullptr || !sim.IsAlive(Address::Coordinator())) return;
-  sim.Spawn(Address::Coordinator(), "admin", [coordinator, fn = std::move(fn)] { fn(*coordinator); });
+  sim.Spawn(Address::Coordinator(), "admin",
+            [coordinator, fn = std::move(fn)] { fn(*coordinator); });
 }
 
 void ChaosLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& cluster) {
@@ -208,9 +209,8 @@ void ChaosLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluster
       }
       case 5:  // split
         ++world.result.splits;
-        SpawnAdmin(sim, cluster, [id = bucket.id](coordinator::Coordinator& c) {
-          (void)c.SplitBucket(id);
-        });
+        SpawnAdmin(sim, cluster,
+                   [id = bucket.id](coordinator::Coordinator& c) { (void)c.SplitBucket(id); });
         break;
       case 6: {  // merge with the right neighbour if both sit on the same node
         const auto index = map->IndexOf(bucket.id);
@@ -327,7 +327,8 @@ void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& 
       if (got.ok()) live.insert(key);
     }
   }
-  client::QueryOptions query{.collection = world.collection, .filter = {}, .limit = 7, .cursor = ""};
+  client::QueryOptions query{
+      .collection = world.collection, .filter = {}, .limit = 7, .cursor = ""};
   std::map<std::string, int> seen;
   for (int page = 0; page < 1000; ++page) {
     auto result = reader.Query(query);
@@ -388,6 +389,7 @@ ClusterSimResult RunClusterSim(const ClusterSimOptions& options) {
     cluster_options.node.store.block_cache_bytes = 1u << 20;
     cluster_options.node.store.write_buffer_bytes = 1u << 20;
     cluster_options.node.store.background_jobs = 1;
+    cluster_options.node.store.sync_interval = std::chrono::milliseconds(0);  // no sync thread
     cluster_options.node.exact_load_stats = true;
     server::EmbeddedCluster cluster(sim, cluster_options);
 

@@ -6,12 +6,14 @@
 
 #include "tools/shoal/demo.h"
 #include "tools/shoal/partition_sim.h"
+#include "tools/shoal/sim_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Shoal: an elastic, sharded document and key-value store"};
   app.require_subcommand(1);
   shoal::tools::AddPartitionSimCommand(app);
   shoal::tools::AddDemoCommand(app);
+  shoal::tools::AddSimCommand(app);
   try {
     CLI11_PARSE(app, argc, argv);
   } catch (const std::exception& e) {

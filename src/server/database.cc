@@ -1,0 +1,164 @@
+// The public API of include/shoal/shoal.h over an embedded cluster on ThreadRuntime.
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "include/shoal/shoal.h"
+#include "src/client/client.h"
+#include "src/server/embedded_cluster.h"
+#include "src/transport/thread_runtime.h"
+
+namespace shoal {
+
+struct Collection::Impl {
+  client::Client* client;
+  CollectionId id;
+};
+
+struct Database::Impl {
+  transport::ThreadRuntime runtime;
+  std::unique_ptr<server::EmbeddedCluster> cluster;
+  std::unique_ptr<client::Client> client;
+  std::mutex mu;
+  uint32_t next_node = 0;
+  bool closed = false;
+};
+
+namespace {
+
+StatusOr<storage::FieldValue> ParseLiteral(const std::string& text) {
+  const auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) {
+    return InvalidArgumentError(fmt::format("not a JSON literal: {}", text));
+  }
+  if (json.is_null()) return storage::FieldValue(nullptr);
+  if (json.is_boolean()) return storage::FieldValue(json.get<bool>());
+  if (json.is_number_integer()) return storage::FieldValue(json.get<int64_t>());
+  if (json.is_number()) return storage::FieldValue(json.get<double>());
+  if (json.is_string()) return storage::FieldValue(json.get<std::string>());
+  return InvalidArgumentError(fmt::format("filters compare with scalars only: {}", text));
+}
+
+storage::CompareOp ToCompareOp(Op op) {
+  switch (op) {
+    case Op::kEq:
+      return storage::CompareOp::kEq;
+    case Op::kNe:
+      return storage::CompareOp::kNe;
+    case Op::kLt:
+      return storage::CompareOp::kLt;
+    case Op::kLe:
+      return storage::CompareOp::kLe;
+    case Op::kGt:
+      return storage::CompareOp::kGt;
+    case Op::kGe:
+      return storage::CompareOp::kGe;
+  }
+  return storage::CompareOp::kEq;
+}
+
+Document ToPublic(storage::Document d) {
+  return Document{.key = std::move(d.primary_key), .json = std::move(d.body), .version = d.version};
+}
+
+}  // namespace
+
+StatusOr<uint64_t> Collection::Insert(std::string_view key, std::string_view json) {
+  return impl_->client->Insert(impl_->id, key, json);
+}
+StatusOr<uint64_t> Collection::Update(std::string_view key, std::string_view json) {
+  return impl_->client->Update(impl_->id, key, json);
+}
+StatusOr<uint64_t> Collection::Upsert(std::string_view key, std::string_view json) {
+  return impl_->client->Upsert(impl_->id, key, json);
+}
+StatusOr<uint64_t> Collection::Delete(std::string_view key) {
+  return impl_->client->Delete(impl_->id, key);
+}
+StatusOr<uint64_t> Collection::CompareAndSet(std::string_view key, uint64_t expected_version,
+                                             std::string_view json) {
+  return impl_->client->CompareAndSet(impl_->id, key, expected_version, json);
+}
+StatusOr<Document> Collection::Get(std::string_view key) {
+  SHOAL_ASSIGN_OR_RETURN(storage::Document document, impl_->client->Get(impl_->id, key));
+  return ToPublic(std::move(document));
+}
+StatusOr<QueryPage> Collection::Query(const QueryOptions& options) {
+  client::QueryOptions query{
+      .collection = impl_->id, .filter = {}, .limit = options.limit, .cursor = options.cursor};
+  for (const Condition& condition : options.filter) {
+    SHOAL_ASSIGN_OR_RETURN(storage::FieldValue value, ParseLiteral(condition.json_value));
+    query.filter.all_of.push_back(storage::FieldPredicate{
+        .path = condition.path, .op = ToCompareOp(condition.op), .value = std::move(value)});
+  }
+  SHOAL_ASSIGN_OR_RETURN(client::QueryPage page, impl_->client->Query(query));
+  QueryPage out;
+  out.next_cursor = std::move(page.next_cursor);
+  for (auto& document : page.documents) out.documents.push_back(ToPublic(std::move(document)));
+  return out;
+}
+
+Database::Database(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Database::~Database() { (void)Close(); }
+
+StatusOr<std::unique_ptr<Database>> Database::OpenEmbedded(const EmbeddedOptions& options) {
+  if (options.data_dir.empty()) return InvalidArgumentError("data_dir is required");
+  if (options.nodes == 0 || options.buckets == 0) {
+    return InvalidArgumentError("a cluster needs at least one node and one bucket");
+  }
+  auto impl = std::make_unique<Impl>();
+  server::EmbeddedClusterOptions cluster;
+  cluster.data_dir = options.data_dir;
+  cluster.initial_nodes = options.nodes;
+  cluster.buckets = options.buckets;
+  cluster.sync = options.sync;
+  impl->cluster = std::make_unique<server::EmbeddedCluster>(impl->runtime, cluster);
+  SHOAL_RETURN_IF_ERROR(impl->cluster->Start());
+  // A reopened cluster may have more nodes than `nodes`: start every member of its map.
+  auto map = impl->cluster->coordinator()->map();
+  uint32_t highest = options.nodes;
+  for (const auto& node : map->nodes()) {
+    highest = std::max(highest, node.id.value());
+    if (impl->cluster->node(node.id) == nullptr) {
+      SHOAL_RETURN_IF_ERROR(impl->cluster->StartNode(node.id));
+    }
+  }
+  impl->next_node = highest + 1;
+  impl->client = std::make_unique<client::Client>(impl->runtime);
+  SHOAL_RETURN_IF_ERROR(impl->client->Refresh());
+  return std::unique_ptr<Database>(new Database(std::move(impl)));
+}
+
+StatusOr<Collection> Database::GetCollection(std::string_view name) {
+  SHOAL_ASSIGN_OR_RETURN(CollectionId id, impl_->client->OpenCollection(name));
+  return Collection(std::make_shared<Collection::Impl>(Collection::Impl{impl_->client.get(), id}));
+}
+
+StatusOr<uint32_t> Database::AddNode() {
+  uint32_t id;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    id = impl_->next_node++;
+  }
+  SHOAL_RETURN_IF_ERROR(impl_->cluster->AddNode(NodeId(id)));
+  return id;
+}
+
+Status Database::RemoveNode(uint32_t node) {
+  return impl_->cluster->coordinator()->RemoveNode(NodeId(node));
+}
+
+Status Database::Close() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->closed) return OkStatus();
+    impl_->closed = true;
+  }
+  Status status = impl_->cluster->StopAll();
+  impl_->runtime.Shutdown();
+  return status;
+}
+
+}  // namespace shoal

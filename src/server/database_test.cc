@@ -1,0 +1,91 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "include/shoal/shoal.h"
+
+namespace shoal {
+namespace {
+
+std::string TempDir(const std::string& name) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp == nullptr ? "/tmp" : tmp) + "/shoal-db-test-" +
+                    std::to_string(::getpid()) + "-" + name;
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+TEST(DatabaseTest, DocumentsQueriesAndReopen) {
+  const std::string dir = TempDir("basic");
+  {
+    auto db = Database::OpenEmbedded({.data_dir = dir, .nodes = 2, .buckets = 8, .sync = false});
+    ASSERT_TRUE(db.ok()) << db.status();
+    auto users = (*db)->GetCollection("users");
+    ASSERT_TRUE(users.ok()) << users.status();
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_TRUE(users->Insert("u" + std::to_string(i),
+                                R"({"age": )" + std::to_string(i) + R"(, "city": "Paris"})")
+                      .ok());
+    }
+    EXPECT_EQ(users->Insert("u1", "{}").status().code(), StatusCode::kAlreadyExists);
+    EXPECT_EQ(users->Update("nobody", "{}").status().code(), StatusCode::kNotFound);
+    EXPECT_EQ(users->Insert("bad", "{not json").status().code(), StatusCode::kInvalidArgument);
+    auto got = users->Get("u7");
+    ASSERT_TRUE(got.ok());
+    EXPECT_NE(got->json.find("\"age\": 7"), std::string::npos);
+    EXPECT_EQ(users->CompareAndSet("u7", got->version + 1000, "{}").status().code(),
+              StatusCode::kFailedPrecondition);
+    ASSERT_TRUE(users->CompareAndSet("u7", got->version, R"({"age": 70})").ok());
+    ASSERT_TRUE(users->Delete("u8").ok());
+
+    // Filtered query, paged: every match exactly once.
+    QueryOptions query{.filter = {{"age", Op::kGe, "40"}}, .limit = 3, .cursor = ""};
+    std::set<std::string> seen;
+    for (int page = 0; page < 100; ++page) {
+      auto result = users->Query(query);
+      ASSERT_TRUE(result.ok()) << result.status();
+      for (const auto& d : result->documents) EXPECT_TRUE(seen.insert(d.key).second) << d.key;
+      if (result->next_cursor.empty()) break;
+      query.cursor = result->next_cursor;
+    }
+    EXPECT_EQ(seen.size(), 11u);  // 40..49 and u7 (70)
+    EXPECT_EQ(users->Query({.filter = {{"age", Op::kGe, "{"}}, .limit = 3, .cursor = ""})
+                  .status()
+                  .code(),
+              StatusCode::kInvalidArgument);
+
+    // A third node: buckets move to it in the background while the data stays readable.
+    auto added = (*db)->AddNode();
+    ASSERT_TRUE(added.ok()) << added.status();
+    for (int i = 0; i < 50; ++i) {
+      if (i == 8) continue;
+      ASSERT_TRUE(users->Get("u" + std::to_string(i)).ok()) << i;
+    }
+    ASSERT_TRUE((*db)->Close().ok());
+  }
+  {
+    auto db = Database::OpenEmbedded({.data_dir = dir, .nodes = 2, .buckets = 8, .sync = false});
+    ASSERT_TRUE(db.ok()) << db.status();
+    auto users = (*db)->GetCollection("users");
+    ASSERT_TRUE(users.ok());
+    auto got = users->Get("u7");
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->json, R"({"age": 70})");
+    EXPECT_EQ(users->Get("u8").status().code(), StatusCode::kNotFound);
+    EXPECT_TRUE(users->Get("u49").ok());
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DatabaseTest, BadOptionsAreRejected) {
+  EXPECT_EQ(Database::OpenEmbedded({.data_dir = ""}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(Database::OpenEmbedded({.data_dir = TempDir("bad"), .nodes = 0}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace shoal
