@@ -51,7 +51,11 @@ uint64_t ParseU64(std::string_view text) {
 
 Coordinator::Coordinator(transport::Runtime& runtime, metadata::MetadataStore& store,
                          const CoordinatorOptions& options)
-    : runtime_(runtime), store_(store), options_(options), auto_balance_(options.auto_balance) {}
+    : runtime_(runtime),
+      store_(store),
+      options_(options),
+      started_(runtime.Now()),
+      auto_balance_(options.auto_balance) {}
 
 StatusOr<std::shared_ptr<Coordinator>> Coordinator::Open(transport::Runtime& runtime,
                                                          metadata::MetadataStore& store,
@@ -132,8 +136,9 @@ void Coordinator::SetAutoBalance(bool enabled) {
 
 bool Coordinator::IsDown(NodeId node) const {
   auto it = last_heartbeat_.find(node);
-  // A node never heard from by this incarnation gets the benefit of the doubt for one timeout.
-  const transport::Micros seen = it == last_heartbeat_.end() ? 0 : it->second;
+  // A node never heard from by this incarnation gets the benefit of the doubt for one timeout
+  // from the coordinator's start.
+  const transport::Micros seen = it == last_heartbeat_.end() ? started_ : it->second;
   return runtime_.Now() - seen > options_.node_timeout;
 }
 

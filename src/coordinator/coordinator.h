@@ -147,6 +147,7 @@ class Coordinator final : public transport::Service,
   transport::Runtime& runtime_;
   metadata::MetadataStore& store_;
   const CoordinatorOptions options_;
+  const transport::Micros started_;  // node liveness is judged from here on
 
   mutable std::mutex mu_;  // guards everything below
   std::mutex edit_mu_;     // serializes CommitEdit

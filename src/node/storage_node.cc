@@ -460,6 +460,7 @@ Response StorageNode::HandleExport(const transport::ExportBucketRequest& request
 
 Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request) {
   for (int attempt = 0; attempt < 2; ++attempt) {
+    bool ingested = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
@@ -484,9 +485,16 @@ Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request
         moves_[request.bucket] = MoveRecord{
             .move = request.move, .source = false, .applied_sequence = request.exported.sequence};
         counters_.bytes_ingested += request.exported.bytes;
-        return Response::Ok();
+        ingested = true;
+      } else if (attempt == 1) {
+        return Response::Error(placement.status());
       }
-      if (attempt == 1) return Response::Error(placement.status());
+    }
+    if (ingested) {
+      if (Status s = runtime_.Failpoint("destination.after_ingest"); !s.ok()) {
+        return Response::Error(s);
+      }
+      return Response::Ok();
     }
     if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
   }
@@ -536,6 +544,9 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
       counters_.changes_applied += changes->changes.size();
     }
     applied += changes->changes.size();
+    if (Status s = runtime_.Failpoint("destination.after_apply"); !s.ok()) {
+      return Response::Error(s);
+    }
     const bool progressed = changes->next_sequence > read.after_sequence;
     if (request.until_sequence.has_value()) {
       if (position >= *request.until_sequence) break;

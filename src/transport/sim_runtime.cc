@@ -17,6 +17,7 @@ struct SimRuntime::Task {
   std::condition_variable cv;
   bool scheduled = false;
   bool finished = false;
+  uint64_t wake_generation = 0;  // events of older generations are stale (woken early by Stop)
   std::thread thread;
 };
 
@@ -62,7 +63,7 @@ Micros SimRuntime::Now() const {
 void SimRuntime::Yield(Micros wake_at) {
   Task* task = Current();
   std::unique_lock<std::mutex> lock(mu_);
-  queue_.push(Event{std::max(wake_at, now_), seq_++, task});
+  queue_.push(Event{std::max(wake_at, now_), seq_++, task, task->wake_generation});
   task->scheduled = false;
   running_ = nullptr;
   scheduler_cv_.notify_one();
@@ -163,7 +164,7 @@ void SimRuntime::Spawn(const Address& owner, std::string name, std::function<voi
     running_ = nullptr;
     scheduler_cv_.notify_one();
   });
-  queue_.push(Event{now_, seq_++, raw});
+  queue_.push(Event{now_, seq_++, raw, raw->wake_generation});
   tasks_.push_back(std::move(task));
 }
 
@@ -180,6 +181,13 @@ void SimRuntime::Stop(const Address& self) {
   Process& process = ProcessLocked(self);
   process.alive = false;
   process.service = nullptr;
+  // Wake the process's parked tasks now, so that they see kCancelled at once instead of at their
+  // planned wake-up (their old events become stale). Deterministic: Stop runs in a task.
+  for (auto& task : tasks_) {
+    if (task->finished || task->scheduled || task->acting != self) continue;
+    ++task->wake_generation;
+    queue_.push(Event{now_, seq_++, task.get(), task->wake_generation});
+  }
 }
 
 Address SimRuntime::Self() const { return Current()->acting; }
@@ -210,6 +218,7 @@ bool SimRuntime::RunUntil(Micros deadline) {
     const Event event = queue_.top();
     if (event.time > deadline) return true;
     queue_.pop();
+    if (event.generation != event.task->wake_generation) continue;  // woken early by Stop
     now_ = std::max(now_, event.time);
     ++events_;
     running_ = event.task;

@@ -90,6 +90,7 @@ class SimRuntime final : public Runtime {
     Micros time;
     uint64_t seq;
     Task* task;
+    uint64_t generation;
     bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
 

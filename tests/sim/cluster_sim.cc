@@ -383,6 +383,12 @@ ClusterSimResult RunClusterSim(const ClusterSimOptions& options) {
     cluster_options.coordinator.call_timeout = 500 * kMs;
     cluster_options.coordinator.balance_interval = 300 * kMs;
     cluster_options.coordinator.node_timeout = 2 * kSecond;
+    // Odd seeds also split and merge by size on their own (paper 001 §3.1 bounded partitions).
+    const bool auto_split = options.seed % 2 == 1;
+    cluster_options.coordinator.split_bytes =
+        options.split_bytes != 0 ? options.split_bytes : (auto_split ? 400 : 0);
+    cluster_options.coordinator.merge_bytes =
+        options.merge_bytes != 0 ? options.merge_bytes : (auto_split ? 150 : 0);
     cluster_options.node.call_timeout = 500 * kMs;
     cluster_options.node.fence_timeout = kSecond;
     cluster_options.node.heartbeat_interval = 100 * kMs;
@@ -393,12 +399,14 @@ ClusterSimResult RunClusterSim(const ClusterSimOptions& options) {
     cluster_options.node.exact_load_stats = true;
     server::EmbeddedCluster cluster(sim, cluster_options);
 
-    sim.SetChaosHook([&world](const Address&, std::string_view) {
+    sim.SetChaosHook([&world](const Address&, std::string_view name) {
+      ++world.result.failpoint_hits[std::string(name)];
       if (world.stop_chaos || !world.options.crashes) return false;
       if (world.chaos_random.NextDouble() >= world.options.failpoint_crash_probability) {
         return false;
       }
       ++world.result.crashes;
+      ++world.result.failpoint_crashes[std::string(name)];
       return true;
     });
     sim.Spawn(Address::Client(1000), "harness", [&] { Harness(sim, world, cluster); });

@@ -10,6 +10,7 @@
 // live key exactly once. The same seed replays the same run.
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace shoal::sim {
@@ -23,6 +24,10 @@ struct ClusterSimOptions {
   bool crashes = true;
   double loss = 0.01;
   double failpoint_crash_probability = 0.01;
+  // Automatic split above / merge below these bucket sizes (bytes); 0 = off. RunClusterSim turns
+  // them on for odd seeds unless set.
+  uint64_t split_bytes = 0;
+  uint64_t merge_bytes = 0;
 };
 
 struct ClusterSimResult {
@@ -34,6 +39,8 @@ struct ClusterSimResult {
   uint64_t crashes = 0;
   uint64_t splits = 0;
   uint64_t events = 0;
+  std::map<std::string, uint64_t> failpoint_hits;     // named failpoints reached
+  std::map<std::string, uint64_t> failpoint_crashes;  // ... and crashed at
 };
 
 [[nodiscard]] ClusterSimResult RunClusterSim(const ClusterSimOptions& options);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 #include <string>
 
 namespace shoal::sim {
@@ -38,6 +39,7 @@ TEST(ClusterSimTest, ManySeeds) {
   const uint64_t first = EnvOr("SHOAL_SIM_FIRST_SEED", 1);
   const uint64_t seeds = EnvOr("SHOAL_SIM_SEEDS", EnvOr("SHOAL_SIM_DEFAULT_SEEDS", 200));
   uint64_t operations = 0, moves = 0, crashes = 0, failures = 0;
+  std::map<std::string, uint64_t> hits, crashed_at;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     ClusterSimOptions options{.seed = seed, .dir = ScratchDir()};
     if (std::getenv("SHOAL_SIM_NO_CRASH") != nullptr) options.crashes = false;
@@ -45,6 +47,8 @@ TEST(ClusterSimTest, ManySeeds) {
     operations += result.operations;
     moves += result.moves;
     crashes += result.crashes;
+    for (const auto& [name, n] : result.failpoint_hits) hits[name] += n;
+    for (const auto& [name, n] : result.failpoint_crashes) crashed_at[name] += n;
     if (!result.ok) {
       ++failures;
       ADD_FAILURE() << result.failure;
@@ -54,7 +58,22 @@ TEST(ClusterSimTest, ManySeeds) {
               static_cast<unsigned long long>(seeds), static_cast<unsigned long long>(operations),
               static_cast<unsigned long long>(moves), static_cast<unsigned long long>(crashes),
               static_cast<unsigned long long>(failures));
+  for (const auto& [name, n] : hits) {
+    std::printf("  failpoint %-28s reached %6llu, crashed at %4llu\n", name.c_str(),
+                static_cast<unsigned long long>(n),
+                static_cast<unsigned long long>(crashed_at[name]));
+  }
   EXPECT_EQ(failures, 0u);
+  if (seeds >= 50) {
+    // Every named step of a move was reached, and crashed at, somewhere in the run.
+    for (const char* name :
+         {"coordinator.after_begin", "coordinator.after_export", "coordinator.after_ingest",
+          "coordinator.before_fence", "coordinator.before_commit", "coordinator.after_commit",
+          "coordinator.before_done", "source.after_fence", "destination.after_ingest",
+          "destination.after_apply"}) {
+      EXPECT_GT(crashed_at[name], 0u) << name;
+    }
+  }
   EXPECT_GT(moves, 0u);  // chaos and the balancer really move buckets
 }
 

@@ -1,0 +1,354 @@
+// Unit tests of the Client against an EmbeddedCluster (coordinator, metadata store, three
+// storage nodes) on a SimRuntime without loss: single-key semantics and error reasons, routing
+// with a stale map across moves, and queries that return each document exactly once while
+// buckets move (docs/design/cluster.md, "Client").
+
+#include "src/client/client.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "src/coordinator/coordinator.h"
+#include "src/server/embedded_cluster.h"
+#include "src/storage/errors.h"
+#include "src/transport/sim_runtime.h"
+
+namespace shoal::client {
+namespace {
+
+using cluster::ShardMapPtr;
+using storage::ErrorReason;
+using transport::Address;
+using transport::Micros;
+
+constexpr Micros kMs = 1000;
+constexpr Micros kSecond = 1'000'000;
+
+std::string Key(int i) { return fmt::format("d{}", i); }
+std::string Body(int i) { return fmt::format(R"({{"i":{}}})", i); }
+
+class ClientTest : public ::testing::Test {
+ protected:
+  ClientTest()
+      : sim_(transport::SimOptions{.seed = 5, .min_delay = 100, .max_delay = 300, .loss = 0}) {
+    static std::atomic<int> counter{0};
+    dir_ = (std::filesystem::temp_directory_path() /
+            fmt::format("shoal-client-test-{}-{}", getpid(), counter++))
+               .string();
+  }
+
+  ~ClientTest() override {
+    sim_.Shutdown();
+    client_.reset();
+    cluster_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // Starts the cluster (no balancer) on a task, opens the collection, runs `body`, closes.
+  void Run(const std::function<void()>& body) {
+    server::EmbeddedClusterOptions options;
+    options.data_dir = dir_;
+    options.initial_nodes = 3;
+    options.buckets = 8;
+    options.sync = false;
+    options.coordinator.auto_balance = false;
+    options.coordinator.call_timeout = 200 * kMs;
+    options.node.call_timeout = 200 * kMs;
+    options.node.fence_timeout = 500 * kMs;
+    options.node.heartbeat_interval = 50 * kMs;
+    options.node.store.block_cache_bytes = 1u << 20;
+    options.node.store.write_buffer_bytes = 1u << 20;
+    options.node.store.background_jobs = 1;
+    options.node.store.sync_interval = std::chrono::milliseconds(0);
+    cluster_ = std::make_unique<server::EmbeddedCluster>(sim_, options);
+    client_ = std::make_unique<Client>(sim_);
+    bool finished = false;
+    sim_.Spawn(Address::Client(1), "test", [&] {
+      if (Status s = cluster_->Start(); !s.ok()) {
+        ADD_FAILURE() << "start: " << s;
+      } else if (auto collection = client_->OpenCollection("docs"); !collection.ok()) {
+        ADD_FAILURE() << "collection: " << collection.status();
+      } else {
+        collection_ = *collection;
+        body();
+      }
+      EXPECT_TRUE(cluster_->StopAll().ok());
+      finished = true;
+    });
+    sim_.RunUntil(3600 * kSecond);
+    EXPECT_TRUE(finished) << "the test task did not finish";
+  }
+
+  coordinator::Coordinator& coordinator() { return *cluster_->coordinator(); }
+
+  void Load(int documents) {
+    for (int i = 0; i < documents; ++i) {
+      auto written = client_->Insert(collection_, Key(i), Body(i));
+      ASSERT_TRUE(written.ok()) << Key(i) << ": " << written.status();
+    }
+  }
+
+  // Runs `fn` on a task of the coordinator process and waits for it.
+  Status Admin(std::function<Status(coordinator::Coordinator&)> fn) {
+    struct State {
+      bool done = false;
+      Status status;
+    };
+    auto state = std::make_shared<State>();
+    std::shared_ptr<coordinator::Coordinator> c = cluster_->coordinator();
+    sim_.Spawn(Address::Coordinator(), "admin", [c, fn = std::move(fn), state] {
+      state->status = fn(*c);
+      state->done = true;
+    });
+    while (!state->done) {
+      if (!sim_.Sleep(kMs).ok()) return CancelledError("test task stopped");
+    }
+    return state->status;
+  }
+
+  // Moves `bucket` to the next node (in id order) that does not hold it.
+  Status MoveToNextNode(BucketId bucket) {
+    ShardMapPtr map = coordinator().map();
+    const cluster::BucketPlacement* placement = map->Find(bucket);
+    if (placement == nullptr) return NotFoundError(bucket.DebugString());
+    const uint32_t from = placement->replicas.front().value();
+    const NodeId to(from % 3 + 1);
+    return Admin([bucket, to](coordinator::Coordinator& c) { return c.MoveBucket(bucket, to); });
+  }
+
+  transport::SimRuntime sim_;
+  std::string dir_;
+  std::unique_ptr<server::EmbeddedCluster> cluster_;
+  std::unique_ptr<Client> client_;
+  CollectionId collection_;
+};
+
+TEST_F(ClientTest, SingleKeyOperationsAndTheirErrorReasons) {
+  Run([&] {
+    const CollectionId c = collection_;
+    // Insert, then a second insert of the same key.
+    auto v1 = client_->Insert(c, "a", R"({"n":1})");
+    ASSERT_TRUE(v1.ok()) << v1.status();
+    EXPECT_GT(*v1, 0u);
+    auto again = client_->Insert(c, "a", R"({"n":2})");
+    EXPECT_TRUE(storage::Is(again, ErrorReason::kDuplicate)) << again.status();
+    EXPECT_EQ(again.status().code(), StatusCode::kAlreadyExists);
+    auto got = client_->Get(c, "a");
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->body, R"({"n":1})");
+    EXPECT_EQ(got->version, *v1);
+    EXPECT_EQ(got->primary_key, "a");
+
+    // Update needs a live document.
+    auto v2 = client_->Update(c, "a", R"({"n":3})");
+    ASSERT_TRUE(v2.ok()) << v2.status();
+    EXPECT_GT(*v2, *v1);
+    EXPECT_TRUE(storage::Is(client_->Update(c, "missing", R"({"n":0})"), ErrorReason::kNotFound));
+
+    // Upsert creates or replaces.
+    auto u1 = client_->Upsert(c, "b", R"({"n":4})");
+    ASSERT_TRUE(u1.ok()) << u1.status();
+    auto u2 = client_->Upsert(c, "b", R"({"n":5})");
+    ASSERT_TRUE(u2.ok()) << u2.status();
+    EXPECT_GT(*u2, *u1);
+    EXPECT_EQ(client_->Get(c, "b")->body, R"({"n":5})");
+
+    // CompareAndSet on the version read; a stale version fails and changes nothing.
+    auto cas = client_->CompareAndSet(c, "a", *v2, R"({"n":6})");
+    ASSERT_TRUE(cas.ok()) << cas.status();
+    EXPECT_GT(*cas, *v2);
+    auto stale = client_->CompareAndSet(c, "a", *v2, R"({"n":7})");
+    EXPECT_TRUE(storage::Is(stale, ErrorReason::kConditionFailed)) << stale.status();
+    EXPECT_EQ(client_->Get(c, "a")->body, R"({"n":6})");
+    EXPECT_TRUE(
+        storage::Is(client_->CompareAndSet(c, "missing", 1, R"({"n":0})"), ErrorReason::kNotFound));
+
+    // Delete, then the key is gone for every operation that needs it, and may be inserted again.
+    auto deleted = client_->Delete(c, "a");
+    ASSERT_TRUE(deleted.ok()) << deleted.status();
+    EXPECT_GT(*deleted, *cas);
+    EXPECT_TRUE(storage::Is(client_->Get(c, "a"), ErrorReason::kNotFound));
+    EXPECT_TRUE(storage::Is(client_->Delete(c, "a"), ErrorReason::kNotFound));
+    EXPECT_TRUE(storage::Is(client_->Update(c, "a", R"({"n":8})"), ErrorReason::kNotFound));
+    auto reinserted = client_->Insert(c, "a", R"({"n":9})");
+    ASSERT_TRUE(reinserted.ok()) << reinserted.status();
+    EXPECT_GT(*reinserted, *deleted);
+
+    // Invalid documents and unknown collections.
+    auto not_json = client_->Insert(c, "j", "not json");
+    EXPECT_TRUE(storage::Is(not_json, ErrorReason::kInvalidDocument)) << not_json.status();
+    auto not_object = client_->Upsert(c, "j", "[1,2]");
+    EXPECT_TRUE(storage::Is(not_object, ErrorReason::kInvalidDocument)) << not_object.status();
+    EXPECT_TRUE(storage::Is(client_->Get(c, "j"), ErrorReason::kNotFound));
+    auto unknown = client_->Get(CollectionId(77), "a");
+    EXPECT_TRUE(storage::Is(unknown, ErrorReason::kUnknownCollection)) << unknown.status();
+
+    // OpenCollection is idempotent by name.
+    auto same = client_->OpenCollection("docs");
+    ASSERT_TRUE(same.ok()) << same.status();
+    EXPECT_EQ(*same, c);
+    EXPECT_EQ(client_->counters().wrong_shard, 0u);
+  });
+}
+
+TEST_F(ClientTest, AClientWithAStaleMapFollowsMoves) {
+  Run([&] {
+    constexpr int kDocuments = 40;
+    Load(kDocuments);
+    if (HasFatalFailure()) return;
+    Client stale(sim_);
+    ASSERT_TRUE(stale.Refresh().ok());
+    const MapEpoch stale_epoch = stale.map()->epoch();
+
+    // Every bucket changes its owner, some twice.
+    for (int round = 0; round < 2; ++round) {
+      for (uint32_t b = 0; b < 8; b += round + 1) {
+        Status moved = MoveToNextNode(BucketId(b));
+        ASSERT_TRUE(moved.ok()) << "b" << b << ": " << moved;
+      }
+    }
+    ASSERT_EQ(stale.map()->epoch(), stale_epoch);
+
+    for (int i = 0; i < kDocuments; ++i) {
+      auto got = stale.Get(collection_, Key(i));
+      ASSERT_TRUE(got.ok()) << Key(i) << ": " << got.status();
+      EXPECT_EQ(got->body, Body(i));
+    }
+    EXPECT_GT(stale.counters().wrong_shard, 0u);
+    EXPECT_EQ(stale.map()->epoch(), coordinator().map()->epoch());
+
+    // A second stale client writes first, then reads.
+    Client writer(sim_);
+    ASSERT_TRUE(writer.Refresh().ok());
+    ASSERT_TRUE(MoveToNextNode(BucketId(0)).ok());
+    ASSERT_TRUE(MoveToNextNode(BucketId(3)).ok());
+    for (int i = 0; i < kDocuments; ++i) {
+      auto written = writer.Update(collection_, Key(i), R"({"updated":true})");
+      ASSERT_TRUE(written.ok()) << Key(i) << ": " << written.status();
+    }
+    EXPECT_GT(writer.counters().wrong_shard, 0u);
+    for (int i = 0; i < kDocuments; ++i) {
+      auto got = client_->Get(collection_, Key(i));
+      ASSERT_TRUE(got.ok()) << Key(i) << ": " << got.status();
+      EXPECT_EQ(got->body, R"({"updated":true})") << Key(i);
+    }
+  });
+}
+
+TEST_F(ClientTest, QueryReturnsEveryDocumentOnceWhileBucketsMove) {
+  Run([&] {
+    constexpr int kDocuments = 60;
+    Load(kDocuments);
+    if (HasFatalFailure()) return;
+
+    // Moves (and a split now and then) in another task until the query is done.
+    bool query_done = false;
+    bool mover_done = false;
+    int moves = 0;
+    std::vector<std::string> failures;
+    sim_.Spawn(Address::Client(2), "mover", [&] {
+      for (uint32_t round = 0; !query_done; ++round) {
+        ShardMapPtr map = coordinator().map();
+        const auto buckets = map->buckets();
+        const BucketId bucket = buckets[round % buckets.size()].id;
+        Status status =
+            round % 5 == 4
+                ? Admin([bucket](coordinator::Coordinator& c) { return c.SplitBucket(bucket); })
+                : MoveToNextNode(bucket);
+        if (status.ok()) {
+          ++moves;
+        } else {
+          failures.push_back(status.ToString());
+        }
+        if (!sim_.Sleep(kMs).ok()) break;
+      }
+      mover_done = true;
+    });
+
+    Client reader(sim_);
+    QueryOptions query;
+    query.collection = collection_;
+    query.limit = 3;
+    std::map<std::string, int> seen;
+    const uint64_t committed_before = coordinator().progress().committed;
+    int pages = 0;
+    for (; pages < 1000; ++pages) {
+      auto page = reader.Query(query);
+      ASSERT_TRUE(page.ok()) << "page " << pages << ": " << page.status();
+      EXPECT_LE(page->documents.size(), 3u);
+      for (const auto& document : page->documents) {
+        ++seen[document.primary_key];
+        EXPECT_EQ(document.collection, collection_);
+      }
+      if (page->next_cursor.empty()) break;
+      query.cursor = page->next_cursor;
+      ASSERT_TRUE(sim_.Sleep(2 * kMs).ok());
+    }
+    query_done = true;
+    const uint64_t committed_during = coordinator().progress().committed - committed_before;
+    while (!mover_done) ASSERT_TRUE(sim_.Sleep(kMs).ok());
+
+    EXPECT_GE(pages, kDocuments / 3 - 1);
+    EXPECT_GE(committed_during, 2u) << "the moves did not overlap the query";
+    EXPECT_TRUE(failures.empty()) << failures.front();
+    EXPECT_GT(moves, 0);
+    EXPECT_EQ(seen.size(), static_cast<size_t>(kDocuments));
+    for (int i = 0; i < kDocuments; ++i) {
+      EXPECT_EQ(seen[Key(i)], 1) << Key(i);
+    }
+  });
+}
+
+TEST_F(ClientTest, InvalidQueryInputIsRejected) {
+  Run([&] {
+    Load(5);
+    if (HasFatalFailure()) return;
+    QueryOptions query;
+    query.collection = collection_;
+    query.limit = 0;
+    EXPECT_EQ(client_->Query(query).status().code(), StatusCode::kInvalidArgument);
+
+    query.limit = 10;
+    // Not a cursor, too short, a wrong tag, and a right header before a scan cursor that is not
+    // one.
+    const std::vector<std::string> malformed = {
+        "garbage", "\x01short", std::string(9, '\x02'),
+        std::string("\x01") + std::string(8, '\0') + "not a scan cursor"};
+    for (const std::string& cursor : malformed) {
+      query.cursor = cursor;
+      auto page = client_->Query(query);
+      EXPECT_EQ(page.status().code(), StatusCode::kInvalidArgument) << page.status();
+    }
+
+    // A valid cursor of a two-document page continues where it stopped.
+    query.cursor.clear();
+    query.limit = 2;
+    auto first = client_->Query(query);
+    ASSERT_TRUE(first.ok()) << first.status();
+    ASSERT_EQ(first->documents.size(), 2u);
+    ASSERT_FALSE(first->next_cursor.empty());
+    query.cursor = first->next_cursor;
+    query.limit = 10;
+    auto rest = client_->Query(query);
+    ASSERT_TRUE(rest.ok()) << rest.status();
+    EXPECT_EQ(rest->documents.size(), 3u);
+    EXPECT_TRUE(rest->next_cursor.empty());
+
+    auto empty_name = client_->OpenCollection("");
+    EXPECT_EQ(empty_name.status().code(), StatusCode::kInvalidArgument) << empty_name.status();
+  });
+}
+
+}  // namespace
+}  // namespace shoal::client
