@@ -648,22 +648,29 @@ Response StorageNode::HandleDrop(const transport::DropBucketRequest& request) {
 }
 
 Response StorageNode::HandleLoad() {
+  // The buckets are chosen under mu_; sizing them (an exact scan by default) runs outside it, so
+  // reads, writes and map installs go on meanwhile.
+  std::vector<std::pair<BucketId, storage::PointRange>> served;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (map_ != nullptr) {
+      for (const BucketPlacement& bucket : map_->buckets()) {
+        const LocalRole role = RoleLocked(bucket);
+        const bool committed_away = role == LocalRole::kLeaving && bucket.transition.has_value() &&
+                                    cluster::IsCommitted(bucket.transition->stage);
+        if ((role == LocalRole::kReadWrite || role == LocalRole::kLeaving) && !committed_away) {
+          served.emplace_back(bucket.id, ToPointRange(bucket.range));
+        }
+      }
+    }
+  }
   transport::BucketLoadResponse out;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (map_ == nullptr) return Response::Ok(out);
-  for (const BucketPlacement& bucket : map_->buckets()) {
-    if (RoleLocked(bucket) != LocalRole::kReadWrite && RoleLocked(bucket) != LocalRole::kLeaving) {
-      continue;
-    }
-    if (bucket.transition.has_value() && cluster::IsCommitted(bucket.transition->stage) &&
-        RoleLocked(bucket) == LocalRole::kLeaving) {
-      continue;
-    }
-    auto stats = options_.exact_load_stats ? store_->ComputeStats(ToPointRange(bucket.range))
-                                           : store_->EstimateStats(ToPointRange(bucket.range));
+  for (const auto& [id, range] : served) {
+    auto stats =
+        options_.exact_load_stats ? store_->ComputeStats(range) : store_->EstimateStats(range);
     if (!stats.ok()) continue;
     out.buckets.push_back(transport::BucketLoad{
-        .bucket = bucket.id, .bytes = stats->live_bytes, .documents = stats->documents});
+        .bucket = id, .bytes = stats->live_bytes, .documents = stats->documents});
   }
   return Response::Ok(out);
 }
