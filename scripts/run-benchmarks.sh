@@ -14,5 +14,6 @@ while IFS= read -r bench; do
       2>&1 | tee "$out/$name.txt"; then
     status=1
   fi
-done < <(find "$build/bench" -type f -name '*_bench' -perm -u+x | sort)
+# bench/cluster holds whole-cluster experiments with their own script (rebalance-experiments.sh).
+done < <(find "$build/bench" -type f -name '*_bench' -perm -u+x -not -path '*/bench/cluster/*' | sort)
 exit $status
