@@ -76,10 +76,10 @@ class Collection {
 };
 
 struct EmbeddedOptions {
-  std::string data_dir;     // created if missing; reopening it recovers everything
-  uint32_t nodes = 3;       // storage nodes of a new cluster
-  uint32_t buckets = 32;    // initial buckets of a new cluster
-  bool sync = true;         // fsync every acknowledged write (survives a machine crash)
+  std::string data_dir;   // created if missing; reopening it recovers everything
+  uint32_t nodes = 3;     // storage nodes of a new cluster
+  uint32_t buckets = 32;  // initial buckets of a new cluster
+  bool sync = true;       // fsync every acknowledged write (survives a machine crash)
 };
 
 class Database {

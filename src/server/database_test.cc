@@ -26,8 +26,9 @@ TEST(DatabaseTest, DocumentsQueriesAndReopen) {
     auto users = (*db)->GetCollection("users");
     ASSERT_TRUE(users.ok()) << users.status();
     for (int i = 0; i < 50; ++i) {
-      ASSERT_TRUE(users->Insert("u" + std::to_string(i),
-                                R"({"age": )" + std::to_string(i) + R"(, "city": "Paris"})")
+      ASSERT_TRUE(users
+                      ->Insert("u" + std::to_string(i),
+                               R"({"age": )" + std::to_string(i) + R"(, "city": "Paris"})")
                       .ok());
     }
     EXPECT_EQ(users->Insert("u1", "{}").status().code(), StatusCode::kAlreadyExists);
@@ -52,10 +53,9 @@ TEST(DatabaseTest, DocumentsQueriesAndReopen) {
       query.cursor = result->next_cursor;
     }
     EXPECT_EQ(seen.size(), 11u);  // 40..49 and u7 (70)
-    EXPECT_EQ(users->Query({.filter = {{"age", Op::kGe, "{"}}, .limit = 3, .cursor = ""})
-                  .status()
-                  .code(),
-              StatusCode::kInvalidArgument);
+    EXPECT_EQ(
+        users->Query({.filter = {{"age", Op::kGe, "{"}}, .limit = 3, .cursor = ""}).status().code(),
+        StatusCode::kInvalidArgument);
 
     // A third node: buckets move to it in the background while the data stays readable.
     auto added = (*db)->AddNode();
@@ -81,8 +81,7 @@ TEST(DatabaseTest, DocumentsQueriesAndReopen) {
 }
 
 TEST(DatabaseTest, BadOptionsAreRejected) {
-  EXPECT_EQ(Database::OpenEmbedded({.data_dir = ""}).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(Database::OpenEmbedded({.data_dir = ""}).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(Database::OpenEmbedded({.data_dir = TempDir("bad"), .nodes = 0}).status().code(),
             StatusCode::kInvalidArgument);
 }
