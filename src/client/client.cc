@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "src/common/point.h"
 #include "src/storage/errors.h"
@@ -121,33 +122,29 @@ StatusOr<CollectionId> Client::OpenCollection(std::string_view name) {
   }
 }
 
-StatusOr<uint64_t> Client::Write(transport::WriteRequest request) {
-  const Point point = PointOf(request.collection, request.primary_key);
+StatusOr<transport::Response> Client::CallOwner(
+    Point point, const std::function<transport::Request(MapEpoch)>& make_request, bool idempotent) {
   Status last;
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
     SHOAL_ASSIGN_OR_RETURN(cluster::ShardMapPtr map, CurrentMap());
-    request.epoch = map->epoch();
     const NodeId owner = OwnerOf(map->Lookup(point));
-    auto response = runtime_.Call(Address::Node(owner), request, options_.call_timeout);
+    auto response =
+        runtime_.Call(Address::Node(owner), make_request(map->epoch()), options_.call_timeout);
     if (!response.ok()) {
       last = response.status();
       if (last.code() == StatusCode::kCancelled) return last;
-      if (last.code() == StatusCode::kDeadlineExceeded) {
+      if (!idempotent && last.code() == StatusCode::kDeadlineExceeded) {
         // The request may have been applied. Retrying could apply it a second time after other
         // writes (not linearizable), so the caller learns that the outcome is unknown.
         return MakeStatus(StatusCode::kUnknown,
                           fmt::format("outcome unknown: {}", std::string(last.message())));
       }
-      (void)Refresh();  // not delivered: safe to retry
+      (void)Refresh();  // not delivered (or a read): safe to retry
       SHOAL_RETURN_IF_ERROR(Backoff(attempt));
       continue;
     }
     last = response->status;
-    if (last.ok()) {
-      auto body = transport::BodyAs<transport::WriteResponse>(std::move(*response));
-      if (!body.ok()) return body.status();
-      return body->version;
-    }
+    if (last.ok()) return response;
     const auto cluster_error = transport::ClusterErrorOf(last);
     if (cluster_error == ClusterError::kWrongShard) {
       LearnRoute(response->route);
@@ -162,6 +159,20 @@ StatusOr<uint64_t> Client::Write(transport::WriteRequest request) {
   }
   return UnavailableError(fmt::format("gave up after {} attempts: {}", options_.max_attempts,
                                       std::string(last.message())));
+}
+
+StatusOr<uint64_t> Client::Write(transport::WriteRequest request) {
+  const Point point = PointOf(request.collection, request.primary_key);
+  SHOAL_ASSIGN_OR_RETURN(transport::Response response,
+                         CallOwner(
+                             point,
+                             [&request](MapEpoch epoch) -> transport::Request {
+                               request.epoch = epoch;
+                               return request;
+                             },
+                             /*idempotent=*/false));
+  SHOAL_ASSIGN_OR_RETURN(auto body, transport::BodyAs<transport::WriteResponse>(response));
+  return body.version;
 }
 
 StatusOr<uint64_t> Client::Insert(CollectionId c, std::string_view pk, std::string_view json) {
@@ -196,41 +207,16 @@ StatusOr<uint64_t> Client::CompareAndSet(CollectionId c, std::string_view pk,
 }
 
 StatusOr<storage::Document> Client::Get(CollectionId c, std::string_view pk) {
-  const Point point = PointOf(c, pk);
-  Status last;
-  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
-    SHOAL_ASSIGN_OR_RETURN(cluster::ShardMapPtr map, CurrentMap());
-    transport::GetRequest request{
-        .epoch = map->epoch(), .collection = c, .primary_key = std::string(pk)};
-    auto response =
-        runtime_.Call(Address::Node(OwnerOf(map->Lookup(point))), request, options_.call_timeout);
-    if (!response.ok()) {
-      last = response.status();
-      if (last.code() == StatusCode::kCancelled) return last;
-      (void)Refresh();
-      SHOAL_RETURN_IF_ERROR(Backoff(attempt));
-      continue;
-    }
-    last = response->status;
-    if (last.ok()) {
-      auto body = transport::BodyAs<transport::GetResponse>(std::move(*response));
-      if (!body.ok()) return body.status();
-      return std::move(body->document);
-    }
-    const auto cluster_error = transport::ClusterErrorOf(last);
-    if (cluster_error == ClusterError::kWrongShard) {
-      LearnRoute(response->route);
-      continue;
-    }
-    if (cluster_error == ClusterError::kNotServing ||
-        storage::Is(last, storage::ErrorReason::kUnavailable)) {
-      SHOAL_RETURN_IF_ERROR(Backoff(attempt));
-      continue;
-    }
-    return last;
-  }
-  return UnavailableError(fmt::format("gave up after {} attempts: {}", options_.max_attempts,
-                                      std::string(last.message())));
+  SHOAL_ASSIGN_OR_RETURN(transport::Response response,
+                         CallOwner(
+                             PointOf(c, pk),
+                             [&](MapEpoch epoch) -> transport::Request {
+                               return transport::GetRequest{
+                                   .epoch = epoch, .collection = c, .primary_key = std::string(pk)};
+                             },
+                             /*idempotent=*/true));
+  SHOAL_ASSIGN_OR_RETURN(auto body, transport::BodyAs<transport::GetResponse>(response));
+  return std::move(body.document);
 }
 
 StatusOr<QueryPage> Client::Query(const QueryOptions& options) {

@@ -21,6 +21,7 @@
 // ThreadRuntime, from any thread).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,6 +30,7 @@
 
 #include "src/cluster/shard_map.h"
 #include "src/common/ids.h"
+#include "src/common/point.h"
 #include "src/common/status.h"
 #include "src/storage/document.h"
 #include "src/storage/predicate.h"
@@ -88,6 +90,12 @@ class Client {
 
  private:
   [[nodiscard]] StatusOr<uint64_t> Write(transport::WriteRequest request);
+  // Sends make_request(epoch) to the owner of `point` under the cached map, following
+  // WRONG_SHARD routes and retrying what was certainly not handled; a lost request or reply is
+  // retried only when `idempotent`, otherwise it is kUnknown. Returns an OK response or the error.
+  [[nodiscard]] StatusOr<transport::Response> CallOwner(
+      Point point, const std::function<transport::Request(MapEpoch)>& make_request,
+      bool idempotent);
   // Adopts `route` if it is newer than the cached map, else refreshes from the coordinator.
   void LearnRoute(const cluster::ShardMapPtr& route);
   [[nodiscard]] Status Backoff(int attempt);
