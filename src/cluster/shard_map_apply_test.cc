@@ -70,7 +70,13 @@ TEST(ShardMapApplyTest, SwitchThenCopyMoveLifecycle) {
   const MoveId m(5);
   map = MustApply(
       map, ShardMapEdit().BeginTransition(b, m, Nodes({2}), TransitionMode::kSwitchThenCopy));
+  EXPECT_EQ(map.Find(b)->transition->stage, TransitionStage::kPrepare);
   ExpectRejected(map, ShardMapEdit().AdvanceStage(b, m, TransitionStage::kCatchUp));
+  ExpectRejected(map, ShardMapEdit().CommitTransition(b, m));  // not switched yet
+  map = MustApply(map, ShardMapEdit().AdvanceStage(b, m, TransitionStage::kCopy));
+  // Switched: the destination serves, so the move only rolls forward.
+  ExpectRejected(map, ShardMapEdit().AbortTransition(b, m));
+  EXPECT_EQ(map.Find(b)->replicas, Nodes({1}));
   map = MustApply(map, ShardMapEdit().CommitTransition(b, m));
   map = MustApply(map, ShardMapEdit().AdvanceStage(b, m, TransitionStage::kCleanup));
   map = MustApply(map, ShardMapEdit().FinishTransition(b, m));

@@ -125,7 +125,7 @@ TEST(ShardMapTest, TransitionIsKeptBesideTheStablePlacement) {
   BucketPlacement terminal = bucket;
   terminal.transition->stage = TransitionStage::kAborted;
   EXPECT_FALSE(ShardMap::Create(MapEpoch(3), 1, Infos({1, 2}), {terminal}).ok());
-  terminal.transition->stage = TransitionStage::kPrepare;
+  terminal.transition->stage = TransitionStage::kCatchUp;
   terminal.transition->mode = TransitionMode::kSwitchThenCopy;
   EXPECT_FALSE(ShardMap::Create(MapEpoch(3), 1, Infos({1, 2}), {terminal}).ok());
   BucketPlacement empty_move = bucket;

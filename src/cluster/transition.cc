@@ -31,9 +31,11 @@ std::string NodeList(const std::vector<NodeId>& nodes) {
 
 ReadRoute ReadRouting(TransitionStage stage, TransitionMode mode) {
   switch (stage) {
+    case TransitionStage::kPrepare:
+      // Both modes: the source is fenced and still the only replica set that serves.
+      return {.first = ReplicaRole::kSource, .fallback = std::nullopt};
     case TransitionStage::kCopy:
     case TransitionStage::kCatchUp:
-    case TransitionStage::kPrepare:
       switch (mode) {
         case TransitionMode::kCopyThenSwitch:
           // The destination's staged data is invisible until the commit.
@@ -73,18 +75,11 @@ WriteRoute WriteRouting(TransitionStage stage, TransitionMode mode) {
       }
       break;
     case TransitionStage::kPrepare:
-      switch (mode) {
-        case TransitionMode::kCopyThenSwitch:
-          return {.acknowledger = ReplicaRole::kSource,
-                  .mirror = std::nullopt,
-                  .admission = WriteAdmission::kQueue};
-        case TransitionMode::kSwitchThenCopy:
-          // Not a stage of this mode (IsStageOf is false); routed as its kCopy.
-          return {.acknowledger = ReplicaRole::kDestination,
-                  .mirror = ReplicaRole::kSource,
-                  .admission = WriteAdmission::kServe};
-      }
-      break;
+      // Both modes: the source is fenced; writes wait for the commit (copy-then-switch) or the
+      // switch (switch-then-copy), or for the abort.
+      return {.acknowledger = ReplicaRole::kSource,
+              .mirror = std::nullopt,
+              .admission = WriteAdmission::kQueue};
     case TransitionStage::kCommitted:
     case TransitionStage::kCleanup:
     case TransitionStage::kDone:
@@ -105,13 +100,13 @@ WriteRoute WriteRouting(TransitionStage stage, TransitionMode mode) {
 bool IsStageOf(TransitionStage stage, TransitionMode mode) {
   switch (stage) {
     case TransitionStage::kCopy:
+    case TransitionStage::kPrepare:
     case TransitionStage::kCommitted:
     case TransitionStage::kCleanup:
     case TransitionStage::kDone:
     case TransitionStage::kAborted:
       return true;
     case TransitionStage::kCatchUp:
-    case TransitionStage::kPrepare:
       switch (mode) {
         case TransitionMode::kCopyThenSwitch:
           return true;
@@ -160,8 +155,9 @@ bool IsCommitted(TransitionStage stage) {
 TransitionStage FirstStage(TransitionMode mode) {
   switch (mode) {
     case TransitionMode::kCopyThenSwitch:
-    case TransitionMode::kSwitchThenCopy:
       return TransitionStage::kCopy;
+    case TransitionMode::kSwitchThenCopy:
+      return TransitionStage::kPrepare;
   }
   return TransitionStage::kCopy;
 }
@@ -179,7 +175,13 @@ std::optional<TransitionStage> NextStage(TransitionStage stage, TransitionMode m
     case TransitionStage::kCatchUp:
       return TransitionStage::kPrepare;
     case TransitionStage::kPrepare:
-      return TransitionStage::kCommitted;
+      switch (mode) {
+        case TransitionMode::kCopyThenSwitch:
+          return TransitionStage::kCommitted;
+        case TransitionMode::kSwitchThenCopy:
+          return TransitionStage::kCopy;
+      }
+      break;
     case TransitionStage::kCommitted:
       return TransitionStage::kCleanup;
     case TransitionStage::kCleanup:
@@ -191,12 +193,21 @@ std::optional<TransitionStage> NextStage(TransitionStage stage, TransitionMode m
   return std::nullopt;
 }
 
-bool CanAbort(TransitionStage stage) {
+bool CanAbort(TransitionStage stage, TransitionMode mode) {
   switch (stage) {
-    case TransitionStage::kCopy:
-    case TransitionStage::kCatchUp:
     case TransitionStage::kPrepare:
       return true;
+    case TransitionStage::kCopy:
+    case TransitionStage::kCatchUp:
+      switch (mode) {
+        case TransitionMode::kCopyThenSwitch:
+          return true;
+        case TransitionMode::kSwitchThenCopy:
+          // The destination already serves; it might still answer reads from its own copy after
+          // an abort reached the source, so the move only rolls forward.
+          return false;
+      }
+      break;
     case TransitionStage::kCommitted:
     case TransitionStage::kCleanup:
     case TransitionStage::kDone:

@@ -10,8 +10,10 @@
 //     kCopy -> kCatchUp -> kPrepare -> kCommitted -> kCleanup -> kDone
 //     with kAborted reachable from kCopy, kCatchUp and kPrepare.
 //   switch-then-copy (paper 002 §5.3-5.4; paper 001 §3.2 read/write ownership tokens):
-//     kCopy -> kCommitted -> kCleanup -> kDone, with kAborted reachable from kCopy.
-//     In this mode the destination owns the bucket from kCopy on.
+//     kPrepare -> kCopy -> kCommitted -> kCleanup -> kDone, with kAborted reachable from
+//     kPrepare only. The source is fenced in kPrepare; the destination owns the bucket from kCopy
+//     on, so the move only rolls forward from there (an abort could not reach a destination that
+//     is cut off, and it would go on serving reads from its own copy).
 // kDone and kAborted are terminal and never stored in a ShardMap: the edit that reaches them
 // drops the transition (they exist for move logs and node-local state).
 //
@@ -45,18 +47,21 @@ enum class TransitionMode : uint8_t {
 enum class TransitionStage : uint8_t {
   // copy-then-switch: the move is recorded (BEGIN); the source serves all reads and writes and
   // ships a snapshot of the range; the destination stages it invisibly (not served).
-  // switch-then-copy: the destination owns the bucket: it acknowledges writes and serves reads,
-  // falling back to the source for keys not yet transferred; every write is mirrored to the
-  // source (which never acknowledges it on its own), so the source stays a complete copy and an
-  // abort loses nothing.
+  // switch-then-copy (after kPrepare): the destination owns the bucket: it acknowledges writes
+  // and serves reads, falling back to the source for keys not yet transferred; every write is
+  // applied at the source first (which never acknowledges it on its own and decides its outcome,
+  // being the complete copy), then at the destination; transferred documents never overwrite a
+  // newer version at the destination. Not abortable: the move rolls forward.
   kCopy = 0,
   // copy-then-switch only: the snapshot is staged at the destination; writes the source accepted
   // after the snapshot are forwarded in order and applied after the snapshot data. The source
   // still acknowledges every write. Not a stage of switch-then-copy.
   kCatchUp = 1,
-  // copy-then-switch only: the source fences writes to the bucket (queues them for a bounded
-  // time; the move aborts if the bound passes), drains the backlog, and the destination confirms
-  // it holds everything. Reads are still served by the source. Not a stage of switch-then-copy.
+  // copy-then-switch: the source fences writes to the bucket (queues them for a bounded time;
+  // the move aborts if the bound passes), drains the backlog, and the destination confirms it
+  // holds everything. Reads are still served by the source.
+  // switch-then-copy (its first stage): the source fences the bucket and drains its in-flight
+  // writes; nobody serves the bucket until the switch to kCopy (or the abort).
   kPrepare = 2,
   // Both modes: the commit is durable (the new map is the commit point, epoch published). The
   // stable replicas ARE the destination; the destination serves all reads and writes; the source
@@ -114,12 +119,13 @@ struct WriteRoute {
 [[nodiscard]] bool IsStorable(TransitionStage stage, TransitionMode mode);
 // True when the commit has happened (kCommitted, kCleanup, kDone): the destination is stable.
 [[nodiscard]] bool IsCommitted(TransitionStage stage);
-// The first stage of `mode` (kCopy for both).
+// The first stage of `mode` (kCopy, or kPrepare for switch-then-copy).
 [[nodiscard]] TransitionStage FirstStage(TransitionMode mode);
 // The next non-abort stage of `mode` after `stage`; none for terminal stages.
 [[nodiscard]] std::optional<TransitionStage> NextStage(TransitionStage stage, TransitionMode mode);
-// True when the abort (rollback) is allowed from `stage`: only before the commit.
-[[nodiscard]] bool CanAbort(TransitionStage stage);
+// True when the abort (rollback) is allowed from `stage`: before the commit, and in
+// switch-then-copy only before the switch (kPrepare).
+[[nodiscard]] bool CanAbort(TransitionStage stage, TransitionMode mode);
 
 [[nodiscard]] std::string_view ToString(TransitionStage stage);
 [[nodiscard]] std::string_view ToString(TransitionMode mode);
