@@ -42,10 +42,11 @@ Status DecodeQueryCursor(std::string_view cursor, uint64_t* point, std::string* 
 }  // namespace
 
 NodeId OwnerOf(const cluster::BucketPlacement& bucket) {
-  if (bucket.transition.has_value() && cluster::IsCommitted(bucket.transition->stage)) {
-    return bucket.transition->destination.front();
-  }
-  return bucket.replicas.front();
+  if (!bucket.transition.has_value()) return bucket.replicas.front();
+  // The one replica set that acknowledges writes in this stage (transition.h); it also answers
+  // reads (falling back to the source itself in switch-then-copy).
+  const cluster::BucketTransition& t = *bucket.transition;
+  return t.Replicas(cluster::WriteRouting(t.stage, t.mode).acknowledger).front();
 }
 
 Client::Client(transport::Runtime& runtime, const ClientOptions& options)

@@ -8,8 +8,11 @@
 #include "src/cluster/balancer.h"
 #include "src/cluster/bootstrap_planner.h"
 #include "src/cluster/shard_map_codec.h"
+#include "src/coordinator/coordinator_internal.h"
 
 namespace shoal::coordinator {
+
+using internal::Retryable;
 
 using cluster::ShardMap;
 using cluster::ShardMapEdit;
@@ -28,18 +31,6 @@ template <class... Ts>
 struct Overloaded : Ts... {
   using Ts::operator()...;
 };
-
-std::string MoveLogKey(MoveId move) { return fmt::format("moves/{:020}", move.value()); }
-
-storage::PointRange ToPointRange(const cluster::BucketRange& range) {
-  if (range.end_is_max()) return storage::PointRange::From(range.begin());
-  return *storage::PointRange::Make(range.begin(), range.end());
-}
-
-bool Retryable(const Status& status) {
-  return status.code() == StatusCode::kUnavailable ||
-         status.code() == StatusCode::kDeadlineExceeded;
-}
 
 uint64_t ParseU64(std::string_view text) {
   uint64_t value = 0;
@@ -322,249 +313,17 @@ Status Coordinator::MergeBuckets(BucketId left, BucketId right) {
       .status();
 }
 
-Status Coordinator::MoveBucket(BucketId bucket, NodeId destination) {
+Status Coordinator::MoveBucket(BucketId bucket, NodeId destination, cluster::TransitionMode mode) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!moving_.insert(bucket).second) {
       return FailedPreconditionError(fmt::format("{} is moving already", bucket.DebugString()));
     }
   }
-  Status status = RunMove(bucket, destination);
+  Status status = RunMove(bucket, destination, mode);
   std::lock_guard<std::mutex> lock(mu_);
   moving_.erase(bucket);
   return status;
-}
-
-Status Coordinator::RunMove(BucketId bucket, NodeId destination) {
-  // BEGIN.
-  MoveId move;
-  NodeId source;
-  auto begun = CommitEdit(
-      [&](const ShardMap& map, ShardMapEdit* edit) {
-        const auto* placement = map.Find(bucket);
-        if (placement == nullptr) return NotFoundError(bucket.DebugString());
-        if (placement->transition.has_value()) {
-          return FailedPreconditionError(fmt::format("{} is moving", bucket.DebugString()));
-        }
-        const auto* info = map.FindNode(destination);
-        if (info == nullptr || info->state != cluster::NodeState::kActive) {
-          return FailedPreconditionError(
-              fmt::format("{} cannot receive buckets", destination.DebugString()));
-        }
-        if (placement->HasReplica(destination)) {
-          return FailedPreconditionError(
-              fmt::format("{} holds {} already", destination.DebugString(), bucket.DebugString()));
-        }
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          move = MoveId(next_move_);
-        }
-        source = placement->replicas.front();
-        edit->BeginTransition(bucket, move, {destination},
-                              cluster::TransitionMode::kCopyThenSwitch);
-        return OkStatus();
-      },
-      std::nullopt);
-  if (!begun.ok()) return begun.status();
-  {
-    // The log record goes with the map in the next edits; BEGIN is written on its own here so
-    // that the record exists even if nothing else is ever written.
-    auto logged = store_.Put(MoveLogKey(move),
-                             fmt::format("BEGIN {} {} -> {}", bucket.DebugString(),
-                                         source.DebugString(), destination.DebugString()),
-                             metadata::kAnyVersion);
-    if (!logged.ok()) return AbortMove(bucket, move, logged.status());
-    std::lock_guard<std::mutex> lock(mu_);
-    ++progress_.started;
-    ++progress_.in_flight;
-  }
-  auto fail = [&](const Status& status) -> Status {
-    if (status.code() == StatusCode::kCancelled) {
-      std::lock_guard<std::mutex> lock(mu_);
-      --progress_.in_flight;
-      return status;  // this incarnation is gone; recovery decides
-    }
-    return AbortMove(bucket, move, status);
-  };
-  SHOAL_RETURN_IF_ERROR(runtime_.Failpoint("coordinator.after_begin"));
-
-  // Snapshot: export at the source, ingest (invisibly) at the destination.
-  auto exported_response =
-      CallNode(source, transport::ExportBucketRequest{.move = move, .bucket = bucket},
-               options_.call_attempts);
-  if (!exported_response.ok()) return fail(exported_response.status());
-  auto exported = transport::BodyAs<transport::ExportBucketResponse>(std::move(*exported_response));
-  if (!exported.ok()) return fail(exported.status());
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    progress_.bytes_planned += exported->exported.bytes;
-  }
-  if (Status s = runtime_.Failpoint("coordinator.after_export"); !s.ok()) return s;
-  auto ingested = CallNode(destination,
-                           transport::IngestBucketRequest{
-                               .move = move, .bucket = bucket, .exported = exported->exported},
-                           options_.call_attempts);
-  if (!ingested.ok()) return fail(ingested.status());
-  if (!ingested->status.ok()) return fail(ingested->status);
-  if (Status s = runtime_.Failpoint("coordinator.after_ingest"); !s.ok()) return s;
-
-  // Catch-up.
-  auto advance = [&](TransitionStage stage) {
-    return CommitEdit([&](const ShardMap&, ShardMapEdit* edit) {
-             edit->AdvanceStage(bucket, move, stage);
-             return OkStatus();
-           })
-        .status();
-  };
-  if (Status s = advance(TransitionStage::kCatchUp); !s.ok()) return fail(s);
-  uint64_t position = exported->exported.sequence;
-  for (uint32_t round = 0; round < options_.catch_up_rounds; ++round) {
-    auto caught = CallNode(destination,
-                           transport::CatchUpRequest{.move = move,
-                                                     .bucket = bucket,
-                                                     .source = source,
-                                                     .after_sequence = position,
-                                                     .until_sequence = std::nullopt,
-                                                     .stop_below = options_.fence_backlog},
-                           options_.call_attempts);
-    if (!caught.ok()) return fail(caught.status());
-    auto body = transport::BodyAs<transport::CatchUpResponse>(std::move(*caught));
-    if (!body.ok()) return fail(body.status());
-    position = body->applied_sequence;
-    if (body->applied < options_.fence_backlog) break;
-  }
-
-  // Prepare: durable first, so that a restarted source fences by its map alone.
-  if (Status s = advance(TransitionStage::kPrepare); !s.ok()) return fail(s);
-  if (Status s = runtime_.Failpoint("coordinator.before_fence"); !s.ok()) return s;
-  const transport::Micros fence_start = runtime_.Now();
-  auto fenced = CallNode(source, transport::FenceRequest{.move = move, .bucket = bucket},
-                         options_.call_attempts);
-  if (!fenced.ok()) return fail(fenced.status());
-  auto fence = transport::BodyAs<transport::FenceResponse>(std::move(*fenced));
-  if (!fence.ok()) return fail(fence.status());
-  auto drained = CallNode(destination,
-                          transport::CatchUpRequest{.move = move,
-                                                    .bucket = bucket,
-                                                    .source = source,
-                                                    .after_sequence = position,
-                                                    .until_sequence = fence->sequence,
-                                                    .stop_below = 0},
-                          options_.call_attempts);
-  if (!drained.ok()) return fail(drained.status());
-  if (!drained->status.ok()) return fail(drained->status);
-  if (Status s = runtime_.Failpoint("coordinator.before_commit"); !s.ok()) return s;
-
-  // COMMIT: the map with the committed transition is the commit point.
-  auto committed = CommitEdit(
-      [&](const ShardMap&, ShardMapEdit* edit) {
-        edit->CommitTransition(bucket, move);
-        return OkStatus();
-      },
-      MoveLogKey(move),
-      fmt::format("COMMIT {} {} -> {}", bucket.DebugString(), source.DebugString(),
-                  destination.DebugString()));
-  if (!committed.ok()) return fail(committed.status());
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++progress_.committed;
-    progress_.bytes_moved += exported->exported.bytes;
-    progress_.fence_micros.push_back(runtime_.Now() - fence_start);
-    progress_.first_commit_to.emplace(destination, runtime_.Now());
-  }
-  if (Status s = runtime_.Failpoint("coordinator.after_commit"); !s.ok()) return s;
-  Status finished = FinishCommitted(bucket, move);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    --progress_.in_flight;
-  }
-  if (finished.ok() && options_.max_bytes_per_second > 0) {
-    // Throttle: the next move of this task waits as long as this one's bytes take at the rate.
-    const auto pause = static_cast<transport::Micros>(exported->exported.bytes * 1'000'000 /
-                                                      options_.max_bytes_per_second);
-    (void)runtime_.Sleep(pause);
-  }
-  return finished;
-}
-
-Status Coordinator::FinishCommitted(BucketId bucket, MoveId move) {
-  ShardMapPtr map = this->map();
-  const auto* placement = map->Find(bucket);
-  if (placement == nullptr || !placement->transition.has_value() ||
-      placement->transition->move != move) {
-    return OkStatus();  // finished already
-  }
-  const NodeId source = placement->transition->source.front();
-  const storage::PointRange range = ToPointRange(placement->range);
-  if (placement->transition->stage == TransitionStage::kCommitted) {
-    auto cleanup = CommitEdit([&](const ShardMap&, ShardMapEdit* edit) {
-      edit->AdvanceStage(bucket, move, TransitionStage::kCleanup);
-      return OkStatus();
-    });
-    if (!cleanup.ok()) return cleanup.status();
-    map = *cleanup;
-  }
-  // Drop the source's copy. A source that stays down keeps garbage it never serves (its map
-  // says so); the move is finished anyway.
-  auto dropped =
-      CallNode(source,
-               transport::DropBucketRequest{
-                   .epoch = map->epoch(), .move = move, .bucket = bucket, .range = range},
-               options_.call_attempts);
-  if (!dropped.ok() && dropped.status().code() == StatusCode::kCancelled) return dropped.status();
-  SHOAL_RETURN_IF_ERROR(runtime_.Failpoint("coordinator.before_done"));
-  auto done = CommitEdit(
-      [&](const ShardMap&, ShardMapEdit* edit) {
-        edit->FinishTransition(bucket, move);
-        return OkStatus();
-      },
-      MoveLogKey(move), fmt::format("DONE {}", bucket.DebugString()));
-  if (!done.ok()) return done.status();
-  std::lock_guard<std::mutex> lock(mu_);
-  ++progress_.finished;
-  return OkStatus();
-}
-
-Status Coordinator::AbortMove(BucketId bucket, MoveId move, const Status& reason) {
-  std::vector<NodeId> destination;
-  storage::PointRange range;
-  auto aborted = CommitEdit(
-      [&](const ShardMap& map, ShardMapEdit* edit) {
-        const auto* placement = map.Find(bucket);
-        if (placement != nullptr && placement->transition.has_value() &&
-            placement->transition->move == move &&
-            !cluster::IsCommitted(placement->transition->stage)) {
-          edit->AbortTransition(bucket, move);
-          destination = placement->transition->Incoming();
-          range = ToPointRange(placement->range);
-        }
-        return OkStatus();
-      },
-      MoveLogKey(move), fmt::format("ABORT {}: {}", bucket.DebugString(), reason.ToString()));
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++progress_.aborted;
-    if (progress_.in_flight > 0) --progress_.in_flight;
-    progress_.abort_reasons.push_back(
-        fmt::format("{} {}: {}", move.DebugString(), bucket.DebugString(), reason.ToString()));
-    if (progress_.abort_reasons.size() > 16) {
-      progress_.abort_reasons.erase(progress_.abort_reasons.begin());
-    }
-  }
-  if (!aborted.ok()) return aborted.status();
-  // The destination's staged data: best effort (it never serves it, and a new attempt drops the
-  // range before ingesting).
-  for (NodeId node : destination) {
-    auto dropped =
-        CallNode(node,
-                 transport::DropBucketRequest{
-                     .epoch = (*aborted)->epoch(), .move = move, .bucket = bucket, .range = range},
-                 1);
-    if (!dropped.ok() && dropped.status().code() == StatusCode::kCancelled) {
-      return dropped.status();
-    }
-  }
-  return reason.ok() ? AbortedError("move aborted") : reason;
 }
 
 void Coordinator::Recover() {
@@ -573,9 +332,14 @@ void Coordinator::Recover() {
     for (const auto& bucket : map->buckets()) {
       if (!bucket.transition.has_value()) continue;
       const auto& t = *bucket.transition;
-      Status status = cluster::IsCommitted(t.stage)
-                          ? FinishCommitted(bucket.id, t.move)
-                          : AbortMove(bucket.id, t.move, AbortedError("coordinator restarted"));
+      Status status;
+      if (cluster::IsCommitted(t.stage)) {
+        status = FinishCommitted(bucket.id, t.move);
+      } else if (cluster::CanAbort(t.stage, t.mode)) {
+        status = AbortMove(bucket.id, t.move, AbortedError("coordinator restarted"));
+      } else {
+        status = RollForwardSwitched(bucket.id, t.move);  // switched: no way back
+      }
       if (status.code() == StatusCode::kCancelled) return;
     }
   }
@@ -629,7 +393,7 @@ StatusOr<cluster::MigrationPlan> Coordinator::PlanNow(const ShardMap& map,
   for (NodeId node : joining) {
     if (!map.HasNode(node)) continue;
     cluster::BootstrapOptions bootstrap;
-    bootstrap.pre_bootstrap_mode = cluster::TransitionMode::kCopyThenSwitch;
+    bootstrap.pre_bootstrap_mode = cluster::TransitionMode::kSwitchThenCopy;
     auto pre = cluster::BootstrapPlanner::PreBootstrap(map, load, node, bootstrap);
     std::lock_guard<std::mutex> lock(mu_);
     joining_.erase(node);
@@ -704,6 +468,7 @@ Status Coordinator::BalanceOnce() {
   bool idle = plan.empty();
   for (const auto& intent : plan.moves) {
     const NodeId destination = intent.destination.front();
+    const cluster::TransitionMode mode = intent.mode;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (moving_.size() >= options_.max_moves_in_flight || moving_.count(intent.bucket) != 0 ||
@@ -714,8 +479,8 @@ Status Coordinator::BalanceOnce() {
       moving_.insert(intent.bucket);
     }
     runtime_.Spawn(Address::Coordinator(), fmt::format("move.{}", intent.bucket.DebugString()),
-                   [self = shared_from_this(), bucket = intent.bucket, destination] {
-                     (void)self->RunMove(bucket, destination);
+                   [self = shared_from_this(), bucket = intent.bucket, destination, mode] {
+                     (void)self->RunMove(bucket, destination, mode);
                      std::lock_guard<std::mutex> lock(self->mu_);
                      self->moving_.erase(bucket);
                    });

@@ -10,17 +10,23 @@
 //                                  kCommitted is stored)
 //   cluster/next_move              the next MoveId (ids are never reused)
 //   cluster/collections/<name>     the collection id
-//   moves/<id, 20 digits>          the move log: BEGIN, COMMIT, DONE or ABORT with the bucket,
+//   moves/<id, 20 digits>          the move log: BEGIN, SWITCH, COMMIT, DONE or ABORT with the
+//   bucket,
 //                                  source and destination; written in the same Commit as the map
 //
-// Move protocol (copy-then-switch), one task per move:
-//   BEGIN (map: transition kCopy) -> source exports a snapshot -> destination ingests it ->
-//   kCatchUp: destination pulls the source's later writes -> kPrepare (durable) -> source fences
-//   and reports its last sequence -> destination catches up to it -> COMMIT (map) -> kCleanup ->
-//   source drops the range -> DONE (map without the transition).
-// Recovery (paper 004 §5.4 cases 1-6): on start, every transition not committed is aborted
-// (ABORT, destination drops its staged data) and every committed one is finished (cleanup, DONE).
-// A failure of any step before COMMIT aborts the move; the balancer plans again later.
+// Move protocols, one task per move (coordinator_moves.cc):
+//   copy-then-switch (the default): BEGIN (map: transition kCopy) -> source exports a snapshot ->
+//   destination ingests it -> kCatchUp: destination pulls the source's later writes -> kPrepare
+//   (durable) -> source fences and reports its last sequence -> destination catches up to it ->
+//   COMMIT (map) -> kCleanup -> source drops the range -> DONE (map without the transition).
+//   switch-then-copy (pre-bootstrap of a joining node; MoveBucket on request): BEGIN (map:
+//   kPrepare) -> source fences and drains -> SWITCH (map: kCopy; the destination serves through
+//   the source) -> destination transfers the bucket (apply-if-newer) -> COMMIT -> kCleanup ->
+//   source drops the range -> DONE.
+// Recovery (paper 004 §5.4 cases 1-6): on start, every transition that may abort (not committed,
+// not switched) is aborted (ABORT, the destination drops its staged data); every switched one is
+// rolled forward and every committed one finished (cleanup, DONE). A failure of any step before
+// COMMIT (or SWITCH) aborts the move; the balancer plans again later.
 //
 // Thread-safety: all public methods are thread-safe. Edits are serialized by edit_mu_, which is
 // never held across a runtime yield.
@@ -101,7 +107,9 @@ class Coordinator final : public transport::Service,
   // Decommission: no new buckets; the balancer drains it, then removes it from the map.
   [[nodiscard]] Status RemoveNode(NodeId node);
   // Runs one move to completion (or abort) on the calling task.
-  [[nodiscard]] Status MoveBucket(BucketId bucket, NodeId destination);
+  [[nodiscard]] Status MoveBucket(
+      BucketId bucket, NodeId destination,
+      cluster::TransitionMode mode = cluster::TransitionMode::kCopyThenSwitch);
   [[nodiscard]] Status SplitBucket(BucketId bucket, std::optional<uint64_t> at = std::nullopt);
   [[nodiscard]] Status MergeBuckets(BucketId left, BucketId right);
   // What the balancer would do now (or after adding / removing a node), with sizes and time.
@@ -133,7 +141,18 @@ class Coordinator final : public transport::Service,
 
   [[nodiscard]] StatusOr<transport::Response> CallNode(NodeId node, transport::Request request,
                                                        int attempts);
-  [[nodiscard]] Status RunMove(BucketId bucket, NodeId destination);
+  // BEGIN, then the protocol of `mode` (coordinator_moves.cc).
+  [[nodiscard]] Status RunMove(BucketId bucket, NodeId destination, cluster::TransitionMode mode);
+  [[nodiscard]] Status CopyThenSwitch(BucketId bucket, MoveId move, NodeId source,
+                                      NodeId destination);
+  [[nodiscard]] Status SwitchThenCopy(BucketId bucket, MoveId move, NodeId source,
+                                      NodeId destination);
+  // From the switch on: transfer, COMMIT, cleanup. Also run by recovery.
+  [[nodiscard]] Status RollForwardSwitched(BucketId bucket, MoveId move);
+  // A step before the commit (or switch) failed: abort, unless this incarnation was stopped.
+  [[nodiscard]] Status FailMove(BucketId bucket, MoveId move, const Status& status);
+  [[nodiscard]] Status AdvanceStage(BucketId bucket, MoveId move, cluster::TransitionStage stage,
+                                    std::optional<std::string> log = std::nullopt);
   [[nodiscard]] Status FinishCommitted(BucketId bucket, MoveId move);
   [[nodiscard]] Status AbortMove(BucketId bucket, MoveId move, const Status& reason);
   [[nodiscard]] StatusOr<cluster::LoadReport> CollectLoads();

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "src/common/point.h"
+#include "src/node/node_ranges.h"
 #include "src/storage/errors.h"
 
 namespace shoal::node {
@@ -24,15 +25,6 @@ struct Overloaded : Ts... {
 
 bool Contains(const std::vector<NodeId>& nodes, NodeId node) {
   return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
-}
-
-storage::PointRange ToPointRange(const cluster::BucketRange& range) {
-  if (range.end_is_max()) return storage::PointRange::From(range.begin());
-  return *storage::PointRange::Make(range.begin(), range.end());
-}
-
-bool Overlaps(const cluster::BucketRange& bucket, const storage::PointRange& range) {
-  return ToPointRange(bucket).Overlaps(range);
 }
 
 }  // namespace
@@ -143,19 +135,34 @@ LocalRole StorageNode::RoleOf(BucketId bucket) const {
   return placement == nullptr ? LocalRole::kNotAssigned : RoleLocked(*placement);
 }
 
-StorageNode::Admission StorageNode::AdmitLocked(const BucketPlacement& bucket) const {
+StorageNode::Admission StorageNode::AdmitLocked(const BucketPlacement& bucket,
+                                                std::optional<MoveId> via_move) const {
   const NodeId self = options_.id;
   if (!bucket.transition.has_value()) {
+    if (via_move.has_value()) return Admission::kWrongShard;  // that move is over
     return Contains(bucket.replicas, self) ? Admission::kServe : Admission::kWrongShard;
   }
   const auto& t = *bucket.transition;
   const bool source = Contains(t.source, self);
   const bool destination = Contains(t.destination, self);
+  const bool switched =
+      t.mode == cluster::TransitionMode::kSwitchThenCopy && t.stage == TransitionStage::kCopy;
+  if (via_move.has_value()) {
+    // Only the source of that very move serves forwarded requests, and only once switched; in
+    // kPrepare it is still fenced (our map may be behind the destination's).
+    if (!source || t.move != *via_move) return Admission::kWrongShard;
+    if (switched) return Admission::kServe;
+    return t.stage == TransitionStage::kPrepare ? Admission::kQueue : Admission::kWrongShard;
+  }
   if (cluster::IsCommitted(t.stage)) {
     return destination ? Admission::kServe : Admission::kWrongShard;
   }
-  // Before the commit the source serves (both modes are run as copy-then-switch by this node:
-  // the coordinator starts only copy-then-switch moves), until it is fenced.
+  if (switched) {
+    if (destination) return Admission::kServeViaSource;
+    return Admission::kWrongShard;  // the destination owns the bucket now
+  }
+  // Before the commit (copy-then-switch) or the switch (switch-then-copy) the source serves,
+  // until it is fenced.
   if (source) {
     if (t.stage == TransitionStage::kPrepare) return Admission::kQueue;
     auto it = moves_.find(bucket.id);
@@ -164,14 +171,15 @@ StorageNode::Admission StorageNode::AdmitLocked(const BucketPlacement& bucket) c
     }
     return Admission::kServe;
   }
-  // A client that routes here knows a newer map than ours (the commit): learn it.
+  // A client that routes here knows a newer map than ours (the commit or switch): learn it.
   return destination ? Admission::kNotYet : Admission::kWrongShard;
 }
 
 bool StorageNode::CanAcknowledgeWrite(Point point) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (map_ == nullptr) return false;
-  return AdmitLocked(map_->Lookup(point)) == Admission::kServe;
+  const Admission admission = AdmitLocked(map_->Lookup(point), std::nullopt);
+  return admission == Admission::kServe || admission == Admission::kServeViaSource;
 }
 
 Status StorageNode::RefreshMap() {
@@ -206,25 +214,31 @@ void StorageNode::InstallLocked(const transport::ClusterState& state) {
   }
 }
 
-StatusOr<StorageNode::Admission> StorageNode::AwaitAdmission(MapEpoch client_epoch, Point point,
-                                                             BucketId* bucket_out) {
+StatusOr<StorageNode::Admitted> StorageNode::AwaitAdmission(MapEpoch client_epoch, Point point,
+                                                            std::optional<MoveId> via_move) {
   const transport::Micros start = runtime_.Now();
   bool counted_queue = false;
+  // A caller ahead of us has seen an edit we have not: decide with it.
+  if (client_epoch > epoch()) (void)RefreshMap();
   while (true) {
     Admission admission = Admission::kNotYet;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (map_ != nullptr) {
         const BucketPlacement& bucket = map_->Lookup(point);
-        admission = AdmitLocked(bucket);
-        if (admission == Admission::kServe) {
+        admission = AdmitLocked(bucket, via_move);
+        if (admission == Admission::kServe || admission == Admission::kServeViaSource) {
           ++inflight_writes_[bucket.id];
-          *bucket_out = bucket.id;
-          return admission;
+          Admitted admitted{.admission = admission, .bucket = bucket.id, .move = {}, .source = {}};
+          if (admission == Admission::kServeViaSource) {
+            admitted.move = bucket.transition->move;
+            admitted.source = bucket.transition->source.front();
+          }
+          return admitted;
         }
         if (admission == Admission::kWrongShard) {
           ++counters_.wrong_shard;
-          return admission;
+          return Admitted{.admission = admission, .bucket = bucket.id, .move = {}, .source = {}};
         }
         if (admission == Admission::kQueue && !counted_queue) {
           ++counters_.queued;
@@ -236,35 +250,71 @@ StatusOr<StorageNode::Admission> StorageNode::AwaitAdmission(MapEpoch client_epo
     if (runtime_.Now() - start > options_.fence_timeout) {
       std::lock_guard<std::mutex> lock(mu_);
       ++counters_.fence_timeouts;
-      return Admission::kNotYet;
+      return Admitted{.admission = Admission::kNotYet, .bucket = {}, .move = {}, .source = {}};
     }
     SHOAL_RETURN_IF_ERROR(runtime_.Sleep(options_.queue_poll));
   }
 }
 
-StatusOr<StorageNode::Admission> StorageNode::AwaitRangeAdmission(
-    MapEpoch client_epoch, const storage::PointRange& range) {
+void StorageNode::Release(BucketId bucket, bool write) {
+  std::lock_guard<std::mutex> lock(mu_);
+  --inflight_writes_[bucket];
+  if (write) {
+    ++counters_.writes;
+  } else {
+    ++counters_.reads;
+  }
+}
+
+StatusOr<StorageNode::Admitted> StorageNode::AwaitRangeAdmission(MapEpoch client_epoch,
+                                                                 const storage::PointRange& range,
+                                                                 std::optional<MoveId> via_move) {
   const transport::Micros start = runtime_.Now();
+  if (client_epoch > epoch()) (void)RefreshMap();
   while (true) {
     Admission worst = Admission::kNotYet;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (map_ != nullptr) {
         worst = Admission::kServe;
+        int overlapping = 0;
+        const BucketPlacement* switched = nullptr;
         for (const BucketPlacement& bucket : map_->buckets()) {
           if (!Overlaps(bucket.range, range)) continue;
-          const Admission a = AdmitLocked(bucket);
+          ++overlapping;
+          const Admission a = AdmitLocked(bucket, via_move);
           if (a == Admission::kWrongShard) {
             ++counters_.wrong_shard;
-            return a;
+            return Admitted{.admission = a, .bucket = bucket.id, .move = {}, .source = {}};
           }
-          if (a != Admission::kServe) worst = a;
+          if (a == Admission::kServeViaSource) {
+            switched = &bucket;
+          } else if (a != Admission::kServe) {
+            worst = a;
+          }
         }
-        if (worst == Admission::kServe) return worst;
+        if (switched != nullptr && worst == Admission::kServe) {
+          if (overlapping != 1) {
+            // Part of the range is served here, part through a source: the caller's map is
+            // older than ours; it splits its scan again with ours.
+            ++counters_.wrong_shard;
+            return Admitted{
+                .admission = Admission::kWrongShard, .bucket = {}, .move = {}, .source = {}};
+          }
+          return Admitted{.admission = Admission::kServeViaSource,
+                          .bucket = switched->id,
+                          .move = switched->transition->move,
+                          .source = switched->transition->source.front()};
+        }
+        if (worst == Admission::kServe) {
+          return Admitted{.admission = worst, .bucket = {}, .move = {}, .source = {}};
+        }
       }
     }
     if (worst == Admission::kNotYet || client_epoch > epoch()) (void)RefreshMap();
-    if (runtime_.Now() - start > options_.fence_timeout) return Admission::kNotYet;
+    if (runtime_.Now() - start > options_.fence_timeout) {
+      return Admitted{.admission = Admission::kNotYet, .bucket = {}, .move = {}, .source = {}};
+    }
     SHOAL_RETURN_IF_ERROR(runtime_.Sleep(options_.queue_poll));
   }
 }
@@ -285,6 +335,7 @@ Response StorageNode::Refuse(Admission admission) {
           transport::ClusterError::kNotServing,
           fmt::format("n{} cannot serve this key yet; retry", options_.id.value())));
     case Admission::kServe:
+    case Admission::kServeViaSource:
       break;
   }
   return Response::Error(InternalError("refusing an admitted request"));
@@ -306,6 +357,7 @@ Response StorageNode::Handle(const Address& from, const transport::Request& requ
           [&](const transport::FenceRequest& r) { return HandleFence(r); },
           [&](const transport::DropBucketRequest& r) { return HandleDrop(r); },
           [&](const transport::BucketLoadRequest&) { return HandleLoad(); },
+          [&](const transport::TransferBucketRequest& r) { return HandleTransfer(r); },
           [&](const auto&) {
             return Response::Error(UnimplementedError("not a storage node request"));
           },
@@ -328,10 +380,11 @@ Status StorageNode::EnsureCollection(CollectionId collection) {
 Response StorageNode::HandleWrite(const transport::WriteRequest& request) {
   if (Status s = EnsureCollection(request.collection); !s.ok()) return Response::Error(s);
   const Point point = PointOf(request.collection, request.primary_key);
-  BucketId bucket;
-  auto admission = AwaitAdmission(request.epoch, point, &bucket);
-  if (!admission.ok()) return Response::Error(admission.status());
-  if (*admission != Admission::kServe) return Refuse(*admission);
+  auto admitted = AwaitAdmission(request.epoch, point, request.via_move);
+  if (!admitted.ok()) return Response::Error(admitted.status());
+  if (admitted->admission == Admission::kServeViaSource) return ForwardWrite(request, *admitted);
+  if (admitted->admission != Admission::kServe) return Refuse(admitted->admission);
+  const BucketId bucket = admitted->bucket;
 
   // The write runs outside mu_; Fence waits for the in-flight count to drop to zero, so it
   // reports a sequence that includes this write.
@@ -355,11 +408,7 @@ Response StorageNode::HandleWrite(const transport::WriteRequest& request) {
       version = store_->CompareAndSet(request.collection, pk, request.expected_version, body);
       break;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    --inflight_writes_[bucket];
-    ++counters_.writes;
-  }
+  Release(bucket, /*write=*/true);
   if (!version.ok()) return Response::Error(version.status());
   return Response::Ok(transport::WriteResponse{.version = *version});
 }
@@ -367,25 +416,25 @@ Response StorageNode::HandleWrite(const transport::WriteRequest& request) {
 Response StorageNode::HandleGet(const transport::GetRequest& request) {
   if (Status s = EnsureCollection(request.collection); !s.ok()) return Response::Error(s);
   const Point point = PointOf(request.collection, request.primary_key);
-  BucketId bucket;
-  auto admission = AwaitAdmission(request.epoch, point, &bucket);
-  if (!admission.ok()) return Response::Error(admission.status());
-  if (*admission != Admission::kServe) return Refuse(*admission);
-  StatusOr<storage::Document> document = store_->Get(request.collection, request.primary_key);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    --inflight_writes_[bucket];
-    ++counters_.reads;
-  }
+  auto admitted = AwaitAdmission(request.epoch, point, request.via_move);
+  if (!admitted.ok()) return Response::Error(admitted.status());
+  if (admitted->admission == Admission::kServeViaSource) return ForwardGet(request, *admitted);
+  if (admitted->admission != Admission::kServe) return Refuse(admitted->admission);
+  storage::GetOptions get;
+  get.include_tombstones = request.via_move.has_value() && request.include_tombstones;
+  StatusOr<storage::Document> document = store_->Get(request.collection, request.primary_key, get);
+  Release(admitted->bucket, /*write=*/false);
   if (!document.ok()) return Response::Error(document.status());
   return Response::Ok(transport::GetResponse{.document = std::move(*document)});
 }
 
 Response StorageNode::HandleScan(const transport::ScanRequest& request) {
-  auto admission = AwaitRangeAdmission(request.epoch, request.range);
-  if (!admission.ok()) return Response::Error(admission.status());
-  if (*admission != Admission::kServe) return Refuse(*admission);
+  auto admitted = AwaitRangeAdmission(request.epoch, request.range, request.via_move);
+  if (!admitted.ok()) return Response::Error(admitted.status());
+  if (admitted->admission == Admission::kServeViaSource) return ForwardScan(request, *admitted);
+  if (admitted->admission != Admission::kServe) return Refuse(admitted->admission);
   storage::ScanOptions scan;
+  scan.include_tombstones = request.via_move.has_value() && request.include_tombstones;
   scan.range = request.range;
   scan.collection = request.collection;
   scan.filter = request.filter;

@@ -7,7 +7,8 @@
 // Per-bucket state (LocalRole), derived from the node's latest map and its move records:
 //   kNotAssigned  not a replica and not part of a transition of the bucket;
 //   kAdding       destination of an uncommitted move: data is staged (ingest, catch-up) but
-//                 nothing is served;
+//                 nothing is served — except in kCopy of a switch-then-copy move, where it
+//                 serves through the source (below);
 //   kReadWrite    stable replica, or destination of a committed move: serves reads and writes;
 //   kLeaving      source of an uncommitted move: serves until fenced, then queues;
 //                 after the commit, answers WRONG_SHARD and keeps its data until DropBucket.
@@ -23,6 +24,14 @@
 //   - Requests are decided against the node's own map, whatever epoch the client sent; a client
 //     ahead of the node makes the node fetch the map first. The decision is taken again after
 //     every wait, and a write holds the bucket's in-flight count from its check to its end.
+//   - SWITCH-THEN-COPY (kCopy): the destination admits clients, but every write is executed by
+//     the source first (a request with via_move; the source decides its outcome, as the complete
+//     copy) and then applied at the destination if newer, before the acknowledgement; a read the
+//     destination cannot answer from its own copy (nothing stored, not even a tombstone) is read
+//     at the source and stored locally before the answer; a scan is served by the source. The
+//     source answers clients WRONG_SHARD and serves only via_move requests of that move. So the
+//     destination holds every acknowledged write and every value a read returned, and pulling
+//     the rest (TransferBucket, apply-if-newer) never overwrites a newer version.
 //   - Data of a range is dropped only when the node's map (durable at the coordinator) shows the
 //     node neither serves it nor takes part in a move of it.
 //
@@ -102,7 +111,20 @@ class StorageNode final : public transport::Service,
 
  private:
   // What the node does with a data request for a point or a bucket right now.
-  enum class Admission : uint8_t { kServe, kQueue, kWrongShard, kNotYet };
+  enum class Admission : uint8_t {
+    kServe,           // serve from the local store
+    kServeViaSource,  // destination of a switch-then-copy move in kCopy: serve through the source
+    kQueue,           // fenced: wait
+    kWrongShard,      // not ours at our epoch
+    kNotYet,          // ours at a newer epoch than we know: learn it
+  };
+  // What an admitted request needs: its bucket and, for kServeViaSource, the move and source.
+  struct Admitted {
+    Admission admission = Admission::kNotYet;
+    BucketId bucket{};
+    MoveId move{};
+    NodeId source{};
+  };
   struct MoveRecord {
     MoveId move;
     bool source = false;
@@ -113,14 +135,21 @@ class StorageNode final : public transport::Service,
 
   StorageNode(transport::Runtime& runtime, const NodeOptions& options);
 
-  [[nodiscard]] Admission AdmitLocked(const cluster::BucketPlacement& bucket) const;
+  // `via_move`: the request was forwarded by the destination of that switch-then-copy move.
+  [[nodiscard]] Admission AdmitLocked(const cluster::BucketPlacement& bucket,
+                                      std::optional<MoveId> via_move) const;
   [[nodiscard]] LocalRole RoleLocked(const cluster::BucketPlacement& bucket) const;
   // Waits while the admission is kQueue or kNotYet (fetching the map when the client is ahead);
-  // returns the final admission and the bucket it was decided for.
-  [[nodiscard]] StatusOr<Admission> AwaitAdmission(MapEpoch client_epoch, Point point,
-                                                   BucketId* bucket_out);
-  [[nodiscard]] StatusOr<Admission> AwaitRangeAdmission(MapEpoch client_epoch,
-                                                        const storage::PointRange& range);
+  // returns the final admission and what it was decided for. kServe and kServeViaSource count
+  // the bucket's in-flight requests (the caller calls Release).
+  [[nodiscard]] StatusOr<Admitted> AwaitAdmission(MapEpoch client_epoch, Point point,
+                                                  std::optional<MoveId> via_move);
+  // The same for every bucket overlapping `range`: kServeViaSource only when one switch-then-
+  // copy bucket holds the whole range. Counts nothing in flight.
+  [[nodiscard]] StatusOr<Admitted> AwaitRangeAdmission(MapEpoch client_epoch,
+                                                       const storage::PointRange& range,
+                                                       std::optional<MoveId> via_move);
+  void Release(BucketId bucket, bool write);
   [[nodiscard]] transport::Response Refuse(Admission admission);
   [[nodiscard]] Status RefreshMap();
   [[nodiscard]] Status EnsureCollection(CollectionId collection);
@@ -142,6 +171,15 @@ class StorageNode final : public transport::Service,
   transport::Response HandleFence(const transport::FenceRequest& request);
   transport::Response HandleDrop(const transport::DropBucketRequest& request);
   transport::Response HandleLoad();
+  transport::Response HandleTransfer(const transport::TransferBucketRequest& request);
+  // kServeViaSource: run the request at the source, then keep its result locally.
+  transport::Response ForwardWrite(const transport::WriteRequest& request,
+                                   const Admitted& admitted);
+  transport::Response ForwardGet(const transport::GetRequest& request, const Admitted& admitted);
+  transport::Response ForwardScan(const transport::ScanRequest& request, const Admitted& admitted);
+  // Turns a failed call to the source into what the client should see; learns a carried route.
+  transport::Response ForwardFailure(const StatusOr<transport::Response>& response,
+                                     bool idempotent);
 
   transport::Runtime& runtime_;
   const NodeOptions options_;

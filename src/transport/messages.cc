@@ -90,6 +90,7 @@ std::string_view RequestName(const Request& request) {
           [](const FenceRequest&) { return std::string_view("Fence"); },
           [](const DropBucketRequest&) { return std::string_view("DropBucket"); },
           [](const BucketLoadRequest&) { return std::string_view("BucketLoad"); },
+          [](const TransferBucketRequest&) { return std::string_view("TransferBucket"); },
       },
       request);
 }

@@ -67,6 +67,9 @@ enum class WriteOp : uint8_t {
 };
 [[nodiscard]] std::string_view ToString(WriteOp op);
 
+// Data requests may be forwarded by the destination of a switch-then-copy move to its source
+// while the move is in kCopy (`via_move` set): the source, which answers clients WRONG_SHARD
+// then, serves exactly these (docs/design/cluster.md, "Switch-then-copy").
 struct WriteRequest {
   MapEpoch epoch{};
   WriteOp op = WriteOp::kUpsert;
@@ -74,6 +77,7 @@ struct WriteRequest {
   std::string primary_key{};
   std::string body{};
   uint64_t expected_version = 0;  // kCompareAndSet
+  std::optional<MoveId> via_move{};
 };
 struct WriteResponse {
   uint64_t version = 0;
@@ -83,6 +87,8 @@ struct GetRequest {
   MapEpoch epoch{};
   CollectionId collection{};
   std::string primary_key{};
+  std::optional<MoveId> via_move{};
+  bool include_tombstones = false;  // only with via_move
 };
 struct GetResponse {
   storage::Document document{};
@@ -97,6 +103,8 @@ struct ScanRequest {
   storage::DocumentFilter filter{};
   std::string cursor{};  // "" = from the start of the range
   uint32_t max_documents = 1000;
+  std::optional<MoveId> via_move{};
+  bool include_tombstones = false;  // only with via_move
 };
 struct ScanResponse {
   std::vector<storage::Document> documents{};
@@ -178,6 +186,22 @@ struct ReadChangesResponse {
   uint64_t next_sequence = 0;
 };
 
+// Destination of a switch-then-copy move in kCopy: pull up to `max_pages` pages of the source's
+// documents (tombstones included) from `cursor` on and apply each unless the destination holds
+// a newer version. next_cursor "" = the bucket is transferred.
+struct TransferBucketRequest {
+  MoveId move{};
+  BucketId bucket{};
+  NodeId source{};
+  std::string cursor{};
+  uint32_t max_pages = 16;
+};
+struct TransferBucketResponse {
+  std::string next_cursor{};
+  uint64_t documents = 0;  // applied or skipped by this call
+  uint64_t bytes = 0;
+};
+
 // Source: stop acknowledging reads and writes of the bucket (queue them) and report the last
 // sequence that holds a write to it.
 struct FenceRequest {
@@ -214,12 +238,12 @@ using Request =
     std::variant<WriteRequest, GetRequest, ScanRequest, GetMapRequest, InstallMapRequest,
                  HeartbeatRequest, CreateCollectionRequest, ExportBucketRequest,
                  IngestBucketRequest, CatchUpRequest, ReadChangesRequest, FenceRequest,
-                 DropBucketRequest, BucketLoadRequest>;
+                 DropBucketRequest, BucketLoadRequest, TransferBucketRequest>;
 
 using ResponseBody =
     std::variant<Ack, WriteResponse, GetResponse, ScanResponse, GetMapResponse, HeartbeatResponse,
                  CreateCollectionResponse, ExportBucketResponse, CatchUpResponse,
-                 ReadChangesResponse, FenceResponse, BucketLoadResponse>;
+                 ReadChangesResponse, FenceResponse, BucketLoadResponse, TransferBucketResponse>;
 
 struct Response {
   Status status{};

@@ -202,8 +202,11 @@ void ChaosLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluster
       case 4: {  // move a bucket
         const NodeId to = active[random.Uniform(active.size())];
         if (bucket.HasReplica(to)) break;
-        SpawnAdmin(sim, cluster, [id = bucket.id, to](coordinator::Coordinator& c) {
-          (void)c.MoveBucket(id, to);
+        // Both protocols: copy-then-switch, and switch-then-copy (also used by joins).
+        const auto mode = random.Uniform(2) == 0 ? cluster::TransitionMode::kCopyThenSwitch
+                                                 : cluster::TransitionMode::kSwitchThenCopy;
+        SpawnAdmin(sim, cluster, [id = bucket.id, to, mode](coordinator::Coordinator& c) {
+          (void)c.MoveBucket(id, to, mode);
         });
         break;
       }
@@ -402,9 +405,12 @@ ClusterSimResult RunClusterSim(const ClusterSimOptions& options) {
     sim.SetChaosHook([&world](const Address&, std::string_view name) {
       ++world.result.failpoint_hits[std::string(name)];
       if (world.stop_chaos || !world.options.crashes) return false;
-      if (world.chaos_random.NextDouble() >= world.options.failpoint_crash_probability) {
-        return false;
-      }
+      // Switch-then-copy moves are rarer than copy-then-switch ones; crash at their steps more
+      // often so that every shard of seeds covers their recovery (roll forward).
+      const bool rare = name.find("switch") != std::string_view::npos ||
+                        name.find("transfer") != std::string_view::npos;
+      const double p = world.options.failpoint_crash_probability * (rare ? 4 : 1);
+      if (world.chaos_random.NextDouble() >= p) return false;
       ++world.result.crashes;
       ++world.result.failpoint_crashes[std::string(name)];
       return true;

@@ -70,7 +70,8 @@ TEST(ClusterSimTest, ManySeeds) {
          {"coordinator.after_begin", "coordinator.after_export", "coordinator.after_ingest",
           "coordinator.before_fence", "coordinator.before_commit", "coordinator.after_commit",
           "coordinator.before_done", "source.after_fence", "destination.after_ingest",
-          "destination.after_apply"}) {
+          "destination.after_apply", "coordinator.before_switch", "coordinator.after_switch",
+          "destination.after_transfer_page"}) {
       EXPECT_GT(crashed_at[name], 0u) << name;
     }
   }

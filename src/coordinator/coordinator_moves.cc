@@ -1,0 +1,368 @@
+// The move protocols run by the coordinator: BEGIN, copy-then-switch, switch-then-copy, the
+// commit, cleanup and abort (ARCHITECTURE.md §3, docs/design/cluster.md). The durable records
+// and the recovery rules are described in coordinator.h.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "src/coordinator/coordinator.h"
+#include "src/coordinator/coordinator_internal.h"
+
+namespace shoal::coordinator {
+
+using cluster::ShardMap;
+using cluster::ShardMapEdit;
+using cluster::ShardMapPtr;
+using cluster::TransitionStage;
+using internal::MoveLogKey;
+using internal::ToPointRange;
+
+Status Coordinator::RunMove(BucketId bucket, NodeId destination, cluster::TransitionMode mode) {
+  // BEGIN.
+  MoveId move;
+  NodeId source;
+  auto begun = CommitEdit(
+      [&](const ShardMap& map, ShardMapEdit* edit) {
+        const auto* placement = map.Find(bucket);
+        if (placement == nullptr) return NotFoundError(bucket.DebugString());
+        if (placement->transition.has_value()) {
+          return FailedPreconditionError(fmt::format("{} is moving", bucket.DebugString()));
+        }
+        const auto* info = map.FindNode(destination);
+        if (info == nullptr || info->state != cluster::NodeState::kActive) {
+          return FailedPreconditionError(
+              fmt::format("{} cannot receive buckets", destination.DebugString()));
+        }
+        if (placement->HasReplica(destination)) {
+          return FailedPreconditionError(
+              fmt::format("{} holds {} already", destination.DebugString(), bucket.DebugString()));
+        }
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          move = MoveId(next_move_);
+        }
+        source = placement->replicas.front();
+        edit->BeginTransition(bucket, move, {destination}, mode);
+        return OkStatus();
+      },
+      std::nullopt);
+  if (!begun.ok()) return begun.status();
+  {
+    // The log record goes with the map in the next edits; BEGIN is written on its own here so
+    // that the record exists even if nothing else is ever written.
+    auto logged =
+        store_.Put(MoveLogKey(move),
+                   fmt::format("BEGIN {} {} -> {} {}", bucket.DebugString(), source.DebugString(),
+                               destination.DebugString(), cluster::ToString(mode)),
+                   metadata::kAnyVersion);
+    if (!logged.ok()) return AbortMove(bucket, move, logged.status());
+    std::lock_guard<std::mutex> lock(mu_);
+    ++progress_.started;
+    ++progress_.in_flight;
+  }
+  SHOAL_RETURN_IF_ERROR(runtime_.Failpoint("coordinator.after_begin"));
+  switch (mode) {
+    case cluster::TransitionMode::kCopyThenSwitch:
+      return CopyThenSwitch(bucket, move, source, destination);
+    case cluster::TransitionMode::kSwitchThenCopy:
+      return SwitchThenCopy(bucket, move, source, destination);
+  }
+  return InternalError("unknown transition mode");
+}
+
+Status Coordinator::FailMove(BucketId bucket, MoveId move, const Status& status) {
+  if (status.code() == StatusCode::kCancelled) {
+    std::lock_guard<std::mutex> lock(mu_);
+    --progress_.in_flight;
+    return status;  // this incarnation is gone; recovery decides
+  }
+  return AbortMove(bucket, move, status);
+}
+
+Status Coordinator::AdvanceStage(BucketId bucket, MoveId move, TransitionStage stage,
+                                 std::optional<std::string> log) {
+  auto edit = [&](const ShardMap&, ShardMapEdit* e) {
+    e->AdvanceStage(bucket, move, stage);
+    return OkStatus();
+  };
+  if (log.has_value()) return CommitEdit(edit, MoveLogKey(move), std::move(*log)).status();
+  return CommitEdit(edit).status();
+}
+
+// Copy-then-switch (paper 004 §5, ARCHITECTURE.md §3): the source serves until the fenced commit.
+Status Coordinator::CopyThenSwitch(BucketId bucket, MoveId move, NodeId source,
+                                   NodeId destination) {
+  auto fail = [&](const Status& status) { return FailMove(bucket, move, status); };
+  // Snapshot: export at the source, ingest (invisibly) at the destination.
+  auto exported_response =
+      CallNode(source, transport::ExportBucketRequest{.move = move, .bucket = bucket},
+               options_.call_attempts);
+  if (!exported_response.ok()) return fail(exported_response.status());
+  auto exported = transport::BodyAs<transport::ExportBucketResponse>(std::move(*exported_response));
+  if (!exported.ok()) return fail(exported.status());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    progress_.bytes_planned += exported->exported.bytes;
+  }
+  if (Status s = runtime_.Failpoint("coordinator.after_export"); !s.ok()) return s;
+  auto ingested = CallNode(destination,
+                           transport::IngestBucketRequest{
+                               .move = move, .bucket = bucket, .exported = exported->exported},
+                           options_.call_attempts);
+  if (!ingested.ok()) return fail(ingested.status());
+  if (!ingested->status.ok()) return fail(ingested->status);
+  if (Status s = runtime_.Failpoint("coordinator.after_ingest"); !s.ok()) return s;
+
+  // Catch-up.
+  auto advance = [&](TransitionStage stage) { return AdvanceStage(bucket, move, stage); };
+  if (Status s = advance(TransitionStage::kCatchUp); !s.ok()) return fail(s);
+  uint64_t position = exported->exported.sequence;
+  for (uint32_t round = 0; round < options_.catch_up_rounds; ++round) {
+    auto caught = CallNode(destination,
+                           transport::CatchUpRequest{.move = move,
+                                                     .bucket = bucket,
+                                                     .source = source,
+                                                     .after_sequence = position,
+                                                     .until_sequence = std::nullopt,
+                                                     .stop_below = options_.fence_backlog},
+                           options_.call_attempts);
+    if (!caught.ok()) return fail(caught.status());
+    auto body = transport::BodyAs<transport::CatchUpResponse>(std::move(*caught));
+    if (!body.ok()) return fail(body.status());
+    position = body->applied_sequence;
+    if (body->applied < options_.fence_backlog) break;
+  }
+
+  // Prepare: durable first, so that a restarted source fences by its map alone.
+  if (Status s = advance(TransitionStage::kPrepare); !s.ok()) return fail(s);
+  if (Status s = runtime_.Failpoint("coordinator.before_fence"); !s.ok()) return s;
+  const transport::Micros fence_start = runtime_.Now();
+  auto fenced = CallNode(source, transport::FenceRequest{.move = move, .bucket = bucket},
+                         options_.call_attempts);
+  if (!fenced.ok()) return fail(fenced.status());
+  auto fence = transport::BodyAs<transport::FenceResponse>(std::move(*fenced));
+  if (!fence.ok()) return fail(fence.status());
+  auto drained = CallNode(destination,
+                          transport::CatchUpRequest{.move = move,
+                                                    .bucket = bucket,
+                                                    .source = source,
+                                                    .after_sequence = position,
+                                                    .until_sequence = fence->sequence,
+                                                    .stop_below = 0},
+                          options_.call_attempts);
+  if (!drained.ok()) return fail(drained.status());
+  if (!drained->status.ok()) return fail(drained->status);
+  if (Status s = runtime_.Failpoint("coordinator.before_commit"); !s.ok()) return s;
+
+  // COMMIT: the map with the committed transition is the commit point.
+  auto committed = CommitEdit(
+      [&](const ShardMap&, ShardMapEdit* edit) {
+        edit->CommitTransition(bucket, move);
+        return OkStatus();
+      },
+      MoveLogKey(move),
+      fmt::format("COMMIT {} {} -> {}", bucket.DebugString(), source.DebugString(),
+                  destination.DebugString()));
+  if (!committed.ok()) return fail(committed.status());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++progress_.committed;
+    progress_.bytes_moved += exported->exported.bytes;
+    progress_.fence_micros.push_back(runtime_.Now() - fence_start);
+    progress_.first_commit_to.emplace(destination, runtime_.Now());
+  }
+  if (Status s = runtime_.Failpoint("coordinator.after_commit"); !s.ok()) return s;
+  Status finished = FinishCommitted(bucket, move);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --progress_.in_flight;
+  }
+  if (finished.ok() && options_.max_bytes_per_second > 0) {
+    // Throttle: the next move of this task waits as long as this one's bytes take at the rate.
+    const auto pause = static_cast<transport::Micros>(exported->exported.bytes * 1'000'000 /
+                                                      options_.max_bytes_per_second);
+    (void)runtime_.Sleep(pause);
+  }
+  return finished;
+}
+
+// Switch-then-copy (paper 002 §5.3-5.4, paper 001 §4.2): kPrepare (durable) -> the source
+// fences and drains -> SWITCH (map: kCopy; the destination serves through the source) ->
+// transfer -> COMMIT -> cleanup. Aborts only before the switch; from the switch on it rolls
+// forward, also after a coordinator restart (RollForwardSwitched).
+Status Coordinator::SwitchThenCopy(BucketId bucket, MoveId move, NodeId source,
+                                   NodeId destination) {
+  auto fail = [&](const Status& status) { return FailMove(bucket, move, status); };
+  // The map is in kPrepare since BEGIN, so a restarted source fences by its map alone.
+  const transport::Micros fence_start = runtime_.Now();
+  auto fenced = CallNode(source, transport::FenceRequest{.move = move, .bucket = bucket},
+                         options_.call_attempts);
+  if (!fenced.ok()) return fail(fenced.status());
+  if (!fenced->status.ok()) return fail(fenced->status);
+  if (Status s = runtime_.Failpoint("coordinator.before_switch"); !s.ok()) return s;
+  if (Status s = AdvanceStage(bucket, move, TransitionStage::kCopy,
+                              fmt::format("SWITCH {} {} -> {}", bucket.DebugString(),
+                                          source.DebugString(), destination.DebugString()));
+      !s.ok()) {
+    return fail(s);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    progress_.fence_micros.push_back(runtime_.Now() - fence_start);
+    progress_.first_commit_to.emplace(destination, runtime_.Now());
+  }
+  Status finished = RollForwardSwitched(bucket, move);
+  std::lock_guard<std::mutex> lock(mu_);
+  --progress_.in_flight;
+  return finished;
+}
+
+Status Coordinator::RollForwardSwitched(BucketId bucket, MoveId move) {
+  if (Status s = runtime_.Failpoint("coordinator.after_switch"); !s.ok()) return s;
+  ShardMapPtr map = this->map();
+  const auto* placement = map->Find(bucket);
+  if (placement == nullptr || !placement->transition.has_value() ||
+      placement->transition->move != move) {
+    return OkStatus();  // finished already
+  }
+  const NodeId source = placement->transition->source.front();
+  const NodeId destination = placement->transition->destination.front();
+  // Transfer until the destination holds the whole bucket. There is no way back, so a node
+  // that does not answer is waited for (retries with backoff) rather than given up on.
+  std::string cursor;
+  uint64_t bytes = 0;
+  int failures = 0;
+  while (true) {
+    auto transferred = CallNode(
+        destination,
+        transport::TransferBucketRequest{
+            .move = move, .bucket = bucket, .source = source, .cursor = cursor, .max_pages = 16},
+        options_.call_attempts);
+    Status status = transferred.ok() ? transferred->status : transferred.status();
+    if (status.code() == StatusCode::kCancelled) return status;
+    if (!status.ok()) {
+      ShardMapPtr now = this->map();
+      const auto* b = now->Find(bucket);
+      if (b == nullptr || !b->transition.has_value() || b->transition->move != move ||
+          b->transition->stage != TransitionStage::kCopy) {
+        return OkStatus();  // no longer ours to finish
+      }
+      SHOAL_RETURN_IF_ERROR(runtime_.Sleep(options_.retry_backoff << std::min(failures++, 6)));
+      continue;
+    }
+    auto body = transport::BodyAs<transport::TransferBucketResponse>(std::move(*transferred));
+    if (!body.ok()) return body.status();  // a malformed answer: a bug, not a state to wait out
+    failures = 0;
+    bytes += body->bytes;
+    cursor = body->next_cursor;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      progress_.bytes_planned += body->bytes;
+    }
+    if (cursor.empty()) break;
+  }
+  if (Status s = runtime_.Failpoint("coordinator.before_commit"); !s.ok()) return s;
+  auto committed = CommitEdit(
+      [&](const ShardMap& current, ShardMapEdit* edit) {
+        const auto* b = current.Find(bucket);
+        if (b != nullptr && b->transition.has_value() && b->transition->move == move &&
+            b->transition->stage == TransitionStage::kCopy) {
+          edit->CommitTransition(bucket, move);
+        }
+        return OkStatus();
+      },
+      MoveLogKey(move),
+      fmt::format("COMMIT {} {} -> {}", bucket.DebugString(), source.DebugString(),
+                  destination.DebugString()));
+  if (!committed.ok()) return committed.status();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++progress_.committed;
+    progress_.bytes_moved += bytes;
+  }
+  if (Status s = runtime_.Failpoint("coordinator.after_commit"); !s.ok()) return s;
+  return FinishCommitted(bucket, move);
+}
+
+Status Coordinator::FinishCommitted(BucketId bucket, MoveId move) {
+  ShardMapPtr map = this->map();
+  const auto* placement = map->Find(bucket);
+  if (placement == nullptr || !placement->transition.has_value() ||
+      placement->transition->move != move) {
+    return OkStatus();  // finished already
+  }
+  const NodeId source = placement->transition->source.front();
+  const storage::PointRange range = ToPointRange(placement->range);
+  if (placement->transition->stage == TransitionStage::kCommitted) {
+    auto cleanup = CommitEdit([&](const ShardMap&, ShardMapEdit* edit) {
+      edit->AdvanceStage(bucket, move, TransitionStage::kCleanup);
+      return OkStatus();
+    });
+    if (!cleanup.ok()) return cleanup.status();
+    map = *cleanup;
+  }
+  // Drop the source's copy. A source that stays down keeps garbage it never serves (its map
+  // says so); the move is finished anyway.
+  auto dropped =
+      CallNode(source,
+               transport::DropBucketRequest{
+                   .epoch = map->epoch(), .move = move, .bucket = bucket, .range = range},
+               options_.call_attempts);
+  if (!dropped.ok() && dropped.status().code() == StatusCode::kCancelled) return dropped.status();
+  SHOAL_RETURN_IF_ERROR(runtime_.Failpoint("coordinator.before_done"));
+  auto done = CommitEdit(
+      [&](const ShardMap&, ShardMapEdit* edit) {
+        edit->FinishTransition(bucket, move);
+        return OkStatus();
+      },
+      MoveLogKey(move), fmt::format("DONE {}", bucket.DebugString()));
+  if (!done.ok()) return done.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  ++progress_.finished;
+  return OkStatus();
+}
+
+Status Coordinator::AbortMove(BucketId bucket, MoveId move, const Status& reason) {
+  std::vector<NodeId> destination;
+  storage::PointRange range;
+  auto aborted = CommitEdit(
+      [&](const ShardMap& map, ShardMapEdit* edit) {
+        const auto* placement = map.Find(bucket);
+        if (placement != nullptr && placement->transition.has_value() &&
+            placement->transition->move == move &&
+            !cluster::IsCommitted(placement->transition->stage)) {
+          edit->AbortTransition(bucket, move);
+          destination = placement->transition->Incoming();
+          range = ToPointRange(placement->range);
+        }
+        return OkStatus();
+      },
+      MoveLogKey(move), fmt::format("ABORT {}: {}", bucket.DebugString(), reason.ToString()));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++progress_.aborted;
+    if (progress_.in_flight > 0) --progress_.in_flight;
+    progress_.abort_reasons.push_back(
+        fmt::format("{} {}: {}", move.DebugString(), bucket.DebugString(), reason.ToString()));
+    if (progress_.abort_reasons.size() > 16) {
+      progress_.abort_reasons.erase(progress_.abort_reasons.begin());
+    }
+  }
+  if (!aborted.ok()) return aborted.status();
+  // The destination's staged data: best effort (it never serves it, and a new attempt drops the
+  // range before ingesting).
+  for (NodeId node : destination) {
+    auto dropped =
+        CallNode(node,
+                 transport::DropBucketRequest{
+                     .epoch = (*aborted)->epoch(), .move = move, .bucket = bucket, .range = range},
+                 1);
+    if (!dropped.ok() && dropped.status().code() == StatusCode::kCancelled) {
+      return dropped.status();
+    }
+  }
+  return reason.ok() ? AbortedError("move aborted") : reason;
+}
+
+}  // namespace shoal::coordinator
