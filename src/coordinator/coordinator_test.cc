@@ -362,11 +362,102 @@ TEST_F(CoordinatorTest, PlanReportsMovesWithoutChangingTheMap) {
   });
 }
 
+// Switch-then-copy (paper 002 §5.3-5.4): held just after the switch, the destination already
+// serves the bucket — reads of documents not yet transferred come from the source, writes are
+// applied at the source first — and the transfer that follows keeps every newer version: an
+// updated document keeps its update and a deleted one stays deleted.
+TEST_F(CoordinatorTest, SwitchThenCopyServesAtOnceAndTransfersWithoutOverwriting) {
+  bool hold = true;
+  bool held = false;
+  sim_.SetChaosHook([&](const Address&, std::string_view failpoint) {
+    if (failpoint != "coordinator.after_switch") return false;
+    held = true;
+    while (hold) {
+      if (!sim_.Sleep(kMs).ok()) break;
+    }
+    return false;
+  });
+  Run(/*auto_balance=*/false, [&] {
+    const ShardMapPtr before = map();
+    const storage::PointRange range = RangeOf(*before->Find(kB0));
+    std::vector<int> in_bucket;
+    for (int i = 0; i < kDocuments; ++i) {
+      if (before->Lookup(PointOf(collection_, Key(i))).id == kB0) in_bucket.push_back(i);
+    }
+    ASSERT_GE(in_bucket.size(), 3u);
+    bool moved = false;
+    Status move_status;
+    std::shared_ptr<Coordinator> c = cluster_->coordinator();
+    sim_.Spawn(Address::Coordinator(), "move", [&, c] {
+      move_status = c->MoveBucket(kB0, kN2, cluster::TransitionMode::kSwitchThenCopy);
+      moved = true;
+    });
+    ASSERT_TRUE(WaitFor([&] { return held; }));
+    ASSERT_TRUE(WaitFor([&] {
+      return cluster_->node(kN1)->epoch() == map()->epoch() &&
+             cluster_->node(kN2)->epoch() == map()->epoch();
+    }));
+    const auto& t = *map()->Find(kB0)->transition;
+    EXPECT_EQ(t.mode, cluster::TransitionMode::kSwitchThenCopy);
+    EXPECT_EQ(t.stage, cluster::TransitionStage::kCopy);
+    const Point point(map()->Find(kB0)->range.begin());
+    EXPECT_TRUE(cluster_->node(kN2)->CanAcknowledgeWrite(point));
+    EXPECT_FALSE(cluster_->node(kN1)->CanAcknowledgeWrite(point));
+    EXPECT_EQ(StoredIn(kN2, range), 0u);  // nothing transferred yet
+
+    // A read through the destination comes from the source, and stays at the destination.
+    const int read = in_bucket[0], updated = in_bucket[1], deleted = in_bucket[2];
+    auto got = client_->Get(collection_, Key(read));
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->body, Body(read));
+    EXPECT_EQ(StoredIn(kN2, range), 1u);
+    // Writes: decided by the source (a duplicate insert is refused), kept at both.
+    ASSERT_TRUE(client_->Update(collection_, Key(updated), R"({"i":"new"})").ok());
+    ASSERT_TRUE(client_->Delete(collection_, Key(deleted)).ok());
+    auto duplicate = client_->Insert(collection_, Key(read), Body(read));
+    EXPECT_TRUE(storage::Is(duplicate.status(), storage::ErrorReason::kDuplicate))
+        << duplicate.status();
+    auto at_source = cluster_->node(kN1)->store()->Get(collection_, Key(updated));
+    ASSERT_TRUE(at_source.ok()) << at_source.status();
+    EXPECT_EQ(at_source->body, R"({"i":"new"})");
+    // A query sees every live document exactly once.
+    auto all = client_->Query(
+        client::QueryOptions{.collection = collection_, .filter = {}, .limit = 1000, .cursor = {}});
+    ASSERT_TRUE(all.ok()) << all.status();
+    EXPECT_EQ(all->documents.size(), static_cast<size_t>(kDocuments - 1));
+
+    hold = false;
+    ASSERT_TRUE(WaitFor([&] { return moved; }));
+    ASSERT_TRUE(move_status.ok()) << move_status;
+    EXPECT_EQ(map()->Find(kB0)->replicas, std::vector<NodeId>{kN2});
+    EXPECT_FALSE(map()->Find(kB0)->transition.has_value());
+    EXPECT_EQ(StoredIn(kN1, range), 0u);
+    EXPECT_EQ(StoredIn(kN2, range), in_bucket.size() - 1);
+    client::Client reader(sim_);
+    auto after_update = reader.Get(collection_, Key(updated));
+    ASSERT_TRUE(after_update.ok()) << after_update.status();
+    EXPECT_EQ(after_update->body, R"({"i":"new"})");
+    auto after_delete = reader.Get(collection_, Key(deleted));
+    EXPECT_TRUE(storage::Is(after_delete.status(), storage::ErrorReason::kNotFound))
+        << after_delete.status();
+    const MoveProgress progress = coordinator().progress();
+    EXPECT_EQ(progress.committed, 1u);
+    EXPECT_EQ(progress.finished, 1u);
+    EXPECT_EQ(progress.aborted, 0u);
+    EXPECT_EQ(progress.in_flight, 0u);
+  });
+  sim_.SetChaosHook(nullptr);
+  const auto log = MoveLog();
+  ASSERT_EQ(log.count(LogKey(1)), 1u);
+  EXPECT_EQ(log.at(LogKey(1)).rfind("DONE", 0), 0u) << log.at(LogKey(1));
+}
+
 // A coordinator crash at a failpoint of a move, then a new coordinator incarnation: recovery
 // ends with no transition in the map, every document readable, and one owner per bucket.
 struct CrashCase {
   const char* failpoint;
   bool committed;  // the destination owns the bucket in the end
+  cluster::TransitionMode mode = cluster::TransitionMode::kCopyThenSwitch;
 };
 
 class CoordinatorCrashTest : public CoordinatorTest,
@@ -384,7 +475,7 @@ TEST_P(CoordinatorCrashTest, RecoveryFinishesOrAbortsTheMove) {
   });
   Run(/*auto_balance=*/false, [&] {
     const MapEpoch start = map()->epoch();
-    Status moved = Admin([](Coordinator& c) { return c.MoveBucket(kB0, kN2); });
+    Status moved = Admin([&](Coordinator& c) { return c.MoveBucket(kB0, kN2, crash.mode); });
     EXPECT_EQ(moved.code(), StatusCode::kCancelled) << moved;
     ASSERT_TRUE(crashed);
     ASSERT_FALSE(sim_.IsAlive(Address::Coordinator()));
@@ -425,9 +516,26 @@ INSTANTIATE_TEST_SUITE_P(
                       CrashCase{.failpoint = "coordinator.after_ingest", .committed = false},
                       CrashCase{.failpoint = "coordinator.before_commit", .committed = false},
                       CrashCase{.failpoint = "coordinator.after_commit", .committed = true},
-                      CrashCase{.failpoint = "coordinator.before_done", .committed = true}),
+                      CrashCase{.failpoint = "coordinator.before_done", .committed = true},
+                      // Switch-then-copy: aborted before the switch, rolled forward after it.
+                      CrashCase{.failpoint = "coordinator.after_begin",
+                                .committed = false,
+                                .mode = cluster::TransitionMode::kSwitchThenCopy},
+                      CrashCase{.failpoint = "coordinator.before_switch",
+                                .committed = false,
+                                .mode = cluster::TransitionMode::kSwitchThenCopy},
+                      CrashCase{.failpoint = "coordinator.after_switch",
+                                .committed = true,
+                                .mode = cluster::TransitionMode::kSwitchThenCopy},
+                      CrashCase{.failpoint = "coordinator.before_commit",
+                                .committed = true,
+                                .mode = cluster::TransitionMode::kSwitchThenCopy},
+                      CrashCase{.failpoint = "coordinator.before_done",
+                                .committed = true,
+                                .mode = cluster::TransitionMode::kSwitchThenCopy}),
     [](const ::testing::TestParamInfo<CrashCase>& info) {
       std::string name = info.param.failpoint;
+      if (info.param.mode == cluster::TransitionMode::kSwitchThenCopy) name = "switch_" + name;
       std::replace(name.begin(), name.end(), '.', '_');
       return name;
     });
