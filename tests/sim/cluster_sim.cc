@@ -409,7 +409,7 @@ ClusterSimResult RunClusterSim(const ClusterSimOptions& options) {
       // often so that every shard of seeds covers their recovery (roll forward).
       const bool rare = name.find("switch") != std::string_view::npos ||
                         name.find("transfer") != std::string_view::npos;
-      const double p = world.options.failpoint_crash_probability * (rare ? 4 : 1);
+      const double p = world.options.failpoint_crash_probability * (rare ? 8 : 1);
       if (world.chaos_random.NextDouble() >= p) return false;
       ++world.result.crashes;
       ++world.result.failpoint_crashes[std::string(name)];
