@@ -18,6 +18,20 @@ using cluster::TransitionStage;
 using internal::MoveLogKey;
 using internal::ToPointRange;
 
+namespace {
+
+// The bucket's placement while `move` is in flight on it, else nullptr.
+const cluster::BucketPlacement* MovingBucket(const ShardMap& map, BucketId bucket, MoveId move) {
+  const cluster::BucketPlacement* placement = map.Find(bucket);
+  if (placement == nullptr || !placement->transition.has_value() ||
+      placement->transition->move != move) {
+    return nullptr;
+  }
+  return placement;
+}
+
+}  // namespace
+
 Status Coordinator::RunMove(BucketId bucket, NodeId destination, cluster::TransitionMode mode) {
   // BEGIN.
   MoveId move;
@@ -221,11 +235,8 @@ Status Coordinator::SwitchThenCopy(BucketId bucket, MoveId move, NodeId source,
 Status Coordinator::RollForwardSwitched(BucketId bucket, MoveId move) {
   if (Status s = runtime_.Failpoint("coordinator.after_switch"); !s.ok()) return s;
   ShardMapPtr map = this->map();
-  const auto* placement = map->Find(bucket);
-  if (placement == nullptr || !placement->transition.has_value() ||
-      placement->transition->move != move) {
-    return OkStatus();  // finished already
-  }
+  const cluster::BucketPlacement* placement = MovingBucket(*map, bucket, move);
+  if (placement == nullptr) return OkStatus();  // finished already
   const NodeId source = placement->transition->source.front();
   const NodeId destination = placement->transition->destination.front();
   // Transfer until the destination holds the whole bucket. There is no way back, so a node
@@ -242,10 +253,8 @@ Status Coordinator::RollForwardSwitched(BucketId bucket, MoveId move) {
     Status status = transferred.ok() ? transferred->status : transferred.status();
     if (status.code() == StatusCode::kCancelled) return status;
     if (!status.ok()) {
-      ShardMapPtr now = this->map();
-      const auto* b = now->Find(bucket);
-      if (b == nullptr || !b->transition.has_value() || b->transition->move != move ||
-          b->transition->stage != TransitionStage::kCopy) {
+      const cluster::BucketPlacement* now = MovingBucket(*this->map(), bucket, move);
+      if (now == nullptr || now->transition->stage != TransitionStage::kCopy) {
         return OkStatus();  // no longer ours to finish
       }
       SHOAL_RETURN_IF_ERROR(runtime_.Sleep(options_.retry_backoff << std::min(failures++, 6)));
@@ -287,11 +296,8 @@ Status Coordinator::RollForwardSwitched(BucketId bucket, MoveId move) {
 
 Status Coordinator::FinishCommitted(BucketId bucket, MoveId move) {
   ShardMapPtr map = this->map();
-  const auto* placement = map->Find(bucket);
-  if (placement == nullptr || !placement->transition.has_value() ||
-      placement->transition->move != move) {
-    return OkStatus();  // finished already
-  }
+  const cluster::BucketPlacement* placement = MovingBucket(*map, bucket, move);
+  if (placement == nullptr) return OkStatus();  // finished already
   const NodeId source = placement->transition->source.front();
   const storage::PointRange range = ToPointRange(placement->range);
   if (placement->transition->stage == TransitionStage::kCommitted) {
