@@ -140,7 +140,7 @@ StatusOr<Response> SimRuntime::Call(const Address& to, Request request, Micros t
 
   const Micros reply_delay = Delay();
   if (Chance(options_.loss) || Now() + reply_delay > deadline) return wait_out();
-  SHOAL_RETURN_IF_ERROR(Sleep(reply_delay));
+  if (reply_delay > 0 || options_.yield_on_reply) SHOAL_RETURN_IF_ERROR(Sleep(reply_delay));
   return response;
 }
 

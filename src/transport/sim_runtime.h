@@ -45,6 +45,9 @@ struct SimOptions {
   Micros min_delay = 100;   // one-way message delay bounds, microseconds
   Micros max_delay = 3000;  //
   double loss = 0.0;        // probability that a request, or a reply, is lost
+  // Exploration only: with false, a Call whose reply delay is 0 does not yield on the reply, so
+  // that the handler and the caller's next steps up to its next yield are one scheduling turn.
+  bool yield_on_reply = true;
 };
 
 class SimRuntime final : public Runtime {

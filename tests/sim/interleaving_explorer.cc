@@ -123,10 +123,10 @@ std::string_view ToString(OpType op) {
 
 std::string InterleavingConfig::DebugString() const {
   return fmt::format(
-      "{{scenario {}, ops {} {}, start step {}, move budget {}, mode {}}}",
+      "{{scenario {}, ops {} {}, start step {}, move budget {}, reply yields {}, mode {}}}",
       std::string(ToString(scenario)), std::string(ToString(a)), std::string(ToString(b)),
       start_step == kAfterMoveDone ? std::string("after-done") : std::to_string(start_step),
-      move_budget,
+      move_budget, yield_on_reply,
       mode == cluster::TransitionMode::kCopyThenSwitch ? "copy-then-switch" : "switch-then-copy");
 }
 
@@ -234,6 +234,7 @@ struct World {
   std::unique_ptr<client::Client> clients[2];
   std::shared_ptr<node::StorageNode> nodes[2];
   int move_turns = 0;
+  int op_turns[2] = {0, 0};
   int move_budget_left;
   bool move_finished = false;
   Status move_status;
@@ -468,14 +469,17 @@ void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& 
 }
 
 std::string RunOnce(const InterleavingConfig& config, ChoiceSequence& choices, bool probe,
-                    MoveShape* shape) {
+                    MoveShape* shape, bool* uncertain) {
   const std::string dir = config.dir + "/run";
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   World world(config, choices, probe);
   {
-    transport::SimRuntime sim(
-        transport::SimOptions{.seed = 1, .min_delay = 0, .max_delay = 0, .loss = 0});
+    transport::SimRuntime sim(transport::SimOptions{.seed = 1,
+                                                    .min_delay = 0,
+                                                    .max_delay = 0,
+                                                    .loss = 0,
+                                                    .yield_on_reply = config.yield_on_reply});
     server::EmbeddedClusterOptions options;
     options.data_dir = dir;
     options.initial_nodes = 2;
@@ -503,6 +507,9 @@ std::string RunOnce(const InterleavingConfig& config, ChoiceSequence& choices, b
     });
     sim.SetStepObserver([&world, &sim](std::string_view task) {
       if (world.done) return;
+      for (int which = 0; which < 2; ++which) {
+        if (task == kOpTasks[which]) ++world.op_turns[which];
+      }
       if (task == kMoveTask) {
         ++world.move_turns;
         if (world.config.start_step > 0 && world.move_turns == world.config.start_step) {
@@ -523,6 +530,9 @@ std::string RunOnce(const InterleavingConfig& config, ChoiceSequence& choices, b
       for (size_t i = 0; i < candidates.size(); ++i) {
         const auto& name = candidates[i];
         if (name == kOpTasks[0] || name == kOpTasks[1]) {
+          // An operation's first turn only prepares its request (the client's map is its own):
+          // it commutes with every other turn.
+          if (world.op_turns[name == kOpTasks[0] ? 0 : 1] == 0) return i;
           op_due = true;
         } else if (name != kMoveTask) {
           return i;  // any other task (the polling harness) first: it changes nothing shared
@@ -551,6 +561,15 @@ std::string RunOnce(const InterleavingConfig& config, ChoiceSequence& choices, b
     (void)cluster.StopAll();
   }
   std::filesystem::remove_all(dir, ec);
+  if (uncertain != nullptr) {
+    *uncertain = false;
+    for (const auto& result : world.results) {
+      if (!probe &&
+          (result.kind == OpResult::Kind::kNotApplied || result.kind == OpResult::Kind::kUnknown)) {
+        *uncertain = true;
+      }
+    }
+  }
   if (shape != nullptr) {
     shape->turns = world.move_turns;
     shape->failpoints = world.failpoints;
@@ -564,17 +583,26 @@ std::string RunOnce(const InterleavingConfig& config, ChoiceSequence& choices, b
 MoveShape ProbeMove(const InterleavingConfig& config) {
   ChoiceSequence none;
   MoveShape shape;
-  (void)RunOnce(config, none, /*probe=*/true, &shape);
+  (void)RunOnce(config, none, /*probe=*/true, &shape, nullptr);
   return shape;
 }
 
-std::string RunInterleaving(const InterleavingConfig& config, ChoiceSequence& choices) {
-  return RunOnce(config, choices, /*probe=*/false, nullptr);
+std::string RunInterleaving(const InterleavingConfig& config, ChoiceSequence& choices,
+                            bool* uncertain) {
+  return RunOnce(config, choices, /*probe=*/false, nullptr, uncertain);
 }
 
 ExploreStats ExploreInterleavings(const InterleavingConfig& config, uint64_t max_runs) {
+  uint64_t uncertain_runs = 0;
   ExploreStats stats = ExploreChoices(
-      [&config](ChoiceSequence& choices) { return RunInterleaving(config, choices); }, max_runs);
+      [&config, &uncertain_runs](ChoiceSequence& choices) {
+        bool uncertain = false;
+        std::string failure = RunInterleaving(config, choices, &uncertain);
+        if (uncertain) ++uncertain_runs;
+        return failure;
+      },
+      max_runs);
+  stats.uncertain = uncertain_runs;
   if (!stats.failure.empty()) stats.failure = config.DebugString() + ": " + stats.failure;
   return stats;
 }

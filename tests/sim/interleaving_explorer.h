@@ -58,6 +58,9 @@ struct ExploreStats {
   size_t max_depth = 0;   // choice points of the longest run
   bool complete = false;  // every sequence was run (no failure, no cap)
   std::string failure;    // the first failure, with its choice sequence
+  // Runs in which an operation failed without effect or with an unknown outcome (the serial
+  // orders then leave it out, or may).
+  uint64_t uncertain = 0;
 };
 
 // Runs `run` once per choice sequence, depth first, until all were run, `run` reports a failure
@@ -84,6 +87,8 @@ struct InterleavingConfig {
   OpType b = OpType::kInsert;
   int start_step = 0;  // move turns before the operations start, or kAfterMoveDone
   int move_budget = 2;
+  // False: a Call is one scheduling turn (request delivery, handler, reply), not two.
+  bool yield_on_reply = false;
   // The move protocol. Only copy-then-switch exists in the coordinator for now.
   cluster::TransitionMode mode = cluster::TransitionMode::kCopyThenSwitch;
   std::string dir;  // scratch directory; each run uses and removes a subdirectory
@@ -100,9 +105,10 @@ struct MoveShape {
 };
 [[nodiscard]] MoveShape ProbeMove(const InterleavingConfig& config);
 
-// One run with the given choices; returns "" or what went wrong.
-[[nodiscard]] std::string RunInterleaving(const InterleavingConfig& config,
-                                          ChoiceSequence& choices);
+// One run with the given choices; returns "" or what went wrong. `uncertain` (optional) is set
+// if an operation failed without effect or with an unknown outcome.
+[[nodiscard]] std::string RunInterleaving(const InterleavingConfig& config, ChoiceSequence& choices,
+                                          bool* uncertain = nullptr);
 
 // All interleavings of one config. The failure names the config and the choices to replay.
 [[nodiscard]] ExploreStats ExploreInterleavings(const InterleavingConfig& config,

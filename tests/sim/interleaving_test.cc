@@ -6,7 +6,9 @@
 //   SHOAL_INTERLEAVE_OPS       one pair, "insert,get" (default: all 15 unordered pairs)
 //   SHOAL_INTERLEAVE_STEP      one start step (a move turn, or -1 for after DONE)
 //   SHOAL_INTERLEAVE_CHOICES   replay one choice sequence ("0,2,1") of that config and stop
-//   SHOAL_INTERLEAVE_BUDGET    move turns while an operation is runnable (default 2)
+//   SHOAL_INTERLEAVE_VERBOSE=1 print every config's count
+//   SHOAL_INTERLEAVE_BUDGET    move turns while an operation is runnable (default 1)
+//   SHOAL_INTERLEAVE_REPLY_YIELDS=1  a Call yields on its reply too (two turns, not one)
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -33,7 +35,9 @@ const char* Env(const char* name) { return std::getenv(name); }
 std::string ScratchDir() {
   // RocksDB opens dominate a run; a memory file system makes them cheap.
   std::string base = "/dev/shm";
-  if (!std::filesystem::is_directory(base)) {
+  if (const char* dir = Env("SHOAL_INTERLEAVE_DIR"); dir != nullptr) {
+    base = dir;
+  } else if (!std::filesystem::is_directory(base)) {
     const char* tmp = Env("TMPDIR");
     base = tmp == nullptr ? "/tmp" : tmp;
   }
@@ -93,7 +97,7 @@ std::vector<int> Steps(const MoveShape& shape) {
 void Enumerate(cluster::TransitionMode mode, std::string_view mode_name) {
   const std::string dir = ScratchDir();
   const int budget =
-      Env("SHOAL_INTERLEAVE_BUDGET") != nullptr ? std::atoi(Env("SHOAL_INTERLEAVE_BUDGET")) : 2;
+      Env("SHOAL_INTERLEAVE_BUDGET") != nullptr ? std::atoi(Env("SHOAL_INTERLEAVE_BUDGET")) : 1;
   for (Scenario scenario : Scenarios()) {
     const auto start = std::chrono::steady_clock::now();
     InterleavingConfig base{.scenario = scenario,
@@ -101,6 +105,7 @@ void Enumerate(cluster::TransitionMode mode, std::string_view mode_name) {
                             .b = OpType::kInsert,
                             .start_step = 0,
                             .move_budget = budget,
+                            .yield_on_reply = Env("SHOAL_INTERLEAVE_REPLY_YIELDS") != nullptr,
                             .mode = mode,
                             .dir = dir};
     const MoveShape shape = ProbeMove(base);
@@ -112,7 +117,7 @@ void Enumerate(cluster::TransitionMode mode, std::string_view mode_name) {
     std::printf("%s %s: the move alone takes %d turns; failpoints:%s\n",
                 std::string(mode_name).c_str(), std::string(ToString(scenario)).c_str(),
                 shape.turns, named.c_str());
-    uint64_t configs = 0, runs = 0, failures = 0;
+    uint64_t configs = 0, runs = 0, failures = 0, uncertain = 0;
     size_t max_depth = 0;
     for (const auto& [a, b] : Pairs()) {
       for (int step : Steps(shape)) {
@@ -132,7 +137,13 @@ void Enumerate(cluster::TransitionMode mode, std::string_view mode_name) {
         const ExploreStats stats = ExploreInterleavings(config, kMaxRunsPerConfig);
         ++configs;
         runs += stats.runs;
+        uncertain += stats.uncertain;
         max_depth = std::max(max_depth, stats.max_depth);
+        if (Env("SHOAL_INTERLEAVE_VERBOSE") != nullptr) {
+          std::printf("%s: %llu interleavings, depth %zu\n", config.DebugString().c_str(),
+                      static_cast<unsigned long long>(stats.runs), stats.max_depth);
+          std::fflush(stdout);
+        }
         if (!stats.failure.empty()) {
           ++failures;
           ADD_FAILURE() << stats.failure;
@@ -147,10 +158,11 @@ void Enumerate(cluster::TransitionMode mode, std::string_view mode_name) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf(
         "interleavings %s %s: configs %llu, interleavings %llu, max depth %zu, failures %llu, "
-        "%.1f s\n",
+        "runs with an operation not applied or of unknown outcome %llu, %.1f s\n",
         std::string(mode_name).c_str(), std::string(ToString(scenario)).c_str(),
         static_cast<unsigned long long>(configs), static_cast<unsigned long long>(runs), max_depth,
-        static_cast<unsigned long long>(failures), seconds);
+        static_cast<unsigned long long>(failures), static_cast<unsigned long long>(uncertain),
+        seconds);
     std::fflush(stdout);
   }
   std::error_code ec;
