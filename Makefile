@@ -5,6 +5,8 @@ JOBS           ?= $(shell nproc)
 CMAKE_FLAGS    ?=
 # The release run of `make test` simulates 200 seeds; the sanitizer run, slower, 4 x 5.
 ASAN_SIM_SEEDS ?= 5
+# The interleavings: the sanitizer run lets the move advance only while no operation can run.
+ASAN_INTERLEAVE_BUDGET ?= 0
 
 # Let ccache share results between checkouts in different directories (CI clones afresh).
 export CCACHE_BASEDIR   := $(CURDIR)
@@ -36,6 +38,7 @@ test-release: build
 
 test-asan: build-asan
 	cd $(ASAN_BUILD_DIR) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  SHOAL_INTERLEAVE_BUDGET=$(ASAN_INTERLEAVE_BUDGET) \
 	  SHOAL_SIM_SEEDS=$(ASAN_SIM_SEEDS) ctest --output-on-failure -j $(JOBS)
 
 # The whole suite: release build, then the same tests under AddressSanitizer + UBSan.

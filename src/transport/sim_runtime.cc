@@ -140,7 +140,7 @@ StatusOr<Response> SimRuntime::Call(const Address& to, Request request, Micros t
 
   const Micros reply_delay = Delay();
   if (Chance(options_.loss) || Now() + reply_delay > deadline) return wait_out();
-  SHOAL_RETURN_IF_ERROR(Sleep(reply_delay));
+  if (reply_delay > 0 || options_.yield_on_reply) SHOAL_RETURN_IF_ERROR(Sleep(reply_delay));
   return response;
 }
 
@@ -215,11 +215,17 @@ Status SimRuntime::Failpoint(std::string_view name) {
 bool SimRuntime::RunUntil(Micros deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   while (!queue_.empty()) {
-    const Event event = queue_.top();
+    Event event = queue_.top();
     if (event.time > deadline) return true;
     queue_.pop();
     if (event.generation != event.task->wake_generation) continue;  // woken early by Stop
+    if (chooser_) event = ChooseLocked(event, lock);
     now_ = std::max(now_, event.time);
+    if (observer_) {
+      lock.unlock();
+      observer_(event.task->name);
+      lock.lock();
+    }
     ++events_;
     running_ = event.task;
     event.task->scheduled = true;
@@ -227,6 +233,34 @@ bool SimRuntime::RunUntil(Micros deadline) {
     scheduler_cv_.wait(lock, [this] { return running_ == nullptr; });
   }
   return false;
+}
+
+SimRuntime::Event SimRuntime::ChooseLocked(const Event& first, std::unique_lock<std::mutex>& lock) {
+  std::vector<Event> due{first};
+  while (!queue_.empty() && queue_.top().time == first.time) {
+    const Event next = queue_.top();
+    queue_.pop();
+    if (next.generation == next.task->wake_generation) due.push_back(next);
+  }
+  size_t pick = 0;
+  if (due.size() > 1) {
+    std::vector<std::string_view> names;
+    names.reserve(due.size());
+    for (const Event& e : due) names.push_back(e.task->name);
+    lock.unlock();
+    pick = chooser_(names);
+    lock.lock();
+    if (pick >= due.size()) {
+      std::fprintf(stderr, "SimRuntime: the schedule chooser picked %zu of %zu\n", pick,
+                   due.size());
+      std::abort();
+    }
+  }
+  // The others keep their seq, so they stay in the default order.
+  for (size_t i = 0; i < due.size(); ++i) {
+    if (i != pick) queue_.push(due[i]);
+  }
+  return due[pick];
 }
 
 void SimRuntime::Shutdown() {

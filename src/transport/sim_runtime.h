@@ -11,6 +11,12 @@
 // loss of requests or replies with probability `loss` (the caller waits for its timeout), Stop /
 // Serve to crash and restart any process, and a chaos hook consulted at every named Failpoint.
 //
+// Exploration: a test may install a ScheduleChooser, which then decides among the events that
+// are due at the same (earliest) simulated time instead of the seq order; with zero message
+// delays every yield point becomes such a choice, which lets a model checker enumerate
+// interleavings (tests/sim/interleaving_explorer.h). Without a chooser the scheduling is the one
+// described above, unchanged.
+//
 // Determinism requires the task rules of runtime.h. RocksDB's own background threads do not take
 // part in scheduling and do not change what a read returns, so they do not break replay.
 //
@@ -25,6 +31,7 @@
 #include <mutex>
 #include <queue>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -38,6 +45,9 @@ struct SimOptions {
   Micros min_delay = 100;   // one-way message delay bounds, microseconds
   Micros max_delay = 3000;  //
   double loss = 0.0;        // probability that a request, or a reply, is lost
+  // Exploration only: with false, a Call whose reply delay is 0 does not yield on the reply, so
+  // that the handler and the caller's next steps up to its next yield are one scheduling turn.
+  bool yield_on_reply = true;
 };
 
 class SimRuntime final : public Runtime {
@@ -45,6 +55,13 @@ class SimRuntime final : public Runtime {
   // Called at every Failpoint by the running task; returns true to crash (Stop) the process
   // the task acts for at that point.
   using ChaosHook = std::function<bool(const Address& process, std::string_view failpoint)>;
+  // Given the names of the tasks whose events are due at the earliest time (at least two, in
+  // the order the default scheduler would run them), returns the index of the one to run.
+  // Called by the driving thread between events (no task runs); it must not call the runtime.
+  using ScheduleChooser = std::function<size_t(const std::vector<std::string_view>& candidates)>;
+  // Called by the driving thread before every event with the name of the task about to run
+  // (no task runs meanwhile; it may Spawn tasks, which are due at once).
+  using StepObserver = std::function<void(std::string_view task)>;
 
   explicit SimRuntime(const SimOptions& options);
   // Shuts down (see Shutdown).
@@ -61,6 +78,9 @@ class SimRuntime final : public Runtime {
 
   void SetChaosHook(ChaosHook hook) { chaos_ = std::move(hook); }
   void SetLoss(double loss) { options_.loss = loss; }
+  // Set before RunUntil; an empty function restores the default order.
+  void SetScheduleChooser(ScheduleChooser chooser) { chooser_ = std::move(chooser); }
+  void SetStepObserver(StepObserver observer) { observer_ = std::move(observer); }
 
   [[nodiscard]] uint64_t events() const { return events_; }
   [[nodiscard]] uint64_t messages() const { return messages_; }
@@ -96,6 +116,9 @@ class SimRuntime final : public Runtime {
 
   // Parks the calling task until the scheduler resumes it at `wake_at`.
   void Yield(Micros wake_at);
+  // Pops every live event due at `first`'s time, lets the chooser pick one to run and puts the
+  // others back. Releases `lock` while the chooser runs.
+  [[nodiscard]] Event ChooseLocked(const Event& first, std::unique_lock<std::mutex>& lock);
   [[nodiscard]] Task* Current() const;
   [[nodiscard]] Micros Delay();
   [[nodiscard]] bool Chance(double p);
@@ -105,6 +128,8 @@ class SimRuntime final : public Runtime {
   SimOptions options_;
   Random random_;
   ChaosHook chaos_;
+  ScheduleChooser chooser_;
+  StepObserver observer_;
 
   mutable std::mutex mu_;
   std::condition_variable scheduler_cv_;

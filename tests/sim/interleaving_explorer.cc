@@ -1,0 +1,610 @@
+#include "tests/sim/interleaving_explorer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "src/client/client.h"
+#include "src/common/point.h"
+#include "src/server/embedded_cluster.h"
+#include "src/storage/errors.h"
+#include "src/transport/sim_runtime.h"
+
+namespace shoal::sim {
+
+// --- the generic search ---
+
+uint32_t ChoiceSequence::Choose(uint32_t alternatives) {
+  const size_t index = taken_.size();
+  uint32_t choice = index < prefix_.size() ? prefix_[index] : 0;
+  if (choice >= alternatives) {
+    consistent_ = false;
+    choice = 0;
+  }
+  taken_.push_back(choice);
+  widths_.push_back(alternatives);
+  return choice;
+}
+
+std::string FormatChoices(const std::vector<uint32_t>& choices) {
+  std::string out;
+  for (uint32_t c : choices) {
+    if (!out.empty()) out.push_back(',');
+    out += std::to_string(c);
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::vector<uint32_t> ParseChoices(std::string_view text) {
+  std::vector<uint32_t> out;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string_view::npos) end = text.size();
+    uint32_t value = 0;
+    const auto [ptr, ec] = std::from_chars(text.data() + at, text.data() + end, value);
+    if (ec == std::errc() && ptr == text.data() + end) out.push_back(value);
+    at = end + 1;
+  }
+  return out;
+}
+
+ExploreStats ExploreChoices(const std::function<std::string(ChoiceSequence&)>& run,
+                            uint64_t max_runs) {
+  ExploreStats stats;
+  std::vector<uint32_t> prefix;
+  std::vector<uint32_t> expected_widths;  // of the choice points the prefix replays
+  while (stats.runs < max_runs) {
+    ChoiceSequence sequence(prefix);
+    const std::string failure = run(sequence);
+    ++stats.runs;
+    const auto& taken = sequence.taken();
+    const auto& widths = sequence.widths();
+    stats.max_depth = std::max(stats.max_depth, taken.size());
+    if (!failure.empty()) {
+      stats.failure = fmt::format("{} [choices {}]", failure, FormatChoices(taken));
+      return stats;
+    }
+    const bool replayed =
+        sequence.consistent() && widths.size() >= expected_widths.size() &&
+        std::equal(expected_widths.begin(), expected_widths.end(), widths.begin());
+    if (!replayed) {
+      stats.failure = fmt::format("the replay of choices {} diverged from the recorded run",
+                                  FormatChoices(prefix));
+      return stats;
+    }
+    // Backtrack to the deepest choice point with an alternative not yet tried.
+    size_t depth = taken.size();
+    while (depth > 0 && taken[depth - 1] + 1 >= widths[depth - 1]) --depth;
+    if (depth == 0) {
+      stats.complete = true;
+      return stats;
+    }
+    prefix.assign(taken.begin(), taken.begin() + static_cast<std::ptrdiff_t>(depth - 1));
+    prefix.push_back(taken[depth - 1] + 1);
+    expected_widths.assign(widths.begin(), widths.begin() + static_cast<std::ptrdiff_t>(depth));
+  }
+  return stats;
+}
+
+// --- the move harness ---
+
+std::string_view ToString(Scenario scenario) {
+  switch (scenario) {
+    case Scenario::kAbsent:
+      return "absent";
+    case Scenario::kLive:
+      return "live";
+    case Scenario::kDeleted:
+      return "deleted";
+  }
+  return "?";
+}
+
+std::string_view ToString(OpType op) {
+  switch (op) {
+    case OpType::kInsert:
+      return "insert";
+    case OpType::kUpdate:
+      return "update";
+    case OpType::kDelete:
+      return "delete";
+    case OpType::kGet:
+      return "get";
+    case OpType::kQuery:
+      return "query";
+  }
+  return "?";
+}
+
+std::string InterleavingConfig::DebugString() const {
+  return fmt::format(
+      "{{scenario {}, ops {} {}, start step {}, move budget {}, reply yields {}, mode {}}}",
+      std::string(ToString(scenario)), std::string(ToString(a)), std::string(ToString(b)),
+      start_step == kAfterMoveDone ? std::string("after-done") : std::to_string(start_step),
+      move_budget, yield_on_reply,
+      mode == cluster::TransitionMode::kCopyThenSwitch ? "copy-then-switch" : "switch-then-copy");
+}
+
+namespace {
+
+using transport::Address;
+using transport::Micros;
+
+constexpr char kCollection[] = "docs";
+constexpr char kKey[] = "k";
+constexpr char kInitialValue[] = R"({"v":"init"})";
+constexpr char kMoveTask[] = "move";
+constexpr char kHarnessTask[] = "harness";
+constexpr std::string_view kOpTasks[2] = {"op.a", "op.b"};
+constexpr Micros kPoll = 1000;  // the harness polls at a later time than every due task
+constexpr Micros kNever = Micros{1} << 50;
+
+// Starts the move in `mode`. The coordinator runs copy-then-switch only for now; once
+// MoveBucket takes the mode, pass it through here.
+Status StartMove(coordinator::Coordinator& coordinator, BucketId bucket, NodeId destination,
+                 cluster::TransitionMode mode) {
+  if (mode != cluster::TransitionMode::kCopyThenSwitch) {
+    return UnimplementedError("the coordinator runs copy-then-switch moves only");
+  }
+  return coordinator.MoveBucket(bucket, destination);
+}
+
+// The result of one operation. kNotApplied: an error that means the operation certainly had no
+// effect; kUnknown: it may or may not have had one.
+struct OpResult {
+  enum class Kind : uint8_t { kOk, kDuplicate, kNotFound, kNotApplied, kUnknown };
+  Kind kind = Kind::kNotApplied;
+  std::string value;  // Get: the body; Query: the bodies returned, joined by '|'
+  std::string detail;
+
+  [[nodiscard]] std::string DebugString() const {
+    static constexpr std::string_view kNames[] = {"ok", "duplicate", "not-found", "not-applied",
+                                                  "unknown"};
+    std::string out(kNames[static_cast<int>(kind)]);
+    if (!value.empty()) out += fmt::format(" '{}'", value);
+    if (!detail.empty()) out += fmt::format(" ({})", detail);
+    return out;
+  }
+};
+
+OpResult ResultOf(const Status& status) {
+  using Kind = OpResult::Kind;
+  if (status.ok()) return {.kind = Kind::kOk, .value = "", .detail = ""};
+  if (storage::Is(status, storage::ErrorReason::kDuplicate)) {
+    return {.kind = Kind::kDuplicate, .value = "", .detail = ""};
+  }
+  if (storage::Is(status, storage::ErrorReason::kNotFound)) {
+    return {.kind = Kind::kNotFound, .value = "", .detail = ""};
+  }
+  if (status.code() == StatusCode::kUnknown || status.code() == StatusCode::kDeadlineExceeded) {
+    return {.kind = Kind::kUnknown, .value = "", .detail = status.ToString()};
+  }
+  return {.kind = Kind::kNotApplied, .value = "", .detail = status.ToString()};
+}
+
+// The single-key register the serial orders run on.
+struct Register {
+  bool live = false;
+  std::string value;
+};
+
+OpResult Expect(OpType op, const std::string& value, Register& r) {
+  using Kind = OpResult::Kind;
+  auto result = [](Kind kind, std::string v = "") {
+    return OpResult{.kind = kind, .value = std::move(v), .detail = ""};
+  };
+  switch (op) {
+    case OpType::kInsert:
+      if (r.live) return result(Kind::kDuplicate);
+      r = {.live = true, .value = value};
+      return result(Kind::kOk);
+    case OpType::kUpdate:
+      if (!r.live) return result(Kind::kNotFound);
+      r.value = value;
+      return result(Kind::kOk);
+    case OpType::kDelete:
+      if (!r.live) return result(Kind::kNotFound);
+      r = {};
+      return result(Kind::kOk);
+    case OpType::kGet:
+      return r.live ? result(Kind::kOk, r.value) : result(Kind::kNotFound);
+    case OpType::kQuery:
+      return result(Kind::kOk, r.live ? r.value : "");
+  }
+  return result(Kind::kNotApplied);
+}
+
+// State of one run. Only one simulated task (or the driving thread between events) runs at a
+// time, so plain fields suffice.
+struct World {
+  World(const InterleavingConfig& c, ChoiceSequence& s, bool p)
+      : config(c), choices(s), probe(p), move_budget_left(c.move_budget) {}
+
+  const InterleavingConfig config;
+  ChoiceSequence& choices;
+  const bool probe;  // run the move alone and record its shape
+
+  CollectionId collection;
+  Point point;
+  std::unique_ptr<client::Client> clients[2];
+  std::shared_ptr<node::StorageNode> nodes[2];
+  int move_turns = 0;
+  int op_turns[2] = {0, 0};
+  int move_budget_left;
+  bool move_finished = false;
+  Status move_status;
+  bool ops_started = false;
+  int ops_finished = 0;
+  OpResult results[2];
+  bool done = false;
+  std::string failure;
+  std::vector<std::pair<std::string, int>> failpoints;
+
+  [[nodiscard]] bool Exploring() const { return ops_started && ops_finished < 2; }
+  void Fail(std::string what) {
+    if (failure.empty()) failure = std::move(what);
+  }
+};
+
+std::string ValueOf(int which) { return which == 0 ? R"({"v":"a"})" : R"({"v":"b"})"; }
+
+OpResult QueryAll(client::Client& client, CollectionId collection) {
+  client::QueryOptions query{.collection = collection, .filter = {}, .limit = 10, .cursor = ""};
+  OpResult out{.kind = OpResult::Kind::kOk, .value = "", .detail = ""};
+  for (int page = 0; page < 100; ++page) {
+    auto result = client.Query(query);
+    if (!result.ok()) return ResultOf(result.status());
+    for (const auto& document : result->documents) {
+      if (!out.value.empty()) out.value.push_back('|');
+      out.value += document.body;
+    }
+    if (result->next_cursor.empty()) return out;
+    query.cursor = result->next_cursor;
+  }
+  return {.kind = OpResult::Kind::kNotApplied, .value = "", .detail = "query did not end"};
+}
+
+OpResult GetOne(client::Client& client, CollectionId collection) {
+  auto got = client.Get(collection, kKey);
+  OpResult out = ResultOf(got.status());
+  if (got.ok()) out.value = got->body;
+  return out;
+}
+
+void RunOp(World& world, int which) {
+  client::Client& client = *world.clients[which];
+  const OpType op = which == 0 ? world.config.a : world.config.b;
+  const std::string value = ValueOf(which);
+  const CollectionId c = world.collection;
+  OpResult result;
+  switch (op) {
+    case OpType::kInsert:
+      result = ResultOf(client.Insert(c, kKey, value).status());
+      break;
+    case OpType::kUpdate:
+      result = ResultOf(client.Update(c, kKey, value).status());
+      break;
+    case OpType::kDelete:
+      result = ResultOf(client.Delete(c, kKey).status());
+      break;
+    case OpType::kGet:
+      result = GetOne(client, c);
+      break;
+    case OpType::kQuery:
+      result = QueryAll(client, c);
+      break;
+  }
+  world.results[which] = std::move(result);
+  ++world.ops_finished;
+}
+
+void SpawnOps(transport::SimRuntime& sim, World& world) {
+  if (world.ops_started || world.probe) return;
+  world.ops_started = true;
+  for (int which = 0; which < 2; ++which) {
+    sim.Spawn(Address::Client(static_cast<uint32_t>(which + 1)), std::string(kOpTasks[which]),
+              [&world, which] { RunOp(world, which); });
+  }
+}
+
+// True iff some serial order of the operations (leaving out those that certainly did not
+// apply, and optionally those whose outcome is unknown) gives the observed results and final
+// state.
+bool MatchesSerialOrder(const World& world, const OpResult& final_get,
+                        const OpResult& final_query) {
+  using Kind = OpResult::Kind;
+  const OpType ops[2] = {world.config.a, world.config.b};
+  const Register initial = world.config.scenario == Scenario::kLive
+                               ? Register{.live = true, .value = kInitialValue}
+                               : Register{};
+  const int orders[2][2] = {{0, 1}, {1, 0}};
+  for (const auto& order : orders) {
+    for (int executed = 0; executed < 4; ++executed) {
+      bool possible = true;
+      for (int i = 0; i < 2; ++i) {
+        const bool runs = (executed >> i) & 1;
+        const Kind kind = world.results[i].kind;
+        if (runs && kind == Kind::kNotApplied) possible = false;
+        if (!runs && kind != Kind::kNotApplied && kind != Kind::kUnknown) possible = false;
+      }
+      if (!possible) continue;
+      Register r = initial;
+      bool matches = true;
+      for (int i : order) {
+        if (((executed >> i) & 1) == 0) continue;
+        const OpResult expected = Expect(ops[i], ValueOf(i), r);
+        const OpResult& got = world.results[i];
+        if (got.kind == Kind::kUnknown) continue;
+        if (expected.kind != got.kind || expected.value != got.value) matches = false;
+      }
+      Register copy = r;
+      const OpResult expected_get = Expect(OpType::kGet, "", copy);
+      const OpResult expected_query = Expect(OpType::kQuery, "", copy);
+      if (expected_get.kind != final_get.kind || expected_get.value != final_get.value ||
+          expected_query.value != final_query.value) {
+        matches = false;
+      }
+      if (matches) return true;
+    }
+  }
+  return false;
+}
+
+void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& cluster) {
+  auto stop = [&] {
+    if (Status s = cluster.StopAll(); !s.ok()) world.Fail(fmt::format("stop: {}", s.ToString()));
+    world.done = true;
+  };
+  if (Status s = cluster.Start(); !s.ok()) {
+    world.Fail(fmt::format("cluster start: {}", s.ToString()));
+    world.done = true;
+    return;
+  }
+  auto coordinator = cluster.coordinator();
+  world.nodes[0] = cluster.node(NodeId(1));
+  world.nodes[1] = cluster.node(NodeId(2));
+  const client::ClientOptions client_options{.call_timeout = 10'000'000,
+                                             .max_attempts = 12,
+                                             .initial_backoff = 1000,
+                                             .max_backoff = 100'000};
+  client::Client admin(sim, client_options);
+  auto collection = admin.OpenCollection(kCollection);
+  if (!collection.ok()) {
+    world.Fail(fmt::format("create collection: {}", collection.status().ToString()));
+    return stop();
+  }
+  world.collection = *collection;
+  world.point = PointOf(world.collection, kKey);
+  if (world.config.scenario != Scenario::kAbsent) {
+    if (Status s = admin.Insert(world.collection, kKey, kInitialValue).status(); !s.ok()) {
+      world.Fail(fmt::format("initial insert: {}", s.ToString()));
+      return stop();
+    }
+  }
+  if (world.config.scenario == Scenario::kDeleted) {
+    if (Status s = admin.Delete(world.collection, kKey).status(); !s.ok()) {
+      world.Fail(fmt::format("initial delete: {}", s.ToString()));
+      return stop();
+    }
+  }
+  // The operations' clients know the map from before the move.
+  for (auto& client : world.clients) {
+    client = std::make_unique<client::Client>(sim, client_options);
+    if (Status s = client->Refresh(); !s.ok()) {
+      world.Fail(fmt::format("client refresh: {}", s.ToString()));
+      return stop();
+    }
+  }
+  const auto& bucket = coordinator->map()->Lookup(world.point);
+  if (bucket.replicas.empty() || bucket.replicas.front() != NodeId(1)) {
+    world.Fail("the test key's bucket is not on n1");
+    return stop();
+  }
+  const BucketId bucket_id = bucket.id;
+  const cluster::TransitionMode mode = world.config.mode;
+  sim.Spawn(Address::Coordinator(), kMoveTask, [&world, coordinator, bucket_id, mode] {
+    world.move_status = StartMove(*coordinator, bucket_id, NodeId(2), mode);
+    world.move_finished = true;
+  });
+  if (world.config.start_step == 0) SpawnOps(sim, world);
+  // Later start steps are spawned by the step observer; after the move, here.
+  while (!world.probe && !world.ops_started) {
+    if (world.move_finished) {
+      SpawnOps(sim, world);
+    } else if (!sim.Sleep(kPoll).ok()) {
+      return;
+    }
+  }
+  for (int i = 0;
+       i < 100'000 && (world.ops_finished < (world.probe ? 0 : 2) || !world.move_finished); ++i) {
+    if (!sim.Sleep(kPoll).ok()) return;
+  }
+  if (!world.move_finished || world.ops_finished < (world.probe ? 0 : 2)) {
+    world.Fail("the move or the operations did not finish");
+    return stop();
+  }
+
+  // The move finished or aborted cleanly, and exactly one node serves the key.
+  auto map = coordinator->map();
+  if (map->TransitionCount() != 0) world.Fail("a transition is left in the map");
+  const NodeId owner = client::OwnerOf(map->Lookup(world.point));
+  if (world.move_status.ok() != (owner == NodeId(2))) {
+    world.Fail(fmt::format("move returned {} but {} owns the key", world.move_status.ToString(),
+                           owner.DebugString()));
+  }
+  int serving = 0;
+  for (const auto& node : world.nodes) {
+    if (node->CanAcknowledgeWrite(world.point)) {
+      ++serving;
+      if (node->id() != owner) {
+        world.Fail(fmt::format("{} serves the key, the map says {}", node->id().DebugString(),
+                               owner.DebugString()));
+      }
+    }
+  }
+  if (serving != 1) world.Fail(fmt::format("{} nodes serve the key", serving));
+
+  client::Client reader(sim, client_options);
+  const OpResult final_get = GetOne(reader, world.collection);
+  const OpResult final_query = QueryAll(reader, world.collection);
+  if (!world.probe) {
+    if (final_get.kind == OpResult::Kind::kNotApplied || final_query.kind != OpResult::Kind::kOk) {
+      world.Fail(fmt::format("final reads failed: get {}, query {}", final_get.DebugString(),
+                             final_query.DebugString()));
+    } else if (!MatchesSerialOrder(world, final_get, final_query)) {
+      world.Fail(fmt::format(
+          "no serial order explains: {} -> {}, {} -> {}, final get {}, final "
+          "query {}, move {}",
+          std::string(ToString(world.config.a)), world.results[0].DebugString(),
+          std::string(ToString(world.config.b)), world.results[1].DebugString(),
+          final_get.DebugString(), final_query.DebugString(), world.move_status.ToString()));
+    }
+  }
+  stop();
+}
+
+std::string RunOnce(const InterleavingConfig& config, ChoiceSequence& choices, bool probe,
+                    MoveShape* shape, bool* uncertain) {
+  const std::string dir = config.dir + "/run";
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  World world(config, choices, probe);
+  {
+    transport::SimRuntime sim(transport::SimOptions{.seed = 1,
+                                                    .min_delay = 0,
+                                                    .max_delay = 0,
+                                                    .loss = 0,
+                                                    .yield_on_reply = config.yield_on_reply});
+    server::EmbeddedClusterOptions options;
+    options.data_dir = dir;
+    options.initial_nodes = 2;
+    options.buckets = 1;
+    options.sync = false;
+    // No balancer, no heartbeats and no liveness timeouts during a run: only the move and the
+    // operations take turns.
+    options.coordinator.auto_balance = false;
+    options.coordinator.balance_interval = kNever;
+    options.coordinator.node_timeout = kNever;
+    options.node.heartbeat_interval = kNever;
+    options.node.store.block_cache_bytes = 1u << 20;
+    options.node.store.write_buffer_bytes = 1u << 20;
+    options.node.store.background_jobs = 1;
+    options.node.store.sync_interval = std::chrono::milliseconds(0);
+    server::EmbeddedCluster cluster(sim, options);
+
+    // Every named failpoint becomes a scheduling turn of the move: the move pauses there.
+    sim.SetChaosHook([&world, &sim](const Address&, std::string_view name) {
+      if (!world.done) {
+        world.failpoints.emplace_back(std::string(name), world.move_turns);
+        (void)sim.Sleep(0);
+      }
+      return false;
+    });
+    sim.SetStepObserver([&world, &sim](std::string_view task) {
+      if (world.done) return;
+      for (int which = 0; which < 2; ++which) {
+        if (task == kOpTasks[which]) ++world.op_turns[which];
+      }
+      if (task == kMoveTask) {
+        ++world.move_turns;
+        if (world.config.start_step > 0 && world.move_turns == world.config.start_step) {
+          SpawnOps(sim, world);
+        }
+      }
+      // At most one node may acknowledge a write to the key at any instant.
+      if (world.nodes[0] != nullptr && world.nodes[1] != nullptr &&
+          world.nodes[0]->CanAcknowledgeWrite(world.point) &&
+          world.nodes[1]->CanAcknowledgeWrite(world.point)) {
+        world.Fail(fmt::format("both nodes may acknowledge writes to the key (move turn {})",
+                               world.move_turns));
+      }
+    });
+    sim.SetScheduleChooser([&world](const std::vector<std::string_view>& candidates) -> size_t {
+      if (!world.Exploring()) return 0;
+      bool op_due = false;
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        const auto& name = candidates[i];
+        if (name == kOpTasks[0] || name == kOpTasks[1]) {
+          // An operation's first turn only prepares its request (the client's map is its own):
+          // it commutes with every other turn.
+          if (world.op_turns[name == kOpTasks[0] ? 0 : 1] == 0) return i;
+          op_due = true;
+        } else if (name != kMoveTask) {
+          return i;  // any other task (the polling harness) first: it changes nothing shared
+        }
+      }
+      std::vector<size_t> allowed;
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        if (candidates[i] != kMoveTask || world.move_budget_left > 0 || !op_due) {
+          allowed.push_back(i);
+        }
+      }
+      const size_t pick =
+          allowed.size() == 1
+              ? allowed[0]
+              : allowed[world.choices.Choose(static_cast<uint32_t>(allowed.size()))];
+      if (candidates[pick] == kMoveTask && op_due) --world.move_budget_left;
+      return pick;
+    });
+    sim.Spawn(Address::Client(100), kHarnessTask, [&] { Harness(sim, world, cluster); });
+    sim.RunUntil(3600LL * 1'000'000);
+    if (!world.done) world.Fail("the run did not finish within an hour of simulated time");
+    world.done = true;
+    sim.SetScheduleChooser({});
+    sim.SetStepObserver({});
+    sim.Shutdown();
+    (void)cluster.StopAll();
+  }
+  std::filesystem::remove_all(dir, ec);
+  if (uncertain != nullptr) {
+    *uncertain = false;
+    for (const auto& result : world.results) {
+      if (!probe &&
+          (result.kind == OpResult::Kind::kNotApplied || result.kind == OpResult::Kind::kUnknown)) {
+        *uncertain = true;
+      }
+    }
+  }
+  if (shape != nullptr) {
+    shape->turns = world.move_turns;
+    shape->failpoints = world.failpoints;
+    shape->failure = world.failure;
+  }
+  return world.failure;
+}
+
+}  // namespace
+
+MoveShape ProbeMove(const InterleavingConfig& config) {
+  ChoiceSequence none;
+  MoveShape shape;
+  (void)RunOnce(config, none, /*probe=*/true, &shape, nullptr);
+  return shape;
+}
+
+std::string RunInterleaving(const InterleavingConfig& config, ChoiceSequence& choices,
+                            bool* uncertain) {
+  return RunOnce(config, choices, /*probe=*/false, nullptr, uncertain);
+}
+
+ExploreStats ExploreInterleavings(const InterleavingConfig& config, uint64_t max_runs) {
+  uint64_t uncertain_runs = 0;
+  ExploreStats stats = ExploreChoices(
+      [&config, &uncertain_runs](ChoiceSequence& choices) {
+        bool uncertain = false;
+        std::string failure = RunInterleaving(config, choices, &uncertain);
+        if (uncertain) ++uncertain_runs;
+        return failure;
+      },
+      max_runs);
+  stats.uncertain = uncertain_runs;
+  if (!stats.failure.empty()) stats.failure = config.DebugString() + ": " + stats.failure;
+  return stats;
+}
+
+}  // namespace shoal::sim

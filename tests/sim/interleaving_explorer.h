@@ -1,0 +1,117 @@
+#pragma once
+
+// Exhaustive interleavings of two client operations with one bucket move (paper 000 §7.2,
+// generalized; docs/design/interleavings.md).
+//
+// A stateless model checker: SimRuntime runs with zero message delays, so that every yield point
+// of every task (each Call's request delivery and reply, each Sleep(0), each named failpoint of
+// the move, which this harness turns into a yield) is due at the same simulated time, and a
+// ScheduleChooser decides which due task runs next. One *run* rebuilds the cluster from scratch
+// and follows a forced prefix of choices, then takes choice 0; ExploreChoices does a depth-first
+// search over the recorded choice points by replay until every sequence was run.
+//
+// The harness (RunInterleaving): a coordinator and two storage nodes, one collection, one
+// bucket holding the test key moved from n1 to n2 by Coordinator::MoveBucket on its own task.
+// The initial document is absent, live or deleted (a tombstone). Both operations start after
+// the move task's `start_step`-th scheduling turn and are explored against each other and
+// against at most `move_budget` further turns of the move (beyond that budget the move runs
+// only when no operation is runnable). The outcome — each operation's result and the final
+// state read by a Get and a Query after everything settled — must equal one of the serial
+// orders of a single-key register model, the move must finish or abort cleanly, and exactly
+// one node must serve the key afterwards.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/cluster/transition.h"
+
+namespace shoal::sim {
+
+// --- the generic search ---
+
+// The choices of one run: a forced prefix, then 0. Records how many alternatives every choice
+// point had, for the search to backtrack.
+class ChoiceSequence {
+ public:
+  explicit ChoiceSequence(std::vector<uint32_t> prefix = {}) : prefix_(std::move(prefix)) {}
+
+  // Picks one of `alternatives` (>= 2).
+  [[nodiscard]] uint32_t Choose(uint32_t alternatives);
+
+  [[nodiscard]] const std::vector<uint32_t>& taken() const { return taken_; }
+  [[nodiscard]] const std::vector<uint32_t>& widths() const { return widths_; }
+  // False if a forced choice was out of range (the replay diverged from the recorded run).
+  [[nodiscard]] bool consistent() const { return consistent_; }
+
+ private:
+  std::vector<uint32_t> prefix_;
+  std::vector<uint32_t> taken_;
+  std::vector<uint32_t> widths_;
+  bool consistent_ = true;
+};
+
+struct ExploreStats {
+  uint64_t runs = 0;
+  size_t max_depth = 0;   // choice points of the longest run
+  bool complete = false;  // every sequence was run (no failure, no cap)
+  std::string failure;    // the first failure, with its choice sequence
+  // Runs in which an operation failed without effect or with an unknown outcome (the serial
+  // orders then leave it out, or may).
+  uint64_t uncertain = 0;
+};
+
+// Runs `run` once per choice sequence, depth first, until all were run, `run` reports a failure
+// (a non-empty string) or `max_runs` runs were made.
+[[nodiscard]] ExploreStats ExploreChoices(const std::function<std::string(ChoiceSequence&)>& run,
+                                          uint64_t max_runs);
+
+[[nodiscard]] std::string FormatChoices(const std::vector<uint32_t>& choices);
+[[nodiscard]] std::vector<uint32_t> ParseChoices(std::string_view text);
+
+// --- the move harness ---
+
+enum class Scenario : uint8_t { kAbsent, kLive, kDeleted };
+enum class OpType : uint8_t { kInsert, kUpdate, kDelete, kGet, kQuery };
+[[nodiscard]] std::string_view ToString(Scenario scenario);
+[[nodiscard]] std::string_view ToString(OpType op);
+
+// Operations start once the move task finished (DONE or aborted).
+inline constexpr int kAfterMoveDone = -1;
+
+struct InterleavingConfig {
+  Scenario scenario = Scenario::kAbsent;
+  OpType a = OpType::kInsert;
+  OpType b = OpType::kInsert;
+  int start_step = 0;  // move turns before the operations start, or kAfterMoveDone
+  int move_budget = 2;
+  // False: a Call is one scheduling turn (request delivery, handler, reply), not two.
+  bool yield_on_reply = false;
+  // The move protocol. Only copy-then-switch exists in the coordinator for now.
+  cluster::TransitionMode mode = cluster::TransitionMode::kCopyThenSwitch;
+  std::string dir;  // scratch directory; each run uses and removes a subdirectory
+
+  [[nodiscard]] std::string DebugString() const;
+};
+
+// What a move looks like without concurrent operations: its scheduling turns, and the turn at
+// which it is paused at each named failpoint.
+struct MoveShape {
+  int turns = 0;
+  std::vector<std::pair<std::string, int>> failpoints;  // in order of hits
+  std::string failure;
+};
+[[nodiscard]] MoveShape ProbeMove(const InterleavingConfig& config);
+
+// One run with the given choices; returns "" or what went wrong. `uncertain` (optional) is set
+// if an operation failed without effect or with an unknown outcome.
+[[nodiscard]] std::string RunInterleaving(const InterleavingConfig& config, ChoiceSequence& choices,
+                                          bool* uncertain = nullptr);
+
+// All interleavings of one config. The failure names the config and the choices to replay.
+[[nodiscard]] ExploreStats ExploreInterleavings(const InterleavingConfig& config,
+                                                uint64_t max_runs);
+
+}  // namespace shoal::sim
