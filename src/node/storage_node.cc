@@ -683,15 +683,24 @@ uint64_t StorageNode::ActivityLocked() const {
   return counters_.writes + counters_.changes_applied + counters_.bytes_ingested;
 }
 
+uint64_t StorageNode::ChangesLocked() const { return counters_.writes + counters_.changes_applied; }
+
 std::vector<transport::BucketLoad> StorageNode::ExactLoads(
     const std::vector<std::pair<BucketId, storage::PointRange>>& served) {
   const transport::Micros now = runtime_.Now();
   const transport::Micros max_age = options_.load_stats_max_age;
   uint64_t activity;
+  uint64_t changes;
   {
     std::lock_guard<std::mutex> lock(mu_);
     activity = ActivityLocked();
+    changes = ChangesLocked();
   }
+  // A cached size may be off by the writes to its bucket since; without per-bucket counts,
+  // assume the node's writes spread evenly over its buckets.
+  const auto written = [&](const CachedLoad& cached) {
+    return (changes - cached.changes) / std::max<uint64_t>(1, served.size());
+  };
   // Which buckets to scan: every bucket without a cached size of its current range, and the
   // oldest of the stale ones, at most an eighth of the served buckets.
   std::vector<size_t> scan;
@@ -713,7 +722,9 @@ std::vector<transport::BucketLoad> StorageNode::ExactLoads(
         scan.push_back(i);
       } else if (max_age <= 0) {
         scan.push_back(i);
-      } else if (it->second.activity != activity && now - it->second.computed >= max_age) {
+      } else if (it->second.activity != activity &&
+                 (now - it->second.computed >= max_age ||
+                  written(it->second) >= std::max<uint64_t>(1, it->second.documents / 8))) {
         stale.emplace_back(it->second.computed, i);
       }
     }
@@ -734,6 +745,7 @@ std::vector<transport::BucketLoad> StorageNode::ExactLoads(
                                               .bytes = stats.live_bytes,
                                               .documents = stats.documents,
                                               .activity = activity,
+                                              .changes = changes,
                                               .computed = now};
   }
   for (const auto& [id, range] : served) {

@@ -66,10 +66,12 @@ struct NodeOptions {
   // balancer round: see load_stats_max_age.
   bool exact_load_stats = true;
   // Exact sizes are cached per bucket; a bucket of a new id or range is always scanned. A cached
-  // size is scanned again once it is older than this and the node wrote, applied or ingested
-  // anything since. One report rescans at most an eighth of the served buckets for age (the
-  // oldest first), so that no report reads all the node's data. 0: every report scans every
-  // bucket. Only the runtime's clock and the node's own writes decide: the simulation replays.
+  // size is scanned again once the node wrote, applied or ingested anything since and either it
+  // is older than this or the node's writes since, spread evenly over its buckets, reach an
+  // eighth of the bucket's documents (so that a growing bucket splits in time). One report
+  // rescans at most an eighth of the served buckets (the oldest first), so that no report reads
+  // all the node's data. 0: every report scans every bucket. Only the runtime's clock and the
+  // node's own counters decide: the simulation replays.
   transport::Micros load_stats_max_age = 5'000'000;
 };
 
@@ -124,6 +126,7 @@ class StorageNode final : public transport::Service,
     uint64_t bytes = 0;
     uint64_t documents = 0;
     uint64_t activity = 0;  // ActivityLocked() before the scan
+    uint64_t changes = 0;   // ChangesLocked() before the scan
     transport::Micros computed = 0;
   };
   class ActiveGuard;
@@ -148,6 +151,8 @@ class StorageNode final : public transport::Service,
                                                                            bool as_source) const;
   // Grows with every document write, applied change and ingest of this node.
   [[nodiscard]] uint64_t ActivityLocked() const;
+  // Document writes and applied changes of this node.
+  [[nodiscard]] uint64_t ChangesLocked() const;
   // The exact sizes of `served` (bucket, range), from the cache where it is fresh enough.
   [[nodiscard]] std::vector<transport::BucketLoad> ExactLoads(
       const std::vector<std::pair<BucketId, storage::PointRange>>& served);
