@@ -9,6 +9,8 @@
 #   CONFIGS="dynamic:1024:baselines static:1024 dynamic:256"  variant:MiB[:baselines], run in
 #               this order within each repetition
 #   PLOTS_ONLY=1     redraw tables and plots from the existing files
+#   OUT=dir          where the files go (default docs/results/rebalance)
+#   FLAGS="..."      more rebalance_bench flags for every run (e.g. --moves-per-node=2)
 # Build: cmake -S . -B build-rebal -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
 #        cmake --build build-rebal -j2 --target rebalance_bench
 set -euo pipefail
@@ -16,7 +18,7 @@ bench="${1:-build-rebal/bench/cluster/rebalance_bench}"
 mb="${MB:-1024}"
 quarter=$((mb / 4))
 runs="${RUNS:-3}"
-out=docs/results/rebalance
+out="${OUT:-docs/results/rebalance}"
 dir="${BENCH_DIR:-/tmp/shoal-rebalance-bench}"
 mkdir -p "$out"
 
@@ -29,7 +31,8 @@ if [ "${PLOTS_ONLY:-0}" != 1 ]; then
       extra=()
       [ "${with:-}" = baselines ] && extra=(--baselines)
       echo "== run $run: $variant, $size MiB ${extra[*]:-}" >&2
-      "$bench" --variant="$variant" --mb="$size" --dir="$dir" "${extra[@]}" \
+      # shellcheck disable=SC2086  # FLAGS is a list of words
+      "$bench" --variant="$variant" --mb="$size" --dir="$dir" "${extra[@]}" ${FLAGS:-} \
           --timeline="$out/timeline-$variant-$size-$run.tsv" \
           > "$out/$variant-$size-$run.json" || echo "== exit status $?" >&2
     done
@@ -70,6 +73,9 @@ summary="$out/summary.txt"
 } > "$summary"
 cat "$summary"
 
+have_static=0
+ls "$out/static-$mb"-*.json > /dev/null 2>&1 && have_static=1
+if [ "$have_static" = 1 ]; then
 # Bar data for the time plot: the first run with baselines.
 bars="$out/times.dat"
 first=""
@@ -88,6 +94,7 @@ $(median '.join.bytes_moved / 1048576' "$out/static-$mb"-*.json)"
 $(jq '.split_move.bytes_copied / 1048576' "$first")"
   fi
 } > "$bars"
+fi
 
 # --- Plots. ---
 # One timeline plot per data size: the first run of the dynamic variant.
@@ -112,6 +119,10 @@ plot "$timeline" using 1:2 with lines lw 1 lc rgb "#1f77b4" title "ops/s", \
 GP
 done
 
+if [ "$have_static" != 1 ]; then
+  echo "wrote $out/timeline-*.png $summary (no static runs: no times.png)" >&2
+  exit 0
+fi
 gnuplot <<GP
 set terminal pngcairo size 800,450 font ",10"
 set output "$out/times.png"

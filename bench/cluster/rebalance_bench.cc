@@ -2,7 +2,8 @@
 //
 // One run on an embedded cluster (ThreadRuntime, 3 storage nodes, sync=false):
 //   1. load --mb MiB of --doc-bytes JSON documents through the client (--clients threads,
-//      one Upsert per document), then wait until the coordinator reports the cluster balanced;
+//      one Upsert per document), then wait until the coordinator reports the cluster balanced
+//      and still balanced, with the same buckets, the nodes' load_stats_max_age + 1 s later;
 //   2. a steady workload (--clients threads, 50% Get, 50% Upsert of loaded keys) runs for
 //      --steady-s seconds: the reference throughput and latency;
 //   3. node 4 is added; the run waits until the coordinator is balanced again and node 4 serves
@@ -21,7 +22,13 @@
 //   rebalance_bench [--variant=dynamic] [--mb=256] [--doc-bytes=1024] [--clients=4]
 //                   [--steady-s=5] [--buckets=N] [--split-mb=N] [--copy-threads=4]
 //                   [--baselines] [--estimated-stats] [--timeout-s=300] [--timeline=FILE]
-//                   [--dir=/tmp/...]
+//                   [--dir=/tmp/...] [--moves-per-node=N] [--moves-in-flight=N]
+//                   [--stats-max-age-ms=N] [--exact-every-report] [--no-early-rounds]
+//   --moves-per-node, --moves-in-flight: the coordinator's max_moves_per_node and
+//       max_moves_in_flight (default: the coordinator's defaults);
+//   --stats-max-age-ms: the nodes' load_stats_max_age; --exact-every-report: 0 (every load
+//       report scans every bucket, as before the cache); --no-early-rounds: balance_poll 0 (a
+//       round only every balance_interval, as before).
 //
 // Prints one JSON object on stdout (progress on stderr). Times are wall-clock seconds of the
 // runtime's steady clock. The process exits 1 if the cluster misbehaves (a failed client
@@ -79,6 +86,11 @@ struct Options {
   uint32_t buckets = 0;   // 0: 16 (dynamic) or 256 (static)
   uint64_t split_mb = 0;  // 0: mb / 32 (dynamic)
   uint32_t copy_threads = 4;
+  uint32_t moves_per_node = 0;    // 0: the coordinator's default
+  uint32_t moves_in_flight = 0;   // 0: the coordinator's default
+  uint64_t stats_max_age_ms = 0;  // 0: the node's default; see --exact-every-report
+  bool exact_every_report = false;
+  bool no_early_rounds = false;
   bool baselines = false;
   bool estimated_stats = false;
   double timeout_seconds = 300;
@@ -434,6 +446,17 @@ server::EmbeddedClusterOptions Bench::ClusterOptions() const {
     cluster.coordinator.merge_bytes = cluster.coordinator.split_bytes / 10;
   }
   cluster.node.exact_load_stats = !options_.estimated_stats;
+  if (options_.moves_per_node != 0) {
+    cluster.coordinator.max_moves_per_node = options_.moves_per_node;
+  }
+  if (options_.moves_in_flight != 0) {
+    cluster.coordinator.max_moves_in_flight = options_.moves_in_flight;
+  }
+  if (options_.stats_max_age_ms != 0) {
+    cluster.node.load_stats_max_age = static_cast<Micros>(options_.stats_max_age_ms) * 1000;
+  }
+  if (options_.exact_every_report) cluster.node.load_stats_max_age = 0;
+  if (options_.no_early_rounds) cluster.coordinator.balance_poll = 0;
   return cluster;
 }
 
@@ -517,7 +540,11 @@ int Bench::Run() {
                    {"split_bytes", ClusterOptions().coordinator.split_bytes},
                    {"merge_bytes", ClusterOptions().coordinator.merge_bytes},
                    {"exact_load_stats", !options_.estimated_stats},
-                   {"copy_threads", options_.copy_threads}};
+                   {"copy_threads", options_.copy_threads},
+                   {"max_moves_per_node", ClusterOptions().coordinator.max_moves_per_node},
+                   {"max_moves_in_flight", ClusterOptions().coordinator.max_moves_in_flight},
+                   {"balance_poll_us", ClusterOptions().coordinator.balance_poll},
+                   {"load_stats_max_age_us", ClusterOptions().node.load_stats_max_age}};
 
   // 1. Load.
   const uint64_t keys = (options_.mb << 20) / (options_.doc_bytes + Key(0).size());
@@ -527,7 +554,21 @@ int Bench::Run() {
   Progress(fmt::format("loaded {} documents in {:.1f} s ({:.0f} docs/s)", keys, load_seconds,
                        static_cast<double>(keys) / load_seconds));
   t = runtime_.Now();
-  const bool settled = WaitBalanced([] { return true; }, options_.timeout_seconds);
+  bool settled = WaitBalanced([] { return true; }, options_.timeout_seconds);
+  // The nodes' cached bucket sizes may lag the load by up to load_stats_max_age, so Balanced()
+  // can come before the last splits. Settled means: balanced again after that long, with no
+  // split, merge or move in between.
+  const Micros max_age = std::max<Micros>(ClusterOptions().node.load_stats_max_age, 0);
+  for (int check = 0; settled && check < 5; ++check) {
+    const size_t buckets = coordinator->map()->buckets().size();
+    const uint64_t committed = coordinator->progress().committed;
+    std::this_thread::sleep_for(std::chrono::microseconds(max_age + 1'000'000));
+    settled = WaitBalanced([] { return true; }, options_.timeout_seconds);
+    if (coordinator->map()->buckets().size() == buckets &&
+        coordinator->progress().committed == committed) {
+      break;
+    }
+  }
   const double settle_seconds = static_cast<double>(runtime_.Now() - t) / 1e6;
   const auto before = DataByNode(*cluster_, *coordinator->map());
   uint64_t total_bytes = 0;
@@ -713,6 +754,16 @@ int main(int argc, char** argv) {
       options.timeline = *v;
     } else if (auto v = value("--dir=")) {
       options.dir = *v;
+    } else if (auto v = value("--moves-per-node=")) {
+      options.moves_per_node = static_cast<uint32_t>(std::stoul(*v));
+    } else if (auto v = value("--moves-in-flight=")) {
+      options.moves_in_flight = static_cast<uint32_t>(std::stoul(*v));
+    } else if (auto v = value("--stats-max-age-ms=")) {
+      options.stats_max_age_ms = std::stoull(*v);
+    } else if (arg == "--exact-every-report") {
+      options.exact_every_report = true;
+    } else if (arg == "--no-early-rounds") {
+      options.no_early_rounds = true;
     } else if (arg == "--baselines") {
       options.baselines = true;
     } else if (arg == "--estimated-stats") {

@@ -466,23 +466,48 @@ Status Coordinator::BalanceOnce() {
   for (const auto& split : plan.splits) (void)SplitBucket(split.bucket, split.at);
   for (const auto& merge : plan.merges) (void)MergeBuckets(merge.left, merge.right);
   bool idle = plan.empty();
+  // The planner counts the moves the map shows. A move started by an earlier round may not have
+  // written its BEGIN yet: count those too, so that max_moves_per_node holds when rounds follow
+  // each other closely.
+  std::map<NodeId, uint32_t> busy;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [bucket, nodes] : balancer_moves_) {
+      const auto* placement = map->Find(bucket);
+      if (placement == nullptr || !placement->transition.has_value()) {
+        ++busy[nodes.first];
+        ++busy[nodes.second];
+      }
+    }
+  }
+  const auto full = [&](NodeId node) {
+    return map->TransitionCountOf(node) + busy[node] >= options_.max_moves_per_node;
+  };
   for (const auto& intent : plan.moves) {
+    const NodeId source = intent.source.front();
     const NodeId destination = intent.destination.front();
     const cluster::TransitionMode mode = intent.mode;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (moving_.size() >= options_.max_moves_in_flight || moving_.count(intent.bucket) != 0 ||
-          IsDown(destination) || IsDown(intent.source.front())) {
+          IsDown(destination) || IsDown(source) ||
+          (busy[source] + busy[destination] > 0 && (full(source) || full(destination)))) {
         idle = false;
         continue;
       }
       moving_.insert(intent.bucket);
+      balancer_moves_[intent.bucket] = {source, destination};
     }
+    ++busy[source];
+    ++busy[destination];
     runtime_.Spawn(Address::Coordinator(), fmt::format("move.{}", intent.bucket.DebugString()),
                    [self = shared_from_this(), bucket = intent.bucket, destination, mode] {
-                     (void)self->RunMove(bucket, destination, mode);
+                     const Status status = self->RunMove(bucket, destination, mode);
                      std::lock_guard<std::mutex> lock(self->mu_);
                      self->moving_.erase(bucket);
+                     self->balancer_moves_.erase(bucket);
+                     // After a failure the next round waits for balance_interval as before.
+                     if (status.ok()) self->balance_wake_ = true;
                    });
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -491,7 +516,31 @@ Status Coordinator::BalanceOnce() {
 }
 
 void Coordinator::BalanceLoop() {
-  while (runtime_.Sleep(options_.balance_interval).ok()) {
+  uint64_t generation;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    generation = admin_generation_;
+  }
+  const transport::Micros poll = options_.balance_poll > 0
+                                     ? std::min(options_.balance_poll, options_.balance_interval)
+                                     : options_.balance_interval;
+  while (true) {
+    // Wait for balance_interval, or less when a balancer move ended or a node was added or
+    // removed (the runtime rules allow no other wait than Sleep: poll).
+    const transport::Micros deadline = runtime_.Now() + options_.balance_interval;
+    while (true) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (balance_wake_ || admin_generation_ != generation) {
+          balance_wake_ = false;
+          generation = admin_generation_;
+          break;
+        }
+      }
+      const transport::Micros left = deadline - runtime_.Now();
+      if (left <= 0) break;
+      if (!runtime_.Sleep(std::min(left, poll)).ok()) return;
+    }
     bool enabled;
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -38,6 +38,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/cluster/migration_plan.h"
@@ -55,6 +56,10 @@ struct CoordinatorOptions {
   // Balancer loop.
   bool auto_balance = true;
   transport::Micros balance_interval = 500'000;
+  // A balancer round also starts as soon as a move it started ends or a node is added or removed,
+  // without waiting for the rest of balance_interval; the loop looks for that every balance_poll
+  // (0: only every balance_interval).
+  transport::Micros balance_poll = 10'000;
   uint32_t max_moves_in_flight = 2;
   uint32_t max_moves_per_node = 1;
   uint64_t split_bytes = 0;  // Θmax: split buckets above it; 0 = never
@@ -177,6 +182,9 @@ class Coordinator final : public transport::Service,
   std::map<NodeId, transport::Micros> last_heartbeat_;
   std::set<NodeId> joining_;   // added, pre-bootstrap pending
   std::set<BucketId> moving_;  // moves run by tasks of this incarnation
+  // Moves started by the balancer and still running: bucket -> (source, destination).
+  std::map<BucketId, std::pair<NodeId, NodeId>> balancer_moves_;
+  bool balance_wake_ = false;  // a balancer move ended: start the next round now
   MoveProgress progress_;
   bool auto_balance_ = true;
   bool recovered_ = false;

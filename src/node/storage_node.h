@@ -44,6 +44,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "src/cluster/shard_map.h"
@@ -69,8 +71,17 @@ struct NodeOptions {
   // Bucket sizes for the balancer by an exact scan (the default) instead of engine estimates.
   // The estimates count memtable data at several times its size and depend on background
   // flushes, which made the balancer move buckets back and forth (and would break replay in
-  // the simulation). An exact scan costs a read of the node's data per balancer round.
+  // the simulation). An exact scan of every bucket would cost a read of the node's data per
+  // balancer round: see load_stats_max_age.
   bool exact_load_stats = true;
+  // Exact sizes are cached per bucket; a bucket of a new id or range is always scanned. A cached
+  // size is scanned again once the node wrote, applied or ingested anything since and either it
+  // is older than this or the node's writes since, spread evenly over its buckets, reach an
+  // eighth of the bucket's documents (so that a growing bucket splits in time). One report
+  // rescans at most an eighth of the served buckets (the oldest first), so that no report reads
+  // all the node's data. 0: every report scans every bucket. Only the runtime's clock and the
+  // node's own counters decide: the simulation replays.
+  transport::Micros load_stats_max_age = 5'000'000;
 };
 
 struct NodeCounters {
@@ -131,6 +142,15 @@ class StorageNode final : public transport::Service,
     bool fenced = false;
     uint64_t applied_sequence = 0;  // destination: catch-up position
   };
+  // An exact bucket size of HandleLoad, and when it was computed.
+  struct CachedLoad {
+    storage::PointRange range;
+    uint64_t bytes = 0;
+    uint64_t documents = 0;
+    uint64_t activity = 0;  // ActivityLocked() before the scan
+    uint64_t changes = 0;   // ChangesLocked() before the scan
+    transport::Micros computed = 0;
+  };
   class ActiveGuard;
 
   StorageNode(transport::Runtime& runtime, const NodeOptions& options);
@@ -158,6 +178,13 @@ class StorageNode final : public transport::Service,
   [[nodiscard]] StatusOr<const cluster::BucketPlacement*> MoveBucketLocked(BucketId bucket,
                                                                            MoveId move,
                                                                            bool as_source) const;
+  // Grows with every document write, applied change and ingest of this node.
+  [[nodiscard]] uint64_t ActivityLocked() const;
+  // Document writes and applied changes of this node.
+  [[nodiscard]] uint64_t ChangesLocked() const;
+  // The exact sizes of `served` (bucket, range), from the cache where it is fresh enough.
+  [[nodiscard]] std::vector<transport::BucketLoad> ExactLoads(
+      const std::vector<std::pair<BucketId, storage::PointRange>>& served);
   void HeartbeatLoop();
 
   transport::Response HandleWrite(const transport::WriteRequest& request);
@@ -193,6 +220,9 @@ class StorageNode final : public transport::Service,
   NodeCounters counters_;
   int active_ = 0;
   uint64_t export_counter_ = 0;
+
+  std::mutex load_mu_;  // guards load_cache_; never taken with mu_ held
+  absl::flat_hash_map<BucketId, CachedLoad> load_cache_;
 };
 
 }  // namespace shoal::node
