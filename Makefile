@@ -7,6 +7,8 @@ CMAKE_FLAGS    ?=
 ASAN_SIM_SEEDS ?= 5
 # The interleavings: the sanitizer run lets the move advance only while no operation can run.
 ASAN_INTERLEAVE_BUDGET ?= 0
+# ... and every interleaving of one config in 40 (the release run: one in 6).
+ASAN_INTERLEAVE_SAMPLE ?= 40
 
 # Let ccache share results between checkouts in different directories (CI clones afresh).
 export CCACHE_BASEDIR   := $(CURDIR)
@@ -38,7 +40,7 @@ test-release: build
 
 test-asan: build-asan
 	cd $(ASAN_BUILD_DIR) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  SHOAL_INTERLEAVE_BUDGET=$(ASAN_INTERLEAVE_BUDGET) \
+	  SHOAL_INTERLEAVE_BUDGET=$(ASAN_INTERLEAVE_BUDGET) SHOAL_INTERLEAVE_SAMPLE=$(ASAN_INTERLEAVE_SAMPLE) \
 	  SHOAL_SIM_SEEDS=$(ASAN_SIM_SEEDS) ctest --output-on-failure -j $(JOBS)
 
 # The whole suite: release build, then the same tests under AddressSanitizer + UBSan.

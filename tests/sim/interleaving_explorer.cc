@@ -144,14 +144,10 @@ constexpr std::string_view kOpTasks[2] = {"op.a", "op.b"};
 constexpr Micros kPoll = 1000;  // the harness polls at a later time than every due task
 constexpr Micros kNever = Micros{1} << 50;
 
-// Starts the move in `mode`. The coordinator runs copy-then-switch only for now; once
-// MoveBucket takes the mode, pass it through here.
+// Starts the move in `mode`.
 Status StartMove(coordinator::Coordinator& coordinator, BucketId bucket, NodeId destination,
                  cluster::TransitionMode mode) {
-  if (mode != cluster::TransitionMode::kCopyThenSwitch) {
-    return UnimplementedError("the coordinator runs copy-then-switch moves only");
-  }
-  return coordinator.MoveBucket(bucket, destination);
+  return coordinator.MoveBucket(bucket, destination, mode);
 }
 
 // The result of one operation. kNotApplied: an error that means the operation certainly had no
