@@ -510,7 +510,7 @@ Response StorageNode::HandleExport(const transport::ExportBucketRequest& request
 
 Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request) {
   for (int attempt = 0; attempt < 2; ++attempt) {
-    bool ingested = false;
+    std::optional<storage::PointRange> range;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
@@ -518,37 +518,54 @@ Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request
         if (RoleLocked(**placement) != LocalRole::kAdding) {
           return Response::Error(FailedPreconditionError("ingest into a bucket that is served"));
         }
-        const storage::PointRange range = ToPointRange((*placement)->range);
-        if (!(request.exported.range == range)) {
+        range = ToPointRange((*placement)->range);
+        if (!(request.exported.range == *range)) {
           return Response::Error(InvalidArgumentError("exported range is not the bucket's"));
         }
-        // Whatever an earlier, aborted attempt staged goes first.
-        if (Status s = store_->DropRange(range); !s.ok()) return Response::Error(s);
-        storage::IngestOptions ingest;
-        ingest.require_adding_buckets = false;
-        if (Status s = store_->IngestRange(request.exported, ingest); !s.ok()) {
-          return Response::Error(s);
+        if (move_io_[request.bucket] > 0) {
+          return Response::Error(transport::MakeClusterError(
+              transport::ClusterError::kNotServing,
+              fmt::format("n{}: {} is being staged; retry", options_.id.value(),
+                          request.bucket.DebugString())));
         }
-        if (Status s = store_->ObserveVersion(request.exported.max_version); !s.ok()) {
-          return Response::Error(s);
-        }
-        moves_[request.bucket] = MoveRecord{
-            .move = request.move, .source = false, .applied_sequence = request.exported.sequence};
-        counters_.bytes_ingested += request.exported.bytes;
-        ingested = true;
+        // No catch-up applies while the range is re-staged: it needs the record, the ingest
+        // needs no apply running (both hold move_io_ while they write).
+        moves_.erase(request.bucket);
+        ++move_io_[request.bucket];
       } else if (attempt == 1) {
         return Response::Error(placement.status());
       }
     }
-    if (ingested) {
-      if (Status s = runtime_.Failpoint("destination.after_ingest"); !s.ok()) {
-        return Response::Error(s);
-      }
-      return Response::Ok();
+    if (range.has_value()) {
+      // Outside mu_ (MOVE I/O OUTSIDE THE LOCK): other buckets are served meanwhile.
+      const Status staged = StageIngest(*range, request.exported);
+      std::lock_guard<std::mutex> lock(mu_);
+      --move_io_[request.bucket];
+      if (!staged.ok()) return Response::Error(staged);
+      // The move may have ended while the files went in; its DropBucket waited for us.
+      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
+      if (!placement.ok()) return Response::Error(placement.status());
+      moves_[request.bucket] = MoveRecord{
+          .move = request.move, .source = false, .applied_sequence = request.exported.sequence};
+      counters_.bytes_ingested += request.exported.bytes;
+      break;
     }
     if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
   }
-  return Response::Error(InternalError("unreachable"));
+  if (Status s = runtime_.Failpoint("destination.after_ingest"); !s.ok()) {
+    return Response::Error(s);
+  }
+  return Response::Ok();
+}
+
+Status StorageNode::StageIngest(const storage::PointRange& range,
+                                const storage::ExportedRange& exported) {
+  // Whatever an earlier, aborted attempt staged goes first.
+  SHOAL_RETURN_IF_ERROR(store_->DropRange(range));
+  storage::IngestOptions ingest;
+  ingest.require_adding_buckets = false;
+  SHOAL_RETURN_IF_ERROR(store_->IngestRange(exported, ingest));
+  return store_->ObserveVersion(exported.max_version);
 }
 
 Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
@@ -577,20 +594,37 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
     if (!response.ok()) return Response::Error(response.status());
     auto changes = transport::BodyAs<transport::ReadChangesResponse>(std::move(*response));
     if (!changes.ok()) return Response::Error(changes.status());
-    {
-      std::lock_guard<std::mutex> lock(mu_);
+    auto move_live = [&]() -> MoveRecord* {
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
       auto it = moves_.find(request.bucket);
-      if (!placement.ok() || it == moves_.end() || it->second.move != request.move) {
+      if (!placement.ok() || it == moves_.end() || it->second.move != request.move) return nullptr;
+      return &it->second;
+    };
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (move_live() == nullptr) {
         return Response::Error(transport::MakeClusterError(transport::ClusterError::kStaleMove,
                                                            "move ended during catch-up"));
       }
-      if (!changes->changes.empty()) {
-        auto result = store_->ApplyChanges(changes->changes);
-        if (!result.ok()) return Response::Error(result.status());
+      ++move_io_[request.bucket];
+    }
+    // Outside mu_ (MOVE I/O OUTSIDE THE LOCK); apply-if-newer, so a concurrent retry of this
+    // catch-up applying the same changes is harmless.
+    Status applied_status = OkStatus();
+    if (!changes->changes.empty()) {
+      applied_status = store_->ApplyChanges(changes->changes).status();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --move_io_[request.bucket];
+      if (!applied_status.ok()) return Response::Error(applied_status);
+      MoveRecord* record = move_live();
+      if (record == nullptr) {
+        return Response::Error(transport::MakeClusterError(transport::ClusterError::kStaleMove,
+                                                           "move ended during catch-up"));
       }
-      it->second.applied_sequence = std::max(it->second.applied_sequence, changes->next_sequence);
-      position = it->second.applied_sequence;
+      record->applied_sequence = std::max(record->applied_sequence, changes->next_sequence);
+      position = record->applied_sequence;
       counters_.changes_applied += changes->changes.size();
     }
     applied += changes->changes.size();
@@ -615,18 +649,24 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
 
 Response StorageNode::HandleReadChanges(const transport::ReadChangesRequest& request) {
   for (int attempt = 0; attempt < 2; ++attempt) {
+    std::optional<storage::PointRange> range;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/true);
       if (placement.ok()) {
-        auto batch =
-            store_->ReadChangesSince(ToPointRange((*placement)->range), request.after_sequence,
-                                     std::max<uint32_t>(request.max_changes, 1));
-        if (!batch.ok()) return Response::Error(batch.status());
-        return Response::Ok(transport::ReadChangesResponse{.changes = std::move(batch->changes),
-                                                           .next_sequence = batch->next_sequence});
+        range = ToPointRange((*placement)->range);
+      } else if (attempt == 1) {
+        return Response::Error(placement.status());
       }
-      if (attempt == 1) return Response::Error(placement.status());
+    }
+    if (range.has_value()) {
+      // Outside mu_ (MOVE I/O OUTSIDE THE LOCK): a read of the log; the destination checks
+      // again that the move is in flight before applying what it returns.
+      auto batch = store_->ReadChangesSince(*range, request.after_sequence,
+                                            std::max<uint32_t>(request.max_changes, 1));
+      if (!batch.ok()) return Response::Error(batch.status());
+      return Response::Ok(transport::ReadChangesResponse{.changes = std::move(batch->changes),
+                                                         .next_sequence = batch->next_sequence});
     }
     if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
   }
@@ -669,7 +709,7 @@ Response StorageNode::HandleDrop(const transport::DropBucketRequest& request) {
   if (epoch() < request.epoch) {
     if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (map_ == nullptr || map_->epoch() < request.epoch) {
     return Response::Error(UnavailableError("map behind the drop's epoch"));
   }
@@ -685,6 +725,14 @@ Response StorageNode::HandleDrop(const transport::DropBucketRequest& request) {
                       bucket.id.DebugString(), map_->epoch().DebugString())));
     }
   }
+  // An ingest or apply of the ended move that passed its check before our map arrived finishes
+  // first (MOVE I/O OUTSIDE THE LOCK); none can start now: the map no longer holds the move.
+  while (move_io_[request.bucket] > 0) {
+    lock.unlock();
+    if (Status s = runtime_.Sleep(options_.queue_poll); !s.ok()) return Response::Error(s);
+    lock.lock();
+  }
+  move_io_.erase(request.bucket);
   if (Status s = store_->DropRange(request.range); !s.ok()) return Response::Error(s);
   moves_.erase(request.bucket);
   // Export files of the move are no longer needed.

@@ -34,6 +34,14 @@
 //     the rest (TransferBucket, apply-if-newer) never overwrites a newer version.
 //   - Data of a range is dropped only when the node's map (durable at the coordinator) shows the
 //     node neither serves it nor takes part in a move of it.
+//   - MOVE I/O OUTSIDE THE LOCK: the engine calls of a move (export, ingest, catch-up apply,
+//     reading the change log) run outside mu_, so that client requests for every other bucket
+//     go on meanwhile. A destination's ingest and apply hold the bucket's move-I/O count from
+//     their check of the move (under mu_) to their end; DropBucket waits for it to reach zero
+//     before dropping, so no write of an ended move lands after the drop. An ingest runs alone:
+//     it starts only when no ingest or apply of the bucket runs and forgets the catch-up record,
+//     without which no apply starts, until it has staged the range; a refused ingest is not
+//     serving (retry).
 //
 // Thread-safety: Handle may run concurrently on many tasks; state is guarded by mu_, never held
 // across a runtime yield (runtime.h rules).
@@ -186,6 +194,10 @@ class StorageNode final : public transport::Service,
   [[nodiscard]] std::vector<transport::BucketLoad> ExactLoads(
       const std::vector<std::pair<BucketId, storage::PointRange>>& served);
   void HeartbeatLoop();
+  // The engine part of an ingest, outside mu_: drops what an earlier attempt staged, then
+  // ingests `exported`.
+  [[nodiscard]] Status StageIngest(const storage::PointRange& range,
+                                   const storage::ExportedRange& exported);
 
   transport::Response HandleWrite(const transport::WriteRequest& request);
   transport::Response HandleGet(const transport::GetRequest& request);
@@ -216,6 +228,7 @@ class StorageNode final : public transport::Service,
   cluster::ShardMapPtr map_;                            // latest installed
   absl::flat_hash_map<BucketId, MoveRecord> moves_;     // by bucket
   absl::flat_hash_map<BucketId, int> inflight_writes_;  // admitted, not yet written
+  absl::flat_hash_map<BucketId, int> move_io_;          // destination ingest/apply running
   std::map<CollectionId, bool> collections_;            // registered in the store
   NodeCounters counters_;
   int active_ = 0;

@@ -1,7 +1,10 @@
 // BucketStore: the local directory, persisted in the meta column family (bucket_store.h).
 
+#include <memory>
+
 #include <fmt/format.h>
 #include <rocksdb/convenience.h>
+#include <rocksdb/db.h>
 #include <rocksdb/experimental.h>
 #include <rocksdb/write_batch.h>
 
@@ -99,6 +102,18 @@ Status BucketStore::DropRange(const PointRange& range) {
   {
     std::unique_lock<std::shared_mutex> lock(directory_mu_);
     SHOAL_RETURN_IF_ERROR(CheckNotServed(range, /*allow_leaving=*/false));
+    // Nothing stored: write nothing. A range tombstone in the memtable would make the ingest
+    // that usually follows (a destination re-staging a range) flush the memtable and stall
+    // every writer meanwhile.
+    {
+      rocksdb::Slice upper(end);
+      rocksdb::ReadOptions ro;
+      ro.iterate_upper_bound = &upper;
+      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, documents_));
+      it->Seek(begin);
+      SHOAL_RETURN_IF_ERROR(FromRocks(it->status(), "check empty range"));
+      if (!it->Valid()) return OkStatus();
+    }
     // Logged first: the range is logically empty from here on, also after a crash.
     rocksdb::WriteBatch batch;
     batch.DeleteRange(documents_, begin, end);
