@@ -161,6 +161,10 @@ Status BucketStore::Close() {
   }
   sync_cv_.notify_all();
   if (sync_thread_.joinable()) sync_thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(wal_cursors_mu_);
+    wal_cursors_.clear();  // WAL readers go before the DB
+  }
   Status status = FromRocks(db_->SyncWAL(), "sync WAL at close");
   for (rocksdb::ColumnFamilyHandle* h : handles_) {
     Status destroyed = FromRocks(db_->DestroyColumnFamilyHandle(h), "close column family");

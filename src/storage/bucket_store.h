@@ -279,6 +279,20 @@ class BucketStore {
   mutable std::shared_mutex directory_mu_;
   LocalDirectory directory_;
 
+  // WAL readers parked where a ReadChangesSince call stopped (bucket_store_transfer.cc), so
+  // that the next call of the same catch-up goes on from there instead of reading the WAL file
+  // again from its start. Each belongs to no caller while parked; a caller takes it out.
+  struct WalCursor {
+    std::unique_ptr<rocksdb::TransactionLogIterator> it;
+    uint64_t expected = 0;  // the first sequence not read yet
+  };
+  [[nodiscard]] std::unique_ptr<rocksdb::TransactionLogIterator> TakeWalCursor(
+      uint64_t expected) const;
+  void ParkWalCursor(std::unique_ptr<rocksdb::TransactionLogIterator> it, uint64_t expected) const;
+  static constexpr size_t kMaxWalCursors = 16;
+  mutable std::mutex wal_cursors_mu_;
+  mutable std::vector<WalCursor> wal_cursors_;  // oldest first
+
   std::mutex sync_mu_;
   std::condition_variable sync_cv_;
   bool stopping_ = false;

@@ -291,6 +291,26 @@ Status BucketStore::CheckWalRetained(uint64_t sequence) const {
   return OkStatus();
 }
 
+std::unique_ptr<rocksdb::TransactionLogIterator> BucketStore::TakeWalCursor(
+    uint64_t expected) const {
+  std::lock_guard<std::mutex> lock(wal_cursors_mu_);
+  for (auto it = wal_cursors_.begin(); it != wal_cursors_.end(); ++it) {
+    if (it->expected != expected) continue;
+    auto cursor = std::move(it->it);
+    wal_cursors_.erase(it);
+    return cursor;
+  }
+  return nullptr;
+}
+
+void BucketStore::ParkWalCursor(std::unique_ptr<rocksdb::TransactionLogIterator> it,
+                                uint64_t expected) const {
+  std::lock_guard<std::mutex> lock(wal_cursors_mu_);
+  if (closed_) return;
+  if (wal_cursors_.size() >= kMaxWalCursors) wal_cursors_.erase(wal_cursors_.begin());
+  wal_cursors_.push_back(WalCursor{.it = std::move(it), .expected = expected});
+}
+
 StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
                                                     uint64_t after_sequence,
                                                     size_t max_changes) const {
@@ -303,15 +323,27 @@ StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
   // without a WAL record; the log iterator reports such a hole as an error, so reading resumes
   // past it (after checking that the hole is not a deleted WAL file).
   uint64_t expected = after_sequence + 1;
+  // A reader parked by the previous call of this catch-up sits on the last batch it consumed,
+  // or at the end of the WAL: one Next() goes on from there (reading what was appended since
+  // to the same file). Seeking afresh reads the WAL file from its start, which costs a read of
+  // up to a memtable's worth of log per call.
+  std::unique_ptr<rocksdb::TransactionLogIterator> it = TakeWalCursor(expected);
+  bool resumed = it != nullptr;
   bool progressed = true;
   while (progressed && expected <= db_->GetLatestSequenceNumber() &&
          batch.changes.size() < max_changes) {
     progressed = false;
-    std::unique_ptr<rocksdb::TransactionLogIterator> it;
-    rocksdb::Status s = db_->GetUpdatesSince(expected, &it);
-    if (!s.ok()) {
-      return StorageError(ErrorReason::kUnavailable,
-                          fmt::format("WAL from sequence {}: {}", expected, s.ToString()));
+    if (resumed) {
+      resumed = false;
+      it->Next();
+      // The end of the file it knows while newer files exist, or a hole: seek afresh.
+      if (!it->Valid() && !it->status().ok()) progressed = true;
+    } else {
+      rocksdb::Status s = db_->GetUpdatesSince(expected, &it);
+      if (!s.ok()) {
+        return StorageError(ErrorReason::kUnavailable,
+                            fmt::format("WAL from sequence {}: {}", expected, s.ToString()));
+      }
     }
     for (; it->Valid(); it->Next()) {
       rocksdb::BatchResult result = it->GetBatch();
@@ -327,8 +359,11 @@ StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
       progressed = true;
       if (batch.changes.size() >= max_changes) break;
     }
-    if (it->status().ok()) break;  // the end of the WAL
+    if (it->Valid()) break;               // full: on the batch just consumed
+    if (it->status().ok()) break;         // the end of the WAL
+    if (!progressed) it.reset();          // nothing read from it: not worth parking
   }
+  if (it != nullptr && (it->Valid() || it->status().ok())) ParkWalCursor(std::move(it), expected);
   return batch;
 }
 
