@@ -2,12 +2,18 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <thread>
+
 #include "include/shoal/shoal.h"
 #include "src/net/grpc_runtime.h"
 #include "src/net/uri.h"
 #include "src/server/database_impl.h"
 
 namespace shoal {
+namespace {
+constexpr int kConnectAttempts = 4;
+}  // namespace
 
 StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri) {
   SHOAL_ASSIGN_OR_RETURN(std::string coordinator, net::CoordinatorOf(uri));
@@ -20,7 +26,17 @@ StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri) {
                                              .max_message_bytes = net::kDefaultMaxMessageBytes}));
   impl->client = std::make_unique<client::Client>(*runtime);
   impl->remote_runtime = std::move(runtime);
-  Status status = impl->client->Refresh();
+  // A coordinator that is starting (or a first connection on a loaded machine) may miss one
+  // deadline: try a few times before giving up.
+  Status status;
+  for (int attempt = 0; attempt < kConnectAttempts; ++attempt) {
+    status = impl->client->Refresh();
+    if (status.code() != StatusCode::kUnavailable &&
+        status.code() != StatusCode::kDeadlineExceeded) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 << attempt));
+  }
   if (!status.ok()) return Prefixed(status, fmt::format("connect to {}", coordinator));
   return Impl::Wrap(std::move(impl));
 }

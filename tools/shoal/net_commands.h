@@ -1,0 +1,14 @@
+#pragma once
+
+// The networked commands of `shoal` (docs/design/network.md):
+//   server_commands.cc  coordinator, node, local
+//   data_commands.cc    put, get, delete, query, status
+
+#include <CLI/CLI.hpp>
+
+namespace shoal::tools {
+
+void AddServerCommands(CLI::App& app);
+void AddDataCommands(CLI::App& app);
+
+}  // namespace shoal::tools
