@@ -38,9 +38,9 @@ std::string WithPort(const std::string& host_port, int port) {
   return fmt::format("{}:{}", host, port);
 }
 
-Status FromGrpc(const grpc::Status& status, const transport::Request& request, const Address& to) {
-  const std::string what =
-      fmt::format("{} to {}: {}", RequestName(request), to.DebugString(), status.error_message());
+// `what` names the call ("Get to n2") for the message.
+Status FromGrpc(const grpc::Status& status, std::string_view what_call) {
+  const std::string what = fmt::format("{}: {}", what_call, status.error_message());
   switch (status.error_code()) {
     case grpc::StatusCode::OK:
       return OkStatus();
@@ -50,6 +50,8 @@ Status FromGrpc(const grpc::Status& status, const transport::Request& request, c
       return ResourceExhaustedError(what);
     case grpc::StatusCode::INVALID_ARGUMENT:
       return InvalidArgumentError(what);
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return UnimplementedError(what);
     // ABORTED: the callee stopped while handling the request. Like a timeout, the request may
     // have been handled.
     case grpc::StatusCode::ABORTED:
@@ -114,6 +116,20 @@ class GrpcRuntime::Handler final : public wire::Shoal::Service {
                              runtime_->options_.max_message_bytes))),
              out);
     }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Admin(grpc::ServerContext*, const wire::AdminRequest* request,
+                     wire::AdminResponse* out) override {
+    std::shared_ptr<AdminHandler> handler;
+    {
+      std::lock_guard<std::mutex> lock(runtime_->mu_);
+      handler = runtime_->admin_;
+    }
+    if (handler == nullptr) {
+      return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "not a coordinator");
+    }
+    (*handler)(*request, out);
     return grpc::Status::OK;
   }
 
@@ -235,6 +251,27 @@ void GrpcRuntime::SaveAddressBookLocked() const {
   (void)ec;
 }
 
+void GrpcRuntime::SetAdminHandler(AdminHandler handler) {
+  std::lock_guard<std::mutex> lock(mu_);
+  admin_ = std::make_shared<AdminHandler>(std::move(handler));
+}
+
+StatusOr<wire::AdminResponse> GrpcRuntime::Admin(const wire::AdminRequest& request,
+                                                 Micros timeout) {
+  SHOAL_ASSIGN_OR_RETURN(std::string coordinator, Resolve(Address::Coordinator()));
+  auto peer = PeerFor(coordinator);
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineAfter(timeout));
+  wire::AdminResponse response;
+  const grpc::Status status = peer->stub->Admin(&context, request, &response);
+  if (!status.ok()) {
+    return FromGrpc(status, "admin request to the coordinator");
+  }
+  Status result = FromWire(response.status());
+  if (!result.ok()) return result;
+  return response;
+}
+
 std::shared_ptr<GrpcRuntime::Peer> GrpcRuntime::PeerFor(const std::string& host_port) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& peer = peers_[host_port];
@@ -317,7 +354,7 @@ StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Re
   if (!Alive()) return CancelledError("process stopped");
   if (!status.ok()) {
     if (status.error_code() == grpc::StatusCode::UNAVAILABLE) Forget(to);
-    return FromGrpc(status, request, to);
+    return FromGrpc(status, fmt::format("{} to {}", RequestName(request), to.DebugString()));
   }
   auto response = FromWire(reply);
   if (!response.ok()) {

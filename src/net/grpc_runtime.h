@@ -42,6 +42,11 @@ namespace grpc {
 class Server;
 }  // namespace grpc
 
+namespace shoal::wire {
+class AdminRequest;
+class AdminResponse;
+}  // namespace shoal::wire
+
 namespace shoal::net {
 
 // 64 MiB: above the largest body (1 MiB) times a full scan page would be too much, so scans
@@ -80,6 +85,14 @@ class GrpcRuntime final : public transport::Runtime {
   void SetAddress(const transport::Address& who, const std::string& host_port);
   // The known address book, as "who -> host:port".
   [[nodiscard]] std::map<transport::Address, std::string> AddressBook() const;
+
+  // Answers Shoal.Admin on this process's server (the coordinator's); without a handler it is
+  // kUnimplemented. The handler runs on a gRPC thread, outside any task.
+  using AdminHandler = std::function<void(const wire::AdminRequest&, wire::AdminResponse*)>;
+  void SetAdminHandler(AdminHandler handler);
+  // Sends an admin request to the coordinator.
+  [[nodiscard]] StatusOr<wire::AdminResponse> Admin(const wire::AdminRequest& request,
+                                                    transport::Micros timeout);
 
   [[nodiscard]] transport::Micros Now() const override { return local_.Now(); }
   [[nodiscard]] Status Sleep(transport::Micros micros) override { return local_.Sleep(micros); }
@@ -120,6 +133,7 @@ class GrpcRuntime final : public transport::Runtime {
   mutable std::mutex mu_;  // guards everything below
   std::map<transport::Address, std::string> book_;
   std::map<std::string, std::shared_ptr<Peer>> peers_;
+  std::shared_ptr<AdminHandler> admin_;
   bool shut_down_ = false;
 };
 

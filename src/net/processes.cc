@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "src/metadata/embedded_metadata_store.h"
+#include "src/net/admin.h"
 
 namespace shoal::net {
 namespace {
@@ -64,6 +65,11 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
   for (uint32_t i = 1; i <= options.initial_nodes; ++i) nodes.push_back(NodeId(i));
   SHOAL_RETURN_IF_ERROR(process->coordinator_->Initialize(nodes, options.buckets));
   process->coordinator_->Start();
+  coordinator::Coordinator* c = process->coordinator_.get();
+  process->runtime_->SetAdminHandler(
+      [c](const wire::AdminRequest& request, wire::AdminResponse* out) {
+        HandleAdmin(*c, request, out);
+      });
   return process;
 }
 

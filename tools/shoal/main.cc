@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   shoal::tools::AddSimCommand(app);
   shoal::tools::AddServerCommands(app);
   shoal::tools::AddDataCommands(app);
+  shoal::tools::AddAdminCommands(app);
   try {
     CLI11_PARSE(app, argc, argv);
   } catch (const std::exception& e) {
