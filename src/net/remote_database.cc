@@ -13,6 +13,14 @@
 namespace shoal {
 namespace {
 constexpr int kConnectAttempts = 4;
+
+// A network call also pays for connection setup, and on a loaded machine a process may be
+// descheduled for a second: allow more than the in-process default before a call is lost.
+client::ClientOptions NetworkClientOptions() {
+  client::ClientOptions options;
+  options.call_timeout = 5'000'000;
+  return options;
+}
 }  // namespace
 
 StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri) {
@@ -24,7 +32,7 @@ StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri) {
                                              .coordinator = coordinator,
                                              .address_book_path = {},
                                              .max_message_bytes = net::kDefaultMaxMessageBytes}));
-  impl->client = std::make_unique<client::Client>(*runtime);
+  impl->client = std::make_unique<client::Client>(*runtime, NetworkClientOptions());
   impl->remote_runtime = std::move(runtime);
   // A coordinator that is starting (or a first connection on a loaded machine) may miss one
   // deadline: try a few times before giving up.
@@ -35,7 +43,9 @@ StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri) {
         status.code() != StatusCode::kDeadlineExceeded) {
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100 << attempt));
+    if (attempt + 1 < kConnectAttempts) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100 << attempt));
+    }
   }
   if (!status.ok()) return Prefixed(status, fmt::format("connect to {}", coordinator));
   return Impl::Wrap(std::move(impl));

@@ -167,7 +167,7 @@ int RunStatus(const DataFlags& flags) {
                                           .address_book_path = {},
                                           .max_message_bytes = net::kDefaultMaxMessageBytes});
   if (!runtime.ok()) return Fail(runtime.status());
-  constexpr transport::Micros kTimeout = 2'000'000;
+  constexpr transport::Micros kTimeout = 5'000'000;
   auto reply =
       (*runtime)->Call(transport::Address::Coordinator(), transport::GetMapRequest{}, kTimeout);
   if (!reply.ok()) return Fail(reply.status());
