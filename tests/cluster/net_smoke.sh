@@ -13,6 +13,7 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
+trap 'echo "FAIL: line $LINENO: $BASH_COMMAND" >&2' ERR
 
 fail() {
   echo "FAIL: $*" >&2
@@ -25,13 +26,12 @@ fail() {
 start() {
   local name=$1
   shift
+  rm -f "$dir/$name.out"
   "$shoal" "$@" --json >"$dir/$name.out" 2>"$dir/$name.log" &
   pids+=($!)
   for _ in $(seq 1 100); do
-    if [ -s "$dir/$name.out" ]; then
-      address=$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$dir/$name.out" | head -n 1)
-      return 0
-    fi
+    address=$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$dir/$name.out" 2>/dev/null | head -n 1)
+    if [ -n "$address" ]; then return 0; fi
     sleep 0.1
   done
   fail "$name did not start"
@@ -49,13 +49,9 @@ start_cluster() {
   cluster="shoal://$coordinator"
   # Until both nodes answer (their addresses reach the coordinator with their heartbeats).
   for _ in $(seq 1 100); do
-    if "$shoal" status --cluster "$cluster" --json 2>/dev/null | grep -q '"reachable":false'; then
-      sleep 0.1
-    elif "$shoal" status --cluster "$cluster" --json >/dev/null 2>&1; then
-      return 0
-    else
-      sleep 0.1
-    fi
+    status=$("$shoal" status --cluster "$cluster" --json 2>/dev/null) || status=unreachable
+    if [[ $status != *unreachable* && $status != *'"reachable":false'* ]]; then return 0; fi
+    sleep 0.1
   done
   fail "cluster not serving"
 }
@@ -73,7 +69,8 @@ for i in $(seq 1 30); do
   "$shoal" put --cluster "$cluster" users "u$i" "{\"i\": $i, \"even\": $((i % 2 == 0))}" >/dev/null \
     || fail "put u$i"
 done
-echo '{"name": "Alice"}' | "$shoal" put --cluster "$cluster" users alice --mode insert >/dev/null
+echo '{"name": "Alice"}' | "$shoal" put --cluster "$cluster" users alice --mode insert >/dev/null \
+  || fail "insert alice"
 if "$shoal" put --cluster "$cluster" users alice '{}' --mode insert 2>"$dir/err"; then
   fail "a second insert succeeded"
 fi
@@ -82,7 +79,8 @@ grep -q ALREADY_EXISTS "$dir/err" || fail "duplicate insert: $(cat "$dir/err")"
 "$shoal" delete --cluster "$cluster" users u30 >/dev/null || fail "delete"
 count=$("$shoal" query --cluster "$cluster" users --where 'even==1' | wc -l)
 [ "$count" -eq 14 ] || fail "query even==1 returned $count, expected 14"
-"$shoal" status --cluster "$cluster" --json | grep -q '"buckets":8' || fail "status"
+status=$("$shoal" status --cluster "$cluster" --json) || fail "status"
+[[ $status == *'"buckets":8'* ]] || fail "status: $status"
 stop_cluster
 
 # Restart from the same directories, every process on a new port (a fixed port could be taken
