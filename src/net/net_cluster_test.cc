@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "include/shoal/shoal.h"
+#include "proto/shoal.pb.h"
 #include "src/client/client.h"
 #include "src/net/processes.h"
 
@@ -192,6 +193,61 @@ TEST_F(NetClusterTest, CoordinatorRestartRecoversTheMapAndAddresses) {
     ASSERT_TRUE(doc.ok()) << doc.status();
     EXPECT_EQ(doc->json, fmt::format(R"({{"i": {}}})", i));
   }
+}
+
+TEST_F(NetClusterTest, AdminAddsANodeOverTheNetwork) {
+  StartCoordinator(/*nodes=*/1, /*auto_balance=*/true);
+  StartNode(1);
+  auto db = Database::Connect(coordinator_->address());
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto c = (*db)->GetCollection("c");
+  ASSERT_TRUE(c.ok());
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(c->Upsert(fmt::format("k{}", i), fmt::format(R"({{"i": {}}})", i)).ok());
+  }
+  StartNode(2);
+  auto admin = GrpcRuntime::Start({.listen = {},
+                                   .advertise = {},
+                                   .coordinator = coordinator_->address(),
+                                   .address_book_path = {},
+                                   .max_message_bytes = kDefaultMaxMessageBytes});
+  ASSERT_TRUE(admin.ok()) << admin.status();
+  wire::AdminRequest add;
+  add.mutable_add_node()->set_node(2);
+  auto added = (*admin)->Admin(add, 5'000'000);
+  ASSERT_TRUE(added.ok()) << added.status();
+  wire::AdminRequest progress;
+  progress.mutable_progress();
+  bool balanced = false;
+  for (int i = 0; i < 150 && !balanced; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto now = (*admin)->Admin(progress, 5'000'000);
+    ASSERT_TRUE(now.ok()) << now.status();
+    balanced = now->balanced();
+  }
+  EXPECT_TRUE(balanced);
+  size_t on_node2 = 0;
+  for (const auto& placement : coordinator_->coordinator().map()->buckets()) {
+    on_node2 += placement.replicas.front() == NodeId(2) ? 1 : 0;
+  }
+  EXPECT_GT(on_node2, 0u);
+  for (int i = 0; i < 200; ++i) {
+    auto doc = c->Get(fmt::format("k{}", i));
+    ASSERT_TRUE(doc.ok()) << doc.status();
+    EXPECT_EQ(doc->json, fmt::format(R"({{"i": {}}})", i));
+  }
+  // An admin request to a process that is not a coordinator is refused cleanly.
+  auto node_admin = GrpcRuntime::Start({.listen = {},
+                                        .advertise = {},
+                                        .coordinator = nodes_[1]->address(),
+                                        .address_book_path = {},
+                                        .max_message_bytes = kDefaultMaxMessageBytes});
+  ASSERT_TRUE(node_admin.ok());
+  EXPECT_EQ((*node_admin)->Admin(progress, 5'000'000).status().code(), StatusCode::kUnimplemented);
+  // A bad id comes back as a typed error.
+  wire::AdminRequest bad;
+  bad.mutable_add_node()->set_node(0);
+  EXPECT_EQ((*admin)->Admin(bad, 5'000'000).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace
