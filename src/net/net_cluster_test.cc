@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <thread>
 
@@ -81,22 +82,46 @@ TEST_F(NetClusterTest, WritesReadBackAcrossMovesAndAJoiningNode) {
   EXPECT_EQ(alice->json, R"({"name": "Alice", "age": 31})");
   EXPECT_EQ(users->Get("bob").status().code(), StatusCode::kNotFound);
 
-  // A writer upserts keys in a loop and records what was acknowledged.
+  // A writer upserts keys in a loop and records what was acknowledged; a reader meanwhile reads
+  // back keys the writer is done with (the first 400 are written once by the first pass).
   std::mutex mu;
   std::map<std::string, std::string> acknowledged;
+  std::map<std::string, std::string> final_values;  // keys k0..k399 after the first pass
   std::atomic<bool> stop{false};
   std::atomic<int> failures{0};
+  std::atomic<int> read_mismatches{0};
+  std::atomic<int> reads{0};
   std::thread writer([&] {
     for (int i = 0; !stop; ++i) {
-      const std::string key = fmt::format("k{}", i % 400);
+      const std::string key = i < 400 ? fmt::format("once{}", i) : fmt::format("k{}", i % 400);
       const std::string json = fmt::format(R"({{"i": {}}})", i);
       auto version = users->Upsert(key, json);
       if (version.ok()) {
         std::lock_guard<std::mutex> lock(mu);
         acknowledged[key] = json;
+        if (i < 400) final_values[key] = json;
       } else {
         ++failures;
       }
+    }
+  });
+  std::thread reader([&] {
+    for (int i = 0; !stop; ++i) {
+      std::string key, json;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (final_values.empty()) {
+          std::this_thread::yield();
+          continue;
+        }
+        auto it = final_values.begin();
+        std::advance(it, i % final_values.size());
+        key = it->first;
+        json = it->second;
+      }
+      auto doc = users->Get(key);
+      ++reads;
+      if (!doc.ok() || doc->json != json) ++read_mismatches;
     }
   });
 
@@ -128,8 +153,11 @@ TEST_F(NetClusterTest, WritesReadBackAcrossMovesAndAJoiningNode) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   stop = true;
   writer.join();
+  reader.join();
   EXPECT_TRUE(node3_serves);
   EXPECT_EQ(failures.load(), 0);
+  EXPECT_GT(reads.load(), 0);
+  EXPECT_EQ(read_mismatches.load(), 0);
 
   // Every acknowledged write reads back, and a query returns each key exactly once.
   ASSERT_GT(acknowledged.size(), 10u);
