@@ -63,11 +63,15 @@ Status FromGrpc(const grpc::Status& status, std::string_view what_call) {
 
 }  // namespace
 
+// One channel per host:port, shared by every call to it (gRPC channels are thread-safe and
+// multiplex calls over one connection).
 struct GrpcRuntime::Peer {
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<wire::Shoal::Stub> stub;
 };
 
+// The Shoal service of one GrpcRuntime's server: decodes an envelope and delivers it to the
+// local process it names. gRPC calls it from many threads at once; it keeps no state.
 class GrpcRuntime::Handler final : public wire::Shoal::Service {
  public:
   explicit Handler(GrpcRuntime* runtime) : runtime_(runtime) {}
