@@ -3,6 +3,7 @@
 // Shoal's public client API: open a cluster, get collections, read and write JSON documents.
 //
 //   auto db = shoal::Database::OpenEmbedded({.data_dir = "/var/lib/shoal"});
+//   // or, to a running cluster: shoal::Database::Connect("shoal://127.0.0.1:7400")
 //   auto users = (*db)->GetCollection("users");
 //   users->Insert("alice", R"({"name": "Alice", "age": 31})");
 //   auto doc = users->Get("alice");                       // doc->json, doc->version
@@ -87,6 +88,10 @@ class Database {
   // A coordinator and `nodes` storage nodes in this process, on `data_dir`.
   [[nodiscard]] static StatusOr<std::unique_ptr<Database>> OpenEmbedded(
       const EmbeddedOptions& options);
+  // A client of a running cluster: "shoal://HOST:PORT" (or "HOST:PORT") of its coordinator.
+  // Link shoal_net_client for it. The same data API as embedded; AddNode and RemoveNode answer
+  // kUnimplemented over the network (use the coordinator's admin commands).
+  [[nodiscard]] static StatusOr<std::unique_ptr<Database>> Connect(std::string_view uri);
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;

@@ -5,25 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "include/shoal/shoal.h"
-#include "src/client/client.h"
-#include "src/server/embedded_cluster.h"
-#include "src/transport/thread_runtime.h"
+#include "src/server/database_impl.h"
 
 namespace shoal {
-
-struct Collection::Impl {
-  client::Client* client;
-  CollectionId id;
-};
-
-struct Database::Impl {
-  transport::ThreadRuntime runtime;
-  std::unique_ptr<server::EmbeddedCluster> cluster;
-  std::unique_ptr<client::Client> client;
-  std::mutex mu;
-  uint32_t next_node = 0;
-  bool closed = false;
-};
 
 namespace {
 
@@ -137,6 +121,7 @@ StatusOr<Collection> Database::GetCollection(std::string_view name) {
 }
 
 StatusOr<uint32_t> Database::AddNode() {
+  if (impl_->cluster == nullptr) return UnimplementedError("AddNode over the network");
   uint32_t id;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
@@ -147,6 +132,7 @@ StatusOr<uint32_t> Database::AddNode() {
 }
 
 Status Database::RemoveNode(uint32_t node) {
+  if (impl_->cluster == nullptr) return UnimplementedError("RemoveNode over the network");
   return impl_->cluster->coordinator()->RemoveNode(NodeId(node));
 }
 
@@ -156,8 +142,10 @@ Status Database::Close() {
     if (impl_->closed) return OkStatus();
     impl_->closed = true;
   }
-  Status status = impl_->cluster->StopAll();
+  Status status = impl_->cluster != nullptr ? impl_->cluster->StopAll() : OkStatus();
   impl_->runtime.Shutdown();
+  // A network client's runtime closes its channels and joins its threads here.
+  impl_->remote_runtime.reset();
   return status;
 }
 

@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "tools/shoal/demo.h"
+#include "tools/shoal/net_commands.h"
 #include "tools/shoal/partition_sim.h"
 #include "tools/shoal/sim_command.h"
 
@@ -14,6 +15,9 @@ int main(int argc, char** argv) {
   shoal::tools::AddPartitionSimCommand(app);
   shoal::tools::AddDemoCommand(app);
   shoal::tools::AddSimCommand(app);
+  shoal::tools::AddServerCommands(app);
+  shoal::tools::AddDataCommands(app);
+  shoal::tools::AddAdminCommands(app);
   try {
     CLI11_PARSE(app, argc, argv);
   } catch (const std::exception& e) {

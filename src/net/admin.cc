@@ -1,0 +1,76 @@
+#include "src/net/admin.h"
+
+#include <optional>
+
+#include "src/net/wire_codec.h"
+
+namespace shoal::net {
+namespace {
+
+std::optional<NodeId> NodeOrNone(uint32_t id) {
+  return id == 0 ? std::nullopt : std::optional<NodeId>(NodeId(id));
+}
+
+void FillProgress(coordinator::Coordinator& coordinator, wire::AdminResponse* out) {
+  const coordinator::MoveProgress progress = coordinator.progress();
+  out->set_moves_started(progress.started);
+  out->set_moves_committed(progress.committed);
+  out->set_moves_aborted(progress.aborted);
+  out->set_moves_in_flight(progress.in_flight);
+  out->set_bytes_moved(progress.bytes_moved);
+  out->set_bytes_planned(progress.bytes_planned);
+  auto balanced = coordinator.Balanced();
+  out->set_balanced(balanced.ok() && *balanced);
+  if (auto map = coordinator.map(); map != nullptr) out->set_epoch(map->epoch().value());
+}
+
+Status FillPlan(coordinator::Coordinator& coordinator, const wire::AdminRequest::Plan& request,
+                wire::AdminResponse* out) {
+  SHOAL_ASSIGN_OR_RETURN(coordinator::PlanSummary summary,
+                         coordinator.Plan(NodeOrNone(request.add()), NodeOrNone(request.remove())));
+  for (const auto& move : summary.plan.moves) {
+    auto* m = out->add_moves();
+    m->set_bucket(move.bucket.value());
+    m->set_from(move.source.empty() ? 0 : move.source.front().value());
+    m->set_to(move.destination.empty() ? 0 : move.destination.front().value());
+    m->set_bytes(move.bytes);
+    m->set_mode(std::string(cluster::ToString(move.mode)));
+  }
+  out->set_splits(summary.plan.splits.size());
+  out->set_merges(summary.plan.merges.size());
+  out->set_plan_bytes(summary.bytes);
+  out->set_estimated_seconds(summary.estimated_seconds);
+  return OkStatus();
+}
+
+}  // namespace
+
+void HandleAdmin(coordinator::Coordinator& coordinator, const wire::AdminRequest& request,
+                 wire::AdminResponse* out) {
+  Status status;
+  switch (request.body_case()) {
+    case wire::AdminRequest::kAddNode:
+      status = request.add_node().node() == 0
+                   ? InvalidArgumentError("node id 0 is reserved")
+                   : coordinator.AddNode(NodeId(request.add_node().node()));
+      break;
+    case wire::AdminRequest::kRemoveNode:
+      status = coordinator.RemoveNode(NodeId(request.remove_node().node()));
+      break;
+    case wire::AdminRequest::kPlan:
+      status = FillPlan(coordinator, request.plan(), out);
+      break;
+    case wire::AdminRequest::kRebalance:
+      coordinator.SetAutoBalance(true);
+      break;
+    case wire::AdminRequest::kProgress:
+      break;
+    case wire::AdminRequest::BODY_NOT_SET:
+      status = InvalidArgumentError("admin request without a body");
+      break;
+  }
+  ToWire(status, out->mutable_status());
+  FillProgress(coordinator, out);
+}
+
+}  // namespace shoal::net

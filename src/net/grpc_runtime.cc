@@ -1,0 +1,371 @@
+#include "src/net/grpc_runtime.h"
+
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "proto/shoal.grpc.pb.h"
+#include "src/net/wire_codec.h"
+
+namespace shoal::net {
+
+using transport::Address;
+using transport::Micros;
+
+namespace {
+
+// Reconnect quickly to a process that restarts: gRPC's default backoff (1 s growing to 120 s)
+// would keep failing calls long after the peer is back.
+constexpr int kReconnectBackoffMs = 100;
+constexpr int kMaxReconnectBackoffMs = 1000;
+// Handlers still running when the server shuts down are cancelled after this.
+constexpr auto kShutdownGrace = std::chrono::seconds(2);
+constexpr Micros kResolveTimeout = 1'000'000;
+constexpr Micros kNoDeadline = Micros{3600} * 1'000'000;
+
+std::chrono::system_clock::time_point DeadlineAfter(Micros timeout) {
+  return std::chrono::system_clock::now() + std::chrono::microseconds(std::max<Micros>(timeout, 0));
+}
+
+// "host:port" with the port replaced.
+std::string WithPort(const std::string& host_port, int port) {
+  const auto colon = host_port.rfind(':');
+  const std::string host = colon == std::string::npos ? host_port : host_port.substr(0, colon);
+  return fmt::format("{}:{}", host, port);
+}
+
+// `what` names the call ("Get to n2") for the message.
+Status FromGrpc(const grpc::Status& status, std::string_view what_call) {
+  const std::string what = fmt::format("{}: {}", what_call, status.error_message());
+  switch (status.error_code()) {
+    case grpc::StatusCode::OK:
+      return OkStatus();
+    case grpc::StatusCode::UNAVAILABLE:
+      return UnavailableError(what);
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return ResourceExhaustedError(what);
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return InvalidArgumentError(what);
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return UnimplementedError(what);
+    // ABORTED: the callee stopped while handling the request. Like a timeout, the request may
+    // have been handled.
+    case grpc::StatusCode::ABORTED:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    default:
+      return DeadlineExceededError(what);
+  }
+}
+
+}  // namespace
+
+// One channel per host:port, shared by every call to it (gRPC channels are thread-safe and
+// multiplex calls over one connection).
+struct GrpcRuntime::Peer {
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<wire::Shoal::Stub> stub;
+};
+
+// The Shoal service of one GrpcRuntime's server: decodes an envelope and delivers it to the
+// local process it names. gRPC calls it from many threads at once; it keeps no state.
+class GrpcRuntime::Handler final : public wire::Shoal::Service {
+ public:
+  explicit Handler(GrpcRuntime* runtime) : runtime_(runtime) {}
+
+  grpc::Status Call(grpc::ServerContext* context, const wire::Envelope* envelope,
+                    wire::Response* out) override {
+    auto from = FromWire(envelope->from());
+    auto to = FromWire(envelope->to());
+    if (!from.ok() || !to.ok()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed envelope address");
+    }
+    if (!envelope->from_listen().empty() && from->kind != Address::Kind::kClient) {
+      runtime_->SetAddress(*from, envelope->from_listen());
+    }
+    auto request = FromWire(envelope->request());
+    if (!request.ok()) {
+      ToWire(transport::Response::Error(request.status()), out);
+      return grpc::Status::OK;
+    }
+    const auto deadline = context->deadline();
+    const Micros timeout = deadline == std::chrono::system_clock::time_point::max()
+                               ? kNoDeadline
+                               : std::chrono::duration_cast<std::chrono::microseconds>(
+                                     deadline - std::chrono::system_clock::now())
+                                     .count();
+    StatusOr<transport::Response> response;
+    {
+      // The handler runs on this gRPC thread as a call from `from` within this process's
+      // ThreadRuntime, which knows whether `to` is served and whether it stops meanwhile.
+      transport::ThreadRuntime::ScopedActor actor(runtime_->local_, *from);
+      response = runtime_->local_.Call(*to, std::move(*request), timeout);
+    }
+    if (!response.ok()) {
+      const std::string message(MessageOf(response.status()));
+      return grpc::Status(response.status().code() == StatusCode::kUnavailable
+                              ? grpc::StatusCode::UNAVAILABLE
+                              : grpc::StatusCode::ABORTED,
+                          message);
+    }
+    ToWire(*response, out);
+    const size_t bytes = out->ByteSizeLong();
+    if (bytes > runtime_->options_.max_message_bytes) {
+      out->Clear();
+      ToWire(transport::Response::Error(ResourceExhaustedError(
+                 fmt::format("response of {} bytes exceeds the limit of {} bytes", bytes,
+                             runtime_->options_.max_message_bytes))),
+             out);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Admin(grpc::ServerContext*, const wire::AdminRequest* request,
+                     wire::AdminResponse* out) override {
+    std::shared_ptr<AdminHandler> handler;
+    {
+      std::lock_guard<std::mutex> lock(runtime_->mu_);
+      handler = runtime_->admin_;
+    }
+    if (handler == nullptr) {
+      return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "not a coordinator");
+    }
+    (*handler)(*request, out);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Resolve(grpc::ServerContext*, const wire::ResolveRequest*,
+                       wire::ResolveResponse* out) override {
+    for (const auto& [who, host_port] : runtime_->AddressBook()) {
+      auto* entry = out->add_entries();
+      ToWire(who, entry->mutable_address());
+      entry->set_host_port(host_port);
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  GrpcRuntime* const runtime_;
+};
+
+GrpcRuntime::GrpcRuntime(const GrpcRuntimeOptions& options) : options_(options) {}
+
+GrpcRuntime::~GrpcRuntime() { Shutdown(); }
+
+StatusOr<std::unique_ptr<GrpcRuntime>> GrpcRuntime::Start(const GrpcRuntimeOptions& options) {
+  if (options.max_message_bytes == 0 ||
+      options.max_message_bytes > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return InvalidArgumentError("max_message_bytes must be in [1, 2^31)");
+  }
+  std::unique_ptr<GrpcRuntime> runtime(new GrpcRuntime(options));
+  runtime->LoadAddressBook();
+  if (!options.listen.empty()) SHOAL_RETURN_IF_ERROR(runtime->StartServer());
+  if (!options.coordinator.empty()) {
+    runtime->SetAddress(Address::Coordinator(), options.coordinator);
+  } else if (!runtime->advertised_.empty()) {
+    runtime->SetAddress(Address::Coordinator(), runtime->advertised_);
+  }
+  return runtime;
+}
+
+Status GrpcRuntime::StartServer() {
+  handler_ = std::make_unique<Handler>(this);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(handler_.get());
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));
+  // Without this, gRPC sets SO_REUSEPORT and two servers could share one port silently.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port == 0) {
+    server_.reset();
+    return UnavailableError(fmt::format("cannot listen on {}", options_.listen));
+  }
+  advertised_ = options_.advertise.empty() ? WithPort(options_.listen, port) : options_.advertise;
+  return OkStatus();
+}
+
+void GrpcRuntime::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
+  // Processes first: their sleeps and handlers end, and calls still arriving answer kUnavailable.
+  local_.Shutdown();
+  if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+}
+
+void GrpcRuntime::SetAddress(const Address& who, const std::string& host_port) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, inserted] = book_.try_emplace(who, host_port);
+  if (!inserted) {
+    if (it->second == host_port) return;
+    it->second = host_port;
+  }
+  SaveAddressBookLocked();
+}
+
+std::map<Address, std::string> GrpcRuntime::AddressBook() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return book_;
+}
+
+void GrpcRuntime::Forget(const Address& who) {
+  // The coordinator's book is the source of truth: it changes only when a process announces a
+  // new address. Elsewhere a refused address may be stale: resolve it again next time.
+  if (options_.coordinator.empty() || who.kind == Address::Kind::kCoordinator) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  book_.erase(who);
+}
+
+void GrpcRuntime::LoadAddressBook() {
+  if (options_.address_book_path.empty()) return;
+  std::ifstream in(options_.address_book_path);
+  std::string line;
+  std::lock_guard<std::mutex> lock(mu_);
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    unsigned kind = 0;
+    uint32_t id = 0;
+    std::string host_port;
+    if (!(fields >> kind >> id >> host_port) || kind > 2) continue;  // a torn line: skip it
+    book_[Address{static_cast<Address::Kind>(kind), id}] = host_port;
+  }
+}
+
+void GrpcRuntime::SaveAddressBookLocked() const {
+  if (options_.address_book_path.empty()) return;
+  // Write a new file and rename it over the old one, so a crash leaves one whole book.
+  const std::string tmp = options_.address_book_path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    for (const auto& [who, host_port] : book_) {
+      out << static_cast<unsigned>(who.kind) << ' ' << who.id << ' ' << host_port << '\n';
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, options_.address_book_path, ec);
+  // A failed save only costs a re-announcement after a restart: nodes heartbeat continuously.
+  (void)ec;
+}
+
+void GrpcRuntime::SetAdminHandler(AdminHandler handler) {
+  std::lock_guard<std::mutex> lock(mu_);
+  admin_ = std::make_shared<AdminHandler>(std::move(handler));
+}
+
+StatusOr<wire::AdminResponse> GrpcRuntime::Admin(const wire::AdminRequest& request,
+                                                 Micros timeout) {
+  SHOAL_ASSIGN_OR_RETURN(std::string coordinator, Resolve(Address::Coordinator()));
+  auto peer = PeerFor(coordinator);
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineAfter(timeout));
+  wire::AdminResponse response;
+  const grpc::Status status = peer->stub->Admin(&context, request, &response);
+  if (!status.ok()) {
+    return FromGrpc(status, "admin request to the coordinator");
+  }
+  Status result = FromWire(response.status());
+  if (!result.ok()) return result;
+  return response;
+}
+
+std::shared_ptr<GrpcRuntime::Peer> GrpcRuntime::PeerFor(const std::string& host_port) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& peer = peers_[host_port];
+  if (peer == nullptr) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes));
+    args.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kReconnectBackoffMs);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kReconnectBackoffMs);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
+    peer = std::make_shared<Peer>();
+    peer->channel = grpc::CreateCustomChannel(host_port, grpc::InsecureChannelCredentials(), args);
+    peer->stub = wire::Shoal::NewStub(peer->channel);
+  }
+  return peer;
+}
+
+Status GrpcRuntime::FetchAddressBook() {
+  std::string coordinator;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = book_.find(Address::Coordinator());
+    if (it == book_.end()) return UnavailableError("no coordinator address");
+    coordinator = it->second;
+  }
+  auto peer = PeerFor(coordinator);
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineAfter(kResolveTimeout));
+  wire::ResolveRequest request;
+  wire::ResolveResponse response;
+  const grpc::Status status = peer->stub->Resolve(&context, request, &response);
+  if (!status.ok()) {
+    return UnavailableError(
+        fmt::format("address book from {}: {}", coordinator, status.error_message()));
+  }
+  for (const auto& entry : response.entries()) {
+    auto who = FromWire(entry.address());
+    // The coordinator's own entry is what this process was configured with: keep that.
+    if (!who.ok() || who->kind == Address::Kind::kCoordinator) continue;
+    SetAddress(*who, entry.host_port());
+  }
+  return OkStatus();
+}
+
+StatusOr<std::string> GrpcRuntime::Resolve(const Address& to) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = book_.find(to); it != book_.end()) return it->second;
+  }
+  if (!options_.coordinator.empty()) SHOAL_RETURN_IF_ERROR(FetchAddressBook());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = book_.find(to); it != book_.end()) return it->second;
+  return UnavailableError(fmt::format("no known address for {}", to.DebugString()));
+}
+
+StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Request request,
+                                                Micros timeout) {
+  if (!Alive()) return CancelledError("process stopped");
+  auto host_port = Resolve(to);
+  if (!host_port.ok()) return Prefixed(host_port.status(), RequestName(request));
+
+  wire::Envelope envelope;
+  const Address self = Self();
+  ToWire(self, envelope.mutable_from());
+  ToWire(to, envelope.mutable_to());
+  if (self.kind != Address::Kind::kClient) envelope.set_from_listen(advertised_);
+  ToWire(request, envelope.mutable_request());
+  const size_t bytes = envelope.ByteSizeLong();
+  if (bytes > options_.max_message_bytes) {
+    return ResourceExhaustedError(
+        fmt::format("{}: request of {} bytes exceeds the limit of {} bytes", RequestName(request),
+                    bytes, options_.max_message_bytes));
+  }
+
+  auto peer = PeerFor(*host_port);
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineAfter(timeout));
+  wire::Response reply;
+  const grpc::Status status = peer->stub->Call(&context, envelope, &reply);
+  if (!Alive()) return CancelledError("process stopped");
+  if (!status.ok()) {
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) Forget(to);
+    return FromGrpc(status, fmt::format("{} to {}", RequestName(request), to.DebugString()));
+  }
+  auto response = FromWire(reply);
+  if (!response.ok()) {
+    return InternalError(fmt::format("{}: undecodable response from {}: {}", RequestName(request),
+                                     to.DebugString(), MessageOf(response.status())));
+  }
+  return response;
+}
+
+}  // namespace shoal::net

@@ -1,0 +1,140 @@
+#pragma once
+
+// GrpcRuntime: the Runtime of one Shoal process on a network (docs/design/network.md).
+//   - Call is one unary gRPC (Shoal.Call in proto/shoal.proto) to the host:port of the callee,
+//     found in an address book (below).
+//   - Serve registers a Service; the process's one gRPC server dispatches each Envelope to the
+//     Service of its `to` address, on a gRPC thread acting for the callee.
+//   - Now, Sleep, Spawn, Stop, Self, Alive, RandomU64 and Failpoint are those of a ThreadRuntime
+//     inside (tasks are threads, time is the steady clock); incoming requests are delivered
+//     through that ThreadRuntime's Call so that incarnations and stops behave the same way.
+//
+// Addresses: the coordinator's host:port is configured (GrpcRuntimeOptions::coordinator) or is
+// this process's own. Every Envelope carries the host:port its sender serves on, so the
+// coordinator learns each node's address from the node's first request (its heartbeat) and
+// keeps the book in a file across restarts. Any other process that needs an address it does
+// not know asks the coordinator's server (Shoal.Resolve) for its book; an address that refuses
+// a connection is forgotten and resolved again on the next call.
+//
+// Limits: one request or response is at most max_message_bytes when serialized (default
+// kDefaultMaxMessageBytes). A larger request fails in Call with kResourceExhausted before
+// anything is sent; a larger response is replaced by a kResourceExhausted response.
+//
+// Errors of Call (runtime.h): kUnavailable when the callee cannot be reached (connection
+// refused, no known address, the callee does not serve that process): certainly not handled;
+// kDeadlineExceeded when no response came within the timeout or the callee stopped while
+// handling it: possibly handled; kCancelled when the calling process was stopped;
+// kResourceExhausted for an oversized request.
+//
+// Thread-safety: every method is thread-safe. Shutdown (or the destructor) must not be called
+// from a task or a handler.
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "src/transport/runtime.h"
+#include "src/transport/thread_runtime.h"
+
+namespace grpc {
+class Server;
+}  // namespace grpc
+
+namespace shoal::wire {
+class AdminRequest;
+class AdminResponse;
+}  // namespace shoal::wire
+
+namespace shoal::net {
+
+// 64 MiB: above the largest body (1 MiB) times a full scan page would be too much, so scans
+// are bounded by count; this bound only stops a runaway message.
+inline constexpr size_t kDefaultMaxMessageBytes = size_t{64} << 20;
+
+struct GrpcRuntimeOptions {
+  // "host:port" to serve on; port 0 picks a free port. Empty: serve nothing (a client).
+  std::string listen{};
+  // "host:port" other processes use to reach this one; empty = the listen host with the bound
+  // port.
+  std::string advertise{};
+  // "host:port" of the coordinator; empty when this process is the coordinator.
+  std::string coordinator{};
+  // The coordinator keeps its address book here ("" = in memory only).
+  std::string address_book_path{};
+  size_t max_message_bytes = kDefaultMaxMessageBytes;
+};
+
+class GrpcRuntime final : public transport::Runtime {
+ public:
+  // Starts the server (when options.listen is set). kUnavailable if the address cannot be bound.
+  [[nodiscard]] static StatusOr<std::unique_ptr<GrpcRuntime>> Start(
+      const GrpcRuntimeOptions& options);
+  ~GrpcRuntime() override;
+  GrpcRuntime(const GrpcRuntime&) = delete;
+  GrpcRuntime& operator=(const GrpcRuntime&) = delete;
+
+  // Stops serving (in-flight handlers get a short grace period), then stops every process and
+  // joins the tasks. Idempotent.
+  void Shutdown();
+
+  // The host:port other processes reach this one on ("" for a client).
+  [[nodiscard]] std::string advertised_address() const { return advertised_; }
+  // Records (or replaces) the host:port of a process.
+  void SetAddress(const transport::Address& who, const std::string& host_port);
+  // The known address book, as "who -> host:port".
+  [[nodiscard]] std::map<transport::Address, std::string> AddressBook() const;
+
+  // Answers Shoal.Admin on this process's server (the coordinator's); without a handler it is
+  // kUnimplemented. The handler runs on a gRPC thread, outside any task.
+  using AdminHandler = std::function<void(const wire::AdminRequest&, wire::AdminResponse*)>;
+  void SetAdminHandler(AdminHandler handler);
+  // Sends an admin request to the coordinator.
+  [[nodiscard]] StatusOr<wire::AdminResponse> Admin(const wire::AdminRequest& request,
+                                                    transport::Micros timeout);
+
+  [[nodiscard]] transport::Micros Now() const override { return local_.Now(); }
+  [[nodiscard]] Status Sleep(transport::Micros micros) override { return local_.Sleep(micros); }
+  [[nodiscard]] StatusOr<transport::Response> Call(const transport::Address& to,
+                                                   transport::Request request,
+                                                   transport::Micros timeout) override;
+  void Spawn(const transport::Address& owner, std::string name, std::function<void()> fn) override {
+    local_.Spawn(owner, std::move(name), std::move(fn));
+  }
+  void Serve(const transport::Address& self, std::shared_ptr<transport::Service> service) override {
+    local_.Serve(self, std::move(service));
+  }
+  void Stop(const transport::Address& self) override { local_.Stop(self); }
+  [[nodiscard]] transport::Address Self() const override { return local_.Self(); }
+  [[nodiscard]] bool Alive() const override { return local_.Alive(); }
+  [[nodiscard]] uint64_t RandomU64() override { return local_.RandomU64(); }
+  [[nodiscard]] Status Failpoint(std::string_view name) override { return local_.Failpoint(name); }
+
+ private:
+  class Handler;  // the gRPC service (grpc_runtime.cc)
+  struct Peer;    // a channel and its stub
+
+  explicit GrpcRuntime(const GrpcRuntimeOptions& options);
+  [[nodiscard]] Status StartServer();
+  [[nodiscard]] StatusOr<std::string> Resolve(const transport::Address& to);
+  [[nodiscard]] Status FetchAddressBook();
+  [[nodiscard]] std::shared_ptr<Peer> PeerFor(const std::string& host_port);
+  void Forget(const transport::Address& who);
+  void LoadAddressBook();
+  void SaveAddressBookLocked() const;
+
+  const GrpcRuntimeOptions options_;
+  transport::ThreadRuntime local_;
+  std::unique_ptr<Handler> handler_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string advertised_;
+
+  mutable std::mutex mu_;  // guards everything below
+  std::map<transport::Address, std::string> book_;
+  std::map<std::string, std::shared_ptr<Peer>> peers_;
+  std::shared_ptr<AdminHandler> admin_;
+  bool shut_down_ = false;
+};
+
+}  // namespace shoal::net

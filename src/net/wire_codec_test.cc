@@ -1,0 +1,85 @@
+#include "src/net/wire_codec.h"
+
+#include <gtest/gtest.h>
+
+#include "src/storage/errors.h"
+
+namespace shoal::net {
+namespace {
+
+// Encode -> decode -> encode gives the same bytes.
+void ExpectRoundTrip(const transport::Request& request) {
+  wire::Request first;
+  ToWire(request, &first);
+  auto decoded = FromWire(first);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->index(), request.index());
+  wire::Request second;
+  ToWire(*decoded, &second);
+  EXPECT_EQ(first.SerializeAsString(), second.SerializeAsString());
+}
+
+TEST(WireCodecTest, RequestsRoundTrip) {
+  ExpectRoundTrip(transport::WriteRequest{.epoch = MapEpoch(7),
+                                          .op = transport::WriteOp::kCompareAndSet,
+                                          .collection = CollectionId(3),
+                                          .primary_key = std::string("k\0y", 3),
+                                          .body = R"({"a":1})",
+                                          .expected_version = 9,
+                                          .via_move = MoveId(4)});
+  storage::DocumentFilter filter;
+  filter.all_of.push_back({.path = "a.b", .op = storage::CompareOp::kGe, .value = int64_t{30}});
+  filter.all_of.push_back({.path = "c", .op = storage::CompareOp::kEq, .value = nullptr});
+  filter.all_of.push_back({.path = "d", .op = storage::CompareOp::kNe, .value = std::string("x")});
+  ExpectRoundTrip(transport::ScanRequest{.epoch = MapEpoch(2),
+                                         .bucket = BucketId(5),
+                                         .range = storage::PointRange::From(100),
+                                         .collection = CollectionId(1),
+                                         .filter = filter,
+                                         .cursor = "c",
+                                         .max_documents = 10,
+                                         .via_move = std::nullopt,
+                                         .include_tombstones = false});
+  ExpectRoundTrip(transport::CatchUpRequest{.move = MoveId(1),
+                                            .bucket = BucketId(2),
+                                            .source = NodeId(3),
+                                            .after_sequence = 4,
+                                            .until_sequence = 5,
+                                            .stop_below = 6});
+  ExpectRoundTrip(transport::HeartbeatRequest{.node = NodeId(2), .epoch = MapEpoch(3)});
+  ExpectRoundTrip(transport::GetMapRequest{});
+}
+
+TEST(WireCodecTest, TypedErrorsSurvive) {
+  const Status wrong = transport::MakeClusterError(transport::ClusterError::kWrongShard, "moved");
+  wire::Status w;
+  ToWire(wrong, &w);
+  const Status back = FromWire(w);
+  EXPECT_EQ(back.code(), wrong.code());
+  EXPECT_EQ(transport::ClusterErrorOf(back), transport::ClusterError::kWrongShard);
+
+  const Status duplicate = storage::StorageError(storage::ErrorReason::kDuplicate, "taken");
+  wire::Status d;
+  ToWire(duplicate, &d);
+  EXPECT_TRUE(storage::Is(FromWire(d), storage::ErrorReason::kDuplicate));
+  EXPECT_EQ(FromWire(d).code(), StatusCode::kAlreadyExists);
+
+  wire::Status ok;
+  ToWire(OkStatus(), &ok);
+  EXPECT_TRUE(FromWire(ok).ok());
+}
+
+TEST(WireCodecTest, MalformedInputIsRejected) {
+  wire::Request empty;
+  EXPECT_EQ(FromWire(empty).status().code(), StatusCode::kInvalidArgument);
+  wire::Request bad_range;
+  bad_range.mutable_drop_bucket()->mutable_range()->set_begin(10);
+  bad_range.mutable_drop_bucket()->mutable_range()->set_end(5);
+  EXPECT_FALSE(FromWire(bad_range).ok());
+  wire::Response bad_map;
+  bad_map.set_route("not a map");
+  EXPECT_EQ(FromWire(bad_map).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace shoal::net

@@ -1,0 +1,385 @@
+// Requests and responses of src/transport/messages.h <-> proto/shoal.proto.
+
+#include <fmt/format.h>
+
+#include "src/net/wire_codec.h"
+
+namespace shoal::net {
+namespace {
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+
+std::optional<MoveId> MoveOf(bool has, const wire::MoveRef& ref) {
+  return has ? std::optional<MoveId>(MoveId(ref.id())) : std::nullopt;
+}
+
+StatusOr<transport::WriteOp> WriteOpOf(wire::WriteRequest::Op op) {
+  switch (op) {
+    case wire::WriteRequest::INSERT:
+      return transport::WriteOp::kInsert;
+    case wire::WriteRequest::UPDATE:
+      return transport::WriteOp::kUpdate;
+    case wire::WriteRequest::UPSERT:
+      return transport::WriteOp::kUpsert;
+    case wire::WriteRequest::DELETE:
+      return transport::WriteOp::kDelete;
+    case wire::WriteRequest::COMPARE_AND_SET:
+      return transport::WriteOp::kCompareAndSet;
+    default:
+      return InvalidArgumentError(fmt::format("unknown write op {}", static_cast<int>(op)));
+  }
+}
+
+}  // namespace
+
+void ToWire(const transport::Request& request, wire::Request* out) {
+  std::visit(Overloaded{
+                 [out](const transport::WriteRequest& r) {
+                   auto* w = out->mutable_write();
+                   w->set_epoch(r.epoch.value());
+                   w->set_op(static_cast<wire::WriteRequest::Op>(r.op));
+                   w->set_collection(r.collection.value());
+                   w->set_primary_key(r.primary_key);
+                   w->set_body(r.body);
+                   w->set_expected_version(r.expected_version);
+                   if (r.via_move.has_value()) w->mutable_via_move()->set_id(r.via_move->value());
+                 },
+                 [out](const transport::GetRequest& r) {
+                   auto* w = out->mutable_get();
+                   w->set_epoch(r.epoch.value());
+                   w->set_collection(r.collection.value());
+                   w->set_primary_key(r.primary_key);
+                   if (r.via_move.has_value()) w->mutable_via_move()->set_id(r.via_move->value());
+                   w->set_include_tombstones(r.include_tombstones);
+                 },
+                 [out](const transport::ScanRequest& r) {
+                   auto* w = out->mutable_scan();
+                   w->set_epoch(r.epoch.value());
+                   w->set_bucket(r.bucket.value());
+                   ToWire(r.range, w->mutable_range());
+                   w->set_has_collection(r.collection.has_value());
+                   if (r.collection.has_value()) w->set_collection(r.collection->value());
+                   ToWire(r.filter, w->mutable_filter());
+                   w->set_cursor(r.cursor);
+                   w->set_max_documents(r.max_documents);
+                   if (r.via_move.has_value()) w->mutable_via_move()->set_id(r.via_move->value());
+                   w->set_include_tombstones(r.include_tombstones);
+                 },
+                 [out](const transport::GetMapRequest&) { out->mutable_get_map(); },
+                 [out](const transport::InstallMapRequest& r) {
+                   ToWire(r.state, out->mutable_install_map()->mutable_state());
+                 },
+                 [out](const transport::HeartbeatRequest& r) {
+                   auto* w = out->mutable_heartbeat();
+                   w->set_node(r.node.value());
+                   w->set_epoch(r.epoch.value());
+                 },
+                 [out](const transport::CreateCollectionRequest& r) {
+                   out->mutable_create_collection()->set_name(r.name);
+                 },
+                 [out](const transport::ExportBucketRequest& r) {
+                   auto* w = out->mutable_export_bucket();
+                   w->set_move(r.move.value());
+                   w->set_bucket(r.bucket.value());
+                 },
+                 [out](const transport::IngestBucketRequest& r) {
+                   auto* w = out->mutable_ingest_bucket();
+                   w->set_move(r.move.value());
+                   w->set_bucket(r.bucket.value());
+                   ToWire(r.exported, w->mutable_exported());
+                 },
+                 [out](const transport::CatchUpRequest& r) {
+                   auto* w = out->mutable_catch_up();
+                   w->set_move(r.move.value());
+                   w->set_bucket(r.bucket.value());
+                   w->set_source(r.source.value());
+                   w->set_after_sequence(r.after_sequence);
+                   w->set_has_until_sequence(r.until_sequence.has_value());
+                   if (r.until_sequence.has_value()) w->set_until_sequence(*r.until_sequence);
+                   w->set_stop_below(r.stop_below);
+                 },
+                 [out](const transport::ReadChangesRequest& r) {
+                   auto* w = out->mutable_read_changes();
+                   w->set_move(r.move.value());
+                   w->set_bucket(r.bucket.value());
+                   w->set_after_sequence(r.after_sequence);
+                   w->set_max_changes(r.max_changes);
+                 },
+                 [out](const transport::FenceRequest& r) {
+                   auto* w = out->mutable_fence();
+                   w->set_move(r.move.value());
+                   w->set_bucket(r.bucket.value());
+                 },
+                 [out](const transport::DropBucketRequest& r) {
+                   auto* w = out->mutable_drop_bucket();
+                   w->set_epoch(r.epoch.value());
+                   w->set_move(r.move.value());
+                   w->set_bucket(r.bucket.value());
+                   ToWire(r.range, w->mutable_range());
+                 },
+                 [out](const transport::BucketLoadRequest&) { out->mutable_bucket_load(); },
+                 [out](const transport::TransferBucketRequest& r) {
+                   auto* w = out->mutable_transfer_bucket();
+                   w->set_move(r.move.value());
+                   w->set_bucket(r.bucket.value());
+                   w->set_source(r.source.value());
+                   w->set_cursor(r.cursor);
+                   w->set_max_pages(r.max_pages);
+                 },
+             },
+             request);
+}
+
+StatusOr<transport::Request> FromWire(const wire::Request& request) {
+  switch (request.body_case()) {
+    case wire::Request::kWrite: {
+      const auto& w = request.write();
+      SHOAL_ASSIGN_OR_RETURN(transport::WriteOp op, WriteOpOf(w.op()));
+      return transport::Request(
+          transport::WriteRequest{.epoch = MapEpoch(w.epoch()),
+                                  .op = op,
+                                  .collection = CollectionId(w.collection()),
+                                  .primary_key = w.primary_key(),
+                                  .body = w.body(),
+                                  .expected_version = w.expected_version(),
+                                  .via_move = MoveOf(w.has_via_move(), w.via_move())});
+    }
+    case wire::Request::kGet: {
+      const auto& w = request.get();
+      return transport::Request(
+          transport::GetRequest{.epoch = MapEpoch(w.epoch()),
+                                .collection = CollectionId(w.collection()),
+                                .primary_key = w.primary_key(),
+                                .via_move = MoveOf(w.has_via_move(), w.via_move()),
+                                .include_tombstones = w.include_tombstones()});
+    }
+    case wire::Request::kScan: {
+      const auto& w = request.scan();
+      SHOAL_ASSIGN_OR_RETURN(storage::PointRange range, FromWire(w.range()));
+      SHOAL_ASSIGN_OR_RETURN(storage::DocumentFilter filter, FromWire(w.filter()));
+      return transport::Request(transport::ScanRequest{
+          .epoch = MapEpoch(w.epoch()),
+          .bucket = BucketId(w.bucket()),
+          .range = range,
+          .collection =
+              w.has_collection() ? std::optional<CollectionId>(w.collection()) : std::nullopt,
+          .filter = std::move(filter),
+          .cursor = w.cursor(),
+          .max_documents = w.max_documents(),
+          .via_move = MoveOf(w.has_via_move(), w.via_move()),
+          .include_tombstones = w.include_tombstones()});
+    }
+    case wire::Request::kGetMap:
+      return transport::Request(transport::GetMapRequest{});
+    case wire::Request::kInstallMap: {
+      SHOAL_ASSIGN_OR_RETURN(transport::ClusterState state,
+                             FromWire(request.install_map().state()));
+      return transport::Request(transport::InstallMapRequest{.state = std::move(state)});
+    }
+    case wire::Request::kHeartbeat:
+      return transport::Request(
+          transport::HeartbeatRequest{.node = NodeId(request.heartbeat().node()),
+                                      .epoch = MapEpoch(request.heartbeat().epoch())});
+    case wire::Request::kCreateCollection:
+      return transport::Request(
+          transport::CreateCollectionRequest{.name = request.create_collection().name()});
+    case wire::Request::kExportBucket:
+      return transport::Request(
+          transport::ExportBucketRequest{.move = MoveId(request.export_bucket().move()),
+                                         .bucket = BucketId(request.export_bucket().bucket())});
+    case wire::Request::kIngestBucket: {
+      const auto& w = request.ingest_bucket();
+      SHOAL_ASSIGN_OR_RETURN(storage::ExportedRange exported, FromWire(w.exported()));
+      return transport::Request(transport::IngestBucketRequest{.move = MoveId(w.move()),
+                                                               .bucket = BucketId(w.bucket()),
+                                                               .exported = std::move(exported)});
+    }
+    case wire::Request::kCatchUp: {
+      const auto& w = request.catch_up();
+      return transport::Request(transport::CatchUpRequest{
+          .move = MoveId(w.move()),
+          .bucket = BucketId(w.bucket()),
+          .source = NodeId(w.source()),
+          .after_sequence = w.after_sequence(),
+          .until_sequence =
+              w.has_until_sequence() ? std::optional<uint64_t>(w.until_sequence()) : std::nullopt,
+          .stop_below = w.stop_below()});
+    }
+    case wire::Request::kReadChanges: {
+      const auto& w = request.read_changes();
+      return transport::Request(transport::ReadChangesRequest{.move = MoveId(w.move()),
+                                                              .bucket = BucketId(w.bucket()),
+                                                              .after_sequence = w.after_sequence(),
+                                                              .max_changes = w.max_changes()});
+    }
+    case wire::Request::kFence:
+      return transport::Request(transport::FenceRequest{
+          .move = MoveId(request.fence().move()), .bucket = BucketId(request.fence().bucket())});
+    case wire::Request::kDropBucket: {
+      const auto& w = request.drop_bucket();
+      SHOAL_ASSIGN_OR_RETURN(storage::PointRange range, FromWire(w.range()));
+      return transport::Request(transport::DropBucketRequest{.epoch = MapEpoch(w.epoch()),
+                                                             .move = MoveId(w.move()),
+                                                             .bucket = BucketId(w.bucket()),
+                                                             .range = range});
+    }
+    case wire::Request::kBucketLoad:
+      return transport::Request(transport::BucketLoadRequest{});
+    case wire::Request::kTransferBucket: {
+      const auto& w = request.transfer_bucket();
+      return transport::Request(transport::TransferBucketRequest{.move = MoveId(w.move()),
+                                                                 .bucket = BucketId(w.bucket()),
+                                                                 .source = NodeId(w.source()),
+                                                                 .cursor = w.cursor(),
+                                                                 .max_pages = w.max_pages()});
+    }
+    case wire::Request::BODY_NOT_SET:
+      break;
+  }
+  return InvalidArgumentError("request without a body");
+}
+
+void ToWire(const transport::Response& response, wire::Response* out) {
+  ToWire(response.status, out->mutable_status());
+  out->set_route(EncodeMap(response.route));
+  std::visit(Overloaded{
+                 [out](const transport::Ack&) { out->mutable_ack(); },
+                 [out](const transport::WriteResponse& r) {
+                   out->mutable_write()->set_version(r.version);
+                 },
+                 [out](const transport::GetResponse& r) {
+                   ToWire(r.document, out->mutable_get()->mutable_document());
+                 },
+                 [out](const transport::ScanResponse& r) {
+                   auto* w = out->mutable_scan();
+                   for (const auto& d : r.documents) ToWire(d, w->add_documents());
+                   w->set_next_cursor(r.next_cursor);
+                 },
+                 [out](const transport::GetMapResponse& r) {
+                   ToWire(r.state, out->mutable_get_map()->mutable_state());
+                 },
+                 [out](const transport::HeartbeatResponse& r) {
+                   out->mutable_heartbeat()->set_epoch(r.epoch.value());
+                 },
+                 [out](const transport::CreateCollectionResponse& r) {
+                   auto* spec = out->mutable_create_collection()->mutable_collection();
+                   spec->set_id(r.collection.id.value());
+                   spec->set_name(r.collection.name);
+                 },
+                 [out](const transport::ExportBucketResponse& r) {
+                   ToWire(r.exported, out->mutable_export_bucket()->mutable_exported());
+                 },
+                 [out](const transport::CatchUpResponse& r) {
+                   out->mutable_catch_up()->set_applied_sequence(r.applied_sequence);
+                   out->mutable_catch_up()->set_applied(r.applied);
+                 },
+                 [out](const transport::ReadChangesResponse& r) {
+                   auto* w = out->mutable_read_changes();
+                   for (const auto& d : r.changes) ToWire(d, w->add_changes());
+                   w->set_next_sequence(r.next_sequence);
+                 },
+                 [out](const transport::FenceResponse& r) {
+                   out->mutable_fence()->set_sequence(r.sequence);
+                 },
+                 [out](const transport::BucketLoadResponse& r) {
+                   auto* w = out->mutable_bucket_load();
+                   for (const auto& b : r.buckets) {
+                     auto* load = w->add_buckets();
+                     load->set_bucket(b.bucket.value());
+                     load->set_bytes(b.bytes);
+                     load->set_documents(b.documents);
+                   }
+                 },
+                 [out](const transport::TransferBucketResponse& r) {
+                   auto* w = out->mutable_transfer_bucket();
+                   w->set_next_cursor(r.next_cursor);
+                   w->set_documents(r.documents);
+                   w->set_bytes(r.bytes);
+                 },
+             },
+             response.body);
+}
+
+StatusOr<transport::Response> FromWire(const wire::Response& response) {
+  transport::Response out;
+  out.status = FromWire(response.status());
+  SHOAL_ASSIGN_OR_RETURN(out.route, DecodeMap(response.route()));
+  switch (response.body_case()) {
+    case wire::Response::kAck:
+    case wire::Response::BODY_NOT_SET:
+      out.body = transport::Ack{};
+      break;
+    case wire::Response::kWrite:
+      out.body = transport::WriteResponse{.version = response.write().version()};
+      break;
+    case wire::Response::kGet:
+      out.body = transport::GetResponse{.document = FromWire(response.get().document())};
+      break;
+    case wire::Response::kScan: {
+      transport::ScanResponse scan;
+      for (const auto& d : response.scan().documents()) scan.documents.push_back(FromWire(d));
+      scan.next_cursor = response.scan().next_cursor();
+      out.body = std::move(scan);
+      break;
+    }
+    case wire::Response::kGetMap: {
+      SHOAL_ASSIGN_OR_RETURN(transport::ClusterState state, FromWire(response.get_map().state()));
+      out.body = transport::GetMapResponse{.state = std::move(state)};
+      break;
+    }
+    case wire::Response::kHeartbeat:
+      out.body = transport::HeartbeatResponse{.epoch = MapEpoch(response.heartbeat().epoch())};
+      break;
+    case wire::Response::kCreateCollection: {
+      const auto& spec = response.create_collection().collection();
+      out.body = transport::CreateCollectionResponse{
+          .collection =
+              storage::CollectionSpec{.id = CollectionId(spec.id()), .name = spec.name()}};
+      break;
+    }
+    case wire::Response::kExportBucket: {
+      SHOAL_ASSIGN_OR_RETURN(storage::ExportedRange exported,
+                             FromWire(response.export_bucket().exported()));
+      out.body = transport::ExportBucketResponse{.exported = std::move(exported)};
+      break;
+    }
+    case wire::Response::kCatchUp:
+      out.body =
+          transport::CatchUpResponse{.applied_sequence = response.catch_up().applied_sequence(),
+                                     .applied = response.catch_up().applied()};
+      break;
+    case wire::Response::kReadChanges: {
+      transport::ReadChangesResponse changes;
+      for (const auto& d : response.read_changes().changes()) {
+        changes.changes.push_back(FromWire(d));
+      }
+      changes.next_sequence = response.read_changes().next_sequence();
+      out.body = std::move(changes);
+      break;
+    }
+    case wire::Response::kFence:
+      out.body = transport::FenceResponse{.sequence = response.fence().sequence()};
+      break;
+    case wire::Response::kBucketLoad: {
+      transport::BucketLoadResponse load;
+      for (const auto& b : response.bucket_load().buckets()) {
+        load.buckets.push_back(transport::BucketLoad{
+            .bucket = BucketId(b.bucket()), .bytes = b.bytes(), .documents = b.documents()});
+      }
+      out.body = std::move(load);
+      break;
+    }
+    case wire::Response::kTransferBucket:
+      out.body =
+          transport::TransferBucketResponse{.next_cursor = response.transfer_bucket().next_cursor(),
+                                            .documents = response.transfer_bucket().documents(),
+                                            .bytes = response.transfer_bucket().bytes()};
+      break;
+  }
+  return out;
+}
+
+}  // namespace shoal::net

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Real processes on loopback: a coordinator and two nodes of the `shoal` binary (each on a free
+# port), the data and status commands, a graceful SIGTERM of everything, a restart from the
+# same directories, and every written document read back.
+# Usage: net_smoke.sh path/to/shoal
+set -euo pipefail
+
+shoal=$1
+dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-net-smoke-XXXXXX")
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'echo "FAIL: line $LINENO: $BASH_COMMAND" >&2' ERR
+
+fail() {
+  echo "FAIL: $*" >&2
+  tail -n 20 "$dir"/*.log >&2 || true
+  exit 1
+}
+
+# Starts a process in the background and sets `address` from its first stdout line (JSON).
+# Not called in $(...): the pid must be recorded in this shell.
+start() {
+  local name=$1
+  shift
+  rm -f "$dir/$name.out"
+  "$shoal" "$@" --json >"$dir/$name.out" 2>"$dir/$name.log" &
+  pids+=($!)
+  for _ in $(seq 1 100); do
+    address=$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$dir/$name.out" 2>/dev/null | head -n 1)
+    if [ -n "$address" ]; then return 0; fi
+    sleep 0.1
+  done
+  fail "$name did not start"
+}
+
+start_cluster() {
+  local listen=$1
+  start coordinator coordinator --data "$dir/coordinator" --listen "$listen" \
+    --initial-nodes 2 --buckets 8 --no-sync
+  coordinator=$address
+  start node1 node --id 1 --data "$dir/node-1" --listen 127.0.0.1:0 \
+    --coordinator "$coordinator" --no-sync
+  start node2 node --id 2 --data "$dir/node-2" --listen 127.0.0.1:0 \
+    --coordinator "$coordinator" --no-sync
+  cluster="shoal://$coordinator"
+  # Until both nodes answer (their addresses reach the coordinator with their heartbeats).
+  for _ in $(seq 1 100); do
+    status=$("$shoal" status --cluster "$cluster" --json 2>/dev/null) || status=unreachable
+    if [[ $status != *unreachable* && $status != *'"reachable":false'* ]]; then return 0; fi
+    sleep 0.1
+  done
+  fail "cluster not serving"
+}
+
+stop_cluster() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid"; done
+  for pid in "${pids[@]}"; do
+    wait "$pid" || fail "process $pid exited with $? after SIGTERM"
+  done
+  pids=()
+}
+
+start_cluster 127.0.0.1:0
+for i in $(seq 1 30); do
+  "$shoal" put --cluster "$cluster" users "u$i" "{\"i\": $i, \"even\": $((i % 2 == 0))}" >/dev/null \
+    || fail "put u$i"
+done
+echo '{"name": "Alice"}' | "$shoal" put --cluster "$cluster" users alice --mode insert >/dev/null \
+  || fail "insert alice"
+if "$shoal" put --cluster "$cluster" users alice '{}' --mode insert 2>"$dir/err"; then
+  fail "a second insert succeeded"
+fi
+grep -q ALREADY_EXISTS "$dir/err" || fail "duplicate insert: $(cat "$dir/err")"
+[ "$("$shoal" get --cluster "$cluster" users alice)" = '{"name": "Alice"}' ] || fail "get alice"
+"$shoal" delete --cluster "$cluster" users u30 >/dev/null || fail "delete"
+count=$("$shoal" query --cluster "$cluster" users --where 'even==1' | wc -l)
+[ "$count" -eq 14 ] || fail "query even==1 returned $count, expected 14"
+status=$("$shoal" status --cluster "$cluster" --json) || fail "status"
+[[ $status == *'"buckets":8'* ]] || fail "status: $status"
+stop_cluster
+
+# Restart from the same directories, every process on a new port (a fixed port could be taken
+# meanwhile by another program's ephemeral one): the nodes announce their new addresses.
+start_cluster 127.0.0.1:0
+for i in $(seq 1 29); do
+  got=$("$shoal" get --cluster "$cluster" users "u$i") || fail "u$i lost after restart"
+  [ "$got" = "{\"i\": $i, \"even\": $((i % 2 == 0))}" ] || fail "u$i is $got"
+done
+if "$shoal" get --cluster "$cluster" users u30 2>/dev/null; then fail "u30 resurrected"; fi
+stop_cluster
+echo "net smoke: ok"

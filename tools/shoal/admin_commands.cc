@@ -1,0 +1,207 @@
+// `shoal add-node|remove-node|plan|rebalance --cluster shoal://HOST:PORT`: cluster
+// administration through the coordinator's Admin RPC, with a progress line until balanced.
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "proto/shoal.pb.h"
+#include "src/net/grpc_runtime.h"
+#include "src/net/uri.h"
+#include "tools/shoal/net_commands.h"
+
+namespace shoal::tools {
+namespace {
+
+constexpr transport::Micros kAdminTimeout = 10'000'000;
+
+struct AdminFlags {
+  std::string cluster = "shoal://127.0.0.1:7400";
+  uint32_t node = 0;
+  uint32_t add = 0;
+  uint32_t remove = 0;
+  bool no_wait = false;
+  int timeout_seconds = 600;
+  bool json = false;
+};
+
+int Fail(const Status& status) {
+  std::fprintf(stderr, "error: %s: %s\n",
+               std::string(absl::StatusCodeToString(status.code())).c_str(),
+               std::string(MessageOf(status)).c_str());
+  return 1;
+}
+
+std::string Bytes(double bytes) {
+  if (bytes >= 1 << 30) return fmt::format("{:.1f} GiB", bytes / (1 << 30));
+  if (bytes >= 1 << 20) return fmt::format("{:.1f} MiB", bytes / (1 << 20));
+  if (bytes >= 1 << 10) return fmt::format("{:.1f} KiB", bytes / (1 << 10));
+  return fmt::format("{:.0f} B", bytes);
+}
+
+nlohmann::json ProgressJson(const wire::AdminResponse& now, const wire::AdminResponse& start,
+                            double seconds) {
+  return {{"balanced", now.balanced()},
+          {"epoch", now.epoch()},
+          {"moves_committed", now.moves_committed() - start.moves_committed()},
+          {"moves_aborted", now.moves_aborted() - start.moves_aborted()},
+          {"moves_in_flight", now.moves_in_flight()},
+          {"bytes_moved", now.bytes_moved() - start.bytes_moved()},
+          {"bytes_planned", now.bytes_planned() - start.bytes_planned()},
+          {"seconds", seconds}};
+}
+
+// Polls the coordinator until it reports balanced, drawing one progress line (buckets, bytes,
+// rate, ETA) on stderr; returns the final progress as JSON.
+StatusOr<nlohmann::json> WaitBalanced(net::GrpcRuntime& runtime, const wire::AdminResponse& start,
+                                      const AdminFlags& flags) {
+  const auto begin = std::chrono::steady_clock::now();
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  wire::AdminRequest request;
+  request.mutable_progress();
+  int polls = 0;
+  while (true) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    SHOAL_ASSIGN_OR_RETURN(wire::AdminResponse now, runtime.Admin(request, kAdminTimeout));
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    const double moved = static_cast<double>(now.bytes_moved() - start.bytes_moved());
+    const double planned = static_cast<double>(now.bytes_planned() - start.bytes_planned());
+    const double rate = seconds > 0 ? moved / seconds : 0;
+    const std::string eta =
+        rate > 0 && planned > moved ? fmt::format("{:.0f} s", (planned - moved) / rate) : "-";
+    const std::string line = fmt::format(
+        "buckets moved {} (in flight {}, aborted {}) | {} of {} | {}/s | ETA {} | {:.1f} s",
+        now.moves_committed() - start.moves_committed(), now.moves_in_flight(),
+        now.moves_aborted() - start.moves_aborted(), Bytes(moved), Bytes(planned), Bytes(rate), eta,
+        seconds);
+    if (!flags.json && (tty || ++polls % 4 == 0 || now.balanced())) {
+      std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line.c_str());
+    }
+    if (now.balanced()) {
+      if (!flags.json && tty) std::fprintf(stderr, "\n");
+      return ProgressJson(now, start, seconds);
+    }
+    if (seconds > flags.timeout_seconds) {
+      if (!flags.json && tty) std::fprintf(stderr, "\n");
+      return DeadlineExceededError(fmt::format(
+          "not balanced after {} s (moves go on in the background)", flags.timeout_seconds));
+    }
+  }
+}
+
+int RunAdmin(const AdminFlags& flags, const std::string& command) {
+  auto coordinator = net::CoordinatorOf(flags.cluster);
+  if (!coordinator.ok()) return Fail(coordinator.status());
+  auto runtime = net::GrpcRuntime::Start({.listen = {},
+                                          .advertise = {},
+                                          .coordinator = *coordinator,
+                                          .address_book_path = {},
+                                          .max_message_bytes = net::kDefaultMaxMessageBytes});
+  if (!runtime.ok()) return Fail(runtime.status());
+  wire::AdminRequest progress;
+  progress.mutable_progress();
+  auto start = (*runtime)->Admin(progress, kAdminTimeout);
+  if (!start.ok()) return Fail(start.status());
+
+  wire::AdminRequest request;
+  if (command == "add-node") request.mutable_add_node()->set_node(flags.node);
+  if (command == "remove-node") request.mutable_remove_node()->set_node(flags.node);
+  if (command == "rebalance") request.mutable_rebalance();
+  if (command == "plan") {
+    request.mutable_plan()->set_add(flags.add);
+    request.mutable_plan()->set_remove(flags.remove);
+  }
+  auto reply = (*runtime)->Admin(request, kAdminTimeout);
+  if (!reply.ok()) return Fail(reply.status());
+
+  if (command == "plan") {
+    nlohmann::json moves = nlohmann::json::array();
+    for (const auto& m : reply->moves()) {
+      moves.push_back({{"bucket", m.bucket()},
+                       {"from", m.from()},
+                       {"to", m.to()},
+                       {"bytes", m.bytes()},
+                       {"mode", m.mode()}});
+    }
+    if (flags.json) {
+      nlohmann::json out{{"moves", moves},
+                         {"splits", reply->splits()},
+                         {"merges", reply->merges()},
+                         {"bytes", reply->plan_bytes()},
+                         {"estimated_seconds", reply->estimated_seconds()}};
+      std::printf("%s\n", out.dump().c_str());
+    } else {
+      std::printf("%zu moves, %llu splits, %llu merges, %s, about %.1f s\n", moves.size(),
+                  static_cast<unsigned long long>(reply->splits()),
+                  static_cast<unsigned long long>(reply->merges()),
+                  Bytes(static_cast<double>(reply->plan_bytes())).c_str(),
+                  reply->estimated_seconds());
+      for (const auto& m : reply->moves()) {
+        std::printf("  bucket %u: node %u -> node %u (%s, %s)\n", m.bucket(), m.from(), m.to(),
+                    Bytes(static_cast<double>(m.bytes())).c_str(), m.mode().c_str());
+      }
+    }
+    return 0;
+  }
+  nlohmann::json out{{"command", command}, {"epoch", reply->epoch()}};
+  if (flags.node != 0) out["node"] = flags.node;
+  if (!flags.no_wait) {
+    auto done = WaitBalanced(**runtime, *start, flags);
+    if (!done.ok()) return Fail(done.status());
+    out["progress"] = *done;
+  }
+  if (flags.json) {
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    std::printf("%s: done%s\n", command.c_str(),
+                flags.no_wait ? " (moves go on in the background)" : ", the cluster is balanced");
+  }
+  return 0;
+}
+
+CLI::App* AdminCommand(CLI::App& app, const std::string& name, const std::string& help,
+                       const std::shared_ptr<AdminFlags>& flags, bool waits) {
+  CLI::App* cmd = app.add_subcommand(name, help);
+  cmd->add_option("--cluster", flags->cluster, "shoal://HOST:PORT of the coordinator")
+      ->capture_default_str();
+  cmd->add_flag("--json", flags->json, "Print one JSON object");
+  if (waits) {
+    cmd->add_flag("--no-wait", flags->no_wait, "Return once the coordinator accepted the request");
+    cmd->add_option("--timeout", flags->timeout_seconds, "Seconds to wait for balance")
+        ->capture_default_str();
+  }
+  cmd->callback([flags, name] { std::exit(RunAdmin(*flags, name)); });
+  return cmd;
+}
+
+}  // namespace
+
+void AddAdminCommands(CLI::App& app) {
+  auto add = std::make_shared<AdminFlags>();
+  AdminCommand(app, "add-node",
+               "Add a running node (start it first with `shoal node --id N`); buckets move to it",
+               add, true)
+      ->add_option("--id", add->node, "The node's id")
+      ->required();
+  auto remove = std::make_shared<AdminFlags>();
+  AdminCommand(app, "remove-node", "Decommission a node: its buckets move away, then it leaves",
+               remove, true)
+      ->add_option("--id", remove->node, "The node's id")
+      ->required();
+  auto plan = std::make_shared<AdminFlags>();
+  CLI::App* p = AdminCommand(app, "plan", "What the balancer would move now", plan, false);
+  p->add_option("--add", plan->add, "... after adding this node id");
+  p->add_option("--remove", plan->remove, "... after removing this node id");
+  auto rebalance = std::make_shared<AdminFlags>();
+  AdminCommand(app, "rebalance", "Run the balancer until the cluster is balanced", rebalance, true);
+}
+
+}  // namespace shoal::tools

@@ -1,0 +1,316 @@
+// `shoal put|get|delete|query|status --cluster shoal://HOST:PORT`: a cluster's data and state
+// from the command line, JSON in and out.
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "include/shoal/shoal.h"
+#include "src/client/client.h"
+#include "src/net/grpc_runtime.h"
+#include "src/net/uri.h"
+#include "tools/shoal/net_commands.h"
+
+namespace shoal::tools {
+namespace {
+
+struct DataFlags {
+  std::string cluster = "shoal://127.0.0.1:7400";
+  std::string collection;
+  std::string key;
+  std::string json_body = "-";  // "-" = read stdin
+  std::string mode = "upsert";
+  std::vector<std::string> where;
+  uint32_t limit = 1000;
+  bool json = false;
+};
+
+// "error: NOT_FOUND: ..." without the payloads that ToString appends.
+int Fail(const Status& status) {
+  std::fprintf(stderr, "error: %s: %s\n",
+               std::string(absl::StatusCodeToString(status.code())).c_str(),
+               std::string(MessageOf(status)).c_str());
+  return 1;
+}
+
+// A stored body as JSON (it was validated on the way in; fall back to a string just in case).
+nlohmann::json BodyJson(const std::string& body) {
+  auto parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  return parsed.is_discarded() ? nlohmann::json(body) : parsed;
+}
+
+StatusOr<Collection> OpenCollection(const DataFlags& flags, std::unique_ptr<Database>* db) {
+  SHOAL_ASSIGN_OR_RETURN(*db, Database::Connect(flags.cluster));
+  return (*db)->GetCollection(flags.collection);
+}
+
+int RunPut(const DataFlags& flags) {
+  std::string body = flags.json_body;
+  if (body == "-") body.assign(std::istreambuf_iterator<char>(std::cin), {});
+  std::unique_ptr<Database> db;
+  auto collection = OpenCollection(flags, &db);
+  if (!collection.ok()) return Fail(collection.status());
+  StatusOr<uint64_t> version = flags.mode == "insert"   ? collection->Insert(flags.key, body)
+                               : flags.mode == "update" ? collection->Update(flags.key, body)
+                                                        : collection->Upsert(flags.key, body);
+  if (!version.ok()) return Fail(version.status());
+  if (flags.json) {
+    std::printf("%s\n", nlohmann::json{{"key", flags.key}, {"version", *version}}.dump().c_str());
+  } else {
+    std::printf("version %llu\n", static_cast<unsigned long long>(*version));
+  }
+  return 0;
+}
+
+int RunGet(const DataFlags& flags) {
+  std::unique_ptr<Database> db;
+  auto collection = OpenCollection(flags, &db);
+  if (!collection.ok()) return Fail(collection.status());
+  auto doc = collection->Get(flags.key);
+  if (!doc.ok()) return Fail(doc.status());
+  if (flags.json) {
+    nlohmann::json out{
+        {"key", doc->key}, {"version", doc->version}, {"document", BodyJson(doc->json)}};
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    std::printf("%s\n", doc->json.c_str());
+  }
+  return 0;
+}
+
+int RunDelete(const DataFlags& flags) {
+  std::unique_ptr<Database> db;
+  auto collection = OpenCollection(flags, &db);
+  if (!collection.ok()) return Fail(collection.status());
+  auto version = collection->Delete(flags.key);
+  if (!version.ok()) return Fail(version.status());
+  if (flags.json) {
+    std::printf("%s\n", nlohmann::json{{"key", flags.key}, {"version", *version}}.dump().c_str());
+  } else {
+    std::printf("deleted, version %llu\n", static_cast<unsigned long long>(*version));
+  }
+  return 0;
+}
+
+// "age>=30", "address.city==\"Paris\"": a path, an operator and a JSON literal.
+StatusOr<Condition> ParseCondition(const std::string& text) {
+  static const std::pair<std::string_view, Op> kOps[] = {
+      {">=", Op::kGe}, {"<=", Op::kLe}, {"!=", Op::kNe}, {"==", Op::kEq},
+      {">", Op::kGt},  {"<", Op::kLt},  {"=", Op::kEq}};
+  for (const auto& [symbol, op] : kOps) {
+    const auto at = text.find(symbol);
+    if (at == std::string::npos || at == 0) continue;
+    return Condition{
+        .path = text.substr(0, at), .op = op, .json_value = text.substr(at + symbol.size())};
+  }
+  return InvalidArgumentError(
+      fmt::format("expected PATH OP JSON (OP one of == != < <= > >=): {}", text));
+}
+
+int RunQuery(const DataFlags& flags) {
+  QueryOptions query;
+  query.limit = flags.limit;
+  for (const auto& text : flags.where) {
+    auto condition = ParseCondition(text);
+    if (!condition.ok()) return Fail(condition.status());
+    query.filter.push_back(std::move(*condition));
+  }
+  std::unique_ptr<Database> db;
+  auto collection = OpenCollection(flags, &db);
+  if (!collection.ok()) return Fail(collection.status());
+  nlohmann::json documents = nlohmann::json::array();
+  do {
+    auto page = collection->Query(query);
+    if (!page.ok()) return Fail(page.status());
+    for (const auto& doc : page->documents) {
+      if (flags.json) {
+        documents.push_back(
+            {{"key", doc.key}, {"version", doc.version}, {"document", BodyJson(doc.json)}});
+      } else {
+        std::printf("%s\t%s\n", doc.key.c_str(), doc.json.c_str());
+      }
+    }
+    query.cursor = page->next_cursor;
+  } while (!query.cursor.empty());
+  if (flags.json) {
+    std::printf(
+        "%s\n",
+        nlohmann::json{{"count", documents.size()}, {"documents", documents}}.dump().c_str());
+  }
+  return 0;
+}
+
+struct NodeStatus {
+  std::string state;
+  std::string address;
+  bool reachable = false;
+  uint64_t buckets = 0;
+  uint64_t bytes = 0;
+  uint64_t documents = 0;
+};
+
+int RunStatus(const DataFlags& flags) {
+  auto coordinator = net::CoordinatorOf(flags.cluster);
+  if (!coordinator.ok()) return Fail(coordinator.status());
+  auto runtime = net::GrpcRuntime::Start({.listen = {},
+                                          .advertise = {},
+                                          .coordinator = *coordinator,
+                                          .address_book_path = {},
+                                          .max_message_bytes = net::kDefaultMaxMessageBytes});
+  if (!runtime.ok()) return Fail(runtime.status());
+  constexpr transport::Micros kTimeout = 5'000'000;
+  auto reply =
+      (*runtime)->Call(transport::Address::Coordinator(), transport::GetMapRequest{}, kTimeout);
+  if (!reply.ok()) return Fail(reply.status());
+  auto state = transport::BodyAs<transport::GetMapResponse>(std::move(*reply));
+  if (!state.ok()) return Fail(state.status());
+  const cluster::ShardMapPtr map = state->state.map;
+  if (map == nullptr) return Fail(UnavailableError("the coordinator has no map yet"));
+
+  std::map<NodeId, NodeStatus> nodes;
+  std::map<BucketId, NodeId> owner;
+  for (const auto& node : map->nodes()) {
+    nodes[node.id].state = node.state == cluster::NodeState::kActive ? "active" : "leaving";
+  }
+  nlohmann::json moves = nlohmann::json::array();
+  for (const auto& bucket : map->buckets()) {
+    const NodeId id = client::OwnerOf(bucket);
+    owner[bucket.id] = id;
+    ++nodes[id].buckets;
+    if (bucket.transition.has_value()) {
+      const auto& t = *bucket.transition;
+      moves.push_back({{"bucket", bucket.id.value()},
+                       {"move", t.move.value()},
+                       {"from", t.source.empty() ? 0 : t.source.front().value()},
+                       {"to", t.destination.empty() ? 0 : t.destination.front().value()},
+                       {"stage", std::string(cluster::ToString(t.stage))},
+                       {"mode", std::string(cluster::ToString(t.mode))}});
+    }
+  }
+  for (auto& [id, node] : nodes) {
+    auto load =
+        (*runtime)->Call(transport::Address::Node(id), transport::BucketLoadRequest{}, kTimeout);
+    if (!load.ok()) continue;
+    auto body = transport::BodyAs<transport::BucketLoadResponse>(std::move(*load));
+    if (!body.ok()) continue;
+    node.reachable = true;
+    // Only the buckets the node owns count: a move's source still holds its copy meanwhile.
+    for (const auto& b : body->buckets) {
+      if (auto it = owner.find(b.bucket); it != owner.end() && it->second == id) {
+        node.bytes += b.bytes;
+        node.documents += b.documents;
+      }
+    }
+  }
+  const auto book = (*runtime)->AddressBook();
+  double sum = 0, squares = 0;
+  for (auto& [id, node] : nodes) {
+    if (auto it = book.find(transport::Address::Node(id)); it != book.end())
+      node.address = it->second;
+    sum += static_cast<double>(node.bytes);
+    squares += static_cast<double>(node.bytes) * static_cast<double>(node.bytes);
+  }
+  const double n = static_cast<double>(nodes.size());
+  const double mean = n > 0 ? sum / n : 0;
+  const double imbalance =
+      mean > 0 ? std::sqrt(std::max(0.0, squares / n - mean * mean)) / mean : 0;
+
+  if (flags.json) {
+    nlohmann::json out_nodes = nlohmann::json::array();
+    for (const auto& [id, node] : nodes) {
+      out_nodes.push_back({{"id", id.value()},
+                           {"state", node.state},
+                           {"address", node.address},
+                           {"reachable", node.reachable},
+                           {"buckets", node.buckets},
+                           {"bytes", node.bytes},
+                           {"documents", node.documents}});
+    }
+    nlohmann::json out{{"coordinator", *coordinator},
+                       {"epoch", map->epoch().value()},
+                       {"buckets", map->buckets().size()},
+                       {"imbalance", imbalance},
+                       {"nodes", out_nodes},
+                       {"moves_in_flight", moves}};
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    std::printf("coordinator %s  epoch %llu  buckets %zu  imbalance %.3f\n", coordinator->c_str(),
+                static_cast<unsigned long long>(map->epoch().value()), map->buckets().size(),
+                imbalance);
+    std::printf("%-6s %-8s %-22s %-9s %8s %14s %12s\n", "node", "state", "address", "reachable",
+                "buckets", "bytes", "documents");
+    for (const auto& [id, node] : nodes) {
+      std::printf("%-6u %-8s %-22s %-9s %8llu %14llu %12llu\n", id.value(), node.state.c_str(),
+                  node.address.empty() ? "?" : node.address.c_str(), node.reachable ? "yes" : "no",
+                  static_cast<unsigned long long>(node.buckets),
+                  static_cast<unsigned long long>(node.bytes),
+                  static_cast<unsigned long long>(node.documents));
+    }
+    std::printf("moves in flight: %zu\n", moves.size());
+    for (const auto& move : moves) std::printf("  %s\n", move.dump().c_str());
+  }
+  return 0;
+}
+
+CLI::App* DataCommand(CLI::App& app, const std::string& name, const std::string& help,
+                      const std::shared_ptr<DataFlags>& flags) {
+  CLI::App* cmd = app.add_subcommand(name, help);
+  cmd->add_option("--cluster", flags->cluster, "shoal://HOST:PORT of the coordinator")
+      ->capture_default_str();
+  cmd->add_flag("--json", flags->json, "Print one JSON object");
+  return cmd;
+}
+
+}  // namespace
+
+void AddDataCommands(CLI::App& app) {
+  auto put = std::make_shared<DataFlags>();
+  CLI::App* p = DataCommand(app, "put", "Write a JSON document (from the argument or stdin)", put);
+  p->add_option("collection", put->collection, "Collection (created if missing)")->required();
+  p->add_option("key", put->key, "Primary key")->required();
+  p->add_option("json", put->json_body, "JSON object; '-' or nothing reads stdin");
+  p->add_option("--mode", put->mode,
+                "upsert, insert (fails if present) or update (fails if absent)")
+      ->check(CLI::IsMember({"upsert", "insert", "update"}))
+      ->capture_default_str();
+  p->callback([put] { std::exit(RunPut(*put)); });
+
+  auto get = std::make_shared<DataFlags>();
+  CLI::App* g =
+      DataCommand(app, "get", "Read a document: its JSON (--json: key, version, document)", get);
+  g->add_option("collection", get->collection, "Collection")->required();
+  g->add_option("key", get->key, "Primary key")->required();
+  g->callback([get] { std::exit(RunGet(*get)); });
+
+  auto del = std::make_shared<DataFlags>();
+  CLI::App* d = DataCommand(app, "delete", "Delete a document", del);
+  d->add_option("collection", del->collection, "Collection")->required();
+  d->add_option("key", del->key, "Primary key")->required();
+  d->callback([del] { std::exit(RunDelete(*del)); });
+
+  auto query = std::make_shared<DataFlags>();
+  CLI::App* q = DataCommand(
+      app, "query", "Every document matching all --where conditions: KEY<TAB>JSON lines", query);
+  q->add_option("collection", query->collection, "Collection")->required();
+  q->add_option("--where", query->where, "PATH OP JSON, e.g. 'age>=30' (repeatable)");
+  q->add_option("--limit", query->limit, "Documents per page fetched")
+      ->check(CLI::Range(1u, 100000u))
+      ->capture_default_str();
+  q->callback([query] { std::exit(RunQuery(*query)); });
+
+  auto status = std::make_shared<DataFlags>();
+  CLI::App* s = DataCommand(
+      app, "status", "Nodes, buckets and bytes per node, imbalance and moves in flight", status);
+  s->callback([status] { std::exit(RunStatus(*status)); });
+}
+
+}  // namespace shoal::tools

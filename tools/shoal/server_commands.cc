@@ -1,0 +1,282 @@
+// `shoal coordinator`, `shoal node` and `shoal local`: the processes of a networked cluster.
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "include/shoal/shoal.h"
+#include "src/net/processes.h"
+#include "tools/shoal/net_commands.h"
+
+namespace shoal::tools {
+namespace {
+
+struct CoordinatorFlags {
+  std::string data;
+  std::string listen = "127.0.0.1:7400";
+  uint32_t initial_nodes = 3;
+  uint32_t buckets = 32;
+  bool no_sync = false;
+  bool json = false;
+};
+
+struct NodeFlags {
+  std::string data;
+  std::string listen = "127.0.0.1:0";
+  std::string advertise;
+  std::string coordinator;
+  uint32_t id = 0;
+  bool no_sync = false;
+  bool json = false;
+};
+
+struct LocalFlags {
+  uint32_t nodes = 3;
+  std::string data = "shoal-local";
+  int base_port = 7400;
+  uint32_t buckets = 32;
+  bool json = false;
+};
+
+void PrintReady(bool json, const std::string& role, const std::string& address) {
+  if (json) {
+    std::printf("%s\n", nlohmann::json{{"role", role}, {"listen", address}}.dump().c_str());
+  } else {
+    std::printf("%s listening on %s\n", role.c_str(), address.c_str());
+  }
+  std::fflush(stdout);
+}
+
+int RunCoordinator(const CoordinatorFlags& flags) {
+  net::BlockTerminationSignals();
+  net::CoordinatorProcessOptions options;
+  options.data_dir = flags.data;
+  options.listen = flags.listen;
+  options.initial_nodes = flags.initial_nodes;
+  options.buckets = flags.buckets;
+  options.sync = !flags.no_sync;
+  auto process = net::CoordinatorProcess::Start(options);
+  if (!process.ok()) {
+    std::fprintf(stderr, "error: %s\n", process.status().ToString().c_str());
+    return 1;
+  }
+  PrintReady(flags.json, "coordinator", (*process)->address());
+  const int signal = net::WaitForTermination();
+  std::fprintf(stderr, "coordinator: signal %d, shutting down\n", signal);
+  (*process)->Stop();
+  return 0;
+}
+
+int RunNode(const NodeFlags& flags) {
+  net::BlockTerminationSignals();
+  net::NodeProcessOptions options;
+  options.id = flags.id;
+  options.data_dir = flags.data;
+  options.listen = flags.listen;
+  options.advertise = flags.advertise;
+  options.coordinator = flags.coordinator;
+  options.sync = !flags.no_sync;
+  auto process = net::NodeProcess::Start(options);
+  if (!process.ok()) {
+    std::fprintf(stderr, "error: %s\n", process.status().ToString().c_str());
+    return 1;
+  }
+  PrintReady(flags.json, fmt::format("node {}", (*process)->id().value()), (*process)->address());
+  const int signal = net::WaitForTermination();
+  std::fprintf(stderr, "node %u: signal %d, shutting down\n", (*process)->id().value(), signal);
+  Status status = (*process)->Stop();
+  if (!status.ok()) {
+    std::fprintf(stderr, "error: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// Starts `args` as a child process of this same binary; its output goes to `log`.
+pid_t Launch(const std::vector<std::string>& args, const std::string& log) {
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  // The child: default signal handling, output to its log, then exec.
+  sigset_t none;
+  sigemptyset(&none);
+  pthread_sigmask(SIG_SETMASK, &none, nullptr);
+  if (std::freopen(log.c_str(), "a", stdout) == nullptr ||
+      std::freopen(log.c_str(), "a", stderr) == nullptr) {
+    _exit(127);
+  }
+  std::vector<char*> argv;
+  for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  ::execv("/proc/self/exe", argv.data());
+  _exit(127);
+}
+
+// Waits up to `timeout` for the cluster to answer a client, each node included.
+bool WaitUntilServing(const std::string& coordinator, uint32_t nodes,
+                      std::chrono::seconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    auto db = Database::Connect(coordinator);
+    if (db.ok()) {
+      auto probe = (*db)->GetCollection("_probe");
+      // Reads of keys spread over the hash space reach every node that holds a bucket.
+      bool all = probe.ok();
+      for (uint32_t i = 0; all && i < nodes * 16; ++i) {
+        auto doc = probe->Get(fmt::format("probe-{}", i));
+        all = doc.ok() || doc.status().code() == StatusCode::kNotFound;
+      }
+      if (all) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return false;
+}
+
+int RunLocal(const LocalFlags& flags) {
+  net::BlockTerminationSignals();
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  std::error_code ec;
+  std::filesystem::create_directories(flags.data, ec);
+  if (ec) {
+    std::fprintf(stderr, "error: create %s: %s\n", flags.data.c_str(), ec.message().c_str());
+    return 1;
+  }
+  const std::string coordinator = fmt::format("127.0.0.1:{}", flags.base_port);
+  std::vector<pid_t> children;
+  children.push_back(Launch(
+      {"shoal", "coordinator", "--data", flags.data + "/coordinator", "--listen", coordinator,
+       "--initial-nodes", std::to_string(flags.nodes), "--buckets", std::to_string(flags.buckets)},
+      flags.data + "/coordinator.log"));
+  std::vector<std::string> node_addresses;
+  for (uint32_t i = 1; i <= flags.nodes; ++i) {
+    const std::string listen = fmt::format("127.0.0.1:{}", flags.base_port + static_cast<int>(i));
+    node_addresses.push_back(listen);
+    children.push_back(Launch({"shoal", "node", "--id", std::to_string(i), "--data",
+                               fmt::format("{}/node-{}", flags.data, i), "--listen", listen,
+                               "--coordinator", coordinator},
+                              fmt::format("{}/node-{}.log", flags.data, i)));
+  }
+  const bool serving = WaitUntilServing(coordinator, flags.nodes, std::chrono::seconds(20));
+  if (flags.json) {
+    nlohmann::json out{{"cluster", "shoal://" + coordinator},
+                       {"coordinator", coordinator},
+                       {"nodes", node_addresses},
+                       {"data", flags.data},
+                       {"serving", serving}};
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    std::printf("coordinator  %s\n", coordinator.c_str());
+    for (size_t i = 0; i < node_addresses.size(); ++i) {
+      std::printf("node %-7zu %s\n", i + 1, node_addresses[i].c_str());
+    }
+    std::printf("data         %s (logs: %s/*.log)\n", flags.data.c_str(), flags.data.c_str());
+    std::printf(serving
+                    ? "cluster      shoal://%s ready; Ctrl-C stops it\n"
+                    : "cluster      shoal://%s NOT serving yet (see the logs); Ctrl-C stops it\n",
+                coordinator.c_str());
+  }
+  std::fflush(stdout);
+
+  // Until a signal, or until a child exits on its own (which stops the rest too).
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  int exit_code = 0;
+  while (true) {
+    int signal = 0;
+    if (sigwait(&set, &signal) != 0) continue;
+    if (signal != SIGCHLD) break;
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      std::fprintf(stderr, "local: process %d exited (status %d); stopping the cluster\n", pid,
+                   status);
+      std::erase(children, pid);
+      exit_code = 1;
+      break;
+    }
+  }
+  // Nodes first, then the coordinator, each with SIGTERM; SIGKILL whatever hangs.
+  for (auto it = children.rbegin(); it != children.rend(); ++it) ::kill(*it, SIGTERM);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (pid_t pid : children) {
+    int status = 0;
+    while (::waitpid(pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > until) {
+        ::kill(pid, SIGKILL);
+        (void)::waitpid(pid, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  std::printf("local: stopped\n");
+  return exit_code;
+}
+
+}  // namespace
+
+void AddServerCommands(CLI::App& app) {
+  auto coordinator = std::make_shared<CoordinatorFlags>();
+  CLI::App* c = app.add_subcommand("coordinator", "Run a coordinator process until SIGTERM");
+  c->add_option("--data", coordinator->data, "Data directory (metadata, address book)")->required();
+  c->add_option("--listen", coordinator->listen, "HOST:PORT to serve on")->capture_default_str();
+  c->add_option("--initial-nodes", coordinator->initial_nodes,
+                "A new cluster's nodes (ids 1..N); a restart keeps the stored map")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1000u));
+  c->add_option("--buckets", coordinator->buckets, "A new cluster's buckets")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1u << 20));
+  c->add_flag("--no-sync", coordinator->no_sync, "Do not fsync metadata writes");
+  c->add_flag("--json", coordinator->json, "Print the listen address as JSON");
+  c->callback([coordinator] { std::exit(RunCoordinator(*coordinator)); });
+
+  auto node = std::make_shared<NodeFlags>();
+  CLI::App* n = app.add_subcommand("node", "Run a storage node process until SIGTERM");
+  n->add_option("--data", node->data, "Data directory (documents, move files, node id)")
+      ->required();
+  n->add_option("--listen", node->listen, "HOST:PORT to serve on (port 0: any free port)")
+      ->capture_default_str();
+  n->add_option("--advertise", node->advertise,
+                "HOST:PORT others reach this node on (default: the listen address)");
+  n->add_option("--coordinator", node->coordinator, "HOST:PORT of the coordinator")->required();
+  n->add_option("--id", node->id, "Node id (stored in the data directory on first start)");
+  n->add_flag("--no-sync", node->no_sync, "Do not fsync every acknowledged write");
+  n->add_flag("--json", node->json, "Print the listen address as JSON");
+  n->callback([node] { std::exit(RunNode(*node)); });
+
+  auto local = std::make_shared<LocalFlags>();
+  CLI::App* l = app.add_subcommand(
+      "local", "A coordinator and N nodes as child processes on loopback, until Ctrl-C");
+  l->add_option("--nodes", local->nodes, "Storage nodes")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 64u));
+  l->add_option("--data", local->data, "Data directory of the whole cluster")
+      ->capture_default_str();
+  l->add_option("--base-port", local->base_port,
+                "Coordinator port; node i listens on base-port + i")
+      ->capture_default_str()
+      ->check(CLI::Range(1024, 65000));
+  l->add_option("--buckets", local->buckets, "A new cluster's buckets")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1u << 20));
+  l->add_flag("--json", local->json, "Print the addresses as one JSON object");
+  l->callback([local] { std::exit(RunLocal(*local)); });
+}
+
+}  // namespace shoal::tools
