@@ -146,6 +146,9 @@ class PostgresShardBackend::Lease {
   bool broken_ = false;
 };
 
+PostgresShardBackend::PostgresShardBackend(PostgresShardOptions options)
+    : options_(std::move(options)) {}
+
 PostgresShardBackend::~PostgresShardBackend() = default;
 
 StatusOr<std::unique_ptr<PostgresShardBackend>> PostgresShardBackend::Create(

@@ -54,7 +54,7 @@ class PostgresShardBackend final : public ShardBackend {
  private:
   class Lease;
   struct Connection;  // a libpqxx connection
-  explicit PostgresShardBackend(PostgresShardOptions options) : options_(std::move(options)) {}
+  explicit PostgresShardBackend(PostgresShardOptions options);
   // A document write; `sql` takes $1 pk, $2 version, $3 tombstone, $4 body. Returns rows hit.
   [[nodiscard]] StatusOr<size_t> Write(const std::string& sql, const ShardDocument& d);
 
