@@ -194,9 +194,29 @@ StatusOr<ShardPage> EmbeddedShardBackend::Query(const ShardQuery& query) {
       by_key);
   storage::ScanOptions scan;
   scan.collection = collection_;
-  scan.filter = std::move(filter);
+  // With or_version the filter is evaluated here, since a document of that version is taken
+  // whether it matches or not.
+  std::unique_ptr<storage::FilterEvaluator> evaluator;
+  if (query.or_version.has_value()) {
+    evaluator = std::make_unique<storage::FilterEvaluator>(filter);
+  } else {
+    scan.filter = filter;
+  }
+  const std::string extra_prefix =
+      query.or_version.has_value()
+          ? std::string(kVersionPrefix) + std::to_string(query.or_version->value()) + ","
+          : std::string();
+  Status inner = OkStatus();
   SHOAL_RETURN_IF_ERROR(store_->ForEach(scan, [&](const storage::Document& doc) {
     if (query.has_after_key && doc.primary_key <= query.after_key) return true;
+    if (evaluator != nullptr && !doc.body.starts_with(extra_prefix)) {
+      StatusOr<bool> match = evaluator->Matches(doc.body);
+      if (!match.ok()) {
+        inner = match.status();
+        return false;
+      }
+      if (!*match) return true;
+    }
     if (best.size() <= query.limit) {
       best.push(doc);
     } else if (doc.primary_key < best.top().primary_key) {
@@ -205,6 +225,7 @@ StatusOr<ShardPage> EmbeddedShardBackend::Query(const ShardQuery& query) {
     }
     return true;
   }));
+  SHOAL_RETURN_IF_ERROR(inner);
   ShardPage page;
   page.done = best.size() <= query.limit;
   if (!page.done) best.pop();

@@ -108,9 +108,9 @@ class GatedShard final : public ShardBackend {
   Scheduler* scheduler_;
 };
 
-enum class Op : uint8_t { kAddA, kAddB, kUpdate, kDelete, kGet, kQuery, kMove };
-constexpr Op kAllOps[] = {Op::kAddA, Op::kAddB,  Op::kUpdate, Op::kDelete,
-                          Op::kGet,  Op::kQuery, Op::kMove};
+enum class Op : uint8_t { kAddA, kAddB, kUpdate, kDelete, kGet, kQuery, kQueryFiltered, kMove };
+constexpr Op kAllOps[] = {Op::kAddA, Op::kAddB,  Op::kUpdate,        Op::kDelete,
+                          Op::kGet,  Op::kQuery, Op::kQueryFiltered, Op::kMove};
 
 std::string_view OpName(Op op) {
   switch (op) {
@@ -126,6 +126,8 @@ std::string_view OpName(Op op) {
       return "get";
     case Op::kQuery:
       return "query";
+    case Op::kQueryFiltered:
+      return "query(filter)";
     case Op::kMove:
       return "rebalance";
   }
@@ -216,8 +218,15 @@ Outcome Execute(Op op, ShardBackend& old_shard, ShardBackend& new_shard) {
       if (!got.ok()) return of(got.status());
       return Outcome{.code = StatusCode::kOk, .values = {got->body}};
     }
-    case Op::kQuery: {
-      MergeQuery q({&old_shard, &new_shard}, {.filter = {}, .consistent = true, .page_size = 1});
+    case Op::kQuery:
+    case Op::kQueryFiltered: {
+      storage::DocumentFilter filter;
+      if (op == Op::kQueryFiltered) {  // matches every live document, pushed down to the shards
+        filter.all_of.push_back(
+            {.path = "v", .op = storage::CompareOp::kNe, .value = std::string("none")});
+      }
+      MergeQuery q({&old_shard, &new_shard},
+                   {.filter = filter, .consistent = true, .new_version = kNew, .page_size = 1});
       Outcome o;
       for (;;) {
         auto page = q.Next(1);
@@ -264,6 +273,7 @@ Outcome ApplyModel(Op op, std::optional<std::string>& value) {
       if (!value.has_value()) return code(StatusCode::kNotFound);
       return Outcome{.code = StatusCode::kOk, .values = {*value}};
     case Op::kQuery:
+    case Op::kQueryFiltered:
       if (!value.has_value()) return Outcome{};
       return Outcome{.code = StatusCode::kOk, .values = {*value}};
     case Op::kMove:

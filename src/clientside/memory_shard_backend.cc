@@ -84,11 +84,14 @@ StatusOr<ShardPage> MemoryShardBackend::Query(const ShardQuery& query) {
   auto it = query.has_after_key ? docs_.upper_bound(query.after_key) : docs_.begin();
   for (; it != docs_.end(); ++it) {
     const ShardDocument& d = it->second;
-    if (query.version.has_value() && d.version != *query.version) continue;
-    if (d.tombstone && (!query.include_tombstones || !query.filter.empty())) continue;
-    if (!d.tombstone && !query.filter.empty()) {
-      SHOAL_ASSIGN_OR_RETURN(bool match, evaluator.Matches(d.body));
-      if (!match) continue;
+    const bool extra = query.or_version.has_value() && d.version == *query.or_version;
+    if (!extra) {
+      if (query.version.has_value() && d.version != *query.version) continue;
+      if (d.tombstone && (!query.include_tombstones || !query.filter.empty())) continue;
+      if (!d.tombstone && !query.filter.empty()) {
+        SHOAL_ASSIGN_OR_RETURN(bool match, evaluator.Matches(d.body));
+        if (!match) continue;
+      }
     }
     if (page.documents.size() == query.limit) return page;
     page.documents.push_back(d);

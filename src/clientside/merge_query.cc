@@ -15,8 +15,9 @@ MergeQuery::~MergeQuery() = default;
 Status MergeQuery::Fill(Stream& s) {
   if (!s.buffer.empty() || s.exhausted) return OkStatus();
   ShardQuery q;
-  if (!options_.consistent) q.filter = options_.filter;
+  q.filter = options_.filter;
   q.include_tombstones = options_.consistent;
+  if (options_.consistent && !options_.filter.empty()) q.or_version = options_.new_version;
   q.has_after_key = s.last_key.has_value();
   if (s.last_key.has_value()) q.after_key = *s.last_key;
   q.limit = options_.page_size;

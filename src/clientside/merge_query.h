@@ -5,10 +5,10 @@
 // Each shard is read in primary-key order through its own resumable cursor, a page at a time;
 // the heads of the shard streams are merged: the smallest key wins, among the copies of that key
 // the one of the highest version is kept (I5), a tombstone hides the key, and every copy of the
-// key is dropped from the heads. In `consistent` mode (rebalancing) the shards are asked for
-// every document, tombstones included, and the filter is applied to the winning copy, so an old
-// copy that still matches cannot stand in for a newer one that does not; in naïve mode the
-// filter is pushed down to the shards.
+// key is dropped from the heads. In `consistent` mode (rebalancing) the shards return the
+// documents that match the filter plus every new-version document and tombstone, matching or
+// not, and the filter is applied again to the winning copy, so an old copy that still matches
+// cannot stand in for a newer one that does not; in naïve mode the filter is simply pushed down.
 //
 // Guarantees (§3): a document present and never deleted during the query is returned; no key is
 // returned twice. Not thread-safe: one caller at a time.
@@ -25,8 +25,9 @@ namespace shoal::clientside {
 
 struct MergeQueryOptions {
   storage::DocumentFilter filter{};
-  bool consistent = false;  // Algorithm 6 over old and new copies (rebalancing)
-  size_t page_size = 256;   // per shard request
+  bool consistent = false;   // Algorithm 6 over old and new copies (rebalancing)
+  MapVersion new_version{};  // consistent mode: v_new
+  size_t page_size = 256;    // per shard request
 };
 
 class MergeQuery {

@@ -284,15 +284,20 @@ StatusOr<ShardPage> PostgresShardBackend::Query(const ShardQuery& query) {
   if (query.limit == 0) return InvalidArgumentError("query limit must be >= 1");
   Lease lease(this);
   return lease.Run([&](pqxx::connection& conn) {
-    std::string where = "TRUE";
-    if (query.has_after_key) where += " AND pk > " + conn.quote(query.after_key);
-    if (!query.filter.empty() || !query.include_tombstones) where += " AND NOT tombstone";
+    std::string match = "TRUE";
+    if (!query.filter.empty() || !query.include_tombstones) match += " AND NOT tombstone";
     if (query.version.has_value()) {
-      where += fmt::format(" AND version = {}", static_cast<int64_t>(query.version->value()));
+      match += fmt::format(" AND version = {}", static_cast<int64_t>(query.version->value()));
     }
     for (const storage::FieldPredicate& p : query.filter.all_of) {
-      where += " AND " + PredicateSql(conn, p);
+      match += " AND " + PredicateSql(conn, p);
     }
+    if (query.or_version.has_value()) {
+      match = fmt::format("({}) OR version = {}", match,
+                          static_cast<int64_t>(query.or_version->value()));
+    }
+    std::string where = "(" + match + ")";
+    if (query.has_after_key) where += " AND pk > " + conn.quote(query.after_key);
     pqxx::nontransaction tx(conn);
     pqxx::result r = tx.exec(
         fmt::format("SELECT pk, version, tombstone, body::text FROM {} WHERE {} ORDER BY pk "

@@ -80,7 +80,10 @@ struct ShardQuery {
   std::optional<MapVersion> version{};  // only documents of this version (Algorithm 5)
   std::string after_key{};              // resume after this primary key; "" = from the start
   bool has_after_key = false;           // distinguishes "" the key from "" the start
-  size_t limit = 1000;                  // >= 1
+  // Also every document of this version, tombstones included, whether it matches or not: the
+  // consistent query (Algorithm 6) needs the newest copy of each key to decide between copies.
+  std::optional<MapVersion> or_version{};
+  size_t limit = 1000;  // >= 1
 };
 
 struct ShardPage {

@@ -260,6 +260,7 @@ StatusOr<std::unique_ptr<QueryCursor>> ShardedCollection::Query(storage::Documen
   auto query = std::make_unique<MergeQuery>(
       std::move(shards), MergeQueryOptions{.filter = std::move(filter),
                                            .consistent = consistent,
+                                           .new_version = s.version,
                                            .page_size = options_.query_page_size});
   return std::unique_ptr<QueryCursor>(
       new QueryCursor(options_.metadata, std::move(key), std::move(query)));

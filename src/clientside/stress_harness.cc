@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <set>
@@ -13,7 +15,6 @@
 #include "src/clientside/consistent_ops.h"
 #include "src/clientside/rebalancer.h"
 #include "src/clientside/sharded_collection.h"
-#include "src/clientside/test_support.h"
 
 namespace shoal::clientside::testing {
 
@@ -56,7 +57,8 @@ std::unique_ptr<ShardedCollection> OpenClient(metadata::MetadataStore& store,
 }
 
 // Every document, through a query; records duplicates and order violations.
-std::vector<ShardDocument> QueryAll(ShardedCollection& c, Errors& errors) {
+std::vector<ShardDocument> QueryAll(ShardedCollection& c, Errors& errors,
+                                    std::atomic<uint64_t>& anomalies) {
   std::vector<ShardDocument> all;
   auto cursor = c.Query({});
   if (!cursor.ok()) {
@@ -72,6 +74,7 @@ std::vector<ShardDocument> QueryAll(ShardedCollection& c, Errors& errors) {
     if (page->empty()) break;
     for (auto& d : *page) {
       if (!all.empty() && all.back().primary_key >= d.primary_key) {
+        anomalies.fetch_add(1);
         errors.Add(fmt::format("query order/duplicate at {} after {}", d.primary_key,
                                all.back().primary_key));
       }
@@ -82,6 +85,12 @@ std::vector<ShardDocument> QueryAll(ShardedCollection& c, Errors& errors) {
 }
 
 }  // namespace
+
+bool SameJson(const std::string& a, const std::string& b) {
+  auto ja = nlohmann::json::parse(a, nullptr, false);
+  auto jb = nlohmann::json::parse(b, nullptr, false);
+  return !ja.is_discarded() && ja == jb;
+}
 
 StressReport RunStress(const StressConfig& config, metadata::MetadataStore& store,
                        std::shared_ptr<ShardCatalog> catalog) {
@@ -100,7 +109,7 @@ StressReport RunStress(const StressConfig& config, metadata::MetadataStore& stor
   }
 
   std::atomic<bool> stop{false};
-  std::atomic<uint64_t> operations{0}, queries{0};
+  std::atomic<uint64_t> operations{0}, queries{0}, anomalies{0}, wrong{0};
   std::vector<std::atomic<int>> done_ops(config.writers);
   std::vector<std::map<std::string, std::optional<std::string>>> oracles(config.writers);
   std::vector<std::thread> threads;
@@ -134,10 +143,12 @@ StressReport RunStress(const StressConfig& config, metadata::MetadataStore& stor
           s = got.status();
           want = expected.has_value() ? StatusCode::kOk : StatusCode::kNotFound;
           if (got.ok() && !SameJson(got->body, *expected)) {
+            wrong.fetch_add(1);
             errors.Add(fmt::format("get {} returned {} expected {}", key, got->body, *expected));
           }
         }
         if (s.code() != want) {
+          wrong.fetch_add(1);
           errors.Add(fmt::format("writer {} op {} on {}: got {} want {} ({})", w, op, key,
                                  absl::StatusCodeToString(s.code()), absl::StatusCodeToString(want),
                                  s.ToString()));
@@ -153,11 +164,12 @@ StressReport RunStress(const StressConfig& config, metadata::MetadataStore& stor
     auto client = OpenClient(store, catalog, config.collection, errors);
     if (client == nullptr) return;
     while (!stop.load()) {
-      auto all = QueryAll(*client, errors);
+      auto all = QueryAll(*client, errors, anomalies);
       std::set<std::string> keys;
       for (const auto& d : all) keys.insert(d.primary_key);
       for (int i = 0; i < config.stable_documents; ++i) {
         if (!keys.contains(fmt::format("s{:05d}", i))) {
+          anomalies.fetch_add(1);
           errors.Add(fmt::format("query missed stable document s{:05d}", i));
           break;
         }
@@ -180,6 +192,7 @@ StressReport RunStress(const StressConfig& config, metadata::MetadataStore& stor
   std::mt19937_64 rng(config.seed);
   for (size_t i = 1; i < config.shard_counts.size(); ++i) {
     wait_phase();
+    const auto change_start = std::chrono::steady_clock::now();
     if (Status s = BeginShardCountChange(store, config.collection, config.shard_counts[i]);
         !s.ok()) {
       errors.Add(s.ToString());
@@ -204,12 +217,15 @@ StressReport RunStress(const StressConfig& config, metadata::MetadataStore& stor
       }
       ++report.rebalancer_kills;
     }
+    report.change_seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - change_start).count());
   }
   wait_phase();
   stop.store(true);
   for (auto& t : threads) t.join();
   report.operations = operations.load();
   report.queries = queries.load();
+  report.wrong_results = wrong.load();
 
   // Full consistency check: through a fresh client, and shard by shard.
   std::map<std::string, std::string> expected;
@@ -228,19 +244,24 @@ StressReport RunStress(const StressConfig& config, metadata::MetadataStore& stor
         final_state.shards != config.shard_counts.back()) {
       errors.Add("final state " + final_state.DebugString());
     }
-    auto all = QueryAll(*checker, errors);
+    auto all = QueryAll(*checker, errors, anomalies);
     std::map<std::string, std::string> seen;
     for (const auto& d : all) seen[d.primary_key] = d.body;
     for (const auto& [key, body] : expected) {
       auto it = seen.find(key);
       if (it == seen.end()) {
+        ++report.lost_writes;
         errors.Add("lost write: " + key);
       } else if (!SameJson(it->second, body)) {
+        ++report.lost_writes;
         errors.Add(fmt::format("{} holds {} expected {}", key, it->second, body));
       }
     }
     for (const auto& [key, body] : seen) {
-      if (!expected.contains(key)) errors.Add("resurrected or unknown document: " + key);
+      if (!expected.contains(key)) {
+        ++report.resurrected;
+        errors.Add("resurrected or unknown document: " + key);
+      }
     }
     for (uint32_t i = 0; i < catalog->size(); ++i) {
       ShardBackend* shard = *catalog->Get(ShardIndex(i));
@@ -262,6 +283,7 @@ StressReport RunStress(const StressConfig& config, metadata::MetadataStore& stor
   }
   Status closed = loader->Close();
   if (!closed.ok()) errors.Add(closed.ToString());
+  report.query_anomalies = anomalies.load();
   report.errors = errors.Take();
   return report;
 }

@@ -46,12 +46,6 @@ std::shared_ptr<ShardBackend> EmbeddedShards::NewShard() {
   return std::shared_ptr<ShardBackend>(*std::move(shard));
 }
 
-bool SameJson(const std::string& a, const std::string& b) {
-  auto ja = nlohmann::json::parse(a, nullptr, false);
-  auto jb = nlohmann::json::parse(b, nullptr, false);
-  return !ja.is_discarded() && ja == jb;
-}
-
 void CheckBackendContract(ShardBackend& s) {
   auto doc = [](std::string pk, std::string body, uint64_t v, bool tomb = false) {
     return ShardDocument{.primary_key = std::move(pk),
@@ -135,6 +129,11 @@ void CheckBackendContract(ShardBackend& s) {
   auto filtered = s.Query(q);
   ASSERT_TRUE(filtered.ok()) << filtered.status();
   EXPECT_EQ(filtered->documents.size(), 5u);
+  q.or_version = MapVersion(5);  // plus every version-5 document, tombstones included
+  filtered = s.Query(q);
+  ASSERT_TRUE(filtered.ok()) << filtered.status();
+  EXPECT_EQ(filtered->documents.size(), 15u);
+  q.or_version.reset();
   q.filter.all_of = {{.path = "s.t", .op = storage::CompareOp::kEq, .value = std::string("x3")}};
   filtered = s.Query(q);
   ASSERT_TRUE(filtered.ok()) << filtered.status();

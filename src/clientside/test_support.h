@@ -9,6 +9,7 @@
 
 #include "src/clientside/embedded_shard_backend.h"
 #include "src/clientside/shard_backend.h"
+#include "src/clientside/stress_harness.h"
 #include "src/metadata/embedded_metadata_store.h"
 
 namespace shoal::clientside::testing {
@@ -39,9 +40,6 @@ class EmbeddedShards {
   std::shared_ptr<storage::BucketStore> store_;
   uint32_t next_collection_ = 1;
 };
-
-// Whether two JSON texts hold the same value.
-[[nodiscard]] bool SameJson(const std::string& a, const std::string& b);
 
 // {"n":i,"s":{"t":"x<i>"}}
 [[nodiscard]] std::string NumberedBody(int i);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "tools/shoal/clientside_demo.h"
 #include "tools/shoal/demo.h"
 #include "tools/shoal/partition_sim.h"
 #include "tools/shoal/sim_command.h"
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   shoal::tools::AddPartitionSimCommand(app);
   shoal::tools::AddDemoCommand(app);
+  shoal::tools::AddClientsideDemoCommand(app);
   shoal::tools::AddSimCommand(app);
   try {
     CLI11_PARSE(app, argc, argv);
