@@ -265,6 +265,7 @@ int main(int argc, char** argv) {
   app.add_option("--backend", backend, "embedded, postgres or both");
   app.add_option("--repeats", repeats, "runs of each configuration (the median is reported)");
   app.add_option("--documents", documents, "documents preloaded in each collection");
+  app.allow_extras();  // `make bench` passes Google Benchmark flags to every program
   CLI11_PARSE(app, argc, argv);
 
   const std::string dir =
