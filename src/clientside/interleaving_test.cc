@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <thread>
@@ -24,6 +25,8 @@
 #include "src/clientside/consistent_ops.h"
 #include "src/clientside/memory_shard_backend.h"
 #include "src/clientside/merge_query.h"
+#include "src/clientside/postgres_shard_backend.h"
+#include "src/clientside/postgres_test_server.h"
 #include "src/clientside/test_support.h"
 
 namespace shoal::clientside {
@@ -158,6 +161,12 @@ std::string_view ScenarioName(Scenario s) {
 
 std::string Body(std::string_view tag) { return "{\"v\":\"" + std::string(tag) + "\"}"; }
 
+// A body as read back, in one canonical form (PostgreSQL reformats JSONB).
+std::string Canonical(const std::string& body) {
+  auto parsed = nlohmann::json::parse(body, nullptr, false);
+  return parsed.is_discarded() ? body : parsed.dump();
+}
+
 // What an operation returned: a status code and, for reads, the value(s) seen.
 struct Outcome {
   StatusCode code = StatusCode::kOk;
@@ -216,7 +225,7 @@ Outcome Execute(Op op, ShardBackend& old_shard, ShardBackend& new_shard) {
     case Op::kGet: {
       auto got = ConsistentGet(old_shard, new_shard, kKey);
       if (!got.ok()) return of(got.status());
-      return Outcome{.code = StatusCode::kOk, .values = {got->body}};
+      return Outcome{.code = StatusCode::kOk, .values = {Canonical(got->body)}};
     }
     case Op::kQuery:
     case Op::kQueryFiltered: {
@@ -232,7 +241,7 @@ Outcome Execute(Op op, ShardBackend& old_shard, ShardBackend& new_shard) {
         auto page = q.Next(1);
         if (!page.ok()) return of(page.status());
         if (page->empty()) break;
-        for (const auto& d : *page) o.values.push_back(d.body);
+        for (const auto& d : *page) o.values.push_back(Canonical(d.body));
       }
       return o;
     }
@@ -283,9 +292,23 @@ Outcome ApplyModel(Op op, std::optional<std::string>& value) {
 }
 
 // One run of `ops` under `choose`; returns a description of the failure, or "" if consistent.
+// Two empty shards for one run: the old and the new shard of the document.
+struct ShardPair {
+  std::shared_ptr<ShardBackend> old_shard;
+  std::shared_ptr<ShardBackend> new_shard;
+};
+using ShardPairFactory = std::function<ShardPair()>;
+
+ShardPair MemoryPair() {
+  return {std::make_shared<MemoryShardBackend>("old"), std::make_shared<MemoryShardBackend>("new")};
+}
+
 std::string RunOnce(Scenario scenario, const std::vector<Op>& ops,
-                    const std::function<size_t(size_t)>& choose) {
-  MemoryShardBackend old_raw("old"), new_raw("new");
+                    const std::function<size_t(size_t)>& choose,
+                    const ShardPairFactory& factory = MemoryPair) {
+  const ShardPair pair = factory();
+  ShardBackend& old_raw = *pair.old_shard;
+  ShardBackend& new_raw = *pair.new_shard;
   const std::optional<std::string> initial = Setup(scenario, old_raw, new_raw);
   Scheduler scheduler(ops.size());
   GatedShard old_shard(&old_raw, &scheduler), new_shard(&new_raw, &scheduler);
@@ -319,7 +342,7 @@ std::string RunOnce(Scenario scenario, const std::vector<Op>& ops,
   if (auto got = new_raw.Get(kKey); got.ok()) {
     if (got->tombstone) return "a tombstone survived the cleanup";
     if (got->version != kNew) return "an old version survived the cleanup";
-    final_value = got->body;
+    final_value = Canonical(got->body);
   }
   if (old_raw.Get(kKey).ok()) return "the old shard still holds the document";
 
@@ -341,17 +364,21 @@ std::string RunOnce(Scenario scenario, const std::vector<Op>& ops,
 }
 
 // Every interleaving, depth-first over the choices; returns the number of runs.
-size_t ExploreAll(Scenario scenario, const std::vector<Op>& ops) {
+size_t ExploreAll(Scenario scenario, const std::vector<Op>& ops,
+                  const ShardPairFactory& factory = MemoryPair) {
   std::vector<size_t> prefix;
   size_t runs = 0;
   for (;;) {
     std::vector<size_t> taken, options;
-    const std::string failure = RunOnce(scenario, ops, [&](size_t n) {
-      const size_t c = taken.size() < prefix.size() ? prefix[taken.size()] : 0;
-      taken.push_back(c);
-      options.push_back(n);
-      return c;
-    });
+    const std::string failure = RunOnce(
+        scenario, ops,
+        [&](size_t n) {
+          const size_t c = taken.size() < prefix.size() ? prefix[taken.size()] : 0;
+          taken.push_back(c);
+          options.push_back(n);
+          return c;
+        },
+        factory);
     ++runs;
     std::string schedule;
     for (size_t c : taken) schedule += std::to_string(c);
@@ -380,6 +407,47 @@ TEST(ClientsideInterleavingTest, EveryPairInEveryScenario) {
     }
   }
   std::printf("explored %zu interleavings of %zu operation pairs\n", runs, configs);
+}
+
+// The same exhaustive pairs on the real backends: the embedded shard (fresh collections per run)
+// and PostgreSQL (two tables, emptied before each run, on a server the test starts).
+TEST(ClientsideInterleavingTest, EveryPairOnEmbeddedAndPostgresShards) {
+  testing::ScopedTempDir dir;
+  testing::EmbeddedShards embedded(dir.path());
+  auto server = testing::PostgresTestServer::Start();
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::vector<std::shared_ptr<ShardBackend>> tables;
+  for (const char* name : {"interleave_old", "interleave_new"}) {
+    auto t = PostgresShardBackend::Create(
+        {.conninfo = (*server)->conninfo(), .table = name, .max_idle_connections = 4});
+    ASSERT_TRUE(t.ok()) << t.status();
+    tables.push_back(std::shared_ptr<ShardBackend>(*std::move(t)));
+  }
+  const std::vector<std::pair<std::string, ShardPairFactory>> backends = {
+      {"embedded",
+       [&] {
+         return ShardPair{embedded.NewShard(), embedded.NewShard()};
+       }},
+      {"postgres", [&] {
+         for (auto& t : tables) {
+           Status ignored = t->Delete(kKey);  // NOT_FOUND when already empty
+           (void)ignored;
+         }
+         return ShardPair{tables[0], tables[1]};
+       }}};
+  for (const auto& [name, factory] : backends) {
+    size_t runs = 0;
+    for (Scenario scenario : kAllScenarios) {
+      for (size_t i = 0; i < std::size(kAllOps); ++i) {
+        for (size_t j = i; j < std::size(kAllOps); ++j) {
+          SCOPED_TRACE(name + ": " + std::string(OpName(kAllOps[i])) + " || " +
+                       std::string(OpName(kAllOps[j])));
+          runs += ExploreAll(scenario, {kAllOps[i], kAllOps[j]}, factory);
+        }
+      }
+    }
+    std::printf("%s: explored %zu interleavings\n", name.c_str(), runs);
+  }
 }
 
 TEST(ClientsideInterleavingTest, RandomTriples) {
