@@ -128,9 +128,14 @@ Status ShardedCollection::Refresh() {
       if (closing_) return CancelledError("closing");
     }
   }
-  SHOAL_RETURN_IF_ERROR(
-      store.PutEphemeral(session_, keys_.barrier(barrier) + client_name_, "", metadata::kAnyVersion)
-          .status());
+  const std::string join_key = keys_.barrier(barrier) + client_name_;
+  SHOAL_RETURN_IF_ERROR(store.PutEphemeral(session_, join_key, "", metadata::kAnyVersion).status());
+  if (!last_join_key_.empty() && last_join_key_ != join_key) {
+    // The previous barrier is over (this one could not start before it completed).
+    Status ignored = store.Delete(last_join_key_, metadata::kAnyVersion);
+    (void)ignored;
+  }
+  last_join_key_ = join_key;
   {
     std::lock_guard lock(mu_);
     if (state_ == barrier) joined_ = true;

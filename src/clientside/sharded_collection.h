@@ -123,6 +123,7 @@ class ShardedCollection {
   bool closing_ = false;        // (mu_)
   bool lost_ = false;           // the session expired: no longer a member (mu_)
   uint64_t next_query_ = 0;     // (mu_)
+  std::string last_join_key_;   // the barrier key joined last; control thread only
   std::thread control_;
   bool closed_ = false;
 };

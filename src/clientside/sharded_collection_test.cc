@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
+#include <thread>
 
 #include "src/clientside/consistent_ops.h"
 #include "src/clientside/memory_shard_backend.h"
@@ -61,6 +63,7 @@ class ShardedCollectionTest : public ::testing::Test {
     for (uint32_t i = 0; i < 3; ++i) {
       ShardQuery q;
       q.include_tombstones = true;
+      q.limit = 1000000;
       auto page = (*catalog_->Get(ShardIndex(i)))->Query(q);
       ASSERT_TRUE(page.ok());
       for (const auto& d : page->documents) {
@@ -130,6 +133,12 @@ TEST_F(ShardedCollectionTest, RequestsAreQueuedInABarrierNotFailed) {
   ASSERT_TRUE(slow.ok());
   ASSERT_TRUE(store_->PutEphemeral(*slow, keys.member("slow"), "", metadata::kMustNotExist).ok());
   ASSERT_TRUE(BeginShardCountChange(*store_, "c", 3).ok());
+  // Until its watch fires the client may still admit requests under `normal` (the barrier waits
+  // for them); once it has seen the barrier state, requests queue.
+  for (int i = 0; i < 5000 && a->state().state != ClientState::kEnterRebalance; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(a->state().state, ClientState::kEnterRebalance);
   auto add = std::async(std::launch::async, [&] { return a->Add("q", "{}"); });
   EXPECT_EQ(add.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
   EXPECT_EQ(ReadShardingState(*store_, keys)->state.state, ClientState::kEnterRebalance);
@@ -158,8 +167,13 @@ TEST_F(ShardedCollectionTest, OpenQueryHoldsBackTheCleanup) {
   auto first = (*cursor)->Next(10);
   ASSERT_TRUE(first.ok());
   auto rebalanced = std::async(std::launch::async, [&] { return Rebalance(); });
-  EXPECT_EQ(rebalanced.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout);
+  // The rebalancer copies, reaches `cleanup`, and stays there while the cursor is open.
+  for (int i = 0; i < 10000; ++i) {
+    if (ReadShardingState(*store_, StateKeys("c"))->state.state == ClientState::kCleanup) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   EXPECT_EQ(ReadShardingState(*store_, StateKeys("c"))->state.state, ClientState::kCleanup);
+  EXPECT_EQ(rebalanced.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
   // Every document is still there for the open cursor, exactly once.
   size_t total = first->size();
   for (;;) {
@@ -173,13 +187,42 @@ TEST_F(ShardedCollectionTest, OpenQueryHoldsBackTheCleanup) {
   EXPECT_EQ(a->state().state, ClientState::kNormal);
 }
 
+TEST_F(ShardedCollectionTest, TwoRebalancersAtOnceAgree) {
+  ASSERT_TRUE(InitShardingState(*store_, "c", 2).ok());
+  auto a = Open("a");
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(a->Add("k" + std::to_string(i), "{}").ok());
+  for (uint32_t target : {3u, 1u, 2u}) {
+    ASSERT_TRUE(BeginShardCountChange(*store_, "c", target).ok());
+    auto first = std::async(std::launch::async, [&] { return Rebalance(); });
+    auto second = std::async(std::launch::async, [&] { return Rebalance(); });
+    EXPECT_TRUE(first.get().ok());
+    EXPECT_TRUE(second.get().ok());
+    auto s = ReadShardingState(*store_, StateKeys("c"));
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s->state.shards, target);
+    ExpectPlaced(s->state, 200);
+  }
+  // Only the last barrier's join key of the client remains.
+  auto joined = store_->List(StateKeys("c").root() + "barrier/");
+  ASSERT_TRUE(joined.ok());
+  EXPECT_LE(joined->size(), 1u);
+}
+
 TEST_F(ShardedCollectionTest, RebalancerResumesFromEveryKillPoint) {
   ASSERT_TRUE(InitShardingState(*store_, "c", 3).ok());
   auto a = Open("a");
   for (int i = 0; i < 40; ++i) ASSERT_TRUE(a->Add("k" + std::to_string(i), "{}").ok());
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(a->Delete("k" + std::to_string(i * 4)).ok());
   ASSERT_TRUE(BeginShardCountChange(*store_, "c", 2).ok());
-  // Kill after 1, 2, 3, ... steps until one run completes.
+  // A writer keeps adding while the rebalancer is killed after 1, 2, 3, ... steps until one run
+  // completes (its requests queue while the state waits for the rebalancer).
+  std::atomic<bool> done{false};
+  std::atomic<int> acknowledged{0};
+  std::thread writer([&] {
+    for (int i = 0; !done.load() && i < 300; ++i) {
+      if (a->Add("new" + std::to_string(i), "{}").ok()) acknowledged.fetch_add(1);
+    }
+  });
   int kills = 0;
   for (int budget = 1;; ++budget) {
     int left = budget;
@@ -193,13 +236,14 @@ TEST_F(ShardedCollectionTest, RebalancerResumesFromEveryKillPoint) {
     if (s.ok()) break;
     ASSERT_EQ(s.code(), StatusCode::kCancelled) << s;
     ++kills;
-    ASSERT_TRUE(a->Add("new" + std::to_string(budget), "{}").ok() ||
-                a->state().state != ClientState::kRebalancing);
   }
+  done.store(true);
+  writer.join();
   EXPECT_GT(kills, 20);
   auto s = ReadShardingState(*store_, StateKeys("c"));
   size_t added = 0;
   for (const auto& key : QueryKeys(*a)) added += key.starts_with("new") ? 1 : 0;
+  EXPECT_EQ(added, static_cast<size_t>(acknowledged.load()));
   ExpectPlaced(s->state, 30 + added);
 }
 
