@@ -8,9 +8,11 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config clang clang-format clang-tidy libclang-rt-14-dev
   # libraries
   libabsl-dev libxxhash-dev libcli11-dev libfmt-dev nlohmann-json3-dev librocksdb-dev
-  libsimdjson-dev rapidjson-dev
+  libsimdjson-dev rapidjson-dev libpqxx-dev
   # network layer: gRPC and protocol buffers
   protobuf-compiler protobuf-compiler-grpc libgrpc++-dev libprotobuf-dev
+  # the PostgreSQL shard backend's tests start a real server
+  postgresql
   # tests and benchmarks
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   # plots for docs/results

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "tools/shoal/clientside_demo.h"
 #include "tools/shoal/demo.h"
 #include "tools/shoal/net_commands.h"
 #include "tools/shoal/partition_sim.h"
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   shoal::tools::AddPartitionSimCommand(app);
   shoal::tools::AddDemoCommand(app);
+  shoal::tools::AddClientsideDemoCommand(app);
   shoal::tools::AddSimCommand(app);
   shoal::tools::AddServerCommands(app);
   shoal::tools::AddDataCommands(app);

@@ -1,0 +1,310 @@
+// Paper 000 §8, Tables 2 and 3: the time of 100 operations of each kind with the naïve
+// algorithm over 3 shards (`normal`) against the consistent algorithms while moving from 2 to 3
+// shards (`rebalancing`, no rebalancer running, every preloaded document still on its old
+// shard), serially (Table 2) and 20 at a time (Table 3), on embedded and PostgreSQL shards.
+// Every configuration is repeated; the medians and the rebalancing/normal ratios come from the
+// same run. The PostgreSQL server is started by the benchmark (as the tests do).
+//
+//   clientside_bench [--backend embedded|postgres|both] [--repeats N] [--documents N]
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "src/clientside/embedded_shard_backend.h"
+#include "src/clientside/postgres_shard_backend.h"
+#include "src/clientside/postgres_test_server.h"
+#include "src/clientside/sharded_collection.h"
+#include "src/metadata/embedded_metadata_store.h"
+
+namespace shoal::clientside {
+namespace {
+
+constexpr int kOpsPerRun = 100;
+
+// Runs fn(i) for i in [0, n) on `threads` persistent workers.
+class Pool {
+ public:
+  explicit Pool(int threads) {
+    for (int t = 0; t < threads; ++t) {
+      workers_.emplace_back([this, t, threads] {
+        uint64_t seen = 0;
+        for (;;) {
+          std::function<void(int)> task;
+          int n = 0;
+          {
+            std::unique_lock lock(mu_);
+            cv_.wait(lock, [&] { return generation_ != seen || stop_; });
+            if (stop_) return;
+            seen = generation_;
+            task = task_;
+            n = n_;
+          }
+          for (int i = t; i < n; i += threads) task(i);
+          std::lock_guard lock(mu_);
+          if (++finished_ == static_cast<int>(workers_.size())) done_cv_.notify_all();
+        }
+      });
+    }
+  }
+  ~Pool() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& w : workers_) w.join();
+  }
+  void Run(int n, std::function<void(int)> task) {
+    std::unique_lock lock(mu_);
+    task_ = std::move(task);
+    n_ = n;
+    finished_ = 0;
+    ++generation_;
+    cv_.notify_all();
+    done_cv_.wait(lock, [&] { return finished_ == static_cast<int>(workers_.size()); });
+  }
+
+ private:
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  std::function<void(int)> task_;
+  int n_ = 0;
+  int finished_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+struct Setup {
+  std::string backend;
+  std::function<std::shared_ptr<ShardBackend>(const std::string& name)> make_shard;
+};
+
+struct Row {
+  std::string op;
+  double normal_ms = 0, rebalancing_ms = 0;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+std::string Key(std::string_view prefix, int i) { return fmt::format("{}{:07d}", prefix, i); }
+std::string Body(int i) {
+  return fmt::format("{{\"g\":{},\"n\":{},\"pad\":\"{:032d}\"}}", i % 10, i, i);
+}
+
+// One collection in the mode under test, loaded with `documents` documents plus the keys the
+// destructive operations consume.
+class Fixture {
+ public:
+  Fixture(metadata::MetadataStore* store, const Setup& setup, bool rebalancing, int documents,
+          int consumable)
+      : documents_(documents) {
+    const std::string name = rebalancing ? "rebalancing" : "normal";
+    auto catalog = std::make_shared<ShardCatalog>();
+    for (uint32_t i = 0; i < 3; ++i) {
+      catalog->Set(ShardIndex(i), setup.make_shard(fmt::format("{}_{}", name, i)));
+    }
+    Check(InitShardingState(*store, name, rebalancing ? 2 : 3));
+    auto c = ShardedCollection::Open({.metadata = store,
+                                      .catalog = catalog,
+                                      .collection = name,
+                                      .client_name = "bench",
+                                      .session_ttl = std::chrono::seconds(600),
+                                      .query_page_size = 256});
+    Check(c.status());
+    client_ = *std::move(c);
+    for (int i = 0; i < documents; ++i) Check(client_->Add(Key("d", i), Body(i)));
+    for (int i = 0; i < consumable; ++i) Check(client_->Add(Key("x", i), Body(i)));
+    if (rebalancing) {
+      Check(BeginShardCountChange(*store, name, 3));
+      while (client_->state().state != ClientState::kRebalancing) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+  }
+  ShardedCollection& client() { return *client_; }
+  int documents() const { return documents_; }
+  int next_consumable = 0;
+  int next_new = 0;
+
+  static void Check(const Status& s) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "bench setup failed: %s\n", s.ToString().c_str());
+      std::exit(1);
+    }
+  }
+
+ private:
+  int documents_;
+  std::unique_ptr<ShardedCollection> client_;
+};
+
+// The time (ms) of one run of `op`: 100 operations, or one query.
+double RunOnce(Fixture& f, Pool& pool, std::string_view op) {
+  ShardedCollection& c = f.client();
+  std::atomic<int> unexpected{0};
+  auto expect = [&](const Status& s, StatusCode want) {
+    if (s.code() != want) unexpected.fetch_add(1);
+  };
+  std::function<void(int)> task;
+  int n = kOpsPerRun;
+  const int base_new = f.next_new, base_consumable = f.next_consumable;
+  if (op == "Add") {
+    task = [&](int i) { expect(c.Add(Key("n", base_new + i), Body(i)), StatusCode::kOk); };
+    f.next_new += n;
+  } else if (op == "Add (duplicate)") {
+    task = [&](int i) {
+      expect(c.Add(Key("d", i * 7 % f.documents()), Body(i)), StatusCode::kAlreadyExists);
+    };
+  } else if (op == "Delete") {
+    task = [&](int i) { expect(c.Delete(Key("x", base_consumable + i)), StatusCode::kOk); };
+    f.next_consumable += n;
+  } else if (op == "Delete (missing)") {
+    task = [&](int i) { expect(c.Delete(Key("m", i)), StatusCode::kNotFound); };
+  } else if (op == "Get") {
+    task = [&](int i) {
+      expect(c.Get(Key("d", i * 13 % f.documents())).status(), StatusCode::kOk);
+    };
+  } else if (op == "Get (missing)") {
+    task = [&](int i) { expect(c.Get(Key("m", i)).status(), StatusCode::kNotFound); };
+  } else if (op == "Update") {
+    task = [&](int i) {
+      expect(c.Update(Key("d", i * 11 % f.documents()), Body(i + 1)), StatusCode::kOk);
+    };
+  } else if (op == "Update (missing)") {
+    task = [&](int i) { expect(c.Update(Key("m", i), Body(i)), StatusCode::kNotFound); };
+  } else {
+    // Query1: a tenth of the documents; Query2: a smaller subset of them.
+    storage::DocumentFilter filter;
+    filter.all_of.push_back({.path = "g", .op = storage::CompareOp::kEq, .value = int64_t{3}});
+    if (op == "Query2") {
+      filter.all_of.push_back(
+          {.path = "n", .op = storage::CompareOp::kLt, .value = int64_t{f.documents() / 10}});
+    }
+    n = 1;
+    task = [&, filter](int) {
+      auto cursor = c.Query(filter);
+      if (!cursor.ok()) {
+        unexpected.fetch_add(1);
+        return;
+      }
+      for (;;) {
+        auto page = (*cursor)->Next(256);
+        if (!page.ok() || page->empty()) break;
+      }
+    };
+  }
+  const auto start = std::chrono::steady_clock::now();
+  pool.Run(n, task);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (unexpected.load() != 0) {
+    std::fprintf(stderr, "%s: %d unexpected results\n", std::string(op).c_str(), unexpected.load());
+    std::exit(1);
+  }
+  return ms;
+}
+
+void RunBackend(const Setup& setup, int repeats, int documents, const std::string& dir) {
+  const std::vector<std::string> ops = {"Add",    "Add (duplicate)", "Delete", "Delete (missing)",
+                                        "Get",    "Get (missing)",   "Update", "Update (missing)",
+                                        "Query1", "Query2"};
+  auto store = metadata::EmbeddedMetadataStore::Open(
+      {.path = dir + "/meta-" + setup.backend, .sync = false, .now_micros = {}});
+  Fixture::Check(store.status());
+  const int consumable = 2 * (repeats + 1) * kOpsPerRun;
+  Fixture normal(store->get(), setup, false, documents, consumable);
+  Fixture rebalancing(store->get(), setup, true, documents, consumable);
+  for (int concurrency : {1, 20}) {
+    Pool pool(concurrency);
+    std::vector<Row> rows;
+    for (const std::string& op : ops) {
+      // One unmeasured run each: connections, caches.
+      RunOnce(normal, pool, op);
+      RunOnce(rebalancing, pool, op);
+      std::vector<double> a, b;
+      for (int r = 0; r < repeats; ++r) {  // alternate, so drift hits both modes alike
+        a.push_back(RunOnce(normal, pool, op));
+        b.push_back(RunOnce(rebalancing, pool, op));
+      }
+      rows.push_back({op, Median(a), Median(b)});
+    }
+    std::printf("\n### %s shards, %s (median of %d runs; ms per 100 operations, per query)\n\n",
+                setup.backend.c_str(), concurrency == 1 ? "serial" : "20 concurrent", repeats);
+    std::printf("| Operation | Normal (3 shards) | Rebalancing (2 → 3) | overhead |\n");
+    std::printf("|---|---:|---:|---:|\n");
+    for (const Row& row : rows) {
+      std::printf("| %s | %.2f | %.2f | %+.0f%% |\n", row.op.c_str(), row.normal_ms,
+                  row.rebalancing_ms, 100.0 * (row.rebalancing_ms / row.normal_ms - 1.0));
+    }
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+}  // namespace shoal::clientside
+
+int main(int argc, char** argv) {
+  using namespace shoal::clientside;
+  CLI::App app{"paper 000 Tables 2 and 3: client-side sharding overhead during rebalancing"};
+  std::string backend = "both";
+  int repeats = 15;
+  int documents = 5000;
+  app.add_option("--backend", backend, "embedded, postgres or both");
+  app.add_option("--repeats", repeats, "runs of each configuration (the median is reported)");
+  app.add_option("--documents", documents, "documents preloaded in each collection");
+  app.allow_extras();  // `make bench` passes Google Benchmark flags to every program
+  CLI11_PARSE(app, argc, argv);
+
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / fmt::format("shoal-cs-bench-{}", getpid()))
+          .string();
+  std::filesystem::create_directories(dir);
+  if (backend == "embedded" || backend == "both") {
+    shoal::storage::StoreOptions options;
+    options.path = dir + "/shards";
+    options.sync = shoal::storage::SyncPolicy::kPeriodic;
+    options.check_ownership = false;
+    auto store = shoal::storage::BucketStore::Open(options);
+    Fixture::Check(store.status());
+    std::shared_ptr<shoal::storage::BucketStore> shared(*std::move(store));
+    uint32_t next = 1;
+    RunBackend({.backend = "embedded",
+                .make_shard =
+                    [&](const std::string& name) {
+                      auto s =
+                          EmbeddedShardBackend::Create(shared, shoal::CollectionId(next++), name);
+                      Fixture::Check(s.status());
+                      return std::shared_ptr<ShardBackend>(*std::move(s));
+                    }},
+               repeats, documents, dir);
+  }
+  if (backend == "postgres" || backend == "both") {
+    auto server = shoal::clientside::testing::PostgresTestServer::Start();
+    Fixture::Check(server.status());
+    const std::string conninfo = (*server)->conninfo();
+    RunBackend({.backend = "PostgreSQL",
+                .make_shard =
+                    [&](const std::string& name) {
+                      auto s = PostgresShardBackend::Create(
+                          {.conninfo = conninfo, .table = name, .max_idle_connections = 32});
+                      Fixture::Check(s.status());
+                      return std::shared_ptr<ShardBackend>(*std::move(s));
+                    }},
+               repeats, documents, dir);
+  }
+  std::filesystem::remove_all(dir);
+  return 0;
+}
