@@ -123,17 +123,17 @@ Status BucketStore::DropRange(const PointRange& range) {
 }
 
 Status BucketStore::ReclaimRange(const PointRange& range) {
-  // The range is already deleted by a logged DeleteRange. Drop the files that lie wholly inside,
-  // and ask compaction to rewrite the files that straddle the edges.
+  // The range is already deleted by a logged DeleteRange. Drop the files that lie wholly inside;
+  // the files that straddle the edges are rewritten by ordinary compaction, which drops the
+  // covered keys. Forcing it (SuggestCompactRange) rewrote whole neighbouring files after every
+  // move and took CPU from the clients while buckets moved (docs/results/rebalance.md).
   const std::string begin = range.BeginKey();
   const std::string end = range.EndKey();
   const rocksdb::Slice b(begin), e(end);
   rocksdb::RangePtr ranges(&b, &e);
-  SHOAL_RETURN_IF_ERROR(
-      FromRocks(rocksdb::DeleteFilesInRanges(db_, documents_, &ranges, 1, /*include_end=*/false),
-                "delete files in range"));
-  return FromRocks(rocksdb::experimental::SuggestCompactRange(db_, documents_, &b, &e),
-                   "suggest compaction");
+  return FromRocks(
+      rocksdb::DeleteFilesInRanges(db_, documents_, &ranges, 1, /*include_end=*/false),
+      "delete files in range");
 }
 
 }  // namespace shoal::storage
