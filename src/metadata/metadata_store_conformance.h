@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/metadata/leader_election.h"
 #include "src/metadata/metadata_store.h"
 
 namespace shoal::metadata {
@@ -319,6 +320,41 @@ TEST_P(MetadataStoreConformance, ConcurrentCasIncrementsAreExact) {
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(*store_->Get("counter"), (Versioned{.value = std::to_string(kThreads * kIncrements),
                                                 .version = uint64_t{kThreads * kIncrements + 1}}));
+}
+
+// Two candidates: one leads; when its session ends the other takes over with a higher epoch, and
+// the commits of the stale leader, fenced by its epoch, fail.
+TEST_P(MetadataStoreConformance, LeaderElectionFencesAStaleLeader) {
+  LeaderElection first(*store_, "election/", "first", std::chrono::milliseconds(10'000));
+  LeaderElection second(*store_, "election/", "second", std::chrono::milliseconds(10'000));
+  EXPECT_EQ(LeaderElection::Leader(*store_, "election/")->has_value(), false);
+  ASSERT_EQ(first.TryAcquire(), StatusOr<bool>(true));
+  EXPECT_EQ(first.epoch(), std::optional<uint64_t>(1));
+  ASSERT_EQ(second.TryAcquire(), StatusOr<bool>(false));
+  EXPECT_EQ(first.TryAcquire(), StatusOr<bool>(true));  // already leader
+  auto leader = LeaderElection::Leader(*store_, "election/");
+  ASSERT_TRUE(leader.ok() && leader->has_value()) << leader.status();
+  EXPECT_EQ(**leader, (std::pair<uint64_t, std::string>(1, "first")));
+  SHOAL_CONFORMANCE_ASSERT_OK(
+      store_->Commit(std::vector<MetaOp>{first.Fence(), MetaOp::Put("state", "by first")}));
+  EXPECT_EQ(store_->Commit(std::vector<MetaOp>{second.Fence(), MetaOp::Put("state", "x")}).code(),
+            StatusCode::kFailedPrecondition);
+
+  // The first leader's session ends behind its back (as when it is cut off for longer than the
+  // ttl); the standby takes over.
+  SHOAL_CONFORMANCE_ASSERT_OK(store_->CloseSession(*first.session()));
+  ASSERT_TRUE(Eventually([&] { return second.TryAcquire().value_or(false); }));
+  EXPECT_EQ(second.epoch(), std::optional<uint64_t>(2));
+  SHOAL_CONFORMANCE_ASSERT_OK(
+      store_->Commit(std::vector<MetaOp>{second.Fence(), MetaOp::Put("state", "by second")}));
+  // The stale leader still believes its epoch 1: fenced.
+  const Status stale =
+      store_->Commit(std::vector<MetaOp>{first.Fence(), MetaOp::Put("state", "by first again")});
+  EXPECT_EQ(stale.code(), StatusCode::kFailedPrecondition) << stale;
+  EXPECT_EQ(store_->Get("state")->value, "by second");
+  EXPECT_EQ(first.KeepAlive().code(), StatusCode::kNotFound);
+  second.Resign();
+  EXPECT_EQ(LeaderElection::Leader(*store_, "election/")->has_value(), false);
 }
 
 }  // namespace shoal::metadata
