@@ -336,7 +336,8 @@ StatusOr<uint64_t> ZooKeeperMetadataStore::Apply(const Writer& writer,
       bool exists = false;         // during the simulated commit
       int32_t data_version = 0;
       int64_t owner = 0;
-      bool touched = false;  // a ZooKeeper op on it is already in the multi
+      bool touched = false;             // a ZooKeeper op on it is already in the multi
+      std::vector<std::string> chunks;  // of the value it holds during the simulated commit
     };
     std::map<std::string, KeyState, std::less<>> keys;
     std::deque<std::string> buffers;  // keeps the paths and data of the multi alive
@@ -350,10 +351,10 @@ StatusOr<uint64_t> ZooKeeperMetadataStore::Apply(const Writer& writer,
     auto drop_staged = [&] {
       for (const std::string& chunk : staged_chunks) (void)zoo_delete(writer.zh, chunk.c_str(), -1);
     };
-    auto chunks_of = [&](const Head& head) {
-      for (size_t c = 0; c < head.chunk_count; ++c) {
-        dropped_chunks.push_back(fmt::format("{}/c/{}-{}", options_.root, head.chunk_id, c));
-      }
+    // The value of `state` is replaced or deleted: its chunks go once the multi succeeded.
+    auto drop_chunks_of = [&](KeyState& state) {
+      for (std::string& chunk : state.chunks) dropped_chunks.push_back(std::move(chunk));
+      state.chunks.clear();
     };
     // Pins an absent key that no earlier op touched: create+delete fails if it appeared.
     auto pin_absent = [&](KeyState& state) {
@@ -382,6 +383,10 @@ StatusOr<uint64_t> ZooKeeperMetadataStore::Apply(const Writer& writer,
         if (state.exists) {
           state.data_version = state.stored->data_version;
           state.owner = state.stored->owner;
+          for (size_t c = 0; c < state.stored->chunk_count; ++c) {
+            state.chunks.push_back(
+                fmt::format("{}/c/{}-{}", options_.root, state.stored->chunk_id, c));
+          }
         }
         it = keys.emplace(op.key, std::move(state)).first;
       }
@@ -420,7 +425,7 @@ StatusOr<uint64_t> ZooKeeperMetadataStore::Apply(const Writer& writer,
         if (state.exists) {
           zops.emplace_back();
           zoo_delete_op_init(&zops.back(), state.path.c_str(), state.data_version);
-          if (state.stored.has_value() && !state.touched) chunks_of(*state.stored);
+          drop_chunks_of(state);
           state.touched = true;
           state.exists = false;
         } else {
@@ -428,6 +433,7 @@ StatusOr<uint64_t> ZooKeeperMetadataStore::Apply(const Writer& writer,
         }
       } else {
         // The head: the value inline, or a manifest of chunks written now, before the multi.
+        drop_chunks_of(state);
         std::string& data = buffers.emplace_back();
         if (op.value.size() <= kInlineValueBytes &&
             inline_bytes + op.value.size() <= kCommitInlineBudget) {
@@ -445,10 +451,12 @@ StatusOr<uint64_t> ZooKeeperMetadataStore::Apply(const Writer& writer,
             const int rc =
                 zoo_create(writer.zh, chunk.c_str(), part.data(), static_cast<int>(part.size()),
                            &ZOO_OPEN_ACL_UNSAFE, mode, nullptr, 0);
-            if (rc != ZOK)
+            if (rc != ZOK) {
               failure = ZkError(rc, fmt::format("write chunk of {:?}", op.key));
-            else
+            } else {
               staged_chunks.push_back(chunk);
+              state.chunks.push_back(chunk);
+            }
           }
           data = fmt::format("{}{} {} {}", kChunkedTag, id, count, op.value.size());
         }
@@ -456,7 +464,6 @@ StatusOr<uint64_t> ZooKeeperMetadataStore::Apply(const Writer& writer,
         if (state.exists) {
           zoo_set_op_init(&zops.back(), state.path.c_str(), data.data(),
                           static_cast<int>(data.size()), state.data_version, nullptr);
-          if (state.stored.has_value() && !state.touched) chunks_of(*state.stored);
           ++state.data_version;
         } else {
           zoo_create_op_init(&zops.back(), state.path.c_str(), data.data(),

@@ -1,5 +1,7 @@
 #include "src/metadata/zookeeper_metadata_store.h"
 
+// The synchronous calls of the C client, for reading the znodes directly.
+#define THREADED
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -7,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zookeeper/zookeeper.h>
 
 #include <atomic>
 #include <chrono>
@@ -110,6 +113,46 @@ TEST(ZooKeeperMetadataStoreTest, DataSurvivesReopenAndIsSharedBetweenClients) {
   EXPECT_EQ(second->Get("eph").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(second->Get("big")->value, big);
   EXPECT_EQ(*second->Put("p", "3", 2), 3u);
+}
+
+// The number of chunk znodes under `root`, read with the C client directly.
+int ChunkCount(const std::string& root) {
+  zhandle_t* zh = zookeeper_init(server->hosts().c_str(), nullptr, 10'000, nullptr, nullptr, 0);
+  if (zh == nullptr) return -1;
+  String_vector children{};
+  int rc = ZCONNECTIONLOSS;
+  for (int i = 0; i < 500 && rc == ZCONNECTIONLOSS; ++i) {
+    rc = zoo_get_children(zh, (root + "/c").c_str(), 0, &children);
+    if (rc == ZCONNECTIONLOSS) std::this_thread::sleep_for(milliseconds(10));
+  }
+  const int count = rc == ZOK ? children.count : -1;
+  if (rc == ZOK) deallocate_String_vector(&children);
+  zookeeper_close(zh);
+  return count;
+}
+
+// Large values are chunks; replacing or deleting them deletes their chunks, in and across commits.
+TEST(ZooKeeperMetadataStoreTest, ChunksOfReplacedValuesAreDeleted) {
+  const std::string root = FreshRoot();
+  auto store = OpenAt(root);
+  ASSERT_NE(store, nullptr);
+  const std::string big(kMaxValueBytes, 'x');
+  const int per_value = static_cast<int>(kMaxValueBytes / kChunkBytes);
+  ASSERT_OK(store->Put("a", big, kMustNotExist).status());
+  EXPECT_EQ(ChunkCount(root), per_value);
+  ASSERT_OK(store->Put("a", big + "", 1).status());
+  EXPECT_EQ(ChunkCount(root), per_value);
+  // Replaced twice inside one commit, then small: only the last value's chunks (none) remain.
+  ASSERT_OK(store->Commit(
+      std::vector<MetaOp>{MetaOp::Put("a", big), MetaOp::Put("a", big), MetaOp::Put("b", big)}));
+  EXPECT_EQ(ChunkCount(root), 2 * per_value);
+  ASSERT_OK(store->Commit(std::vector<MetaOp>{MetaOp::Put("a", "small"), MetaOp::Delete("b")}));
+  EXPECT_EQ(ChunkCount(root), 0);
+  // A failed commit leaves no chunks behind.
+  EXPECT_FALSE(
+      store->Commit(std::vector<MetaOp>{MetaOp::Put("c", big), MetaOp::Check("a", 99)}).ok());
+  EXPECT_EQ(ChunkCount(root), 0);
+  EXPECT_EQ(*store->Get("a"), (Versioned{.value = "small", .version = 5}));
 }
 
 // A write by another client reaches a watcher; so does the end of another client's session.
