@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "src/metadata/metadata_store_conformance.h"
+
 namespace shoal::metadata {
 namespace {
 
@@ -46,6 +48,24 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// The shared contract, each case on a fresh store in its own directory.
+INSTANTIATE_TEST_SUITE_P(Embedded, MetadataStoreConformance,
+                         ::testing::Values(ConformanceStore{
+                             .name = "Embedded",
+                             .open = []() -> std::unique_ptr<MetadataStore> {
+                               // The directory outlives the store: kept for the process, removed at
+                               // exit.
+                               static std::vector<std::unique_ptr<TempDir>> dirs;
+                               dirs.push_back(std::make_unique<TempDir>());
+                               auto opened =
+                                   EmbeddedMetadataStore::Open({.path = dirs.back()->path() + "/db",
+                                                                .sync = false,
+                                                                .now_micros = nullptr});
+                               EXPECT_TRUE(opened.ok()) << opened.status();
+                               return opened.ok() ? *std::move(opened) : nullptr;
+                             }}),
+                         [](const auto&) { return std::string("Embedded"); });
 
 class EmbeddedMetadataStoreTest : public ::testing::Test {
  protected:

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "src/metadata/embedded_metadata_store.h"
+#include "src/metadata/zookeeper_metadata_store.h"
 #include "src/net/admin.h"
 
 namespace shoal::net {
@@ -52,12 +53,18 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
                                              .coordinator = {},
                                              .address_book_path = options.data_dir + "/addresses",
                                              .max_message_bytes = options.max_message_bytes}));
-  metadata::EmbeddedMetadataOptions meta;
-  meta.path = options.data_dir + "/metadata";
-  meta.sync = options.sync;
-  GrpcRuntime* runtime = process->runtime_.get();
-  meta.now_micros = [runtime] { return runtime->Now(); };
-  SHOAL_ASSIGN_OR_RETURN(process->metadata_, metadata::EmbeddedMetadataStore::Open(meta));
+  if (options.metadata == "embedded") {
+    metadata::EmbeddedMetadataOptions meta;
+    meta.path = options.data_dir + "/metadata";
+    meta.sync = options.sync;
+    GrpcRuntime* runtime = process->runtime_.get();
+    meta.now_micros = [runtime] { return runtime->Now(); };
+    SHOAL_ASSIGN_OR_RETURN(process->metadata_, metadata::EmbeddedMetadataStore::Open(meta));
+  } else {
+    SHOAL_ASSIGN_OR_RETURN(const metadata::ZooKeeperMetadataOptions zk,
+                           metadata::ZooKeeperMetadataOptions::FromUri(options.metadata));
+    SHOAL_ASSIGN_OR_RETURN(process->metadata_, metadata::ZooKeeperMetadataStore::Open(zk));
+  }
   SHOAL_ASSIGN_OR_RETURN(
       process->coordinator_,
       coordinator::Coordinator::Open(*process->runtime_, *process->metadata_, options.coordinator));

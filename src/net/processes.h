@@ -25,6 +25,9 @@ struct CoordinatorProcessOptions {
   uint32_t initial_nodes = 3;
   uint32_t buckets = 32;
   bool sync = true;  // fsync metadata writes
+  // Where the metadata lives: "embedded" (RocksDB in data_dir/metadata) or
+  // "zk://HOST:PORT[,HOST:PORT...]/PATH" (a ZooKeeper ensemble, under the znode PATH).
+  std::string metadata = "embedded";
   coordinator::CoordinatorOptions coordinator{};
   size_t max_message_bytes = kDefaultMaxMessageBytes;
 };

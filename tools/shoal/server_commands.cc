@@ -27,6 +27,7 @@ struct CoordinatorFlags {
   std::string listen = "127.0.0.1:7400";
   uint32_t initial_nodes = 3;
   uint32_t buckets = 32;
+  std::string metadata = "embedded";
   bool no_sync = false;
   bool json = false;
 };
@@ -46,6 +47,7 @@ struct LocalFlags {
   std::string data = "shoal-local";
   int base_port = 7400;
   uint32_t buckets = 32;
+  std::string metadata = "embedded";
   bool json = false;
 };
 
@@ -66,6 +68,7 @@ int RunCoordinator(const CoordinatorFlags& flags) {
   options.initial_nodes = flags.initial_nodes;
   options.buckets = flags.buckets;
   options.sync = !flags.no_sync;
+  options.metadata = flags.metadata;
   auto process = net::CoordinatorProcess::Start(options);
   if (!process.ok()) {
     std::fprintf(stderr, "error: %s\n", process.status().ToString().c_str());
@@ -158,10 +161,11 @@ int RunLocal(const LocalFlags& flags) {
   }
   const std::string coordinator = fmt::format("127.0.0.1:{}", flags.base_port);
   std::vector<pid_t> children;
-  children.push_back(Launch(
-      {"shoal", "coordinator", "--data", flags.data + "/coordinator", "--listen", coordinator,
-       "--initial-nodes", std::to_string(flags.nodes), "--buckets", std::to_string(flags.buckets)},
-      flags.data + "/coordinator.log"));
+  children.push_back(
+      Launch({"shoal", "coordinator", "--data", flags.data + "/coordinator", "--listen",
+              coordinator, "--initial-nodes", std::to_string(flags.nodes), "--buckets",
+              std::to_string(flags.buckets), "--metadata", flags.metadata},
+             flags.data + "/coordinator.log"));
   std::vector<std::string> node_addresses;
   for (uint32_t i = 1; i <= flags.nodes; ++i) {
     const std::string listen = fmt::format("127.0.0.1:{}", flags.base_port + static_cast<int>(i));
@@ -242,6 +246,9 @@ void AddServerCommands(CLI::App& app) {
   c->add_option("--buckets", coordinator->buckets, "A new cluster's buckets")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1u << 20));
+  c->add_option("--metadata", coordinator->metadata,
+                "Metadata store: embedded (in --data) or zk://HOST:PORT[,HOST:PORT...]/PATH")
+      ->capture_default_str();
   c->add_flag("--no-sync", coordinator->no_sync, "Do not fsync metadata writes");
   c->add_flag("--json", coordinator->json, "Print the listen address as JSON");
   c->callback([coordinator] { std::exit(RunCoordinator(*coordinator)); });
@@ -275,6 +282,9 @@ void AddServerCommands(CLI::App& app) {
   l->add_option("--buckets", local->buckets, "A new cluster's buckets")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1u << 20));
+  l->add_option("--metadata", local->metadata,
+                "The coordinator's metadata store: embedded or zk://HOST:PORT/PATH")
+      ->capture_default_str();
   l->add_flag("--json", local->json, "Print the addresses as one JSON object");
   l->callback([local] { std::exit(RunLocal(*local)); });
 }

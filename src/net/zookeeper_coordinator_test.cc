@@ -1,0 +1,124 @@
+// A coordinator process whose metadata lives in a real ZooKeeper server (started by this test on
+// loopback): a bucket moves, the coordinator restarts, and the map and the move log come back
+// from ZooKeeper, not from the data directory.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <map>
+
+#include "include/shoal/shoal.h"
+#include "src/metadata/zookeeper_metadata_store.h"
+#include "src/metadata/zookeeper_test_server.h"
+#include "src/net/processes.h"
+
+namespace shoal::net {
+namespace {
+
+class ZooKeeperCoordinatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (std::filesystem::temp_directory_path() / "shoal-zkc-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    auto started = metadata::ZooKeeperTestServer::Start();
+    // Fails (never skips) when the server can not run.
+    ASSERT_TRUE(started.ok()) << started.status();
+    server_ = *std::move(started);
+  }
+  void TearDown() override {
+    nodes_.clear();
+    coordinator_.reset();
+    server_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  CoordinatorProcessOptions Options(const std::string& listen) const {
+    CoordinatorProcessOptions options;
+    options.data_dir = dir_ + "/coordinator";
+    options.listen = listen;
+    options.initial_nodes = 2;
+    options.buckets = 8;
+    options.sync = false;
+    options.metadata = fmt::format("zk://{}/shoal/cluster", server_->hosts());
+    options.coordinator.auto_balance = false;
+    return options;
+  }
+
+  void StartNode(uint32_t id) {
+    NodeProcessOptions options;
+    options.id = id;
+    options.data_dir = fmt::format("{}/node-{}", dir_, id);
+    options.listen = "127.0.0.1:0";
+    options.coordinator = coordinator_->address();
+    auto process = NodeProcess::Start(options);
+    ASSERT_TRUE(process.ok()) << process.status();
+    nodes_[id] = std::move(*process);
+  }
+
+  std::string dir_;
+  std::unique_ptr<metadata::ZooKeeperTestServer> server_;
+  std::unique_ptr<CoordinatorProcess> coordinator_;
+  std::map<uint32_t, std::unique_ptr<NodeProcess>> nodes_;
+};
+
+TEST_F(ZooKeeperCoordinatorTest, RestartRecoversMapAndMoveLogFromZooKeeper) {
+  auto started = CoordinatorProcess::Start(Options("127.0.0.1:0"));
+  ASSERT_TRUE(started.ok()) << started.status();
+  coordinator_ = *std::move(started);
+  StartNode(1);
+  StartNode(2);
+  const std::string address = coordinator_->address();
+  {
+    auto db = Database::Connect(address);
+    ASSERT_TRUE(db.ok()) << db.status();
+    auto c = (*db)->GetCollection("c");
+    ASSERT_TRUE(c.ok()) << c.status();
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_TRUE(c->Insert(fmt::format("k{}", i), fmt::format(R"({{"i": {}}})", i)).ok());
+    }
+  }
+  const std::vector<BucketId> on_one = coordinator_->coordinator().map()->BucketsOf(NodeId(1));
+  ASSERT_FALSE(on_one.empty());
+  const Status moved = coordinator_->coordinator().MoveBucket(on_one.front(), NodeId(2));
+  ASSERT_TRUE(moved.ok()) << moved;
+  const cluster::ShardMapPtr before = coordinator_->coordinator().map();
+  coordinator_->Stop();
+  coordinator_.reset();
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/coordinator/metadata"));
+
+  {
+    // The move log is in ZooKeeper.
+    metadata::ZooKeeperMetadataOptions zk;
+    zk.hosts = server_->hosts();
+    zk.root = "/shoal/cluster";
+    auto store = metadata::ZooKeeperMetadataStore::Open(zk);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto moves = (*store)->List("moves/");
+    ASSERT_TRUE(moves.ok()) << moves.status();
+    EXPECT_FALSE(moves->empty());
+  }
+
+  auto restarted = CoordinatorProcess::Start(Options(address));
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  coordinator_ = *std::move(restarted);
+  const cluster::ShardMapPtr after = coordinator_->coordinator().map();
+  EXPECT_GE(after->epoch(), before->epoch());
+  EXPECT_EQ(after->BucketsOf(NodeId(2)), before->BucketsOf(NodeId(2)));
+  EXPECT_EQ(after->NextMoveId(), before->NextMoveId());
+  auto db = Database::Connect(address);
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto c = (*db)->GetCollection("c");
+  ASSERT_TRUE(c.ok());
+  for (int i = 0; i < 50; ++i) {
+    auto doc = c->Get(fmt::format("k{}", i));
+    ASSERT_TRUE(doc.ok()) << doc.status();
+    EXPECT_EQ(doc->json, fmt::format(R"({{"i": {}}})", i));
+  }
+}
+
+}  // namespace
+}  // namespace shoal::net
