@@ -1,12 +1,12 @@
 // BucketStore: the local directory, persisted in the meta column family (bucket_store.h).
 
-#include <memory>
-
 #include <fmt/format.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
 #include <rocksdb/experimental.h>
 #include <rocksdb/write_batch.h>
+
+#include <memory>
 
 #include "src/storage/bucket_store.h"
 #include "src/storage/errors.h"
@@ -131,9 +131,8 @@ Status BucketStore::ReclaimRange(const PointRange& range) {
   const std::string end = range.EndKey();
   const rocksdb::Slice b(begin), e(end);
   rocksdb::RangePtr ranges(&b, &e);
-  return FromRocks(
-      rocksdb::DeleteFilesInRanges(db_, documents_, &ranges, 1, /*include_end=*/false),
-      "delete files in range");
+  return FromRocks(rocksdb::DeleteFilesInRanges(db_, documents_, &ranges, 1, /*include_end=*/false),
+                   "delete files in range");
 }
 
 }  // namespace shoal::storage

@@ -359,9 +359,9 @@ StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
       progressed = true;
       if (batch.changes.size() >= max_changes) break;
     }
-    if (it->Valid()) break;               // full: on the batch just consumed
-    if (it->status().ok()) break;         // the end of the WAL
-    if (!progressed) it.reset();          // nothing read from it: not worth parking
+    if (it->Valid()) break;        // full: on the batch just consumed
+    if (it->status().ok()) break;  // the end of the WAL
+    if (!progressed) it.reset();   // nothing read from it: not worth parking
   }
   if (it != nullptr && (it->Valid() || it->status().ok())) ParkWalCursor(std::move(it), expected);
   return batch;
