@@ -10,6 +10,8 @@
 #include <deque>
 #include <utility>
 
+#include "src/metadata/metadata_checks.h"
+
 namespace shoal::metadata {
 namespace {
 
@@ -44,33 +46,10 @@ StatusOr<Versioned> DecodeStored(std::string_view key, std::string_view stored) 
   return Versioned{.value = std::string(stored.substr(kVersionBytes)), .version = version};
 }
 
-Status CheckKey(std::string_view key) {
-  if (key.empty() || key.size() > kMaxKeyBytes) {
-    return InvalidArgumentError(
-        fmt::format("metadata store: key of {} bytes; keys are 1 to {}", key.size(), kMaxKeyBytes));
-  }
-  return OkStatus();
-}
-
-Status CheckValue(std::string_view key, std::string_view value) {
-  if (value.size() > kMaxValueBytes) {
-    return ResourceExhaustedError(
-        fmt::format("metadata store: value of {:?} has {} bytes; the limit is {}", key,
-                    value.size(), kMaxValueBytes));
-  }
-  return OkStatus();
-}
-
 bool VersionMatches(const std::optional<Versioned>& current, uint64_t expected) {
   if (expected == kAnyVersion) return true;
   if (expected == kMustNotExist) return !current.has_value();
   return current.has_value() && current->version == expected;
-}
-
-std::string ExpectedName(uint64_t expected) {
-  if (expected == kAnyVersion) return "any";
-  if (expected == kMustNotExist) return "absent";
-  return fmt::format("version {}", expected);
 }
 
 std::string CurrentName(const std::optional<Versioned>& current) {

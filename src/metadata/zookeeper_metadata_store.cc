@@ -11,6 +11,8 @@
 #include <random>
 #include <utility>
 
+#include "src/metadata/metadata_checks.h"
+
 namespace shoal::metadata {
 namespace {
 
@@ -57,29 +59,6 @@ std::optional<std::string> Unhex(std::string_view hex) {
     out.push_back(static_cast<char>(hi * 16 + lo));
   }
   return out;
-}
-
-Status CheckKey(std::string_view key) {
-  if (key.empty() || key.size() > kMaxKeyBytes) {
-    return InvalidArgumentError(
-        fmt::format("metadata store: key of {} bytes; keys are 1 to {}", key.size(), kMaxKeyBytes));
-  }
-  return OkStatus();
-}
-
-Status CheckValue(std::string_view key, std::string_view value) {
-  if (value.size() > kMaxValueBytes) {
-    return ResourceExhaustedError(
-        fmt::format("metadata store: value of {:?} has {} bytes; the limit is {}", key,
-                    value.size(), kMaxValueBytes));
-  }
-  return OkStatus();
-}
-
-std::string ExpectedName(uint64_t expected) {
-  if (expected == kAnyVersion) return "any";
-  if (expected == kMustNotExist) return "absent";
-  return fmt::format("version {}", expected);
 }
 
 // A head as read: the znode's data version and ephemeral owner, and its decoded payload.
