@@ -26,10 +26,6 @@ using std::chrono::milliseconds;
 
 StatusCode CodeOf(const Status& status) { return status.code(); }
 
-bool Contains(const Status& status, std::string_view text) {
-  return MessageOf(status).find(text) != std::string_view::npos;
-}
-
 // A fresh directory, removed with its contents on destruction.
 class TempDir {
  public:
