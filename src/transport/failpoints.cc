@@ -93,8 +93,8 @@ int64_t Failpoints::Hit(std::string_view name) const {
   const Point& point = it->second;
   const uint64_t hit = point.hits->fetch_add(1) + 1;
   if (point.action == FailpointAction::kPause) {
-    std::fprintf(stderr, "failpoint %.*s: hit %llu, pause %lld ms\n",
-                 static_cast<int>(name.size()), name.data(), static_cast<unsigned long long>(hit),
+    std::fprintf(stderr, "failpoint %.*s: hit %llu, pause %lld ms\n", static_cast<int>(name.size()),
+                 name.data(), static_cast<unsigned long long>(hit),
                  static_cast<long long>(point.pause_millis));
     return point.pause_millis;
   }

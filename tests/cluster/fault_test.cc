@@ -48,14 +48,18 @@ enum class Victim : uint8_t {
   kJoiner,       // destination.*: the node being added
 };
 enum class Death : uint8_t {
-  kCrash,          // crash:1 in the process itself
-  kExternalKill,   // pause there, SIGKILL from the test when its log shows the hit
+  kCrash,         // crash:1 in the process itself
+  kExternalKill,  // pause there, SIGKILL from the test when its log shows the hit
 };
 
 struct FaultCase {
   std::string point;
   Victim victim = Victim::kCoordinator;
   Death death = Death::kCrash;
+  // The cluster: 3 nodes with 12 buckets (node 4's moves are copy-then-switch), or 2 nodes with
+  // 3 buckets, so that node 1 (2 buckets) is heavy and node 4 pre-bootstraps from it with a
+  // switch-then-copy move.
+  bool switch_then_copy = false;
   bool long_only = false;
 };
 
@@ -64,6 +68,7 @@ std::string CaseName(const testing::TestParamInfo<FaultCase>& info) {
   for (char& c : name) {
     if (c == '.') c = '_';
   }
+  if (info.param.switch_then_copy) name += "_bootstrap";
   return name + (info.param.death == Death::kExternalKill ? "_sigkill" : "");
 }
 
@@ -80,10 +85,10 @@ class ClusterFaultTest : public testing::Test {
   }
 
   // Coordinator and nodes 1..3 (each with the given failpoints), serving.
-  void StartCluster(const std::string& coordinator_failpoints,
-                    const std::string& node_failpoints, uint32_t buckets = 12) {
-    ASSERT_TRUE(cluster_->StartCoordinator(kInitialNodes, buckets, coordinator_failpoints).ok());
-    for (uint32_t id = 1; id <= kInitialNodes; ++id) {
+  void StartCluster(const std::string& coordinator_failpoints, const std::string& node_failpoints,
+                    uint32_t nodes = kInitialNodes, uint32_t buckets = 12) {
+    ASSERT_TRUE(cluster_->StartCoordinator(nodes, buckets, coordinator_failpoints).ok());
+    for (uint32_t id = 1; id <= nodes; ++id) {
       Status started = cluster_->StartNode(id, node_failpoints);
       ASSERT_TRUE(started.ok()) << started;
     }
@@ -96,6 +101,26 @@ class ClusterFaultTest : public testing::Test {
                                            /*keys_per_thread=*/150);
     Status started = workload_->Start();
     ASSERT_TRUE(started.ok()) << started;
+  }
+
+  // Until every node's statistics show data (the balancer plans with them).
+  void WaitForLoad(int seconds) {
+    const auto until = Clock::now() + std::chrono::seconds(seconds);
+    std::string out;
+    while (Clock::now() < until) {
+      if (cluster_->RunCli({"status", "--json"}, &out) == 0) {
+        auto status = nlohmann::json::parse(out, nullptr, false);
+        bool loaded = !status.is_discarded() && !status["nodes"].empty();
+        for (const auto& node : status["nodes"]) {
+          if (node["buckets"].get<uint64_t>() > 0 && node["bytes"].get<uint64_t>() == 0) {
+            loaded = false;
+          }
+        }
+        if (loaded) return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    FAIL() << "no load reported after " << seconds << " s: " << out;
   }
 
   // Restarts every child that died (without failpoints); returns the ids that died.
@@ -162,13 +187,14 @@ class MoveFaultTest : public ClusterFaultTest, public testing::WithParamInterfac
 TEST_P(MoveFaultTest, KilledAtPointRecoversWithoutLoss) {
   const FaultCase& c = GetParam();
   if (c.long_only && !LongRun()) GTEST_SKIP() << "SHOAL_FAULT_LONG=1 runs it";
-  const std::string failpoint =
-      c.point + (c.death == Death::kCrash ? "=crash:1" : "=pause:3000");
+  const std::string failpoint = c.point + (c.death == Death::kCrash ? "=crash:1" : "=pause:3000");
+  const uint32_t nodes = c.switch_then_copy ? 2 : kInitialNodes;
   ASSERT_NO_FATAL_FAILURE(StartCluster(c.victim == Victim::kCoordinator ? failpoint : "",
-                                       c.victim == Victim::kSources ? failpoint : ""));
+                                       c.victim == Victim::kSources ? failpoint : "", nodes,
+                                       c.switch_then_copy ? 3 : 12));
   ASSERT_TRUE(cluster_->StartNode(kJoiner, c.victim == Victim::kJoiner ? failpoint : "").ok());
   ASSERT_NO_FATAL_FAILURE(StartWorkload());
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));  // data in every bucket
+  ASSERT_NO_FATAL_FAILURE(WaitForLoad(20));  // data in every bucket, and the balancer knows
   Status added = cluster_->AddNode(kJoiner);
   ASSERT_TRUE(added.ok()) << added;
 
@@ -176,7 +202,7 @@ TEST_P(MoveFaultTest, KilledAtPointRecoversWithoutLoss) {
   std::set<uint32_t> victims;
   if (c.victim == Victim::kCoordinator) victims = {kCoordinator};
   if (c.victim == Victim::kJoiner) victims = {kJoiner};
-  if (c.victim == Victim::kSources) victims = {1, 2, 3};
+  for (uint32_t id = 1; c.victim == Victim::kSources && id <= nodes; ++id) victims.insert(id);
   bool died = false;
   const auto until = Clock::now() + std::chrono::seconds(40);
   while (!died && Clock::now() < until) {
@@ -210,23 +236,27 @@ INSTANTIATE_TEST_SUITE_P(
         FaultCase{.point = "coordinator.after_begin"},
         FaultCase{.point = "coordinator.before_commit"},
         FaultCase{.point = "coordinator.after_commit"},
-        FaultCase{.point = "coordinator.after_switch"},
+        FaultCase{.point = "coordinator.after_switch", .switch_then_copy = true},
         FaultCase{.point = "source.after_fence", .victim = Victim::kSources},
         FaultCase{.point = "destination.after_ingest", .victim = Victim::kJoiner},
         FaultCase{.point = "destination.after_transfer_page",
                   .victim = Victim::kJoiner,
-                  .death = Death::kExternalKill},
+                  .death = Death::kExternalKill,
+                  .switch_then_copy = true},
         // SHOAL_FAULT_LONG=1: the other points.
         FaultCase{.point = "coordinator.after_export", .long_only = true},
         FaultCase{.point = "coordinator.after_ingest", .long_only = true},
         FaultCase{.point = "coordinator.before_fence", .long_only = true},
         FaultCase{.point = "coordinator.before_done", .long_only = true},
-        FaultCase{.point = "coordinator.before_switch", .long_only = true},
-        FaultCase{.point = "destination.after_apply", .victim = Victim::kJoiner,
+        FaultCase{
+            .point = "coordinator.before_switch", .switch_then_copy = true, .long_only = true},
+        FaultCase{.point = "source.after_fence",
+                  .victim = Victim::kSources,
+                  .switch_then_copy = true,
                   .long_only = true},
-        FaultCase{.point = "coordinator.after_commit",
-                  .death = Death::kExternalKill,
-                  .long_only = true},
+        FaultCase{.point = "destination.after_apply", .victim = Victim::kJoiner, .long_only = true},
+        FaultCase{
+            .point = "coordinator.after_commit", .death = Death::kExternalKill, .long_only = true},
         FaultCase{.point = "source.after_fence",
                   .victim = Victim::kSources,
                   .death = Death::kExternalKill,

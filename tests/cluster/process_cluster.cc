@@ -76,8 +76,7 @@ pid_t Spawn(const std::string& binary, const std::vector<std::string>& args,
 }  // namespace
 
 ProcessCluster::ProcessCluster(std::string binary) : binary_(std::move(binary)) {
-  std::string pattern =
-      (std::filesystem::temp_directory_path() / "shoal-fault-XXXXXX").string();
+  std::string pattern = (std::filesystem::temp_directory_path() / "shoal-fault-XXXXXX").string();
   if (::mkdtemp(pattern.data()) != nullptr) dir_ = pattern;
 }
 
@@ -133,22 +132,22 @@ Status ProcessCluster::Launch(uint32_t id, const std::vector<std::string>& args,
 
 Status ProcessCluster::StartCoordinator(uint32_t initial_nodes, uint32_t buckets,
                                         const std::string& failpoints) {
-  SHOAL_RETURN_IF_ERROR(Launch(kCoordinator,
-                               {"coordinator", "--data", dir_ + "/coordinator", "--listen",
-                                "127.0.0.1:0", "--initial-nodes", std::to_string(initial_nodes),
-                                "--buckets", std::to_string(buckets), "--no-sync", "--json"},
-                               failpoints));
+  SHOAL_RETURN_IF_ERROR(Launch(
+      kCoordinator,
+      {"coordinator", "--data", dir_ + "/coordinator", "--listen", "127.0.0.1:0", "--initial-nodes",
+       std::to_string(initial_nodes), "--buckets", std::to_string(buckets), "--no-sync", "--json"},
+      failpoints));
   // Restarts keep the port: the nodes and the clients know the coordinator by it.
   children_[kCoordinator].args[4] = coordinator_address_;
   return OkStatus();
 }
 
 Status ProcessCluster::StartNode(uint32_t id, const std::string& failpoints) {
-  return Launch(id,
-                {"node", "--id", std::to_string(id), "--data", fmt::format("{}/node-{}", dir_, id),
-                 "--listen", "127.0.0.1:0", "--coordinator", coordinator_address_, "--no-sync",
-                 "--json"},
-                failpoints);
+  return Launch(
+      id,
+      {"node", "--id", std::to_string(id), "--data", fmt::format("{}/node-{}", dir_, id),
+       "--listen", "127.0.0.1:0", "--coordinator", coordinator_address_, "--no-sync", "--json"},
+      failpoints);
 }
 
 Status ProcessCluster::Restart(uint32_t id) {
@@ -187,9 +186,8 @@ std::vector<Exit> ProcessCluster::Reap() {
     int status = 0;
     if (::waitpid(child.pid, &status, WNOHANG) != child.pid) continue;
     child.pid = -1;
-    exits.push_back(Exit{.id = id,
-                         .killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-                         .status = status});
+    exits.push_back(Exit{
+        .id = id, .killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, .status = status});
   }
   return exits;
 }
@@ -223,8 +221,7 @@ Status ProcessCluster::AddNode(uint32_t id) {
 
 Status ProcessCluster::RemoveNode(uint32_t id) {
   std::string out;
-  const int code =
-      RunCli({"remove-node", "--id", std::to_string(id), "--no-wait", "--json"}, &out);
+  const int code = RunCli({"remove-node", "--id", std::to_string(id), "--no-wait", "--json"}, &out);
   return code == 0 ? OkStatus() : InternalError(fmt::format("remove-node {}: exit {}", id, code));
 }
 
@@ -266,8 +263,8 @@ Status ProcessCluster::WaitServing(int seconds) {
 std::string ProcessCluster::MapDisagreement() {
   net::GrpcRuntime* admin = Admin();
   if (admin == nullptr) return "no admin client";
-  auto reply = admin->Call(transport::Address::Coordinator(), transport::GetMapRequest{},
-                           kAdminTimeout);
+  auto reply =
+      admin->Call(transport::Address::Coordinator(), transport::GetMapRequest{}, kAdminTimeout);
   if (!reply.ok()) return fmt::format("map: {}", reply.status().ToString());
   auto state = transport::BodyAs<transport::GetMapResponse>(std::move(*reply));
   if (!state.ok() || state->state.map == nullptr) return "no map";
@@ -308,8 +305,8 @@ std::string ProcessCluster::LogTails(int lines) const {
     for (int i = 0; i <= lines && at != std::string::npos && at > 0; ++i) {
       at = log.rfind('\n', at - 1);
     }
-    text += fmt::format("--- {}\n{}\n", NameOf(id),
-                        at == std::string::npos ? log : log.substr(at + 1));
+    text +=
+        fmt::format("--- {}\n{}\n", NameOf(id), at == std::string::npos ? log : log.substr(at + 1));
   }
   return text;
 }

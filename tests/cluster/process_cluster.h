@@ -28,7 +28,7 @@ inline constexpr uint32_t kCoordinator = 0;
 
 // One exit of a child observed by Reap.
 struct Exit {
-  uint32_t id = 0;  // kCoordinator or a node id
+  uint32_t id = 0;      // kCoordinator or a node id
   bool killed = false;  // by SIGKILL (a crash failpoint or the test)
   int status = 0;       // the raw wait status
 };

@@ -35,8 +35,8 @@ Workload::Workload(std::string uri, int threads, int keys_per_thread)
   keys_.resize(threads);
   for (int t = 0; t < threads; ++t) {
     for (int k = 0; k < keys_per_thread; ++k) {
-      keys_[t].push_back(Key{.name = fmt::format("t{}-k{}", t, k), .acknowledged = kAbsent,
-                             .uncertain = {}});
+      keys_[t].push_back(
+          Key{.name = fmt::format("t{}-k{}", t, k), .acknowledged = kAbsent, .uncertain = {}});
     }
   }
 }
@@ -135,8 +135,7 @@ VerifyResult Workload::Verify(Database* db, int seconds) {
         note(fmt::format("{}: deleted, reads seq {}", key.name, *state));
       } else {
         ++result.lost_writes;
-        note(fmt::format("{}: acknowledged seq {}, reads {}", key.name, key.acknowledged,
-                         *state));
+        note(fmt::format("{}: acknowledged seq {}, reads {}", key.name, key.acknowledged, *state));
       }
     }
   }
