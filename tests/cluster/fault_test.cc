@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -233,34 +234,26 @@ INSTANTIATE_TEST_SUITE_P(
     Points, MoveFaultTest,
     testing::Values(
         // The default set: both protocols, the coordinator, a source and the destination.
-        FaultCase{.point = "coordinator.after_begin"},
-        FaultCase{.point = "coordinator.before_commit"},
-        FaultCase{.point = "coordinator.after_commit"},
-        FaultCase{.point = "coordinator.after_switch", .switch_then_copy = true},
-        FaultCase{.point = "source.after_fence", .victim = Victim::kSources},
-        FaultCase{.point = "destination.after_ingest", .victim = Victim::kJoiner},
-        FaultCase{.point = "destination.after_transfer_page",
-                  .victim = Victim::kJoiner,
-                  .death = Death::kExternalKill,
-                  .switch_then_copy = true},
+        // {point, victim, death, switch_then_copy, long_only}
+        FaultCase{"coordinator.after_begin", Victim::kCoordinator, Death::kCrash, false, false},
+        FaultCase{"coordinator.before_commit", Victim::kCoordinator, Death::kCrash, false, false},
+        FaultCase{"coordinator.after_commit", Victim::kCoordinator, Death::kCrash, false, false},
+        FaultCase{"coordinator.after_switch", Victim::kCoordinator, Death::kCrash, true, false},
+        FaultCase{"source.after_fence", Victim::kSources, Death::kCrash, false, false},
+        FaultCase{"destination.after_ingest", Victim::kJoiner, Death::kCrash, false, false},
+        FaultCase{"destination.after_transfer_page", Victim::kJoiner, Death::kExternalKill, true,
+                  false},
         // SHOAL_FAULT_LONG=1: the other points.
-        FaultCase{.point = "coordinator.after_export", .long_only = true},
-        FaultCase{.point = "coordinator.after_ingest", .long_only = true},
-        FaultCase{.point = "coordinator.before_fence", .long_only = true},
-        FaultCase{.point = "coordinator.before_done", .long_only = true},
-        FaultCase{
-            .point = "coordinator.before_switch", .switch_then_copy = true, .long_only = true},
-        FaultCase{.point = "source.after_fence",
-                  .victim = Victim::kSources,
-                  .switch_then_copy = true,
-                  .long_only = true},
-        FaultCase{.point = "destination.after_apply", .victim = Victim::kJoiner, .long_only = true},
-        FaultCase{
-            .point = "coordinator.after_commit", .death = Death::kExternalKill, .long_only = true},
-        FaultCase{.point = "source.after_fence",
-                  .victim = Victim::kSources,
-                  .death = Death::kExternalKill,
-                  .long_only = true}),
+        FaultCase{"coordinator.after_export", Victim::kCoordinator, Death::kCrash, false, true},
+        FaultCase{"coordinator.after_ingest", Victim::kCoordinator, Death::kCrash, false, true},
+        FaultCase{"coordinator.before_fence", Victim::kCoordinator, Death::kCrash, false, true},
+        FaultCase{"coordinator.before_done", Victim::kCoordinator, Death::kCrash, false, true},
+        FaultCase{"coordinator.before_switch", Victim::kCoordinator, Death::kCrash, true, true},
+        FaultCase{"coordinator.after_commit", Victim::kCoordinator, Death::kExternalKill, false,
+                  true},
+        FaultCase{"destination.after_apply", Victim::kJoiner, Death::kCrash, false, true},
+        FaultCase{"source.after_fence", Victim::kSources, Death::kExternalKill, false, true},
+        FaultCase{"source.after_fence", Victim::kSources, Death::kCrash, true, true}),
     CaseName);
 
 // remove-node of a node that holds data: it drains, leaves the map, and every document is still
@@ -279,8 +272,6 @@ TEST_F(ClusterFaultTest, RemoveNodeKeepsEveryDocumentAndStaleClientWorks) {
   std::string out;
   ASSERT_EQ(cluster_->RunCli({"remove-node", "--id", "3", "--json", "--timeout", "60"}, &out), 0)
       << out;
-  auto status_before = cluster_->Progress();
-  ASSERT_TRUE(status_before.ok());
   ASSERT_NO_FATAL_FAILURE(WaitBalanced(30));
   ASSERT_EQ(cluster_->RunCli({"status", "--json"}, &out), 0);
   auto status = nlohmann::json::parse(out, nullptr, false);
@@ -327,7 +318,7 @@ TEST_F(ClusterFaultTest, NodeDownAcrossTwoMovesRejoins) {
   ASSERT_NO_FATAL_FAILURE(WaitBalanced(60));
   auto after = cluster_->Progress();
   ASSERT_TRUE(after.ok() && epoch_while_down.ok());
-  EXPECT_GT(after->epoch(), epoch_while_down->epoch() - 1);
+  EXPECT_GE(after->epoch(), epoch_while_down->epoch());
   VerifyEverything();
 }
 
