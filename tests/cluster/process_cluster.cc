@@ -214,15 +214,29 @@ StatusOr<wire::AdminResponse> ProcessCluster::Progress() {
 }
 
 Status ProcessCluster::AddNode(uint32_t id) {
-  std::string out;
-  const int code = RunCli({"add-node", "--id", std::to_string(id), "--no-wait", "--json"}, &out);
-  return code == 0 ? OkStatus() : InternalError(fmt::format("add-node {}: exit {}", id, code));
+  return RunAdminCommand({"add-node", "--id", std::to_string(id), "--no-wait", "--json"});
 }
 
 Status ProcessCluster::RemoveNode(uint32_t id) {
-  std::string out;
-  const int code = RunCli({"remove-node", "--id", std::to_string(id), "--no-wait", "--json"}, &out);
-  return code == 0 ? OkStatus() : InternalError(fmt::format("remove-node {}: exit {}", id, code));
+  return RunAdminCommand({"remove-node", "--id", std::to_string(id), "--no-wait", "--json"});
+}
+
+Status ProcessCluster::RunAdminCommand(const std::vector<std::string>& args) {
+  // The coordinator may be restarting: retry for a while. A retry of an add that took effect
+  // answers ALREADY_EXISTS.
+  int code = 0;
+  for (int attempt = 0; attempt < 40; ++attempt) {
+    std::string out;
+    const size_t log_size = ReadFile(dir_ + "/cli.log").size();
+    code = RunCli(args, &out);
+    if (code == 0) return OkStatus();
+    const std::string log = ReadFile(dir_ + "/cli.log");
+    if (attempt > 0 && log.find("ALREADY_EXISTS", log_size) != std::string::npos) {
+      return OkStatus();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return InternalError(fmt::format("{} {}: exit {}", args[0], args[2], code));
 }
 
 int ProcessCluster::RunCli(const std::vector<std::string>& args, std::string* out) {

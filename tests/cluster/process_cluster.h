@@ -86,6 +86,7 @@ class ProcessCluster {
   [[nodiscard]] Status Launch(uint32_t id, const std::vector<std::string>& args,
                               const std::string& failpoints);
   [[nodiscard]] net::GrpcRuntime* Admin();
+  [[nodiscard]] Status RunAdminCommand(const std::vector<std::string>& args);
 
   const std::string binary_;
   std::string dir_;
