@@ -162,13 +162,20 @@ class ClusterFaultTest : public testing::Test {
                  static_cast<unsigned long long>(workload_->uncertain()),
                  static_cast<unsigned long long>(verified.keys));
 
-    // `shoal status --json`: no move in flight, every node reachable.
+    // `shoal status --json`: no move in flight, every node reachable (eventually: a process
+    // that dies late, or a balancer round after balance, may start one more move).
     std::string out;
-    ASSERT_EQ(cluster_->RunCli({"status", "--json"}, &out), 0) << out;
-    auto status = nlohmann::json::parse(out, nullptr, false);
-    ASSERT_FALSE(status.is_discarded()) << out;
-    EXPECT_TRUE(status["moves_in_flight"].empty()) << out;
-    for (const auto& node : status["nodes"]) EXPECT_TRUE(node["reachable"].get<bool>()) << out;
+    bool settled = false;
+    for (int i = 0; i < 150 && !settled; ++i) {
+      if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      (void)RestartTheDead();
+      if (cluster_->RunCli({"status", "--json"}, &out) != 0) continue;
+      auto status = nlohmann::json::parse(out, nullptr, false);
+      if (status.is_discarded() || !status["moves_in_flight"].empty()) continue;
+      settled = true;
+      for (const auto& node : status["nodes"]) settled = settled && node["reachable"].get<bool>();
+    }
+    EXPECT_TRUE(settled) << "status: " << out;
 
     // Every node holds exactly its buckets (a source drops a moved bucket soon after DONE).
     std::string disagreement = cluster_->MapDisagreement();
@@ -214,7 +221,22 @@ TEST_P(MoveFaultTest, KilledAtPointRecoversWithoutLoss) {
   for (uint32_t id = 1; c.victim == Victim::kSources && id <= nodes; ++id) victims.insert(id);
   bool died = false;
   const auto until = Clock::now() + std::chrono::seconds(40);
+  auto added_at = Clock::now();
   while (!died && Clock::now() < until) {
+    // A bootstrap may be planned as copy-then-switch (the loads did not make a node heavy) or
+    // abort before its switch: once balanced without reaching the point, remove node 4 and add
+    // it again, for a new bootstrap.
+    if (c.switch_then_copy && Clock::now() - added_at > std::chrono::seconds(3)) {
+      auto progress = cluster_->Progress();
+      if (progress.ok() && progress->balanced()) {
+        std::fprintf(stderr, "%s not reached; node 4 joins again\n", c.point.c_str());
+        ASSERT_TRUE(cluster_->RemoveNode(kJoiner).ok());
+        ASSERT_NO_FATAL_FAILURE(WaitBalanced(30));
+        ASSERT_NO_FATAL_FAILURE(WaitForLoad(20));
+        ASSERT_TRUE(cluster_->AddNode(kJoiner).ok());
+        added_at = Clock::now();
+      }
+    }
     if (c.death == Death::kExternalKill) {
       for (uint32_t id : victims) {
         if (cluster_->Running(id) && cluster_->LogShowsFailpoint(id, c.point)) {

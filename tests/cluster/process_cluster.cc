@@ -225,7 +225,8 @@ Status ProcessCluster::RunAdminCommand(const std::vector<std::string>& args) {
   // The coordinator may be restarting: retry for a while. A retry of an add that took effect
   // answers ALREADY_EXISTS.
   int code = 0;
-  for (int attempt = 0; attempt < 40; ++attempt) {
+  std::string error;
+  for (int attempt = 0; attempt < 80; ++attempt) {
     std::string out;
     const size_t log_size = ReadFile(dir_ + "/cli.log").size();
     code = RunCli(args, &out);
@@ -234,9 +235,10 @@ Status ProcessCluster::RunAdminCommand(const std::vector<std::string>& args) {
     if (attempt > 0 && log.find("ALREADY_EXISTS", log_size) != std::string::npos) {
       return OkStatus();
     }
+    error = log.substr(std::min(log_size, log.size()));
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
-  return InternalError(fmt::format("{} {}: exit {}", args[0], args[2], code));
+  return InternalError(fmt::format("{} {}: exit {}: {}", args[0], args[2], code, error));
 }
 
 int ProcessCluster::RunCli(const std::vector<std::string>& args, std::string* out) {
