@@ -78,7 +78,10 @@ constexpr uint32_t kJoiner = 4;
 
 class ClusterFaultTest : public testing::Test {
  protected:
-  void SetUp() override { cluster_ = std::make_unique<ProcessCluster>(Binary()); }
+  void SetUp() override {
+    cluster_ = std::make_unique<ProcessCluster>(Binary());
+    cluster_->SetBetweenAttempts([this] { (void)RestartTheDead(); });
+  }
   void TearDown() override {
     if (HasFailure()) std::fprintf(stderr, "%s\n", cluster_->LogTails(15).c_str());
     workload_.reset();

@@ -237,6 +237,7 @@ Status ProcessCluster::RunAdminCommand(const std::vector<std::string>& args) {
     }
     error = log.substr(std::min(log_size, log.size()));
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    if (between_attempts_) between_attempts_();
   }
   return InternalError(fmt::format("{} {}: exit {}: {}", args[0], args[2], code, error));
 }

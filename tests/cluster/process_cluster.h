@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -60,6 +61,10 @@ class ProcessCluster {
 
   // The coordinator's admin progress (balanced, moves committed, epoch).
   [[nodiscard]] StatusOr<wire::AdminResponse> Progress();
+  // add-node / remove-node retry while the coordinator is unreachable, calling `hook` between
+  // attempts (the test restarts dead processes there: the coordinator may die at a failpoint
+  // right after accepting the request).
+  void SetBetweenAttempts(std::function<void()> hook) { between_attempts_ = std::move(hook); }
   [[nodiscard]] Status AddNode(uint32_t id);
   [[nodiscard]] Status RemoveNode(uint32_t id);
 
@@ -93,6 +98,7 @@ class ProcessCluster {
   std::string coordinator_address_;
   std::map<uint32_t, Child> children_;
   std::unique_ptr<net::GrpcRuntime> admin_;
+  std::function<void()> between_attempts_;
 };
 
 }  // namespace shoal::cluster_test
