@@ -14,7 +14,7 @@ std::string ValueOf(const std::string& key, int64_t sequence) {
                      std::string(64, 'x'));
 }
 
-// The state a read shows: the document's sequence number, Workload::kAbsent-like -1 when absent.
+// The state a read shows: the document's sequence number, or -1 (Workload's kAbsent) when absent.
 StatusOr<int64_t> ReadState(Collection& collection, const std::string& key) {
   auto doc = collection.Get(key);
   if (!doc.ok()) {
@@ -35,8 +35,10 @@ Workload::Workload(std::string uri, int threads, int keys_per_thread)
   keys_.resize(threads);
   for (int t = 0; t < threads; ++t) {
     for (int k = 0; k < keys_per_thread; ++k) {
-      keys_[t].push_back(
-          Key{.name = fmt::format("t{}-k{}", t, k), .acknowledged = kAbsent, .uncertain = {}});
+      keys_[t].push_back(Key{.name = fmt::format("t{}-k{}", t, k),
+                             .acknowledged = kAbsent,
+                             .uncertain = {},
+                             .deleted = false});
     }
   }
 }
@@ -82,6 +84,7 @@ void Workload::Run(int thread) {
     }
     if (result.ok() || (remove && result.status().code() == StatusCode::kNotFound)) {
       key.acknowledged = state;
+      key.deleted = remove;
       key.uncertain.clear();
       ++acknowledged_;
     } else {
@@ -130,7 +133,7 @@ VerifyResult Workload::Verify(Database* db, int seconds) {
         continue;
       }
       if (*state == key.acknowledged || key.uncertain.contains(*state)) continue;
-      if (key.acknowledged == kAbsent && *state != kAbsent) {
+      if (key.deleted && *state != kAbsent) {
         ++result.resurrected_deletes;
         note(fmt::format("{}: deleted, reads seq {}", key.name, *state));
       } else {

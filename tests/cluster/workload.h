@@ -51,6 +51,7 @@ class Workload {
     std::string name;
     int64_t acknowledged = kAbsent;
     std::set<int64_t> uncertain;  // states written since, outcome unknown
+    bool deleted = false;         // the acknowledged state is from a delete
   };
   void Run(int thread);
 
