@@ -58,6 +58,13 @@ tidy: build
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR)
 
+# --- real-process fault tests: every failpoint of both move protocols (docs/design/network.md) ---
+.PHONY: test-faults
+
+test-faults: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target shoal cluster_fault_test
+	cd $(BUILD_DIR) && SHOAL_FAULT_LONG=1 ctest --output-on-failure -j $(JOBS) -L faults
+
 # --- storage: a long crash test and real fuzzing (docs/design/storage.md) ---
 CRASH_SECONDS   ?= 600
 FUZZ_SECONDS    ?= 60

@@ -19,6 +19,8 @@ packages=(
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   # plots for docs/results
   gnuplot-nox jq
+  # the reference point of the network benchmark (bench/net)
+  redis-server redis-tools
 )
 
 missing=()

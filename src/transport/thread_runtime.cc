@@ -18,7 +18,9 @@ thread_local Context context;
 }  // namespace
 
 ThreadRuntime::ThreadRuntime()
-    : start_(std::chrono::steady_clock::now()), random_state_(std::random_device{}()) {}
+    : start_(std::chrono::steady_clock::now()),
+      random_state_(std::random_device{}()),
+      failpoints_(Failpoints::FromEnvironment()) {}
 
 ThreadRuntime::~ThreadRuntime() { Shutdown(); }
 
@@ -161,7 +163,12 @@ uint64_t ThreadRuntime::RandomU64() {
 }
 
 Status ThreadRuntime::Failpoint(std::string_view name) {
-  (void)name;
+  if (failpoints_ != nullptr) {
+    // Crashes the process here, or asks for a pause.
+    if (const int64_t pause_millis = failpoints_->Hit(name); pause_millis > 0) {
+      SHOAL_RETURN_IF_ERROR(Sleep(pause_millis * 1000));
+    }
+  }
   return Alive() ? OkStatus() : CancelledError("process stopped");
 }
 

@@ -4,7 +4,8 @@
 // client). Tasks are OS threads running concurrently; Call runs the callee's handler on the
 // caller's thread (no serialization, no copy beyond the request value); time is the steady
 // clock. Threads that are not tasks (an application's own threads) act for the process named by
-// a ScopedActor, or for Address::Client(0) by default.
+// a ScopedActor, or for Address::Client(0) by default. Failpoint carries out the process's
+// SHOAL_FAILPOINTS (failpoints.h): a crash or a pause at a named point; nothing when unset.
 //
 // Thread-safety: every method is thread-safe. Shutdown (or the destructor) stops every process
 // and joins the tasks; it must not be called from a task.
@@ -16,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/transport/failpoints.h"
 #include "src/transport/runtime.h"
 
 namespace shoal::transport {
@@ -73,6 +75,7 @@ class ThreadRuntime final : public Runtime {
   std::vector<std::thread> threads_;
   bool shutting_down_ = false;
   uint64_t random_state_;
+  const Failpoints* const failpoints_;  // SHOAL_FAILPOINTS; nullptr when unset
 };
 
 }  // namespace shoal::transport

@@ -1,0 +1,152 @@
+// net_load: a closed-loop load generator for a networked Shoal cluster. C clients (threads, each
+// with its own connection: Database::Connect) run gets or upserts of V-byte values on K keys for
+// D seconds; prints one JSON object with the throughput and the latency percentiles.
+//
+//   net_load --cluster shoal://127.0.0.1:7400 --op get --clients 16 --seconds 5
+//
+// `get` first loads the K keys (not timed). Errors are counted, not retried.
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "include/shoal/shoal.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Flags {
+  std::string cluster = "shoal://127.0.0.1:7400";
+  std::string op = "get";
+  int clients = 1;
+  double seconds = 5;
+  int keys = 10000;
+  int value_bytes = 1024;
+};
+
+std::string Value(int bytes, uint64_t seed) {
+  // A JSON object whose encoding is `bytes` long: {"v":"xxx..."}.
+  const int pad = std::max(1, bytes - 8);
+  std::string text = R"({"v":")";
+  for (int i = 0; i < pad; ++i) text.push_back(static_cast<char>('a' + (seed + i) % 26));
+  text += "\"}";
+  return text;
+}
+
+int Run(const Flags& flags) {
+  std::vector<std::unique_ptr<shoal::Database>> dbs;
+  std::vector<shoal::Collection> collections;
+  for (int c = 0; c < flags.clients; ++c) {
+    auto db = shoal::Database::Connect(flags.cluster);
+    if (!db.ok()) {
+      std::fprintf(stderr, "error: %s\n", db.status().ToString().c_str());
+      return 1;
+    }
+    auto collection = (*db)->GetCollection("bench");
+    if (!collection.ok()) {
+      std::fprintf(stderr, "error: %s\n", collection.status().ToString().c_str());
+      return 1;
+    }
+    collections.push_back(*collection);
+    dbs.push_back(std::move(*db));
+  }
+  const std::string value = Value(flags.value_bytes, 1);
+  if (flags.op == "get") {
+    // Load every key once, in parallel over the clients.
+    std::vector<std::thread> loaders;
+    for (int c = 0; c < flags.clients; ++c) {
+      loaders.emplace_back([&, c] {
+        for (int k = c; k < flags.keys; k += flags.clients) {
+          (void)collections[c].Upsert(fmt::format("key-{}", k), value);
+        }
+      });
+    }
+    for (auto& t : loaders) t.join();
+  }
+  std::atomic<bool> stop{false};
+  std::vector<std::vector<uint32_t>> latencies(flags.clients);  // microseconds
+  std::vector<uint64_t> errors(flags.clients, 0);
+  std::vector<std::thread> threads;
+  const auto begin = Clock::now();
+  for (int c = 0; c < flags.clients; ++c) {
+    threads.emplace_back([&, c] {
+      std::mt19937_64 random(static_cast<uint64_t>(c) + 1);
+      auto& mine = latencies[c];
+      mine.reserve(1 << 16);
+      while (!stop.load(std::memory_order_relaxed)) {
+        const std::string key = fmt::format("key-{}", random() % flags.keys);
+        const auto start = Clock::now();
+        bool ok;
+        if (flags.op == "get") {
+          ok = collections[c].Get(key).ok();
+        } else {
+          ok = collections[c].Upsert(key, value).ok();
+        }
+        const auto micros =
+            std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
+        if (ok) {
+          mine.push_back(static_cast<uint32_t>(micros));
+        } else {
+          ++errors[c];
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(flags.seconds));
+  stop = true;
+  for (auto& t : threads) t.join();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - begin).count();
+  std::vector<uint32_t> all;
+  uint64_t error_count = 0;
+  for (int c = 0; c < flags.clients; ++c) {
+    all.insert(all.end(), latencies[c].begin(), latencies[c].end());
+    error_count += errors[c];
+  }
+  std::sort(all.begin(), all.end());
+  auto percentile = [&](double p) {
+    if (all.empty()) return 0.0;
+    const size_t at = std::min(all.size() - 1, static_cast<size_t>(p * all.size()));
+    return all[at] / 1000.0;
+  };
+  nlohmann::json out{{"op", flags.op},
+                     {"clients", flags.clients},
+                     {"value_bytes", flags.value_bytes},
+                     {"operations", all.size()},
+                     {"errors", error_count},
+                     {"seconds", elapsed},
+                     {"ops_per_second", all.size() / elapsed},
+                     {"p50_ms", percentile(0.50)},
+                     {"p99_ms", percentile(0.99)}};
+  std::printf("%s\n", out.dump().c_str());
+  return error_count == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  CLI::App app("Closed-loop get/put load on a networked Shoal cluster");
+  app.add_option("--cluster", flags.cluster, "shoal://HOST:PORT")->capture_default_str();
+  app.add_option("--op", flags.op, "get or put")
+      ->check(CLI::IsMember({"get", "put"}))
+      ->capture_default_str();
+  app.add_option("--clients", flags.clients, "Concurrent clients (connections)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--seconds", flags.seconds, "Measured duration")->capture_default_str();
+  app.add_option("--keys", flags.keys, "Distinct keys")->capture_default_str();
+  app.add_option("--value-bytes", flags.value_bytes, "Size of each value")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  return Run(flags);
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The network benchmark of docs/results/network.md: get and put of 1 KiB values at 1, 16 and 64
+# concurrent clients on a 1-node and a 3-node Shoal cluster over loopback (each process started
+# like `shoal local`, on free ports, with --no-sync: the WAL is fsynced every 100 ms), and
+# redis-server (appendonly yes, appendfsync everysec) measured with redis-benchmark at the same
+# value size and client counts. Each figure is the median of RUNS runs (default 3).
+# Usage: bench/net/run.sh BUILD_DIR [SECONDS]
+set -euo pipefail
+
+build=${1:-build}
+seconds=${2:-5}
+runs=${RUNS:-3}
+shoal=$build/tools/shoal/shoal
+load=$build/bench/net/net_load
+dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-net-bench-XXXXXX")
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+# Starts a process in the background and sets `address` from its JSON stdout line.
+start() {
+  local name=$1
+  shift
+  "$shoal" "$@" --json >"$dir/$name.out" 2>"$dir/$name.log" &
+  pids+=($!)
+  for _ in $(seq 1 100); do
+    address=$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$dir/$name.out" 2>/dev/null | head -n 1)
+    if [ -n "$address" ]; then return 0; fi
+    sleep 0.1
+  done
+  echo "$name did not start" >&2
+  exit 1
+}
+
+stop_all() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  pids=()
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# A free TCP port on loopback.
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+echo "| system | nodes | op | clients | ops/s | p50 ms | p99 ms |"
+echo "|---|---|---|---|---|---|---|"
+for nodes in 1 3; do
+  rm -rf "$dir/cluster"
+  start coordinator coordinator --data "$dir/cluster/coordinator" --listen 127.0.0.1:0 \
+    --initial-nodes "$nodes" --buckets 32 --no-sync
+  coordinator=$address
+  for i in $(seq 1 "$nodes"); do
+    start "node$i" node --id "$i" --data "$dir/cluster/node-$i" --listen 127.0.0.1:0 \
+      --coordinator "$coordinator" --no-sync
+  done
+  sleep 1
+  for op in get put; do
+    for clients in 1 16 64; do
+      results=()
+      for _ in $(seq 1 "$runs"); do
+        results+=("$("$load" --cluster "shoal://$coordinator" --op "$op" --clients "$clients" \
+          --seconds "$seconds" --value-bytes 1024)")
+      done
+      ops=$(printf '%s\n' "${results[@]}" | jq .ops_per_second | median)
+      p50=$(printf '%s\n' "${results[@]}" | jq .p50_ms | median)
+      p99=$(printf '%s\n' "${results[@]}" | jq .p99_ms | median)
+      printf '| shoal | %s | %s | %s | %.0f | %.3f | %.3f |\n' "$nodes" "$op" "$clients" "$ops" \
+        "$p50" "$p99"
+    done
+  done
+  stop_all
+done
+
+port=$(free_port)
+mkdir -p "$dir/redis"
+redis-server --port "$port" --bind 127.0.0.1 --dir "$dir/redis" --appendonly yes \
+  --appendfsync everysec --save '' --daemonize no >"$dir/redis.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+for op in get set; do
+  for clients in 1 16 64; do
+    ops_runs=()
+    p50_runs=()
+    p99_runs=()
+    for _ in $(seq 1 "$runs"); do
+      # -n sized for about `seconds` seconds at ~40k ops/s; --csv: "test","rps","avg","min","p50","p95","p99","max".
+      line=$(redis-benchmark -p "$port" -t "$op" -d 1024 -c "$clients" -n $((seconds * 40000)) \
+        -r 10000 --csv | grep -i "\"$op\"")
+      ops_runs+=("$(echo "$line" | cut -d, -f2 | tr -d '"')")
+      p50_runs+=("$(echo "$line" | cut -d, -f5 | tr -d '"')")
+      p99_runs+=("$(echo "$line" | cut -d, -f7 | tr -d '"')")
+    done
+    ops=$(printf '%s\n' "${ops_runs[@]}" | median)
+    p50=$(printf '%s\n' "${p50_runs[@]}" | median)
+    p99=$(printf '%s\n' "${p99_runs[@]}" | median)
+    printf '| redis | 1 | %s | %s | %.0f | %.3f | %.3f |\n' "$op" "$clients" "$ops" "$p50" "$p99"
+  done
+done
+stop_all

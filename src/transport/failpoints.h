@@ -1,0 +1,64 @@
+#pragma once
+
+// Failpoints of real processes: what a ThreadRuntime (and so a GrpcRuntime) does at a named
+// point of a protocol (Runtime::Failpoint), switched on by the environment variable
+// SHOAL_FAILPOINTS, read once when the first runtime of the process is created:
+//
+//   SHOAL_FAILPOINTS="coordinator.after_commit=crash:1,source.after_fence=pause:500"
+//
+//   NAME=crash[:N]  the N-th time (default 1) the process reaches NAME it dies at once, as by
+//                   SIGKILL (it sends itself SIGKILL: no destructors, no flush, no clean close)
+//   NAME=pause:MS   every time, the task waits MS milliseconds there (a window for a test to
+//                   kill the process from outside); a stop of the process ends the wait
+//
+// Entries are separated by ',' or ';'. A malformed value stops the process at start with exit
+// status 2 and a message on stderr. Each hit of a configured point is logged on stderr. When the
+// variable is unset, Failpoint costs one load of an initialized pointer.
+//
+// Thread-safety: Parse is pure; a Failpoints object is immutable but for its hit counters,
+// which are atomic, so Hit may be called from any thread.
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "src/common/status.h"
+
+namespace shoal::transport {
+
+enum class FailpointAction : uint8_t { kCrash, kPause };
+
+class Failpoints {
+ public:
+  // The value of SHOAL_FAILPOINTS.
+  static constexpr const char* kEnvironmentVariable = "SHOAL_FAILPOINTS";
+
+  [[nodiscard]] static StatusOr<std::unique_ptr<Failpoints>> Parse(std::string_view spec);
+
+  // The process's failpoints from the environment, parsed on the first call; nullptr when the
+  // variable is unset or empty. Exits with status 2 on a malformed value.
+  [[nodiscard]] static const Failpoints* FromEnvironment();
+
+  // What to do at `name` now: nothing (the point is not configured, or a crash point before its
+  // N-th hit), or the action. A crash is carried out here (this call does not return); a pause
+  // returns its duration in milliseconds for the runtime to wait, 0 otherwise.
+  [[nodiscard]] int64_t Hit(std::string_view name) const;
+
+  [[nodiscard]] size_t size() const { return points_.size(); }
+
+ private:
+  struct Point {
+    FailpointAction action = FailpointAction::kCrash;
+    uint64_t crash_at_hit = 1;
+    int64_t pause_millis = 0;
+    std::unique_ptr<std::atomic<uint64_t>> hits;
+  };
+  Failpoints() = default;
+
+  std::map<std::string, Point, std::less<>> points_;
+};
+
+}  // namespace shoal::transport

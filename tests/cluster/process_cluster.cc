@@ -1,0 +1,336 @@
+#include "tests/cluster/process_cluster.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "include/shoal/shoal.h"
+#include "proto/shoal.pb.h"
+#include "src/client/client.h"
+#include "src/transport/failpoints.h"
+
+extern char** environ;
+
+namespace shoal::cluster_test {
+namespace {
+
+constexpr transport::Micros kAdminTimeout = 5'000'000;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// The environment of a child: ours without any SHOAL_FAILPOINTS, plus `failpoints` if given.
+std::vector<std::string> ChildEnvironment(const std::string& failpoints) {
+  std::vector<std::string> env;
+  const std::string prefix = std::string(transport::Failpoints::kEnvironmentVariable) + "=";
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, prefix.c_str(), prefix.size()) != 0) env.emplace_back(*e);
+  }
+  if (!failpoints.empty()) env.push_back(prefix + failpoints);
+  return env;
+}
+
+// fork + exec of `binary` with `args`; stdout to `out` (truncated), stderr to `log` (appended).
+// The child dies with the forking thread.
+pid_t Spawn(const std::string& binary, const std::vector<std::string>& args,
+            const std::vector<std::string>& env, const std::string& out, const std::string& log) {
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(binary.c_str()));
+  for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(127);
+  const int out_fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (out_fd < 0 || log_fd < 0) ::_exit(127);
+  ::dup2(out_fd, STDOUT_FILENO);
+  ::dup2(log_fd, STDERR_FILENO);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::execve(binary.c_str(), argv.data(), envp.data());
+  ::_exit(127);
+}
+
+}  // namespace
+
+ProcessCluster::ProcessCluster(std::string binary) : binary_(std::move(binary)) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "shoal-fault-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) != nullptr) dir_ = pattern;
+}
+
+ProcessCluster::~ProcessCluster() {
+  admin_.reset();
+  for (auto& [id, child] : children_) {
+    if (child.pid > 0) Kill(id);
+  }
+  if (!dir_.empty() && std::getenv("SHOAL_FAULT_KEEP") == nullptr) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+}
+
+std::string ProcessCluster::NameOf(uint32_t id) const {
+  return id == kCoordinator ? "coordinator" : fmt::format("node-{}", id);
+}
+
+Status ProcessCluster::Launch(uint32_t id, const std::vector<std::string>& args,
+                              const std::string& failpoints) {
+  if (dir_.empty()) return InternalError("no temporary directory");
+  const std::string out = fmt::format("{}/{}.out", dir_, NameOf(id));
+  const std::string log = fmt::format("{}/{}.log", dir_, NameOf(id));
+  {
+    std::ofstream mark(log, std::ios::app);
+    mark << "--- start" << (failpoints.empty() ? "" : " with SHOAL_FAILPOINTS=" + failpoints)
+         << '\n';
+  }
+  const pid_t pid = Spawn(binary_, args, ChildEnvironment(failpoints), out, log);
+  if (pid < 0) return InternalError("fork failed");
+  children_[id] = Child{.pid = pid, .args = args};
+  // The first stdout line names the bound address.
+  for (int i = 0; i < 200; ++i) {
+    const std::string text = ReadFile(out);
+    if (const size_t at = text.find("\"listen\":\""); at != std::string::npos) {
+      const size_t begin = at + 10;
+      const size_t end = text.find('"', begin);
+      if (end != std::string::npos) {
+        if (id == kCoordinator) coordinator_address_ = text.substr(begin, end - begin);
+        return OkStatus();
+      }
+    }
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      children_[id].pid = -1;
+      return UnavailableError(fmt::format("{} exited at start (status {})", NameOf(id), status));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  Kill(id);
+  return DeadlineExceededError(fmt::format("{} did not start", NameOf(id)));
+}
+
+Status ProcessCluster::StartCoordinator(uint32_t initial_nodes, uint32_t buckets,
+                                        const std::string& failpoints) {
+  SHOAL_RETURN_IF_ERROR(Launch(
+      kCoordinator,
+      {"coordinator", "--data", dir_ + "/coordinator", "--listen", "127.0.0.1:0", "--initial-nodes",
+       std::to_string(initial_nodes), "--buckets", std::to_string(buckets), "--no-sync", "--json"},
+      failpoints));
+  // Restarts keep the port: the nodes and the clients know the coordinator by it.
+  children_[kCoordinator].args[4] = coordinator_address_;
+  return OkStatus();
+}
+
+Status ProcessCluster::StartNode(uint32_t id, const std::string& failpoints) {
+  return Launch(
+      id,
+      {"node", "--id", std::to_string(id), "--data", fmt::format("{}/node-{}", dir_, id),
+       "--listen", "127.0.0.1:0", "--coordinator", coordinator_address_, "--no-sync", "--json"},
+      failpoints);
+}
+
+Status ProcessCluster::Restart(uint32_t id) {
+  auto it = children_.find(id);
+  if (it == children_.end()) return NotFoundError(NameOf(id));
+  if (it->second.pid > 0) Kill(id);
+  const std::vector<std::string> args = it->second.args;
+  Status status;
+  // The coordinator's port may take a moment to be free again.
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    status = Launch(id, args, {});
+    if (status.ok()) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return status;
+}
+
+void ProcessCluster::Kill(uint32_t id) {
+  auto it = children_.find(id);
+  if (it == children_.end() || it->second.pid <= 0) return;
+  ::kill(it->second.pid, SIGKILL);
+  int status = 0;
+  (void)::waitpid(it->second.pid, &status, 0);
+  it->second.pid = -1;
+}
+
+bool ProcessCluster::Running(uint32_t id) const {
+  auto it = children_.find(id);
+  return it != children_.end() && it->second.pid > 0;
+}
+
+std::vector<Exit> ProcessCluster::Reap() {
+  std::vector<Exit> exits;
+  for (auto& [id, child] : children_) {
+    if (child.pid <= 0) continue;
+    int status = 0;
+    if (::waitpid(child.pid, &status, WNOHANG) != child.pid) continue;
+    child.pid = -1;
+    exits.push_back(Exit{
+        .id = id, .killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, .status = status});
+  }
+  return exits;
+}
+
+net::GrpcRuntime* ProcessCluster::Admin() {
+  if (admin_ == nullptr) {
+    auto runtime = net::GrpcRuntime::Start({.listen = {},
+                                            .advertise = {},
+                                            .coordinator = coordinator_address_,
+                                            .address_book_path = {},
+                                            .max_message_bytes = net::kDefaultMaxMessageBytes});
+    if (!runtime.ok()) return nullptr;
+    admin_ = std::move(*runtime);
+  }
+  return admin_.get();
+}
+
+StatusOr<wire::AdminResponse> ProcessCluster::Progress() {
+  net::GrpcRuntime* admin = Admin();
+  if (admin == nullptr) return UnavailableError("no admin client");
+  wire::AdminRequest request;
+  request.mutable_progress();
+  return admin->Admin(request, kAdminTimeout);
+}
+
+Status ProcessCluster::AddNode(uint32_t id) {
+  return RunAdminCommand({"add-node", "--id", std::to_string(id), "--no-wait", "--json"});
+}
+
+Status ProcessCluster::RemoveNode(uint32_t id) {
+  return RunAdminCommand({"remove-node", "--id", std::to_string(id), "--no-wait", "--json"});
+}
+
+Status ProcessCluster::RunAdminCommand(const std::vector<std::string>& args) {
+  // The coordinator may be restarting: retry for a while. A retry of an add that took effect
+  // answers ALREADY_EXISTS.
+  int code = 0;
+  std::string error;
+  for (int attempt = 0; attempt < 80; ++attempt) {
+    std::string out;
+    const size_t log_size = ReadFile(dir_ + "/cli.log").size();
+    code = RunCli(args, &out);
+    if (code == 0) return OkStatus();
+    const std::string log = ReadFile(dir_ + "/cli.log");
+    if (attempt > 0 && log.find("ALREADY_EXISTS", log_size) != std::string::npos) {
+      return OkStatus();
+    }
+    error = log.substr(std::min(log_size, log.size()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    if (between_attempts_) between_attempts_();
+  }
+  return InternalError(fmt::format("{} {}: exit {}: {}", args[0], args[2], code, error));
+}
+
+int ProcessCluster::RunCli(const std::vector<std::string>& args, std::string* out) {
+  std::vector<std::string> full = args;
+  full.push_back("--cluster");
+  full.push_back(uri());
+  const std::string out_path = dir_ + "/cli.out";
+  const pid_t pid = Spawn(binary_, full, ChildEnvironment({}), out_path, dir_ + "/cli.log");
+  if (pid < 0) return -1;
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid) return -1;
+  *out = ReadFile(out_path);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+Status ProcessCluster::WaitServing(int seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  Status last = UnavailableError("not tried");
+  while (std::chrono::steady_clock::now() < until) {
+    auto progress = Progress();
+    auto db = progress.ok() ? Database::Connect(uri()) : progress.status();
+    if (db.ok()) {
+      auto probe = (*db)->GetCollection("_probe");
+      last = probe.status();
+      for (int i = 0; last.ok() && i < 64; ++i) {
+        auto doc = probe->Get(fmt::format("probe-{}", i));
+        if (!doc.ok() && doc.status().code() != StatusCode::kNotFound) last = doc.status();
+      }
+      if (last.ok()) return last;
+    } else {
+      last = db.status();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return last;
+}
+
+std::string ProcessCluster::MapDisagreement() {
+  net::GrpcRuntime* admin = Admin();
+  if (admin == nullptr) return "no admin client";
+  auto reply =
+      admin->Call(transport::Address::Coordinator(), transport::GetMapRequest{}, kAdminTimeout);
+  if (!reply.ok()) return fmt::format("map: {}", reply.status().ToString());
+  auto state = transport::BodyAs<transport::GetMapResponse>(std::move(*reply));
+  if (!state.ok() || state->state.map == nullptr) return "no map";
+  const cluster::ShardMapPtr map = state->state.map;
+  std::map<BucketId, NodeId> owner;
+  for (const auto& bucket : map->buckets()) {
+    if (bucket.transition.has_value()) {
+      return fmt::format("{} still moving", bucket.id.DebugString());
+    }
+    owner[bucket.id] = client::OwnerOf(bucket);
+  }
+  std::string problems;
+  for (const auto& node : map->nodes()) {
+    auto load = admin->Call(transport::Address::Node(node.id), transport::BucketLoadRequest{},
+                            kAdminTimeout);
+    if (!load.ok()) {
+      problems += fmt::format(" {} unreachable;", node.id.DebugString());
+      continue;
+    }
+    auto body = transport::BodyAs<transport::BucketLoadResponse>(std::move(*load));
+    if (!body.ok()) continue;
+    for (const auto& b : body->buckets) {
+      auto it = owner.find(b.bucket);
+      if (it == owner.end() || it->second != node.id) {
+        problems += fmt::format(" {} holds {} ({} documents);", node.id.DebugString(),
+                                b.bucket.DebugString(), b.documents);
+      }
+    }
+  }
+  return problems;
+}
+
+std::string ProcessCluster::LogTails(int lines) const {
+  std::string text = fmt::format("logs in {}\n", dir_);
+  for (const auto& [id, child] : children_) {
+    const std::string log = ReadFile(fmt::format("{}/{}.log", dir_, NameOf(id)));
+    size_t at = log.size();
+    for (int i = 0; i <= lines && at != std::string::npos && at > 0; ++i) {
+      at = log.rfind('\n', at - 1);
+    }
+    text +=
+        fmt::format("--- {}\n{}\n", NameOf(id), at == std::string::npos ? log : log.substr(at + 1));
+  }
+  return text;
+}
+
+bool ProcessCluster::LogShowsFailpoint(uint32_t id, const std::string& name) const {
+  const std::string log = ReadFile(fmt::format("{}/{}.log", dir_, NameOf(id)));
+  return log.find(fmt::format("failpoint {}: hit", name)) != std::string::npos;
+}
+
+}  // namespace shoal::cluster_test

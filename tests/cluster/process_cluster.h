@@ -1,0 +1,104 @@
+#pragma once
+
+// ProcessCluster: a Shoal cluster of real `shoal coordinator` and `shoal node` processes on
+// loopback, for the fault tests. Every process is a child of the test, started from the built
+// binary with its own data directory and log under one temporary directory, on a free port (the
+// coordinator keeps its first port across restarts, so that nodes and clients find it again).
+// Children die with the test (PR_SET_PDEATHSIG) and are SIGKILLed by the destructor, so a failed
+// or interrupted test leaves no process behind.
+//
+// Thread-safety: none; the test's main thread drives it (the children's death signal is tied to
+// the thread that forked them).
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/common/status.h"
+#include "src/net/grpc_runtime.h"
+
+namespace shoal::cluster_test {
+
+// The role of a child process: the coordinator is node id 0.
+inline constexpr uint32_t kCoordinator = 0;
+
+// One exit of a child observed by Reap.
+struct Exit {
+  uint32_t id = 0;      // kCoordinator or a node id
+  bool killed = false;  // by SIGKILL (a crash failpoint or the test)
+  int status = 0;       // the raw wait status
+};
+
+class ProcessCluster {
+ public:
+  // `binary`: the `shoal` executable. Creates a fresh temporary directory.
+  explicit ProcessCluster(std::string binary);
+  ~ProcessCluster();
+  ProcessCluster(const ProcessCluster&) = delete;
+  ProcessCluster& operator=(const ProcessCluster&) = delete;
+
+  // The coordinator with a new map of nodes 1..initial_nodes and `buckets`; `failpoints` is the
+  // process's SHOAL_FAILPOINTS (empty: none).
+  [[nodiscard]] Status StartCoordinator(uint32_t initial_nodes, uint32_t buckets,
+                                        const std::string& failpoints = {});
+  [[nodiscard]] Status StartNode(uint32_t id, const std::string& failpoints = {});
+  // Starts `id` again on its data directory, without failpoints.
+  [[nodiscard]] Status Restart(uint32_t id);
+  // SIGKILL, then waits for the process to end.
+  void Kill(uint32_t id);
+  [[nodiscard]] bool Running(uint32_t id) const;
+
+  // The children that ended since the last call (without blocking).
+  [[nodiscard]] std::vector<Exit> Reap();
+
+  // Until a client reads keys on every node of the map and the coordinator answers admin calls.
+  [[nodiscard]] Status WaitServing(int seconds);
+
+  // The coordinator's admin progress (balanced, moves committed, epoch).
+  [[nodiscard]] StatusOr<wire::AdminResponse> Progress();
+  // add-node / remove-node retry while the coordinator is unreachable, calling `hook` between
+  // attempts (the test restarts dead processes there: the coordinator may die at a failpoint
+  // right after accepting the request).
+  void SetBetweenAttempts(std::function<void()> hook) { between_attempts_ = std::move(hook); }
+  [[nodiscard]] Status AddNode(uint32_t id);
+  [[nodiscard]] Status RemoveNode(uint32_t id);
+
+  // Runs `shoal ARGS... --cluster URI` to its end; its stdout in *out. The exit status.
+  [[nodiscard]] int RunCli(const std::vector<std::string>& args, std::string* out);
+
+  // The buckets each node reports holding (BucketLoad) that the map does not give it, and the
+  // nodes that do not answer; empty when every node holds exactly its buckets.
+  [[nodiscard]] std::string MapDisagreement();
+
+  [[nodiscard]] std::string uri() const { return "shoal://" + coordinator_address_; }
+  [[nodiscard]] const std::string& dir() const { return dir_; }
+  // The last lines of every log, for a failure message.
+  [[nodiscard]] std::string LogTails(int lines) const;
+  // True when the log of `id` shows that failpoint `name` was hit.
+  [[nodiscard]] bool LogShowsFailpoint(uint32_t id, const std::string& name) const;
+
+ private:
+  struct Child {
+    pid_t pid = -1;
+    std::vector<std::string> args;
+  };
+  [[nodiscard]] std::string NameOf(uint32_t id) const;
+  [[nodiscard]] Status Launch(uint32_t id, const std::vector<std::string>& args,
+                              const std::string& failpoints);
+  [[nodiscard]] net::GrpcRuntime* Admin();
+  [[nodiscard]] Status RunAdminCommand(const std::vector<std::string>& args);
+
+  const std::string binary_;
+  std::string dir_;
+  std::string coordinator_address_;
+  std::map<uint32_t, Child> children_;
+  std::unique_ptr<net::GrpcRuntime> admin_;
+  std::function<void()> between_attempts_;
+};
+
+}  // namespace shoal::cluster_test
