@@ -32,13 +32,6 @@ struct AdminFlags {
   bool json = false;
 };
 
-int Fail(const Status& status) {
-  std::fprintf(stderr, "error: %s: %s\n",
-               std::string(absl::StatusCodeToString(status.code())).c_str(),
-               std::string(MessageOf(status)).c_str());
-  return 1;
-}
-
 std::string Bytes(double bytes) {
   if (bytes >= 1 << 30) return fmt::format("{:.1f} GiB", bytes / (1 << 30));
   if (bytes >= 1 << 20) return fmt::format("{:.1f} MiB", bytes / (1 << 20));
@@ -99,17 +92,17 @@ StatusOr<nlohmann::json> WaitBalanced(net::GrpcRuntime& runtime, const wire::Adm
 
 int RunAdmin(const AdminFlags& flags, const std::string& command) {
   auto coordinator = net::CoordinatorOf(flags.cluster);
-  if (!coordinator.ok()) return Fail(coordinator.status());
+  if (!coordinator.ok()) return FailCommand(coordinator.status());
   auto runtime = net::GrpcRuntime::Start({.listen = {},
                                           .advertise = {},
                                           .coordinator = *coordinator,
                                           .address_book_path = {},
                                           .max_message_bytes = net::kDefaultMaxMessageBytes});
-  if (!runtime.ok()) return Fail(runtime.status());
+  if (!runtime.ok()) return FailCommand(runtime.status());
   wire::AdminRequest progress;
   progress.mutable_progress();
   auto start = (*runtime)->Admin(progress, kAdminTimeout);
-  if (!start.ok()) return Fail(start.status());
+  if (!start.ok()) return FailCommand(start.status());
 
   wire::AdminRequest request;
   if (command == "add-node") request.mutable_add_node()->set_node(flags.node);
@@ -120,7 +113,7 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
     request.mutable_plan()->set_remove(flags.remove);
   }
   auto reply = (*runtime)->Admin(request, kAdminTimeout);
-  if (!reply.ok()) return Fail(reply.status());
+  if (!reply.ok()) return FailCommand(reply.status());
 
   if (command == "plan") {
     nlohmann::json moves = nlohmann::json::array();
@@ -155,7 +148,7 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
   if (flags.node != 0) out["node"] = flags.node;
   if (!flags.no_wait) {
     auto done = WaitBalanced(**runtime, *start, flags);
-    if (!done.ok()) return Fail(done.status());
+    if (!done.ok()) return FailCommand(done.status());
     out["progress"] = *done;
   }
   if (flags.json) {

@@ -34,14 +34,6 @@ struct DataFlags {
   bool json = false;
 };
 
-// "error: NOT_FOUND: ..." without the payloads that ToString appends.
-int Fail(const Status& status) {
-  std::fprintf(stderr, "error: %s: %s\n",
-               std::string(absl::StatusCodeToString(status.code())).c_str(),
-               std::string(MessageOf(status)).c_str());
-  return 1;
-}
-
 // A stored body as JSON (it was validated on the way in; fall back to a string just in case).
 nlohmann::json BodyJson(const std::string& body) {
   auto parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -58,11 +50,11 @@ int RunPut(const DataFlags& flags) {
   if (body == "-") body.assign(std::istreambuf_iterator<char>(std::cin), {});
   std::unique_ptr<Database> db;
   auto collection = OpenCollection(flags, &db);
-  if (!collection.ok()) return Fail(collection.status());
+  if (!collection.ok()) return FailCommand(collection.status());
   StatusOr<uint64_t> version = flags.mode == "insert"   ? collection->Insert(flags.key, body)
                                : flags.mode == "update" ? collection->Update(flags.key, body)
                                                         : collection->Upsert(flags.key, body);
-  if (!version.ok()) return Fail(version.status());
+  if (!version.ok()) return FailCommand(version.status());
   if (flags.json) {
     std::printf("%s\n", nlohmann::json{{"key", flags.key}, {"version", *version}}.dump().c_str());
   } else {
@@ -74,9 +66,9 @@ int RunPut(const DataFlags& flags) {
 int RunGet(const DataFlags& flags) {
   std::unique_ptr<Database> db;
   auto collection = OpenCollection(flags, &db);
-  if (!collection.ok()) return Fail(collection.status());
+  if (!collection.ok()) return FailCommand(collection.status());
   auto doc = collection->Get(flags.key);
-  if (!doc.ok()) return Fail(doc.status());
+  if (!doc.ok()) return FailCommand(doc.status());
   if (flags.json) {
     nlohmann::json out{
         {"key", doc->key}, {"version", doc->version}, {"document", BodyJson(doc->json)}};
@@ -90,9 +82,9 @@ int RunGet(const DataFlags& flags) {
 int RunDelete(const DataFlags& flags) {
   std::unique_ptr<Database> db;
   auto collection = OpenCollection(flags, &db);
-  if (!collection.ok()) return Fail(collection.status());
+  if (!collection.ok()) return FailCommand(collection.status());
   auto version = collection->Delete(flags.key);
-  if (!version.ok()) return Fail(version.status());
+  if (!version.ok()) return FailCommand(version.status());
   if (flags.json) {
     std::printf("%s\n", nlohmann::json{{"key", flags.key}, {"version", *version}}.dump().c_str());
   } else {
@@ -121,16 +113,16 @@ int RunQuery(const DataFlags& flags) {
   query.limit = flags.limit;
   for (const auto& text : flags.where) {
     auto condition = ParseCondition(text);
-    if (!condition.ok()) return Fail(condition.status());
+    if (!condition.ok()) return FailCommand(condition.status());
     query.filter.push_back(std::move(*condition));
   }
   std::unique_ptr<Database> db;
   auto collection = OpenCollection(flags, &db);
-  if (!collection.ok()) return Fail(collection.status());
+  if (!collection.ok()) return FailCommand(collection.status());
   nlohmann::json documents = nlohmann::json::array();
   do {
     auto page = collection->Query(query);
-    if (!page.ok()) return Fail(page.status());
+    if (!page.ok()) return FailCommand(page.status());
     for (const auto& doc : page->documents) {
       if (flags.json) {
         documents.push_back(
@@ -160,21 +152,21 @@ struct NodeStatus {
 
 int RunStatus(const DataFlags& flags) {
   auto coordinator = net::CoordinatorOf(flags.cluster);
-  if (!coordinator.ok()) return Fail(coordinator.status());
+  if (!coordinator.ok()) return FailCommand(coordinator.status());
   auto runtime = net::GrpcRuntime::Start({.listen = {},
                                           .advertise = {},
                                           .coordinator = *coordinator,
                                           .address_book_path = {},
                                           .max_message_bytes = net::kDefaultMaxMessageBytes});
-  if (!runtime.ok()) return Fail(runtime.status());
+  if (!runtime.ok()) return FailCommand(runtime.status());
   constexpr transport::Micros kTimeout = 5'000'000;
   auto reply =
       (*runtime)->Call(transport::Address::Coordinator(), transport::GetMapRequest{}, kTimeout);
-  if (!reply.ok()) return Fail(reply.status());
+  if (!reply.ok()) return FailCommand(reply.status());
   auto state = transport::BodyAs<transport::GetMapResponse>(std::move(*reply));
-  if (!state.ok()) return Fail(state.status());
+  if (!state.ok()) return FailCommand(state.status());
   const cluster::ShardMapPtr map = state->state.map;
-  if (map == nullptr) return Fail(UnavailableError("the coordinator has no map yet"));
+  if (map == nullptr) return FailCommand(UnavailableError("the coordinator has no map yet"));
 
   std::map<NodeId, NodeStatus> nodes;
   std::map<BucketId, NodeId> owner;
@@ -271,6 +263,13 @@ CLI::App* DataCommand(CLI::App& app, const std::string& name, const std::string&
 }
 
 }  // namespace
+
+int FailCommand(const Status& status) {
+  std::fprintf(stderr, "error: %s: %s\n",
+               std::string(absl::StatusCodeToString(status.code())).c_str(),
+               std::string(MessageOf(status)).c_str());
+  return 1;
+}
 
 void AddDataCommands(CLI::App& app) {
   auto put = std::make_shared<DataFlags>();

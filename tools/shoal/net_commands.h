@@ -7,10 +7,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include "src/common/status.h"
+
 namespace shoal::tools {
 
 void AddServerCommands(CLI::App& app);
 void AddDataCommands(CLI::App& app);
 void AddAdminCommands(CLI::App& app);
+
+// Prints "error: NOT_FOUND: ..." (without the payloads ToString appends) and returns exit code 1.
+int FailCommand(const Status& status);
 
 }  // namespace shoal::tools
