@@ -58,6 +58,34 @@ struct QueryPage {
   std::string next_cursor;          // empty when there is nothing more
 };
 
+// Sharded fields and entity groups (paper 003; docs/design/hotspot.md). A collection declares
+// hot fields; their values live in shard documents and Get, Query and the mapper fold them.
+struct ApplyOptions {
+  bool retry_on_conflict = true;  // false: a conflicting update fails with kAborted
+};
+
+struct ApplyResult {
+  uint32_t conflicts = 0;  // conflicting attempts before the update landed
+};
+
+enum class ReadMode : uint8_t {
+  kLatest,    // every update acknowledged before the read began; some concurrent ones
+  kSnapshot,  // the values held at one instant (may fail with kAborted under heavy writes)
+};
+
+struct ReadOptions {
+  ReadMode mode = ReadMode::kLatest;
+};
+
+struct ShardingInfo {
+  std::string kind;            // "static", "dynamic", "auto" or "entity_group"
+  uint32_t active_cells = 0;   // shard documents taking updates (groups for entity groups)
+  uint32_t retiring_cells = 0; // being folded away by a shrink
+  uint32_t pending_cells = 0;  // dynamic: cells the compactor has not folded yet
+  uint32_t distinct_buckets = 0;
+  uint32_t distinct_nodes = 0;
+};
+
 class Collection {
  public:
   [[nodiscard]] StatusOr<uint64_t> Insert(std::string_view key, std::string_view json);
@@ -68,6 +96,29 @@ class Collection {
                                                  std::string_view json);
   [[nodiscard]] StatusOr<Document> Get(std::string_view key);
   [[nodiscard]] StatusOr<QueryPage> Query(const QueryOptions& options);
+
+  // Declares sharded fields and entity groups (merged into the collection's schema), e.g.
+  //   R"({"votes": {"fold": "sum", "neutral": 0, "shards": 10}})"
+  // Writes that set a declared field directly are then kInvalidArgument: use Apply.
+  [[nodiscard]] Status Declare(std::string_view schema_json);
+  // The collection's declared fields as JSON ("{}" when none).
+  [[nodiscard]] StatusOr<std::string> Schema();
+  // Folds `operand_json` into one shard of the sharded `field` of `key` (e.g. "1" for a vote).
+  [[nodiscard]] StatusOr<ApplyResult> Apply(std::string_view key, std::string_view field,
+                                            std::string_view operand_json,
+                                            const ApplyOptions& options = {});
+  [[nodiscard]] StatusOr<Document> Get(std::string_view key, const ReadOptions& options);
+  // Entity groups: adds (or replaces) and removes one member of `key`'s group `field`.
+  [[nodiscard]] Status PutMember(std::string_view key, std::string_view field,
+                                 std::string_view member, std::string_view json);
+  [[nodiscard]] Status RemoveMember(std::string_view key, std::string_view field,
+                                    std::string_view member);
+  // How `field` of `key` is spread now.
+  [[nodiscard]] StatusOr<ShardingInfo> Sharding(std::string_view key, std::string_view field);
+  // Sets the number of shards of a static or auto field of one document.
+  [[nodiscard]] Status Reshard(std::string_view key, std::string_view field, uint32_t shards);
+  // Folds pending dynamic cells and finishes interrupted reshards of `key` now.
+  [[nodiscard]] Status Compact(std::string_view key);
 
  private:
   friend class Database;
