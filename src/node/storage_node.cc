@@ -28,21 +28,6 @@ bool Contains(const std::vector<NodeId>& nodes, NodeId node) {
   return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
 }
 
-// Hot keys reported per load request.
-constexpr size_t kReportedHotKeys = 10;
-// A key of the hot-key sketch: the collection id in kCollectionBytes big-endian bytes, then the
-// primary key.
-constexpr size_t kCollectionBytes = 4;
-
-std::string HotKeyOf(CollectionId collection, std::string_view primary_key) {
-  std::string key(kCollectionBytes, '\0');
-  for (size_t i = 0; i < kCollectionBytes; ++i) {
-    key[i] = static_cast<char>(collection.value() >> (8 * (kCollectionBytes - 1 - i)));
-  }
-  key.append(primary_key);
-  return key;
-}
-
 }  // namespace
 
 std::string_view ToString(LocalRole role) {
@@ -870,35 +855,6 @@ std::vector<transport::BucketLoad> StorageNode::ExactLoads(
         .bucket = id, .bytes = it->second.bytes, .documents = it->second.documents});
   }
   return loads;
-}
-
-void StorageNode::RecordWrite(CollectionId collection, std::string_view primary_key) {
-  const std::string key = HotKeyOf(collection, primary_key);
-  const auto now = static_cast<uint64_t>(std::max<transport::Micros>(0, runtime_.Now()));
-  std::lock_guard<std::mutex> lock(hot_keys_mu_);
-  hot_keys_.Add(key, now);
-}
-
-std::vector<transport::HotKeyStat> StorageNode::HotKeys() {
-  const auto now = static_cast<uint64_t>(std::max<transport::Micros>(0, runtime_.Now()));
-  std::vector<hotspot::HotKey> top;
-  {
-    std::lock_guard<std::mutex> lock(hot_keys_mu_);
-    top = hot_keys_.Top(kReportedHotKeys, now);
-  }
-  std::vector<transport::HotKeyStat> out;
-  for (const hotspot::HotKey& hot : top) {
-    if (hot.key.size() < kCollectionBytes) continue;  // not written by HotKeyOf
-    uint32_t collection = 0;
-    for (size_t i = 0; i < kCollectionBytes; ++i) {
-      collection = (collection << 8) | static_cast<uint8_t>(hot.key[i]);
-    }
-    out.push_back(transport::HotKeyStat{.collection = CollectionId(collection),
-                                        .primary_key = hot.key.substr(kCollectionBytes),
-                                        .writes_per_second = hot.writes_per_second,
-                                        .error_per_second = hot.error_per_second});
-  }
-  return out;
 }
 
 void StorageNode::HeartbeatLoop() {
