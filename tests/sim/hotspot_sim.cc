@@ -110,8 +110,8 @@ struct World {
   uint64_t in_flight = 0;
   uint64_t resizer_generation = 0;
   uint32_t resizer_id = 0;
-  uint64_t compactor_generation = 0;
-  uint32_t compactor_id = 0;
+  std::vector<uint64_t> compactor_generation;  // per compactor slot, like the updaters'
+  std::vector<uint32_t> compactor_ids;
   uint32_t next_role_id = kFirstRoleId;
   std::set<NodeId> members;  // nodes that should be running
   uint32_t next_node = 4;
@@ -260,12 +260,12 @@ void ResizerLoop(transport::SimRuntime& sim, World& world, uint64_t generation) 
   --world.background_running;
 }
 
-void CompactorLoop(transport::SimRuntime& sim, World& world, uint64_t generation) {
+void CompactorLoop(transport::SimRuntime& sim, World& world, size_t slot, uint64_t generation) {
   ++world.background_running;
   client::Client client(sim, SimClientOptions());
-  ShardedFields fields(client, world.cells, Seed(world, 30000 + generation));
-  Random random(Seed(world, 31000 + generation));
-  while (!world.stop_background && world.compactor_generation == generation) {
+  ShardedFields fields(client, world.cells, Seed(world, 30000 + slot * 97 + generation));
+  Random random(Seed(world, 31000 + slot * 97 + generation));
+  while (!world.stop_background && world.compactor_generation[slot] == generation) {
     if (!sim.Sleep(20 * kMs + static_cast<Micros>(random.Uniform(80 * kMs))).ok()) break;
     const std::string& key = world.keys[random.Uniform(world.keys.size())];
     const Status status = fields.Compact(world.spec, key);
@@ -289,11 +289,11 @@ void SpawnResizer(transport::SimRuntime& sim, World& world) {
             [&sim, &world, generation] { ResizerLoop(sim, world, generation); });
 }
 
-void SpawnCompactor(transport::SimRuntime& sim, World& world) {
-  const uint64_t generation = world.compactor_generation;
-  world.compactor_id = world.next_role_id;
+void SpawnCompactor(transport::SimRuntime& sim, World& world, size_t slot) {
+  const uint64_t generation = world.compactor_generation[slot];
+  world.compactor_ids[slot] = world.next_role_id;
   sim.Spawn(Address::Client(world.next_role_id++), "compactor",
-            [&sim, &world, generation] { CompactorLoop(sim, world, generation); });
+            [&sim, &world, slot, generation] { CompactorLoop(sim, world, slot, generation); });
 }
 
 // Restarts crashed member nodes and the coordinator after a short while.
@@ -407,14 +407,16 @@ void ChaosLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluster
       case 11: {  // crash the resizer or the compactor mid-operation; a new process takes over
         if (!world.options.crashes) break;
         const bool resizer = world.kind != FieldKind::kDynamic && random.OneIn(2);
+        if (!resizer && world.compactor_ids.empty()) break;
         if (resizer) {
           CrashClient(sim, world, world.resizer_id);
           ++world.resizer_generation;
           SpawnResizer(sim, world);
         } else {
-          CrashClient(sim, world, world.compactor_id);
-          ++world.compactor_generation;
-          SpawnCompactor(sim, world);
+          const size_t slot = random.Uniform(world.compactor_ids.size());
+          CrashClient(sim, world, world.compactor_ids[slot]);
+          ++world.compactor_generation[slot];
+          SpawnCompactor(sim, world, slot);
         }
         break;
       }
@@ -659,7 +661,9 @@ void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& 
   }
   sim.Spawn(Address::Client(kCheckerId), "checker", [&] { CheckerLoop(sim, world); });
   if (world.kind != FieldKind::kDynamic) SpawnResizer(sim, world);
-  SpawnCompactor(sim, world);
+  for (size_t slot = 0; slot < static_cast<size_t>(world.options.compactors); ++slot) {
+    SpawnCompactor(sim, world, slot);
+  }
   sim.Spawn(Address::Client(900), "supervisor", [&] { SupervisorLoop(sim, world, cluster); });
   sim.Spawn(Address::Client(902), "chaos", [&] { ChaosLoop(sim, world, cluster); });
 
@@ -739,6 +743,8 @@ HotspotSimResult RunHotspotSim(const HotspotSimOptions& options) {
     world.remaining.assign(static_cast<size_t>(options.updaters), options.updates_per_updater);
     world.updater_generation.assign(static_cast<size_t>(options.updaters), 0);
     world.updater_ids.assign(static_cast<size_t>(options.updaters), 0);
+    world.compactor_generation.assign(static_cast<size_t>(options.compactors), 0);
+    world.compactor_ids.assign(static_cast<size_t>(options.compactors), 0);
 
     server::EmbeddedClusterOptions cluster_options;
     cluster_options.data_dir = dir;

@@ -5,7 +5,7 @@
 // once:
 //   - updaters adding 1 with ShardedFields::Apply (each with its own client and layout cache),
 //   - a resizer growing and shrinking the field between 1 and 8 cells (static and auto kinds),
-//   - a compactor, readers (kLatest and kSnapshot) and a root checker,
+//   - compactors, readers (kLatest and kSnapshot) and a root checker,
 //   - chaos: bucket moves, node additions and removals, crashes of nodes, of the coordinator and
 //     of the resizer / compactor / updater processes mid-operation, message delays and loss.
 // Checked continuously: every root satisfies FieldRoot::CheckInvariants, and every read lies in
@@ -32,6 +32,7 @@ struct HotspotSimOptions {
   int updaters = 4;
   int updates_per_updater = 40;
   int readers = 2;
+  int compactors = 2;  // concurrent compactors (each crashable on its own)
   bool crashes = true;
   double loss = 0.01;
 };

@@ -34,6 +34,7 @@ TEST(HotspotSimTest, SameSeedReplaysTheSameRun) {
                                   .updaters = 3,
                                   .updates_per_updater = 20,
                                   .readers = 1,
+                                  .compactors = 2,
                                   .crashes = true,
                                   .loss = 0.01};
   const HotspotSimResult a = RunHotspotSim(options);
@@ -55,6 +56,7 @@ TEST(HotspotSimTest, Replays) {
                                                                     .updaters = 4,
                                                                     .updates_per_updater = 40,
                                                                     .readers = 2,
+                                                                    .compactors = 2,
                                                                     .crashes = true,
                                                                     .loss = 0.01});
     EXPECT_TRUE(result.ok) << result.failure;
