@@ -68,7 +68,7 @@ class HotspotSimKindTest : public testing::TestWithParam<hotspot::FieldKind> {};
 
 TEST_P(HotspotSimKindTest, ManySeeds) {
   const uint64_t first = EnvOr("SHOAL_SIM_FIRST_SEED", 1);
-  const uint64_t seeds = EnvOr("SHOAL_SIM_SEEDS", EnvOr("SHOAL_SIM_DEFAULT_SEEDS", 10));
+  const uint64_t seeds = EnvOr("SHOAL_SIM_SEEDS", EnvOr("SHOAL_SIM_DEFAULT_SEEDS", 5));
   HotspotSimResult total;
   uint64_t failures = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
