@@ -2,11 +2,14 @@
 # The sharded-field benchmark of docs/results/hotspot.md: paper 003 Figure 6 (32 clients voting
 # on 16 questions, naive vs 10 static shards, with and without retries, 10 s per configuration,
 # 3 nodes) and the throughput of one hot counter with 1..64 shards against as many independent
-# keys (16 clients, RUNS runs of SECONDS s per point, median, on 1 and 3 nodes), on an embedded
+# keys (16 clients, RUNS runs of SECONDS_PER_RUN s per point, median, on 1 and 3 nodes), on an embedded
 # cluster without fsync. Writes figure6.{json,tsv}, throughput.{json,tsv}, the stdout tables
 # (figure6.txt, throughput.txt), the load average before and after (uptime.txt) and the plots
 # figure6.png and throughput.png into OUT_DIR.
-# Usage: bench/hotspot/run.sh [BUILD_DIR] [OUT_DIR]    (RUNS, default 5; SECONDS, default 2)
+# Usage: bench/hotspot/run.sh [BUILD_DIR] [OUT_DIR]
+# Environment: RUNS (default 5) and SECONDS_PER_RUN (default 2) of the throughput experiment,
+# FIG6_SECONDS (default 10) per Figure 6 configuration; PLOT_ONLY=1 redraws the plots from the
+# TSV files already in OUT_DIR.
 set -euo pipefail
 
 build=${1:-build}
@@ -16,16 +19,19 @@ seconds=${SECONDS_PER_RUN:-2}
 bench=$build/bench/hotspot/hotspot_bench
 mkdir -p "$out"
 
-{
-  echo "before: $(uptime)"
-  "$bench" --experiment figure6 --clients 32 --questions 16 --shards 10 --nodes 3 --seconds ${FIG6_SECONDS:-10} \
-    --out "$out" | tee "$out/figure6.txt" >&2
-  echo "between: $(uptime)"
-  "$bench" --experiment throughput --clients 16 --shard-counts 1,2,4,8,16,32,64 \
-    --node-counts 1,3 --runs "$runs" --seconds "$seconds" --out "$out" |
-    tee "$out/throughput.txt" >&2
-  echo "after: $(uptime)"
-} >"$out/uptime.txt"
+fig6_seconds=${FIG6_SECONDS:-10}
+if [ "${PLOT_ONLY:-0}" != 1 ]; then
+  {
+    echo "before: $(uptime)"
+    "$bench" --experiment figure6 --clients 32 --questions 16 --shards 10 --nodes 3 \
+      --seconds "$fig6_seconds" --out "$out" | tee "$out/figure6.txt" >&2
+    echo "between: $(uptime)"
+    "$bench" --experiment throughput --clients 16 --shard-counts 1,2,4,8,16,32,64 \
+      --node-counts 1,3 --runs "$runs" --seconds "$seconds" --out "$out" |
+      tee "$out/throughput.txt" >&2
+    echo "after: $(uptime)"
+  } >"$out/uptime.txt"
+fi
 
 # Figure 6: failed votes (%) and time per vote (mean, p99) per configuration.
 gnuplot <<GP
@@ -46,6 +52,7 @@ set ylabel "% of votes attempted"
 plot "$out/figure6.tsv" using 4:xtic(1) notitle lc rgb "#d62728"
 set title "time per vote, retries included"
 set ylabel "ms"
+set key top left
 plot "$out/figure6.tsv" using 6:xtic(1) title "mean" lc rgb "#1f77b4", \
      "" using 8 title "p99" lc rgb "#ff7f0e"
 unset multiplot
@@ -60,7 +67,7 @@ set logscale x 2
 set xlabel "shards of the hot counter = independent keys"
 set grid
 set key below
-set multiplot layout 1,2 title "One hot counter (Apply, 16 clients) vs independent keys (Get + CompareAndSet), median of $runs runs"
+set multiplot layout 1,2 title "One hot counter (Apply, 16 clients) vs independent keys (Get + CompareAndSet), median of runs"
 set title "updates per second"
 set ylabel "updates/s"
 set yrange [0:*]
