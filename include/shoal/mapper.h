@@ -31,7 +31,9 @@
 // the body. Sharded members are never written into the body (the store refuses writes that set
 // a declared sharded field); Load reads their folded values from Get and Save sends their
 // pending deltas with Collection::Apply. Member types: integers, double, bool, std::string,
-// std::vector<std::string> and anything with nlohmann to_json/from_json.
+// std::vector<std::string> and anything with nlohmann to_json/from_json. A member whose
+// neutral element is null (min and max without a declared neutral) needs a type that holds null,
+// or a declared neutral.
 //
 // Updating (paper Figure 4). Entity::Apply(member, operand) folds the lifted operand both into
 // the visible member (the application sees the new value at once) and into a pending delta that
@@ -119,6 +121,10 @@ template <typename M>
     return ConversionError("decoding", field, e);
   }
 }
+
+// The types an Id member may have.
+template <typename I>
+concept IdMember = std::same_as<I, std::string> || std::integral<I>;
 
 // One mapped member of T: a non-sharded field or a sharded one.
 template <typename T>
@@ -211,14 +217,14 @@ class Entity {
 
  private:
   friend class EntityMapper<T>;
-  Entity(std::shared_ptr<mapper_internal::Model<T>> model, std::string key, T value)
+  Entity(std::shared_ptr<const mapper_internal::Model<T>> model, std::string key, T value)
       : model_(std::move(model)), key_(std::move(key)), value_(std::move(value)) {
     for (const auto& binding : model_->bindings) {
       pending_.push_back({.delta = binding.neutral, .operands = {}});
     }
   }
 
-  std::shared_ptr<mapper_internal::Model<T>> model_;  // shared with the mapper, never modified
+  std::shared_ptr<const mapper_internal::Model<T>> model_;  // shared with the mapper
   std::string key_;
   T value_;
   std::vector<mapper_internal::Pending> pending_;  // one per binding (used for sharded ones)
@@ -239,8 +245,8 @@ class EntityMapper {
   }
 
   // The primary key (the paper's @Id): a std::string or integer member.
-  template <typename I>
-  requires std::same_as<I, std::string> || std::integral<I> EntityMapper& Id(I T::*member) {
+  template <mapper_internal::IdMember I>
+  EntityMapper& Id(I T::*member) {
     auto model = Edit();
     model->get_id = [member](const T& object) -> std::string {
       if constexpr (std::same_as<I, std::string>) {
