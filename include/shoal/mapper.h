@@ -139,6 +139,17 @@ struct Binding {
   std::function<bool(const std::type_info&, const void*)> is_member;
 };
 
+// Whether one update with `value` as its operand adds exactly `value` to a shard: true for
+// every fold that lifts a value to itself (sum, min, max, bit_or, set_union, registered folds),
+// false for "count" (any operand counts 1).
+template <typename T>
+[[nodiscard]] StatusOr<bool> IsOneOperand(const Binding<T>& binding, const Json& value) {
+  SHOAL_ASSIGN_OR_RETURN(const Json lifted, LiftOperand(binding.options.fold, value));
+  SHOAL_ASSIGN_OR_RETURN(const Json folded,
+                         FoldValues(binding.options.fold, binding.neutral, value));
+  return lifted == folded;
+}
+
 // Everything a mapper knows about T; immutable once an entity refers to it.
 template <typename T>
 struct Model {
@@ -331,8 +342,8 @@ class EntityMapper {
       Json value;
       SHOAL_RETURN_IF_ERROR(binding.get(object, &value));
       if (value == binding.neutral) continue;
-      SHOAL_ASSIGN_OR_RETURN(const Json lifted, LiftOperand(binding.options.fold, value));
-      if (lifted != value) {
+      SHOAL_ASSIGN_OR_RETURN(const bool one, mapper_internal::IsOneOperand(binding, value));
+      if (!one) {
         return InvalidArgumentError("field '" + binding.field + "': fold '" + binding.options.fold +
                                     "' cannot take the initial value as one update; create with "
                                     "the neutral value and Apply");
@@ -355,13 +366,13 @@ class EntityMapper {
   [[nodiscard]] StatusOr<Entity<T>> Load(Collection& collection, std::string_view key,
                                          const ReadOptions& options = {}) const {
     SHOAL_RETURN_IF_ERROR(Ready());
+    T object{};
+    SHOAL_RETURN_IF_ERROR(model_->set_id(key, &object));
     SHOAL_ASSIGN_OR_RETURN(const Document document, collection.Get(key, options));
     const Json body = Json::parse(document.json, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object()) {
       return InvalidArgumentError("the document of '" + std::string(key) + "' is not an object");
     }
-    T object{};
-    SHOAL_RETURN_IF_ERROR(model_->set_id(key, &object));
     for (const auto& binding : model_->bindings) {
       const auto it = body.find(binding.field);
       if (it != body.end()) {
@@ -465,8 +476,8 @@ class EntityMapper {
       return OkStatus();
     }
     const std::string& fold = binding.options.fold;
-    SHOAL_ASSIGN_OR_RETURN(const Json lifted, LiftOperand(fold, pending->delta));
-    if (lifted == pending->delta) {
+    SHOAL_ASSIGN_OR_RETURN(const bool one, mapper_internal::IsOneOperand(binding, pending->delta));
+    if (one) {
       SHOAL_ASSIGN_OR_RETURN(const std::string delta, mapper_internal::Dump(pending->delta));
       SHOAL_RETURN_IF_ERROR(collection.Apply(key, binding.field, delta).status());
     } else {
