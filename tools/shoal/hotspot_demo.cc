@@ -30,9 +30,9 @@ constexpr auto kSampleInterval = std::chrono::seconds(1);
 
 struct HotspotDemoOptions {
   int threads = 16;
-  int seconds = 5;       // the hot phase
-  int cool_seconds = 6;  // the slow phase
-  int cool_rate = 4;     // votes per second of the one slow voter
+  int seconds = 5;        // the hot phase
+  int cool_seconds = 10;  // the slow phase
+  int cool_rate = 4;      // votes per second of the one slow voter
   bool json = false;
 };
 
@@ -157,6 +157,9 @@ int RunHotspotDemo(const HotspotDemoOptions& o) {
     std::printf("%d voters for %d s, then 1 voter at %d votes/s for %d s\n", o.threads, o.seconds,
                 o.cool_rate, o.cool_seconds);
   }
+  auto start = questions->Sharding(kKey, kField);
+  const uint32_t initial_shards = start.ok() ? start->active_cells : 0;
+  if (!o.json) std::printf("  start         shards %u\n", initial_shards);
   Tally tally;
   std::vector<Sample> samples = RunPhase("hot", *questions, tally, o.threads, o.seconds,
                                          std::chrono::milliseconds(0), !o.json);
@@ -187,12 +190,19 @@ int RunHotspotDemo(const HotspotDemoOptions& o) {
                              {"shards", s.active_shards},
                              {"retiring_shards", s.retiring_shards}});
     }
-    nlohmann::json out{{"threads", o.threads},   {"votes_acknowledged", acknowledged},
-                       {"votes_read", *total},   {"conflicts", tally.conflicts.load()},
-                       {"failed_votes", failed}, {"unknown_votes", unknown},
-                       {"lost_votes", lost},     {"phantom_votes", phantom},
-                       {"peak_shards", peak},    {"final_shards", final_shards},
-                       {"shrank", shrank},       {"samples", out_samples}};
+    nlohmann::json out{{"threads", o.threads},
+                       {"votes_acknowledged", acknowledged},
+                       {"votes_read", *total},
+                       {"conflicts", tally.conflicts.load()},
+                       {"failed_votes", failed},
+                       {"unknown_votes", unknown},
+                       {"lost_votes", lost},
+                       {"phantom_votes", phantom},
+                       {"initial_shards", initial_shards},
+                       {"peak_shards", peak},
+                       {"final_shards", final_shards},
+                       {"shrank", shrank},
+                       {"samples", out_samples}};
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf("summary\n");
@@ -208,8 +218,8 @@ int RunHotspotDemo(const HotspotDemoOptions& o) {
     if (phantom > 0) {
       std::printf("  phantom votes       %llu\n", static_cast<unsigned long long>(phantom));
     }
-    std::printf("  shards              peak %u, at the end %u (%s)\n", peak, final_shards,
-                shrank ? "shrank" : "did not shrink");
+    std::printf("  shards              %u at the start, peak %u, %u at the end (%s)\n",
+                initial_shards, peak, final_shards, shrank ? "shrank" : "did not shrink");
   }
   if (!tally.first_error.empty()) {
     std::fprintf(stderr, "  first error: %s\n", tally.first_error.c_str());
