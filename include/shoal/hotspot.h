@@ -16,10 +16,9 @@
 // Thread-safety: RegisterFold is thread-safe.
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "src/common/status.h"
 
@@ -28,7 +27,14 @@ namespace shoal {
 using Json = nlohmann::json;
 using FoldFunction = std::function<StatusOr<Json>(const Json&, const Json&)>;
 
-[[nodiscard]] Status RegisterFold(std::string_view name, const Json& neutral,
-                                  FoldFunction combine, const std::vector<Json>& samples);
+[[nodiscard]] Status RegisterFold(std::string_view name, const Json& neutral, FoldFunction combine,
+                                  const std::vector<Json>& samples);
+
+// Folds two values with the named fold (built-in or registered): what reads do across shards.
+[[nodiscard]] StatusOr<Json> FoldValues(std::string_view fold, const Json& a, const Json& b);
+// The value an update with `operand` contributes (count: 1; the others: the operand, checked).
+[[nodiscard]] StatusOr<Json> LiftOperand(std::string_view fold, const Json& operand);
+// The fold's own neutral element.
+[[nodiscard]] StatusOr<Json> NeutralOf(std::string_view fold);
 
 }  // namespace shoal

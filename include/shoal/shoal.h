@@ -78,10 +78,10 @@ struct ReadOptions {
 };
 
 struct ShardingInfo {
-  std::string kind;            // "static", "dynamic", "auto" or "entity_group"
-  uint32_t active_cells = 0;   // shard documents taking updates (groups for entity groups)
-  uint32_t retiring_cells = 0; // being folded away by a shrink
-  uint32_t pending_cells = 0;  // dynamic: cells the compactor has not folded yet
+  std::string kind;             // "static", "dynamic", "auto" or "entity_group"
+  uint32_t active_cells = 0;    // shard documents taking updates (groups for entity groups)
+  uint32_t retiring_cells = 0;  // being folded away by a shrink
+  uint32_t pending_cells = 0;   // dynamic: cells the compactor has not folded yet
   uint32_t distinct_buckets = 0;
   uint32_t distinct_nodes = 0;
 };

@@ -5,7 +5,8 @@
 // Storage layout (all in the collection's hidden cell collection, see keys.h):
 //   root   {"base": V, "seq": S, "cells": [{"t": T, "active": B}], "absorbed": [{"t","at","del"}]}
 //   cell   {"v": V, "sealed": B, "n": updates}                      (static and auto fields)
-//   cell   {"v": V, "sealed": true, "owner": O}                      (dynamic fields: one per update)
+//   cell   {"v": V, "sealed": true, "owner": O}                      (dynamic fields: one per
+//   update)
 // The field's value is  base ⊕ (⊕ of the values of cells whose token is not absorbed).
 //
 // Invariants (CheckInvariants; proofs in docs/design/hotspot.md):
@@ -44,7 +45,7 @@ struct CellRef {
 
 struct AbsorbedCell {
   std::string token;
-  uint64_t absorbed_at = 0;             // seq of the root write that absorbed it
+  uint64_t absorbed_at = 0;            // seq of the root write that absorbed it
   std::optional<uint64_t> deleted_at;  // seq recorded after the cell document was deleted
 };
 

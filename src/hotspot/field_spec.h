@@ -51,10 +51,10 @@ struct AutoPolicy {
 struct FieldSpec {
   std::string field;
   FieldKind kind = FieldKind::kStatic;
-  FoldPtr fold;          // null for kEntityGroup
-  Value neutral;         // the fold's neutral unless declared
-  uint32_t shards = 1;   // cells (static; initial for auto) or groups (entity group)
-  AutoPolicy policy{};   // kAuto only
+  FoldPtr fold;         // null for kEntityGroup
+  Value neutral;        // the fold's neutral unless declared
+  uint32_t shards = 1;  // cells (static; initial for auto) or groups (entity group)
+  AutoPolicy policy{};  // kAuto only
 
   [[nodiscard]] Value ToJson() const;
 };

@@ -88,6 +88,8 @@ class ShardedFields {
     uint64_t updates = 0;
     std::vector<std::string> tokens;
   };
+  // Active cells of a static/auto field as this client last saw them (creates the first ones).
+  [[nodiscard]] StatusOr<uint32_t> CellCount(const FieldSpec& spec, std::string_view pk);
   [[nodiscard]] StatusOr<UpdateCount> CountUpdates(const FieldSpec& spec, std::string_view pk);
 
   [[nodiscard]] client::Client& client() { return client_; }
@@ -114,8 +116,8 @@ class ShardedFields {
                                                                   std::string_view pk);
   // Writes `root` over version `expected` (0 = insert). kFailedPrecondition/kAlreadyExists on
   // a race.
-  [[nodiscard]] Status StoreRoot(std::string_view pk, std::string_view field,
-                                 const FieldRoot& root, uint64_t expected);
+  [[nodiscard]] Status StoreRoot(std::string_view pk, std::string_view field, const FieldRoot& root,
+                                 uint64_t expected);
   // Active cells from the cache, else from the root (creating the first cells when missing).
   [[nodiscard]] StatusOr<std::vector<std::string>> ActiveCells(const FieldSpec& spec,
                                                                std::string_view pk, bool refresh);
@@ -124,14 +126,12 @@ class ShardedFields {
                                                           const std::vector<std::string>& tokens);
   [[nodiscard]] StatusOr<std::vector<CellRead>> QueryDynamicCells(std::string_view pk,
                                                                   std::string_view field);
-  [[nodiscard]] StatusOr<Value> ReadOnce(const FieldSpec& spec, std::string_view pk,
-                                         bool* retry);
+  [[nodiscard]] StatusOr<Value> ReadOnce(const FieldSpec& spec, std::string_view pk, bool* retry);
   [[nodiscard]] StatusOr<Value> ReadSnapshot(const FieldSpec& spec, std::string_view pk);
   // Creates `count` new neutral cells, spread over buckets (P1); returns their tokens.
-  [[nodiscard]] StatusOr<std::vector<std::string>> CreateCells(const FieldSpec& spec,
-                                                               std::string_view pk,
-                                                               const std::vector<std::string>& existing,
-                                                               uint32_t count);
+  [[nodiscard]] StatusOr<std::vector<std::string>> CreateCells(
+      const FieldSpec& spec, std::string_view pk, const std::vector<std::string>& existing,
+      uint32_t count);
   // Seals one cell and returns its final value (missing: nullopt).
   [[nodiscard]] StatusOr<std::optional<Value>> Seal(std::string_view pk, std::string_view field,
                                                     std::string_view token);
@@ -146,8 +146,8 @@ class ShardedFields {
   client::Client& client_;
   const CollectionId cells_;
   std::mutex mu_;
-  Random random_;                                       // guarded by mu_
-  std::map<std::string, Cached, std::less<>> layouts_;  // guarded by mu_
+  Random random_;                                           // guarded by mu_
+  std::map<std::string, Cached, std::less<>> layouts_;      // guarded by mu_
   std::map<std::string, uint32_t, std::less<>> conflicts_;  // guarded by mu_
 };
 

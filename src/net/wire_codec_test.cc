@@ -50,6 +50,37 @@ TEST(WireCodecTest, RequestsRoundTrip) {
   ExpectRoundTrip(transport::GetMapRequest{});
 }
 
+TEST(WireCodecTest, BucketLoadWithHotKeysRoundTrips) {
+  const transport::BucketLoadResponse load{
+      .buckets = {{.bucket = BucketId(3), .bytes = 100, .documents = 7}},
+      .hot_keys = {{.collection = CollectionId(2),
+                    .primary_key = std::string("h\0t", 3),
+                    .writes_per_second = 12.5,
+                    .error_per_second = 0.25},
+                   {.collection = CollectionId(5),
+                    .primary_key = "cool",
+                    .writes_per_second = 0.5,
+                    .error_per_second = 0}}};
+  wire::Response first;
+  ToWire(transport::Response::Ok(load), &first);
+  auto decoded = FromWire(first);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  wire::Response second;
+  ToWire(*decoded, &second);
+  EXPECT_EQ(first.SerializeAsString(), second.SerializeAsString());
+  auto body = transport::BodyAs<transport::BucketLoadResponse>(std::move(*decoded));
+  ASSERT_TRUE(body.ok()) << body.status();
+  ASSERT_EQ(body->buckets.size(), 1u);
+  EXPECT_EQ(body->buckets[0].documents, 7u);
+  ASSERT_EQ(body->hot_keys.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(body->hot_keys[i].collection, load.hot_keys[i].collection) << i;
+    EXPECT_EQ(body->hot_keys[i].primary_key, load.hot_keys[i].primary_key) << i;
+    EXPECT_EQ(body->hot_keys[i].writes_per_second, load.hot_keys[i].writes_per_second) << i;
+    EXPECT_EQ(body->hot_keys[i].error_per_second, load.hot_keys[i].error_per_second) << i;
+  }
+}
+
 TEST(WireCodecTest, TypedErrorsSurvive) {
   const Status wrong = transport::MakeClusterError(transport::ClusterError::kWrongShard, "moved");
   wire::Status w;

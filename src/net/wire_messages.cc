@@ -292,6 +292,13 @@ void ToWire(const transport::Response& response, wire::Response* out) {
                      load->set_bytes(b.bytes);
                      load->set_documents(b.documents);
                    }
+                   for (const auto& h : r.hot_keys) {
+                     auto* hot = w->add_hot_keys();
+                     hot->set_collection(h.collection.value());
+                     hot->set_primary_key(h.primary_key);
+                     hot->set_writes_per_second(h.writes_per_second);
+                     hot->set_error_per_second(h.error_per_second);
+                   }
                  },
                  [out](const transport::TransferBucketResponse& r) {
                    auto* w = out->mutable_transfer_bucket();
@@ -368,6 +375,12 @@ StatusOr<transport::Response> FromWire(const wire::Response& response) {
       for (const auto& b : response.bucket_load().buckets()) {
         load.buckets.push_back(transport::BucketLoad{
             .bucket = BucketId(b.bucket()), .bytes = b.bytes(), .documents = b.documents()});
+      }
+      for (const auto& h : response.bucket_load().hot_keys()) {
+        load.hot_keys.push_back(transport::HotKeyStat{.collection = CollectionId(h.collection()),
+                                                      .primary_key = h.primary_key(),
+                                                      .writes_per_second = h.writes_per_second(),
+                                                      .error_per_second = h.error_per_second()});
       }
       out.body = std::move(load);
       break;

@@ -63,7 +63,7 @@ class StorageNode::ActiveGuard {
 };
 
 StorageNode::StorageNode(transport::Runtime& runtime, const NodeOptions& options)
-    : runtime_(runtime), options_(options) {}
+    : runtime_(runtime), options_(options), hot_keys_(options.hot_keys) {}
 
 StorageNode::~StorageNode() {
   if (store_ != nullptr) (void)store_->Close();
@@ -411,6 +411,8 @@ Response StorageNode::HandleWrite(const transport::WriteRequest& request) {
   }
   Release(bucket, /*write=*/true);
   if (!version.ok()) return Response::Error(version.status());
+  // A write run for a switch-then-copy destination counts there, where it is acknowledged.
+  if (!request.via_move.has_value()) RecordWrite(request.collection, request.primary_key);
   return Response::Ok(transport::WriteResponse{.version = *version});
 }
 
@@ -763,6 +765,7 @@ Response StorageNode::HandleLoad() {
     }
   }
   transport::BucketLoadResponse out;
+  out.hot_keys = HotKeys();
   if (options_.exact_load_stats) {
     out.buckets = ExactLoads(served);
     return Response::Ok(out);

@@ -34,6 +34,10 @@
 //     the rest (TransferBucket, apply-if-newer) never overwrites a newer version.
 //   - Data of a range is dropped only when the node's map (durable at the coordinator) shows the
 //     node neither serves it nor takes part in a move of it.
+//   - HOT KEYS: every write this node acknowledges to a client (not one it executes for the
+//     destination of a switch-then-copy move, which acknowledges it) counts in the node's
+//     hot-key sketch under hot_keys_mu_, taken after the write and never with mu_ held; the
+//     load report carries the hottest keys (docs/design/hotspot.md).
 //   - MOVE I/O OUTSIDE THE LOCK: the engine calls of a move (export, ingest, catch-up apply,
 //     reading the change log) run outside mu_, so that client requests for every other bucket
 //     go on meanwhile. A destination's ingest and apply hold the bucket's move-I/O count from
@@ -52,6 +56,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -59,6 +64,7 @@
 #include "src/cluster/shard_map.h"
 #include "src/common/ids.h"
 #include "src/common/status.h"
+#include "src/hotspot/top_k_sketch.h"
 #include "src/storage/bucket_store.h"
 #include "src/transport/runtime.h"
 
@@ -90,6 +96,8 @@ struct NodeOptions {
   // all the node's data. 0: every report scans every bucket. Only the runtime's clock and the
   // node's own counters decide: the simulation replays.
   transport::Micros load_stats_max_age = 5'000'000;
+  // The per-key write-rate sketch whose hottest keys the load report carries.
+  hotspot::TopKSketchOptions hot_keys{};
 };
 
 struct NodeCounters {
@@ -194,6 +202,10 @@ class StorageNode final : public transport::Service,
   [[nodiscard]] std::vector<transport::BucketLoad> ExactLoads(
       const std::vector<std::pair<BucketId, storage::PointRange>>& served);
   void HeartbeatLoop();
+  // Counts an acknowledged write of (collection, primary key) in the hot-key sketch.
+  void RecordWrite(CollectionId collection, std::string_view primary_key);
+  // The hottest keys of the sketch now.
+  [[nodiscard]] std::vector<transport::HotKeyStat> HotKeys();
   // The engine part of an ingest, outside mu_: drops what an earlier attempt staged, then
   // ingests `exported`.
   [[nodiscard]] Status StageIngest(const storage::PointRange& range,
@@ -236,6 +248,9 @@ class StorageNode final : public transport::Service,
 
   std::mutex load_mu_;  // guards load_cache_; never taken with mu_ held
   absl::flat_hash_map<BucketId, CachedLoad> load_cache_;
+
+  std::mutex hot_keys_mu_;  // guards hot_keys_; never taken with mu_ held
+  hotspot::TopKSketch hot_keys_;
 };
 
 }  // namespace shoal::node

@@ -84,6 +84,7 @@ Response StorageNode::ForwardWrite(const transport::WriteRequest& request,
                      fmt::format("outcome unknown: applied at the source, not at n{}: {}",
                                  options_.id.value(), applied.status().ToString())));
     } else {
+      RecordWrite(request.collection, request.primary_key);
       out = Response::Ok(transport::WriteResponse{.version = body->version});
     }
   }

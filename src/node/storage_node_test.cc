@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <numbers>
 #include <string>
 #include <variant>
 #include <vector>
@@ -597,6 +598,43 @@ TEST_F(StorageNodeTest, FenceForAMoveMissingFromTheNodesMapFetchesTheMap) {
     // The other bucket was never fenced.
     EXPECT_TRUE(
         StatusOf(Write(kN2, maps_.copy, WriteOp::kUpsert, KeyIn(kB1, 0), R"({"v":1})")).ok());
+  });
+}
+
+TEST_F(StorageNodeTest, LoadReportShowsTheMostWrittenKeyFirst) {
+  Run([&] {
+    const std::string hot = KeyIn(kB0, 0);
+    const std::string cold = KeyIn(kB0, 1);
+    const std::string other = KeyIn(kB0, 2);
+    for (int i = 0; i < 40; ++i) {
+      ASSERT_TRUE(StatusOf(Write(kN1, maps_.initial, WriteOp::kUpsert, hot, R"({"v":1})")).ok());
+    }
+    ASSERT_TRUE(StatusOf(Write(kN1, maps_.initial, WriteOp::kInsert, cold, R"({"v":1})")).ok());
+    ASSERT_TRUE(StatusOf(Write(kN1, maps_.initial, WriteOp::kUpsert, other, R"({"v":1})")).ok());
+    ASSERT_TRUE(StatusOf(Write(kN1, maps_.initial, WriteOp::kDelete, other)).ok());
+    // Refused writes do not count: a duplicate insert, and a key of n2's bucket.
+    for (int i = 0; i < 5; ++i) {
+      EXPECT_FALSE(StatusOf(Write(kN1, maps_.initial, WriteOp::kInsert, cold, "{}")).ok());
+      EXPECT_FALSE(StatusOf(Write(kN1, maps_.initial, WriteOp::kUpsert, KeyIn(kB1, 0), "{}")).ok());
+    }
+
+    auto load = Call(kN1, transport::BucketLoadRequest{});
+    ASSERT_TRUE(StatusOf(load).ok()) << StatusOf(load);
+    const auto& hot_keys = std::get<transport::BucketLoadResponse>(load->body).hot_keys;
+    ASSERT_EQ(hot_keys.size(), 3u);
+    EXPECT_EQ(hot_keys[0].collection, kDocs);
+    EXPECT_EQ(hot_keys[0].primary_key, hot);
+    // Milliseconds of simulated time: 40 writes at a 10 s half-life, barely decayed.
+    EXPECT_NEAR(hot_keys[0].writes_per_second, 40 * std::numbers::ln2 / 10, 0.01);
+    EXPECT_EQ(hot_keys[0].error_per_second, 0);
+    EXPECT_EQ(hot_keys[1].primary_key, other);
+    EXPECT_NEAR(hot_keys[1].writes_per_second, hot_keys[0].writes_per_second * 2 / 40, 0.001);
+    EXPECT_EQ(hot_keys[2].primary_key, cold);
+    EXPECT_NEAR(hot_keys[2].writes_per_second, hot_keys[0].writes_per_second / 40, 0.001);
+    // n2 acknowledged nothing.
+    auto n2_load = Call(kN2, transport::BucketLoadRequest{});
+    ASSERT_TRUE(StatusOf(n2_load).ok()) << StatusOf(n2_load);
+    EXPECT_TRUE(std::get<transport::BucketLoadResponse>(n2_load->body).hot_keys.empty());
   });
 }
 

@@ -48,26 +48,31 @@ Document ToPublic(storage::Document d) {
 
 }  // namespace
 
+// Writes refuse bodies that set a declared sharded field (CheckWrite): those change by Apply.
 StatusOr<uint64_t> Collection::Insert(std::string_view key, std::string_view json) {
+  SHOAL_RETURN_IF_ERROR(impl_->hot->CheckWrite(json));
   return impl_->client->Insert(impl_->id, key, json);
 }
 StatusOr<uint64_t> Collection::Update(std::string_view key, std::string_view json) {
+  SHOAL_RETURN_IF_ERROR(impl_->hot->CheckWrite(json));
   return impl_->client->Update(impl_->id, key, json);
 }
 StatusOr<uint64_t> Collection::Upsert(std::string_view key, std::string_view json) {
+  SHOAL_RETURN_IF_ERROR(impl_->hot->CheckWrite(json));
   return impl_->client->Upsert(impl_->id, key, json);
 }
 StatusOr<uint64_t> Collection::Delete(std::string_view key) {
-  return impl_->client->Delete(impl_->id, key);
+  SHOAL_ASSIGN_OR_RETURN(uint64_t version, impl_->client->Delete(impl_->id, key));
+  // The document is gone: its sharded fields start again from neutral.
+  SHOAL_RETURN_IF_ERROR(impl_->hot->AfterDelete(key));
+  return version;
 }
 StatusOr<uint64_t> Collection::CompareAndSet(std::string_view key, uint64_t expected_version,
                                              std::string_view json) {
+  SHOAL_RETURN_IF_ERROR(impl_->hot->CheckWrite(json));
   return impl_->client->CompareAndSet(impl_->id, key, expected_version, json);
 }
-StatusOr<Document> Collection::Get(std::string_view key) {
-  SHOAL_ASSIGN_OR_RETURN(storage::Document document, impl_->client->Get(impl_->id, key));
-  return ToPublic(std::move(document));
-}
+StatusOr<Document> Collection::Get(std::string_view key) { return Get(key, ReadOptions{}); }
 StatusOr<QueryPage> Collection::Query(const QueryOptions& options) {
   client::QueryOptions query{
       .collection = impl_->id, .filter = {}, .limit = options.limit, .cursor = options.cursor};
@@ -76,7 +81,7 @@ StatusOr<QueryPage> Collection::Query(const QueryOptions& options) {
     query.filter.all_of.push_back(storage::FieldPredicate{
         .path = condition.path, .op = ToCompareOp(condition.op), .value = std::move(value)});
   }
-  SHOAL_ASSIGN_OR_RETURN(client::QueryPage page, impl_->client->Query(query));
+  SHOAL_ASSIGN_OR_RETURN(client::QueryPage page, impl_->hot->Query(std::move(query)));
   QueryPage out;
   out.next_cursor = std::move(page.next_cursor);
   for (auto& document : page.documents) out.documents.push_back(ToPublic(std::move(document)));
@@ -116,8 +121,13 @@ StatusOr<std::unique_ptr<Database>> Database::OpenEmbedded(const EmbeddedOptions
 }
 
 StatusOr<Collection> Database::GetCollection(std::string_view name) {
+  if (name.starts_with(hotspot::kSystemPrefix)) {
+    return InvalidArgumentError(
+        fmt::format("collection names starting with {} are reserved", hotspot::kSystemPrefix));
+  }
   SHOAL_ASSIGN_OR_RETURN(CollectionId id, impl_->client->OpenCollection(name));
-  return Collection(std::make_shared<Collection::Impl>(Collection::Impl{impl_->client.get(), id}));
+  return Collection(std::make_shared<Collection::Impl>(
+      Collection::Impl{impl_->client.get(), id, impl_->HotFor(name, id)}));
 }
 
 StatusOr<uint32_t> Database::AddNode() {
@@ -142,6 +152,7 @@ Status Database::Close() {
     if (impl_->closed) return OkStatus();
     impl_->closed = true;
   }
+  impl_->StopMaintainer();
   Status status = impl_->cluster != nullptr ? impl_->cluster->StopAll() : OkStatus();
   impl_->runtime.Shutdown();
   // A network client's runtime closes its channels and joins its threads here.

@@ -6,11 +6,16 @@
 //
 // Thread-safety: as Database's; `mu` guards next_node and closed.
 
+#include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <thread>
 
 #include "include/shoal/shoal.h"
 #include "src/client/client.h"
+#include "src/hotspot/hot_collection.h"
 #include "src/server/embedded_cluster.h"
 #include "src/transport/thread_runtime.h"
 
@@ -19,6 +24,7 @@ namespace shoal {
 struct Collection::Impl {
   client::Client* client;
   CollectionId id;
+  std::shared_ptr<hotspot::HotCollection> hot;  // declared fields; shared per name
 };
 
 struct Database::Impl {
@@ -31,6 +37,19 @@ struct Database::Impl {
   std::mutex mu;
   uint32_t next_node = 0;
   bool closed = false;
+  // Collections opened so far, by name; the maintenance thread works through them.
+  std::map<std::string, std::shared_ptr<hotspot::HotCollection>, std::less<>> hot;
+  std::thread maintainer;
+  std::condition_variable maintainer_wake;
+
+  [[nodiscard]] transport::Runtime& ActiveRuntime() {
+    return remote_runtime != nullptr ? *remote_runtime : static_cast<transport::Runtime&>(runtime);
+  }
+  // The collection's shared HotCollection, and the maintenance thread on first use.
+  [[nodiscard]] std::shared_ptr<hotspot::HotCollection> HotFor(std::string_view name,
+                                                               CollectionId id);
+  // Stops the maintenance thread (Close).
+  void StopMaintainer();
 
   // Database's constructor is private: this is how the network client builds one.
   [[nodiscard]] static std::unique_ptr<Database> Wrap(std::unique_ptr<Impl> impl) {

@@ -228,8 +228,18 @@ struct BucketLoad {
   uint64_t bytes = 0;
   uint64_t documents = 0;
 };
+// One of the keys a node acknowledged the most writes to lately, by its hot-key sketch
+// (docs/design/hotspot.md): the true decayed rate lies in
+// [writes_per_second - error_per_second, writes_per_second].
+struct HotKeyStat {
+  CollectionId collection{};
+  std::string primary_key{};
+  double writes_per_second = 0;
+  double error_per_second = 0;
+};
 struct BucketLoadResponse {
   std::vector<BucketLoad> buckets{};
+  std::vector<HotKeyStat> hot_keys{};  // hottest first
 };
 
 struct Ack {};

@@ -79,8 +79,16 @@ grep -q ALREADY_EXISTS "$dir/err" || fail "duplicate insert: $(cat "$dir/err")"
 "$shoal" delete --cluster "$cluster" users u30 >/dev/null || fail "delete"
 count=$("$shoal" query --cluster "$cluster" users --where 'even==1' | wc -l)
 [ "$count" -eq 14 ] || fail "query even==1 returned $count, expected 14"
+for i in $(seq 1 5); do
+  "$shoal" put --cluster "$cluster" users hotkey "{\"n\": $i}" >/dev/null || fail "put hotkey"
+done
 status=$("$shoal" status --cluster "$cluster" --json) || fail "status"
 [[ $status == *'"buckets":8'* ]] || fail "status: $status"
+# The key written most is the first hot key.
+hot=${status#*'"hot_keys":['}
+hot=${hot%%\}*}
+[[ $hot == *'"collection":"users"'* && $hot == *'"key":"hotkey"'* ]] || fail "hot keys: $status"
+"$shoal" status --cluster "$cluster" | grep -q '^hot keys' || fail "status: no hot keys"
 stop_cluster
 
 # Restart from the same directories, every process on a new port (a fixed port could be taken

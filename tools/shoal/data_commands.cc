@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "include/shoal/shoal.h"
@@ -150,6 +153,74 @@ struct NodeStatus {
   uint64_t documents = 0;
 };
 
+// Hot keys shown by `status`: the hottest over every node.
+constexpr size_t kStatusHotKeys = 10;
+
+// One key a node reports among its hottest.
+struct HotKeyRow {
+  NodeId node;
+  transport::HotKeyStat stat;
+};
+
+// A primary key as text: printable ASCII as is, every other byte and the backslash as \xNN.
+std::string PrintableKey(std::string_view key) {
+  std::string out;
+  for (const char c : key) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f && c != '\\') {
+      out.push_back(c);
+    } else {
+      out += fmt::format("\\x{:02x}", byte);
+    }
+  }
+  return out;
+}
+
+// The rows hottest first (ties by node, collection, key), at most kStatusHotKeys.
+void KeepHottest(std::vector<HotKeyRow>* rows) {
+  std::sort(rows->begin(), rows->end(), [](const HotKeyRow& a, const HotKeyRow& b) {
+    if (a.stat.writes_per_second != b.stat.writes_per_second) {
+      return a.stat.writes_per_second > b.stat.writes_per_second;
+    }
+    return std::tie(a.node, a.stat.collection, a.stat.primary_key) <
+           std::tie(b.node, b.stat.collection, b.stat.primary_key);
+  });
+  if (rows->size() > kStatusHotKeys) rows->resize(kStatusHotKeys);
+}
+
+nlohmann::json HotKeysJson(const std::vector<HotKeyRow>& rows,
+                           const std::map<CollectionId, std::string>& names) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const HotKeyRow& row : rows) {
+    auto name = names.find(row.stat.collection);
+    out.push_back({{"node", row.node.value()},
+                   {"collection",
+                    name == names.end() ? nlohmann::json(nullptr) : nlohmann::json(name->second)},
+                   {"collection_id", row.stat.collection.value()},
+                   {"key", PrintableKey(row.stat.primary_key)},
+                   {"writes_per_second", row.stat.writes_per_second},
+                   {"error_per_second", row.stat.error_per_second}});
+  }
+  return out;
+}
+
+void PrintHotKeys(const std::vector<HotKeyRow>& rows,
+                  const std::map<CollectionId, std::string>& names) {
+  if (rows.empty()) {
+    std::printf("hot keys: none\n");
+    return;
+  }
+  std::printf("hot keys (writes/s):\n");
+  std::printf("%-6s %-16s %-32s %10s\n", "node", "collection", "key", "writes/s");
+  for (const HotKeyRow& row : rows) {
+    auto name = names.find(row.stat.collection);
+    const std::string collection =
+        name == names.end() ? std::to_string(row.stat.collection.value()) : name->second;
+    std::printf("%-6u %-16s %-32s %10.2f\n", row.node.value(), collection.c_str(),
+                PrintableKey(row.stat.primary_key).c_str(), row.stat.writes_per_second);
+  }
+}
+
 int RunStatus(const DataFlags& flags) {
   auto coordinator = net::CoordinatorOf(flags.cluster);
   if (!coordinator.ok()) return FailCommand(coordinator.status());
@@ -170,6 +241,9 @@ int RunStatus(const DataFlags& flags) {
 
   std::map<NodeId, NodeStatus> nodes;
   std::map<BucketId, NodeId> owner;
+  std::map<CollectionId, std::string> collection_names;
+  for (const auto& spec : state->state.collections) collection_names[spec.id] = spec.name;
+  std::vector<HotKeyRow> hot_keys;
   for (const auto& node : map->nodes()) {
     nodes[node.id].state = node.state == cluster::NodeState::kActive ? "active" : "leaving";
   }
@@ -202,7 +276,11 @@ int RunStatus(const DataFlags& flags) {
         node.documents += b.documents;
       }
     }
+    for (auto& stat : body->hot_keys) {
+      hot_keys.push_back(HotKeyRow{.node = id, .stat = std::move(stat)});
+    }
   }
+  KeepHottest(&hot_keys);
   const auto book = (*runtime)->AddressBook();
   double sum = 0, squares = 0;
   for (auto& [id, node] : nodes) {
@@ -232,7 +310,8 @@ int RunStatus(const DataFlags& flags) {
                        {"buckets", map->buckets().size()},
                        {"imbalance", imbalance},
                        {"nodes", out_nodes},
-                       {"moves_in_flight", moves}};
+                       {"moves_in_flight", moves},
+                       {"hot_keys", HotKeysJson(hot_keys, collection_names)}};
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf("coordinator %s  epoch %llu  buckets %zu  imbalance %.3f\n", coordinator->c_str(),
@@ -249,6 +328,7 @@ int RunStatus(const DataFlags& flags) {
     }
     std::printf("moves in flight: %zu\n", moves.size());
     for (const auto& move : moves) std::printf("  %s\n", move.dump().c_str());
+    PrintHotKeys(hot_keys, collection_names);
   }
   return 0;
 }
@@ -308,7 +388,8 @@ void AddDataCommands(CLI::App& app) {
 
   auto status = std::make_shared<DataFlags>();
   CLI::App* s = DataCommand(
-      app, "status", "Nodes, buckets and bytes per node, imbalance and moves in flight", status);
+      app, "status", "Nodes, buckets and bytes per node, imbalance, moves in flight and hot keys",
+      status);
   s->callback([status] { std::exit(RunStatus(*status)); });
 }
 

@@ -1,0 +1,131 @@
+#pragma once
+
+// HotCollection: one user collection with its declared sharded fields and entity groups, as
+// the public API sees it (docs/design/hotspot.md).
+//
+//   - The schema lives in the system collection kSchemaCollection (one document per user
+//     collection, changed by CompareAndSet) and is re-read at most every kSchemaRefresh.
+//   - Roots, cells and sub-groups live in the hidden collection HiddenCollectionName(name).
+//   - Get folds every declared field into the main document; Query folds each result before it
+//     evaluates conditions on declared fields (paper 003 §2.1 lists such queries as
+//     unsupported; folding first answers them exactly, at the cost of reading the shards of
+//     every candidate document). A page may then hold fewer than `limit` documents.
+//   - Writes that set a declared field directly are refused (kInvalidArgument): use Apply.
+//   - Auto fields (paper 003 §6): an Apply that sees more conflicts per second on a key than
+//     grow_conflicts_per_s doubles its cells; Maintain halves them when the key is quiet (few
+//     conflicts here, fewer than shrink_updates_per_s updates per cell, no growth for
+//     kAutoCooldown). Maintain also folds the cells of dynamic fields this handle wrote.
+//
+// Thread-safety: thread-safe; calls must come from runtime tasks (any thread on ThreadRuntime).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "src/client/client.h"
+#include "src/common/ids.h"
+#include "src/common/status.h"
+#include "src/hotspot/entity_group.h"
+#include "src/hotspot/field_spec.h"
+#include "src/hotspot/sharded_field.h"
+
+namespace shoal::hotspot {
+
+inline constexpr std::string_view kSchemaCollection = "_shoal.schema";
+inline constexpr std::string_view kSystemPrefix = "_shoal.";
+inline constexpr transport::Micros kSchemaRefresh = 1'000'000;
+inline constexpr transport::Micros kAutoWindow = 1'000'000;
+inline constexpr transport::Micros kAutoCooldown = 5'000'000;
+// A key leaves the maintenance list this long after this handle last wrote it.
+inline constexpr transport::Micros kMaintainFor = 60'000'000;
+
+[[nodiscard]] StatusOr<std::string> HiddenCollectionName(std::string_view collection);
+
+// Reads and changes the declared schema of collections.
+[[nodiscard]] StatusOr<CollectionSchema> LoadSchema(client::Client& client,
+                                                    std::string_view collection);
+// Merges `declaration` into the stored schema (CompareAndSet loop); returns the new schema.
+[[nodiscard]] StatusOr<CollectionSchema> DeclareSchema(client::Client& client,
+                                                       std::string_view collection,
+                                                       const CollectionSchema& declaration);
+
+struct MaintainStats {
+  uint32_t grown = 0;
+  uint32_t shrunk = 0;
+  uint32_t compacted = 0;
+};
+
+class HotCollection {
+ public:
+  // `clock` gives monotonic microseconds (the runtime's Now).
+  HotCollection(client::Client& client, std::string name, CollectionId main,
+                std::function<transport::Micros()> clock, uint64_t seed);
+
+  [[nodiscard]] Status Declare(std::string_view schema_json);
+  [[nodiscard]] StatusOr<CollectionSchema> Schema();
+
+  // OK unless `json` sets a declared field.
+  [[nodiscard]] Status CheckWrite(std::string_view json);
+  [[nodiscard]] StatusOr<storage::Document> Get(std::string_view pk, ReadMode mode);
+  [[nodiscard]] StatusOr<client::QueryPage> Query(client::QueryOptions options);
+  // Resets the declared fields of a deleted document.
+  [[nodiscard]] Status AfterDelete(std::string_view pk);
+
+  [[nodiscard]] StatusOr<ApplyOutcome> Apply(std::string_view pk, std::string_view field,
+                                             std::string_view operand_json,
+                                             const ApplyOptions& options);
+  [[nodiscard]] Status PutMember(std::string_view pk, std::string_view field,
+                                 std::string_view member, std::string_view json);
+  [[nodiscard]] Status RemoveMember(std::string_view pk, std::string_view field,
+                                    std::string_view member);
+  [[nodiscard]] StatusOr<std::pair<FieldKind, FieldLayout>> Describe(std::string_view pk,
+                                                                     std::string_view field);
+  [[nodiscard]] Status Reshard(std::string_view pk, std::string_view field, uint32_t shards);
+  [[nodiscard]] Status Compact(std::string_view pk);
+  // One pass of the background work (auto shrink, dynamic compaction).
+  [[nodiscard]] StatusOr<MaintainStats> Maintain();
+
+ private:
+  struct KeyActivity {
+    transport::Micros last_write = 0;
+    transport::Micros window_start = 0;
+    uint32_t window_conflicts = 0;
+    transport::Micros last_grow = 0;
+    bool resizing = false;
+    bool dirty = false;  // dynamic: cells written since the last compaction
+    // Auto: the last sample of the cells' update counters.
+    uint64_t sampled_updates = 0;
+    transport::Micros sampled_at = 0;
+    std::vector<std::string> sampled_tokens;
+    uint32_t conflicts_since_sample = 0;
+  };
+
+  [[nodiscard]] StatusOr<std::shared_ptr<const CollectionSchema>> CurrentSchema();
+  [[nodiscard]] StatusOr<FieldSpec> SpecOf(std::string_view field);
+  // Folds the declared fields into `body` (a JSON object).
+  [[nodiscard]] Status FoldInto(const CollectionSchema& schema, std::string_view pk, ReadMode mode,
+                                Value& body);
+  [[nodiscard]] Status EnsureHidden();
+  void NoteWrite(const FieldSpec& spec, std::string_view pk, const ApplyOutcome& outcome);
+  [[nodiscard]] StatusOr<bool> MaybeShrink(const FieldSpec& spec, const std::string& pk,
+                                           transport::Micros now);
+
+  client::Client& client_;
+  const std::string name_;
+  const CollectionId main_;
+  const std::function<transport::Micros()> clock_;
+  const uint64_t seed_;
+
+  std::mutex mu_;
+  std::shared_ptr<const CollectionSchema> schema_;  // guarded by mu_
+  transport::Micros schema_loaded_at_ = 0;          // guarded by mu_
+  std::unique_ptr<ShardedFields> fields_;           // set once with the hidden collection
+  std::unique_ptr<EntityGroups> groups_;
+  // (field, pk) -> activity; guarded by mu_.
+  std::map<std::pair<std::string, std::string>, KeyActivity> activity_;
+};
+
+}  // namespace shoal::hotspot

@@ -1,0 +1,262 @@
+// Sharded fields and entity groups through the public API, on an embedded cluster.
+
+#include "src/hotspot/hot_collection.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "include/shoal/hotspot.h"
+#include "include/shoal/shoal.h"
+
+namespace shoal {
+namespace {
+
+std::string TempDir(const std::string& name) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp == nullptr ? "/tmp" : tmp) + "/shoal-hot-test-" +
+                    std::to_string(::getpid()) + "-" + name;
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+class HotCollectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    auto db = Database::OpenEmbedded({.data_dir = dir_, .nodes = 3, .buckets = 16, .sync = false});
+    ASSERT_TRUE(db.ok()) << db.status();
+    db_ = std::move(*db);
+  }
+  void TearDown() override {
+    if (db_ != nullptr) {
+      EXPECT_TRUE(db_->Close().ok());
+    }
+    std::filesystem::remove_all(dir_);
+  }
+  Collection Open(const std::string& name) {
+    auto c = db_->GetCollection(name);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return *c;
+  }
+  static Json Body(const Document& doc) { return Json::parse(doc.json); }
+
+  std::string dir_;
+  std::unique_ptr<Database> db_;
+};
+
+TEST_F(HotCollectionTest, StaticFieldFoldsOnGetAndRefusesDirectWrites) {
+  Collection questions = Open("questions");
+  ASSERT_TRUE(questions.Declare(R"({"votes": {"fold": "sum", "neutral": 0, "shards": 10}})").ok());
+  ASSERT_TRUE(questions.Insert("42", R"({"question": "education?"})").ok());
+  for (int i = 0; i < 25; ++i) ASSERT_TRUE(questions.Apply("42", "votes", "1").ok());
+  ASSERT_TRUE(questions.Apply("42", "votes", "-5").ok());
+  auto doc = questions.Get("42");
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  EXPECT_EQ(Body(*doc)["votes"], 20);
+  EXPECT_EQ(Body(*doc)["question"], "education?");
+  auto snapshot = questions.Get("42", ReadOptions{.mode = ReadMode::kSnapshot});
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  EXPECT_EQ(Body(*snapshot)["votes"], 20);
+
+  // The shards of one hot document are spread over buckets and nodes.
+  auto info = questions.Sharding("42", "votes");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->kind, "static");
+  EXPECT_EQ(info->active_cells, 10u);
+  EXPECT_EQ(info->distinct_buckets, 10u);
+  EXPECT_EQ(info->distinct_nodes, 3u);
+
+  EXPECT_EQ(questions.Update("42", R"({"votes": 1000})").status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(questions.Apply("42", "votes", "\"x\"").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(questions.Apply("42", "nope", "1").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(questions.Apply("42", "votes", "{bad").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Body(*questions.Get("42"))["votes"], 20);  // nothing changed
+  EXPECT_EQ(db_->GetCollection("_shoal.schema").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(HotCollectionTest, ConcurrentVotesAreAllCounted) {
+  Collection questions = Open("q");
+  ASSERT_TRUE(questions.Declare(R"({"votes": {"fold": "sum", "shards": 4}})").ok());
+  ASSERT_TRUE(questions.Insert("hot", "{}").ok());
+  constexpr int kThreads = 8;
+  constexpr int kVotes = 100;
+  std::atomic<int> failed = 0;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kVotes; ++i) {
+        if (!questions.Apply("hot", "votes", "1").ok()) ++failed;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(Body(*questions.Get("hot"))["votes"], kThreads * kVotes);
+}
+
+TEST_F(HotCollectionTest, ReshardKeepsTheValue) {
+  Collection c = Open("r");
+  ASSERT_TRUE(c.Declare(R"({"n": {"fold": "sum", "shards": 2}})").ok());
+  ASSERT_TRUE(c.Insert("k", "{}").ok());
+  int expected = 0;
+  for (uint32_t shards : {8u, 3u, 1u, 16u, 2u}) {
+    for (int i = 0; i < 10; ++i, ++expected) ASSERT_TRUE(c.Apply("k", "n", "1").ok());
+    ASSERT_TRUE(c.Reshard("k", "n", shards).ok());
+    auto info = c.Sharding("k", "n");
+    ASSERT_TRUE(info.ok());
+    EXPECT_EQ(info->active_cells, shards);
+    EXPECT_EQ(info->retiring_cells, 0u);
+    EXPECT_EQ(Body(*c.Get("k"))["n"], expected) << shards;
+  }
+  EXPECT_EQ(c.Reshard("k", "n", 0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.Reshard("k", "n", 65).code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(HotCollectionTest, DynamicFieldCompactsToTheSameValue) {
+  Collection c = Open("d");
+  ASSERT_TRUE(c.Declare(R"({"visits": {"fold": "count"}, "tags": {"fold": "set_union"}})").ok());
+  ASSERT_TRUE(c.Insert("page", "{}").ok());
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE(c.Apply("page", "visits", "{}").ok());
+  ASSERT_TRUE(c.Apply("page", "tags", R"(["b", "a"])").ok());
+  ASSERT_TRUE(c.Apply("page", "tags", R"("c")").ok());
+  EXPECT_EQ(Body(*c.Get("page"))["visits"], 30);
+  ASSERT_TRUE(c.Compact("page").ok());
+  auto info = c.Sharding("page", "visits");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->kind, "dynamic");
+  EXPECT_EQ(info->pending_cells, 0u);
+  const Json body = Body(*c.Get("page"));
+  EXPECT_EQ(body["visits"], 30);
+  EXPECT_EQ(body["tags"], Json::array({"a", "b", "c"}));
+}
+
+TEST_F(HotCollectionTest, QueriesFilterOnFoldedValues) {
+  Collection c = Open("filter");
+  ASSERT_TRUE(c.Declare(R"({"votes": {"fold": "sum", "shards": 3}})").ok());
+  for (int i = 0; i < 12; ++i) {
+    const std::string key = "q" + std::to_string(i);
+    ASSERT_TRUE(c.Insert(key, R"({"topic": ")" + std::string(i % 2 ? "odd" : "even") + "\"}").ok());
+    for (int v = 0; v < i; ++v) ASSERT_TRUE(c.Apply(key, "votes", "1").ok());
+  }
+  std::set<std::string> found;
+  QueryOptions options{
+      .filter = {{"votes", Op::kGt, "5"}, {"topic", Op::kEq, "\"odd\""}}, .limit = 2, .cursor = {}};
+  do {
+    auto page = c.Query(options);
+    ASSERT_TRUE(page.ok()) << page.status();
+    for (const auto& doc : page->documents) {
+      EXPECT_GT(Body(doc)["votes"].get<int>(), 5);
+      EXPECT_TRUE(found.insert(doc.key).second);
+    }
+    options.cursor = page->next_cursor;
+  } while (!options.cursor.empty());
+  EXPECT_EQ(found, (std::set<std::string>{"q7", "q9", "q11"}));
+}
+
+TEST_F(HotCollectionTest, EntityGroupIsTheUnionOfItsSubGroups) {
+  Collection c = Open("groups");
+  ASSERT_TRUE(c.Declare(R"({"responses": {"group": 4}})").ok());
+  ASSERT_TRUE(c.Insert("42", R"({"question": "why?"})").ok());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        const std::string member = "r" + std::to_string(t * 10 + i);
+        EXPECT_TRUE(c.PutMember("42", "responses", member, R"({"by": ")" + member + "\"}").ok());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(c.RemoveMember("42", "responses", "r3").ok());
+  EXPECT_EQ(c.RemoveMember("42", "responses", "r3").code(), StatusCode::kNotFound);
+  EXPECT_EQ(c.PutMember("42", "responses", "", "{}").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.PutMember("42", "responses", "x", "3").code(), StatusCode::kInvalidArgument);
+  const Json body = Body(*c.Get("42"));
+  EXPECT_EQ(body["responses"].size(), 39u);
+  EXPECT_EQ(body["responses"]["r17"]["by"], "r17");
+  auto info = c.Sharding("42", "responses");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->kind, "entity_group");
+  EXPECT_EQ(info->active_cells, 4u);
+}
+
+TEST_F(HotCollectionTest, DeleteResetsTheFields) {
+  Collection c = Open("del");
+  ASSERT_TRUE(c.Declare(R"({"n": {"fold": "sum", "shards": 2}, "g": {"group": 2}})").ok());
+  ASSERT_TRUE(c.Insert("k", "{}").ok());
+  ASSERT_TRUE(c.Apply("k", "n", "7").ok());
+  ASSERT_TRUE(c.PutMember("k", "g", "m", "{}").ok());
+  ASSERT_TRUE(c.Delete("k").ok());
+  EXPECT_EQ(c.Get("k").status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(c.Insert("k", "{}").ok());
+  const Json body = Body(*c.Get("k"));
+  EXPECT_EQ(body["n"], 0);
+  EXPECT_TRUE(body["g"].empty());
+}
+
+TEST_F(HotCollectionTest, AutoFieldGrowsUnderContentionAndShrinksWhenQuiet) {
+  Collection c = Open("auto");
+  ASSERT_TRUE(c.Declare(R"({"likes": {"fold": "sum", "shards": "auto", "max_shards": 16,
+                                      "grow_conflicts_per_s": 2, "shrink_updates_per_s": 1000}})")
+                  .ok());
+  ASSERT_TRUE(c.Insert("hot", "{}").ok());
+  std::atomic<int> acked = 0;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 150; ++i) {
+        if (c.Apply("hot", "likes", "1").ok()) ++acked;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  auto grown = c.Sharding("hot", "likes");
+  ASSERT_TRUE(grown.ok());
+  EXPECT_GT(grown->active_cells, 1u) << "8 writers on one cell conflict: it must grow";
+  EXPECT_EQ(acked.load(), 8 * 150);
+  EXPECT_EQ(Body(*c.Get("hot"))["likes"], 8 * 150);
+  // Quiet: a trickle of updates; the maintenance thread halves the cells after the cooldown.
+  uint32_t cells = grown->active_cells;
+  for (int i = 0; i < 150 && cells > 1; ++i) {
+    ASSERT_TRUE(c.Apply("hot", "likes", "1").ok());
+    ++acked;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    cells = c.Sharding("hot", "likes")->active_cells;
+  }
+  EXPECT_LT(cells, grown->active_cells) << "no shrink within 15 s of quiet";
+  EXPECT_EQ(Body(*c.Get("hot"))["likes"], acked.load());
+}
+
+TEST_F(HotCollectionTest, CustomFoldFromCxx) {
+  ASSERT_TRUE(RegisterFold("longest_for_test", Json(""),
+                           [](const Json& a, const Json& b) -> StatusOr<Json> {
+                             const auto x = a.get<std::string>(), y = b.get<std::string>();
+                             return Json(x.size() != y.size() ? (x.size() > y.size() ? x : y)
+                                                              : std::max(x, y));
+                           },
+                           {"a", "bb", "cc", ""})
+                  .ok());
+  Collection c = Open("custom");
+  ASSERT_TRUE(c.Declare(R"({"best": {"fold": "longest_for_test", "shards": 3}})").ok());
+  ASSERT_TRUE(c.Insert("k", "{}").ok());
+  for (const char* s : {"\"x\"", "\"hello\"", "\"abc\""}) ASSERT_TRUE(c.Apply("k", "best", s).ok());
+  EXPECT_EQ(Body(*c.Get("k"))["best"], "hello");
+  EXPECT_EQ(*FoldValues("sum", 2, 3), 5);
+  EXPECT_EQ(RegisterFold("minus_public", 0,
+                         [](const Json& a, const Json& b) -> StatusOr<Json> {
+                           return Json(a.get<int>() - b.get<int>());
+                         },
+                         {1, 2, 3})
+                .code(),
+            StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace shoal

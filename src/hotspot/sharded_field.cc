@@ -1,0 +1,635 @@
+#include "src/hotspot/sharded_field.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "src/common/point.h"
+
+namespace shoal::hotspot {
+namespace {
+
+// Bounds of the protocol's retry loops: each iteration follows a concurrent change that is
+// itself finite (a resize, a compaction), so hitting one means something is wrong.
+constexpr int kMaxRootAttempts = 64;
+constexpr int kMaxRefreshes = 64;
+constexpr int kMaxReadAttempts = 16;
+constexpr int kMaxSnapshotAttempts = 32;
+constexpr int kPlacementTries = 24;
+constexpr uint32_t kQueryPage = 1000;
+constexpr size_t kMaxCachedLayouts = 4096;
+
+constexpr char kSeparator = '\0';
+constexpr std::string_view kRootSuffix = "root";
+
+[[nodiscard]] std::string Prefix(std::string_view pk, std::string_view field) {
+  std::string key(pk);
+  key += kSeparator;
+  key += field;
+  key += kSeparator;
+  return key;
+}
+
+[[nodiscard]] bool IsRace(const Status& status) {
+  return status.code() == StatusCode::kFailedPrecondition ||
+         status.code() == StatusCode::kAlreadyExists || status.code() == StatusCode::kUnknown;
+}
+
+[[nodiscard]] Status Exhausted(std::string_view what, std::string_view pk) {
+  return UnavailableError(fmt::format("sharded field of {:?}: {} did not settle", pk, what));
+}
+
+}  // namespace
+
+std::string RootKey(std::string_view pk, std::string_view field) {
+  return Prefix(pk, field) + std::string(kRootSuffix);
+}
+
+std::string CellKey(std::string_view pk, std::string_view field, std::string_view token) {
+  return Prefix(pk, field) + std::string(token);
+}
+
+std::string OwnerOf(std::string_view pk, std::string_view field) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : Prefix(pk, field)) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+ShardedFields::ShardedFields(client::Client& client, CollectionId cells, uint64_t seed)
+    : client_(client), cells_(cells), random_(seed) {}
+
+std::string ShardedFields::NewToken() {
+  std::lock_guard lock(mu_);
+  return fmt::format("c{:016x}", random_.Next64());
+}
+
+void ShardedFields::Forget(std::string_view pk, std::string_view field) {
+  std::lock_guard lock(mu_);
+  if (auto it = layouts_.find(RootKey(pk, field)); it != layouts_.end()) layouts_.erase(it);
+}
+
+void ShardedFields::NoteConflict(const std::string& cell_key) {
+  std::lock_guard lock(mu_);
+  if (conflicts_.size() > kMaxCachedLayouts) conflicts_.clear();
+  ++conflicts_[cell_key];
+}
+
+uint32_t ShardedFields::ConflictsOf(const std::string& cell_key) {
+  std::lock_guard lock(mu_);
+  auto it = conflicts_.find(cell_key);
+  return it == conflicts_.end() ? 0 : it->second;
+}
+
+StatusOr<std::pair<FieldRoot, uint64_t>> ShardedFields::LoadRoot(const FieldSpec& spec,
+                                                                 std::string_view pk) {
+  auto doc = client_.Get(cells_, RootKey(pk, spec.field));
+  if (doc.status().code() == StatusCode::kNotFound) {
+    return std::make_pair(FieldRoot::Empty(spec.neutral), uint64_t{0});
+  }
+  if (!doc.ok()) return doc.status();
+  SHOAL_ASSIGN_OR_RETURN(FieldRoot root, FieldRoot::Decode(doc->body));
+  return std::make_pair(std::move(root), doc->version);
+}
+
+Status ShardedFields::StoreRoot(std::string_view pk, std::string_view field, const FieldRoot& root,
+                                uint64_t expected) {
+  const std::string key = RootKey(pk, field);
+  if (expected == 0) return client_.Insert(cells_, key, root.Encode()).status();
+  return client_.CompareAndSet(cells_, key, expected, root.Encode()).status();
+}
+
+StatusOr<std::vector<std::string>> ShardedFields::CreateCells(
+    const FieldSpec& spec, std::string_view pk, const std::vector<std::string>& existing,
+    uint32_t count) {
+  // Placement (paper 003 §2.1: shards spread writes over nodes): each new cell goes to the
+  // bucket, and preferably the node, that the field's cells use least, under the cached map.
+  // A later move or split may co-locate cells again; that costs speed, not correctness.
+  const cluster::ShardMapPtr map = client_.map();
+  std::map<BucketId, int> bucket_use;
+  std::map<NodeId, int> node_use;
+  auto locate = [&](const std::string& token) -> std::pair<BucketId, NodeId> {
+    if (map == nullptr) return {BucketId(), NodeId()};
+    const auto& bucket = map->Lookup(PointOf(cells_, CellKey(pk, spec.field, token)));
+    return {bucket.id, client::OwnerOf(bucket)};
+  };
+  for (const auto& token : existing) {
+    auto [bucket, node] = locate(token);
+    ++bucket_use[bucket];
+    ++node_use[node];
+  }
+  std::vector<std::string> tokens;
+  const std::string body =
+      CellState{.value = spec.neutral, .sealed = false, .updates = 0, .owner = {}}.Encode();
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string best;
+    int best_score = 0;
+    for (int t = 0; t < kPlacementTries; ++t) {
+      std::string token = NewToken();
+      auto [bucket, node] = locate(token);
+      const int score = bucket_use[bucket] * 1000 + node_use[node];
+      if (best.empty() || score < best_score) {
+        best = std::move(token);
+        best_score = score;
+      }
+      if (score == 0) break;
+    }
+    auto [bucket, node] = locate(best);
+    ++bucket_use[bucket];
+    ++node_use[node];
+    // P1: the cell exists before any root lists it. A lost reply is retried: the token is
+    // fresh, so kAlreadyExists can only be our own first attempt.
+    Status inserted = client_.Insert(cells_, CellKey(pk, spec.field, best), body).status();
+    if (inserted.code() == StatusCode::kUnknown) {
+      inserted = client_.Insert(cells_, CellKey(pk, spec.field, best), body).status();
+      if (inserted.code() == StatusCode::kAlreadyExists) inserted = OkStatus();
+    }
+    if (!inserted.ok()) {
+      for (const auto& made : tokens) (void)client_.Delete(cells_, CellKey(pk, spec.field, made));
+      return inserted;
+    }
+    tokens.push_back(std::move(best));
+  }
+  return tokens;
+}
+
+StatusOr<std::vector<std::string>> ShardedFields::ActiveCells(const FieldSpec& spec,
+                                                              std::string_view pk, bool refresh) {
+  const std::string root_key = RootKey(pk, spec.field);
+  if (!refresh) {
+    std::lock_guard lock(mu_);
+    if (auto it = layouts_.find(root_key); it != layouts_.end()) return it->second.active;
+  }
+  for (int attempt = 0; attempt < kMaxRootAttempts; ++attempt) {
+    SHOAL_ASSIGN_OR_RETURN(auto loaded, LoadRoot(spec, pk));
+    auto& [root, version] = loaded;
+    std::vector<std::string> active = root.ActiveTokens();
+    if (active.empty()) {
+      // First use (or everything retired): create the cells, then publish them (P1).
+      const uint32_t want = std::max<uint32_t>(
+          1, spec.kind == FieldKind::kAuto ? spec.policy.min_shards : spec.shards);
+      std::vector<std::string> existing;
+      for (const auto& c : root.cells()) existing.push_back(c.token);
+      SHOAL_ASSIGN_OR_RETURN(std::vector<std::string> made, CreateCells(spec, pk, existing, want));
+      SHOAL_RETURN_IF_ERROR(root.AddCells(made));
+      Status stored = StoreRoot(pk, spec.field, root, version);
+      if (!stored.ok()) {
+        // Another writer published first (or the outcome is unknown): our cells are unused
+        // unless the root now lists them.
+        if (!IsRace(stored)) return stored;
+        SHOAL_ASSIGN_OR_RETURN(auto now, LoadRoot(spec, pk));
+        for (const auto& token : made) {
+          if (!now.first.HasCell(token)) {
+            (void)client_.Delete(cells_, CellKey(pk, spec.field, token));
+          }
+        }
+        continue;
+      }
+      active = root.ActiveTokens();
+    }
+    std::lock_guard lock(mu_);
+    if (layouts_.size() >= kMaxCachedLayouts) layouts_.clear();
+    layouts_[root_key] = Cached{.active = active};
+    return active;
+  }
+  return Exhausted("creating the first cells", pk);
+}
+
+StatusOr<ApplyOutcome> ShardedFields::Apply(const FieldSpec& spec, std::string_view pk,
+                                            const Value& operand, const ApplyOptions& options) {
+  if (spec.fold == nullptr) {
+    return InvalidArgumentError(fmt::format("field \"{}\" is not a sharded field", spec.field));
+  }
+  SHOAL_ASSIGN_OR_RETURN(Value lifted, spec.fold->Lift(operand));
+  switch (spec.kind) {
+    case FieldKind::kDynamic:
+      return ApplyDynamic(spec, pk, lifted);
+    case FieldKind::kStatic:
+    case FieldKind::kAuto:
+      return ApplyInPlace(spec, pk, lifted, options);
+    case FieldKind::kEntityGroup:
+      break;
+  }
+  return InvalidArgumentError(fmt::format("field \"{}\" is an entity group", spec.field));
+}
+
+StatusOr<ApplyOutcome> ShardedFields::ApplyDynamic(const FieldSpec& spec, std::string_view pk,
+                                                   const Value& lifted) {
+  // Paper 003 §2.2: every update is a new cell; inserts of distinct keys never conflict.
+  const CellState cell{
+      .value = lifted, .sealed = true, .updates = 1, .owner = OwnerOf(pk, spec.field)};
+  SHOAL_RETURN_IF_ERROR(
+      client_.Insert(cells_, CellKey(pk, spec.field, NewToken()), cell.Encode()).status());
+  return ApplyOutcome{.conflicts = 0};
+}
+
+StatusOr<ApplyOutcome> ShardedFields::ApplyInPlace(const FieldSpec& spec, std::string_view pk,
+                                                   const Value& lifted,
+                                                   const ApplyOptions& options) {
+  ApplyOutcome outcome;
+  bool refresh = false;
+  int refreshes = 0;
+  while (true) {
+    SHOAL_ASSIGN_OR_RETURN(std::vector<std::string> active, ActiveCells(spec, pk, refresh));
+    refresh = false;
+    // The less contended of two random cells (as seen by this client).
+    std::string key;
+    {
+      std::lock_guard lock(mu_);
+      key = CellKey(pk, spec.field, active[random_.Uniform(active.size())]);
+      if (active.size() > 1) {
+        std::string other = CellKey(pk, spec.field, active[random_.Uniform(active.size())]);
+        auto count = [&](const std::string& k) {
+          auto it = conflicts_.find(k);
+          return it == conflicts_.end() ? 0u : it->second;
+        };
+        if (count(other) < count(key)) key = std::move(other);
+      }
+    }
+    auto doc = client_.Get(cells_, key);
+    StatusOr<CellState> cell = doc.ok() ? CellState::Decode(doc->body) : doc.status();
+    if (!cell.ok() && cell.status().code() != StatusCode::kNotFound) return cell.status();
+    if (!cell.ok() || cell->sealed) {
+      // P3: a retired cell; the root has the current cells.
+      if (++refreshes > kMaxRefreshes) return Exhausted("finding an active cell", pk);
+      refresh = true;
+      continue;
+    }
+    SHOAL_ASSIGN_OR_RETURN(Value next, spec.fold->Combine(cell->value, lifted));
+    cell->value = std::move(next);
+    ++cell->updates;
+    auto written = client_.CompareAndSet(cells_, key, doc->version, cell->Encode());
+    if (written.ok()) return outcome;
+    if (written.status().code() == StatusCode::kNotFound) {
+      if (++refreshes > kMaxRefreshes) return Exhausted("finding an active cell", pk);
+      refresh = true;
+      continue;
+    }
+    if (written.status().code() != StatusCode::kFailedPrecondition) return written.status();
+    ++outcome.conflicts;
+    NoteConflict(key);
+    if (!options.retry_on_conflict) {
+      return AbortedError(
+          fmt::format("conflicting update of {:?} field {} (not retried)", pk, spec.field));
+    }
+    if (outcome.conflicts >= options.max_attempts) {
+      return AbortedError(fmt::format("{} conflicting updates of {:?} field {}", outcome.conflicts,
+                                      pk, spec.field));
+    }
+  }
+}
+
+StatusOr<std::vector<ShardedFields::CellRead>> ShardedFields::ReadCells(
+    std::string_view pk, std::string_view field, const std::vector<std::string>& tokens) {
+  std::vector<CellRead> out;
+  for (const auto& token : tokens) {
+    CellRead read{.token = token, .found = false, .state = {}, .version = 0};
+    auto doc = client_.Get(cells_, CellKey(pk, field, token));
+    if (doc.ok()) {
+      SHOAL_ASSIGN_OR_RETURN(read.state, CellState::Decode(doc->body));
+      read.found = true;
+      read.version = doc->version;
+    } else if (doc.status().code() != StatusCode::kNotFound) {
+      return doc.status();
+    }
+    out.push_back(std::move(read));
+  }
+  return out;
+}
+
+StatusOr<std::vector<ShardedFields::CellRead>> ShardedFields::QueryDynamicCells(
+    std::string_view pk, std::string_view field) {
+  const std::string prefix = Prefix(pk, field);
+  client::QueryOptions query{
+      .collection = cells_,
+      .filter = {.all_of = {storage::FieldPredicate{
+                     .path = "owner", .op = storage::CompareOp::kEq, .value = OwnerOf(pk, field)}}},
+      .limit = kQueryPage,
+      .cursor = {}};
+  std::vector<CellRead> out;
+  do {
+    SHOAL_ASSIGN_OR_RETURN(client::QueryPage page, client_.Query(query));
+    for (auto& doc : page.documents) {
+      if (!doc.primary_key.starts_with(prefix)) continue;
+      SHOAL_ASSIGN_OR_RETURN(CellState state, CellState::Decode(doc.body));
+      out.push_back(CellRead{.token = doc.primary_key.substr(prefix.size()),
+                             .found = true,
+                             .state = std::move(state),
+                             .version = doc.version});
+    }
+    query.cursor = std::move(page.next_cursor);
+  } while (!query.cursor.empty());
+  return out;
+}
+
+StatusOr<Value> ShardedFields::Read(const FieldSpec& spec, std::string_view pk, ReadMode mode) {
+  if (spec.fold == nullptr) {
+    return InvalidArgumentError(fmt::format("field \"{}\" is not a sharded field", spec.field));
+  }
+  if (mode == ReadMode::kSnapshot) return ReadSnapshot(spec, pk);
+  for (int attempt = 0; attempt < kMaxReadAttempts; ++attempt) {
+    bool retry = false;
+    SHOAL_ASSIGN_OR_RETURN(Value value, ReadOnce(spec, pk, &retry));
+    if (!retry) return value;
+  }
+  return Exhausted("reading", pk);
+}
+
+StatusOr<Value> ShardedFields::ReadOnce(const FieldSpec& spec, std::string_view pk, bool* retry) {
+  SHOAL_ASSIGN_OR_RETURN(auto first, LoadRoot(spec, pk));
+  const FieldRoot& root1 = first.first;
+  std::vector<CellRead> cells;
+  bool settled = true;  // every cell live and unsealed: root1 alone is enough
+  if (spec.kind == FieldKind::kDynamic) {
+    SHOAL_ASSIGN_OR_RETURN(cells, QueryDynamicCells(pk, spec.field));
+    settled = false;
+  } else {
+    std::vector<std::string> tokens;
+    for (const auto& c : root1.cells()) tokens.push_back(c.token);
+    SHOAL_ASSIGN_OR_RETURN(cells, ReadCells(pk, spec.field, tokens));
+    for (const auto& c : cells) settled = settled && c.found && !c.state.sealed;
+  }
+  Value value = root1.base();
+  const FieldRoot* root = &root1;
+  FieldRoot root2;
+  if (!settled) {
+    // A sealed or vanished cell may have been absorbed since root1: the second root says
+    // which cells its base holds (R2). R4 keeps the tokens we may have read unless the read
+    // spans kPruneLag root writes.
+    SHOAL_ASSIGN_OR_RETURN(auto second, LoadRoot(spec, pk));
+    root2 = std::move(second.first);
+    if (root2.seq() < root1.seq() || root2.seq() - root1.seq() >= kPruneLag) {
+      // The root was reset or rewritten many times during the read: read again.
+      *retry = true;
+      return Value();
+    }
+    value = root2.base();
+    root = &root2;
+  }
+  for (const auto& c : cells) {
+    if (!c.found || root->IsAbsorbed(c.token)) continue;
+    SHOAL_ASSIGN_OR_RETURN(value, spec.fold->Combine(value, c.state.value));
+  }
+  return value;
+}
+
+StatusOr<Value> ShardedFields::ReadSnapshot(const FieldSpec& spec, std::string_view pk) {
+  // A double collect: two consecutive collections that see the same root version and the same
+  // cell versions (every write changes a version) saw the same state at the instant between.
+  struct Collect {
+    FieldRoot root;
+    uint64_t root_version = 0;
+    std::vector<CellRead> cells;
+  };
+  auto collect = [&]() -> StatusOr<Collect> {
+    Collect out;
+    auto doc = client_.Get(cells_, RootKey(pk, spec.field));
+    if (doc.ok()) {
+      SHOAL_ASSIGN_OR_RETURN(out.root, FieldRoot::Decode(doc->body));
+      out.root_version = doc->version;
+    } else if (doc.status().code() == StatusCode::kNotFound) {
+      out.root = FieldRoot::Empty(spec.neutral);
+    } else {
+      return doc.status();
+    }
+    if (spec.kind == FieldKind::kDynamic) {
+      SHOAL_ASSIGN_OR_RETURN(out.cells, QueryDynamicCells(pk, spec.field));
+    } else {
+      std::vector<std::string> tokens;
+      for (const auto& c : out.root.cells()) tokens.push_back(c.token);
+      SHOAL_ASSIGN_OR_RETURN(out.cells, ReadCells(pk, spec.field, tokens));
+    }
+    return out;
+  };
+  auto same = [](const Collect& a, const Collect& b) {
+    if (a.root_version != b.root_version || a.cells.size() != b.cells.size()) return false;
+    for (size_t i = 0; i < a.cells.size(); ++i) {
+      if (a.cells[i].token != b.cells[i].token || a.cells[i].found != b.cells[i].found ||
+          a.cells[i].version != b.cells[i].version) {
+        return false;
+      }
+    }
+    return true;
+  };
+  SHOAL_ASSIGN_OR_RETURN(Collect previous, collect());
+  for (int attempt = 0; attempt < kMaxSnapshotAttempts; ++attempt) {
+    SHOAL_ASSIGN_OR_RETURN(Collect next, collect());
+    if (same(previous, next)) {
+      Value value = next.root.base();
+      for (const auto& c : next.cells) {
+        if (!c.found || next.root.IsAbsorbed(c.token)) continue;
+        SHOAL_ASSIGN_OR_RETURN(value, spec.fold->Combine(value, c.state.value));
+      }
+      return value;
+    }
+    previous = std::move(next);
+  }
+  return AbortedError(fmt::format(
+      "no snapshot of {:?} field {} after {} tries: updates are too frequent; read with "
+      "ReadMode::kLatest",
+      pk, spec.field, kMaxSnapshotAttempts));
+}
+
+StatusOr<std::optional<Value>> ShardedFields::Seal(std::string_view pk, std::string_view field,
+                                                   std::string_view token) {
+  const std::string key = CellKey(pk, field, token);
+  for (int attempt = 0; attempt < kMaxRootAttempts; ++attempt) {
+    auto doc = client_.Get(cells_, key);
+    if (doc.status().code() == StatusCode::kNotFound) return std::optional<Value>();
+    if (!doc.ok()) return doc.status();
+    SHOAL_ASSIGN_OR_RETURN(CellState cell, CellState::Decode(doc->body));
+    if (cell.sealed) return std::optional<Value>(cell.value);
+    cell.sealed = true;
+    Status sealed = client_.CompareAndSet(cells_, key, doc->version, cell.Encode()).status();
+    if (sealed.ok()) return std::optional<Value>(cell.value);
+    // A concurrent update or a lost reply: read again and see.
+    if (!IsRace(sealed) && sealed.code() != StatusCode::kNotFound) return sealed;
+  }
+  return Exhausted("sealing a cell", pk);
+}
+
+Status ShardedFields::Retire(const FieldSpec& spec, std::string_view pk,
+                             const std::vector<std::string>& tokens) {
+  // P2: seal first, so the absorbed value is final.
+  std::vector<SealedCell> sealed;
+  for (const auto& token : tokens) {
+    SHOAL_ASSIGN_OR_RETURN(std::optional<Value> value, Seal(pk, spec.field, token));
+    // A missing cell was absorbed (and deleted) by another compactor: its token is already in
+    // the root's absorbed list, or the root was reset; neutral changes nothing either way.
+    sealed.push_back(SealedCell{.token = token, .value = value.value_or(spec.neutral)});
+  }
+  std::vector<std::string> to_delete;
+  for (int attempt = 0;; ++attempt) {
+    if (attempt == kMaxRootAttempts) return Exhausted("absorbing cells", pk);
+    SHOAL_ASSIGN_OR_RETURN(auto loaded, LoadRoot(spec, pk));
+    auto& [root, version] = loaded;
+    std::vector<SealedCell> fresh;
+    for (const auto& cell : sealed) {
+      // A static cell no longer listed was absorbed by someone else, or the root was reset.
+      const bool listed = spec.kind == FieldKind::kDynamic || root.HasCell(cell.token);
+      if (listed && !root.IsAbsorbed(cell.token)) fresh.push_back(cell);
+    }
+    if (!fresh.empty()) {
+      SHOAL_RETURN_IF_ERROR(root.Absorb(*spec.fold, fresh));
+      Status stored = StoreRoot(pk, spec.field, root, version);
+      if (!stored.ok()) {
+        if (IsRace(stored)) continue;
+        return stored;
+      }
+    }
+    to_delete = root.UndeletedAbsorbed();
+    break;
+  }
+  if (to_delete.empty()) return OkStatus();
+  std::vector<std::string> deleted;
+  for (const auto& token : to_delete) {
+    Status status = client_.Delete(cells_, CellKey(pk, spec.field, token)).status();
+    if (status.ok() || status.code() == StatusCode::kNotFound) deleted.push_back(token);
+  }
+  for (int attempt = 0; attempt < kMaxRootAttempts; ++attempt) {
+    SHOAL_ASSIGN_OR_RETURN(auto loaded, LoadRoot(spec, pk));
+    auto& [root, version] = loaded;
+    if (version == 0) return OkStatus();  // reset meanwhile
+    root.RecordDeleted(deleted);
+    Status stored = StoreRoot(pk, spec.field, root, version);
+    if (stored.ok()) return OkStatus();
+    if (!IsRace(stored)) return stored;
+  }
+  return Exhausted("recording deleted cells", pk);
+}
+
+Status ShardedFields::Resize(const FieldSpec& spec, std::string_view pk, uint32_t cells) {
+  if (spec.kind != FieldKind::kStatic && spec.kind != FieldKind::kAuto) {
+    return InvalidArgumentError(
+        fmt::format("field \"{}\" is {}: only static and auto fields have a shard count",
+                    spec.field, ToString(spec.kind)));
+  }
+  if (cells < 1 || cells > kMaxShards) {
+    return InvalidArgumentError(fmt::format("a field has 1 to {} shards", kMaxShards));
+  }
+  SHOAL_RETURN_IF_ERROR(ActiveCells(spec, pk, /*refresh=*/true).status());
+  for (int attempt = 0;; ++attempt) {
+    if (attempt == kMaxRootAttempts) return Exhausted("resizing", pk);
+    SHOAL_ASSIGN_OR_RETURN(auto loaded, LoadRoot(spec, pk));
+    auto& [root, version] = loaded;
+    const std::vector<std::string> active = root.ActiveTokens();
+    if (active.size() == cells) break;
+    std::vector<std::string> made;
+    if (active.size() < cells) {
+      std::vector<std::string> existing;
+      for (const auto& c : root.cells()) existing.push_back(c.token);
+      SHOAL_ASSIGN_OR_RETURN(
+          made, CreateCells(spec, pk, existing, cells - static_cast<uint32_t>(active.size())));
+      SHOAL_RETURN_IF_ERROR(root.AddCells(made));
+    } else {
+      SHOAL_RETURN_IF_ERROR(
+          root.Retire(std::vector<std::string>(active.begin() + cells, active.end())));
+    }
+    Status stored = StoreRoot(pk, spec.field, root, version);
+    if (stored.ok()) break;
+    if (!IsRace(stored)) return stored;
+    SHOAL_ASSIGN_OR_RETURN(auto now, LoadRoot(spec, pk));
+    for (const auto& token : made) {
+      if (!now.first.HasCell(token)) (void)client_.Delete(cells_, CellKey(pk, spec.field, token));
+    }
+  }
+  Forget(pk, spec.field);
+  return Compact(spec, pk);
+}
+
+Status ShardedFields::Compact(const FieldSpec& spec, std::string_view pk) {
+  if (spec.fold == nullptr) {
+    return InvalidArgumentError(fmt::format("field \"{}\" is not a sharded field", spec.field));
+  }
+  std::vector<std::string> tokens;
+  if (spec.kind == FieldKind::kDynamic) {
+    SHOAL_ASSIGN_OR_RETURN(std::vector<CellRead> cells, QueryDynamicCells(pk, spec.field));
+    for (const auto& c : cells) tokens.push_back(c.token);
+  } else {
+    SHOAL_ASSIGN_OR_RETURN(auto loaded, LoadRoot(spec, pk));
+    tokens = loaded.first.RetiringTokens();
+    if (tokens.empty() && loaded.first.UndeletedAbsorbed().empty()) return OkStatus();
+  }
+  return Retire(spec, pk, tokens);
+}
+
+Status ShardedFields::Reset(const FieldSpec& spec, std::string_view pk) {
+  if (spec.fold == nullptr) return OkStatus();
+  std::vector<std::string> tokens;
+  if (spec.kind == FieldKind::kDynamic) {
+    SHOAL_ASSIGN_OR_RETURN(std::vector<CellRead> cells, QueryDynamicCells(pk, spec.field));
+    for (const auto& c : cells) tokens.push_back(c.token);
+  } else {
+    SHOAL_ASSIGN_OR_RETURN(auto loaded, LoadRoot(spec, pk));
+    for (const auto& c : loaded.first.cells()) {
+      tokens.push_back(c.token);
+      // Sealed cells send stale updaters back to the (soon missing) root: nothing lands in a
+      // cell that is about to be deleted.
+      SHOAL_RETURN_IF_ERROR(Seal(pk, spec.field, c.token).status());
+    }
+    for (const auto& token : loaded.first.UndeletedAbsorbed()) tokens.push_back(token);
+  }
+  Status root_gone = client_.Delete(cells_, RootKey(pk, spec.field)).status();
+  if (!root_gone.ok() && root_gone.code() != StatusCode::kNotFound) return root_gone;
+  for (const auto& token : tokens) {
+    Status gone = client_.Delete(cells_, CellKey(pk, spec.field, token)).status();
+    if (!gone.ok() && gone.code() != StatusCode::kNotFound) return gone;
+  }
+  Forget(pk, spec.field);
+  return OkStatus();
+}
+
+StatusOr<FieldLayout> ShardedFields::Describe(const FieldSpec& spec, std::string_view pk) {
+  SHOAL_ASSIGN_OR_RETURN(auto loaded, LoadRoot(spec, pk));
+  const FieldRoot& root = loaded.first;
+  FieldLayout layout;
+  layout.root_seq = root.seq();
+  std::vector<std::string> tokens;
+  if (spec.kind == FieldKind::kDynamic) {
+    SHOAL_ASSIGN_OR_RETURN(std::vector<CellRead> cells, QueryDynamicCells(pk, spec.field));
+    for (const auto& c : cells) {
+      if (!root.IsAbsorbed(c.token)) tokens.push_back(c.token);
+    }
+    layout.pending_cells = static_cast<uint32_t>(tokens.size());
+  } else {
+    tokens = root.ActiveTokens();
+    layout.active_cells = static_cast<uint32_t>(tokens.size());
+    layout.retiring_cells = static_cast<uint32_t>(root.RetiringTokens().size());
+  }
+  if (const cluster::ShardMapPtr map = client_.map(); map != nullptr) {
+    std::set<BucketId> buckets;
+    std::set<NodeId> nodes;
+    for (const auto& token : tokens) {
+      const auto& bucket = map->Lookup(PointOf(cells_, CellKey(pk, spec.field, token)));
+      buckets.insert(bucket.id);
+      nodes.insert(client::OwnerOf(bucket));
+    }
+    layout.distinct_buckets = static_cast<uint32_t>(buckets.size());
+    layout.distinct_nodes = static_cast<uint32_t>(nodes.size());
+  }
+  return layout;
+}
+
+StatusOr<uint32_t> ShardedFields::CellCount(const FieldSpec& spec, std::string_view pk) {
+  SHOAL_ASSIGN_OR_RETURN(std::vector<std::string> active, ActiveCells(spec, pk, false));
+  return static_cast<uint32_t>(active.size());
+}
+
+StatusOr<ShardedFields::UpdateCount> ShardedFields::CountUpdates(const FieldSpec& spec,
+                                                                 std::string_view pk) {
+  SHOAL_ASSIGN_OR_RETURN(auto loaded, LoadRoot(spec, pk));
+  UpdateCount out;
+  out.tokens = loaded.first.ActiveTokens();
+  SHOAL_ASSIGN_OR_RETURN(std::vector<CellRead> cells, ReadCells(pk, spec.field, out.tokens));
+  for (const auto& c : cells) {
+    if (c.found) out.updates += c.state.updates;
+  }
+  return out;
+}
+
+}  // namespace shoal::hotspot

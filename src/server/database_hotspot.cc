@@ -1,0 +1,130 @@
+// The sharded-field part of include/shoal/shoal.h and include/shoal/hotspot.h (paper 003;
+// docs/design/hotspot.md): Collection's Declare/Apply/Get/PutMember/…, the background
+// maintenance thread of a Database, and the fold registry.
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "include/shoal/hotspot.h"
+#include "include/shoal/shoal.h"
+#include "src/server/database_impl.h"
+
+namespace shoal {
+namespace {
+
+// How often the maintenance thread folds dynamic cells and considers shrinking auto fields.
+constexpr auto kMaintainEvery = std::chrono::milliseconds(250);
+
+}  // namespace
+
+std::shared_ptr<hotspot::HotCollection> Database::Impl::HotFor(std::string_view name,
+                                                               CollectionId id) {
+  std::lock_guard lock(mu);
+  if (auto it = hot.find(name); it != hot.end()) return it->second;
+  transport::Runtime& rt = ActiveRuntime();
+  auto collection = std::make_shared<hotspot::HotCollection>(
+      *client, std::string(name), id, [&rt] { return rt.Now(); },
+      /*seed=*/static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+          (hot.size() + 1) * 0x9e3779b97f4a7c15ull);
+  hot.emplace(std::string(name), collection);
+  if (!maintainer.joinable()) {
+    maintainer = std::thread([this] {
+      std::unique_lock lock(mu);
+      while (!closed) {
+        maintainer_wake.wait_for(lock, kMaintainEvery, [this] { return closed; });
+        if (closed) break;
+        std::vector<std::shared_ptr<hotspot::HotCollection>> collections;
+        for (const auto& [n, c] : hot) collections.push_back(c);
+        lock.unlock();
+        // Background work fails softly: the next pass (or the next Apply) tries again.
+        for (const auto& c : collections) (void)c->Maintain();
+        lock.lock();
+      }
+    });
+  }
+  return collection;
+}
+
+void Database::Impl::StopMaintainer() {
+  maintainer_wake.notify_all();
+  if (maintainer.joinable()) maintainer.join();
+}
+
+StatusOr<Document> Collection::Get(std::string_view key, const ReadOptions& options) {
+  const hotspot::ReadMode mode = options.mode == ReadMode::kSnapshot ? hotspot::ReadMode::kSnapshot
+                                                                     : hotspot::ReadMode::kLatest;
+  SHOAL_ASSIGN_OR_RETURN(storage::Document d, impl_->hot->Get(key, mode));
+  return Document{.key = std::move(d.primary_key), .json = std::move(d.body), .version = d.version};
+}
+
+Status Collection::Declare(std::string_view schema_json) {
+  return impl_->hot->Declare(schema_json);
+}
+
+StatusOr<std::string> Collection::Schema() {
+  SHOAL_ASSIGN_OR_RETURN(hotspot::CollectionSchema schema, impl_->hot->Schema());
+  return schema.ToJson().dump();
+}
+
+StatusOr<ApplyResult> Collection::Apply(std::string_view key, std::string_view field,
+                                        std::string_view operand_json,
+                                        const ApplyOptions& options) {
+  SHOAL_ASSIGN_OR_RETURN(
+      hotspot::ApplyOutcome outcome,
+      impl_->hot->Apply(key, field, operand_json,
+                        hotspot::ApplyOptions{.retry_on_conflict = options.retry_on_conflict,
+                                              .max_attempts = 256}));
+  return ApplyResult{.conflicts = outcome.conflicts};
+}
+
+Status Collection::PutMember(std::string_view key, std::string_view field, std::string_view member,
+                             std::string_view json) {
+  return impl_->hot->PutMember(key, field, member, json);
+}
+
+Status Collection::RemoveMember(std::string_view key, std::string_view field,
+                                std::string_view member) {
+  return impl_->hot->RemoveMember(key, field, member);
+}
+
+StatusOr<ShardingInfo> Collection::Sharding(std::string_view key, std::string_view field) {
+  SHOAL_ASSIGN_OR_RETURN(auto described, impl_->hot->Describe(key, field));
+  const auto& [kind, layout] = described;
+  return ShardingInfo{.kind = std::string(hotspot::ToString(kind)),
+                      .active_cells = layout.active_cells,
+                      .retiring_cells = layout.retiring_cells,
+                      .pending_cells = layout.pending_cells,
+                      .distinct_buckets = layout.distinct_buckets,
+                      .distinct_nodes = layout.distinct_nodes};
+}
+
+Status Collection::Reshard(std::string_view key, std::string_view field, uint32_t shards) {
+  return impl_->hot->Reshard(key, field, shards);
+}
+
+Status Collection::Compact(std::string_view key) { return impl_->hot->Compact(key); }
+
+Status RegisterFold(std::string_view name, const Json& neutral, FoldFunction combine,
+                    const std::vector<Json>& samples) {
+  if (!combine) return InvalidArgumentError("a fold needs a combine function");
+  auto fold = std::make_shared<hotspot::Fold>(std::string(name), neutral, std::move(combine));
+  return hotspot::FoldRegistry::Global().Register(std::move(fold), samples);
+}
+
+StatusOr<Json> FoldValues(std::string_view fold, const Json& a, const Json& b) {
+  SHOAL_ASSIGN_OR_RETURN(hotspot::FoldPtr f, hotspot::FoldRegistry::Global().Find(fold));
+  return f->Combine(a, b);
+}
+
+StatusOr<Json> LiftOperand(std::string_view fold, const Json& operand) {
+  SHOAL_ASSIGN_OR_RETURN(hotspot::FoldPtr f, hotspot::FoldRegistry::Global().Find(fold));
+  return f->Lift(operand);
+}
+
+StatusOr<Json> NeutralOf(std::string_view fold) {
+  SHOAL_ASSIGN_OR_RETURN(hotspot::FoldPtr f, hotspot::FoldRegistry::Global().Find(fold));
+  return f->neutral();
+}
+
+}  // namespace shoal
