@@ -250,9 +250,9 @@ class Entity {
 template <std::default_initializable T>
 class EntityMapper {
  public:
-  explicit EntityMapper(std::string collection)
+  explicit EntityMapper(std::string_view collection)
       : model_(std::make_shared<mapper_internal::Model<T>>()) {
-    model_->collection = std::move(collection);
+    model_->collection = std::string(collection);
   }
 
   // The primary key (the paper's @Id): a std::string or integer member.
@@ -399,8 +399,9 @@ class EntityMapper {
     }
     for (size_t i = 0; i < model_->bindings.size(); ++i) {
       const auto& binding = model_->bindings[i];
-      if (binding.sharded)
+      if (binding.sharded) {
         SHOAL_RETURN_IF_ERROR(Flush(collection, entity.key_, binding, &entity.pending_[i]));
+      }
     }
     return OkStatus();
   }
@@ -484,8 +485,8 @@ class EntityMapper {
       // The delta is no operand of its own fold: send what it was made of, one by one.
       for (size_t sent = 0; sent < pending->operands.size(); ++sent) {
         StatusOr<std::string> operand = mapper_internal::Dump(pending->operands[sent]);
-        const Status status = operand.ok() ? collection.Apply(key, binding.field, *operand).status()
-                                           : operand.status();
+        Status status = operand.ok() ? collection.Apply(key, binding.field, *operand).status()
+                                     : operand.status();
         if (status.ok()) continue;
         pending->operands.erase(pending->operands.begin(),
                                 pending->operands.begin() + static_cast<ptrdiff_t>(sent));

@@ -135,6 +135,7 @@ TEST_F(MapperTest, ConcurrentVotesThroughLoadApplySave) {
   constexpr int kVotesPerThread = 200;
   std::vector<int> failures(kThreads, 0);
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       Collection collection = *questions;
@@ -248,6 +249,7 @@ TEST_F(MapperTest, DynamicMembersTotalAfterCompact) {
   constexpr int kRounds = 50;
   std::vector<int> failures(kThreads, 0);
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       Collection collection = *visits;

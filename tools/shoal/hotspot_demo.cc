@@ -74,6 +74,7 @@ std::vector<Sample> RunPhase(const std::string& phase, Collection& questions, Ta
                              bool print) {
   std::atomic<bool> stop{false};
   std::vector<std::thread> voters;
+  voters.reserve(threads);
   for (int t = 0; t < threads; ++t) {
     voters.emplace_back([&questions, &tally, &stop, pause] {
       Collection mine = questions;
