@@ -9,7 +9,7 @@
 //    "responses": {"group": 8}}                                      entity group over 8 groups
 // "auto" takes optional bounds and thresholds:
 //   {"fold": "sum", "shards": "auto", "min_shards": 1, "max_shards": 64,
-//    "grow_conflicts_per_s": 5, "shrink_updates_per_s": 2}
+//    "grow_conflicts_per_s": 5, "shrink_updates_per_s": 50}
 // Field names are top-level members of the document. Limits: kMaxShards cells, kMaxGroups groups,
 // kMaxSchemaFields fields per collection.
 //
@@ -45,7 +45,7 @@ struct AutoPolicy {
   // Grow (double) when one client sees more conflicting updates per second than this.
   double grow_conflicts_per_s = 5;
   // Shrink (halve) when the field takes fewer updates per second per cell than this.
-  double shrink_updates_per_s = 2;
+  double shrink_updates_per_s = 50;
 };
 
 struct FieldSpec {

@@ -243,7 +243,11 @@ Status HotCollection::AfterDelete(std::string_view pk) {
 StatusOr<ApplyOutcome> HotCollection::Apply(std::string_view pk, std::string_view field,
                                             std::string_view operand_json,
                                             const ApplyOptions& options) {
-  SHOAL_ASSIGN_OR_RETURN(FieldSpec spec, SpecOf(field));
+  // The hot path: no copy of the spec (the schema is shared and immutable).
+  SHOAL_ASSIGN_OR_RETURN(auto schema, CurrentSchema());
+  const FieldSpec* found = schema->Find(field);
+  if (found == nullptr) return SpecOf(field).status();
+  const FieldSpec& spec = *found;
   SHOAL_ASSIGN_OR_RETURN(Value operand, ParseJson(operand_json, "the operand"));
   auto outcome = fields_->Apply(spec, pk, operand, options);
   if (outcome.ok()) {

@@ -150,6 +150,8 @@ StatusOr<std::vector<std::string>> ShardedFields::CreateCells(
       if (inserted.code() == StatusCode::kAlreadyExists) inserted = OkStatus();
     }
     if (!inserted.ok()) {
+      // Unpublished cells are never read; deleting them is tidiness, not correctness.
+      (void)client_.Delete(cells_, CellKey(pk, spec.field, best));
       for (const auto& made : tokens) (void)client_.Delete(cells_, CellKey(pk, spec.field, made));
       return inserted;
     }
@@ -158,12 +160,12 @@ StatusOr<std::vector<std::string>> ShardedFields::CreateCells(
   return tokens;
 }
 
-StatusOr<std::vector<std::string>> ShardedFields::ActiveCells(const FieldSpec& spec,
-                                                              std::string_view pk, bool refresh) {
+StatusOr<ShardedFields::Tokens> ShardedFields::ActiveCells(const FieldSpec& spec,
+                                                           std::string_view pk, bool refresh) {
   const std::string root_key = RootKey(pk, spec.field);
   if (!refresh) {
     std::lock_guard lock(mu_);
-    if (auto it = layouts_.find(root_key); it != layouts_.end()) return it->second.active;
+    if (auto it = layouts_.find(root_key); it != layouts_.end()) return it->second;
   }
   for (int attempt = 0; attempt < kMaxRootAttempts; ++attempt) {
     SHOAL_ASSIGN_OR_RETURN(auto loaded, LoadRoot(spec, pk));
@@ -194,8 +196,9 @@ StatusOr<std::vector<std::string>> ShardedFields::ActiveCells(const FieldSpec& s
     }
     std::lock_guard lock(mu_);
     if (layouts_.size() >= kMaxCachedLayouts) layouts_.clear();
-    layouts_[root_key] = Cached{.active = active};
-    return active;
+    auto tokens = std::make_shared<const std::vector<std::string>>(std::move(active));
+    layouts_[root_key] = tokens;
+    return tokens;
   }
   return Exhausted("creating the first cells", pk);
 }
@@ -235,7 +238,8 @@ StatusOr<ApplyOutcome> ShardedFields::ApplyInPlace(const FieldSpec& spec, std::s
   bool refresh = false;
   int refreshes = 0;
   while (true) {
-    SHOAL_ASSIGN_OR_RETURN(std::vector<std::string> active, ActiveCells(spec, pk, refresh));
+    SHOAL_ASSIGN_OR_RETURN(Tokens cached, ActiveCells(spec, pk, refresh));
+    const std::vector<std::string>& active = *cached;
     refresh = false;
     // The less contended of two random cells (as seen by this client).
     std::string key;
@@ -455,35 +459,46 @@ StatusOr<std::optional<Value>> ShardedFields::Seal(std::string_view pk, std::str
 
 Status ShardedFields::Retire(const FieldSpec& spec, std::string_view pk,
                              const std::vector<std::string>& tokens) {
-  // P2: seal first, so the absorbed value is final.
-  std::vector<SealedCell> sealed;
-  for (const auto& token : tokens) {
-    SHOAL_ASSIGN_OR_RETURN(std::optional<Value> value, Seal(pk, spec.field, token));
-    // A missing cell was absorbed (and deleted) by another compactor: its token is already in
-    // the root's absorbed list, or the root was reset; neutral changes nothing either way.
-    sealed.push_back(SealedCell{.token = token, .value = value.value_or(spec.neutral)});
-  }
   std::vector<std::string> to_delete;
-  for (int attempt = 0;; ++attempt) {
-    if (attempt == kMaxRootAttempts) return Exhausted("absorbing cells", pk);
-    SHOAL_ASSIGN_OR_RETURN(auto loaded, LoadRoot(spec, pk));
-    auto& [root, version] = loaded;
-    std::vector<SealedCell> fresh;
-    for (const auto& cell : sealed) {
-      // A static cell no longer listed was absorbed by someone else, or the root was reset.
-      const bool listed = spec.kind == FieldKind::kDynamic || root.HasCell(cell.token);
-      if (listed && !root.IsAbsorbed(cell.token)) fresh.push_back(cell);
+  bool absorbed = false;
+  for (int round = 0; !absorbed; ++round) {
+    if (round == kMaxRootAttempts) return Exhausted("absorbing cells", pk);
+    // The root's seq before the cells are read: if kPruneLag root writes happen before the
+    // absorb, a cell read here may have been absorbed, deleted and pruned by another
+    // compactor meanwhile (R4), and absorbing it again would count it twice; start over then.
+    SHOAL_ASSIGN_OR_RETURN(auto before, LoadRoot(spec, pk));
+    const uint64_t seq0 = before.first.seq();
+    // P2: seal first, so the absorbed value is final.
+    std::vector<SealedCell> sealed;
+    for (const auto& token : tokens) {
+      SHOAL_ASSIGN_OR_RETURN(std::optional<Value> value, Seal(pk, spec.field, token));
+      // A missing cell was absorbed and deleted by another compactor (its value is in base),
+      // or the root was reset: either way it must not be absorbed again.
+      if (value.has_value()) sealed.push_back(SealedCell{.token = token, .value = *value});
     }
-    if (!fresh.empty()) {
-      SHOAL_RETURN_IF_ERROR(root.Absorb(*spec.fold, fresh));
-      Status stored = StoreRoot(pk, spec.field, root, version);
-      if (!stored.ok()) {
-        if (IsRace(stored)) continue;
-        return stored;
+    for (int attempt = 0;; ++attempt) {
+      if (attempt == kMaxRootAttempts) return Exhausted("absorbing cells", pk);
+      SHOAL_ASSIGN_OR_RETURN(auto loaded, LoadRoot(spec, pk));
+      auto& [root, version] = loaded;
+      if (root.seq() < seq0 || root.seq() - seq0 >= kPruneLag) break;  // next round
+      std::vector<SealedCell> fresh;
+      for (const auto& cell : sealed) {
+        // A static cell no longer listed was absorbed by someone else, or the root was reset.
+        const bool listed = spec.kind == FieldKind::kDynamic || root.HasCell(cell.token);
+        if (listed && !root.IsAbsorbed(cell.token)) fresh.push_back(cell);
       }
+      if (!fresh.empty()) {
+        SHOAL_RETURN_IF_ERROR(root.Absorb(*spec.fold, fresh));
+        Status stored = StoreRoot(pk, spec.field, root, version);
+        if (!stored.ok()) {
+          if (IsRace(stored)) continue;
+          return stored;
+        }
+      }
+      to_delete = root.UndeletedAbsorbed();
+      absorbed = true;
+      break;
     }
-    to_delete = root.UndeletedAbsorbed();
-    break;
   }
   if (to_delete.empty()) return OkStatus();
   std::vector<std::string> deleted;
@@ -616,8 +631,8 @@ StatusOr<FieldLayout> ShardedFields::Describe(const FieldSpec& spec, std::string
 }
 
 StatusOr<uint32_t> ShardedFields::CellCount(const FieldSpec& spec, std::string_view pk) {
-  SHOAL_ASSIGN_OR_RETURN(std::vector<std::string> active, ActiveCells(spec, pk, false));
-  return static_cast<uint32_t>(active.size());
+  SHOAL_ASSIGN_OR_RETURN(Tokens active, ActiveCells(spec, pk, false));
+  return static_cast<uint32_t>(active->size());
 }
 
 StatusOr<ShardedFields::UpdateCount> ShardedFields::CountUpdates(const FieldSpec& spec,

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -96,9 +97,8 @@ class ShardedFields {
   [[nodiscard]] CollectionId collection() const { return cells_; }
 
  private:
-  struct Cached {
-    std::vector<std::string> active;
-  };
+  // Shared, immutable: an Apply copies a pointer, not the tokens.
+  using Tokens = std::shared_ptr<const std::vector<std::string>>;
   struct CellRead {
     std::string token;
     bool found = false;
@@ -119,8 +119,8 @@ class ShardedFields {
   [[nodiscard]] Status StoreRoot(std::string_view pk, std::string_view field, const FieldRoot& root,
                                  uint64_t expected);
   // Active cells from the cache, else from the root (creating the first cells when missing).
-  [[nodiscard]] StatusOr<std::vector<std::string>> ActiveCells(const FieldSpec& spec,
-                                                               std::string_view pk, bool refresh);
+  [[nodiscard]] StatusOr<Tokens> ActiveCells(const FieldSpec& spec, std::string_view pk,
+                                             bool refresh);
   [[nodiscard]] StatusOr<std::vector<CellRead>> ReadCells(std::string_view pk,
                                                           std::string_view field,
                                                           const std::vector<std::string>& tokens);
@@ -147,7 +147,7 @@ class ShardedFields {
   const CollectionId cells_;
   std::mutex mu_;
   Random random_;                                           // guarded by mu_
-  std::map<std::string, Cached, std::less<>> layouts_;      // guarded by mu_
+  std::map<std::string, Tokens, std::less<>> layouts_;      // guarded by mu_
   std::map<std::string, uint32_t, std::less<>> conflicts_;  // guarded by mu_
 };
 

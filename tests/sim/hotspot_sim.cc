@@ -1,0 +1,788 @@
+#include "tests/sim/hotspot_sim.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "src/client/client.h"
+#include "src/common/random.h"
+#include "src/hotspot/field_root.h"
+#include "src/hotspot/fold.h"
+#include "src/hotspot/sharded_field.h"
+#include "src/server/embedded_cluster.h"
+#include "src/transport/sim_runtime.h"
+
+namespace shoal::sim {
+namespace {
+
+using hotspot::FieldKind;
+using hotspot::FieldSpec;
+using hotspot::ReadMode;
+using hotspot::ShardedFields;
+using transport::Address;
+using transport::Micros;
+
+constexpr Micros kMs = 1000;
+constexpr Micros kSecond = 1'000'000;
+constexpr char kField[] = "likes";
+// Simulated time after which a run that has not finished its updates is a failure.
+constexpr Micros kUpdateTimeLimit = 120 * kSecond;
+// Client process ids: updater slots, readers, the root checker; crashable roles take fresh ids.
+constexpr uint32_t kReaderBase = 100;
+constexpr uint32_t kCheckerId = 199;
+constexpr uint32_t kFirstRoleId = 200;
+constexpr uint32_t kHarnessId = 1000;
+
+// An Apply outcome as the checks count it.
+enum class Landed : uint8_t { kYes, kMaybe, kNo };
+
+Landed LandedOf(const Status& status) {
+  if (status.ok()) return Landed::kYes;
+  switch (status.code()) {
+    case StatusCode::kUnknown:           // the client's "outcome unknown"
+    case StatusCode::kDeadlineExceeded:  // a lost request or reply
+    case StatusCode::kCancelled:         // the updater's process crashed mid-update
+      return Landed::kMaybe;
+    default:
+      return Landed::kNo;
+  }
+}
+
+StatusOr<FieldSpec> MakeSpec(FieldKind kind) {
+  std::string declaration;
+  switch (kind) {
+    case FieldKind::kStatic:
+      declaration = fmt::format(R"({{"{}": {{"fold": "sum", "shards": 4}}}})", kField);
+      break;
+    case FieldKind::kDynamic:
+      declaration = fmt::format(R"({{"{}": {{"fold": "sum"}}}})", kField);
+      break;
+    case FieldKind::kAuto:
+      declaration = fmt::format(
+          R"({{"{}": {{"fold": "sum", "shards": "auto", "min_shards": 1, "max_shards": 8}}}})",
+          kField);
+      break;
+    case FieldKind::kEntityGroup:
+      return InvalidArgumentError("entity groups have no sharded value");
+  }
+  auto schema = hotspot::CollectionSchema::Parse(declaration, hotspot::FoldRegistry::Global());
+  if (!schema.ok()) return schema.status();
+  const FieldSpec* spec = schema->Find(kField);
+  if (spec == nullptr) return InternalError("the parsed schema lacks the field");
+  if (spec->kind != kind) {
+    return InternalError(fmt::format("declared {} parsed as {}", hotspot::ToString(kind),
+                                     hotspot::ToString(spec->kind)));
+  }
+  return *spec;
+}
+
+// Per hot key: what the updaters did so far.
+struct KeyStats {
+  uint64_t started = 0;
+  uint64_t acked = 0;
+  uint64_t unknown = 0;
+  uint64_t failed = 0;
+};
+
+// Shared state of one run. Only one simulated task runs at a time, so plain fields suffice.
+struct World {
+  World(transport::SimRuntime& s, const HotspotSimOptions& o, FieldKind k)
+      : sim(s), options(o), kind(k), chaos_random(o.seed * 6151 + 17) {}
+
+  transport::SimRuntime& sim;
+  const HotspotSimOptions options;
+  const FieldKind kind;
+  FieldSpec spec;
+  Random chaos_random;
+  CollectionId cells;
+  std::vector<std::string> keys;
+  std::map<std::string, KeyStats> stats;
+  std::map<std::string, uint64_t> last_seq;  // highest root seq the checker saw, per key
+  std::vector<int> remaining;                // updates left per updater slot
+  std::vector<uint64_t> updater_generation;  // a crash bumps it; older tasks stop
+  std::vector<uint32_t> updater_ids;         // the client process of each slot
+  uint64_t in_flight = 0;
+  uint64_t resizer_generation = 0;
+  uint32_t resizer_id = 0;
+  std::vector<uint64_t> compactor_generation;  // per compactor slot, like the updaters'
+  std::vector<uint32_t> compactor_ids;
+  uint32_t next_role_id = kFirstRoleId;
+  std::set<NodeId> members;  // nodes that should be running
+  uint32_t next_node = 4;
+  int background_running = 0;  // readers, resizer, compactor, checker
+  bool stop_background = false;
+  bool stop_chaos = false;
+  bool done = false;
+  std::string failure;
+  HotspotSimResult result;
+
+  void Fail(std::string what) {
+    if (failure.empty()) failure = fmt::format("t={} us: {}", sim.Now(), std::move(what));
+  }
+};
+
+client::ClientOptions SimClientOptions() {
+  return client::ClientOptions{.call_timeout = 500 * kMs,
+                               .max_attempts = 8,
+                               .initial_backoff = kMs,
+                               .max_backoff = 100 * kMs};
+}
+
+uint64_t Seed(const World& world, uint64_t salt) { return world.options.seed * 1000003 + salt; }
+
+// The value of a +1 sum field as a count; kInternal if it is not a non-negative integer.
+StatusOr<uint64_t> CountOf(const hotspot::Value& value) {
+  if (value.is_number_unsigned()) return value.get<uint64_t>();
+  if (value.is_number_integer() && value.get<int64_t>() >= 0) {
+    return static_cast<uint64_t>(value.get<int64_t>());
+  }
+  return InternalError(fmt::format("the value {} is not a count", value.dump()));
+}
+
+void UpdaterLoop(transport::SimRuntime& sim, World& world, size_t slot, uint64_t generation) {
+  client::Client client(sim, SimClientOptions());
+  ShardedFields fields(client, world.cells, Seed(world, 11 + slot * 31 + generation));
+  Random random(Seed(world, 500 + slot * 131 + generation));
+  // A replacement after a crash starts a little later, as a restarted process would.
+  if (generation > 0 && !sim.Sleep(50 * kMs).ok()) return;
+  while (world.updater_generation[slot] == generation && world.remaining[slot] > 0) {
+    const std::string& key = world.keys[random.Uniform(world.keys.size())];
+    KeyStats& stats = world.stats[key];
+    --world.remaining[slot];
+    ++stats.started;
+    ++world.in_flight;
+    auto outcome =
+        fields.Apply(world.spec, key, hotspot::Value(1),
+                     hotspot::ApplyOptions{.retry_on_conflict = true, .max_attempts = 256});
+    --world.in_flight;
+    switch (LandedOf(outcome.status())) {
+      case Landed::kYes:
+        ++stats.acked;
+        world.result.conflicts += outcome->conflicts;
+        break;
+      case Landed::kMaybe:
+        ++stats.unknown;
+        break;
+      case Landed::kNo:
+        ++stats.failed;
+        break;
+    }
+    if (!sim.Sleep(static_cast<Micros>(random.Uniform(12 * kMs))).ok()) return;
+  }
+}
+
+// Reads the field and checks the bounds of the class comment of ShardedFields::Read.
+void ReaderLoop(transport::SimRuntime& sim, World& world, uint32_t id) {
+  ++world.background_running;
+  client::Client client(sim, SimClientOptions());
+  ShardedFields fields(client, world.cells, Seed(world, 7000 + id));
+  Random random(Seed(world, 9000 + id));
+  while (!world.stop_background) {
+    const std::string& key = world.keys[random.Uniform(world.keys.size())];
+    const ReadMode mode = random.OneIn(4) ? ReadMode::kSnapshot : ReadMode::kLatest;
+    const uint64_t low = world.stats[key].acked;
+    auto value = fields.Read(world.spec, key, mode);
+    const KeyStats& after = world.stats[key];
+    const uint64_t high = after.started - after.failed;
+    if (value.status().code() == StatusCode::kCancelled) break;
+    if (!value.ok()) {
+      if (mode == ReadMode::kSnapshot && value.status().code() == StatusCode::kAborted) {
+        ++world.result.snapshot_aborted;
+      } else {
+        ++world.result.read_failures;
+      }
+    } else {
+      auto count = CountOf(*value);
+      if (!count.ok()) {
+        world.Fail(fmt::format("read of {}: {}", key, count.status().ToString()));
+      } else if (*count < low || *count > high) {
+        world.Fail(
+            fmt::format("{} read of {} returned {} outside [{}, {}] (acked {}, unknown {}, "
+                        "failed {}, started {})",
+                        mode == ReadMode::kSnapshot ? "snapshot" : "latest", key, *count, low, high,
+                        after.acked, after.unknown, after.failed, after.started));
+      }
+      ++(mode == ReadMode::kSnapshot ? world.result.snapshot_reads : world.result.reads);
+    }
+    if (!sim.Sleep(static_cast<Micros>(random.Uniform(10 * kMs))).ok()) break;
+  }
+  --world.background_running;
+}
+
+// Checks every root it can read: R1-R4, and a seq that never goes back.
+void CheckerLoop(transport::SimRuntime& sim, World& world) {
+  ++world.background_running;
+  client::Client client(sim, SimClientOptions());
+  while (!world.stop_background) {
+    for (const std::string& key : world.keys) {
+      auto doc = client.Get(world.cells, hotspot::RootKey(key, kField));
+      if (!doc.ok()) continue;
+      auto root = hotspot::FieldRoot::Decode(doc->body);
+      if (!root.ok()) {
+        world.Fail(fmt::format("root of {} does not decode: {}", key, root.status().ToString()));
+        continue;
+      }
+      if (Status s = root->CheckInvariants(); !s.ok()) {
+        world.Fail(
+            fmt::format("root of {} breaks an invariant: {}: {}", key, s.ToString(), doc->body));
+      }
+      uint64_t& last = world.last_seq[key];
+      if (root->seq() < last) {
+        world.Fail(fmt::format("root seq of {} went back from {} to {}", key, last, root->seq()));
+      }
+      last = std::max(last, root->seq());
+      ++world.result.root_checks;
+    }
+    if (!sim.Sleep(20 * kMs).ok()) break;
+  }
+  --world.background_running;
+}
+
+void ResizerLoop(transport::SimRuntime& sim, World& world, uint64_t generation) {
+  ++world.background_running;
+  client::Client client(sim, SimClientOptions());
+  ShardedFields fields(client, world.cells, Seed(world, 20000 + generation));
+  Random random(Seed(world, 21000 + generation));
+  while (!world.stop_background && world.resizer_generation == generation) {
+    if (!sim.Sleep(10 * kMs + static_cast<Micros>(random.Uniform(60 * kMs))).ok()) break;
+    const std::string& key = world.keys[random.Uniform(world.keys.size())];
+    const auto cells = static_cast<uint32_t>(random.Range(1, 8));
+    const Status status = fields.Resize(world.spec, key, cells);
+    if (status.code() == StatusCode::kCancelled) break;
+    ++(status.ok() ? world.result.resizes : world.result.resize_failures);
+  }
+  --world.background_running;
+}
+
+void CompactorLoop(transport::SimRuntime& sim, World& world, size_t slot, uint64_t generation) {
+  ++world.background_running;
+  client::Client client(sim, SimClientOptions());
+  ShardedFields fields(client, world.cells, Seed(world, 30000 + slot * 97 + generation));
+  Random random(Seed(world, 31000 + slot * 97 + generation));
+  while (!world.stop_background && world.compactor_generation[slot] == generation) {
+    if (!sim.Sleep(20 * kMs + static_cast<Micros>(random.Uniform(80 * kMs))).ok()) break;
+    const std::string& key = world.keys[random.Uniform(world.keys.size())];
+    const Status status = fields.Compact(world.spec, key);
+    if (status.code() == StatusCode::kCancelled) break;
+    if (status.ok()) ++world.result.compactions;
+  }
+  --world.background_running;
+}
+
+void SpawnUpdater(transport::SimRuntime& sim, World& world, size_t slot) {
+  const uint64_t generation = world.updater_generation[slot];
+  world.updater_ids[slot] = world.next_role_id;
+  sim.Spawn(Address::Client(world.next_role_id++), "updater",
+            [&sim, &world, slot, generation] { UpdaterLoop(sim, world, slot, generation); });
+}
+
+void SpawnResizer(transport::SimRuntime& sim, World& world) {
+  const uint64_t generation = world.resizer_generation;
+  world.resizer_id = world.next_role_id;
+  sim.Spawn(Address::Client(world.next_role_id++), "resizer",
+            [&sim, &world, generation] { ResizerLoop(sim, world, generation); });
+}
+
+void SpawnCompactor(transport::SimRuntime& sim, World& world, size_t slot) {
+  const uint64_t generation = world.compactor_generation[slot];
+  world.compactor_ids[slot] = world.next_role_id;
+  sim.Spawn(Address::Client(world.next_role_id++), "compactor",
+            [&sim, &world, slot, generation] { CompactorLoop(sim, world, slot, generation); });
+}
+
+// Restarts crashed member nodes and the coordinator after a short while.
+void SupervisorLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& cluster) {
+  std::map<NodeId, Micros> down_since;
+  Micros coordinator_down_since = -1;
+  while (!world.done) {
+    if (!sim.Sleep(50 * kMs).ok()) return;
+    const Micros now = sim.Now();
+    const Micros restart_after = world.stop_chaos ? 0 : 200 * kMs;
+    for (NodeId node : world.members) {
+      if (sim.IsAlive(Address::Node(node))) continue;
+      auto [it, fresh] = down_since.emplace(node, now);
+      if (now - it->second < restart_after) continue;
+      down_since.erase(node);
+      if (Status s = cluster.StartNode(node); !s.ok()) {
+        world.Fail(fmt::format("restart of {} failed: {}", node.DebugString(), s.ToString()));
+      }
+    }
+    if (!sim.IsAlive(Address::Coordinator())) {
+      if (coordinator_down_since < 0) coordinator_down_since = now;
+      if (now - coordinator_down_since >= restart_after) {
+        coordinator_down_since = -1;
+        if (Status s = cluster.StartCoordinator(); !s.ok()) {
+          world.Fail(fmt::format("restart of the coordinator failed: {}", s.ToString()));
+        }
+      }
+    }
+  }
+}
+
+// Admin tasks run as coordinator tasks, so a coordinator crash cancels them too.
+void SpawnAdmin(transport::SimRuntime& sim, server::EmbeddedCluster& cluster,
+                std::function<void(coordinator::Coordinator&)> fn) {
+  auto coordinator = cluster.coordinator();
+  if (coordinator == nullptr || !sim.IsAlive(Address::Coordinator())) return;
+  sim.Spawn(Address::Coordinator(), "admin",
+            [coordinator, fn = std::move(fn)] { fn(*coordinator); });
+}
+
+// Crashes the client process `role_id` (whatever it is doing); the caller starts a replacement.
+void CrashClient(transport::SimRuntime& sim, World& world, uint32_t role_id) {
+  ++world.result.client_crashes;
+  sim.Stop(Address::Client(role_id));
+}
+
+void ChaosLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& cluster) {
+  Random& random = world.chaos_random;
+  while (!world.stop_chaos) {
+    if (!sim.Sleep(20 * kMs + static_cast<Micros>(random.Uniform(100 * kMs))).ok()) return;
+    if (world.stop_chaos) return;
+    auto coordinator = cluster.coordinator();
+    auto map = coordinator == nullptr ? nullptr : coordinator->map();
+    if (map == nullptr) continue;
+    const auto buckets = map->buckets();
+    const auto& bucket = buckets[random.Uniform(buckets.size())];
+    const auto active = map->ActiveNodes();
+    switch (random.Uniform(16)) {
+      case 0:
+      case 1:
+      case 2:
+      case 3:
+      case 4: {  // move a bucket, by either protocol
+        const NodeId to = active[random.Uniform(active.size())];
+        if (bucket.HasReplica(to)) break;
+        const auto mode = random.OneIn(2) ? cluster::TransitionMode::kCopyThenSwitch
+                                          : cluster::TransitionMode::kSwitchThenCopy;
+        SpawnAdmin(sim, cluster, [id = bucket.id, to, mode](coordinator::Coordinator& c) {
+          (void)c.MoveBucket(id, to, mode);
+        });
+        break;
+      }
+      case 5:  // split
+        SpawnAdmin(sim, cluster,
+                   [id = bucket.id](coordinator::Coordinator& c) { (void)c.SplitBucket(id); });
+        break;
+      case 6: {  // add a node (at most 5 members)
+        if (world.members.size() >= 5) break;
+        const NodeId node(world.next_node++);
+        if (Status s = cluster.StartNode(node); !s.ok()) {
+          world.Fail(fmt::format("start of {} failed: {}", node.DebugString(), s.ToString()));
+          break;
+        }
+        world.members.insert(node);
+        SpawnAdmin(sim, cluster, [node](coordinator::Coordinator& c) { (void)c.AddNode(node); });
+        break;
+      }
+      case 7: {  // decommission a node (at least 2 active stay)
+        if (active.size() <= 2) break;
+        const NodeId node = active[random.Uniform(active.size())];
+        SpawnAdmin(sim, cluster, [node](coordinator::Coordinator& c) { (void)c.RemoveNode(node); });
+        break;
+      }
+      case 8: {  // crash a node (the supervisor restarts it)
+        if (!world.options.crashes) break;
+        std::vector<NodeId> alive;
+        for (NodeId n : world.members) {
+          if (sim.IsAlive(Address::Node(n))) alive.push_back(n);
+        }
+        if (alive.empty()) break;
+        ++world.result.crashes;
+        sim.Stop(Address::Node(alive[random.Uniform(alive.size())]));
+        break;
+      }
+      case 9:  // crash the coordinator
+        if (!world.options.crashes || random.OneIn(2)) break;
+        ++world.result.crashes;
+        cluster.CrashCoordinator();
+        break;
+      case 10:
+      case 11: {  // crash the resizer or the compactor mid-operation; a new process takes over
+        if (!world.options.crashes) break;
+        const bool resizer = world.kind != FieldKind::kDynamic && random.OneIn(2);
+        if (!resizer && world.compactor_ids.empty()) break;
+        if (resizer) {
+          CrashClient(sim, world, world.resizer_id);
+          ++world.resizer_generation;
+          SpawnResizer(sim, world);
+        } else {
+          const size_t slot = random.Uniform(world.compactor_ids.size());
+          CrashClient(sim, world, world.compactor_ids[slot]);
+          ++world.compactor_generation[slot];
+          SpawnCompactor(sim, world, slot);
+        }
+        break;
+      }
+      case 12: {  // crash an updater mid-update; a new process finishes its share
+        if (!world.options.crashes) break;
+        const size_t slot = random.Uniform(world.remaining.size());
+        if (world.remaining[slot] == 0) break;
+        CrashClient(sim, world, world.updater_ids[slot]);
+        ++world.updater_generation[slot];
+        SpawnUpdater(sim, world, slot);
+        break;
+      }
+      default:  // a quiet moment
+        break;
+    }
+  }
+}
+
+// Whether every cluster-level operation is over: coordinator up and recovered, no transitions.
+bool Quiet(transport::SimRuntime& sim, server::EmbeddedCluster& cluster) {
+  auto coordinator = cluster.coordinator();
+  auto map = coordinator == nullptr ? nullptr : coordinator->map();
+  return map != nullptr && coordinator->recovered() && map->TransitionCount() == 0 &&
+         sim.IsAlive(Address::Coordinator());
+}
+
+// Every document of the hidden collection, or the error of the query.
+StatusOr<std::vector<storage::Document>> ScanCells(client::Client& client, CollectionId cells) {
+  std::vector<storage::Document> documents;
+  client::QueryOptions query{.collection = cells, .filter = {}, .limit = 50, .cursor = ""};
+  for (int page = 0; page < 10000; ++page) {
+    auto result = client.Query(query);
+    if (!result.ok()) return result.status();
+    for (auto& document : result->documents) documents.push_back(std::move(document));
+    if (result->next_cursor.empty()) return documents;
+    query.cursor = result->next_cursor;
+  }
+  return InternalError("the query of the hidden collection does not end");
+}
+
+// Retries `op` while the cluster still settles (a restarted node, a stale map).
+template <typename Op>
+auto Settled(transport::SimRuntime& sim, Op op) -> decltype(op()) {
+  auto result = op();
+  for (int attempt = 0; attempt < 20 && !result.ok(); ++attempt) {
+    if (!sim.Sleep(100 * kMs).ok()) break;
+    result = op();
+  }
+  return result;
+}
+
+// One key at the end of the run: the final value, the root and every cell document it owns.
+// `documents` is the whole hidden collection; the documents this key accounts for are erased.
+void CheckFinalKey(transport::SimRuntime& sim, World& world, ShardedFields& fields,
+                   const std::string& key, std::map<std::string, storage::Document>& documents) {
+  const KeyStats& stats = world.stats[key];
+  const FieldSpec& spec = world.spec;
+  // Compact until nothing is left to finish (a crashed resize, pending dynamic cells).
+  bool converged = false;
+  for (int round = 0; round < 10 && !converged; ++round) {
+    if (Status s = Settled(sim, [&] { return fields.Compact(spec, key); }); !s.ok()) {
+      world.Fail(fmt::format("final Compact of {}: {}", key, s.ToString()));
+      return;
+    }
+    auto layout = Settled(sim, [&] { return fields.Describe(spec, key); });
+    if (!layout.ok()) {
+      world.Fail(fmt::format("final Describe of {}: {}", key, layout.status().ToString()));
+      return;
+    }
+    converged = layout->retiring_cells == 0 && layout->pending_cells == 0;
+  }
+  if (!converged) world.Fail(fmt::format("Compact of {} does not converge", key));
+
+  auto latest = Settled(sim, [&] { return fields.Read(spec, key, ReadMode::kLatest); });
+  auto snapshot = Settled(sim, [&] { return fields.Read(spec, key, ReadMode::kSnapshot); });
+  if (!latest.ok() || !snapshot.ok()) {
+    world.Fail(fmt::format("final reads of {}: {} / {}", key, latest.status().ToString(),
+                           snapshot.status().ToString()));
+    return;
+  }
+  auto count = CountOf(*latest);
+  if (!count.ok()) {
+    world.Fail(fmt::format("final value of {}: {}", key, count.status().ToString()));
+    return;
+  }
+  if (*latest != *snapshot) {
+    world.Fail(fmt::format("quiet reads of {} disagree: latest {} snapshot {}", key, latest->dump(),
+                           snapshot->dump()));
+  }
+  if (*count < stats.acked || *count > stats.acked + stats.unknown) {
+    world.Fail(
+        fmt::format("final value of {} is {}: acked {}, unknown {}, failed {} (lost or "
+                    "double-counted updates)",
+                    key, *count, stats.acked, stats.unknown, stats.failed));
+  }
+
+  // The stored root.
+  const std::string root_key = hotspot::RootKey(key, kField);
+  auto root_doc = documents.find(root_key);
+  if (root_doc == documents.end()) {
+    if (stats.acked > 0) world.Fail(fmt::format("no root for {}", key));
+    return;
+  }
+  auto root = hotspot::FieldRoot::Decode(root_doc->second.body);
+  documents.erase(root_doc);
+  if (!root.ok()) {
+    world.Fail(fmt::format("final root of {}: {}", key, root.status().ToString()));
+    return;
+  }
+  if (Status s = root->CheckInvariants(); !s.ok()) {
+    world.Fail(fmt::format("final root of {}: {}: {}", key, s.ToString(), root->Encode()));
+  }
+  if (!root->RetiringTokens().empty() || !root->UndeletedAbsorbed().empty()) {
+    world.Fail(fmt::format(
+        "after the final Compact the root of {} still has {} retiring and {} "
+        "undeleted absorbed cells: {}",
+        key, root->RetiringTokens().size(), root->UndeletedAbsorbed().size(), root->Encode()));
+  }
+
+  // The cells: what the root lists must exist (P1), active cells must be open (P2: sealed cells
+  // would send updaters back forever), an absorbed cell recorded deleted must be gone (else a
+  // prune would count it again), and the stored state must add up to the value read.
+  auto total = hotspot::Value(root->base());
+  auto add = [&](const hotspot::Value& v) {
+    auto sum = spec.fold->Combine(total, v);
+    if (!sum.ok()) {
+      world.Fail(fmt::format("cell value {} of {} does not fold: {}", v.dump(), key,
+                             sum.status().ToString()));
+      return;
+    }
+    total = *sum;
+  };
+  std::set<std::string> accounted;
+  for (const auto& cell : root->cells()) {
+    const std::string cell_key = hotspot::CellKey(key, kField, cell.token);
+    accounted.insert(cell_key);
+    auto doc = documents.find(cell_key);
+    if (doc == documents.end()) {
+      world.Fail(fmt::format("cell {} listed by the root of {} does not exist", cell.token, key));
+      continue;
+    }
+    auto state = hotspot::CellState::Decode(doc->second.body);
+    documents.erase(doc);
+    if (!state.ok()) {
+      world.Fail(fmt::format("cell {} of {}: {}", cell.token, key, state.status().ToString()));
+      continue;
+    }
+    if (cell.active && state->sealed) {
+      world.Fail(fmt::format("active cell {} of {} is sealed", cell.token, key));
+    }
+    add(state->value);
+  }
+  for (const auto& absorbed : root->absorbed()) {
+    auto doc = documents.find(hotspot::CellKey(key, kField, absorbed.token));
+    if (doc == documents.end()) continue;
+    if (absorbed.deleted_at.has_value()) {
+      world.Fail(fmt::format("absorbed cell {} of {} was recorded deleted at seq {} but is stored",
+                             absorbed.token, key, *absorbed.deleted_at));
+    }
+    documents.erase(doc);
+  }
+  // Dynamic cells are found by their owner; those not absorbed still count.
+  const std::string owner = hotspot::OwnerOf(key, kField);
+  const std::string cell_prefix = hotspot::CellKey(key, kField, "");
+  for (auto it = documents.begin(); it != documents.end();) {
+    if (!it->first.starts_with(cell_prefix)) {
+      ++it;
+      continue;
+    }
+    auto state = hotspot::CellState::Decode(it->second.body);
+    const std::string token = it->first.substr(cell_prefix.size());
+    if (!state.ok()) {
+      world.Fail(fmt::format("cell {} of {}: {}", token, key, state.status().ToString()));
+    } else if (world.kind == FieldKind::kDynamic && state->owner == owner) {
+      add(state->value);
+    } else if (state->value == spec.neutral && !state->sealed && state->updates == 0) {
+      ++world.result.leaked_cells;  // created by a resize that never published it
+    } else {
+      world.Fail(
+          fmt::format("orphan cell {} of {} holds {} (sealed {}, {} updates): neither "
+                      "listed nor absorbed, so these updates are lost",
+                      token, key, state->value.dump(), state->sealed, state->updates));
+    }
+    it = documents.erase(it);
+  }
+  if (total != *latest) {
+    world.Fail(fmt::format("the stored state of {} folds to {} but Read returns {}", key,
+                           total.dump(), latest->dump()));
+  }
+}
+
+void FinalChecks(transport::SimRuntime& sim, World& world) {
+  client::Client client(sim, SimClientOptions());
+  ShardedFields fields(client, world.cells, Seed(world, 99));
+  // Compacting first, then scanning: the scan sees the state the final reads saw.
+  for (const std::string& key : world.keys) {
+    for (int round = 0; round < 10; ++round) {
+      if (Settled(sim, [&] { return fields.Compact(world.spec, key); }).ok()) break;
+    }
+  }
+  auto scanned = Settled(sim, [&] { return ScanCells(client, world.cells); });
+  if (!scanned.ok()) {
+    world.Fail(fmt::format("scan of the hidden collection: {}", scanned.status().ToString()));
+    return;
+  }
+  std::map<std::string, storage::Document> documents;
+  for (auto& document : *scanned) {
+    if (!documents.emplace(document.primary_key, document).second) {
+      world.Fail("the scan returned a cell document twice");
+    }
+  }
+  for (const std::string& key : world.keys) CheckFinalKey(sim, world, fields, key, documents);
+  for (const auto& [pk, document] : documents) {
+    world.Fail(fmt::format("a document of the hidden collection belongs to no field: {}",
+                           document.DebugString()));
+  }
+}
+
+void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& cluster) {
+  if (Status s = cluster.Start(); !s.ok()) {
+    world.Fail(fmt::format("cluster start: {}", s.ToString()));
+    world.done = true;
+    return;
+  }
+  for (uint32_t i = 1; i <= 3; ++i) world.members.insert(NodeId(i));
+  client::Client admin(sim);
+  auto cells = Settled(sim, [&] { return admin.OpenCollection("hot.cells"); });
+  if (!cells.ok()) {
+    world.Fail(
+        fmt::format("could not create the hidden collection: {}", cells.status().ToString()));
+    world.done = true;
+    return;
+  }
+  world.cells = *cells;
+
+  for (size_t slot = 0; slot < static_cast<size_t>(world.options.updaters); ++slot) {
+    SpawnUpdater(sim, world, slot);
+  }
+  for (int r = 0; r < world.options.readers; ++r) {
+    const uint32_t id = kReaderBase + static_cast<uint32_t>(r);
+    sim.Spawn(Address::Client(id), "reader", [&sim, &world, id] { ReaderLoop(sim, world, id); });
+  }
+  sim.Spawn(Address::Client(kCheckerId), "checker", [&] { CheckerLoop(sim, world); });
+  if (world.kind != FieldKind::kDynamic) SpawnResizer(sim, world);
+  for (size_t slot = 0; slot < static_cast<size_t>(world.options.compactors); ++slot) {
+    SpawnCompactor(sim, world, slot);
+  }
+  sim.Spawn(Address::Client(900), "supervisor", [&] { SupervisorLoop(sim, world, cluster); });
+  sim.Spawn(Address::Client(902), "chaos", [&] { ChaosLoop(sim, world, cluster); });
+
+  auto updates_done = [&] {
+    if (world.in_flight > 0) return false;
+    for (int left : world.remaining) {
+      if (left > 0) return false;
+    }
+    return true;
+  };
+  while (!updates_done() && sim.Now() < kUpdateTimeLimit) (void)sim.Sleep(50 * kMs);
+  if (!updates_done()) world.Fail("the updates did not finish within the time limit");
+
+  // Heal: no more chaos, no more loss; the supervisor restarts whatever is down.
+  world.stop_chaos = true;
+  sim.SetLoss(0);
+  for (int i = 0; i < 600 && !Quiet(sim, cluster); ++i) (void)sim.Sleep(100 * kMs);
+  world.stop_background = true;
+  for (int i = 0; i < 600 && world.background_running > 0; ++i) (void)sim.Sleep(100 * kMs);
+  if (world.background_running > 0) world.Fail("readers, resizer or compactor did not stop");
+
+  if (world.failure.empty()) FinalChecks(sim, world);
+  for (const auto& [key, stats] : world.stats) {
+    world.result.acked += stats.acked;
+    world.result.unknown += stats.unknown;
+    world.result.failed += stats.failed;
+  }
+  if (auto coordinator = cluster.coordinator(); coordinator != nullptr) {
+    world.result.moves = coordinator->progress().committed;
+  }
+  if (Status s = cluster.StopAll(); !s.ok()) world.Fail(fmt::format("stop: {}", s.ToString()));
+  world.done = true;
+}
+
+FieldKind KindOf(const HotspotSimOptions& options) {
+  if (options.kind.has_value()) return *options.kind;
+  switch (options.seed % 3) {
+    case 0:
+      return FieldKind::kStatic;
+    case 1:
+      return FieldKind::kDynamic;
+    default:
+      return FieldKind::kAuto;
+  }
+}
+
+}  // namespace
+
+HotspotSimResult RunHotspotSim(const HotspotSimOptions& options) {
+  const std::string dir = fmt::format("{}/hot-seed-{}", options.dir, options.seed);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  const FieldKind kind = KindOf(options);
+  HotspotSimResult result;
+  std::string failure;
+  {
+    transport::SimRuntime sim(transport::SimOptions{.seed = options.seed,
+                                                    .min_delay = 100,
+                                                    .max_delay = 3000,
+                                                    .loss = options.loss,
+                                                    .yield_on_reply = true});
+    World world(sim, options, kind);
+    auto spec = MakeSpec(kind);
+    if (!spec.ok()) {
+      result.ok = false;
+      result.failure = fmt::format("seed {}: {}", options.seed, spec.status().ToString());
+      return result;
+    }
+    world.spec = *spec;
+    world.result.kind = kind;
+    Random setup(options.seed * 31 + 5);
+    const uint64_t keys = setup.Range(1, 3);
+    for (uint64_t k = 0; k < keys; ++k) {
+      world.keys.push_back(fmt::format("post{}", k));
+      world.stats[world.keys.back()] = KeyStats{};
+    }
+    world.remaining.assign(static_cast<size_t>(options.updaters), options.updates_per_updater);
+    world.updater_generation.assign(static_cast<size_t>(options.updaters), 0);
+    world.updater_ids.assign(static_cast<size_t>(options.updaters), 0);
+    world.compactor_generation.assign(static_cast<size_t>(options.compactors), 0);
+    world.compactor_ids.assign(static_cast<size_t>(options.compactors), 0);
+
+    server::EmbeddedClusterOptions cluster_options;
+    cluster_options.data_dir = dir;
+    cluster_options.initial_nodes = 3;
+    cluster_options.buckets = 8;
+    cluster_options.sync = false;
+    cluster_options.coordinator.call_timeout = 500 * kMs;
+    cluster_options.coordinator.balance_interval = 300 * kMs;
+    cluster_options.coordinator.node_timeout = 2 * kSecond;
+    cluster_options.node.call_timeout = 500 * kMs;
+    cluster_options.node.fence_timeout = kSecond;
+    cluster_options.node.heartbeat_interval = 100 * kMs;
+    cluster_options.node.store.block_cache_bytes = 1u << 20;
+    cluster_options.node.store.write_buffer_bytes = 1u << 20;
+    cluster_options.node.store.background_jobs = 1;
+    cluster_options.node.store.sync_interval = std::chrono::milliseconds(0);
+    cluster_options.node.exact_load_stats = true;
+    server::EmbeddedCluster cluster(sim, cluster_options);
+
+    sim.Spawn(Address::Client(kHarnessId), "harness", [&] { Harness(sim, world, cluster); });
+    sim.RunUntil(kUpdateTimeLimit + 300 * kSecond);
+    if (!world.done) world.Fail("the run did not finish within the simulated time limit");
+    world.done = true;
+    world.stop_background = true;
+    world.stop_chaos = true;
+    sim.Shutdown();
+    (void)cluster.StopAll();
+    world.result.events = sim.events();
+    result = world.result;
+    failure = world.failure;
+  }
+  std::filesystem::remove_all(dir, ec);
+  result.ok = failure.empty();
+  if (!result.ok) {
+    result.failure =
+        fmt::format("seed {} ({} field): {}", options.seed, hotspot::ToString(kind), failure);
+  }
+  return result;
+}
+
+}  // namespace shoal::sim
