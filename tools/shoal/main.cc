@@ -6,6 +6,7 @@
 
 #include "tools/shoal/clientside_demo.h"
 #include "tools/shoal/demo.h"
+#include "tools/shoal/hotspot_demo.h"
 #include "tools/shoal/net_commands.h"
 #include "tools/shoal/partition_sim.h"
 #include "tools/shoal/sim_command.h"
@@ -16,10 +17,12 @@ int main(int argc, char** argv) {
   shoal::tools::AddPartitionSimCommand(app);
   shoal::tools::AddDemoCommand(app);
   shoal::tools::AddClientsideDemoCommand(app);
+  shoal::tools::AddHotspotDemoCommand(app);
   shoal::tools::AddSimCommand(app);
   shoal::tools::AddServerCommands(app);
   shoal::tools::AddDataCommands(app);
   shoal::tools::AddAdminCommands(app);
+  shoal::tools::AddHotspotCommands(app);
   try {
     CLI11_PARSE(app, argc, argv);
   } catch (const std::exception& e) {

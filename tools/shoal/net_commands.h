@@ -4,6 +4,7 @@
 //   server_commands.cc  coordinator, node, local
 //   data_commands.cc    put, get, delete, query, status
 //   admin_commands.cc   add-node, remove-node, plan, rebalance
+//   hotspot_commands.cc declare, apply (sharded fields, paper 003)
 
 #include <CLI/CLI.hpp>
 
@@ -14,6 +15,7 @@ namespace shoal::tools {
 void AddServerCommands(CLI::App& app);
 void AddDataCommands(CLI::App& app);
 void AddAdminCommands(CLI::App& app);
+void AddHotspotCommands(CLI::App& app);
 
 // Prints "error: NOT_FOUND: ..." (without the payloads ToString appends) and returns exit code 1.
 int FailCommand(const Status& status);
