@@ -82,6 +82,19 @@ count=$("$shoal" query --cluster "$cluster" users --where 'even==1' | wc -l)
 for i in $(seq 1 5); do
   "$shoal" put --cluster "$cluster" users hotkey "{\"n\": $i}" >/dev/null || fail "put hotkey"
 done
+# Sharded fields over the network: declare, apply from the CLI, read the folded value.
+"$shoal" declare --cluster "$cluster" questions '{"votes": {"fold": "sum", "shards": 4}}' \
+  >/dev/null || fail "declare"
+"$shoal" put --cluster "$cluster" questions q1 '{"text": "why?"}' >/dev/null || fail "put q1"
+for i in $(seq 1 6); do
+  "$shoal" apply --cluster "$cluster" questions q1 votes 1 >/dev/null || fail "apply $i"
+done
+if "$shoal" put --cluster "$cluster" questions q1 '{"votes": 3}' 2>"$dir/err"; then
+  fail "a direct write of a sharded field succeeded"
+fi
+grep -q INVALID_ARGUMENT "$dir/err" || fail "direct write: $(cat "$dir/err")"
+[ "$("$shoal" get --cluster "$cluster" questions q1)" = '{"text":"why?","votes":6}' ] ||
+  fail "folded get: $("$shoal" get --cluster "$cluster" questions q1)"
 status=$("$shoal" status --cluster "$cluster" --json) || fail "status"
 [[ $status == *'"buckets":8'* ]] || fail "status: $status"
 # The key written most is the first hot key.
@@ -99,5 +112,7 @@ for i in $(seq 1 29); do
   [ "$got" = "{\"i\": $i, \"even\": $((i % 2 == 0))}" ] || fail "u$i is $got"
 done
 if "$shoal" get --cluster "$cluster" users u30 2>/dev/null; then fail "u30 resurrected"; fi
+[ "$("$shoal" get --cluster "$cluster" questions q1)" = '{"text":"why?","votes":6}' ] ||
+  fail "votes after restart: $("$shoal" get --cluster "$cluster" questions q1)"
 stop_cluster
 echo "net smoke: ok"
