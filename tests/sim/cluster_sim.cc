@@ -14,6 +14,7 @@
 #include "src/storage/errors.h"
 #include "src/transport/sim_runtime.h"
 #include "tests/sim/linearizability.h"
+#include "tests/sim/sim_chaos.h"
 
 namespace shoal::sim {
 namespace {
@@ -36,20 +37,20 @@ OpOutcome OutcomeOf(const Status& status) {
 
 // Shared state of one run. Only one simulated task runs at a time, so plain fields suffice.
 struct World {
-  explicit World(const ClusterSimOptions& o) : options(o), chaos_random(o.seed * 7919 + 1) {}
+  explicit World(const ClusterSimOptions& o)
+      : options(o),
+        chaos_random(o.seed * 7919 + 1),
+        chaos([this](std::string what) { Fail(std::move(what)); }) {}
 
   const ClusterSimOptions options;
   Random chaos_random;
+  ChaosState chaos;
   HistoryRecorder history;
   CollectionId collection;
   bool collection_ready = false;
   bool stop_clients = false;
-  bool stop_chaos = false;
-  bool done = false;
   int clients_running = 0;
   std::string failure;
-  std::set<NodeId> members;  // nodes that should be running
-  uint32_t next_node = 4;
   ClusterSimResult result;
 
   void Fail(std::string what) {
@@ -58,10 +59,7 @@ struct World {
 };
 
 void ClientLoop(transport::SimRuntime& sim, World& world, uint32_t id) {
-  client::Client client(sim, client::ClientOptions{.call_timeout = 500 * kMs,
-                                                   .max_attempts = 8,
-                                                   .initial_backoff = kMs,
-                                                   .max_backoff = 100 * kMs});
+  client::Client client(sim, SimClientOptions());
   Random random(world.options.seed * 1000003 + id);
   uint64_t sequence = 0;
   ++world.clients_running;
@@ -118,38 +116,9 @@ void ClientLoop(transport::SimRuntime& sim, World& world, uint32_t id) {
   --world.clients_running;
 }
 
-// Restarts crashed member nodes and the coordinator after a short while.
-void SupervisorLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& cluster) {
-  std::map<NodeId, Micros> down_since;
-  Micros coordinator_down_since = -1;
-  while (!world.done) {
-    if (!sim.Sleep(50 * kMs).ok()) return;
-    const Micros now = sim.Now();
-    const Micros restart_after = world.stop_chaos ? 0 : 300 * kMs;
-    for (NodeId node : world.members) {
-      if (sim.IsAlive(Address::Node(node))) continue;
-      auto [it, fresh] = down_since.emplace(node, now);
-      if (now - it->second < restart_after) continue;
-      down_since.erase(node);
-      if (Status s = cluster.StartNode(node); !s.ok()) {
-        world.Fail(fmt::format("restart of {} failed: {}", node.DebugString(), s.ToString()));
-      }
-    }
-    if (!sim.IsAlive(Address::Coordinator())) {
-      if (coordinator_down_since < 0) coordinator_down_since = now;
-      if (now - coordinator_down_since >= restart_after) {
-        coordinator_down_since = -1;
-        if (Status s = cluster.StartCoordinator(); !s.ok()) {
-          world.Fail(fmt::format("restart of the coordinator failed: {}", s.ToString()));
-        }
-      }
-    }
-  }
-}
-
 // At most one node may acknowledge a write to a point at any instant (ARCHITECTURE.md §4).
 void SafetyLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& cluster) {
-  while (!world.done) {
+  while (!world.chaos.done) {
     if (!sim.Sleep(5 * kMs).ok()) return;
     auto coordinator = cluster.coordinator();
     auto map = coordinator == nullptr ? nullptr : coordinator->map();
@@ -174,105 +143,21 @@ void SafetyLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluste
   }
 }
 
-// Admin tasks run as coordinator tasks, so a coordinator crash cancels them too.
-void SpawnAdmin(transport::SimRuntime& sim, server::EmbeddedCluster& cluster,
-                std::function<void(coordinator::Coordinator&)> fn) {
-  auto coordinator = cluster.coordinator();
-  if (coordinator == nullptr || !sim.IsAlive(Address::Coordinator())) return;
-  sim.Spawn(Address::Coordinator(), "admin",
-            [coordinator, fn = std::move(fn)] { fn(*coordinator); });
-}
-
-void ChaosLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& cluster) {
-  Random& random = world.chaos_random;
-  while (!world.stop_chaos) {
-    if (!sim.Sleep(100 * kMs + static_cast<Micros>(random.Uniform(300 * kMs))).ok()) return;
-    if (world.stop_chaos) return;
-    auto coordinator = cluster.coordinator();
-    auto map = coordinator == nullptr ? nullptr : coordinator->map();
-    if (map == nullptr) continue;
-    const auto buckets = map->buckets();
-    const auto& bucket = buckets[random.Uniform(buckets.size())];
-    const auto active = map->ActiveNodes();
-    switch (random.Uniform(14)) {
-      case 0:
-      case 1:
-      case 2:
-      case 3:
-      case 4: {  // move a bucket
-        const NodeId to = active[random.Uniform(active.size())];
-        if (bucket.HasReplica(to)) break;
-        // Both protocols: copy-then-switch, and switch-then-copy (also used by joins).
-        const auto mode = random.Uniform(2) == 0 ? cluster::TransitionMode::kCopyThenSwitch
-                                                 : cluster::TransitionMode::kSwitchThenCopy;
-        SpawnAdmin(sim, cluster, [id = bucket.id, to, mode](coordinator::Coordinator& c) {
-          (void)c.MoveBucket(id, to, mode);
-        });
-        break;
-      }
-      case 5:  // split
-        ++world.result.splits;
-        SpawnAdmin(sim, cluster,
-                   [id = bucket.id](coordinator::Coordinator& c) { (void)c.SplitBucket(id); });
-        break;
-      case 6: {  // merge with the right neighbour if both sit on the same node
-        const auto index = map->IndexOf(bucket.id);
-        if (!index.has_value() || *index + 1 >= buckets.size()) break;
-        const auto& right = buckets[*index + 1];
-        if (bucket.replicas != right.replicas) break;
-        SpawnAdmin(sim, cluster, [l = bucket.id, r = right.id](coordinator::Coordinator& c) {
-          (void)c.MergeBuckets(l, r);
-        });
-        break;
-      }
-      case 7: {  // add a node (at most 5 members)
-        if (world.members.size() >= 5) break;
-        const NodeId node(world.next_node++);
-        if (Status s = cluster.StartNode(node); !s.ok()) {
-          world.Fail(fmt::format("start of {} failed: {}", node.DebugString(), s.ToString()));
-          break;
-        }
-        world.members.insert(node);
-        SpawnAdmin(sim, cluster, [node](coordinator::Coordinator& c) { (void)c.AddNode(node); });
-        break;
-      }
-      case 8: {  // decommission a node (at least 2 active stay)
-        if (active.size() <= 2) break;
-        const NodeId node = active[random.Uniform(active.size())];
-        SpawnAdmin(sim, cluster, [node](coordinator::Coordinator& c) { (void)c.RemoveNode(node); });
-        break;
-      }
-      case 9:
-      case 10: {  // crash a node (the supervisor restarts it)
-        if (!world.options.crashes) break;
-        std::vector<NodeId> alive;
-        for (NodeId n : world.members) {
-          if (sim.IsAlive(Address::Node(n))) alive.push_back(n);
-        }
-        if (alive.empty()) break;
-        const NodeId victim = alive[random.Uniform(alive.size())];
-        ++world.result.crashes;
-        sim.Stop(Address::Node(victim));
-        break;
-      }
-      case 11:  // crash the coordinator
-        if (!world.options.crashes) break;
-        ++world.result.crashes;
-        cluster.CrashCoordinator();
-        break;
-      default:  // a quiet moment
-        break;
-    }
-  }
+// Bucket moves are the likeliest event; node crashes come twice as often as coordinator crashes.
+ChaosOptions ClusterChaos(const World& world) {
+  using enum ChaosEvent;
+  return ChaosOptions{.min_pause = 100 * kMs,
+                      .pause_jitter = 300 * kMs,
+                      .wheel = {kMoveBucket, kMoveBucket, kMoveBucket, kMoveBucket, kMoveBucket,
+                                kSplitBucket, kMergeBuckets, kAddNode, kRemoveNode, kCrashNode,
+                                kCrashNode, kCrashCoordinator, kQuiet, kQuiet},
+                      .crashes = world.options.crashes,
+                      .coordinator_crash_skip_one_in = 0,
+                      .own = nullptr};
 }
 
 void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& cluster) {
-  if (Status s = cluster.Start(); !s.ok()) {
-    world.Fail(fmt::format("cluster start: {}", s.ToString()));
-    world.done = true;
-    return;
-  }
-  for (uint32_t i = 1; i <= 3; ++i) world.members.insert(NodeId(i));
+  if (!StartSimCluster(cluster, world.chaos).ok()) return;
   client::Client admin(sim);
   for (int attempt = 0; !world.collection_ready && attempt < 50; ++attempt) {
     auto id = admin.OpenCollection("sim");
@@ -285,29 +170,27 @@ void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& 
   }
   if (!world.collection_ready) {
     world.Fail("could not create the collection");
-    world.done = true;
+    world.chaos.done = true;
     return;
   }
   for (int c = 0; c < world.options.clients; ++c) {
     sim.Spawn(Address::Client(static_cast<uint32_t>(c + 1)), "client",
               [&sim, &world, c] { ClientLoop(sim, world, static_cast<uint32_t>(c + 1)); });
   }
-  sim.Spawn(Address::Client(900), "supervisor", [&] { SupervisorLoop(sim, world, cluster); });
+  sim.Spawn(Address::Client(900), "supervisor",
+            [&] { SupervisorLoop(sim, cluster, world.chaos, 300 * kMs); });
   sim.Spawn(Address::Client(901), "safety", [&] { SafetyLoop(sim, world, cluster); });
-  sim.Spawn(Address::Client(902), "chaos", [&] { ChaosLoop(sim, world, cluster); });
+  sim.Spawn(Address::Client(902), "chaos", [&, options = ClusterChaos(world)] {
+    ChaosLoop(sim, cluster, world.chaos, world.chaos_random, options);
+  });
 
   (void)sim.Sleep(world.options.duration_us);
   // Heal: no more chaos, no more loss; the supervisor restarts whatever is down.
-  world.stop_chaos = true;
+  world.chaos.stop_chaos = true;
   sim.SetLoss(0);
   for (int i = 0; i < 600; ++i) {
     (void)sim.Sleep(100 * kMs);
-    auto coordinator = cluster.coordinator();
-    auto map = coordinator == nullptr ? nullptr : coordinator->map();
-    if (map != nullptr && coordinator->recovered() && map->TransitionCount() == 0 &&
-        sim.IsAlive(Address::Coordinator())) {
-      break;
-    }
+    if (ClusterQuiet(sim, cluster)) break;
   }
   world.stop_clients = true;
   for (int i = 0; i < 600 && world.clients_running > 0; ++i) (void)sim.Sleep(100 * kMs);
@@ -365,7 +248,7 @@ void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& 
     }
   }
   if (Status s = cluster.StopAll(); !s.ok()) world.Fail(fmt::format("stop: {}", s.ToString()));
-  world.done = true;
+  world.chaos.done = true;
 }
 
 }  // namespace
@@ -378,33 +261,18 @@ ClusterSimResult RunClusterSim(const ClusterSimOptions& options) {
   {
     transport::SimRuntime sim(transport::SimOptions{
         .seed = options.seed, .min_delay = 100, .max_delay = 3000, .loss = options.loss});
-    server::EmbeddedClusterOptions cluster_options;
-    cluster_options.data_dir = dir;
-    cluster_options.initial_nodes = 3;
-    cluster_options.buckets = 8;
-    cluster_options.sync = false;
-    cluster_options.coordinator.call_timeout = 500 * kMs;
-    cluster_options.coordinator.balance_interval = 300 * kMs;
-    cluster_options.coordinator.node_timeout = 2 * kSecond;
+    server::EmbeddedClusterOptions cluster_options = SimClusterOptions(dir);
     // Odd seeds also split and merge by size on their own (paper 001 §3.1 bounded partitions).
     const bool auto_split = options.seed % 2 == 1;
     cluster_options.coordinator.split_bytes =
         options.split_bytes != 0 ? options.split_bytes : (auto_split ? 400 : 0);
     cluster_options.coordinator.merge_bytes =
         options.merge_bytes != 0 ? options.merge_bytes : (auto_split ? 150 : 0);
-    cluster_options.node.call_timeout = 500 * kMs;
-    cluster_options.node.fence_timeout = kSecond;
-    cluster_options.node.heartbeat_interval = 100 * kMs;
-    cluster_options.node.store.block_cache_bytes = 1u << 20;
-    cluster_options.node.store.write_buffer_bytes = 1u << 20;
-    cluster_options.node.store.background_jobs = 1;
-    cluster_options.node.store.sync_interval = std::chrono::milliseconds(0);  // no sync thread
-    cluster_options.node.exact_load_stats = true;
     server::EmbeddedCluster cluster(sim, cluster_options);
 
     sim.SetChaosHook([&world](const Address&, std::string_view name) {
       ++world.result.failpoint_hits[std::string(name)];
-      if (world.stop_chaos || !world.options.crashes) return false;
+      if (world.chaos.stop_chaos || !world.options.crashes) return false;
       // Switch-then-copy moves are rarer than copy-then-switch ones; crash at their steps more
       // often so that every shard of seeds covers their recovery (roll forward).
       const bool rare = name.find("switch") != std::string_view::npos ||
@@ -417,13 +285,10 @@ ClusterSimResult RunClusterSim(const ClusterSimOptions& options) {
     });
     sim.Spawn(Address::Client(1000), "harness", [&] { Harness(sim, world, cluster); });
     sim.RunUntil(options.duration_us + 300 * kSecond);
-    if (!world.done) world.Fail("the run did not finish within the simulated time limit");
-    world.done = true;
     world.stop_clients = true;
-    world.stop_chaos = true;
-    sim.Shutdown();
-    (void)cluster.StopAll();
-    world.result.events = sim.events();
+    world.result.events = EndSimRun(sim, cluster, world.chaos);
+    world.result.crashes += world.chaos.crashes;
+    world.result.splits = world.chaos.splits;
   }
   std::filesystem::remove_all(dir, ec);
 

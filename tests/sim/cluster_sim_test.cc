@@ -10,19 +10,12 @@
 #include <map>
 #include <string>
 
+#include "tests/sim/sim_seeds.h"
+
 namespace shoal::sim {
 namespace {
 
-uint64_t EnvOr(const char* name, uint64_t fallback) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? fallback : std::strtoull(value, nullptr, 10);
-}
-
-std::string ScratchDir() {
-  const char* tmp = std::getenv("TMPDIR");
-  return std::string(tmp == nullptr ? "/tmp" : tmp) + "/shoal-sim-test-" +
-         std::to_string(::getpid());
-}
+std::string ScratchDir() { return SimScratchDir("shoal-sim-test"); }
 
 TEST(ClusterSimTest, SameSeedReplaysTheSameRun) {
   ClusterSimOptions options{.seed = 42, .dir = ScratchDir(), .duration_us = 2'000'000};
@@ -36,8 +29,7 @@ TEST(ClusterSimTest, SameSeedReplaysTheSameRun) {
 }
 
 TEST(ClusterSimTest, ManySeeds) {
-  const uint64_t first = EnvOr("SHOAL_SIM_FIRST_SEED", 1);
-  const uint64_t seeds = EnvOr("SHOAL_SIM_SEEDS", EnvOr("SHOAL_SIM_DEFAULT_SEEDS", 200));
+  const auto [first, seeds] = SimSeedRange(200);
   uint64_t operations = 0, moves = 0, crashes = 0, failures = 0;
   std::map<std::string, uint64_t> hits, crashed_at;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {

@@ -17,6 +17,7 @@
 #include "src/hotspot/sharded_field.h"
 #include "src/server/embedded_cluster.h"
 #include "src/transport/sim_runtime.h"
+#include "tests/sim/sim_chaos.h"
 
 namespace shoal::sim {
 namespace {
@@ -93,13 +94,18 @@ struct KeyStats {
 // Shared state of one run. Only one simulated task runs at a time, so plain fields suffice.
 struct World {
   World(transport::SimRuntime& s, const HotspotSimOptions& o, FieldKind k)
-      : sim(s), options(o), kind(k), chaos_random(o.seed * 6151 + 17) {}
+      : sim(s),
+        options(o),
+        kind(k),
+        chaos_random(o.seed * 6151 + 17),
+        chaos([this](std::string what) { Fail(std::move(what)); }) {}
 
   transport::SimRuntime& sim;
   const HotspotSimOptions options;
   const FieldKind kind;
   FieldSpec spec;
   Random chaos_random;
+  ChaosState chaos;
   CollectionId cells;
   std::vector<std::string> keys;
   std::map<std::string, KeyStats> stats;
@@ -113,12 +119,8 @@ struct World {
   std::vector<uint64_t> compactor_generation;  // per compactor slot, like the updaters'
   std::vector<uint32_t> compactor_ids;
   uint32_t next_role_id = kFirstRoleId;
-  std::set<NodeId> members;  // nodes that should be running
-  uint32_t next_node = 4;
   int background_running = 0;  // readers, resizer, compactor, checker
   bool stop_background = false;
-  bool stop_chaos = false;
-  bool done = false;
   std::string failure;
   HotspotSimResult result;
 
@@ -126,13 +128,6 @@ struct World {
     if (failure.empty()) failure = fmt::format("t={} us: {}", sim.Now(), std::move(what));
   }
 };
-
-client::ClientOptions SimClientOptions() {
-  return client::ClientOptions{.call_timeout = 500 * kMs,
-                               .max_attempts = 8,
-                               .initial_backoff = kMs,
-                               .max_backoff = 100 * kMs};
-}
 
 uint64_t Seed(const World& world, uint64_t salt) { return world.options.seed * 1000003 + salt; }
 
@@ -296,151 +291,56 @@ void SpawnCompactor(transport::SimRuntime& sim, World& world, size_t slot) {
             [&sim, &world, slot, generation] { CompactorLoop(sim, world, slot, generation); });
 }
 
-// Restarts crashed member nodes and the coordinator after a short while.
-void SupervisorLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& cluster) {
-  std::map<NodeId, Micros> down_since;
-  Micros coordinator_down_since = -1;
-  while (!world.done) {
-    if (!sim.Sleep(50 * kMs).ok()) return;
-    const Micros now = sim.Now();
-    const Micros restart_after = world.stop_chaos ? 0 : 200 * kMs;
-    for (NodeId node : world.members) {
-      if (sim.IsAlive(Address::Node(node))) continue;
-      auto [it, fresh] = down_since.emplace(node, now);
-      if (now - it->second < restart_after) continue;
-      down_since.erase(node);
-      if (Status s = cluster.StartNode(node); !s.ok()) {
-        world.Fail(fmt::format("restart of {} failed: {}", node.DebugString(), s.ToString()));
-      }
-    }
-    if (!sim.IsAlive(Address::Coordinator())) {
-      if (coordinator_down_since < 0) coordinator_down_since = now;
-      if (now - coordinator_down_since >= restart_after) {
-        coordinator_down_since = -1;
-        if (Status s = cluster.StartCoordinator(); !s.ok()) {
-          world.Fail(fmt::format("restart of the coordinator failed: {}", s.ToString()));
-        }
-      }
-    }
-  }
-}
-
-// Admin tasks run as coordinator tasks, so a coordinator crash cancels them too.
-void SpawnAdmin(transport::SimRuntime& sim, server::EmbeddedCluster& cluster,
-                std::function<void(coordinator::Coordinator&)> fn) {
-  auto coordinator = cluster.coordinator();
-  if (coordinator == nullptr || !sim.IsAlive(Address::Coordinator())) return;
-  sim.Spawn(Address::Coordinator(), "admin",
-            [coordinator, fn = std::move(fn)] { fn(*coordinator); });
-}
-
 // Crashes the client process `role_id` (whatever it is doing); the caller starts a replacement.
 void CrashClient(transport::SimRuntime& sim, World& world, uint32_t role_id) {
   ++world.result.client_crashes;
   sim.Stop(Address::Client(role_id));
 }
 
-void ChaosLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& cluster) {
-  Random& random = world.chaos_random;
-  while (!world.stop_chaos) {
-    if (!sim.Sleep(20 * kMs + static_cast<Micros>(random.Uniform(100 * kMs))).ok()) return;
-    if (world.stop_chaos) return;
-    auto coordinator = cluster.coordinator();
-    auto map = coordinator == nullptr ? nullptr : coordinator->map();
-    if (map == nullptr) continue;
-    const auto buckets = map->buckets();
-    const auto& bucket = buckets[random.Uniform(buckets.size())];
-    const auto active = map->ActiveNodes();
-    switch (random.Uniform(16)) {
-      case 0:
-      case 1:
-      case 2:
-      case 3:
-      case 4: {  // move a bucket, by either protocol
-        const NodeId to = active[random.Uniform(active.size())];
-        if (bucket.HasReplica(to)) break;
-        const auto mode = random.OneIn(2) ? cluster::TransitionMode::kCopyThenSwitch
-                                          : cluster::TransitionMode::kSwitchThenCopy;
-        SpawnAdmin(sim, cluster, [id = bucket.id, to, mode](coordinator::Coordinator& c) {
-          (void)c.MoveBucket(id, to, mode);
-        });
-        break;
-      }
-      case 5:  // split
-        SpawnAdmin(sim, cluster,
-                   [id = bucket.id](coordinator::Coordinator& c) { (void)c.SplitBucket(id); });
-        break;
-      case 6: {  // add a node (at most 5 members)
-        if (world.members.size() >= 5) break;
-        const NodeId node(world.next_node++);
-        if (Status s = cluster.StartNode(node); !s.ok()) {
-          world.Fail(fmt::format("start of {} failed: {}", node.DebugString(), s.ToString()));
-          break;
-        }
-        world.members.insert(node);
-        SpawnAdmin(sim, cluster, [node](coordinator::Coordinator& c) { (void)c.AddNode(node); });
-        break;
-      }
-      case 7: {  // decommission a node (at least 2 active stay)
-        if (active.size() <= 2) break;
-        const NodeId node = active[random.Uniform(active.size())];
-        SpawnAdmin(sim, cluster, [node](coordinator::Coordinator& c) { (void)c.RemoveNode(node); });
-        break;
-      }
-      case 8: {  // crash a node (the supervisor restarts it)
-        if (!world.options.crashes) break;
-        std::vector<NodeId> alive;
-        for (NodeId n : world.members) {
-          if (sim.IsAlive(Address::Node(n))) alive.push_back(n);
-        }
-        if (alive.empty()) break;
-        ++world.result.crashes;
-        sim.Stop(Address::Node(alive[random.Uniform(alive.size())]));
-        break;
-      }
-      case 9:  // crash the coordinator
-        if (!world.options.crashes || random.OneIn(2)) break;
-        ++world.result.crashes;
-        cluster.CrashCoordinator();
-        break;
-      case 10:
-      case 11: {  // crash the resizer or the compactor mid-operation; a new process takes over
-        if (!world.options.crashes) break;
-        const bool resizer = world.kind != FieldKind::kDynamic && random.OneIn(2);
-        if (!resizer && world.compactor_ids.empty()) break;
-        if (resizer) {
-          CrashClient(sim, world, world.resizer_id);
-          ++world.resizer_generation;
-          SpawnResizer(sim, world);
-        } else {
-          const size_t slot = random.Uniform(world.compactor_ids.size());
-          CrashClient(sim, world, world.compactor_ids[slot]);
-          ++world.compactor_generation[slot];
-          SpawnCompactor(sim, world, slot);
-        }
-        break;
-      }
-      case 12: {  // crash an updater mid-update; a new process finishes its share
-        if (!world.options.crashes) break;
-        const size_t slot = random.Uniform(world.remaining.size());
-        if (world.remaining[slot] == 0) break;
-        CrashClient(sim, world, world.updater_ids[slot]);
-        ++world.updater_generation[slot];
-        SpawnUpdater(sim, world, slot);
-        break;
-      }
-      default:  // a quiet moment
-        break;
+// The simulation's own chaos events: crashes of the client processes doing the work.
+constexpr ChaosEvent kCrashMaintainer = ChaosEvent::kOwn1;  // the resizer or a compactor
+constexpr ChaosEvent kCrashUpdater = ChaosEvent::kOwn2;
+
+// Crashes a client process mid-operation; a new process takes over its work.
+void CrashRole(transport::SimRuntime& sim, World& world, ChaosEvent event, Random& random) {
+  if (!world.options.crashes) return;
+  if (event == kCrashMaintainer) {
+    const bool resizer = world.kind != FieldKind::kDynamic && random.OneIn(2);
+    if (!resizer && world.compactor_ids.empty()) return;
+    if (resizer) {
+      CrashClient(sim, world, world.resizer_id);
+      ++world.resizer_generation;
+      SpawnResizer(sim, world);
+    } else {
+      const size_t slot = random.Uniform(world.compactor_ids.size());
+      CrashClient(sim, world, world.compactor_ids[slot]);
+      ++world.compactor_generation[slot];
+      SpawnCompactor(sim, world, slot);
     }
+    return;
   }
+  const size_t slot = random.Uniform(world.remaining.size());
+  if (world.remaining[slot] == 0) return;
+  CrashClient(sim, world, world.updater_ids[slot]);
+  ++world.updater_generation[slot];
+  SpawnUpdater(sim, world, slot);
 }
 
-// Whether every cluster-level operation is over: coordinator up and recovered, no transitions.
-bool Quiet(transport::SimRuntime& sim, server::EmbeddedCluster& cluster) {
-  auto coordinator = cluster.coordinator();
-  auto map = coordinator == nullptr ? nullptr : coordinator->map();
-  return map != nullptr && coordinator->recovered() && map->TransitionCount() == 0 &&
-         sim.IsAlive(Address::Coordinator());
+// Faster than the cluster simulation's, without merges, a drawn coordinator crash skipped one time
+// in two, and with crashes of the updater, resizer and compactor processes.
+ChaosOptions HotspotChaos(transport::SimRuntime& sim, World& world) {
+  using enum ChaosEvent;
+  return ChaosOptions{
+      .min_pause = 20 * kMs,
+      .pause_jitter = 100 * kMs,
+      .wheel = {kMoveBucket, kMoveBucket, kMoveBucket, kMoveBucket, kMoveBucket, kSplitBucket,
+                kAddNode, kRemoveNode, kCrashNode, kCrashCoordinator, kCrashMaintainer,
+                kCrashMaintainer, kCrashUpdater, kQuiet, kQuiet, kQuiet},
+      .crashes = world.options.crashes,
+      .coordinator_crash_skip_one_in = 2,
+      .own = [&sim, &world](ChaosEvent event, Random& random) {
+        CrashRole(sim, world, event, random);
+      }};
 }
 
 // Every document of the hidden collection, or the error of the query.
@@ -636,18 +536,13 @@ void FinalChecks(transport::SimRuntime& sim, World& world) {
 }
 
 void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& cluster) {
-  if (Status s = cluster.Start(); !s.ok()) {
-    world.Fail(fmt::format("cluster start: {}", s.ToString()));
-    world.done = true;
-    return;
-  }
-  for (uint32_t i = 1; i <= 3; ++i) world.members.insert(NodeId(i));
+  if (!StartSimCluster(cluster, world.chaos).ok()) return;
   client::Client admin(sim);
   auto cells = Settled(sim, [&] { return admin.OpenCollection("hot.cells"); });
   if (!cells.ok()) {
     world.Fail(
         fmt::format("could not create the hidden collection: {}", cells.status().ToString()));
-    world.done = true;
+    world.chaos.done = true;
     return;
   }
   world.cells = *cells;
@@ -664,8 +559,11 @@ void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& 
   for (size_t slot = 0; slot < static_cast<size_t>(world.options.compactors); ++slot) {
     SpawnCompactor(sim, world, slot);
   }
-  sim.Spawn(Address::Client(900), "supervisor", [&] { SupervisorLoop(sim, world, cluster); });
-  sim.Spawn(Address::Client(902), "chaos", [&] { ChaosLoop(sim, world, cluster); });
+  sim.Spawn(Address::Client(900), "supervisor",
+            [&] { SupervisorLoop(sim, cluster, world.chaos, 200 * kMs); });
+  sim.Spawn(Address::Client(902), "chaos", [&, options = HotspotChaos(sim, world)] {
+    ChaosLoop(sim, cluster, world.chaos, world.chaos_random, options);
+  });
 
   auto updates_done = [&] {
     if (world.in_flight > 0) return false;
@@ -678,9 +576,9 @@ void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& 
   if (!updates_done()) world.Fail("the updates did not finish within the time limit");
 
   // Heal: no more chaos, no more loss; the supervisor restarts whatever is down.
-  world.stop_chaos = true;
+  world.chaos.stop_chaos = true;
   sim.SetLoss(0);
-  for (int i = 0; i < 600 && !Quiet(sim, cluster); ++i) (void)sim.Sleep(100 * kMs);
+  for (int i = 0; i < 600 && !ClusterQuiet(sim, cluster); ++i) (void)sim.Sleep(100 * kMs);
   world.stop_background = true;
   for (int i = 0; i < 600 && world.background_running > 0; ++i) (void)sim.Sleep(100 * kMs);
   if (world.background_running > 0) world.Fail("readers, resizer or compactor did not stop");
@@ -695,7 +593,7 @@ void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& 
     world.result.moves = coordinator->progress().committed;
   }
   if (Status s = cluster.StopAll(); !s.ok()) world.Fail(fmt::format("stop: {}", s.ToString()));
-  world.done = true;
+  world.chaos.done = true;
 }
 
 FieldKind KindOf(const HotspotSimOptions& options) {
@@ -746,33 +644,13 @@ HotspotSimResult RunHotspotSim(const HotspotSimOptions& options) {
     world.compactor_generation.assign(static_cast<size_t>(options.compactors), 0);
     world.compactor_ids.assign(static_cast<size_t>(options.compactors), 0);
 
-    server::EmbeddedClusterOptions cluster_options;
-    cluster_options.data_dir = dir;
-    cluster_options.initial_nodes = 3;
-    cluster_options.buckets = 8;
-    cluster_options.sync = false;
-    cluster_options.coordinator.call_timeout = 500 * kMs;
-    cluster_options.coordinator.balance_interval = 300 * kMs;
-    cluster_options.coordinator.node_timeout = 2 * kSecond;
-    cluster_options.node.call_timeout = 500 * kMs;
-    cluster_options.node.fence_timeout = kSecond;
-    cluster_options.node.heartbeat_interval = 100 * kMs;
-    cluster_options.node.store.block_cache_bytes = 1u << 20;
-    cluster_options.node.store.write_buffer_bytes = 1u << 20;
-    cluster_options.node.store.background_jobs = 1;
-    cluster_options.node.store.sync_interval = std::chrono::milliseconds(0);
-    cluster_options.node.exact_load_stats = true;
-    server::EmbeddedCluster cluster(sim, cluster_options);
+    server::EmbeddedCluster cluster(sim, SimClusterOptions(dir));
 
     sim.Spawn(Address::Client(kHarnessId), "harness", [&] { Harness(sim, world, cluster); });
     sim.RunUntil(kUpdateTimeLimit + 300 * kSecond);
-    if (!world.done) world.Fail("the run did not finish within the simulated time limit");
-    world.done = true;
     world.stop_background = true;
-    world.stop_chaos = true;
-    sim.Shutdown();
-    (void)cluster.StopAll();
-    world.result.events = sim.events();
+    world.result.events = EndSimRun(sim, cluster, world.chaos);
+    world.result.crashes += world.chaos.crashes;
     result = world.result;
     failure = world.failure;
   }

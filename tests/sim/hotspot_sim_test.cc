@@ -10,19 +10,12 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/sim/sim_seeds.h"
+
 namespace shoal::sim {
 namespace {
 
-uint64_t EnvOr(const char* name, uint64_t fallback) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? fallback : std::strtoull(value, nullptr, 10);
-}
-
-std::string ScratchDir() {
-  const char* tmp = std::getenv("TMPDIR");
-  return std::string(tmp == nullptr ? "/tmp" : tmp) + "/shoal-hotsim-test-" +
-         std::to_string(::getpid());
-}
+std::string ScratchDir() { return SimScratchDir("shoal-hotsim-test"); }
 
 // Seeds that once failed or cover a rare path; each must keep passing.
 constexpr uint64_t kRegressionSeeds[] = {1, 2, 3};
@@ -67,8 +60,7 @@ TEST(HotspotSimTest, Replays) {
 class HotspotSimKindTest : public testing::TestWithParam<hotspot::FieldKind> {};
 
 TEST_P(HotspotSimKindTest, ManySeeds) {
-  const uint64_t first = EnvOr("SHOAL_SIM_FIRST_SEED", 1);
-  const uint64_t seeds = EnvOr("SHOAL_SIM_SEEDS", EnvOr("SHOAL_SIM_DEFAULT_SEEDS", 5));
+  const auto [first, seeds] = SimSeedRange(5);
   HotspotSimResult total;
   uint64_t failures = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
