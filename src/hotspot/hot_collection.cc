@@ -103,8 +103,15 @@ StatusOr<std::shared_ptr<const CollectionSchema>> HotCollection::CurrentSchema()
     std::lock_guard lock(mu_);
     if (schema_ != nullptr && now - schema_loaded_at_ < kSchemaRefresh) return schema_;
   }
-  SHOAL_ASSIGN_OR_RETURN(CollectionSchema loaded, LoadSchema(client_, name_));
-  auto schema = std::make_shared<const CollectionSchema>(std::move(loaded));
+  auto loaded = LoadSchema(client_, name_);
+  if (!loaded.ok()) {
+    // A refresh that fails (the schema's bucket is moving, the coordinator restarts) must not
+    // fail every write of the collection: the last schema read stays in force meanwhile.
+    std::lock_guard lock(mu_);
+    if (schema_ != nullptr) return schema_;
+    return loaded.status();
+  }
+  auto schema = std::make_shared<const CollectionSchema>(std::move(*loaded));
   if (!schema->empty()) {
     SHOAL_RETURN_IF_ERROR(EnsureHidden());
   }

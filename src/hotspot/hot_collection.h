@@ -4,7 +4,8 @@
 // the public API sees it (docs/design/hotspot.md).
 //
 //   - The schema lives in the system collection kSchemaCollection (one document per user
-//     collection, changed by CompareAndSet) and is re-read at most every kSchemaRefresh.
+//     collection, changed by CompareAndSet) and is re-read at most every kSchemaRefresh; a
+//     failed re-read keeps the last schema read (writes do not fail for it).
 //   - Roots, cells and sub-groups live in the hidden collection HiddenCollectionName(name).
 //   - Get folds every declared field into the main document; Query folds each result before it
 //     evaluates conditions on declared fields (paper 003 §2.1 lists such queries as
