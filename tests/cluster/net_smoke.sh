@@ -82,6 +82,13 @@ count=$("$shoal" query --cluster "$cluster" users --where 'even==1' | wc -l)
 for i in $(seq 1 5); do
   "$shoal" put --cluster "$cluster" users hotkey "{\"n\": $i}" >/dev/null || fail "put hotkey"
 done
+status=$("$shoal" status --cluster "$cluster" --json) || fail "status"
+[[ $status == *'"buckets":8'* ]] || fail "status: $status"
+# The key written most is the first hot key.
+hot=${status#*'"hot_keys":['}
+hot=${hot%%\}*}
+[[ $hot == *'"collection":"users"'* && $hot == *'"key":"hotkey"'* ]] || fail "hot keys: $status"
+"$shoal" status --cluster "$cluster" | grep -q '^hot keys' || fail "status: no hot keys"
 # Sharded fields over the network: declare, apply from the CLI, read the folded value.
 "$shoal" declare --cluster "$cluster" questions '{"votes": {"fold": "sum", "shards": 4}}' \
   >/dev/null || fail "declare"
@@ -95,13 +102,6 @@ fi
 grep -q INVALID_ARGUMENT "$dir/err" || fail "direct write: $(cat "$dir/err")"
 [ "$("$shoal" get --cluster "$cluster" questions q1)" = '{"text":"why?","votes":6}' ] ||
   fail "folded get: $("$shoal" get --cluster "$cluster" questions q1)"
-status=$("$shoal" status --cluster "$cluster" --json) || fail "status"
-[[ $status == *'"buckets":8'* ]] || fail "status: $status"
-# The key written most is the first hot key.
-hot=${status#*'"hot_keys":['}
-hot=${hot%%\}*}
-[[ $hot == *'"collection":"users"'* && $hot == *'"key":"hotkey"'* ]] || fail "hot keys: $status"
-"$shoal" status --cluster "$cluster" | grep -q '^hot keys' || fail "status: no hot keys"
 stop_cluster
 
 # Restart from the same directories, every process on a new port (a fixed port could be taken
