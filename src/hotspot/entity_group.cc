@@ -1,8 +1,7 @@
 #include "src/hotspot/entity_group.h"
 
 #include <fmt/format.h>
-
-#include <set>
+#include <simdjson.h>
 
 #include "src/common/point.h"
 
@@ -12,44 +11,9 @@ namespace {
 constexpr int kMaxAttempts = 256;
 constexpr uint64_t kGroupHashSeed = 0x9e3779b97f4a7c15ull;
 
-// RFC 3629 well-formedness (no overlongs, no surrogates, at most U+10FFFF): member keys become
-// JSON object keys.
-[[nodiscard]] bool IsUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t extra = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      extra = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + extra >= s.size()) return false;
-    for (size_t k = 1; k <= extra; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += extra + 1;
-  }
-  return true;
-}
-
 [[nodiscard]] Status CheckMember(std::string_view member) {
-  if (member.empty() || member.size() > kMaxMemberKeyBytes || !IsUtf8(member)) {
+  if (member.empty() || member.size() > kMaxMemberKeyBytes ||
+      !simdjson::validate_utf8(member.data(), member.size())) {
     return InvalidArgumentError(
         fmt::format("a group member key is UTF-8 of 1 to {} bytes", kMaxMemberKeyBytes));
   }
@@ -169,17 +133,9 @@ StatusOr<FieldLayout> EntityGroups::Describe(const FieldSpec& spec, std::string_
   SHOAL_RETURN_IF_ERROR(CheckGroup(spec));
   FieldLayout layout;
   layout.active_cells = spec.shards;
-  if (const cluster::ShardMapPtr map = client_.map(); map != nullptr) {
-    std::set<BucketId> buckets;
-    std::set<NodeId> nodes;
-    for (uint32_t g = 0; g < spec.shards; ++g) {
-      const auto& bucket = map->Lookup(PointOf(cells_, GroupKey(pk, spec.field, g)));
-      buckets.insert(bucket.id);
-      nodes.insert(client::OwnerOf(bucket));
-    }
-    layout.distinct_buckets = static_cast<uint32_t>(buckets.size());
-    layout.distinct_nodes = static_cast<uint32_t>(nodes.size());
-  }
+  std::vector<std::string> keys;
+  for (uint32_t g = 0; g < spec.shards; ++g) keys.push_back(GroupKey(pk, spec.field, g));
+  CountPlacement(client_, cells_, keys, layout);
   return layout;
 }
 

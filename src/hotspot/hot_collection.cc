@@ -35,8 +35,8 @@ StatusOr<std::string> HiddenCollectionName(std::string_view collection) {
   return name;
 }
 
-StatusOr<CollectionSchema> LoadSchema(client::Client& client, std::string_view collection) {
-  SHOAL_ASSIGN_OR_RETURN(CollectionId schemas, client.OpenCollection(kSchemaCollection));
+StatusOr<CollectionSchema> LoadSchema(client::Client& client, CollectionId schemas,
+                                      std::string_view collection) {
   auto doc = client.Get(schemas, collection);
   if (doc.status().code() == StatusCode::kNotFound) return CollectionSchema();
   if (!doc.ok()) return doc.status();
@@ -53,15 +53,15 @@ StatusOr<CollectionSchema> LoadSchema(client::Client& client, std::string_view c
   return schema;
 }
 
-StatusOr<CollectionSchema> DeclareSchema(client::Client& client, std::string_view collection,
+StatusOr<CollectionSchema> DeclareSchema(client::Client& client, CollectionId schemas,
+                                         std::string_view collection,
                                          const CollectionSchema& declaration) {
-  SHOAL_ASSIGN_OR_RETURN(CollectionId schemas, client.OpenCollection(kSchemaCollection));
   for (int attempt = 0; attempt < kMaxSchemaAttempts; ++attempt) {
     auto doc = client.Get(schemas, collection);
     if (!doc.ok() && doc.status().code() != StatusCode::kNotFound) return doc.status();
     CollectionSchema schema;
     if (doc.ok()) {
-      SHOAL_ASSIGN_OR_RETURN(schema, LoadSchema(client, collection));
+      SHOAL_ASSIGN_OR_RETURN(schema, LoadSchema(client, schemas, collection));
     }
     SHOAL_RETURN_IF_ERROR(schema.Merge(declaration));
     const std::string body = Value{{"fields", schema.ToJson()}}.dump();
@@ -97,13 +97,26 @@ Status HotCollection::EnsureHidden() {
   return OkStatus();
 }
 
+StatusOr<CollectionId> HotCollection::SchemaCollection() {
+  {
+    std::lock_guard lock(mu_);
+    if (schemas_.has_value()) return *schemas_;
+  }
+  SHOAL_ASSIGN_OR_RETURN(CollectionId id, client_.OpenCollection(kSchemaCollection));
+  std::lock_guard lock(mu_);
+  schemas_ = id;
+  return id;
+}
+
 StatusOr<std::shared_ptr<const CollectionSchema>> HotCollection::CurrentSchema() {
   const transport::Micros now = clock_();
   {
     std::lock_guard lock(mu_);
     if (schema_ != nullptr && now - schema_loaded_at_ < kSchemaRefresh) return schema_;
   }
-  auto loaded = LoadSchema(client_, name_);
+  auto schemas = SchemaCollection();
+  auto loaded = schemas.ok() ? LoadSchema(client_, *schemas, name_)
+                             : StatusOr<CollectionSchema>(schemas.status());
   if (!loaded.ok()) {
     // A refresh that fails (the schema's bucket is moving, the coordinator restarts) must not
     // fail every write of the collection: the last schema read stays in force meanwhile.
@@ -135,7 +148,9 @@ Status HotCollection::Declare(std::string_view schema_json) {
   SHOAL_ASSIGN_OR_RETURN(CollectionSchema declaration,
                          CollectionSchema::Parse(schema_json, FoldRegistry::Global()));
   SHOAL_RETURN_IF_ERROR(HiddenCollectionName(name_).status());
-  SHOAL_ASSIGN_OR_RETURN(CollectionSchema merged, DeclareSchema(client_, name_, declaration));
+  SHOAL_ASSIGN_OR_RETURN(CollectionId schemas, SchemaCollection());
+  SHOAL_ASSIGN_OR_RETURN(CollectionSchema merged,
+                         DeclareSchema(client_, schemas, name_, declaration));
   SHOAL_RETURN_IF_ERROR(EnsureHidden());
   std::lock_guard lock(mu_);
   schema_ = std::make_shared<const CollectionSchema>(std::move(merged));

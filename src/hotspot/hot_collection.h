@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -45,11 +46,11 @@ inline constexpr transport::Micros kMaintainFor = 60'000'000;
 
 [[nodiscard]] StatusOr<std::string> HiddenCollectionName(std::string_view collection);
 
-// Reads and changes the declared schema of collections.
-[[nodiscard]] StatusOr<CollectionSchema> LoadSchema(client::Client& client,
+// Reads and changes the declared schema of collections; `schemas` is kSchemaCollection's id.
+[[nodiscard]] StatusOr<CollectionSchema> LoadSchema(client::Client& client, CollectionId schemas,
                                                     std::string_view collection);
 // Merges `declaration` into the stored schema (CompareAndSet loop); returns the new schema.
-[[nodiscard]] StatusOr<CollectionSchema> DeclareSchema(client::Client& client,
+[[nodiscard]] StatusOr<CollectionSchema> DeclareSchema(client::Client& client, CollectionId schemas,
                                                        std::string_view collection,
                                                        const CollectionSchema& declaration);
 
@@ -110,6 +111,8 @@ class HotCollection {
   [[nodiscard]] Status FoldInto(const CollectionSchema& schema, std::string_view pk, ReadMode mode,
                                 Value& body);
   [[nodiscard]] Status EnsureHidden();
+  // kSchemaCollection's id, resolved with the coordinator once.
+  [[nodiscard]] StatusOr<CollectionId> SchemaCollection();
   void NoteWrite(const FieldSpec& spec, std::string_view pk, const ApplyOutcome& outcome);
   [[nodiscard]] StatusOr<bool> MaybeShrink(const FieldSpec& spec, const std::string& pk,
                                            transport::Micros now);
@@ -123,6 +126,7 @@ class HotCollection {
   std::mutex mu_;
   std::shared_ptr<const CollectionSchema> schema_;  // guarded by mu_
   transport::Micros schema_loaded_at_ = 0;          // guarded by mu_
+  std::optional<CollectionId> schemas_;             // guarded by mu_
   std::unique_ptr<ShardedFields> fields_;           // set once with the hidden collection
   std::unique_ptr<EntityGroups> groups_;
   // (field, pk) -> activity; guarded by mu_.

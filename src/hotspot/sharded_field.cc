@@ -61,6 +61,21 @@ std::string OwnerOf(std::string_view pk, std::string_view field) {
   return out;
 }
 
+void CountPlacement(client::Client& client, CollectionId collection,
+                    const std::vector<std::string>& keys, FieldLayout& layout) {
+  const cluster::ShardMapPtr map = client.map();
+  if (map == nullptr) return;
+  std::set<BucketId> buckets;
+  std::set<NodeId> nodes;
+  for (const auto& key : keys) {
+    const auto& bucket = map->Lookup(PointOf(collection, key));
+    buckets.insert(bucket.id);
+    nodes.insert(client::OwnerOf(bucket));
+  }
+  layout.distinct_buckets = static_cast<uint32_t>(buckets.size());
+  layout.distinct_nodes = static_cast<uint32_t>(nodes.size());
+}
+
 ShardedFields::ShardedFields(client::Client& client, CollectionId cells, uint64_t seed)
     : client_(client), cells_(cells), random_(seed) {}
 
@@ -557,14 +572,21 @@ Status ShardedFields::Resize(const FieldSpec& spec, std::string_view pk, uint32_
   return Compact(spec, pk);
 }
 
+StatusOr<std::vector<std::string>> ShardedFields::DynamicTokens(std::string_view pk,
+                                                                std::string_view field) {
+  SHOAL_ASSIGN_OR_RETURN(std::vector<CellRead> cells, QueryDynamicCells(pk, field));
+  std::vector<std::string> tokens;
+  for (const auto& c : cells) tokens.push_back(c.token);
+  return tokens;
+}
+
 Status ShardedFields::Compact(const FieldSpec& spec, std::string_view pk) {
   if (spec.fold == nullptr) {
     return InvalidArgumentError(fmt::format("field \"{}\" is not a sharded field", spec.field));
   }
   std::vector<std::string> tokens;
   if (spec.kind == FieldKind::kDynamic) {
-    SHOAL_ASSIGN_OR_RETURN(std::vector<CellRead> cells, QueryDynamicCells(pk, spec.field));
-    for (const auto& c : cells) tokens.push_back(c.token);
+    SHOAL_ASSIGN_OR_RETURN(tokens, DynamicTokens(pk, spec.field));
   } else {
     SHOAL_ASSIGN_OR_RETURN(auto loaded, LoadRoot(spec, pk));
     tokens = loaded.first.RetiringTokens();
@@ -577,8 +599,7 @@ Status ShardedFields::Reset(const FieldSpec& spec, std::string_view pk) {
   if (spec.fold == nullptr) return OkStatus();
   std::vector<std::string> tokens;
   if (spec.kind == FieldKind::kDynamic) {
-    SHOAL_ASSIGN_OR_RETURN(std::vector<CellRead> cells, QueryDynamicCells(pk, spec.field));
-    for (const auto& c : cells) tokens.push_back(c.token);
+    SHOAL_ASSIGN_OR_RETURN(tokens, DynamicTokens(pk, spec.field));
   } else {
     SHOAL_ASSIGN_OR_RETURN(auto loaded, LoadRoot(spec, pk));
     for (const auto& c : loaded.first.cells()) {
@@ -616,17 +637,9 @@ StatusOr<FieldLayout> ShardedFields::Describe(const FieldSpec& spec, std::string
     layout.active_cells = static_cast<uint32_t>(tokens.size());
     layout.retiring_cells = static_cast<uint32_t>(root.RetiringTokens().size());
   }
-  if (const cluster::ShardMapPtr map = client_.map(); map != nullptr) {
-    std::set<BucketId> buckets;
-    std::set<NodeId> nodes;
-    for (const auto& token : tokens) {
-      const auto& bucket = map->Lookup(PointOf(cells_, CellKey(pk, spec.field, token)));
-      buckets.insert(bucket.id);
-      nodes.insert(client::OwnerOf(bucket));
-    }
-    layout.distinct_buckets = static_cast<uint32_t>(buckets.size());
-    layout.distinct_nodes = static_cast<uint32_t>(nodes.size());
-  }
+  std::vector<std::string> keys;
+  for (const auto& token : tokens) keys.push_back(CellKey(pk, spec.field, token));
+  CountPlacement(client_, cells_, keys, layout);
   return layout;
 }
 

@@ -70,6 +70,10 @@ struct FieldLayout {
 // The owner of dynamic cells, a hex string so that a query can filter on it.
 [[nodiscard]] std::string OwnerOf(std::string_view pk, std::string_view field);
 
+// Sets layout.distinct_buckets/nodes: where `keys` of `collection` live under the client's map.
+void CountPlacement(client::Client& client, CollectionId collection,
+                    const std::vector<std::string>& keys, FieldLayout& layout);
+
 class ShardedFields {
  public:
   // `cells` is the hidden collection that holds roots and cells of one user collection.
@@ -126,6 +130,8 @@ class ShardedFields {
                                                           const std::vector<std::string>& tokens);
   [[nodiscard]] StatusOr<std::vector<CellRead>> QueryDynamicCells(std::string_view pk,
                                                                   std::string_view field);
+  [[nodiscard]] StatusOr<std::vector<std::string>> DynamicTokens(std::string_view pk,
+                                                                 std::string_view field);
   [[nodiscard]] StatusOr<Value> ReadOnce(const FieldSpec& spec, std::string_view pk, bool* retry);
   [[nodiscard]] StatusOr<Value> ReadSnapshot(const FieldSpec& spec, std::string_view pk);
   // Creates `count` new neutral cells, spread over buckets (P1); returns their tokens.
