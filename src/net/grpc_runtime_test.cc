@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
+#include <vector>
+
+#include "proto/shoal.pb.h"
 
 namespace shoal::net {
 namespace {
@@ -29,13 +33,16 @@ class EchoService : public transport::Service {
       return transport::Response::Ok(transport::WriteResponse{.version = write->body.size()});
     }
     if (std::holds_alternative<transport::GetRequest>(request)) {
+      ++sleeping;
       (void)runtime_.Sleep(2'000'000);
+      --sleeping;
       return transport::Response::Ok();
     }
     return transport::Response::Error(
         transport::MakeClusterError(transport::ClusterError::kNotServing, "not yet"));
   }
   std::atomic<Address> last_from{Address::Client(99)};
+  std::atomic<int> sleeping{0};  // Get handlers now sleeping
 
  private:
   transport::Runtime& runtime_;
@@ -46,9 +53,18 @@ struct Pair {
   std::unique_ptr<GrpcRuntime> client;
 };
 
-Pair StartPair(size_t max_message_bytes = kDefaultMaxMessageBytes) {
-  auto server =
-      GrpcRuntime::Start({.listen = "127.0.0.1:0", .max_message_bytes = max_message_bytes});
+// Every test runs against both server APIs.
+class GrpcRuntimeTest : public ::testing::TestWithParam<GrpcServerMode> {};
+
+INSTANTIATE_TEST_SUITE_P(ServerModes, GrpcRuntimeTest,
+                         ::testing::Values(GrpcServerMode::kSync, GrpcServerMode::kCallback),
+                         [](const auto& info) {
+                           return info.param == GrpcServerMode::kSync ? "Sync" : "Callback";
+                         });
+
+Pair StartPair(GrpcServerMode mode, size_t max_message_bytes = kDefaultMaxMessageBytes) {
+  auto server = GrpcRuntime::Start(
+      {.listen = "127.0.0.1:0", .max_message_bytes = max_message_bytes, .server_mode = mode});
   EXPECT_TRUE(server.ok()) << server.status();
   auto client = GrpcRuntime::Start(
       {.coordinator = (*server)->advertised_address(), .max_message_bytes = max_message_bytes});
@@ -56,8 +72,8 @@ Pair StartPair(size_t max_message_bytes = kDefaultMaxMessageBytes) {
   return Pair{std::move(*server), std::move(*client)};
 }
 
-TEST(GrpcRuntimeTest, CallReachesTheServiceAndReturnsItsResponse) {
-  Pair p = StartPair();
+TEST_P(GrpcRuntimeTest, CallReachesTheServiceAndReturnsItsResponse) {
+  Pair p = StartPair(GetParam());
   auto service = std::make_shared<EchoService>(*p.server);
   p.server->Serve(Address::Coordinator(), service);
   auto r =
@@ -72,10 +88,11 @@ TEST(GrpcRuntimeTest, CallReachesTheServiceAndReturnsItsResponse) {
   EXPECT_EQ(transport::ClusterErrorOf(typed->status), transport::ClusterError::kNotServing);
 }
 
-TEST(GrpcRuntimeTest, NodesAnnounceTheirAddressAndOthersResolveIt) {
-  auto coordinator = *GrpcRuntime::Start({.listen = "127.0.0.1:0"});
-  auto node = *GrpcRuntime::Start(
-      {.listen = "127.0.0.1:0", .coordinator = coordinator->advertised_address()});
+TEST_P(GrpcRuntimeTest, NodesAnnounceTheirAddressAndOthersResolveIt) {
+  auto coordinator = *GrpcRuntime::Start({.listen = "127.0.0.1:0", .server_mode = GetParam()});
+  auto node = *GrpcRuntime::Start({.listen = "127.0.0.1:0",
+                                   .coordinator = coordinator->advertised_address(),
+                                   .server_mode = GetParam()});
   coordinator->Serve(Address::Coordinator(), std::make_shared<EchoService>(*coordinator));
   const Address n1 = Address::Node(NodeId(1));
   node->Serve(n1, std::make_shared<EchoService>(*node));
@@ -98,17 +115,17 @@ TEST(GrpcRuntimeTest, NodesAnnounceTheirAddressAndOthersResolveIt) {
       StatusCode::kUnavailable);
 }
 
-TEST(GrpcRuntimeTest, ProcessNotServedIsUnavailable) {
-  Pair p = StartPair();
+TEST_P(GrpcRuntimeTest, ProcessNotServedIsUnavailable) {
+  Pair p = StartPair(GetParam());
   EXPECT_EQ(
       p.client->Call(Address::Coordinator(), transport::WriteRequest{}, 1'000'000).status().code(),
       StatusCode::kUnavailable);
 }
 
-TEST(GrpcRuntimeTest, ConnectionRefusedIsUnavailable) {
+TEST_P(GrpcRuntimeTest, ConnectionRefusedIsUnavailable) {
   std::string address;
   {
-    auto server = *GrpcRuntime::Start({.listen = "127.0.0.1:0"});
+    auto server = *GrpcRuntime::Start({.listen = "127.0.0.1:0", .server_mode = GetParam()});
     address = server->advertised_address();
   }  // nobody listens there any more
   auto client = *GrpcRuntime::Start({.coordinator = address});
@@ -116,8 +133,8 @@ TEST(GrpcRuntimeTest, ConnectionRefusedIsUnavailable) {
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status();
 }
 
-TEST(GrpcRuntimeTest, SlowHandlerIsDeadlineExceeded) {
-  Pair p = StartPair();
+TEST_P(GrpcRuntimeTest, SlowHandlerIsDeadlineExceeded) {
+  Pair p = StartPair(GetParam());
   p.server->Serve(Address::Coordinator(), std::make_shared<EchoService>(*p.server));
   const auto start = std::chrono::steady_clock::now();
   auto r = p.client->Call(Address::Coordinator(), transport::GetRequest{}, 100'000);
@@ -125,9 +142,9 @@ TEST(GrpcRuntimeTest, SlowHandlerIsDeadlineExceeded) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
 }
 
-TEST(GrpcRuntimeTest, RequestOfExactlyTheLimitPassesAndOneByteMoreIsRejected) {
+TEST_P(GrpcRuntimeTest, RequestOfExactlyTheLimitPassesAndOneByteMoreIsRejected) {
   constexpr size_t kLimit = 64 * 1024;
-  Pair p = StartPair(kLimit);
+  Pair p = StartPair(GetParam(), kLimit);
   p.server->Serve(Address::Coordinator(), std::make_shared<EchoService>(*p.server));
   // Find the body size whose request is exactly kLimit bytes on the wire: the envelope adds a
   // few bytes of framing that depend on the body's length.
@@ -152,9 +169,9 @@ TEST(GrpcRuntimeTest, RequestOfExactlyTheLimitPassesAndOneByteMoreIsRejected) {
       << over.status();
 }
 
-TEST(GrpcRuntimeTest, OversizedResponseIsACleanError) {
+TEST_P(GrpcRuntimeTest, OversizedResponseIsACleanError) {
   constexpr size_t kLimit = 64 * 1024;
-  Pair p = StartPair(kLimit);
+  Pair p = StartPair(GetParam(), kLimit);
   p.server->Serve(Address::Coordinator(), std::make_shared<EchoService>(*p.server));
   auto r = p.client->Call(Address::Coordinator(),
                           transport::WriteRequest{.primary_key = "big-reply",
@@ -164,14 +181,55 @@ TEST(GrpcRuntimeTest, OversizedResponseIsACleanError) {
   EXPECT_EQ(r->status.code(), StatusCode::kResourceExhausted) << r->status;
 }
 
-TEST(GrpcRuntimeTest, StopMakesTheProcessUnavailable) {
-  Pair p = StartPair();
+TEST_P(GrpcRuntimeTest, StopMakesTheProcessUnavailable) {
+  Pair p = StartPair(GetParam());
   p.server->Serve(Address::Coordinator(), std::make_shared<EchoService>(*p.server));
   ASSERT_TRUE(p.client->Call(Address::Coordinator(), transport::WriteRequest{}, 1'000'000).ok());
   p.server->Stop(Address::Coordinator());
   EXPECT_EQ(
       p.client->Call(Address::Coordinator(), transport::WriteRequest{}, 1'000'000).status().code(),
       StatusCode::kUnavailable);
+}
+
+TEST_P(GrpcRuntimeTest, BlockedHandlersDoNotDelayOtherCalls) {
+  constexpr int kSlow = 8;
+  Pair p = StartPair(GetParam());
+  auto service = std::make_shared<EchoService>(*p.server);
+  p.server->Serve(Address::Coordinator(), service);
+  std::vector<std::thread> slow;
+  for (int i = 0; i < kSlow; ++i) {
+    slow.emplace_back([&] {
+      EXPECT_TRUE(p.client->Call(Address::Coordinator(), transport::GetRequest{}, 60'000'000).ok());
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (service->sleeping.load() < kSlow && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  // Every handler is blocked at once, and another call is still answered meanwhile.
+  EXPECT_EQ(service->sleeping.load(), kSlow);
+  auto r = p.client->Call(Address::Coordinator(), transport::WriteRequest{.body = "x"}, 60'000'000);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(service->sleeping.load(), 0);  // answered before the sleepers woke
+  for (auto& t : slow) t.join();
+}
+
+TEST_P(GrpcRuntimeTest, AdminIsUnimplementedWithoutAHandlerAndAnsweredWithOne) {
+  Pair p = StartPair(GetParam());
+  EXPECT_EQ(p.client->Admin(wire::AdminRequest(), 1'000'000).status().code(),
+            StatusCode::kUnimplemented);
+  p.server->SetAdminHandler(
+      [](const wire::AdminRequest&, wire::AdminResponse* out) { out->set_splits(7); });
+  auto r = p.client->Admin(wire::AdminRequest(), 1'000'000);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->splits(), 7u);
+}
+
+TEST(GrpcServerModeTest, ParsesTheTwoModesAndRejectsOthers) {
+  EXPECT_EQ(*ParseGrpcServerMode("sync"), GrpcServerMode::kSync);
+  EXPECT_EQ(*ParseGrpcServerMode("callback"), GrpcServerMode::kCallback);
+  EXPECT_EQ(ParseGrpcServerMode("async").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseGrpcServerMode("").status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

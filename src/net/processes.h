@@ -30,6 +30,7 @@ struct CoordinatorProcessOptions {
   std::string metadata = "embedded";
   coordinator::CoordinatorOptions coordinator{};
   size_t max_message_bytes = kDefaultMaxMessageBytes;
+  GrpcServerMode server_mode = GrpcServerMode::kSync;
 };
 
 class CoordinatorProcess {
@@ -63,6 +64,7 @@ struct NodeProcessOptions {
   std::string coordinator{};
   bool sync = false;  // fsync every acknowledged write
   size_t max_message_bytes = kDefaultMaxMessageBytes;
+  GrpcServerMode server_mode = GrpcServerMode::kSync;
 };
 
 class NodeProcess {

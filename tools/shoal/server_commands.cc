@@ -28,6 +28,7 @@ struct CoordinatorFlags {
   uint32_t initial_nodes = 3;
   uint32_t buckets = 32;
   std::string metadata = "embedded";
+  std::string grpc_server = "sync";
   bool no_sync = false;
   bool json = false;
 };
@@ -38,6 +39,7 @@ struct NodeFlags {
   std::string advertise;
   std::string coordinator;
   uint32_t id = 0;
+  std::string grpc_server = "sync";
   bool no_sync = false;
   bool json = false;
 };
@@ -69,6 +71,12 @@ int RunCoordinator(const CoordinatorFlags& flags) {
   options.buckets = flags.buckets;
   options.sync = !flags.no_sync;
   options.metadata = flags.metadata;
+  auto server_mode = net::ParseGrpcServerMode(flags.grpc_server);
+  if (!server_mode.ok()) {
+    std::fprintf(stderr, "error: %s\n", server_mode.status().ToString().c_str());
+    return 2;
+  }
+  options.server_mode = *server_mode;
   auto process = net::CoordinatorProcess::Start(options);
   if (!process.ok()) {
     std::fprintf(stderr, "error: %s\n", process.status().ToString().c_str());
@@ -90,6 +98,12 @@ int RunNode(const NodeFlags& flags) {
   options.advertise = flags.advertise;
   options.coordinator = flags.coordinator;
   options.sync = !flags.no_sync;
+  auto server_mode = net::ParseGrpcServerMode(flags.grpc_server);
+  if (!server_mode.ok()) {
+    std::fprintf(stderr, "error: %s\n", server_mode.status().ToString().c_str());
+    return 2;
+  }
+  options.server_mode = *server_mode;
   auto process = net::NodeProcess::Start(options);
   if (!process.ok()) {
     std::fprintf(stderr, "error: %s\n", process.status().ToString().c_str());
@@ -249,6 +263,9 @@ void AddServerCommands(CLI::App& app) {
   c->add_option("--metadata", coordinator->metadata,
                 "Metadata store: embedded (in --data) or zk://HOST:PORT[,HOST:PORT...]/PATH")
       ->capture_default_str();
+  c->add_option("--grpc-server", coordinator->grpc_server, "gRPC server API: sync or callback")
+      ->check(CLI::IsMember({"sync", "callback"}))
+      ->capture_default_str();
   c->add_flag("--no-sync", coordinator->no_sync, "Do not fsync metadata writes");
   c->add_flag("--json", coordinator->json, "Print the listen address as JSON");
   c->callback([coordinator] { std::exit(RunCoordinator(*coordinator)); });
@@ -263,6 +280,9 @@ void AddServerCommands(CLI::App& app) {
                 "HOST:PORT others reach this node on (default: the listen address)");
   n->add_option("--coordinator", node->coordinator, "HOST:PORT of the coordinator")->required();
   n->add_option("--id", node->id, "Node id (stored in the data directory on first start)");
+  n->add_option("--grpc-server", node->grpc_server, "gRPC server API: sync or callback")
+      ->check(CLI::IsMember({"sync", "callback"}))
+      ->capture_default_str();
   n->add_flag("--no-sync", node->no_sync, "Do not fsync every acknowledged write");
   n->add_flag("--json", node->json, "Print the listen address as JSON");
   n->callback([node] { std::exit(RunNode(*node)); });
