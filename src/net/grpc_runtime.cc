@@ -355,6 +355,20 @@ StatusOr<wire::AdminResponse> GrpcRuntime::Admin(const wire::AdminRequest& reque
 
 std::shared_ptr<GrpcRuntime::Peer> GrpcRuntime::PeerFor(const std::string& host_port) {
   std::lock_guard<std::mutex> lock(mu_);
+  return PeerForLocked(host_port);
+}
+
+StatusOr<std::shared_ptr<GrpcRuntime::Peer>> GrpcRuntime::PeerOf(const Address& to) {
+  {
+    // The common case, once per call: one lock, no copy of the address.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = book_.find(to); it != book_.end()) return PeerForLocked(it->second);
+  }
+  SHOAL_ASSIGN_OR_RETURN(std::string host_port, Resolve(to));
+  return PeerFor(host_port);
+}
+
+std::shared_ptr<GrpcRuntime::Peer> GrpcRuntime::PeerForLocked(const std::string& host_port) {
   auto& peer = peers_[host_port];
   if (peer == nullptr) {
     grpc::ChannelArguments args;
@@ -411,8 +425,8 @@ StatusOr<std::string> GrpcRuntime::Resolve(const Address& to) {
 StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Request request,
                                                 Micros timeout) {
   if (!Alive()) return CancelledError("process stopped");
-  auto host_port = Resolve(to);
-  if (!host_port.ok()) return Prefixed(host_port.status(), RequestName(request));
+  auto peer = PeerOf(to);
+  if (!peer.ok()) return Prefixed(peer.status(), RequestName(request));
 
   wire::Envelope envelope;
   const Address self = Self();
@@ -427,11 +441,10 @@ StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Re
                     bytes, options_.max_message_bytes));
   }
 
-  auto peer = PeerFor(*host_port);
   grpc::ClientContext context;
   context.set_deadline(DeadlineAfter(timeout));
   wire::Response reply;
-  const grpc::Status status = peer->stub->Call(&context, envelope, &reply);
+  const grpc::Status status = (*peer)->stub->Call(&context, envelope, &reply);
   if (!Alive()) return CancelledError("process stopped");
   if (!status.ok()) {
     if (status.error_code() == grpc::StatusCode::UNAVAILABLE) Forget(to);

@@ -146,6 +146,9 @@ class GrpcRuntime final : public transport::Runtime {
   [[nodiscard]] StatusOr<std::string> Resolve(const transport::Address& to);
   [[nodiscard]] Status FetchAddressBook();
   [[nodiscard]] std::shared_ptr<Peer> PeerFor(const std::string& host_port);
+  [[nodiscard]] std::shared_ptr<Peer> PeerForLocked(const std::string& host_port);  // mu_ held
+  // The peer of `to`, resolving its address when it is not in the book.
+  [[nodiscard]] StatusOr<std::shared_ptr<Peer>> PeerOf(const transport::Address& to);
   void Forget(const transport::Address& who);
   void LoadAddressBook();
   void SaveAddressBookLocked() const;

@@ -14,6 +14,9 @@ namespace {
 
 using transport::Address;
 
+// Generous: under a sanitizer on a loaded machine, a first connection can take seconds.
+constexpr transport::Micros kTimeout = 30'000'000;
+
 // Echoes the body length of a write as its version; sleeps on a Get.
 class EchoService : public transport::Service {
  public:
@@ -77,13 +80,13 @@ TEST_P(GrpcRuntimeTest, CallReachesTheServiceAndReturnsItsResponse) {
   auto service = std::make_shared<EchoService>(*p.server);
   p.server->Serve(Address::Coordinator(), service);
   auto r =
-      p.client->Call(Address::Coordinator(), transport::WriteRequest{.body = "hello"}, 1'000'000);
+      p.client->Call(Address::Coordinator(), transport::WriteRequest{.body = "hello"}, kTimeout);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(std::get<transport::WriteResponse>(r->body).version, 5u);
   EXPECT_EQ(service->last_from.load(), Address::Client(0));
 
   // A typed error of the callee arrives as the Response's status, not as a transport error.
-  auto typed = p.client->Call(Address::Coordinator(), transport::FenceRequest{}, 1'000'000);
+  auto typed = p.client->Call(Address::Coordinator(), transport::FenceRequest{}, kTimeout);
   ASSERT_TRUE(typed.ok()) << typed.status();
   EXPECT_EQ(transport::ClusterErrorOf(typed->status), transport::ClusterError::kNotServing);
 }
@@ -99,26 +102,26 @@ TEST_P(GrpcRuntimeTest, NodesAnnounceTheirAddressAndOthersResolveIt) {
   // The node's first request (from one of its tasks) teaches the coordinator its address.
   std::atomic<bool> done{false};
   node->Spawn(n1, "announce", [&] {
-    EXPECT_TRUE(node->Call(Address::Coordinator(), transport::WriteRequest{}, 1'000'000).ok());
+    EXPECT_TRUE(node->Call(Address::Coordinator(), transport::WriteRequest{}, kTimeout).ok());
     done = true;
   });
   while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(coordinator->AddressBook().at(n1), node->advertised_address());
   // A client that knows only the coordinator reaches the node.
   auto client = *GrpcRuntime::Start({.coordinator = coordinator->advertised_address()});
-  auto r = client->Call(n1, transport::WriteRequest{.body = "abc"}, 1'000'000);
+  auto r = client->Call(n1, transport::WriteRequest{.body = "abc"}, kTimeout);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(std::get<transport::WriteResponse>(r->body).version, 3u);
   // An address nobody announced is unavailable.
   EXPECT_EQ(
-      client->Call(Address::Node(NodeId(9)), transport::WriteRequest{}, 1'000'000).status().code(),
+      client->Call(Address::Node(NodeId(9)), transport::WriteRequest{}, kTimeout).status().code(),
       StatusCode::kUnavailable);
 }
 
 TEST_P(GrpcRuntimeTest, ProcessNotServedIsUnavailable) {
   Pair p = StartPair(GetParam());
   EXPECT_EQ(
-      p.client->Call(Address::Coordinator(), transport::WriteRequest{}, 1'000'000).status().code(),
+      p.client->Call(Address::Coordinator(), transport::WriteRequest{}, kTimeout).status().code(),
       StatusCode::kUnavailable);
 }
 
@@ -129,7 +132,7 @@ TEST_P(GrpcRuntimeTest, ConnectionRefusedIsUnavailable) {
     address = server->advertised_address();
   }  // nobody listens there any more
   auto client = *GrpcRuntime::Start({.coordinator = address});
-  auto r = client->Call(Address::Coordinator(), transport::WriteRequest{}, 1'000'000);
+  auto r = client->Call(Address::Coordinator(), transport::WriteRequest{}, kTimeout);
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status();
 }
 
@@ -151,17 +154,16 @@ TEST_P(GrpcRuntimeTest, RequestOfExactlyTheLimitPassesAndOneByteMoreIsRejected) 
   size_t body = kLimit - 64;
   while (true) {
     auto r = p.client->Call(Address::Coordinator(),
-                            transport::WriteRequest{.body = std::string(body + 1, 'b')}, 1'000'000);
+                            transport::WriteRequest{.body = std::string(body + 1, 'b')}, kTimeout);
     if (!r.ok()) break;
     ++body;
   }
   // `body` passes and `body + 1` does not: the boundary is exactly the limit.
-  auto at_limit = p.client->Call(
-      Address::Coordinator(), transport::WriteRequest{.body = std::string(body, 'b')}, 1'000'000);
+  auto at_limit = p.client->Call(Address::Coordinator(),
+                                 transport::WriteRequest{.body = std::string(body, 'b')}, kTimeout);
   ASSERT_TRUE(at_limit.ok()) << at_limit.status();
-  auto over =
-      p.client->Call(Address::Coordinator(),
-                     transport::WriteRequest{.body = std::string(body + 1, 'b')}, 1'000'000);
+  auto over = p.client->Call(Address::Coordinator(),
+                             transport::WriteRequest{.body = std::string(body + 1, 'b')}, kTimeout);
   EXPECT_EQ(over.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(std::string(over.status().message())
                 .find(fmt::format("{} bytes exceeds the limit of {} bytes", kLimit + 1, kLimit)),
@@ -176,7 +178,7 @@ TEST_P(GrpcRuntimeTest, OversizedResponseIsACleanError) {
   auto r = p.client->Call(Address::Coordinator(),
                           transport::WriteRequest{.primary_key = "big-reply",
                                                   .body = std::string(kLimit / 2 + 16, 'b')},
-                          1'000'000);
+                          kTimeout);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->status.code(), StatusCode::kResourceExhausted) << r->status;
 }
@@ -184,10 +186,10 @@ TEST_P(GrpcRuntimeTest, OversizedResponseIsACleanError) {
 TEST_P(GrpcRuntimeTest, StopMakesTheProcessUnavailable) {
   Pair p = StartPair(GetParam());
   p.server->Serve(Address::Coordinator(), std::make_shared<EchoService>(*p.server));
-  ASSERT_TRUE(p.client->Call(Address::Coordinator(), transport::WriteRequest{}, 1'000'000).ok());
+  ASSERT_TRUE(p.client->Call(Address::Coordinator(), transport::WriteRequest{}, kTimeout).ok());
   p.server->Stop(Address::Coordinator());
   EXPECT_EQ(
-      p.client->Call(Address::Coordinator(), transport::WriteRequest{}, 1'000'000).status().code(),
+      p.client->Call(Address::Coordinator(), transport::WriteRequest{}, kTimeout).status().code(),
       StatusCode::kUnavailable);
 }
 
@@ -216,11 +218,11 @@ TEST_P(GrpcRuntimeTest, BlockedHandlersDoNotDelayOtherCalls) {
 
 TEST_P(GrpcRuntimeTest, AdminIsUnimplementedWithoutAHandlerAndAnsweredWithOne) {
   Pair p = StartPair(GetParam());
-  EXPECT_EQ(p.client->Admin(wire::AdminRequest(), 1'000'000).status().code(),
+  EXPECT_EQ(p.client->Admin(wire::AdminRequest(), kTimeout).status().code(),
             StatusCode::kUnimplemented);
   p.server->SetAdminHandler(
       [](const wire::AdminRequest&, wire::AdminResponse* out) { out->set_splits(7); });
-  auto r = p.client->Admin(wire::AdminRequest(), 1'000'000);
+  auto r = p.client->Admin(wire::AdminRequest(), kTimeout);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->splits(), 7u);
 }
