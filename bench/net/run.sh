@@ -73,9 +73,17 @@ measure() {
       for clients in 1 16 64; do
         local results=()
         for _ in $(seq 1 "$runs"); do
-          results+=("$("$load" --cluster "shoal://$coordinator" --op "$op" --clients "$clients" \
-            --seconds "$seconds" --value-bytes 1024)")
+          # A run that cannot connect (a loaded machine) prints nothing and is left out; one
+          # with failed operations still reports its successful ones.
+          local out
+          out=$("$load" --cluster "shoal://$coordinator" --op "$op" --clients "$clients" \
+            --seconds "$seconds" --value-bytes 1024) || echo "net_load: $label $nodes $op $clients: exit $?" >&2
+          if [ -n "$out" ]; then results+=("$out"); fi
         done
+        if [ "${#results[@]}" -eq 0 ]; then
+          echo "no successful run of $label $nodes $op $clients" >&2
+          exit 1
+        fi
         local ops p50 p99
         ops=$(printf '%s\n' "${results[@]}" | jq .ops_per_second | median)
         p50=$(printf '%s\n' "${results[@]}" | jq .p50_ms | median)
