@@ -31,7 +31,9 @@ start() {
   "$shoal" "$@" --json >"$dir/$name.out" 2>"$dir/$name.log" &
   pids+=($!)
   for _ in $(seq 1 100); do
-    address=$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$dir/$name.out" 2>/dev/null | head -n 1)
+    # The background process may not have created its output file yet: not an error.
+    address=$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$dir/$name.out" 2>/dev/null | head -n 1) ||
+      address=""
     if [ -n "$address" ]; then return 0; fi
     sleep 0.1
   done
