@@ -49,6 +49,7 @@ class RemoteShardBackend final : public ShardBackend {
       Database& db, const std::string& collection);
 
   [[nodiscard]] std::string Name() const override { return "remote:" + name_; }
+  [[nodiscard]] bool RemoteCalls() const override { return true; }
   [[nodiscard]] Status Insert(const ShardDocument& d) override;
   [[nodiscard]] Status Delete(std::string_view primary_key) override;
   [[nodiscard]] Status DeleteIf(std::string_view primary_key,
