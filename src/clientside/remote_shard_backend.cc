@@ -147,6 +147,10 @@ Status RemoteShardBackend::Upsert(const ShardDocument& d) {
 
 Status RemoteShardBackend::UpsertIf(const ShardDocument& d, const ShardCondition& condition) {
   const std::string body = EncodeShardBody(d);
+  // First a plain insert (the insert branch, one round trip when the key is new: the consistent
+  // add, update and delete of a document still on its old shard), then read and compare-and-set.
+  SHOAL_ASSIGN_OR_RETURN(bool inserted, WriteOver(d.primary_key, Stored{}, body));
+  if (inserted) return OkStatus();
   for (;;) {
     SHOAL_ASSIGN_OR_RETURN(Stored stored, Read(d.primary_key));
     if (stored.document.has_value() && !condition.Holds(*stored.document)) {

@@ -20,8 +20,9 @@
 //             the compare-and-set on the version just read that succeeds; for NOT_FOUND or
 //             DUPLICATE, the Get that read the state deciding it. A compare-and-set that finds
 //             another version (a concurrent write) rereads and tries again, so the condition is
-//             checked on exactly the copy that is replaced. UpsertIf on an absent key uses Shoal
-//             Insert, retried through the loop on kAlreadyExists.
+//             checked on exactly the copy that is replaced. UpsertIf first tries a Shoal Insert
+//             (its insert branch: the key was never stored), and on kAlreadyExists reads and
+//             compare-and-sets as above.
 //   Get       the Shoal Get.
 //   Query     not atomic as a whole (neither is the contract's): each document is read at one
 //             instant, the cluster's query returns each live key once.
