@@ -42,6 +42,13 @@ namespace shoal::clientside {
 
 // What a removed key holds (never a valid shard document: it has no "v").
 inline constexpr std::string_view kRemovedMarker = R"({"gone":1})";
+// Limits: the cluster's document limits (include/shoal/shoal.h) apply to the stored encoding, so
+// a shard body may nest one level less than the cluster allows, and its size plus the wrapper
+// ({"v":<version>,"t":<bool>,"b": and }, 22 to 41 bytes for a live document) must fit the cluster's
+// 1 MiB. Beyond them the write fails as the cluster reports it (kResourceExhausted or
+// kInvalidArgument).
+inline constexpr size_t kRemoteMaxBodyDepth = 63;
+inline constexpr size_t kRemoteMaxStoredBytes = size_t{1} << 20;
 
 class RemoteShardBackend final : public ShardBackend {
  public:

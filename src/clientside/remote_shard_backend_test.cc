@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/clientside/embedded_shard_backend.h"
 #include "src/clientside/remote_test_cluster.h"
 #include "src/clientside/stress_harness.h"
 #include "src/clientside/test_support.h"
@@ -69,6 +70,36 @@ TEST_F(RemoteShardBackendTest, RemovalLeavesAnInvisibleMarkerThatAnInsertReuses)
   // A stored body that is neither a shard document nor the marker is reported, not guessed.
   ASSERT_TRUE(raw->Upsert("foreign", R"({"x":1})").ok());
   EXPECT_EQ((*shard)->Get("foreign").status().code(), StatusCode::kDataLoss);
+}
+
+// The cluster's document limits apply to the stored encoding: the wrapper costs one level of
+// nesting and its prefix and suffix bytes (remote_shard_backend.h). A body one unit over fails
+// with a clear error and stores nothing.
+TEST_F(RemoteShardBackendTest, BodyLimitsAreTheClustersMinusTheWrapper) {
+  auto shard = RemoteShardBackend::Create(cluster_->db(), "limits");
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  auto nested = [](size_t depth) {  // {"a":{"a":…1…}}: `depth` nested objects
+    std::string body;
+    for (size_t i = 0; i < depth; ++i) body += R"({"a":)";
+    body += "1";
+    body.append(depth, '}');
+    return body;
+  };
+  EXPECT_TRUE((*shard)->Insert(Doc("deep", nested(kRemoteMaxBodyDepth), 1)).ok());
+  const Status too_deep = (*shard)->Insert(Doc("deeper", nested(kRemoteMaxBodyDepth + 1), 1));
+  EXPECT_FALSE(too_deep.ok());
+  EXPECT_EQ((*shard)->Get("deeper").status().code(), StatusCode::kNotFound);
+  // Version 1, live: the wrapper is {"v":1,"t":false,"b": ... }.
+  const ShardDocument probe = Doc("x", "{}", 1);
+  const size_t wrapper = EncodeShardBody(probe).size() - probe.body.size();
+  const size_t max_body = kRemoteMaxStoredBytes - wrapper;
+  auto sized = [](size_t bytes) {  // {"p":"xxx…"} of exactly `bytes` bytes
+    return R"({"p":")" + std::string(bytes - 8, 'x') + R"("})";
+  };
+  EXPECT_TRUE((*shard)->Insert(Doc("big", sized(max_body), 1)).ok());
+  const Status too_big = (*shard)->Insert(Doc("bigger", sized(max_body + 1), 1));
+  EXPECT_EQ(too_big.code(), StatusCode::kResourceExhausted) << too_big;
+  EXPECT_EQ((*shard)->Get("bigger").status().code(), StatusCode::kNotFound);
 }
 
 // Concurrent clients race on one key: each round, exactly one insert wins and exactly one
