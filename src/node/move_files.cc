@@ -99,7 +99,10 @@ Status MoveExports::Register(BucketId bucket, MoveId move, const storage::Export
     record.files.push_back(std::move(file));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  exports_[bucket] = std::move(record);
+  std::vector<Export>& exports = exports_[bucket];
+  std::erase_if(exports,
+                [&](const Export& e) { return e.move != move || e.sequence == record.sequence; });
+  exports.push_back(std::move(record));
   return OkStatus();
 }
 
@@ -111,7 +114,7 @@ void MoveExports::Forget(BucketId bucket) {
 void MoveExports::Retain(const std::function<bool(BucketId, MoveId)>& live) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = exports_.begin(); it != exports_.end();) {
-    if (live(it->first, it->second.move)) {
+    if (!it->second.empty() && live(it->first, it->second.front().move)) {
       ++it;
     } else {
       exports_.erase(it++);
@@ -129,21 +132,25 @@ StatusOr<transport::FetchMoveFileResponse> MoveExports::Read(
   uint32_t file_count = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = exports_.find(request.bucket);
-    if (it == exports_.end() || it->second.move != request.move ||
-        it->second.sequence != request.sequence) {
+    const Export* found = nullptr;
+    if (auto it = exports_.find(request.bucket); it != exports_.end()) {
+      for (const Export& e : it->second) {
+        if (e.move == request.move && e.sequence == request.sequence) found = &e;
+      }
+    }
+    if (found == nullptr) {
       return transport::MakeClusterError(
           transport::ClusterError::kStaleMove,
           fmt::format("no export of {} {} at sequence {}", request.move.DebugString(),
                       request.bucket.DebugString(), request.sequence));
     }
-    if (request.file_index >= it->second.files.size()) {
+    if (request.file_index >= found->files.size()) {
       return NotFoundError(fmt::format("{} {} exported {} files, not file {}",
                                        request.move.DebugString(), request.bucket.DebugString(),
-                                       it->second.files.size(), request.file_index));
+                                       found->files.size(), request.file_index));
     }
-    file = it->second.files[request.file_index];
-    file_count = static_cast<uint32_t>(it->second.files.size());
+    file = found->files[request.file_index];
+    file_count = static_cast<uint32_t>(found->files.size());
   }
   if (request.offset > file.bytes) {
     return NotFoundError(

@@ -31,12 +31,13 @@
 
 namespace shoal::node {
 
-// The exports a source node serves, by bucket. Thread-safe (its own mutex, which may be taken
-// with the node's mutex held, never the other way round).
+// The exports a source node serves, by bucket: those of one move, by snapshot sequence (a retried
+// export does not invalidate one a destination may be copying). Thread-safe (its own mutex,
+// which may be taken with the node's mutex held, never the other way round).
 class MoveExports {
  public:
-  // Reads every file of `exported` once for its size and checksum, then makes it the export of
-  // `bucket` that FetchMoveFile serves (replacing an earlier one of the bucket).
+  // Reads every file of `exported` once for its size and checksum, then serves it as the export
+  // of (bucket, move) at exported.sequence; exports of the bucket for other moves are forgotten.
   [[nodiscard]] Status Register(BucketId bucket, MoveId move,
                                 const storage::ExportedRange& exported);
   void Forget(BucketId bucket);
@@ -60,7 +61,7 @@ class MoveExports {
   };
 
   mutable std::mutex mu_;
-  absl::flat_hash_map<BucketId, Export> exports_;
+  absl::flat_hash_map<BucketId, std::vector<Export>> exports_;  // all of one move
 };
 
 struct FetchOptions {

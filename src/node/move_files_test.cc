@@ -473,6 +473,13 @@ TEST_F(MoveFilesTest, TheSourceServesOnlyFilesOfItsLiveExportWithinTheChunkLimit
           with([](auto& r) { r.bucket = kB1; })}) {
       EXPECT_EQ(transport::ClusterErrorOf(s), ClusterError::kStaleMove) << s;
     }
+    // A second export of the move (a retry after more writes) leaves the first one servable.
+    ASSERT_NO_FATAL_FAILURE(Fill(11, 1 << 10));
+    auto second = Export();
+    ASSERT_TRUE(second.ok()) << second.status();
+    ASSERT_NE(second->sequence, exported->sequence);
+    EXPECT_TRUE(Fetch(good).ok());
+    EXPECT_TRUE(with([&](auto& r) { r.sequence = second->sequence; }).ok());
     // Once the move ended the export is served no more.
     Publish(aborted_);
     EXPECT_EQ(transport::ClusterErrorOf(Fetch(good).status()), ClusterError::kStaleMove);
