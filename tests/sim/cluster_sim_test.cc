@@ -57,7 +57,9 @@ TEST(ClusterSimTest, ManySeeds) {
   }
   EXPECT_EQ(failures, 0u);
   // Every four seeds, two copy move files chunk by chunk (RunClusterSim).
-  if (seeds >= 4) EXPECT_GT(hits["destination.after_fetch_chunk"], 0u);
+  if (seeds >= 4) {
+    EXPECT_GT(hits["destination.after_fetch_chunk"], 0u);
+  }
   if (seeds >= 50) {
     // Every named step of a move was reached, and crashed at, somewhere in the run.
     for (const char* name :
