@@ -65,6 +65,10 @@ void HandleAdmin(coordinator::Coordinator& coordinator, const wire::AdminRequest
       break;
     case wire::AdminRequest::kProgress:
       break;
+    case wire::AdminRequest::kSetFailpoints:
+      // The runtime answers it before any handler (GrpcRuntime::HandleAdmin).
+      status = InternalError("failpoints are set by the process's runtime");
+      break;
     case wire::AdminRequest::BODY_NOT_SET:
       status = InvalidArgumentError("admin request without a body");
       break;

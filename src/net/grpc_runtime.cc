@@ -182,6 +182,12 @@ grpc::Status GrpcRuntime::HandleEnvelope(const wire::Envelope& envelope,
 }
 
 grpc::Status GrpcRuntime::HandleAdmin(const wire::AdminRequest& request, wire::AdminResponse* out) {
+  if (request.has_set_failpoints()) {
+    // Any process answers this one itself: the failpoints are its runtime's.
+    ToWire(local_.SetFailpoints(request.set_failpoints().spec()), out->mutable_status());
+    out->set_failpoints(local_.FailpointSpec());
+    return grpc::Status::OK;
+  }
   std::shared_ptr<AdminHandler> handler;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -348,6 +354,20 @@ StatusOr<wire::AdminResponse> GrpcRuntime::Admin(const wire::AdminRequest& reque
   if (!status.ok()) {
     return FromGrpc(status, "admin request to the coordinator");
   }
+  Status result = FromWire(response.status());
+  if (!result.ok()) return result;
+  return response;
+}
+
+StatusOr<wire::AdminResponse> GrpcRuntime::AdminAt(const std::string& host_port,
+                                                   const wire::AdminRequest& request,
+                                                   Micros timeout) {
+  auto peer = PeerFor(host_port);
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineAfter(timeout));
+  wire::AdminResponse response;
+  const grpc::Status status = peer->stub->Admin(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status, fmt::format("admin request to {}", host_port));
   Status result = FromWire(response.status());
   if (!result.ok()) return result;
   return response;

@@ -115,6 +115,10 @@ class GrpcRuntime final : public transport::Runtime {
   // kUnimplemented. The handler runs on a gRPC thread, outside any task.
   using AdminHandler = std::function<void(const wire::AdminRequest&, wire::AdminResponse*)>;
   void SetAdminHandler(AdminHandler handler);
+  // Sends an admin request to the process serving on `host_port` (e.g. SetFailpoints to a node).
+  [[nodiscard]] StatusOr<wire::AdminResponse> AdminAt(const std::string& host_port,
+                                                      const wire::AdminRequest& request,
+                                                      transport::Micros timeout);
   // Sends an admin request to the coordinator.
   [[nodiscard]] StatusOr<wire::AdminResponse> Admin(const wire::AdminRequest& request,
                                                     transport::Micros timeout);

@@ -227,6 +227,55 @@ TEST_P(GrpcRuntimeTest, AdminIsUnimplementedWithoutAHandlerAndAnsweredWithOne) {
   EXPECT_EQ(r->splits(), 7u);
 }
 
+TEST_P(GrpcRuntimeTest, FailpointsAreReplacedByAnAdminCallToTheProcess) {
+  Pair p = StartPair(GetParam());
+  const std::string target = p.server->advertised_address();
+  auto set = [&](const std::string& spec) {
+    wire::AdminRequest request;
+    request.mutable_set_failpoints()->set_spec(spec);
+    return p.client->AdminAt(target, request, kTimeout);
+  };
+  // Answered by the process itself: no coordinator admin handler is needed.
+  auto r = set("test.pause=pause:600000");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->failpoints(), "test.pause=pause:600000");
+  // Malformed: a clean error, and the active set stays.
+  EXPECT_EQ(set("test.pause=explode").status().code(), StatusCode::kInvalidArgument);
+
+  // The pause holds a task of the process until the process stops.
+  p.server->Serve(Address::Node(NodeId(1)), std::make_shared<EchoService>(*p.server));
+  std::atomic<bool> done = false;
+  std::atomic<int> code = -1;
+  p.server->Spawn(Address::Node(NodeId(1)), "paused", [&] {
+    code = static_cast<int>(p.server->Failpoint("test.pause").code());
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(done.load()) << "the failpoint set by the admin call did not pause";
+  p.server->Stop(Address::Node(NodeId(1)));
+  for (int i = 0; i < 3000 && !done.load(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(done.load());
+  EXPECT_EQ(code.load(), static_cast<int>(StatusCode::kCancelled));
+
+  // "" switches them off: the same point no longer pauses.
+  r = set("");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->failpoints(), "");
+  p.server->Serve(Address::Node(NodeId(2)), std::make_shared<EchoService>(*p.server));
+  done = false;
+  p.server->Spawn(Address::Node(NodeId(2)), "free", [&] {
+    code = static_cast<int>(p.server->Failpoint("test.pause").code());
+    done = true;
+  });
+  for (int i = 0; i < 3000 && !done.load(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(done.load());
+  EXPECT_EQ(code.load(), static_cast<int>(StatusCode::kOk));
+}
+
 TEST(GrpcServerModeTest, ParsesTheTwoModesAndRejectsOthers) {
   EXPECT_EQ(*ParseGrpcServerMode("sync"), GrpcServerMode::kSync);
   EXPECT_EQ(*ParseGrpcServerMode("callback"), GrpcServerMode::kCallback);

@@ -29,6 +29,7 @@ uint64_t PositiveNumber(std::string_view s) {
 
 StatusOr<std::unique_ptr<Failpoints>> Failpoints::Parse(std::string_view spec) {
   std::unique_ptr<Failpoints> failpoints(new Failpoints());
+  failpoints->spec_ = std::string(Trim(spec));
   while (!spec.empty()) {
     const size_t cut = spec.find_first_of(",;");
     const std::string_view entry = Trim(spec.substr(0, cut));

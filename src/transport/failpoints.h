@@ -13,7 +13,9 @@
 //
 // Entries are separated by ',' or ';'. A malformed value stops the process at start with exit
 // status 2 and a message on stderr. Each hit of a configured point is logged on stderr. When the
-// variable is unset, Failpoint costs one load of an initialized pointer.
+// variable is unset, Failpoint costs one atomic load. A running process's failpoints can also be
+// replaced by an admin call (`shoal failpoint`, ThreadRuntime::SetFailpoints): the new set
+// starts with fresh hit counts; an empty set switches them all off.
 //
 // Thread-safety: Parse is pure; a Failpoints object is immutable but for its hit counters,
 // which are atomic, so Hit may be called from any thread.
@@ -48,6 +50,8 @@ class Failpoints {
   [[nodiscard]] int64_t Hit(std::string_view name) const;
 
   [[nodiscard]] size_t size() const { return points_.size(); }
+  // The specification this object was parsed from.
+  [[nodiscard]] const std::string& spec() const { return spec_; }
 
  private:
   struct Point {
@@ -58,6 +62,7 @@ class Failpoints {
   };
   Failpoints() = default;
 
+  std::string spec_;
   std::map<std::string, Point, std::less<>> points_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <random>
 
 namespace shoal::transport {
@@ -18,9 +19,13 @@ thread_local Context context;
 }  // namespace
 
 ThreadRuntime::ThreadRuntime()
-    : start_(std::chrono::steady_clock::now()),
-      random_state_(std::random_device{}()),
-      failpoints_(Failpoints::FromEnvironment()) {}
+    : start_(std::chrono::steady_clock::now()), random_state_(std::random_device{}()) {
+  // The environment's set lives as long as the process: no deleter.
+  if (const Failpoints* from_environment = Failpoints::FromEnvironment()) {
+    failpoints_ = std::shared_ptr<const Failpoints>(from_environment, [](const Failpoints*) {});
+    any_failpoints_ = true;
+  }
+}
 
 ThreadRuntime::~ThreadRuntime() { Shutdown(); }
 
@@ -163,13 +168,37 @@ uint64_t ThreadRuntime::RandomU64() {
 }
 
 Status ThreadRuntime::Failpoint(std::string_view name) {
-  if (failpoints_ != nullptr) {
+  if (any_failpoints_.load(std::memory_order_acquire)) {
+    std::shared_ptr<const Failpoints> failpoints;
+    {
+      std::lock_guard<std::mutex> lock(failpoints_mu_);
+      failpoints = failpoints_;
+    }
     // Crashes the process here, or asks for a pause.
-    if (const int64_t pause_millis = failpoints_->Hit(name); pause_millis > 0) {
-      SHOAL_RETURN_IF_ERROR(Sleep(pause_millis * 1000));
+    if (failpoints != nullptr) {
+      if (const int64_t pause_millis = failpoints->Hit(name); pause_millis > 0) {
+        SHOAL_RETURN_IF_ERROR(Sleep(pause_millis * 1000));
+      }
     }
   }
   return Alive() ? OkStatus() : CancelledError("process stopped");
+}
+
+Status ThreadRuntime::SetFailpoints(std::string_view spec) {
+  SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<Failpoints> parsed, Failpoints::Parse(spec));
+  std::shared_ptr<const Failpoints> next;
+  if (parsed->size() > 0) next = std::move(parsed);
+  std::lock_guard<std::mutex> lock(failpoints_mu_);
+  any_failpoints_.store(next != nullptr, std::memory_order_release);
+  failpoints_ = std::move(next);
+  std::fprintf(stderr, "failpoints: %s\n",
+               failpoints_ == nullptr ? "(none)" : failpoints_->spec().c_str());
+  return OkStatus();
+}
+
+std::string ThreadRuntime::FailpointSpec() const {
+  std::lock_guard<std::mutex> lock(failpoints_mu_);
+  return failpoints_ == nullptr ? std::string() : failpoints_->spec();
 }
 
 ThreadRuntime::ScopedActor::ScopedActor(ThreadRuntime& runtime, const Address& who)

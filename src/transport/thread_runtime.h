@@ -10,6 +10,7 @@
 // Thread-safety: every method is thread-safe. Shutdown (or the destructor) stops every process
 // and joins the tasks; it must not be called from a task.
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -46,6 +47,12 @@ class ThreadRuntime final : public Runtime {
   [[nodiscard]] bool SharesFilesystem() const override { return true; }
   [[nodiscard]] Status Failpoint(std::string_view name) override;
 
+  // Replaces this runtime's failpoints (failpoints.h) with `spec`; "" switches them off. A
+  // malformed spec is kInvalidArgument and changes nothing. Pauses already running go on.
+  [[nodiscard]] Status SetFailpoints(std::string_view spec);
+  // The active specification ("" when none).
+  [[nodiscard]] std::string FailpointSpec() const;
+
   // Makes the calling (non-task) thread act for `who` until destroyed.
   class ScopedActor {
    public:
@@ -76,7 +83,11 @@ class ThreadRuntime final : public Runtime {
   std::vector<std::thread> threads_;
   bool shutting_down_ = false;
   uint64_t random_state_;
-  const Failpoints* const failpoints_;  // SHOAL_FAILPOINTS; nullptr when unset
+  // SHOAL_FAILPOINTS at start, or the last SetFailpoints; nullptr when none. `any_failpoints_`
+  // lets Failpoint skip the lock when there are none.
+  mutable std::mutex failpoints_mu_;
+  std::shared_ptr<const Failpoints> failpoints_;  // guarded by failpoints_mu_
+  std::atomic<bool> any_failpoints_{false};
 };
 
 }  // namespace shoal::transport

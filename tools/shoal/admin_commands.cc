@@ -1,5 +1,6 @@
 // `shoal add-node|remove-node|plan|rebalance --cluster shoal://HOST:PORT`: cluster
-// administration through the coordinator's Admin RPC, with a progress line until balanced.
+// administration through the coordinator's Admin RPC, with a progress line until balanced; and
+// `shoal failpoint --target HOST:PORT SPEC`, answered by the process at that address itself.
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -176,9 +177,51 @@ CLI::App* AdminCommand(CLI::App& app, const std::string& name, const std::string
   return cmd;
 }
 
+struct FailpointFlags {
+  std::string target;
+  std::string spec;
+  bool json = false;
+};
+
+// Replaces the failpoints of one running process (docs/design/network.md, "Failpoints").
+int RunFailpoint(const FailpointFlags& flags) {
+  auto runtime = net::GrpcRuntime::Start({.listen = {},
+                                          .advertise = {},
+                                          .coordinator = flags.target,
+                                          .address_book_path = {},
+                                          .max_message_bytes = net::kDefaultMaxMessageBytes,
+                                          .server_mode = net::GrpcServerMode::kSync});
+  if (!runtime.ok()) return FailCommand(runtime.status());
+  wire::AdminRequest request;
+  request.mutable_set_failpoints()->set_spec(flags.spec);
+  auto reply = (*runtime)->AdminAt(flags.target, request, kAdminTimeout);
+  if (!reply.ok()) return FailCommand(reply.status());
+  if (flags.json) {
+    std::printf("%s\n",
+                nlohmann::json{{"target", flags.target}, {"failpoints", reply->failpoints()}}
+                    .dump()
+                    .c_str());
+  } else {
+    std::printf("%s: failpoints %s\n", flags.target.c_str(),
+                reply->failpoints().empty() ? "off" : reply->failpoints().c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 void AddAdminCommands(CLI::App& app) {
+  auto failpoint = std::make_shared<FailpointFlags>();
+  CLI::App* f = app.add_subcommand(
+      "failpoint",
+      "Replace the failpoints of a running coordinator or node (SHOAL_FAILPOINTS syntax, e.g. "
+      "'source.after_fence=pause:500,coordinator.after_commit=crash'; '' switches them off)");
+  f->add_option("--target", failpoint->target, "HOST:PORT the process serves on")->required();
+  f->add_option("spec", failpoint->spec, "NAME=crash[:N] or NAME=pause:MS, comma-separated")
+      ->required();
+  f->add_flag("--json", failpoint->json, "Print one JSON object");
+  f->callback([failpoint] { std::exit(RunFailpoint(*failpoint)); });
+
   auto add = std::make_shared<AdminFlags>();
   AdminCommand(app, "add-node",
                "Add a running node (start it first with `shoal node --id N`); buckets move to it",
