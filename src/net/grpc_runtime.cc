@@ -61,6 +61,18 @@ Status FromGrpc(const grpc::Status& status, std::string_view what_call) {
   }
 }
 
+std::vector<std::string> SplitList(const std::string& list) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (!list.empty()) {
+    const size_t comma = list.find(',', begin);
+    out.push_back(list.substr(begin, comma == std::string::npos ? comma : comma - begin));
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 // One channel per host:port, shared by every call to it (gRPC channels are thread-safe and
@@ -125,6 +137,7 @@ class GrpcRuntime::Handler final : public wire::Shoal::Service {
 
   grpc::Status Admin(grpc::ServerContext*, const wire::AdminRequest* request,
                      wire::AdminResponse* out) override {
+    if (grpc::Status standby = runtime_->StandbyStatus(); !standby.ok()) return standby;
     std::shared_ptr<AdminHandler> handler;
     {
       std::lock_guard<std::mutex> lock(runtime_->mu_);
@@ -139,6 +152,8 @@ class GrpcRuntime::Handler final : public wire::Shoal::Service {
 
   grpc::Status Resolve(grpc::ServerContext*, const wire::ResolveRequest*,
                        wire::ResolveResponse* out) override {
+    // A standby's book may be incomplete or stale: the caller asks the leader instead.
+    if (grpc::Status standby = runtime_->StandbyStatus(); !standby.ok()) return standby;
     for (const auto& [who, host_port] : runtime_->AddressBook()) {
       auto* entry = out->add_entries();
       ToWire(who, entry->mutable_address());
@@ -151,7 +166,8 @@ class GrpcRuntime::Handler final : public wire::Shoal::Service {
   GrpcRuntime* const runtime_;
 };
 
-GrpcRuntime::GrpcRuntime(const GrpcRuntimeOptions& options) : options_(options) {}
+GrpcRuntime::GrpcRuntime(const GrpcRuntimeOptions& options)
+    : options_(options), coordinators_(SplitList(options.coordinator)) {}
 
 GrpcRuntime::~GrpcRuntime() { Shutdown(); }
 
@@ -163,8 +179,11 @@ StatusOr<std::unique_ptr<GrpcRuntime>> GrpcRuntime::Start(const GrpcRuntimeOptio
   std::unique_ptr<GrpcRuntime> runtime(new GrpcRuntime(options));
   runtime->LoadAddressBook();
   if (!options.listen.empty()) SHOAL_RETURN_IF_ERROR(runtime->StartServer());
-  if (!options.coordinator.empty()) {
-    runtime->SetAddress(Address::Coordinator(), options.coordinator);
+  if (!runtime->coordinators_.empty()) {
+    for (const auto& address : runtime->coordinators_) {
+      if (address.empty()) return InvalidArgumentError("an empty coordinator address");
+    }
+    runtime->SetAddress(Address::Coordinator(), runtime->coordinators_.front());
   } else if (!runtime->advertised_.empty()) {
     runtime->SetAddress(Address::Coordinator(), runtime->advertised_);
   }
@@ -260,14 +279,47 @@ void GrpcRuntime::SetAdminHandler(AdminHandler handler) {
   admin_ = std::make_shared<AdminHandler>(std::move(handler));
 }
 
+void GrpcRuntime::SetStandby(bool standby, std::string leader) {
+  std::lock_guard<std::mutex> lock(mu_);
+  standby_ = standby;
+  leader_ = std::move(leader);
+}
+
+grpc::Status GrpcRuntime::StandbyStatus() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!standby_) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                      fmt::format("not the leader coordinator (leader: {})",
+                                  leader_.empty() ? std::string("unknown") : leader_));
+}
+
+void GrpcRuntime::NextCoordinator(const std::string& failed) {
+  if (coordinators_.size() < 2) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = book_.find(Address::Coordinator());
+  // Another thread moved on already.
+  if (it == book_.end() || it->second != failed) return;
+  coordinator_index_ = (coordinator_index_ + 1) % coordinators_.size();
+  it->second = coordinators_[coordinator_index_];
+}
+
 StatusOr<wire::AdminResponse> GrpcRuntime::Admin(const wire::AdminRequest& request,
                                                  Micros timeout) {
-  SHOAL_ASSIGN_OR_RETURN(std::string coordinator, Resolve(Address::Coordinator()));
-  auto peer = PeerFor(coordinator);
-  grpc::ClientContext context;
-  context.set_deadline(DeadlineAfter(timeout));
+  grpc::Status status;
   wire::AdminResponse response;
-  const grpc::Status status = peer->stub->Admin(&context, request, &response);
+  // Each configured coordinator once, starting with the one in use.
+  for (size_t attempt = 0; attempt < std::max<size_t>(1, coordinators_.size()); ++attempt) {
+    SHOAL_ASSIGN_OR_RETURN(std::string coordinator, Resolve(Address::Coordinator()));
+    auto peer = PeerFor(coordinator);
+    grpc::ClientContext context;
+    context.set_deadline(DeadlineAfter(timeout));
+    response.Clear();
+    status = peer->stub->Admin(&context, request, &response);
+    // Only an unreachable or standby coordinator is worth another try: anything else may
+    // have been handled.
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+    NextCoordinator(coordinator);
+  }
   if (!status.ok()) {
     return FromGrpc(status, "admin request to the coordinator");
   }
@@ -294,13 +346,23 @@ std::shared_ptr<GrpcRuntime::Peer> GrpcRuntime::PeerFor(const std::string& host_
 }
 
 Status GrpcRuntime::FetchAddressBook() {
-  std::string coordinator;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = book_.find(Address::Coordinator());
-    if (it == book_.end()) return UnavailableError("no coordinator address");
-    coordinator = it->second;
+  Status status;
+  for (size_t attempt = 0; attempt < std::max<size_t>(1, coordinators_.size()); ++attempt) {
+    std::string coordinator;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = book_.find(Address::Coordinator());
+      if (it == book_.end()) return UnavailableError("no coordinator address");
+      coordinator = it->second;
+    }
+    status = FetchAddressBookFrom(coordinator);
+    if (status.ok()) return status;
+    NextCoordinator(coordinator);
   }
+  return status;
+}
+
+Status GrpcRuntime::FetchAddressBookFrom(const std::string& coordinator) {
   auto peer = PeerFor(coordinator);
   grpc::ClientContext context;
   context.set_deadline(DeadlineAfter(kResolveTimeout));
@@ -334,9 +396,6 @@ StatusOr<std::string> GrpcRuntime::Resolve(const Address& to) {
 StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Request request,
                                                 Micros timeout) {
   if (!Alive()) return CancelledError("process stopped");
-  auto host_port = Resolve(to);
-  if (!host_port.ok()) return Prefixed(host_port.status(), RequestName(request));
-
   wire::Envelope envelope;
   const Address self = Self();
   ToWire(self, envelope.mutable_from());
@@ -350,14 +409,32 @@ StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Re
                     bytes, options_.max_message_bytes));
   }
 
-  auto peer = PeerFor(*host_port);
-  grpc::ClientContext context;
-  context.set_deadline(DeadlineAfter(timeout));
+  // A call to the coordinator that certainly was not handled (the address is down or a standby)
+  // goes on to the next configured coordinator, each once, within the one deadline.
+  const bool to_coordinator = to.kind == Address::Kind::kCoordinator;
+  const size_t attempts = to_coordinator ? std::max<size_t>(1, coordinators_.size()) : 1;
+  const auto deadline = DeadlineAfter(timeout);
+  grpc::Status status;
   wire::Response reply;
-  const grpc::Status status = peer->stub->Call(&context, envelope, &reply);
-  if (!Alive()) return CancelledError("process stopped");
+  for (size_t attempt = 0; attempt < attempts; ++attempt) {
+    auto host_port = Resolve(to);
+    if (!host_port.ok()) return Prefixed(host_port.status(), RequestName(request));
+    auto peer = PeerFor(*host_port);
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    reply.Clear();
+    status = peer->stub->Call(&context, envelope, &reply);
+    if (!Alive()) return CancelledError("process stopped");
+    if (status.ok()) break;
+    if (to_coordinator) {
+      NextCoordinator(*host_port);
+      if (status.error_code() == grpc::StatusCode::UNAVAILABLE) continue;
+    } else if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      Forget(to);
+    }
+    break;
+  }
   if (!status.ok()) {
-    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) Forget(to);
     return FromGrpc(status, fmt::format("{} to {}", RequestName(request), to.DebugString()));
   }
   auto response = FromWire(reply);

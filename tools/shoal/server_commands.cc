@@ -28,6 +28,7 @@ struct CoordinatorFlags {
   uint32_t initial_nodes = 3;
   uint32_t buckets = 32;
   std::string metadata = "embedded";
+  uint32_t election_session_ms = 4'000;
   bool no_sync = false;
   bool json = false;
 };
@@ -69,6 +70,13 @@ int RunCoordinator(const CoordinatorFlags& flags) {
   options.buckets = flags.buckets;
   options.sync = !flags.no_sync;
   options.metadata = flags.metadata;
+  options.election_session_timeout = std::chrono::milliseconds(flags.election_session_ms);
+  // Under ZooKeeper several coordinators may run: log every change of the lead.
+  options.on_leadership = [](bool leader, uint64_t epoch) {
+    std::fprintf(stderr, "coordinator: %s (leader epoch %llu)\n",
+                 leader ? "leading" : "lost the lead, standing by",
+                 static_cast<unsigned long long>(epoch));
+  };
   auto process = net::CoordinatorProcess::Start(options);
   if (!process.ok()) {
     std::fprintf(stderr, "error: %s\n", process.status().ToString().c_str());
@@ -249,6 +257,11 @@ void AddServerCommands(CLI::App& app) {
   c->add_option("--metadata", coordinator->metadata,
                 "Metadata store: embedded (in --data) or zk://HOST:PORT[,HOST:PORT...]/PATH")
       ->capture_default_str();
+  c->add_option("--election-session-ms", coordinator->election_session_ms,
+                "With zk:// metadata: the leader's ZooKeeper session timeout, i.e. how long a dead "
+                "leader holds the lead before a standby coordinator takes over")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 600'000u));
   c->add_flag("--no-sync", coordinator->no_sync, "Do not fsync metadata writes");
   c->add_flag("--json", coordinator->json, "Print the listen address as JSON");
   c->callback([coordinator] { std::exit(RunCoordinator(*coordinator)); });
@@ -261,7 +274,10 @@ void AddServerCommands(CLI::App& app) {
       ->capture_default_str();
   n->add_option("--advertise", node->advertise,
                 "HOST:PORT others reach this node on (default: the listen address)");
-  n->add_option("--coordinator", node->coordinator, "HOST:PORT of the coordinator")->required();
+  n->add_option(
+       "--coordinator", node->coordinator,
+       "HOST:PORT of the coordinator; several, comma-separated, under coordinator failover")
+      ->required();
   n->add_option("--id", node->id, "Node id (stored in the data directory on first start)");
   n->add_flag("--no-sync", node->no_sync, "Do not fsync every acknowledged write");
   n->add_flag("--json", node->json, "Print the listen address as JSON");
