@@ -386,8 +386,9 @@ TEST_P(MetadataStoreConformance, FencedStoreRefusesEveryWriteOfAStaleLeader) {
   EXPECT_EQ(stale_put.status().code(), StatusCode::kFailedPrecondition) << stale_put.status();
   EXPECT_TRUE(Contains(stale_put.status(), "a newer leader took over")) << stale_put.status();
   EXPECT_EQ(by_first.Delete("log/1", kAnyVersion).code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(by_first.Commit(std::vector<MetaOp>{MetaOp::Put("log/3", "BEGIN"),
-                                                MetaOp::Put("map", "stale", 4)})
+  EXPECT_EQ(by_first
+                .Commit(std::vector<MetaOp>{MetaOp::Put("log/3", "BEGIN"),
+                                            MetaOp::Put("map", "stale", 4)})
                 .code(),
             StatusCode::kFailedPrecondition);
   EXPECT_EQ(*store_->Get("map"), (Versioned{.value = "m4 by second", .version = 4}));

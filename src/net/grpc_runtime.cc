@@ -315,10 +315,12 @@ StatusOr<wire::AdminResponse> GrpcRuntime::Admin(const wire::AdminRequest& reque
     context.set_deadline(DeadlineAfter(timeout));
     response.Clear();
     status = peer->stub->Admin(&context, request, &response);
-    // Only an unreachable or standby coordinator is worth another try: anything else may
-    // have been handled.
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+    if (status.ok()) break;
+    // A coordinator that did not answer in time may be a paused former leader: the next
+    // request goes to the next one. Only an unreachable or standby coordinator is worth another
+    // try now: anything else may have been handled.
     NextCoordinator(coordinator);
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) break;
   }
   if (!status.ok()) {
     return FromGrpc(status, "admin request to the coordinator");

@@ -10,9 +10,9 @@
 #include <map>
 
 #include "include/shoal/shoal.h"
+#include "proto/shoal.pb.h"
 #include "src/metadata/zookeeper_metadata_store.h"
 #include "src/metadata/zookeeper_test_server.h"
-#include "proto/shoal.pb.h"
 #include "src/net/processes.h"
 
 namespace shoal::net {
