@@ -11,6 +11,8 @@
 
 #include "include/shoal/shoal.h"
 #include "proto/shoal.pb.h"
+#include "src/metadata/fenced_metadata_store.h"
+#include "src/metadata/leader_election.h"
 #include "src/metadata/zookeeper_metadata_store.h"
 #include "src/metadata/zookeeper_test_server.h"
 #include "src/net/processes.h"
@@ -183,6 +185,53 @@ TEST_F(ZooKeeperCoordinatorTest, StandbyTakesOverWhenTheLeaderStops) {
   db->reset();
   nodes_.clear();
   standby->Stop();
+}
+
+// A Coordinator writing through a fenced store: once another candidate took over the election,
+// every edit of the stale one (a node added, a bucket moved) is refused and the map in ZooKeeper
+// stays as the new leader left it.
+TEST_F(ZooKeeperCoordinatorTest, StaleLeaderCoordinatorCannotCommit) {
+  metadata::ZooKeeperMetadataOptions zk;
+  zk.hosts = server_->hosts();
+  zk.root = "/shoal/fenced";
+  auto opened = metadata::ZooKeeperMetadataStore::Open(zk);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<metadata::ZooKeeperMetadataStore> store = *std::move(opened);
+  metadata::LeaderElection stale(*store, "coordinator/", "stale", std::chrono::milliseconds(2'000));
+  metadata::LeaderElection fresh(*store, "coordinator/", "fresh", std::chrono::milliseconds(2'000));
+  ASSERT_EQ(stale.TryAcquire(), StatusOr<bool>(true));
+  metadata::FencedMetadataStore fenced(*store, [&] { return stale.Fence(); });
+  auto runtime = GrpcRuntime::Start({.listen = "127.0.0.1:0",
+                                     .advertise = {},
+                                     .coordinator = {},
+                                     .address_book_path = {},
+                                     .max_message_bytes = kDefaultMaxMessageBytes});
+  ASSERT_TRUE(runtime.ok()) << runtime.status();
+  coordinator::CoordinatorOptions options;
+  options.auto_balance = false;
+  auto opened_coordinator = coordinator::Coordinator::Open(**runtime, fenced, options);
+  ASSERT_TRUE(opened_coordinator.ok()) << opened_coordinator.status();
+  std::shared_ptr<coordinator::Coordinator> coordinator = *opened_coordinator;
+  ASSERT_TRUE(coordinator->Initialize({NodeId(1), NodeId(2)}, 4).ok());
+  auto before = store->Get("cluster/map");
+  ASSERT_TRUE(before.ok()) << before.status();
+
+  // The stale leader's session ends behind its back (as when it is paused for longer than the
+  // session timeout); the other candidate takes over.
+  ASSERT_TRUE(store->CloseSession(*stale.session()).ok());
+  ASSERT_EQ(fresh.TryAcquire(), StatusOr<bool>(true));
+  EXPECT_EQ(fresh.epoch(), std::optional<uint64_t>(2));
+
+  const Status added = coordinator->AddNode(NodeId(3));
+  EXPECT_EQ(added.code(), StatusCode::kFailedPrecondition) << added;
+  const Status moved = coordinator->MoveBucket(coordinator->map()->buckets().front().id, NodeId(2));
+  EXPECT_FALSE(moved.ok());
+  auto created = coordinator->CreateCollection("late");
+  EXPECT_EQ(created.status().code(), StatusCode::kFailedPrecondition) << created.status();
+  EXPECT_EQ(*store->Get("cluster/map"), *before);
+  EXPECT_TRUE(store->List("moves/")->empty());
+  EXPECT_TRUE(store->List("cluster/collections/")->empty());
+  (*runtime)->Shutdown();
 }
 
 }  // namespace
