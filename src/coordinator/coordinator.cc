@@ -8,6 +8,7 @@
 #include "src/cluster/balancer.h"
 #include "src/cluster/bootstrap_planner.h"
 #include "src/cluster/shard_map_codec.h"
+#include "src/common/log.h"
 #include "src/coordinator/coordinator_internal.h"
 
 namespace shoal::coordinator {
@@ -152,6 +153,7 @@ Response Coordinator::Handle(const Address& from, const transport::Request& requ
           },
           [&](const transport::HeartbeatRequest& r) {
             std::lock_guard<std::mutex> lock(mu_);
+            if (IsDown(r.node)) log::Info("node.up", {{"node", r.node.value()}});
             last_heartbeat_[r.node] = runtime_.Now();
             return Response::Ok(transport::HeartbeatResponse{
                 .epoch = map_ == nullptr ? MapEpoch(0) : map_->epoch()});
@@ -219,6 +221,11 @@ StatusOr<ShardMapPtr> Coordinator::CommitEdit(const EditBuilder& build,
     }
     if (log_key.has_value()) ops.push_back(metadata::MetaOp::Put(*log_key, log_value));
     SHOAL_RETURN_IF_ERROR(store_.Commit(ops));
+    if (log::Enabled(log::Level::kInfo)) {
+      log::Info("map.commit", {{"epoch", applied.epoch().value()},
+                               {"edit", edit.DebugString()},
+                               {"record", log_key.has_value() ? log_value : std::string()}});
+    }
     next = std::make_shared<const ShardMap>(std::move(applied));
     std::lock_guard<std::mutex> lock(mu_);
     map_ = next;
@@ -332,6 +339,9 @@ void Coordinator::Recover() {
     for (const auto& bucket : map->buckets()) {
       if (!bucket.transition.has_value()) continue;
       const auto& t = *bucket.transition;
+      log::Info("move.recover", {{"move", t.move.value()},
+                                 {"bucket", bucket.id.value()},
+                                 {"stage", cluster::ToString(t.stage)}});
       Status status;
       if (cluster::IsCommitted(t.stage)) {
         status = FinishCommitted(bucket.id, t.move);

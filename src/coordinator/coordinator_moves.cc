@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "src/common/log.h"
 #include "src/coordinator/coordinator.h"
 #include "src/coordinator/coordinator_internal.h"
 
@@ -71,6 +72,11 @@ Status Coordinator::RunMove(BucketId bucket, NodeId destination, cluster::Transi
                                destination.DebugString(), cluster::ToString(mode)),
                    metadata::kAnyVersion);
     if (!logged.ok()) return AbortMove(bucket, move, logged.status());
+    log::Info("move.begin", {{"move", move.value()},
+                             {"bucket", bucket.value()},
+                             {"source", source.value()},
+                             {"destination", destination.value()},
+                             {"mode", cluster::ToString(mode)}});
     std::lock_guard<std::mutex> lock(mu_);
     ++progress_.started;
     ++progress_.in_flight;
@@ -345,6 +351,8 @@ Status Coordinator::AbortMove(BucketId bucket, MoveId move, const Status& reason
         return OkStatus();
       },
       MoveLogKey(move), fmt::format("ABORT {}: {}", bucket.DebugString(), reason.ToString()));
+  log::Warning("move.abort",
+               {{"move", move.value()}, {"bucket", bucket.value()}, {"reason", reason.ToString()}});
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++progress_.aborted;

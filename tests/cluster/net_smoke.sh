@@ -40,7 +40,7 @@ start() {
 start_cluster() {
   local listen=$1
   start coordinator coordinator --data "$dir/coordinator" --listen "$listen" \
-    --initial-nodes 2 --buckets 8 --no-sync
+    --initial-nodes 2 --buckets 8 --no-sync --log-format json
   coordinator=$address
   start node1 node --id 1 --data "$dir/node-1" --listen 127.0.0.1:0 \
     --coordinator "$coordinator" --no-sync
@@ -103,6 +103,12 @@ grep -q INVALID_ARGUMENT "$dir/err" || fail "direct write: $(cat "$dir/err")"
 [ "$("$shoal" get --cluster "$cluster" questions q1)" = '{"text":"why?","votes":6}' ] ||
   fail "folded get: $("$shoal" get --cluster "$cluster" questions q1)"
 stop_cluster
+# The coordinator's event log: one JSON object per line, from its start to its graceful stop.
+jq -e -s 'length > 0' "$dir/coordinator.log" >/dev/null || fail "coordinator log is not JSON lines"
+for event in process.start process.stop process.stopped; do
+  jq -e -s --arg e "$event" 'map(select(.event == $e and .proc == "coordinator")) | length == 1' \
+    "$dir/coordinator.log" >/dev/null || fail "coordinator log has no single $event"
+done
 
 # Restart from the same directories, every process on a new port (a fixed port could be taken
 # meanwhile by another program's ephemeral one): the nodes announce their new addresses.

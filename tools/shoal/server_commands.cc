@@ -16,11 +16,39 @@
 #include <vector>
 
 #include "include/shoal/shoal.h"
+#include "src/common/log.h"
 #include "src/net/processes.h"
 #include "tools/shoal/net_commands.h"
 
 namespace shoal::tools {
 namespace {
+
+// The structured event log of a server process (src/common/log.h), on stderr.
+struct LogFlags {
+  std::string level = "info";
+  std::string format = "text";
+};
+
+void AddLogOptions(CLI::App* command, LogFlags* flags) {
+  command->add_option("--log-level", flags->level, "debug, info, warning or error")
+      ->capture_default_str();
+  command->add_option("--log-format", flags->format, "text or json (one object per line)")
+      ->capture_default_str();
+}
+
+// Turns the event log on for this process; false (after a message) on a bad flag.
+bool StartLog(const LogFlags& flags, std::string process) {
+  auto level = log::ParseLevel(flags.level);
+  auto format = log::ParseFormat(flags.format);
+  const Status status = !level.ok() ? level.status() : format.status();
+  if (!status.ok()) {
+    std::fprintf(stderr, "error: %s\n", status.ToString().c_str());
+    return false;
+  }
+  log::Configure(
+      {.min_level = *level, .format = *format, .process = std::move(process), .sink = stderr});
+  return true;
+}
 
 struct CoordinatorFlags {
   std::string data;
@@ -31,6 +59,7 @@ struct CoordinatorFlags {
   uint32_t election_session_ms = 4'000;
   bool no_sync = false;
   bool json = false;
+  LogFlags log;
 };
 
 struct NodeFlags {
@@ -41,6 +70,7 @@ struct NodeFlags {
   uint32_t id = 0;
   bool no_sync = false;
   bool json = false;
+  LogFlags log;
 };
 
 struct LocalFlags {
@@ -50,6 +80,7 @@ struct LocalFlags {
   uint32_t buckets = 32;
   std::string metadata = "embedded";
   bool json = false;
+  LogFlags log;
 };
 
 void PrintReady(bool json, const std::string& role, const std::string& address) {
@@ -62,6 +93,7 @@ void PrintReady(bool json, const std::string& role, const std::string& address) 
 }
 
 int RunCoordinator(const CoordinatorFlags& flags) {
+  if (!StartLog(flags.log, "coordinator")) return 2;
   net::BlockTerminationSignals();
   net::CoordinatorProcessOptions options;
   options.data_dir = flags.data;
@@ -79,17 +111,25 @@ int RunCoordinator(const CoordinatorFlags& flags) {
   };
   auto process = net::CoordinatorProcess::Start(options);
   if (!process.ok()) {
+    log::Error("process.fail", {{"error", process.status().ToString()}});
     std::fprintf(stderr, "error: %s\n", process.status().ToString().c_str());
     return 1;
   }
+  log::Info("process.start", {{"role", "coordinator"},
+                              {"listen", (*process)->address()},
+                              {"data", flags.data},
+                              {"metadata", flags.metadata},
+                              {"sync", !flags.no_sync}});
   PrintReady(flags.json, "coordinator", (*process)->address());
   const int signal = net::WaitForTermination();
-  std::fprintf(stderr, "coordinator: signal %d, shutting down\n", signal);
+  log::Info("process.stop", {{"signal", signal}});
   (*process)->Stop();
+  log::Info("process.stopped");
   return 0;
 }
 
 int RunNode(const NodeFlags& flags) {
+  if (!StartLog(flags.log, flags.id == 0 ? "node" : fmt::format("node-{}", flags.id))) return 2;
   net::BlockTerminationSignals();
   net::NodeProcessOptions options;
   options.id = flags.id;
@@ -100,17 +140,29 @@ int RunNode(const NodeFlags& flags) {
   options.sync = !flags.no_sync;
   auto process = net::NodeProcess::Start(options);
   if (!process.ok()) {
+    log::Error("process.fail", {{"error", process.status().ToString()}});
     std::fprintf(stderr, "error: %s\n", process.status().ToString().c_str());
     return 1;
   }
-  PrintReady(flags.json, fmt::format("node {}", (*process)->id().value()), (*process)->address());
+  const uint32_t id = (*process)->id().value();
+  // A node whose id was assigned at its first start learns its name only now.
+  if (flags.id == 0 && !StartLog(flags.log, fmt::format("node-{}", id))) return 2;
+  log::Info("process.start", {{"role", "node"},
+                              {"node", id},
+                              {"listen", (*process)->address()},
+                              {"coordinator", flags.coordinator},
+                              {"data", flags.data},
+                              {"sync", !flags.no_sync}});
+  PrintReady(flags.json, fmt::format("node {}", id), (*process)->address());
   const int signal = net::WaitForTermination();
-  std::fprintf(stderr, "node %u: signal %d, shutting down\n", (*process)->id().value(), signal);
+  log::Info("process.stop", {{"signal", signal}});
   Status status = (*process)->Stop();
   if (!status.ok()) {
+    log::Error("process.fail", {{"error", status.ToString()}});
     std::fprintf(stderr, "error: %s\n", status.ToString().c_str());
     return 1;
   }
+  log::Info("process.stopped");
   return 0;
 }
 
@@ -172,16 +224,18 @@ int RunLocal(const LocalFlags& flags) {
   children.push_back(
       Launch({"shoal", "coordinator", "--data", flags.data + "/coordinator", "--listen",
               coordinator, "--initial-nodes", std::to_string(flags.nodes), "--buckets",
-              std::to_string(flags.buckets), "--metadata", flags.metadata},
+              std::to_string(flags.buckets), "--metadata", flags.metadata, "--log-level",
+              flags.log.level, "--log-format", flags.log.format},
              flags.data + "/coordinator.log"));
   std::vector<std::string> node_addresses;
   for (uint32_t i = 1; i <= flags.nodes; ++i) {
     const std::string listen = fmt::format("127.0.0.1:{}", flags.base_port + static_cast<int>(i));
     node_addresses.push_back(listen);
-    children.push_back(Launch({"shoal", "node", "--id", std::to_string(i), "--data",
-                               fmt::format("{}/node-{}", flags.data, i), "--listen", listen,
-                               "--coordinator", coordinator},
-                              fmt::format("{}/node-{}.log", flags.data, i)));
+    children.push_back(
+        Launch({"shoal", "node", "--id", std::to_string(i), "--data",
+                fmt::format("{}/node-{}", flags.data, i), "--listen", listen, "--coordinator",
+                coordinator, "--log-level", flags.log.level, "--log-format", flags.log.format},
+               fmt::format("{}/node-{}.log", flags.data, i)));
   }
   const bool serving = WaitUntilServing(coordinator, flags.nodes, std::chrono::seconds(20));
   if (flags.json) {
@@ -264,6 +318,7 @@ void AddServerCommands(CLI::App& app) {
       ->check(CLI::Range(1u, 600'000u));
   c->add_flag("--no-sync", coordinator->no_sync, "Do not fsync metadata writes");
   c->add_flag("--json", coordinator->json, "Print the listen address as JSON");
+  AddLogOptions(c, &coordinator->log);
   c->callback([coordinator] { std::exit(RunCoordinator(*coordinator)); });
 
   auto node = std::make_shared<NodeFlags>();
@@ -281,6 +336,7 @@ void AddServerCommands(CLI::App& app) {
   n->add_option("--id", node->id, "Node id (stored in the data directory on first start)");
   n->add_flag("--no-sync", node->no_sync, "Do not fsync every acknowledged write");
   n->add_flag("--json", node->json, "Print the listen address as JSON");
+  AddLogOptions(n, &node->log);
   n->callback([node] { std::exit(RunNode(*node)); });
 
   auto local = std::make_shared<LocalFlags>();
@@ -302,6 +358,7 @@ void AddServerCommands(CLI::App& app) {
                 "The coordinator's metadata store: embedded or zk://HOST:PORT/PATH")
       ->capture_default_str();
   l->add_flag("--json", local->json, "Print the addresses as one JSON object");
+  AddLogOptions(l, &local->log);
   l->callback([local] { std::exit(RunLocal(*local)); });
 }
 
