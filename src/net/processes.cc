@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 #include <signal.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "src/common/log.h"
 #include "src/metadata/embedded_metadata_store.h"
 #include "src/metadata/zookeeper_metadata_store.h"
 #include "src/net/admin.h"
@@ -161,10 +161,10 @@ void CoordinatorProcess::LoseLead() {
 }
 
 void CoordinatorProcess::ElectionLoop() {
-  const auto notify = [&](bool leader) {
-    if (options_.on_leadership) options_.on_leadership(leader, election_->epoch().value_or(0));
+  const auto leading = [&] {
+    log::Info("coordinator.lead", {{"leader_epoch", election_->epoch().value_or(0)}});
   };
-  if (leader()) notify(true);
+  if (leader()) leading();
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -175,19 +175,19 @@ void CoordinatorProcess::ElectionLoop() {
       if (election_->KeepAlive().ok()) continue;
       const uint64_t epoch = election_->epoch().value_or(0);
       LoseLead();
-      if (options_.on_leadership) options_.on_leadership(false, epoch);
+      log::Warning("coordinator.standby", {{"lost_epoch", epoch}});
       continue;
     }
     auto acquired = election_->TryAcquire();
     if (acquired.ok() && *acquired) {
       const Status led = Lead();
       if (led.ok()) {
-        notify(true);
+        leading();
         continue;
       }
       // Could not start (the store is unreachable, or a newer leader fenced this one already):
       // step down and try again later.
-      std::fprintf(stderr, "coordinator: could not take the lead: %s\n", led.ToString().c_str());
+      log::Warning("coordinator.lead_failed", {{"error", led.ToString()}});
       election_->Resign();
       continue;
     }

@@ -13,6 +13,8 @@
 // process died or was cut off for longer than election_session_timeout) a standby takes over and
 // recovers interrupted moves from the move log, as after a restart. A leader that finds its
 // session ended stops its Coordinator at once and becomes a standby again (with a new session).
+// Events: coordinator.lead (leader_epoch), coordinator.standby (lost_epoch),
+// coordinator.lead_failed (error).
 // With the embedded store there is no election: the one process leads.
 //
 // Thread-safety: Start and Stop are called by the owner; the accessors are thread-safe.
@@ -20,7 +22,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -56,8 +57,6 @@ struct CoordinatorProcessOptions {
   // A new leader waits up to this long to learn the address of every node of the map (from the
   // nodes' heartbeats, which reach standbys too) before its Coordinator starts recovering moves.
   std::chrono::milliseconds learn_addresses_timeout{3'000};
-  // Called on the election thread whenever this process gains (true) or loses (false) the lead.
-  std::function<void(bool leader, uint64_t epoch)> on_leadership{};
 };
 
 class CoordinatorProcess {

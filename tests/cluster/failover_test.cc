@@ -162,10 +162,10 @@ TEST_P(FailoverTest, StandbyTakesOverMidMoveWithoutLoss) {
     // The stale leader goes on from its pause: its commit is fenced, and it steps down.
     cluster_->Resume(kCoordinator);
     const auto stepped = Clock::now() + std::chrono::seconds(20);
-    while (!LogShows("coordinator", "lost the lead") && Clock::now() < stepped) {
+    while (!LogShows("coordinator", "coordinator.standby") && Clock::now() < stepped) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    EXPECT_TRUE(LogShows("coordinator", "lost the lead"));
+    EXPECT_TRUE(LogShows("coordinator", "coordinator.standby"));
     EXPECT_TRUE(cluster_->Running(kCoordinator));
   }
   ASSERT_NO_FATAL_FAILURE(WaitBalanced(60));

@@ -103,12 +103,6 @@ int RunCoordinator(const CoordinatorFlags& flags) {
   options.sync = !flags.no_sync;
   options.metadata = flags.metadata;
   options.election_session_timeout = std::chrono::milliseconds(flags.election_session_ms);
-  // Under ZooKeeper several coordinators may run: log every change of the lead.
-  options.on_leadership = [](bool leader, uint64_t epoch) {
-    std::fprintf(stderr, "coordinator: %s (leader epoch %llu)\n",
-                 leader ? "leading" : "lost the lead, standing by",
-                 static_cast<unsigned long long>(epoch));
-  };
   auto process = net::CoordinatorProcess::Start(options);
   if (!process.ok()) {
     log::Error("process.fail", {{"error", process.status().ToString()}});
