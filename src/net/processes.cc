@@ -81,8 +81,6 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
       *process->metadata_, std::string(kElectionPrefix), process->address(),
       options.election_session_timeout);
   metadata::LeaderElection* election = process->election_.get();
-  process->fenced_ = std::make_unique<metadata::FencedMetadataStore>(
-      *process->metadata_, [election] { return election->Fence(); });
   process->runtime_->SetStandby(true, "");
   // The first try is synchronous, so that a lone coordinator leads as soon as Start returns.
   SHOAL_ASSIGN_OR_RETURN(const bool acquired, election->TryAcquire());
@@ -115,9 +113,14 @@ bool CoordinatorProcess::WaitLeader(std::chrono::milliseconds timeout) {
 }
 
 Status CoordinatorProcess::Lead() {
-  metadata::MetadataStore& store = fenced_ != nullptr ? *fenced_ : *metadata_;
+  metadata::MetadataStore* store = metadata_.get();
+  if (election_ != nullptr) {
+    fenced_.push_back(std::make_unique<metadata::FencedMetadataStore>(
+        *metadata_, [fence = election_->Fence()] { return fence; }));
+    store = fenced_.back().get();
+  }
   SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<coordinator::Coordinator> coordinator,
-                         coordinator::Coordinator::Open(*runtime_, store, options_.coordinator));
+                         coordinator::Coordinator::Open(*runtime_, *store, options_.coordinator));
   if (election_ != nullptr) {
     // A takeover: the nodes announce themselves to standbys too (their heartbeats try every
     // coordinator), so their addresses are usually known already; give the rest a moment so
@@ -225,7 +228,7 @@ void CoordinatorProcess::Stop() {
   }
   // Resigning ends the session: a standby takes over without waiting for the timeout.
   if (election_ != nullptr) election_->Resign();
-  fenced_.reset();
+  fenced_.clear();
   election_.reset();
   metadata_.reset();
 }

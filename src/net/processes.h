@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "src/coordinator/coordinator.h"
 #include "src/metadata/fenced_metadata_store.h"
@@ -91,8 +92,11 @@ class CoordinatorProcess {
   CoordinatorProcessOptions options_;
   std::unique_ptr<GrpcRuntime> runtime_;
   std::unique_ptr<metadata::MetadataStore> metadata_;
-  std::unique_ptr<metadata::LeaderElection> election_;     // zk:// only
-  std::unique_ptr<metadata::FencedMetadataStore> fenced_;  // zk:// only: what the leader writes
+  std::unique_ptr<metadata::LeaderElection> election_;  // zk:// only
+  // zk:// only: what each leadership's Coordinator writes through, fenced at that leadership's
+  // epoch (a fixed check, so that tasks of an earlier leadership of this same process stay
+  // fenced after it leads again). Kept until Stop: the Coordinators refer to them.
+  std::vector<std::unique_ptr<metadata::FencedMetadataStore>> fenced_;
   std::thread election_thread_;
 
   mutable std::mutex mu_;  // guards the fields below
