@@ -357,11 +357,63 @@ StatusOr<bool> HotCollection::MaybeShrink(const FieldSpec& spec, const std::stri
   return true;
 }
 
+StatusOr<uint32_t> HotCollection::AdoptGrownKeys(const CollectionSchema& schema,
+                                                 transport::Micros now) {
+  bool any_auto = false;
+  for (const auto& [name, spec] : schema.fields()) any_auto |= spec.kind == FieldKind::kAuto;
+  if (!any_auto) return 0;
+  SHOAL_RETURN_IF_ERROR(EnsureHidden());
+  // Roots are the hidden documents with a "seq"; cells and entity-group members have none.
+  client::QueryOptions query{
+      .collection = fields_->collection(),
+      .filter = {.all_of = {storage::FieldPredicate{
+                     .path = "seq", .op = storage::CompareOp::kGe, .value = int64_t{0}}}},
+      .limit = 1000,
+      .cursor = {}};
+  uint32_t adopted = 0;
+  do {
+    SHOAL_ASSIGN_OR_RETURN(client::QueryPage page, client_.Query(query));
+    for (const auto& doc : page.documents) {
+      // The key is pk \0 field \0 "root" (sharded_field.cc).
+      const std::string& key = doc.primary_key;
+      const size_t second = key.rfind('\0');
+      const size_t first = second == std::string::npos || second == 0 ? std::string::npos
+                                                                      : key.rfind('\0', second - 1);
+      if (first == std::string::npos) continue;
+      const std::string pk = key.substr(0, first);
+      const std::string field = key.substr(first + 1, second - first - 1);
+      const FieldSpec* spec = schema.Find(field);
+      if (spec == nullptr || spec->kind != FieldKind::kAuto) continue;
+      auto root = FieldRoot::Decode(doc.body);
+      if (!root.ok() || root->ActiveTokens().size() <= spec->policy.min_shards) continue;
+      std::lock_guard lock(mu_);
+      if (activity_.size() >= kMaxActivityKeys) return adopted;
+      auto [it, added] = activity_.try_emplace({field, pk});
+      if (added) {
+        it->second.last_write = now;
+        ++adopted;
+      }
+    }
+    query.cursor = page.next_cursor;
+  } while (!query.cursor.empty());
+  return adopted;
+}
+
 StatusOr<MaintainStats> HotCollection::Maintain() {
   MaintainStats stats;
   SHOAL_ASSIGN_OR_RETURN(auto schema, CurrentSchema());
   if (schema->empty()) return stats;
   const transport::Micros now = clock_();
+  bool adopt = false;
+  {
+    std::lock_guard lock(mu_);
+    adopt = !adopted_at_.has_value() || now - *adopted_at_ >= kAdoptEvery;
+    if (adopt) adopted_at_ = now;
+  }
+  if (adopt) {
+    auto adopted = AdoptGrownKeys(*schema, now);
+    if (adopted.ok()) stats.adopted = *adopted;
+  }
   std::vector<std::pair<std::string, std::string>> keys;
   {
     std::lock_guard lock(mu_);

@@ -15,7 +15,11 @@
 //   - Auto fields (paper 003 §6): an Apply that sees more conflicts per second on a key than
 //     grow_conflicts_per_s doubles its cells; Maintain halves them when the key is quiet (few
 //     conflicts here, fewer than shrink_updates_per_s updates per cell, no growth for
-//     kAutoCooldown). Maintain also folds the cells of dynamic fields this handle wrote.
+//     kAutoCooldown). Maintain considers the keys this handle wrote in the last kMaintainFor,
+//     and, once at start and then every kAdoptEvery, every key whose auto field has more cells
+//     than its minimum (a scan of the roots), so a key grown by another process or before a
+//     restart shrinks once quiet too. Maintain also folds the cells of dynamic fields this
+//     handle wrote.
 //
 // Thread-safety: thread-safe; calls must come from runtime tasks (any thread on ThreadRuntime).
 
@@ -43,6 +47,9 @@ inline constexpr transport::Micros kAutoWindow = 1'000'000;
 inline constexpr transport::Micros kAutoCooldown = 5'000'000;
 // A key leaves the maintenance list this long after this handle last wrote it.
 inline constexpr transport::Micros kMaintainFor = 60'000'000;
+// How often Maintain looks for auto fields above their minimum that no handle of this process
+// writes (grown by another process, or before a restart), so that they shrink too.
+inline constexpr transport::Micros kAdoptEvery = 60'000'000;
 
 [[nodiscard]] StatusOr<std::string> HiddenCollectionName(std::string_view collection);
 
@@ -58,6 +65,7 @@ struct MaintainStats {
   uint32_t grown = 0;
   uint32_t shrunk = 0;
   uint32_t compacted = 0;
+  uint32_t adopted = 0;  // grown keys this handle had not written, put on its list
 };
 
 class HotCollection {
@@ -116,6 +124,10 @@ class HotCollection {
   void NoteWrite(const FieldSpec& spec, std::string_view pk, const ApplyOutcome& outcome);
   [[nodiscard]] StatusOr<bool> MaybeShrink(const FieldSpec& spec, const std::string& pk,
                                            transport::Micros now);
+  // Puts on the maintenance list every key whose auto field has more active cells than its
+  // minimum (a scan of the roots in the hidden collection); returns how many it added.
+  [[nodiscard]] StatusOr<uint32_t> AdoptGrownKeys(const CollectionSchema& schema,
+                                                  transport::Micros now);
 
   client::Client& client_;
   const std::string name_;
@@ -131,6 +143,7 @@ class HotCollection {
   std::unique_ptr<EntityGroups> groups_;
   // (field, pk) -> activity; guarded by mu_.
   std::map<std::pair<std::string, std::string>, KeyActivity> activity_;
+  std::optional<transport::Micros> adopted_at_;  // guarded by mu_; the last AdoptGrownKeys
 };
 
 }  // namespace shoal::hotspot

@@ -245,6 +245,35 @@ TEST_F(HotCollectionTest, AutoFieldGrowsUnderContentionAndShrinksWhenQuiet) {
   EXPECT_EQ(Body(*c.Get("hot"))["likes"], acked.load());
 }
 
+TEST_F(HotCollectionTest, AutoFieldGrownBeforeARestartShrinksWithoutWrites) {
+  {
+    Collection c = Open("idle");
+    ASSERT_TRUE(
+        c.Declare(R"({"likes": {"fold": "sum", "shards": "auto", "max_shards": 16}})").ok());
+    ASSERT_TRUE(c.Insert("was-hot", "{}").ok());
+    ASSERT_TRUE(c.Reshard("was-hot", "likes", 8).ok());
+    for (int i = 0; i < 40; ++i) ASSERT_TRUE(c.Apply("was-hot", "likes", "1").ok());
+    ASSERT_EQ(c.Sharding("was-hot", "likes")->active_cells, 8u);
+  }
+  // A new process: its maintenance never saw the key written, and nobody writes it now.
+  ASSERT_TRUE(db_->Close().ok());
+  db_.reset();
+  auto reopened =
+      Database::OpenEmbedded({.data_dir = dir_, .nodes = 3, .buckets = 16, .sync = false});
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  db_ = std::move(*reopened);
+  Collection c = Open("idle");
+  uint32_t cells = 8;
+  for (int i = 0; i < 600 && cells > 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto info = c.Sharding("was-hot", "likes");
+    ASSERT_TRUE(info.ok()) << info.status();
+    cells = info->active_cells;
+  }
+  EXPECT_EQ(cells, 1u) << "an idle grown key shrinks to its minimum within 60 s";
+  EXPECT_EQ(Body(*c.Get("was-hot"))["likes"], 40);
+}
+
 TEST_F(HotCollectionTest, CustomFoldFromCxx) {
   ASSERT_TRUE(RegisterFold("longest_for_test", Json(""),
                            [](const Json& a, const Json& b) -> StatusOr<Json> {

@@ -89,16 +89,26 @@ void ShardedFields::Forget(std::string_view pk, std::string_view field) {
   if (auto it = layouts_.find(RootKey(pk, field)); it != layouts_.end()) layouts_.erase(it);
 }
 
-void ShardedFields::NoteConflict(const std::string& cell_key) {
+std::string ShardedFields::BeginUpdate(std::string_view pk, std::string_view field,
+                                       const std::vector<std::string>& active) {
   std::lock_guard lock(mu_);
-  if (conflicts_.size() > kMaxCachedLayouts) conflicts_.clear();
-  ++conflicts_[cell_key];
+  std::string key = CellKey(pk, field, active[random_.Uniform(active.size())]);
+  if (active.size() > 1) {
+    std::string other = CellKey(pk, field, active[random_.Uniform(active.size())]);
+    auto busy = [&](const std::string& k) {
+      auto it = in_flight_.find(k);
+      return it == in_flight_.end() ? 0u : it->second;
+    };
+    if (busy(other) < busy(key)) key = std::move(other);
+  }
+  ++in_flight_[key];
+  return key;
 }
 
-uint32_t ShardedFields::ConflictsOf(const std::string& cell_key) {
+void ShardedFields::EndUpdate(const std::string& cell_key) {
   std::lock_guard lock(mu_);
-  auto it = conflicts_.find(cell_key);
-  return it == conflicts_.end() ? 0 : it->second;
+  auto it = in_flight_.find(cell_key);
+  if (it != in_flight_.end() && --it->second == 0) in_flight_.erase(it);
 }
 
 StatusOr<std::pair<FieldRoot, uint64_t>> ShardedFields::LoadRoot(const FieldSpec& spec,
@@ -256,20 +266,13 @@ StatusOr<ApplyOutcome> ShardedFields::ApplyInPlace(const FieldSpec& spec, std::s
     SHOAL_ASSIGN_OR_RETURN(Tokens cached, ActiveCells(spec, pk, refresh));
     const std::vector<std::string>& active = *cached;
     refresh = false;
-    // The less contended of two random cells (as seen by this client).
-    std::string key;
-    {
-      std::lock_guard lock(mu_);
-      key = CellKey(pk, spec.field, active[random_.Uniform(active.size())]);
-      if (active.size() > 1) {
-        std::string other = CellKey(pk, spec.field, active[random_.Uniform(active.size())]);
-        auto count = [&](const std::string& k) {
-          auto it = conflicts_.find(k);
-          return it == conflicts_.end() ? 0u : it->second;
-        };
-        if (count(other) < count(key)) key = std::move(other);
-      }
-    }
+    const std::string key = BeginUpdate(pk, spec.field, active);
+    // Ends this attempt's claim on the cell on every path out of the iteration.
+    struct Claim {
+      ShardedFields* self;
+      const std::string& key;
+      ~Claim() { self->EndUpdate(key); }
+    } claim{this, key};
     auto doc = client_.Get(cells_, key);
     StatusOr<CellState> cell = doc.ok() ? CellState::Decode(doc->body) : doc.status();
     if (!cell.ok() && cell.status().code() != StatusCode::kNotFound) return cell.status();
@@ -291,7 +294,6 @@ StatusOr<ApplyOutcome> ShardedFields::ApplyInPlace(const FieldSpec& spec, std::s
     }
     if (written.status().code() != StatusCode::kFailedPrecondition) return written.status();
     ++outcome.conflicts;
-    NoteConflict(key);
     if (!options.retry_on_conflict) {
       return AbortedError(
           fmt::format("conflicting update of {:?} field {} (not retried)", pk, spec.field));

@@ -4,10 +4,11 @@
 // §2.2, §4; docs/design/hotspot.md). The pure state of one field of one document is FieldRoot
 // (field_root.h, with the invariants R1-R4 and rules P1-P3); this class does the I/O.
 //
-//   Apply    static/auto: pick an active cell (random of two, the one with fewer conflicts seen
-//            here), read it, fold the lifted operand in, CompareAndSet; a conflict retries (or
-//            fails with kAborted when retries are off). A sealed or missing cell refreshes the
-//            layout (P3). dynamic: insert a new cell with a fresh token; no read, no conflict.
+//   Apply    static/auto: pick an active cell (of two random ones, the one with fewer updates
+//            of this client in flight), read it, fold the lifted operand in, CompareAndSet; a
+//            conflict retries (or fails with kAborted when retries are off). A sealed or missing
+//            cell refreshes the layout (P3). dynamic: insert a new cell with a fresh token; no
+//            read, no conflict.
 //   Read     root, then every cell it lists (dynamic: the cells found by a query on the owner),
 //            then the root again if any cell was sealed or gone: value = base ⊕ unabsorbed cells.
 //            It contains every update acknowledged before the read began and none that began
@@ -22,6 +23,8 @@
 // compactors in any processes, and with bucket moves (the client follows them).
 //
 // Thread-safety: thread-safe; calls must come from runtime tasks (any thread on ThreadRuntime).
+
+#include <absl/container/flat_hash_map.h>
 
 #include <cstdint>
 #include <map>
@@ -146,15 +149,19 @@ class ShardedFields {
                               const std::vector<std::string>& tokens);
   [[nodiscard]] std::string NewToken();
   void Forget(std::string_view pk, std::string_view field);
-  void NoteConflict(const std::string& cell_key);
-  [[nodiscard]] uint32_t ConflictsOf(const std::string& cell_key);
+  // Picks the cell of one update attempt, the less busy of two random active cells (busy: the
+  // updates of this object in flight on it), and counts the attempt on it until EndUpdate.
+  [[nodiscard]] std::string BeginUpdate(std::string_view pk, std::string_view field,
+                                        const std::vector<std::string>& active);
+  void EndUpdate(const std::string& cell_key);
 
   client::Client& client_;
   const CollectionId cells_;
   std::mutex mu_;
-  Random random_;                                           // guarded by mu_
-  std::map<std::string, Tokens, std::less<>> layouts_;      // guarded by mu_
-  std::map<std::string, uint32_t, std::less<>> conflicts_;  // guarded by mu_
+  Random random_;                                       // guarded by mu_
+  std::map<std::string, Tokens, std::less<>> layouts_;  // guarded by mu_
+  // Update attempts in flight per cell key (entries at 0 are erased); guarded by mu_.
+  absl::flat_hash_map<std::string, uint32_t> in_flight_;
 };
 
 }  // namespace shoal::hotspot
