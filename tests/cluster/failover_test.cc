@@ -170,6 +170,8 @@ TEST_P(FailoverTest, StandbyTakesOverMidMoveWithoutLoss) {
   }
   ASSERT_NO_FATAL_FAILURE(WaitBalanced(60));
   ASSERT_NO_FATAL_FAILURE(WaitLeader(kStandbyCoordinator, 2, 10));
+  // The interrupted move was in the map in ZooKeeper: the new leader recovered it.
+  EXPECT_TRUE(LogShows("coordinator-2", "move.recover"));
 
   // Membership under the new leader: node 3 leaves.
   Status removed = cluster_->RemoveNode(3);
