@@ -1,11 +1,14 @@
 // Paper 000 §8, Tables 2 and 3: the time of 100 operations of each kind with the naïve
 // algorithm over 3 shards (`normal`) against the consistent algorithms while moving from 2 to 3
 // shards (`rebalancing`, no rebalancer running, every preloaded document still on its old
-// shard), serially (Table 2) and 20 at a time (Table 3), on embedded and PostgreSQL shards.
+// shard), serially (Table 2) and 20 at a time (Table 3), on embedded, PostgreSQL and remote
+// shards (collections of a 3-node Shoal cluster on loopback, reached over gRPC).
 // Every configuration is repeated; the medians and the rebalancing/normal ratios come from the
-// same run. The PostgreSQL server is started by the benchmark (as the tests do).
+// same run. The PostgreSQL server and the Shoal cluster are started by the benchmark (as the
+// tests do).
 //
-//   clientside_bench [--backend embedded|postgres|both] [--repeats N] [--documents N]
+//   clientside_bench [--backend embedded|postgres|remote|both|all] [--repeats N] [--documents N]
+//   (both = embedded and postgres; all, the default, = the three)
 
 #include <fmt/format.h>
 
@@ -22,6 +25,8 @@
 #include "src/clientside/embedded_shard_backend.h"
 #include "src/clientside/postgres_shard_backend.h"
 #include "src/clientside/postgres_test_server.h"
+#include "src/clientside/remote_shard_backend.h"
+#include "src/clientside/remote_test_cluster.h"
 #include "src/clientside/sharded_collection.h"
 #include "src/metadata/embedded_metadata_store.h"
 
@@ -259,10 +264,11 @@ void RunBackend(const Setup& setup, int repeats, int documents, const std::strin
 int main(int argc, char** argv) {
   using namespace shoal::clientside;
   CLI::App app{"paper 000 Tables 2 and 3: client-side sharding overhead during rebalancing"};
-  std::string backend = "both";
+  std::string backend = "all";
   int repeats = 15;
   int documents = 5000;
-  app.add_option("--backend", backend, "embedded, postgres or both");
+  app.add_option("--backend", backend,
+                 "embedded, postgres, remote, both (embedded and postgres) or all");
   app.add_option("--repeats", repeats, "runs of each configuration (the median is reported)");
   app.add_option("--documents", documents, "documents preloaded in each collection");
   app.allow_extras();  // `make bench` passes Google Benchmark flags to every program
@@ -272,7 +278,13 @@ int main(int argc, char** argv) {
       (std::filesystem::temp_directory_path() / fmt::format("shoal-cs-bench-{}", getpid()))
           .string();
   std::filesystem::create_directories(dir);
-  if (backend == "embedded" || backend == "both") {
+  const bool all = backend == "all";
+  if (backend != "embedded" && backend != "postgres" && backend != "remote" && backend != "both" &&
+      !all) {
+    std::fprintf(stderr, "unknown --backend %s\n", backend.c_str());
+    return 2;
+  }
+  if (backend == "embedded" || backend == "both" || all) {
     shoal::storage::StoreOptions options;
     options.path = dir + "/shards";
     options.sync = shoal::storage::SyncPolicy::kPeriodic;
@@ -291,7 +303,7 @@ int main(int argc, char** argv) {
                     }},
                repeats, documents, dir);
   }
-  if (backend == "postgres" || backend == "both") {
+  if (backend == "postgres" || backend == "both" || all) {
     auto server = shoal::clientside::testing::PostgresTestServer::Start();
     Fixture::Check(server.status());
     const std::string conninfo = (*server)->conninfo();
@@ -300,6 +312,20 @@ int main(int argc, char** argv) {
                     [&](const std::string& name) {
                       auto s = PostgresShardBackend::Create(
                           {.conninfo = conninfo, .table = name, .max_idle_connections = 32});
+                      Fixture::Check(s.status());
+                      return std::shared_ptr<ShardBackend>(*std::move(s));
+                    }},
+               repeats, documents, dir);
+  }
+  if (backend == "remote" || all) {
+    std::filesystem::create_directories(dir + "/cluster");
+    auto cluster =
+        shoal::clientside::testing::RemoteTestCluster::Start(dir + "/cluster", /*nodes=*/3, "");
+    Fixture::Check(cluster.status());
+    RunBackend({.backend = "remote",
+                .make_shard =
+                    [&](const std::string& name) {
+                      auto s = RemoteShardBackend::Create((*cluster)->db(), name);
                       Fixture::Check(s.status());
                       return std::shared_ptr<ShardBackend>(*std::move(s));
                     }},

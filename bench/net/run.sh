@@ -4,14 +4,17 @@
 # like `shoal local`, on free ports, with --no-sync: the WAL is fsynced every 100 ms), and
 # redis-server (appendonly yes, appendfsync everysec) measured with redis-benchmark at the same
 # value size and client counts. Each figure is the median of RUNS runs (default 3).
-# Usage: bench/net/run.sh BUILD_DIR [SECONDS]
+# Shoal is measured once per gRPC server API in MODES (default "sync callback": `shoal node
+# --grpc-server`), and, when BASELINE names the build directory of an older version (whose
+# `shoal` may lack --grpc-server), once more with that build's binaries, labelled "before".
+# Usage: [RUNS=3] [MODES="sync callback"] [BASELINE=DIR] bench/net/run.sh BUILD_DIR [SECONDS]
 set -euo pipefail
 
 build=${1:-build}
 seconds=${2:-5}
 runs=${RUNS:-3}
-shoal=$build/tools/shoal/shoal
-load=$build/bench/net/net_load
+modes=${MODES:-sync callback}
+baseline=${BASELINE:-}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-net-bench-XXXXXX")
 pids=()
 cleanup() {
@@ -20,14 +23,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Starts a process in the background and sets `address` from its JSON stdout line.
+# Starts a process (NAME BINARY ARGS...) in the background and sets `address` from its JSON
+# stdout line.
 start() {
   local name=$1
   shift
-  "$shoal" "$@" --json >"$dir/$name.out" 2>"$dir/$name.log" &
+  "$@" --json >"$dir/$name.out" 2>"$dir/$name.log" &
   pids+=($!)
   for _ in $(seq 1 100); do
-    address=$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$dir/$name.out" 2>/dev/null | head -n 1)
+    # The background process may not have created its output file yet: not an error.
+    address=$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$dir/$name.out" 2>/dev/null | head -n 1) ||
+      address=""
     if [ -n "$address" ]; then return 0; fi
     sleep 0.1
   done
@@ -48,34 +54,55 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-echo "| system | nodes | op | clients | ops/s | p50 ms | p99 ms |"
-echo "|---|---|---|---|---|---|---|"
-for nodes in 1 3; do
-  rm -rf "$dir/cluster"
-  start coordinator coordinator --data "$dir/cluster/coordinator" --listen 127.0.0.1:0 \
-    --initial-nodes "$nodes" --buckets 32 --no-sync
-  coordinator=$address
-  for i in $(seq 1 "$nodes"); do
-    start "node$i" node --id "$i" --data "$dir/cluster/node-$i" --listen 127.0.0.1:0 \
-      --coordinator "$coordinator" --no-sync
-  done
-  sleep 1
-  for op in get put; do
-    for clients in 1 16 64; do
-      results=()
-      for _ in $(seq 1 "$runs"); do
-        results+=("$("$load" --cluster "shoal://$coordinator" --op "$op" --clients "$clients" \
-          --seconds "$seconds" --value-bytes 1024)")
-      done
-      ops=$(printf '%s\n' "${results[@]}" | jq .ops_per_second | median)
-      p50=$(printf '%s\n' "${results[@]}" | jq .p50_ms | median)
-      p99=$(printf '%s\n' "${results[@]}" | jq .p99_ms | median)
-      printf '| shoal | %s | %s | %s | %.0f | %.3f | %.3f |\n' "$nodes" "$op" "$clients" "$ops" \
-        "$p50" "$p99"
+declare -A throughput  # "label nodes op clients" -> ops/s, for the ratios at the end
+
+# Measures one Shoal version/API on 1 and 3 nodes. Usage: measure LABEL BUILD_DIR [FLAG...]
+measure() {
+  local label=$1 dir_build=$2
+  shift 2
+  local shoal=$dir_build/tools/shoal/shoal load=$dir_build/bench/net/net_load
+  for nodes in 1 3; do
+    rm -rf "$dir/cluster"
+    start coordinator "$shoal" coordinator --data "$dir/cluster/coordinator" \
+      --listen 127.0.0.1:0 --initial-nodes "$nodes" --buckets 32 --no-sync "$@"
+    local coordinator=$address
+    for i in $(seq 1 "$nodes"); do
+      start "node$i" "$shoal" node --id "$i" --data "$dir/cluster/node-$i" --listen 127.0.0.1:0 \
+        --coordinator "$coordinator" --no-sync "$@"
     done
+    sleep 1
+    for op in get put; do
+      for clients in 1 16 64; do
+        local results=()
+        for _ in $(seq 1 "$runs"); do
+          # A run that cannot connect (a loaded machine) prints nothing and is left out; one
+          # with failed operations still reports its successful ones.
+          local out
+          out=$("$load" --cluster "shoal://$coordinator" --op "$op" --clients "$clients" \
+            --seconds "$seconds" --value-bytes 1024) || echo "net_load: $label $nodes $op $clients: exit $?" >&2
+          if [ -n "$out" ]; then results+=("$out"); fi
+        done
+        if [ "${#results[@]}" -eq 0 ]; then
+          echo "no successful run of $label $nodes $op $clients" >&2
+          exit 1
+        fi
+        local ops p50 p99
+        ops=$(printf '%s\n' "${results[@]}" | jq .ops_per_second | median)
+        p50=$(printf '%s\n' "${results[@]}" | jq .p50_ms | median)
+        p99=$(printf '%s\n' "${results[@]}" | jq .p99_ms | median)
+        throughput["$label $nodes $op $clients"]=$ops
+        printf '| shoal | %s | %s | %s | %s | %.0f | %.3f | %.3f |\n' "$label" "$nodes" "$op" \
+          "$clients" "$ops" "$p50" "$p99"
+      done
+    done
+    stop_all
   done
-  stop_all
-done
+}
+
+echo "| system | server | nodes | op | clients | ops/s | p50 ms | p99 ms |"
+echo "|---|---|---|---|---|---|---|---|"
+if [ -n "$baseline" ]; then measure before "$baseline"; fi
+for mode in $modes; do measure "$mode" "$build" --grpc-server "$mode"; done
 
 port=$(free_port)
 mkdir -p "$dir/redis"
@@ -99,7 +126,25 @@ for op in get set; do
     ops=$(printf '%s\n' "${ops_runs[@]}" | median)
     p50=$(printf '%s\n' "${p50_runs[@]}" | median)
     p99=$(printf '%s\n' "${p99_runs[@]}" | median)
-    printf '| redis | 1 | %s | %s | %.0f | %.3f | %.3f |\n' "$op" "$clients" "$ops" "$p50" "$p99"
+    throughput["redis 1 $op $clients"]=$ops
+    printf '| redis | - | 1 | %s | %s | %.0f | %.3f | %.3f |\n' "$op" "$clients" "$ops" "$p50" \
+      "$p99"
   done
 done
 stop_all
+
+echo
+echo "Ratio to Redis at 16 clients:"
+echo
+echo "| server | op | 1 node | 3 nodes |"
+echo "|---|---|---|---|"
+for label in ${baseline:+before} $modes; do
+  for op in get put; do
+    redis_op=$op
+    [ "$op" = put ] && redis_op=set
+    r=${throughput["redis 1 $redis_op 16"]}
+    printf '| %s | %s | %.2fx | %.2fx |\n' "$label" "$op" \
+      "$(echo "${throughput["$label 1 $op 16"]} / $r" | bc -l)" \
+      "$(echo "${throughput["$label 3 $op 16"]} / $r" | bc -l)"
+  done
+done

@@ -2,6 +2,11 @@
 
 #include <xxhash.h>
 
+#include <future>
+#include <string>
+
+#include "src/clientside/call_pool.h"
+
 namespace shoal::clientside {
 
 namespace {
@@ -33,6 +38,37 @@ StatusOr<ShardLookup> Lookup(ShardBackend& shard, std::string_view pk) {
   return ShardLookup{.live = *std::move(got), .deleted = false};
 }
 
+// The lookup of a key on its old shard. During `rebalancing` that copy never changes while a
+// client operation runs (I1: the rebalancer only copies it away, and removes it in `cleanup`,
+// when no client operation runs; I2: clients write only the new shard), so the lookup returns the
+// same whenever it is issued. When a shard call is a round trip it is therefore started at once,
+// on a pool thread, concurrently with the lookup on the new shard, and the operation pays
+// max(new, old) instead of new + old. Local shards look up on demand, in the paper's order.
+class OldShardLookup {
+ public:
+  OldShardLookup(ShardBackend& old_shard, ShardBackend& new_shard, std::string_view pk)
+      : shard_(old_shard), pk_(pk) {
+    if (old_shard.RemoteCalls() || new_shard.RemoteCalls()) {
+      pending_ = CallPool::Shared().Run([this] { return Lookup(shard_, pk_); });
+    }
+  }
+  // The call may still reference this object and the shard: wait for it.
+  ~OldShardLookup() {
+    if (pending_.valid()) pending_.wait();
+  }
+  OldShardLookup(const OldShardLookup&) = delete;
+  OldShardLookup& operator=(const OldShardLookup&) = delete;
+
+  [[nodiscard]] StatusOr<ShardLookup> Result() {
+    return pending_.valid() ? pending_.get() : Lookup(shard_, pk_);
+  }
+
+ private:
+  ShardBackend& shard_;
+  const std::string pk_;
+  std::future<StatusOr<ShardLookup>> pending_;
+};
+
 }  // namespace
 
 ShardIndex ShardFor(std::string_view primary_key, uint32_t shard_count) {
@@ -54,9 +90,11 @@ StatusOr<ShardDocument> NaiveGet(ShardBackend& shard, std::string_view primary_k
   return *std::move(found.live);
 }
 
-// Algorithm 1. The linearization point of a DUPLICATE found on the old shard is the first read
-// of the new shard (the old copy stays until cleanup, I1/I3).
+// Algorithm 1. The linearization point of a DUPLICATE found on the old shard is the read of the
+// new shard (the old copy stays until cleanup, I1/I3). The two existence checks may run at once
+// (OldShardLookup); the write waits for both.
 Status ConsistentAdd(ShardBackend& old_shard, ShardBackend& new_shard, const ShardDocument& d) {
+  OldShardLookup old_lookup(old_shard, new_shard, d.primary_key);
   SHOAL_ASSIGN_OR_RETURN(ShardLookup on_new, Lookup(new_shard, d.primary_key));
   if (on_new.live.has_value()) return Duplicate(d.primary_key);
   if (on_new.deleted) {
@@ -65,7 +103,7 @@ Status ConsistentAdd(ShardBackend& old_shard, ShardBackend& new_shard, const Sha
     if (NotFoundCode(r)) return Duplicate(d.primary_key);  // a concurrent add won
     return r;
   }
-  SHOAL_ASSIGN_OR_RETURN(ShardLookup on_old, Lookup(old_shard, d.primary_key));
+  SHOAL_ASSIGN_OR_RETURN(ShardLookup on_old, old_lookup.Result());
   if (on_old.live.has_value()) return Duplicate(d.primary_key);
   // S_new ∪_{tombstone} {d}: inserts, or replaces a tombstone, or reports DUPLICATE.
   return new_shard.UpsertIf(d, ShardCondition::IsTombstone());
@@ -98,18 +136,20 @@ Status ConsistentDelete(ShardBackend& old_shard, ShardBackend& new_shard,
   return new_shard.UpdateIf(tomb, ShardCondition::IsLive());
 }
 
-// Algorithm 4: new, old, new.
+// Algorithm 4 without its third read: new, then old (possibly at once, OldShardLookup). The
+// result linearizes at the read of the new shard: the old copy is the same at that instant. The
+// paper reads the new shard again when both miss, for a document moved and its old copy removed
+// between the two reads; here removals happen only in `cleanup`, when no client operation runs,
+// so both missing means no live copy at the first read (I3) and the third read cannot differ.
 StatusOr<ShardDocument> ConsistentGet(ShardBackend& old_shard, ShardBackend& new_shard,
                                       std::string_view primary_key) {
+  OldShardLookup old_lookup(old_shard, new_shard, primary_key);
   SHOAL_ASSIGN_OR_RETURN(ShardLookup first, Lookup(new_shard, primary_key));
   if (first.deleted) return Missing(primary_key);
   if (first.live.has_value()) return *std::move(first.live);
-  SHOAL_ASSIGN_OR_RETURN(ShardLookup second, Lookup(old_shard, primary_key));
-  if (second.deleted) return Missing(primary_key);
+  SHOAL_ASSIGN_OR_RETURN(ShardLookup second, old_lookup.Result());
   if (second.live.has_value()) return *std::move(second.live);
-  SHOAL_ASSIGN_OR_RETURN(ShardLookup third, Lookup(new_shard, primary_key));
-  if (third.live.has_value()) return *std::move(third.live);
-  return Missing(primary_key);
+  return Missing(primary_key);  // absent, or deleted
 }
 
 Status MoveDocument(ShardBackend& source, ShardBackend& target, const ShardDocument& d,

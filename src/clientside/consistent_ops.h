@@ -18,6 +18,10 @@
 //    plain upsert, so that two concurrent adds of a new key cannot both succeed.
 //  - Algorithms 2 and 3 use S_new ∪_{¬tombstone} {d}: an update or a delete racing with a delete
 //    returns NOT_FOUND instead of resurrecting or deleting twice.
+//  - Algorithm 4 (get) drops its third read, and Algorithms 1 and 4 look the key up on the old
+//    shard concurrently with the new shard when the shards are remote (ShardBackend::RemoteCalls):
+//    by I1, I2 and removals only in `cleanup`, the old copy cannot change while a client operation
+//    runs, so when it is read does not matter (docs/design/client-side-sharding.md).
 //
 // Results: OK, kAlreadyExists (DUPLICATE), kNotFound, or a shard failure.
 

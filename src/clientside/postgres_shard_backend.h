@@ -37,6 +37,7 @@ class PostgresShardBackend final : public ShardBackend {
   ~PostgresShardBackend() override;
 
   [[nodiscard]] std::string Name() const override { return "postgres:" + options_.table; }
+  [[nodiscard]] bool RemoteCalls() const override { return true; }
   [[nodiscard]] Status Insert(const ShardDocument& d) override;
   [[nodiscard]] Status Delete(std::string_view primary_key) override;
   [[nodiscard]] Status DeleteIf(std::string_view primary_key,

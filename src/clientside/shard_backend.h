@@ -97,6 +97,10 @@ class ShardBackend {
 
   // A name for logs ("memory:3", "postgres:shard_2").
   [[nodiscard]] virtual std::string Name() const = 0;
+  // True when a call costs a round trip to a server, so that an operation gains by issuing its
+  // independent calls on two shards at once (consistent_ops.cc); false when calls are local and
+  // cheaper than a thread handoff.
+  [[nodiscard]] virtual bool RemoteCalls() const { return false; }
 
   [[nodiscard]] virtual Status Insert(const ShardDocument& d) = 0;
   [[nodiscard]] virtual Status Delete(std::string_view primary_key) = 0;

@@ -251,10 +251,12 @@ void Coordinator::Publish(const ShardMapPtr& map) {
   }
 }
 
-StatusOr<Response> Coordinator::CallNode(NodeId node, transport::Request request, int attempts) {
+StatusOr<Response> Coordinator::CallNode(NodeId node, transport::Request request, int attempts,
+                                         transport::Micros timeout) {
+  if (timeout <= 0) timeout = options_.call_timeout;
   Status last;
   for (int attempt = 0; attempt < attempts; ++attempt) {
-    auto response = runtime_.Call(Address::Node(node), request, options_.call_timeout);
+    auto response = runtime_.Call(Address::Node(node), request, timeout);
     if (response.ok() && !Retryable(response->status)) return response;
     last = response.ok() ? response->status : response.status();
     if (last.code() == StatusCode::kCancelled) return last;

@@ -51,6 +51,10 @@ namespace shoal::coordinator {
 
 struct CoordinatorOptions {
   transport::Micros call_timeout = 2'000'000;
+  // An ingest copies the bucket's files from the source (over the network between machines):
+  // its call waits call_timeout plus the exported bytes at this rate, so a large bucket is not
+  // failed for the time its copy takes.
+  uint64_t min_transfer_bytes_per_second = uint64_t{4} << 20;
   int call_attempts = 4;
   transport::Micros retry_backoff = 50'000;
   // Balancer loop.
@@ -144,8 +148,9 @@ class Coordinator final : public transport::Service,
                                                           std::string log_value = {});
   void Publish(const cluster::ShardMapPtr& map);
 
+  // `timeout` per attempt; 0 = options_.call_timeout.
   [[nodiscard]] StatusOr<transport::Response> CallNode(NodeId node, transport::Request request,
-                                                       int attempts);
+                                                       int attempts, transport::Micros timeout = 0);
   // BEGIN, then the protocol of `mode` (coordinator_moves.cc).
   [[nodiscard]] Status RunMove(BucketId bucket, NodeId destination, cluster::TransitionMode mode);
   [[nodiscard]] Status CopyThenSwitch(BucketId bucket, MoveId move, NodeId source,

@@ -126,10 +126,13 @@ Status Coordinator::CopyThenSwitch(BucketId bucket, MoveId move, NodeId source,
     progress_.bytes_planned += exported->exported.bytes;
   }
   if (Status s = runtime_.Failpoint("coordinator.after_export"); !s.ok()) return s;
+  const uint64_t rate = std::max<uint64_t>(options_.min_transfer_bytes_per_second, 1);
+  const auto copy_time = static_cast<transport::Micros>(
+      static_cast<double>(exported->exported.bytes) * 1e6 / static_cast<double>(rate));
   auto ingested = CallNode(destination,
                            transport::IngestBucketRequest{
                                .move = move, .bucket = bucket, .exported = exported->exported},
-                           options_.call_attempts);
+                           options_.call_attempts, options_.call_timeout + copy_time);
   if (!ingested.ok()) return fail(ingested.status());
   if (!ingested->status.ok()) return fail(ingested->status);
   if (Status s = runtime_.Failpoint("coordinator.after_ingest"); !s.ok()) return s;

@@ -1,5 +1,6 @@
 #include "src/net/grpc_runtime.h"
 
+#include <absl/synchronization/mutex.h>
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 
@@ -26,6 +27,8 @@ constexpr int kMaxReconnectBackoffMs = 1000;
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
 constexpr Micros kResolveTimeout = 1'000'000;
 constexpr Micros kNoDeadline = Micros{3600} * 1'000'000;
+// Idle threads the sync server keeps polling for calls (see StartServer).
+constexpr int kSyncServerMaxPollers = 64;
 
 std::chrono::system_clock::time_point DeadlineAfter(Micros timeout) {
   return std::chrono::system_clock::now() + std::chrono::microseconds(std::max<Micros>(timeout, 0));
@@ -82,89 +85,143 @@ struct GrpcRuntime::Peer {
   std::unique_ptr<wire::Shoal::Stub> stub;
 };
 
-// The Shoal service of one GrpcRuntime's server: decodes an envelope and delivers it to the
-// local process it names. gRPC calls it from many threads at once; it keeps no state.
+// The Shoal service of one GrpcRuntime's synchronous server: gRPC calls it from many threads
+// at once; it keeps no state.
 class GrpcRuntime::Handler final : public wire::Shoal::Service {
  public:
   explicit Handler(GrpcRuntime* runtime) : runtime_(runtime) {}
 
   grpc::Status Call(grpc::ServerContext* context, const wire::Envelope* envelope,
                     wire::Response* out) override {
-    auto from = FromWire(envelope->from());
-    auto to = FromWire(envelope->to());
-    if (!from.ok() || !to.ok()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed envelope address");
-    }
-    if (!envelope->from_listen().empty() && from->kind != Address::Kind::kClient) {
-      runtime_->SetAddress(*from, envelope->from_listen());
-    }
-    auto request = FromWire(envelope->request());
-    if (!request.ok()) {
-      ToWire(transport::Response::Error(request.status()), out);
-      return grpc::Status::OK;
-    }
-    const auto deadline = context->deadline();
-    const Micros timeout = deadline == std::chrono::system_clock::time_point::max()
-                               ? kNoDeadline
-                               : std::chrono::duration_cast<std::chrono::microseconds>(
-                                     deadline - std::chrono::system_clock::now())
-                                     .count();
-    StatusOr<transport::Response> response;
-    {
-      // The handler runs on this gRPC thread as a call from `from` within this process's
-      // ThreadRuntime, which knows whether `to` is served and whether it stops meanwhile.
-      transport::ThreadRuntime::ScopedActor actor(runtime_->local_, *from);
-      response = runtime_->local_.Call(*to, std::move(*request), timeout);
-    }
-    if (!response.ok()) {
-      const std::string message(MessageOf(response.status()));
-      return grpc::Status(response.status().code() == StatusCode::kUnavailable
-                              ? grpc::StatusCode::UNAVAILABLE
-                              : grpc::StatusCode::ABORTED,
-                          message);
-    }
-    ToWire(*response, out);
-    const size_t bytes = out->ByteSizeLong();
-    if (bytes > runtime_->options_.max_message_bytes) {
-      out->Clear();
-      ToWire(transport::Response::Error(ResourceExhaustedError(
-                 fmt::format("response of {} bytes exceeds the limit of {} bytes", bytes,
-                             runtime_->options_.max_message_bytes))),
-             out);
-    }
-    return grpc::Status::OK;
+    return runtime_->HandleEnvelope(*envelope, context->deadline(), out);
   }
-
   grpc::Status Admin(grpc::ServerContext*, const wire::AdminRequest* request,
                      wire::AdminResponse* out) override {
-    if (grpc::Status standby = runtime_->StandbyStatus(); !standby.ok()) return standby;
-    std::shared_ptr<AdminHandler> handler;
-    {
-      std::lock_guard<std::mutex> lock(runtime_->mu_);
-      handler = runtime_->admin_;
-    }
-    if (handler == nullptr) {
-      return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "not a coordinator");
-    }
-    (*handler)(*request, out);
-    return grpc::Status::OK;
+    return runtime_->HandleAdmin(*request, out);
   }
-
   grpc::Status Resolve(grpc::ServerContext*, const wire::ResolveRequest*,
                        wire::ResolveResponse* out) override {
-    // A standby's book may be incomplete or stale: the caller asks the leader instead.
-    if (grpc::Status standby = runtime_->StandbyStatus(); !standby.ok()) return standby;
-    for (const auto& [who, host_port] : runtime_->AddressBook()) {
-      auto* entry = out->add_entries();
-      ToWire(who, entry->mutable_address());
-      entry->set_host_port(host_port);
-    }
-    return grpc::Status::OK;
+    return runtime_->HandleResolve(out);
   }
 
  private:
   GrpcRuntime* const runtime_;
 };
+
+// The Shoal service of one GrpcRuntime's callback server. Call and Admin may block (a handler
+// waits for storage, a map or a move), so they run on the runtime's WorkerPool; the reactor
+// finishes from there. Resolve only copies the address book and answers inline.
+class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
+ public:
+  explicit CallbackHandler(GrpcRuntime* runtime) : runtime_(runtime) {}
+
+  grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* context,
+                                 const wire::Envelope* envelope, wire::Response* out) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    // The envelope, the response and the context live until the reactor finishes.
+    runtime_->workers_->Submit([this, reactor, context, envelope, out] {
+      reactor->Finish(runtime_->HandleEnvelope(*envelope, context->deadline(), out));
+    });
+    return reactor;
+  }
+  grpc::ServerUnaryReactor* Admin(grpc::CallbackServerContext* context,
+                                  const wire::AdminRequest* request,
+                                  wire::AdminResponse* out) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    runtime_->workers_->Submit(
+        [this, reactor, request, out] { reactor->Finish(runtime_->HandleAdmin(*request, out)); });
+    return reactor;
+  }
+  grpc::ServerUnaryReactor* Resolve(grpc::CallbackServerContext* context,
+                                    const wire::ResolveRequest*,
+                                    wire::ResolveResponse* out) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(runtime_->HandleResolve(out));
+    return reactor;
+  }
+
+ private:
+  GrpcRuntime* const runtime_;
+};
+
+grpc::Status GrpcRuntime::HandleEnvelope(const wire::Envelope& envelope,
+                                         std::chrono::system_clock::time_point deadline,
+                                         wire::Response* out) {
+  auto from = FromWire(envelope.from());
+  auto to = FromWire(envelope.to());
+  if (!from.ok() || !to.ok()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed envelope address");
+  }
+  if (!envelope.from_listen().empty() && from->kind != Address::Kind::kClient) {
+    SetAddress(*from, envelope.from_listen());
+  }
+  auto request = FromWire(envelope.request());
+  if (!request.ok()) {
+    ToWire(transport::Response::Error(request.status()), out);
+    return grpc::Status::OK;
+  }
+  const Micros timeout = deadline == std::chrono::system_clock::time_point::max()
+                             ? kNoDeadline
+                             : std::chrono::duration_cast<std::chrono::microseconds>(
+                                   deadline - std::chrono::system_clock::now())
+                                   .count();
+  StatusOr<transport::Response> response;
+  {
+    // The handler runs on this thread as a call from `from` within this process's
+    // ThreadRuntime, which knows whether `to` is served and whether it stops meanwhile.
+    transport::ThreadRuntime::ScopedActor actor(local_, *from);
+    response = local_.Call(*to, std::move(*request), timeout);
+  }
+  if (!response.ok()) {
+    const std::string message(MessageOf(response.status()));
+    return grpc::Status(response.status().code() == StatusCode::kUnavailable
+                            ? grpc::StatusCode::UNAVAILABLE
+                            : grpc::StatusCode::ABORTED,
+                        message);
+  }
+  ToWire(*response, out);
+  const size_t bytes = out->ByteSizeLong();
+  if (bytes > options_.max_message_bytes) {
+    out->Clear();
+    ToWire(transport::Response::Error(ResourceExhaustedError(
+               fmt::format("response of {} bytes exceeds the limit of {} bytes", bytes,
+                           options_.max_message_bytes))),
+           out);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status GrpcRuntime::HandleAdmin(const wire::AdminRequest& request, wire::AdminResponse* out) {
+  if (grpc::Status standby = StandbyStatus(); !standby.ok()) return standby;
+  std::shared_ptr<AdminHandler> handler;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    handler = admin_;
+  }
+  if (handler == nullptr) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "not a coordinator");
+  }
+  (*handler)(request, out);
+  return grpc::Status::OK;
+}
+
+grpc::Status GrpcRuntime::HandleResolve(wire::ResolveResponse* out) const {
+  // A standby's book may be incomplete or stale: the caller asks the leader instead.
+  if (grpc::Status standby = StandbyStatus(); !standby.ok()) return standby;
+  for (const auto& [who, host_port] : AddressBook()) {
+    auto* entry = out->add_entries();
+    ToWire(who, entry->mutable_address());
+    entry->set_host_port(host_port);
+  }
+  return grpc::Status::OK;
+}
+
+StatusOr<GrpcServerMode> ParseGrpcServerMode(std::string_view text) {
+  if (text == "sync") return GrpcServerMode::kSync;
+  if (text == "callback") return GrpcServerMode::kCallback;
+  return InvalidArgumentError(
+      fmt::format("unknown gRPC server mode '{}' (sync or callback)", std::string(text)));
+}
 
 GrpcRuntime::GrpcRuntime(const GrpcRuntimeOptions& options)
     : options_(options), coordinators_(SplitList(options.coordinator)) {}
@@ -176,6 +233,10 @@ StatusOr<std::unique_ptr<GrpcRuntime>> GrpcRuntime::Start(const GrpcRuntimeOptio
       options.max_message_bytes > static_cast<size_t>(std::numeric_limits<int>::max())) {
     return InvalidArgumentError("max_message_bytes must be in [1, 2^31)");
   }
+  // This build's abseil checks every absl::Mutex acquisition (gRPC's, on every call) for
+  // lock-order cycles, a debug aid that cost ~3% of a node and of a client in the profile
+  // (docs/results/network.md). Process-wide; Shoal's own locks are std::mutex.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   std::unique_ptr<GrpcRuntime> runtime(new GrpcRuntime(options));
   runtime->LoadAddressBook();
   if (!options.listen.empty()) SHOAL_RETURN_IF_ERROR(runtime->StartServer());
@@ -191,11 +252,24 @@ StatusOr<std::unique_ptr<GrpcRuntime>> GrpcRuntime::Start(const GrpcRuntimeOptio
 }
 
 Status GrpcRuntime::StartServer() {
-  handler_ = std::make_unique<Handler>(this);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(handler_.get());
+  switch (options_.server_mode) {
+    case GrpcServerMode::kSync:
+      handler_ = std::make_unique<Handler>(this);
+      builder.RegisterService(handler_.get());
+      // gRPC's default (at most 2 idle polling threads) makes each call beyond the second
+      // start a thread and end it afterwards: keep enough threads for the clients instead.
+      builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
+                                  kSyncServerMaxPollers);
+      break;
+    case GrpcServerMode::kCallback:
+      workers_ = std::make_unique<WorkerPool>(kMaxCallbackWorkers);
+      callback_handler_ = std::make_unique<CallbackHandler>(this);
+      builder.RegisterService(callback_handler_.get());
+      break;
+  }
   builder.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));
   // Without this, gRPC sets SO_REUSEPORT and two servers could share one port silently.
@@ -218,6 +292,8 @@ void GrpcRuntime::Shutdown() {
   // Processes first: their sleeps and handlers end, and calls still arriving answer kUnavailable.
   local_.Shutdown();
   if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+  // After the server: its shutdown waits for the handlers the pool still runs.
+  if (workers_ != nullptr) workers_->Shutdown();
 }
 
 void GrpcRuntime::SetAddress(const Address& who, const std::string& host_port) {
@@ -332,6 +408,20 @@ StatusOr<wire::AdminResponse> GrpcRuntime::Admin(const wire::AdminRequest& reque
 
 std::shared_ptr<GrpcRuntime::Peer> GrpcRuntime::PeerFor(const std::string& host_port) {
   std::lock_guard<std::mutex> lock(mu_);
+  return PeerForLocked(host_port);
+}
+
+StatusOr<std::shared_ptr<GrpcRuntime::Peer>> GrpcRuntime::PeerOf(const Address& to) {
+  {
+    // The common case, once per call: one lock, no copy of the address.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = book_.find(to); it != book_.end()) return PeerForLocked(it->second);
+  }
+  SHOAL_ASSIGN_OR_RETURN(std::string host_port, Resolve(to));
+  return PeerFor(host_port);
+}
+
+std::shared_ptr<GrpcRuntime::Peer> GrpcRuntime::PeerForLocked(const std::string& host_port) {
   auto& peer = peers_[host_port];
   if (peer == nullptr) {
     grpc::ChannelArguments args;
@@ -419,9 +509,18 @@ StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Re
   grpc::Status status;
   wire::Response reply;
   for (size_t attempt = 0; attempt < attempts; ++attempt) {
-    auto host_port = Resolve(to);
-    if (!host_port.ok()) return Prefixed(host_port.status(), RequestName(request));
-    auto peer = PeerFor(*host_port);
+    std::string host_port;  // of the coordinator tried (only a coordinator's is needed)
+    std::shared_ptr<Peer> peer;
+    if (to_coordinator) {
+      auto resolved = Resolve(to);
+      if (!resolved.ok()) return Prefixed(resolved.status(), RequestName(request));
+      host_port = *std::move(resolved);
+      peer = PeerFor(host_port);
+    } else {
+      auto found = PeerOf(to);
+      if (!found.ok()) return Prefixed(found.status(), RequestName(request));
+      peer = *std::move(found);
+    }
     grpc::ClientContext context;
     context.set_deadline(deadline);
     reply.Clear();
@@ -429,7 +528,7 @@ StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Re
     if (!Alive()) return CancelledError("process stopped");
     if (status.ok()) break;
     if (to_coordinator) {
-      NextCoordinator(*host_port);
+      NextCoordinator(host_port);
       if (status.error_code() == grpc::StatusCode::UNAVAILABLE) continue;
     } else if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
       Forget(to);

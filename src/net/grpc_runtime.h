@@ -4,7 +4,10 @@
 //   - Call is one unary gRPC (Shoal.Call in proto/shoal.proto) to the host:port of the callee,
 //     found in an address book (below).
 //   - Serve registers a Service; the process's one gRPC server dispatches each Envelope to the
-//     Service of its `to` address, on a gRPC thread acting for the callee.
+//     Service of its `to` address, on a thread acting for the callee: a gRPC thread of the
+//     synchronous server, or (GrpcServerMode::kCallback) a WorkerPool thread to which the
+//     callback server hands every Call and Admin, since a Shoal handler may block and a blocked
+//     gRPC callback thread would stall other calls.
 //   - Now, Sleep, Spawn, Stop, Self, Alive, RandomU64 and Failpoint are those of a ThreadRuntime
 //     inside (tasks are threads, time is the steady clock); incoming requests are delivered
 //     through that ThreadRuntime's Call so that incarnations and stops behave the same way.
@@ -37,13 +40,16 @@
 // Thread-safety: every method is thread-safe. Shutdown (or the destructor) must not be called
 // from a task or a handler.
 
+#include <chrono>
 #include <cstddef>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "src/net/worker_pool.h"
 #include "src/transport/runtime.h"
 #include "src/transport/thread_runtime.h"
 
@@ -55,6 +61,9 @@ class Status;
 namespace shoal::wire {
 class AdminRequest;
 class AdminResponse;
+class Envelope;
+class ResolveResponse;
+class Response;
 }  // namespace shoal::wire
 
 namespace shoal::net {
@@ -62,6 +71,20 @@ namespace shoal::net {
 // 64 MiB: above the largest body (1 MiB) times a full scan page would be too much, so scans
 // are bounded by count; this bound only stops a runaway message.
 inline constexpr size_t kDefaultMaxMessageBytes = size_t{64} << 20;
+
+// Which gRPC server API answers Shoal.Call (docs/design/network.md, "Server API"; measured in
+// docs/results/network.md).
+enum class GrpcServerMode {
+  kSync,      // grpc::Service: each call runs on a gRPC sync-server thread
+  kCallback,  // grpc::CallbackService: each call is handed to a WorkerPool thread
+};
+
+// "sync" / "callback"; kInvalidArgument for anything else.
+[[nodiscard]] StatusOr<GrpcServerMode> ParseGrpcServerMode(std::string_view text);
+
+// The callback server's WorkerPool starts at most this many threads; more concurrent calls
+// wait in its queue.
+inline constexpr size_t kMaxCallbackWorkers = 1024;
 
 struct GrpcRuntimeOptions {
   // "host:port" to serve on; port 0 picks a free port. Empty: serve nothing (a client).
@@ -74,6 +97,7 @@ struct GrpcRuntimeOptions {
   // The coordinator keeps its address book here ("" = in memory only).
   std::string address_book_path{};
   size_t max_message_bytes = kDefaultMaxMessageBytes;
+  GrpcServerMode server_mode = GrpcServerMode::kSync;
 };
 
 class GrpcRuntime final : public transport::Runtime {
@@ -125,8 +149,9 @@ class GrpcRuntime final : public transport::Runtime {
   [[nodiscard]] Status Failpoint(std::string_view name) override { return local_.Failpoint(name); }
 
  private:
-  class Handler;  // the gRPC service (grpc_runtime.cc)
-  struct Peer;    // a channel and its stub
+  class Handler;          // the gRPC sync service (grpc_runtime.cc)
+  class CallbackHandler;  // the gRPC callback service (grpc_runtime.cc)
+  struct Peer;            // a channel and its stub
 
   explicit GrpcRuntime(const GrpcRuntimeOptions& options);
   [[nodiscard]] Status StartServer();
@@ -139,14 +164,25 @@ class GrpcRuntime final : public transport::Runtime {
   // UNAVAILABLE naming the leader if this is a standby coordinator, else OK.
   [[nodiscard]] grpc::Status StandbyStatus() const;
   [[nodiscard]] std::shared_ptr<Peer> PeerFor(const std::string& host_port);
+  [[nodiscard]] std::shared_ptr<Peer> PeerForLocked(const std::string& host_port);  // mu_ held
+  // The peer of `to`, resolving its address when it is not in the book.
+  [[nodiscard]] StatusOr<std::shared_ptr<Peer>> PeerOf(const transport::Address& to);
   void Forget(const transport::Address& who);
   void LoadAddressBook();
   void SaveAddressBookLocked() const;
+  // Serves one envelope (both server modes): decodes it, runs the callee's handler in local_.
+  grpc::Status HandleEnvelope(const wire::Envelope& envelope,
+                              std::chrono::system_clock::time_point deadline, wire::Response* out);
+  grpc::Status HandleAdmin(const wire::AdminRequest& request, wire::AdminResponse* out);
+  grpc::Status HandleResolve(wire::ResolveResponse* out) const;
 
   const GrpcRuntimeOptions options_;
   const std::vector<std::string> coordinators_;  // options_.coordinator, split at commas
   transport::ThreadRuntime local_;
   std::unique_ptr<Handler> handler_;
+  std::unique_ptr<CallbackHandler> callback_handler_;
+  // The callback server's handler threads; outlives server_, whose shutdown waits for them.
+  std::unique_ptr<WorkerPool> workers_;
   std::unique_ptr<grpc::Server> server_;
   std::string advertised_;
 

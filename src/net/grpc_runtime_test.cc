@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
+#include <vector>
 
 #include "proto/shoal.pb.h"
 #include "src/net/uri.h"
@@ -12,6 +14,9 @@ namespace shoal::net {
 namespace {
 
 using transport::Address;
+
+// Generous: under a sanitizer on a loaded machine, a first connection can take seconds.
+constexpr transport::Micros kTimeout = 30'000'000;
 
 // Echoes the body length of a write as its version; sleeps on a Get.
 class EchoService : public transport::Service {
@@ -32,13 +37,16 @@ class EchoService : public transport::Service {
       return transport::Response::Ok(transport::WriteResponse{.version = write->body.size()});
     }
     if (std::holds_alternative<transport::GetRequest>(request)) {
+      ++sleeping;
       (void)runtime_.Sleep(2'000'000);
+      --sleeping;
       return transport::Response::Ok();
     }
     return transport::Response::Error(
         transport::MakeClusterError(transport::ClusterError::kNotServing, "not yet"));
   }
   std::atomic<Address> last_from{Address::Client(99)};
+  std::atomic<int> sleeping{0};  // Get handlers now sleeping
 
  private:
   transport::Runtime& runtime_;
@@ -49,9 +57,18 @@ struct Pair {
   std::unique_ptr<GrpcRuntime> client;
 };
 
-Pair StartPair(size_t max_message_bytes = kDefaultMaxMessageBytes) {
-  auto server =
-      GrpcRuntime::Start({.listen = "127.0.0.1:0", .max_message_bytes = max_message_bytes});
+// Every test runs against both server APIs.
+class GrpcRuntimeTest : public ::testing::TestWithParam<GrpcServerMode> {};
+
+INSTANTIATE_TEST_SUITE_P(ServerModes, GrpcRuntimeTest,
+                         ::testing::Values(GrpcServerMode::kSync, GrpcServerMode::kCallback),
+                         [](const auto& info) {
+                           return info.param == GrpcServerMode::kSync ? "Sync" : "Callback";
+                         });
+
+Pair StartPair(GrpcServerMode mode, size_t max_message_bytes = kDefaultMaxMessageBytes) {
+  auto server = GrpcRuntime::Start(
+      {.listen = "127.0.0.1:0", .max_message_bytes = max_message_bytes, .server_mode = mode});
   EXPECT_TRUE(server.ok()) << server.status();
   auto client = GrpcRuntime::Start(
       {.coordinator = (*server)->advertised_address(), .max_message_bytes = max_message_bytes});
@@ -59,68 +76,69 @@ Pair StartPair(size_t max_message_bytes = kDefaultMaxMessageBytes) {
   return Pair{std::move(*server), std::move(*client)};
 }
 
-TEST(GrpcRuntimeTest, CallReachesTheServiceAndReturnsItsResponse) {
-  Pair p = StartPair();
+TEST_P(GrpcRuntimeTest, CallReachesTheServiceAndReturnsItsResponse) {
+  Pair p = StartPair(GetParam());
   auto service = std::make_shared<EchoService>(*p.server);
   p.server->Serve(Address::Coordinator(), service);
   auto r =
-      p.client->Call(Address::Coordinator(), transport::WriteRequest{.body = "hello"}, 1'000'000);
+      p.client->Call(Address::Coordinator(), transport::WriteRequest{.body = "hello"}, kTimeout);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(std::get<transport::WriteResponse>(r->body).version, 5u);
   EXPECT_EQ(service->last_from.load(), Address::Client(0));
 
   // A typed error of the callee arrives as the Response's status, not as a transport error.
-  auto typed = p.client->Call(Address::Coordinator(), transport::FenceRequest{}, 1'000'000);
+  auto typed = p.client->Call(Address::Coordinator(), transport::FenceRequest{}, kTimeout);
   ASSERT_TRUE(typed.ok()) << typed.status();
   EXPECT_EQ(transport::ClusterErrorOf(typed->status), transport::ClusterError::kNotServing);
 }
 
-TEST(GrpcRuntimeTest, NodesAnnounceTheirAddressAndOthersResolveIt) {
-  auto coordinator = *GrpcRuntime::Start({.listen = "127.0.0.1:0"});
-  auto node = *GrpcRuntime::Start(
-      {.listen = "127.0.0.1:0", .coordinator = coordinator->advertised_address()});
+TEST_P(GrpcRuntimeTest, NodesAnnounceTheirAddressAndOthersResolveIt) {
+  auto coordinator = *GrpcRuntime::Start({.listen = "127.0.0.1:0", .server_mode = GetParam()});
+  auto node = *GrpcRuntime::Start({.listen = "127.0.0.1:0",
+                                   .coordinator = coordinator->advertised_address(),
+                                   .server_mode = GetParam()});
   coordinator->Serve(Address::Coordinator(), std::make_shared<EchoService>(*coordinator));
   const Address n1 = Address::Node(NodeId(1));
   node->Serve(n1, std::make_shared<EchoService>(*node));
   // The node's first request (from one of its tasks) teaches the coordinator its address.
   std::atomic<bool> done{false};
   node->Spawn(n1, "announce", [&] {
-    EXPECT_TRUE(node->Call(Address::Coordinator(), transport::WriteRequest{}, 1'000'000).ok());
+    EXPECT_TRUE(node->Call(Address::Coordinator(), transport::WriteRequest{}, kTimeout).ok());
     done = true;
   });
   while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(coordinator->AddressBook().at(n1), node->advertised_address());
   // A client that knows only the coordinator reaches the node.
   auto client = *GrpcRuntime::Start({.coordinator = coordinator->advertised_address()});
-  auto r = client->Call(n1, transport::WriteRequest{.body = "abc"}, 1'000'000);
+  auto r = client->Call(n1, transport::WriteRequest{.body = "abc"}, kTimeout);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(std::get<transport::WriteResponse>(r->body).version, 3u);
   // An address nobody announced is unavailable.
   EXPECT_EQ(
-      client->Call(Address::Node(NodeId(9)), transport::WriteRequest{}, 1'000'000).status().code(),
+      client->Call(Address::Node(NodeId(9)), transport::WriteRequest{}, kTimeout).status().code(),
       StatusCode::kUnavailable);
 }
 
-TEST(GrpcRuntimeTest, ProcessNotServedIsUnavailable) {
-  Pair p = StartPair();
+TEST_P(GrpcRuntimeTest, ProcessNotServedIsUnavailable) {
+  Pair p = StartPair(GetParam());
   EXPECT_EQ(
-      p.client->Call(Address::Coordinator(), transport::WriteRequest{}, 1'000'000).status().code(),
+      p.client->Call(Address::Coordinator(), transport::WriteRequest{}, kTimeout).status().code(),
       StatusCode::kUnavailable);
 }
 
-TEST(GrpcRuntimeTest, ConnectionRefusedIsUnavailable) {
+TEST_P(GrpcRuntimeTest, ConnectionRefusedIsUnavailable) {
   std::string address;
   {
-    auto server = *GrpcRuntime::Start({.listen = "127.0.0.1:0"});
+    auto server = *GrpcRuntime::Start({.listen = "127.0.0.1:0", .server_mode = GetParam()});
     address = server->advertised_address();
   }  // nobody listens there any more
   auto client = *GrpcRuntime::Start({.coordinator = address});
-  auto r = client->Call(Address::Coordinator(), transport::WriteRequest{}, 1'000'000);
+  auto r = client->Call(Address::Coordinator(), transport::WriteRequest{}, kTimeout);
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status();
 }
 
-TEST(GrpcRuntimeTest, SlowHandlerIsDeadlineExceeded) {
-  Pair p = StartPair();
+TEST_P(GrpcRuntimeTest, SlowHandlerIsDeadlineExceeded) {
+  Pair p = StartPair(GetParam());
   p.server->Serve(Address::Coordinator(), std::make_shared<EchoService>(*p.server));
   const auto start = std::chrono::steady_clock::now();
   auto r = p.client->Call(Address::Coordinator(), transport::GetRequest{}, 100'000);
@@ -128,26 +146,25 @@ TEST(GrpcRuntimeTest, SlowHandlerIsDeadlineExceeded) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
 }
 
-TEST(GrpcRuntimeTest, RequestOfExactlyTheLimitPassesAndOneByteMoreIsRejected) {
+TEST_P(GrpcRuntimeTest, RequestOfExactlyTheLimitPassesAndOneByteMoreIsRejected) {
   constexpr size_t kLimit = 64 * 1024;
-  Pair p = StartPair(kLimit);
+  Pair p = StartPair(GetParam(), kLimit);
   p.server->Serve(Address::Coordinator(), std::make_shared<EchoService>(*p.server));
   // Find the body size whose request is exactly kLimit bytes on the wire: the envelope adds a
   // few bytes of framing that depend on the body's length.
   size_t body = kLimit - 64;
   while (true) {
     auto r = p.client->Call(Address::Coordinator(),
-                            transport::WriteRequest{.body = std::string(body + 1, 'b')}, 1'000'000);
+                            transport::WriteRequest{.body = std::string(body + 1, 'b')}, kTimeout);
     if (!r.ok()) break;
     ++body;
   }
   // `body` passes and `body + 1` does not: the boundary is exactly the limit.
-  auto at_limit = p.client->Call(
-      Address::Coordinator(), transport::WriteRequest{.body = std::string(body, 'b')}, 1'000'000);
+  auto at_limit = p.client->Call(Address::Coordinator(),
+                                 transport::WriteRequest{.body = std::string(body, 'b')}, kTimeout);
   ASSERT_TRUE(at_limit.ok()) << at_limit.status();
-  auto over =
-      p.client->Call(Address::Coordinator(),
-                     transport::WriteRequest{.body = std::string(body + 1, 'b')}, 1'000'000);
+  auto over = p.client->Call(Address::Coordinator(),
+                             transport::WriteRequest{.body = std::string(body + 1, 'b')}, kTimeout);
   EXPECT_EQ(over.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(std::string(over.status().message())
                 .find(fmt::format("{} bytes exceeds the limit of {} bytes", kLimit + 1, kLimit)),
@@ -155,39 +172,80 @@ TEST(GrpcRuntimeTest, RequestOfExactlyTheLimitPassesAndOneByteMoreIsRejected) {
       << over.status();
 }
 
-TEST(GrpcRuntimeTest, OversizedResponseIsACleanError) {
+TEST_P(GrpcRuntimeTest, OversizedResponseIsACleanError) {
   constexpr size_t kLimit = 64 * 1024;
-  Pair p = StartPair(kLimit);
+  Pair p = StartPair(GetParam(), kLimit);
   p.server->Serve(Address::Coordinator(), std::make_shared<EchoService>(*p.server));
   auto r = p.client->Call(Address::Coordinator(),
                           transport::WriteRequest{.primary_key = "big-reply",
                                                   .body = std::string(kLimit / 2 + 16, 'b')},
-                          1'000'000);
+                          kTimeout);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->status.code(), StatusCode::kResourceExhausted) << r->status;
 }
 
-TEST(GrpcRuntimeTest, StopMakesTheProcessUnavailable) {
-  Pair p = StartPair();
+TEST_P(GrpcRuntimeTest, StopMakesTheProcessUnavailable) {
+  Pair p = StartPair(GetParam());
   p.server->Serve(Address::Coordinator(), std::make_shared<EchoService>(*p.server));
-  ASSERT_TRUE(p.client->Call(Address::Coordinator(), transport::WriteRequest{}, 1'000'000).ok());
+  ASSERT_TRUE(p.client->Call(Address::Coordinator(), transport::WriteRequest{}, kTimeout).ok());
   p.server->Stop(Address::Coordinator());
   EXPECT_EQ(
-      p.client->Call(Address::Coordinator(), transport::WriteRequest{}, 1'000'000).status().code(),
+      p.client->Call(Address::Coordinator(), transport::WriteRequest{}, kTimeout).status().code(),
       StatusCode::kUnavailable);
+}
+
+TEST_P(GrpcRuntimeTest, BlockedHandlersDoNotDelayOtherCalls) {
+  constexpr int kSlow = 8;
+  Pair p = StartPair(GetParam());
+  auto service = std::make_shared<EchoService>(*p.server);
+  p.server->Serve(Address::Coordinator(), service);
+  std::vector<std::thread> slow;
+  for (int i = 0; i < kSlow; ++i) {
+    slow.emplace_back([&] {
+      EXPECT_TRUE(p.client->Call(Address::Coordinator(), transport::GetRequest{}, 60'000'000).ok());
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (service->sleeping.load() < kSlow && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  // Every handler is blocked at once, and another call is still answered meanwhile.
+  EXPECT_EQ(service->sleeping.load(), kSlow);
+  auto r = p.client->Call(Address::Coordinator(), transport::WriteRequest{.body = "x"}, 60'000'000);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(service->sleeping.load(), 0);  // answered before the sleepers woke
+  for (auto& t : slow) t.join();
+}
+
+TEST_P(GrpcRuntimeTest, AdminIsUnimplementedWithoutAHandlerAndAnsweredWithOne) {
+  Pair p = StartPair(GetParam());
+  EXPECT_EQ(p.client->Admin(wire::AdminRequest(), kTimeout).status().code(),
+            StatusCode::kUnimplemented);
+  p.server->SetAdminHandler(
+      [](const wire::AdminRequest&, wire::AdminResponse* out) { out->set_splits(7); });
+  auto r = p.client->Admin(wire::AdminRequest(), kTimeout);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->splits(), 7u);
+}
+
+TEST(GrpcServerModeTest, ParsesTheTwoModesAndRejectsOthers) {
+  EXPECT_EQ(*ParseGrpcServerMode("sync"), GrpcServerMode::kSync);
+  EXPECT_EQ(*ParseGrpcServerMode("callback"), GrpcServerMode::kCallback);
+  EXPECT_EQ(ParseGrpcServerMode("async").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseGrpcServerMode("").status().code(), StatusCode::kInvalidArgument);
 }
 
 // A list of coordinators: calls go on past a dead address and a standby to the leader, and the
 // leader stays in use afterwards.
-TEST(GrpcRuntimeTest, CoordinatorListSkipsDeadAndStandbyCoordinators) {
+TEST_P(GrpcRuntimeTest, CoordinatorListSkipsDeadAndStandbyCoordinators) {
   std::string dead;
   {
-    auto server = *GrpcRuntime::Start({.listen = "127.0.0.1:0"});
+    auto server = *GrpcRuntime::Start({.listen = "127.0.0.1:0", .server_mode = GetParam()});
     dead = server->advertised_address();
   }
-  auto standby = *GrpcRuntime::Start({.listen = "127.0.0.1:0"});
+  auto standby = *GrpcRuntime::Start({.listen = "127.0.0.1:0", .server_mode = GetParam()});
   standby->SetStandby(true, "the-leader:1");
-  auto leader = *GrpcRuntime::Start({.listen = "127.0.0.1:0"});
+  auto leader = *GrpcRuntime::Start({.listen = "127.0.0.1:0", .server_mode = GetParam()});
   auto service = std::make_shared<EchoService>(*leader);
   leader->Serve(Address::Coordinator(), service);
   auto client = *GrpcRuntime::Start(
@@ -228,7 +286,7 @@ TEST(GrpcRuntimeTest, CoordinatorListSkipsDeadAndStandbyCoordinators) {
             StatusCode::kInvalidArgument);
 }
 
-TEST(GrpcRuntimeTest, CoordinatorsOfChecksEveryAddress) {
+TEST(CoordinatorsOfTest, ChecksEveryAddress) {
   EXPECT_EQ(CoordinatorsOf("shoal://a:1,b:65535"), StatusOr<std::string>("a:1,b:65535"));
   EXPECT_EQ(CoordinatorsOf("a:1"), StatusOr<std::string>("a:1"));
   EXPECT_EQ(CoordinatorsOf("shoal://a:1,").status().code(), StatusCode::kInvalidArgument);

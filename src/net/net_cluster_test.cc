@@ -125,8 +125,15 @@ TEST_F(NetClusterTest, WritesReadBackAcrossMovesAndAJoiningNode) {
     }
   });
 
-  // Move a bucket of node 1 to node 2 (copy, catch up, fenced switch) under the writes.
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Move a bucket of node 1 to node 2 (copy, catch up, fenced switch) under the writes, once
+  // enough keys are written that every bucket holds some (its export is not empty).
+  for (int i = 0; i < 600; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (acknowledged.size() >= 200) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   auto map = coordinator_->coordinator().map();
   std::optional<BucketId> bucket;
   for (const auto& placement : map->buckets()) {
@@ -136,6 +143,12 @@ TEST_F(NetClusterTest, WritesReadBackAcrossMovesAndAJoiningNode) {
   Status moved = coordinator_->coordinator().MoveBucket(*bucket, NodeId(2));
   EXPECT_TRUE(moved.ok()) << moved;
   EXPECT_EQ(client::OwnerOf(*coordinator_->coordinator().map()->Find(*bucket)), NodeId(2));
+  // Over the network the destination copied the export files from the source chunk by chunk
+  // (FetchMoveFile), never from the source's paths, though both data directories are local.
+  const node::NodeCounters moved_to = nodes_[2]->node().counters();
+  EXPECT_GT(moved_to.move_files_fetched, 0u);
+  EXPECT_GT(moved_to.move_bytes_fetched, 0u);
+  EXPECT_EQ(moved_to.move_files_read_locally, 0u);
 
   // A third node joins: the balancer bootstraps it (switch-then-copy) and spreads the buckets.
   StartNode(3);

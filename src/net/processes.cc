@@ -58,7 +58,8 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
                                              .advertise = {},
                                              .coordinator = {},
                                              .address_book_path = options.data_dir + "/addresses",
-                                             .max_message_bytes = options.max_message_bytes}));
+                                             .max_message_bytes = options.max_message_bytes,
+                                             .server_mode = options.server_mode}));
   CoordinatorProcess* self = process.get();
   process->runtime_->SetAdminHandler(
       [self](const wire::AdminRequest& request, wire::AdminResponse* out) {
@@ -244,7 +245,8 @@ StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeProcessOptio
                                              .advertise = options.advertise,
                                              .coordinator = options.coordinator,
                                              .address_book_path = {},
-                                             .max_message_bytes = options.max_message_bytes}));
+                                             .max_message_bytes = options.max_message_bytes,
+                                             .server_mode = options.server_mode}));
   node::NodeOptions node;
   node.id = NodeId(id);
   node.data_dir = options.data_dir;

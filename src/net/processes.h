@@ -58,6 +58,7 @@ struct CoordinatorProcessOptions {
   // A new leader waits up to this long to learn the address of every node of the map (from the
   // nodes' heartbeats, which reach standbys too) before its Coordinator starts recovering moves.
   std::chrono::milliseconds learn_addresses_timeout{3'000};
+  GrpcServerMode server_mode = GrpcServerMode::kSync;
 };
 
 class CoordinatorProcess {
@@ -115,6 +116,7 @@ struct NodeProcessOptions {
   std::string coordinator{};
   bool sync = false;  // fsync every acknowledged write
   size_t max_message_bytes = kDefaultMaxMessageBytes;
+  GrpcServerMode server_mode = GrpcServerMode::kSync;
 };
 
 class NodeProcess {

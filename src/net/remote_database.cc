@@ -26,12 +26,13 @@ client::ClientOptions NetworkClientOptions() {
 StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri) {
   SHOAL_ASSIGN_OR_RETURN(std::string coordinator, net::CoordinatorsOf(uri));
   auto impl = std::make_unique<Impl>();
-  SHOAL_ASSIGN_OR_RETURN(
-      auto runtime, net::GrpcRuntime::Start({.listen = {},
-                                             .advertise = {},
-                                             .coordinator = coordinator,
-                                             .address_book_path = {},
-                                             .max_message_bytes = net::kDefaultMaxMessageBytes}));
+  SHOAL_ASSIGN_OR_RETURN(auto runtime,
+                         net::GrpcRuntime::Start({.listen = {},
+                                                  .advertise = {},
+                                                  .coordinator = coordinator,
+                                                  .address_book_path = {},
+                                                  .max_message_bytes = net::kDefaultMaxMessageBytes,
+                                                  .server_mode = net::GrpcServerMode::kSync}));
   impl->client = std::make_unique<client::Client>(*runtime, NetworkClientOptions());
   impl->remote_runtime = std::move(runtime);
   // A coordinator that is starting (or a first connection on a loaded machine) may miss one

@@ -81,6 +81,31 @@ TEST(WireCodecTest, BucketLoadWithHotKeysRoundTrips) {
   }
 }
 
+TEST(WireCodecTest, MoveFileChunksRoundTrip) {
+  ExpectRoundTrip(transport::FetchMoveFileRequest{.move = MoveId(4),
+                                                  .bucket = BucketId(9),
+                                                  .sequence = 77,
+                                                  .file_index = 2,
+                                                  .offset = uint64_t{5} << 32,
+                                                  .max_bytes = 65536});
+  const transport::FetchMoveFileResponse chunk{.data = std::string("s\0st", 4),
+                                               .chunk_crc32c = 0xDEADBEEFu,
+                                               .file_bytes = uint64_t{3} << 32,
+                                               .file_crc32c = 0xFFFFFFFFu,
+                                               .file_count = 3};
+  wire::Response encoded;
+  ToWire(transport::Response::Ok(chunk), &encoded);
+  auto decoded = FromWire(encoded);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  auto body = transport::BodyAs<transport::FetchMoveFileResponse>(std::move(*decoded));
+  ASSERT_TRUE(body.ok()) << body.status();
+  EXPECT_EQ(body->data, chunk.data);
+  EXPECT_EQ(body->chunk_crc32c, chunk.chunk_crc32c);
+  EXPECT_EQ(body->file_bytes, chunk.file_bytes);
+  EXPECT_EQ(body->file_crc32c, chunk.file_crc32c);
+  EXPECT_EQ(body->file_count, chunk.file_count);
+}
+
 TEST(WireCodecTest, TypedErrorsSurvive) {
   const Status wrong = transport::MakeClusterError(transport::ClusterError::kWrongShard, "moved");
   wire::Status w;

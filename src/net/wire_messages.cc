@@ -129,6 +129,15 @@ void ToWire(const transport::Request& request, wire::Request* out) {
                    w->set_cursor(r.cursor);
                    w->set_max_pages(r.max_pages);
                  },
+                 [out](const transport::FetchMoveFileRequest& r) {
+                   auto* w = out->mutable_fetch_move_file();
+                   w->set_move(r.move.value());
+                   w->set_bucket(r.bucket.value());
+                   w->set_sequence(r.sequence);
+                   w->set_file_index(r.file_index);
+                   w->set_offset(r.offset);
+                   w->set_max_bytes(r.max_bytes);
+                 },
              },
              request);
 }
@@ -236,6 +245,15 @@ StatusOr<transport::Request> FromWire(const wire::Request& request) {
                                                                  .cursor = w.cursor(),
                                                                  .max_pages = w.max_pages()});
     }
+    case wire::Request::kFetchMoveFile: {
+      const auto& w = request.fetch_move_file();
+      return transport::Request(transport::FetchMoveFileRequest{.move = MoveId(w.move()),
+                                                                .bucket = BucketId(w.bucket()),
+                                                                .sequence = w.sequence(),
+                                                                .file_index = w.file_index(),
+                                                                .offset = w.offset(),
+                                                                .max_bytes = w.max_bytes()});
+    }
     case wire::Request::BODY_NOT_SET:
       break;
   }
@@ -305,6 +323,14 @@ void ToWire(const transport::Response& response, wire::Response* out) {
                    w->set_next_cursor(r.next_cursor);
                    w->set_documents(r.documents);
                    w->set_bytes(r.bytes);
+                 },
+                 [out](const transport::FetchMoveFileResponse& r) {
+                   auto* w = out->mutable_fetch_move_file();
+                   w->set_data(r.data);
+                   w->set_chunk_crc32c(r.chunk_crc32c);
+                   w->set_file_bytes(r.file_bytes);
+                   w->set_file_crc32c(r.file_crc32c);
+                   w->set_file_count(r.file_count);
                  },
              },
              response.body);
@@ -391,6 +417,15 @@ StatusOr<transport::Response> FromWire(const wire::Response& response) {
                                             .documents = response.transfer_bucket().documents(),
                                             .bytes = response.transfer_bucket().bytes()};
       break;
+    case wire::Response::kFetchMoveFile: {
+      const auto& w = response.fetch_move_file();
+      out.body = transport::FetchMoveFileResponse{.data = w.data(),
+                                                  .chunk_crc32c = w.chunk_crc32c(),
+                                                  .file_bytes = w.file_bytes(),
+                                                  .file_crc32c = w.file_crc32c(),
+                                                  .file_count = w.file_count()};
+      break;
+    }
   }
   return out;
 }

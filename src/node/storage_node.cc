@@ -75,9 +75,20 @@ StatusOr<std::shared_ptr<StorageNode>> StorageNode::Open(transport::Runtime& run
   storage::StoreOptions store_options = options.store;
   store_options.path = options.data_dir + "/store";
   store_options.check_ownership = false;  // ownership is the map's, decided here
+  if (options.move_chunk_bytes == 0 ||
+      options.move_chunk_bytes > transport::kMaxMoveFileChunkBytes) {
+    return InvalidArgumentError(fmt::format("move_chunk_bytes {} outside [1, {}]",
+                                            options.move_chunk_bytes,
+                                            transport::kMaxMoveFileChunkBytes));
+  }
+  if (options.move_chunk_attempts < 1) {
+    return InvalidArgumentError("move_chunk_attempts must be at least 1");
+  }
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir + "/moves", ec);
   if (ec) return IoError(fmt::format("create {}/moves: {}", options.data_dir, ec.message()));
+  // A fetch cut short by a crash is never ingested: its copies go.
+  SHOAL_RETURN_IF_ERROR(RemoveStagingDirectories(options.data_dir));
   SHOAL_ASSIGN_OR_RETURN(node->store_, storage::BucketStore::Open(store_options));
   for (const auto& spec : node->store_->ListCollections()) node->collections_[spec.id] = true;
   return node;
@@ -213,6 +224,12 @@ void StorageNode::InstallLocked(const transport::ClusterState& state) {
       moves_.erase(it++);
     }
   }
+  // The exports of moves no longer in flight are served no more.
+  exports_.Retain([&](BucketId bucket, MoveId move) {
+    const BucketPlacement* placement = map_->Find(bucket);
+    return placement != nullptr && placement->transition.has_value() &&
+           placement->transition->move == move;
+  });
 }
 
 StatusOr<StorageNode::Admitted> StorageNode::AwaitAdmission(MapEpoch client_epoch, Point point,
@@ -359,6 +376,7 @@ Response StorageNode::Handle(const Address& from, const transport::Request& requ
           [&](const transport::DropBucketRequest& r) { return HandleDrop(r); },
           [&](const transport::BucketLoadRequest&) { return HandleLoad(); },
           [&](const transport::TransferBucketRequest& r) { return HandleTransfer(r); },
+          [&](const transport::FetchMoveFileRequest& r) { return HandleFetchMoveFile(r); },
           [&](const auto&) {
             return Response::Error(UnimplementedError("not a storage node request"));
           },
@@ -503,6 +521,9 @@ Response StorageNode::HandleExport(const transport::ExportBucketRequest& request
       export_options.directory = directory;
       auto exported = store_->ExportRange(range, export_options);
       if (!exported.ok()) return Response::Error(exported.status());
+      if (Status s = exports_.Register(request.bucket, request.move, *exported); !s.ok()) {
+        return Response::Error(s);
+      }
       return Response::Ok(transport::ExportBucketResponse{.exported = std::move(*exported)});
     }
     if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
@@ -513,6 +534,7 @@ Response StorageNode::HandleExport(const transport::ExportBucketRequest& request
 Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::optional<storage::PointRange> range;
+    NodeId source;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
@@ -521,6 +543,7 @@ Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request
           return Response::Error(FailedPreconditionError("ingest into a bucket that is served"));
         }
         range = ToPointRange((*placement)->range);
+        source = (*placement)->transition->source.front();
         if (!(request.exported.range == *range)) {
           return Response::Error(InvalidArgumentError("exported range is not the bucket's"));
         }
@@ -540,7 +563,7 @@ Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request
     }
     if (range.has_value()) {
       // Outside mu_ (MOVE I/O OUTSIDE THE LOCK): other buckets are served meanwhile.
-      const Status staged = StageIngest(*range, request.exported);
+      const Status staged = StageIngest(*range, request, source);
       std::lock_guard<std::mutex> lock(mu_);
       --move_io_[request.bucket];
       if (!staged.ok()) return Response::Error(staged);
@@ -561,13 +584,63 @@ Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request
 }
 
 Status StorageNode::StageIngest(const storage::PointRange& range,
-                                const storage::ExportedRange& exported) {
+                                const transport::IngestBucketRequest& request, NodeId source) {
+  const storage::ExportedRange& exported = request.exported;
   // Whatever an earlier, aborted attempt staged goes first.
   SHOAL_RETURN_IF_ERROR(store_->DropRange(range));
   storage::IngestOptions ingest;
   ingest.require_adding_buckets = false;
-  SHOAL_RETURN_IF_ERROR(store_->IngestRange(exported, ingest));
+  bool local =
+      options_.move_file_transfer == MoveFileTransfer::kAuto && runtime_.SharesFilesystem();
+  for (const std::string& file : exported.files) {
+    std::error_code ec;
+    local = local && std::filesystem::is_regular_file(file, ec);
+  }
+  if (local || exported.files.empty()) {
+    SHOAL_RETURN_IF_ERROR(store_->IngestRange(exported, ingest));
+    std::lock_guard<std::mutex> lock(mu_);
+    counters_.move_files_read_locally += exported.files.size();
+  } else {
+    const std::string staging = StagingDirectory(options_.data_dir, request.move, request.bucket);
+    FetchStats stats;
+    auto copied =
+        FetchExportedFiles(runtime_, source, request.move, request.bucket, exported, staging,
+                           FetchOptions{.chunk_bytes = options_.move_chunk_bytes,
+                                        .attempts = options_.move_chunk_attempts,
+                                        .call_timeout = options_.call_timeout,
+                                        .retry_pause = 10'000},
+                           &stats);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      counters_.move_files_fetched += stats.files;
+      counters_.move_bytes_fetched += stats.bytes;
+      counters_.move_chunk_retries += stats.retries;
+    }
+    if (!copied.ok()) return copied.status();
+    // The copies are ours: the engine links them instead of copying them once more.
+    ingest.move_files = true;
+    const Status ingested = store_->IngestRange(*copied, ingest);
+    std::error_code ec;
+    std::filesystem::remove_all(staging, ec);
+    SHOAL_RETURN_IF_ERROR(ingested);
+  }
   return store_->ObserveVersion(exported.max_version);
+}
+
+Response StorageNode::HandleFetchMoveFile(const transport::FetchMoveFileRequest& request) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/true);
+      if (placement.ok()) break;
+      if (attempt == 1) return Response::Error(placement.status());
+    }
+    if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
+  }
+  // Outside mu_ (MOVE I/O OUTSIDE THE LOCK): a read of an export file.
+  auto chunk = exports_.Read(request);
+  if (!chunk.ok()) return Response::Error(chunk.status());
+  return Response::Ok(std::move(*chunk));
 }
 
 Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
@@ -737,6 +810,7 @@ Response StorageNode::HandleDrop(const transport::DropBucketRequest& request) {
   move_io_.erase(request.bucket);
   if (Status s = store_->DropRange(request.range); !s.ok()) return Response::Error(s);
   moves_.erase(request.bucket);
+  exports_.Forget(request.bucket);
   // Export files of the move are no longer needed.
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(options_.data_dir + "/moves", ec)) {

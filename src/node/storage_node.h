@@ -46,6 +46,10 @@
 //     it starts only when no ingest or apply of the bucket runs and forgets the catch-up record,
 //     without which no apply starts, until it has staged the range; a refused ingest is not
 //     serving (retry).
+//   - FILE TRANSFER (move_files.h): a source serves FetchMoveFile only for the files of its
+//     latest export of a move of which its map shows it the source; a destination ingests only
+//     copies it fetched in the same ingest and verified (chunk and whole-file CRC-32C, size),
+//     from its own data directory, and removes them afterwards.
 //
 // Thread-safety: Handle may run concurrently on many tasks; state is guarded by mu_, never held
 // across a runtime yield (runtime.h rules).
@@ -65,6 +69,7 @@
 #include "src/common/ids.h"
 #include "src/common/status.h"
 #include "src/hotspot/top_k_sketch.h"
+#include "src/node/move_files.h"
 #include "src/storage/bucket_store.h"
 #include "src/transport/runtime.h"
 
@@ -72,6 +77,16 @@ namespace shoal::node {
 
 enum class LocalRole : uint8_t { kNotAssigned, kAdding, kReadWrite, kLeaving };
 [[nodiscard]] std::string_view ToString(LocalRole role);
+
+// How the destination of a move gets the source's exported files (move_files.h).
+enum class MoveFileTransfer : uint8_t {
+  // Reads them by path when the runtime's nodes share one filesystem
+  // (Runtime::SharesFilesystem: the embedded and simulated clusters) and every file is there;
+  // copies them from the source otherwise (always over a network).
+  kAuto,
+  // Always copies them from the source, chunk by chunk (FetchMoveFile).
+  kFetch,
+};
 
 struct NodeOptions {
   NodeId id;
@@ -98,6 +113,11 @@ struct NodeOptions {
   transport::Micros load_stats_max_age = 5'000'000;
   // The per-key write-rate sketch whose hottest keys the load report carries.
   hotspot::TopKSketchOptions hot_keys{};
+  MoveFileTransfer move_file_transfer = MoveFileTransfer::kAuto;
+  // Bytes per FetchMoveFile request, in [1, transport::kMaxMoveFileChunkBytes], and attempts per
+  // chunk on a transient error (kUnavailable, kDeadlineExceeded), at least 1. Checked by Open.
+  uint32_t move_chunk_bytes = 1u << 20;
+  int move_chunk_attempts = 4;
 };
 
 struct NodeCounters {
@@ -108,6 +128,12 @@ struct NodeCounters {
   uint64_t fence_timeouts = 0;
   uint64_t changes_applied = 0;
   uint64_t bytes_ingested = 0;
+  // Export files a destination copied from a source (FetchMoveFile), their bytes and the chunk
+  // requests retried; and the files it read by path instead (MoveFileTransfer::kAuto).
+  uint64_t move_files_fetched = 0;
+  uint64_t move_bytes_fetched = 0;
+  uint64_t move_chunk_retries = 0;
+  uint64_t move_files_read_locally = 0;
 };
 
 class StorageNode final : public transport::Service,
@@ -207,9 +233,9 @@ class StorageNode final : public transport::Service,
   // The hottest keys of the sketch now.
   [[nodiscard]] std::vector<transport::HotKeyStat> HotKeys();
   // The engine part of an ingest, outside mu_: drops what an earlier attempt staged, then
-  // ingests `exported`.
+  // ingests `exported`, copied from `source` first unless it may be read by path.
   [[nodiscard]] Status StageIngest(const storage::PointRange& range,
-                                   const storage::ExportedRange& exported);
+                                   const transport::IngestBucketRequest& request, NodeId source);
 
   transport::Response HandleWrite(const transport::WriteRequest& request);
   transport::Response HandleGet(const transport::GetRequest& request);
@@ -223,6 +249,7 @@ class StorageNode final : public transport::Service,
   transport::Response HandleDrop(const transport::DropBucketRequest& request);
   transport::Response HandleLoad();
   transport::Response HandleTransfer(const transport::TransferBucketRequest& request);
+  transport::Response HandleFetchMoveFile(const transport::FetchMoveFileRequest& request);
   // kServeViaSource: run the request at the source, then keep its result locally.
   transport::Response ForwardWrite(const transport::WriteRequest& request,
                                    const Admitted& admitted);
@@ -245,6 +272,7 @@ class StorageNode final : public transport::Service,
   NodeCounters counters_;
   int active_ = 0;
   uint64_t export_counter_ = 0;
+  MoveExports exports_;  // source: the export files FetchMoveFile serves
 
   std::mutex load_mu_;  // guards load_cache_; never taken with mu_ held
   absl::flat_hash_map<BucketId, CachedLoad> load_cache_;

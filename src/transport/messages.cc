@@ -91,6 +91,7 @@ std::string_view RequestName(const Request& request) {
           [](const DropBucketRequest&) { return std::string_view("DropBucket"); },
           [](const BucketLoadRequest&) { return std::string_view("BucketLoad"); },
           [](const TransferBucketRequest&) { return std::string_view("TransferBucket"); },
+          [](const FetchMoveFileRequest&) { return std::string_view("FetchMoveFile"); },
       },
       request);
 }

@@ -152,11 +152,40 @@ struct ExportBucketResponse {
   storage::ExportedRange exported{};
 };
 
-// Destination: stage the exported files invisibly (the bucket becomes kAdding locally).
+// Destination: stage the exported files invisibly (the bucket becomes kAdding locally). The
+// destination copies each file from the source of the move in its map (FetchMoveFile, checked
+// chunk by chunk and end to end) into its own data directory; only a runtime whose nodes share
+// one filesystem lets it read the source's paths directly (NodeOptions::move_file_transfer).
 struct IngestBucketRequest {
   MoveId move{};
   BucketId bucket{};
   storage::ExportedRange exported{};
+};
+
+// Destination -> source: one chunk of file `file_index` of the source's export of (move,
+// bucket) taken at `sequence` (ExportedRange::sequence), from `offset` on. The source serves only
+// the files of its live export of that move, named by their index in it (never a path); an
+// unknown move, bucket, export or index is an error (kStaleMove, or kNotFound for an index or
+// offset past the end). `max_bytes` must lie in [1, kMaxMoveFileChunkBytes]; outside it the
+// request is refused (kInvalidArgument). docs/design/cluster.md, "File transfer".
+inline constexpr uint32_t kMaxMoveFileChunkBytes = 4u << 20;  // well below any message limit
+struct FetchMoveFileRequest {
+  MoveId move{};
+  BucketId bucket{};
+  uint64_t sequence = 0;
+  uint32_t file_index = 0;
+  uint64_t offset = 0;
+  uint32_t max_bytes = 1u << 20;
+};
+// `data` is the file's bytes from the offset (at most max_bytes; fewer only at the end of the
+// file), `chunk_crc32c` their CRC-32C; `file_bytes` and `file_crc32c` describe the whole file as
+// exported, so that the destination verifies its copy end to end.
+struct FetchMoveFileResponse {
+  std::string data{};
+  uint32_t chunk_crc32c = 0;
+  uint64_t file_bytes = 0;
+  uint32_t file_crc32c = 0;
+  uint32_t file_count = 0;  // files in the export
 };
 
 // Destination: pull the source's writes after `after_sequence` until fewer than
@@ -248,12 +277,13 @@ using Request =
     std::variant<WriteRequest, GetRequest, ScanRequest, GetMapRequest, InstallMapRequest,
                  HeartbeatRequest, CreateCollectionRequest, ExportBucketRequest,
                  IngestBucketRequest, CatchUpRequest, ReadChangesRequest, FenceRequest,
-                 DropBucketRequest, BucketLoadRequest, TransferBucketRequest>;
+                 DropBucketRequest, BucketLoadRequest, TransferBucketRequest, FetchMoveFileRequest>;
 
 using ResponseBody =
     std::variant<Ack, WriteResponse, GetResponse, ScanResponse, GetMapResponse, HeartbeatResponse,
                  CreateCollectionResponse, ExportBucketResponse, CatchUpResponse,
-                 ReadChangesResponse, FenceResponse, BucketLoadResponse, TransferBucketResponse>;
+                 ReadChangesResponse, FenceResponse, BucketLoadResponse, TransferBucketResponse,
+                 FetchMoveFileResponse>;
 
 struct Response {
   Status status{};

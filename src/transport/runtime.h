@@ -87,6 +87,11 @@ class Runtime {
   // Seeded in the simulation; any good source otherwise.
   [[nodiscard]] virtual uint64_t RandomU64() = 0;
 
+  // True when every process of this runtime lives in one OS process on one filesystem (the
+  // in-process runtimes), so that a node may read another node's files by path. The default,
+  // false, is what a networked runtime answers: nodes then copy files over messages only.
+  [[nodiscard]] virtual bool SharesFilesystem() const { return false; }
+
   // A named point in a protocol where a test may crash the calling process ("move.after_commit").
   // The simulation asks its chaos hook; other runtimes do nothing. kCancelled if the process was
   // stopped here: the caller returns at once, as a killed process would.

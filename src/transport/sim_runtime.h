@@ -97,6 +97,7 @@ class SimRuntime final : public Runtime {
   [[nodiscard]] Address Self() const override;
   [[nodiscard]] bool Alive() const override;
   [[nodiscard]] uint64_t RandomU64() override;
+  [[nodiscard]] bool SharesFilesystem() const override { return true; }
   [[nodiscard]] Status Failpoint(std::string_view name) override;
 
  private:

@@ -43,6 +43,7 @@ class ThreadRuntime final : public Runtime {
   [[nodiscard]] Address Self() const override;
   [[nodiscard]] bool Alive() const override;
   [[nodiscard]] uint64_t RandomU64() override;
+  [[nodiscard]] bool SharesFilesystem() const override { return true; }
   [[nodiscard]] Status Failpoint(std::string_view name) override;
 
   // Makes the calling (non-task) thread act for `who` until destroyed.

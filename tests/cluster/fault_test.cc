@@ -282,6 +282,9 @@ INSTANTIATE_TEST_SUITE_P(
         FaultCase{"destination.after_ingest", Victim::kJoiner, Death::kCrash, false, false},
         FaultCase{"destination.after_transfer_page", Victim::kJoiner, Death::kExternalKill, true,
                   false},
+        // Mid-way through copying an export file from the source (separate processes, separate
+        // data directories: only the chunk transfer reaches them).
+        FaultCase{"destination.after_fetch_chunk", Victim::kJoiner, Death::kCrash, false, false},
         // SHOAL_FAULT_LONG=1: the other points.
         FaultCase{"coordinator.after_export", Victim::kCoordinator, Death::kCrash, false, true},
         FaultCase{"coordinator.after_ingest", Victim::kCoordinator, Death::kCrash, false, true},

@@ -2,10 +2,11 @@
 # Real processes on loopback: a coordinator and two nodes of the `shoal` binary (each on a free
 # port), the data and status commands, a graceful SIGTERM of everything, a restart from the
 # same directories, and every written document read back.
-# Usage: net_smoke.sh path/to/shoal
+# Usage: net_smoke.sh path/to/shoal [sync|callback]   (the gRPC server API of every process)
 set -euo pipefail
 
 shoal=$1
+grpc_server=${2:-sync}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-net-smoke-XXXXXX")
 pids=()
 cleanup() {
@@ -30,7 +31,9 @@ start() {
   "$shoal" "$@" --json >"$dir/$name.out" 2>"$dir/$name.log" &
   pids+=($!)
   for _ in $(seq 1 100); do
-    address=$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$dir/$name.out" 2>/dev/null | head -n 1)
+    # The background process may not have created its output file yet: not an error.
+    address=$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$dir/$name.out" 2>/dev/null | head -n 1) ||
+      address=""
     if [ -n "$address" ]; then return 0; fi
     sleep 0.1
   done
@@ -40,12 +43,12 @@ start() {
 start_cluster() {
   local listen=$1
   start coordinator coordinator --data "$dir/coordinator" --listen "$listen" \
-    --initial-nodes 2 --buckets 8 --no-sync --log-format json
+    --initial-nodes 2 --buckets 8 --no-sync --log-format json --grpc-server "$grpc_server"
   coordinator=$address
   start node1 node --id 1 --data "$dir/node-1" --listen 127.0.0.1:0 \
-    --coordinator "$coordinator" --no-sync
+    --coordinator "$coordinator" --no-sync --grpc-server "$grpc_server"
   start node2 node --id 2 --data "$dir/node-2" --listen 127.0.0.1:0 \
-    --coordinator "$coordinator" --no-sync
+    --coordinator "$coordinator" --no-sync --grpc-server "$grpc_server"
   cluster="shoal://$coordinator"
   # Until both nodes answer (their addresses reach the coordinator with their heartbeats).
   for _ in $(seq 1 100); do

@@ -268,6 +268,12 @@ ClusterSimResult RunClusterSim(const ClusterSimOptions& options) {
         options.split_bytes != 0 ? options.split_bytes : (auto_split ? 400 : 0);
     cluster_options.coordinator.merge_bytes =
         options.merge_bytes != 0 ? options.merge_bytes : (auto_split ? 150 : 0);
+    // Seeds 4k and 4k+1 copy move files chunk by chunk (FetchMoveFile), as a networked cluster
+    // does, in chunks small enough that every file takes several; the others read them by path.
+    if ((options.seed / 2) % 2 == 0) {
+      cluster_options.node.move_file_transfer = node::MoveFileTransfer::kFetch;
+      cluster_options.node.move_chunk_bytes = 512;
+    }
     server::EmbeddedCluster cluster(sim, cluster_options);
 
     sim.SetChaosHook([&world](const Address&, std::string_view name) {

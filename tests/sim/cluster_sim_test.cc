@@ -56,6 +56,10 @@ TEST(ClusterSimTest, ManySeeds) {
                 static_cast<unsigned long long>(crashed_at[name]));
   }
   EXPECT_EQ(failures, 0u);
+  // Every four seeds, two copy move files chunk by chunk (RunClusterSim).
+  if (seeds >= 4) {
+    EXPECT_GT(hits["destination.after_fetch_chunk"], 0u);
+  }
   if (seeds >= 50) {
     // Every named step of a move was reached, and crashed at, somewhere in the run.
     for (const char* name :
@@ -63,7 +67,7 @@ TEST(ClusterSimTest, ManySeeds) {
           "coordinator.before_fence", "coordinator.before_commit", "coordinator.after_commit",
           "coordinator.before_done", "source.after_fence", "destination.after_ingest",
           "destination.after_apply", "coordinator.before_switch", "coordinator.after_switch",
-          "destination.after_transfer_page"}) {
+          "destination.after_transfer_page", "destination.after_fetch_chunk"}) {
       EXPECT_GT(crashed_at[name], 0u) << name;
     }
   }

@@ -97,7 +97,8 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
                                           .advertise = {},
                                           .coordinator = *coordinator,
                                           .address_book_path = {},
-                                          .max_message_bytes = net::kDefaultMaxMessageBytes});
+                                          .max_message_bytes = net::kDefaultMaxMessageBytes,
+                                          .server_mode = net::GrpcServerMode::kSync});
   if (!runtime.ok()) return FailCommand(runtime.status());
   wire::AdminRequest progress;
   progress.mutable_progress();

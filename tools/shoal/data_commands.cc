@@ -229,7 +229,8 @@ int RunStatus(const DataFlags& flags) {
                                           .advertise = {},
                                           .coordinator = *coordinator,
                                           .address_book_path = {},
-                                          .max_message_bytes = net::kDefaultMaxMessageBytes});
+                                          .max_message_bytes = net::kDefaultMaxMessageBytes,
+                                          .server_mode = net::GrpcServerMode::kSync});
   if (!runtime.ok()) return FailCommand(runtime.status());
   constexpr transport::Micros kTimeout = 5'000'000;
   auto reply =

@@ -57,6 +57,7 @@ struct CoordinatorFlags {
   uint32_t buckets = 32;
   std::string metadata = "embedded";
   uint32_t election_session_ms = 4'000;
+  std::string grpc_server = "sync";
   bool no_sync = false;
   bool json = false;
   LogFlags log;
@@ -68,6 +69,7 @@ struct NodeFlags {
   std::string advertise;
   std::string coordinator;
   uint32_t id = 0;
+  std::string grpc_server = "sync";
   bool no_sync = false;
   bool json = false;
   LogFlags log;
@@ -103,6 +105,12 @@ int RunCoordinator(const CoordinatorFlags& flags) {
   options.sync = !flags.no_sync;
   options.metadata = flags.metadata;
   options.election_session_timeout = std::chrono::milliseconds(flags.election_session_ms);
+  auto server_mode = net::ParseGrpcServerMode(flags.grpc_server);
+  if (!server_mode.ok()) {
+    std::fprintf(stderr, "error: %s\n", server_mode.status().ToString().c_str());
+    return 2;
+  }
+  options.server_mode = *server_mode;
   auto process = net::CoordinatorProcess::Start(options);
   if (!process.ok()) {
     log::Error("process.fail", {{"error", process.status().ToString()}});
@@ -132,6 +140,12 @@ int RunNode(const NodeFlags& flags) {
   options.advertise = flags.advertise;
   options.coordinator = flags.coordinator;
   options.sync = !flags.no_sync;
+  auto server_mode = net::ParseGrpcServerMode(flags.grpc_server);
+  if (!server_mode.ok()) {
+    std::fprintf(stderr, "error: %s\n", server_mode.status().ToString().c_str());
+    return 2;
+  }
+  options.server_mode = *server_mode;
   auto process = net::NodeProcess::Start(options);
   if (!process.ok()) {
     log::Error("process.fail", {{"error", process.status().ToString()}});
@@ -310,6 +324,9 @@ void AddServerCommands(CLI::App& app) {
                 "leader holds the lead before a standby coordinator takes over")
       ->capture_default_str()
       ->check(CLI::Range(1u, 600'000u));
+  c->add_option("--grpc-server", coordinator->grpc_server, "gRPC server API: sync or callback")
+      ->check(CLI::IsMember({"sync", "callback"}))
+      ->capture_default_str();
   c->add_flag("--no-sync", coordinator->no_sync, "Do not fsync metadata writes");
   c->add_flag("--json", coordinator->json, "Print the listen address as JSON");
   AddLogOptions(c, &coordinator->log);
@@ -328,6 +345,9 @@ void AddServerCommands(CLI::App& app) {
        "HOST:PORT of the coordinator; several, comma-separated, under coordinator failover")
       ->required();
   n->add_option("--id", node->id, "Node id (stored in the data directory on first start)");
+  n->add_option("--grpc-server", node->grpc_server, "gRPC server API: sync or callback")
+      ->check(CLI::IsMember({"sync", "callback"}))
+      ->capture_default_str();
   n->add_flag("--no-sync", node->no_sync, "Do not fsync every acknowledged write");
   n->add_flag("--json", node->json, "Print the listen address as JSON");
   AddLogOptions(n, &node->log);

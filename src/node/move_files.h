@@ -1,0 +1,95 @@
+#pragma once
+
+// The node-to-node transfer of a bucket move's exported SST files (docs/design/cluster.md,
+// "File transfer"): the source serves chunks of the files of its export (MoveExports), the
+// destination copies them into its own data directory (FetchExportedFiles) before it ingests.
+//
+// Invariants:
+//   - The source reads only files it exported itself and registered here, named by their index
+//     in the export of a move it is the source of; a request never carries a path.
+//   - Size and CRC-32C of each file are computed once, when it is registered; every chunk
+//     carries its own CRC-32C and the whole file's. The destination uses a copy only when every
+//     chunk matched its checksum, every chunk reported the same whole file, and the copy has the
+//     file's size and checksum; otherwise it removes its staging directory and fails.
+//   - A staging directory belongs to one (move, bucket) (StagingDirectory) and holds only what
+//     the running fetch wrote: it is emptied before a fetch, removed after the ingest or a
+//     failure, and every staging directory is removed when a node opens (after a crash).
+//
+// Limits: a chunk is at most transport::kMaxMoveFileChunkBytes; a larger request is refused.
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "src/common/ids.h"
+#include "src/common/status.h"
+#include "src/storage/bucket_store.h"
+#include "src/transport/runtime.h"
+
+namespace shoal::node {
+
+// The exports a source node serves, by bucket: those of one move, by snapshot sequence (a retried
+// export does not invalidate one a destination may be copying). Thread-safe (its own mutex,
+// which may be taken with the node's mutex held, never the other way round).
+class MoveExports {
+ public:
+  // Reads every file of `exported` once for its size and checksum, then serves it as the export
+  // of (bucket, move) at exported.sequence; exports of the bucket for other moves are forgotten.
+  [[nodiscard]] Status Register(BucketId bucket, MoveId move,
+                                const storage::ExportedRange& exported);
+  void Forget(BucketId bucket);
+  // Keeps only the exports for which `live(bucket, move)` holds.
+  void Retain(const std::function<bool(BucketId, MoveId)>& live);
+  // One chunk, read outside the mutex. The caller checked that the node is the source of the
+  // request's move in flight.
+  [[nodiscard]] StatusOr<transport::FetchMoveFileResponse> Read(
+      const transport::FetchMoveFileRequest& request) const;
+
+ private:
+  struct File {
+    std::string path;
+    uint64_t bytes = 0;
+    uint32_t crc32c = 0;
+  };
+  struct Export {
+    MoveId move;
+    uint64_t sequence = 0;
+    std::vector<File> files;
+  };
+
+  mutable std::mutex mu_;
+  absl::flat_hash_map<BucketId, std::vector<Export>> exports_;  // all of one move
+};
+
+struct FetchOptions {
+  uint32_t chunk_bytes = 1u << 20;  // per request, in [1, kMaxMoveFileChunkBytes]
+  int attempts = 4;                 // per chunk; only kUnavailable / kDeadlineExceeded retry
+  transport::Micros call_timeout = 2'000'000;
+  transport::Micros retry_pause = 10'000;  // times the attempt number
+};
+
+struct FetchStats {
+  uint64_t files = 0;
+  uint64_t bytes = 0;
+  uint64_t retries = 0;
+};
+
+// data_dir/moves/fetch-<move>-<bucket>.
+[[nodiscard]] std::string StagingDirectory(const std::string& data_dir, MoveId move,
+                                           BucketId bucket);
+// Removes every staging directory under data_dir/moves (at open: a crashed fetch's leftovers).
+[[nodiscard]] Status RemoveStagingDirectories(const std::string& data_dir);
+
+// Copies every file of `exported` from `source`'s export of (move, bucket) into `directory`
+// (emptied first) and returns `exported` naming the local copies. On failure the directory is
+// removed, unless the calling process was stopped (kCancelled: it returns at once). `stats`
+// counts what was transferred, also on failure.
+[[nodiscard]] StatusOr<storage::ExportedRange> FetchExportedFiles(
+    transport::Runtime& runtime, NodeId source, MoveId move, BucketId bucket,
+    const storage::ExportedRange& exported, const std::string& directory,
+    const FetchOptions& options, FetchStats* stats);
+
+}  // namespace shoal::node
