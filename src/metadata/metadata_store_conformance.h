@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/metadata/fenced_metadata_store.h"
 #include "src/metadata/leader_election.h"
 #include "src/metadata/metadata_store.h"
 
@@ -355,6 +356,57 @@ TEST_P(MetadataStoreConformance, LeaderElectionFencesAStaleLeader) {
   EXPECT_EQ(first.KeepAlive().code(), StatusCode::kNotFound);
   second.Resign();
   EXPECT_EQ(LeaderElection::Leader(*store_, "election/")->has_value(), false);
+}
+
+// The view a leader writes through: every Put, Delete and Commit of the stale leader is refused
+// once another candidate took over, and changes nothing; the new leader's writes go through.
+TEST_P(MetadataStoreConformance, FencedStoreRefusesEveryWriteOfAStaleLeader) {
+  LeaderElection first(*store_, "election/", "first", std::chrono::milliseconds(10'000));
+  LeaderElection second(*store_, "election/", "second", std::chrono::milliseconds(10'000));
+  FencedMetadataStore by_first(*store_, [&] { return first.Fence(); });
+  FencedMetadataStore by_second(*store_, [&] { return second.Fence(); });
+  ASSERT_EQ(first.TryAcquire(), StatusOr<bool>(true));
+  // kAnyVersion is pinned to the version read: the versions still count as usual.
+  EXPECT_EQ(by_first.Put("map", "m1", kAnyVersion), StatusOr<uint64_t>(1));
+  EXPECT_EQ(by_first.Put("map", "m2", kAnyVersion), StatusOr<uint64_t>(2));
+  EXPECT_EQ(by_first.Put("map", "m3", 2), StatusOr<uint64_t>(3));
+  EXPECT_EQ(by_first.Put("map", "x", 2).status().code(), StatusCode::kFailedPrecondition);
+  SHOAL_CONFORMANCE_ASSERT_OK(by_first.Put("log/1", "BEGIN", kMustNotExist).status());
+  SHOAL_CONFORMANCE_ASSERT_OK(by_first.Commit(std::vector<MetaOp>{MetaOp::Put("log/2", "BEGIN")}));
+  // A candidate that does not lead can not write at all.
+  EXPECT_EQ(by_second.Put("map", "x", kAnyVersion).status().code(),
+            StatusCode::kFailedPrecondition);
+
+  // The first leader's session ends behind its back; the second takes over.
+  SHOAL_CONFORMANCE_ASSERT_OK(store_->CloseSession(*first.session()));
+  ASSERT_TRUE(Eventually([&] { return second.TryAcquire().value_or(false); }));
+  EXPECT_EQ(by_second.Put("map", "m4 by second", 3), StatusOr<uint64_t>(4));
+
+  auto stale_put = by_first.Put("map", "stale", kAnyVersion);
+  EXPECT_EQ(stale_put.status().code(), StatusCode::kFailedPrecondition) << stale_put.status();
+  EXPECT_TRUE(Contains(stale_put.status(), "a newer leader took over")) << stale_put.status();
+  EXPECT_EQ(by_first.Delete("log/1", kAnyVersion).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(by_first
+                .Commit(std::vector<MetaOp>{MetaOp::Put("log/3", "BEGIN"),
+                                            MetaOp::Put("map", "stale", 4)})
+                .code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(*store_->Get("map"), (Versioned{.value = "m4 by second", .version = 4}));
+  EXPECT_EQ(store_->Get("log/1")->value, "BEGIN");
+  EXPECT_EQ(store_->Get("log/3").status().code(), StatusCode::kNotFound);
+  SHOAL_CONFORMANCE_ASSERT_OK(by_second.Delete("log/1", 1));
+  EXPECT_EQ(store_->Get("log/1").status().code(), StatusCode::kNotFound);
+
+  // The limit: the fence takes one operation of kMaxCommitOps.
+  std::vector<MetaOp> too_many;
+  for (size_t i = 0; i < kMaxCommitOps; ++i) {
+    too_many.push_back(MetaOp::Put(fmt::format("many/{}", i), "v"));
+  }
+  EXPECT_EQ(by_second.Commit(too_many).code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(store_->List("many/")->empty());
+  too_many.pop_back();
+  SHOAL_CONFORMANCE_ASSERT_OK(by_second.Commit(too_many));
+  EXPECT_EQ(store_->List("many/")->size(), kMaxCommitOps - 1);
 }
 
 }  // namespace shoal::metadata

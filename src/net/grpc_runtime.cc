@@ -64,6 +64,18 @@ Status FromGrpc(const grpc::Status& status, std::string_view what_call) {
   }
 }
 
+std::vector<std::string> SplitList(const std::string& list) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (!list.empty()) {
+    const size_t comma = list.find(',', begin);
+    out.push_back(list.substr(begin, comma == std::string::npos ? comma : comma - begin));
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 // One channel per host:port, shared by every call to it (gRPC channels are thread-safe and
@@ -89,8 +101,7 @@ class GrpcRuntime::Handler final : public wire::Shoal::Service {
   }
   grpc::Status Resolve(grpc::ServerContext*, const wire::ResolveRequest*,
                        wire::ResolveResponse* out) override {
-    runtime_->HandleResolve(out);
-    return grpc::Status::OK;
+    return runtime_->HandleResolve(out);
   }
 
  private:
@@ -125,8 +136,7 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
                                     const wire::ResolveRequest*,
                                     wire::ResolveResponse* out) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    runtime_->HandleResolve(out);
-    reactor->Finish(grpc::Status::OK);
+    reactor->Finish(runtime_->HandleResolve(out));
     return reactor;
   }
 
@@ -188,6 +198,7 @@ grpc::Status GrpcRuntime::HandleAdmin(const wire::AdminRequest& request, wire::A
     out->set_failpoints(local_.FailpointSpec());
     return grpc::Status::OK;
   }
+  if (grpc::Status standby = StandbyStatus(); !standby.ok()) return standby;
   std::shared_ptr<AdminHandler> handler;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -200,12 +211,15 @@ grpc::Status GrpcRuntime::HandleAdmin(const wire::AdminRequest& request, wire::A
   return grpc::Status::OK;
 }
 
-void GrpcRuntime::HandleResolve(wire::ResolveResponse* out) const {
+grpc::Status GrpcRuntime::HandleResolve(wire::ResolveResponse* out) const {
+  // A standby's book may be incomplete or stale: the caller asks the leader instead.
+  if (grpc::Status standby = StandbyStatus(); !standby.ok()) return standby;
   for (const auto& [who, host_port] : AddressBook()) {
     auto* entry = out->add_entries();
     ToWire(who, entry->mutable_address());
     entry->set_host_port(host_port);
   }
+  return grpc::Status::OK;
 }
 
 StatusOr<GrpcServerMode> ParseGrpcServerMode(std::string_view text) {
@@ -215,7 +229,8 @@ StatusOr<GrpcServerMode> ParseGrpcServerMode(std::string_view text) {
       fmt::format("unknown gRPC server mode '{}' (sync or callback)", std::string(text)));
 }
 
-GrpcRuntime::GrpcRuntime(const GrpcRuntimeOptions& options) : options_(options) {}
+GrpcRuntime::GrpcRuntime(const GrpcRuntimeOptions& options)
+    : options_(options), coordinators_(SplitList(options.coordinator)) {}
 
 GrpcRuntime::~GrpcRuntime() { Shutdown(); }
 
@@ -231,8 +246,11 @@ StatusOr<std::unique_ptr<GrpcRuntime>> GrpcRuntime::Start(const GrpcRuntimeOptio
   std::unique_ptr<GrpcRuntime> runtime(new GrpcRuntime(options));
   runtime->LoadAddressBook();
   if (!options.listen.empty()) SHOAL_RETURN_IF_ERROR(runtime->StartServer());
-  if (!options.coordinator.empty()) {
-    runtime->SetAddress(Address::Coordinator(), options.coordinator);
+  if (!runtime->coordinators_.empty()) {
+    for (const auto& address : runtime->coordinators_) {
+      if (address.empty()) return InvalidArgumentError("an empty coordinator address");
+    }
+    runtime->SetAddress(Address::Coordinator(), runtime->coordinators_.front());
   } else if (!runtime->advertised_.empty()) {
     runtime->SetAddress(Address::Coordinator(), runtime->advertised_);
   }
@@ -343,14 +361,49 @@ void GrpcRuntime::SetAdminHandler(AdminHandler handler) {
   admin_ = std::make_shared<AdminHandler>(std::move(handler));
 }
 
+void GrpcRuntime::SetStandby(bool standby, std::string leader) {
+  std::lock_guard<std::mutex> lock(mu_);
+  standby_ = standby;
+  leader_ = std::move(leader);
+}
+
+grpc::Status GrpcRuntime::StandbyStatus() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!standby_) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                      fmt::format("not the leader coordinator (leader: {})",
+                                  leader_.empty() ? std::string("unknown") : leader_));
+}
+
+void GrpcRuntime::NextCoordinator(const std::string& failed) {
+  if (coordinators_.size() < 2) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = book_.find(Address::Coordinator());
+  // Another thread moved on already.
+  if (it == book_.end() || it->second != failed) return;
+  coordinator_index_ = (coordinator_index_ + 1) % coordinators_.size();
+  it->second = coordinators_[coordinator_index_];
+}
+
 StatusOr<wire::AdminResponse> GrpcRuntime::Admin(const wire::AdminRequest& request,
                                                  Micros timeout) {
-  SHOAL_ASSIGN_OR_RETURN(std::string coordinator, Resolve(Address::Coordinator()));
-  auto peer = PeerFor(coordinator);
-  grpc::ClientContext context;
-  context.set_deadline(DeadlineAfter(timeout));
+  grpc::Status status;
   wire::AdminResponse response;
-  const grpc::Status status = peer->stub->Admin(&context, request, &response);
+  // Each configured coordinator once, starting with the one in use.
+  for (size_t attempt = 0; attempt < std::max<size_t>(1, coordinators_.size()); ++attempt) {
+    SHOAL_ASSIGN_OR_RETURN(std::string coordinator, Resolve(Address::Coordinator()));
+    auto peer = PeerFor(coordinator);
+    grpc::ClientContext context;
+    context.set_deadline(DeadlineAfter(timeout));
+    response.Clear();
+    status = peer->stub->Admin(&context, request, &response);
+    if (status.ok()) break;
+    // A coordinator that did not answer in time may be a paused former leader: the next
+    // request goes to the next one. Only an unreachable or standby coordinator is worth another
+    // try now: anything else may have been handled.
+    NextCoordinator(coordinator);
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+  }
   if (!status.ok()) {
     return FromGrpc(status, "admin request to the coordinator");
   }
@@ -405,13 +458,23 @@ std::shared_ptr<GrpcRuntime::Peer> GrpcRuntime::PeerForLocked(const std::string&
 }
 
 Status GrpcRuntime::FetchAddressBook() {
-  std::string coordinator;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = book_.find(Address::Coordinator());
-    if (it == book_.end()) return UnavailableError("no coordinator address");
-    coordinator = it->second;
+  Status status;
+  for (size_t attempt = 0; attempt < std::max<size_t>(1, coordinators_.size()); ++attempt) {
+    std::string coordinator;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = book_.find(Address::Coordinator());
+      if (it == book_.end()) return UnavailableError("no coordinator address");
+      coordinator = it->second;
+    }
+    status = FetchAddressBookFrom(coordinator);
+    if (status.ok()) return status;
+    NextCoordinator(coordinator);
   }
+  return status;
+}
+
+Status GrpcRuntime::FetchAddressBookFrom(const std::string& coordinator) {
   auto peer = PeerFor(coordinator);
   grpc::ClientContext context;
   context.set_deadline(DeadlineAfter(kResolveTimeout));
@@ -445,9 +508,6 @@ StatusOr<std::string> GrpcRuntime::Resolve(const Address& to) {
 StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Request request,
                                                 Micros timeout) {
   if (!Alive()) return CancelledError("process stopped");
-  auto peer = PeerOf(to);
-  if (!peer.ok()) return Prefixed(peer.status(), RequestName(request));
-
   wire::Envelope envelope;
   const Address self = Self();
   ToWire(self, envelope.mutable_from());
@@ -461,13 +521,41 @@ StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Re
                     bytes, options_.max_message_bytes));
   }
 
-  grpc::ClientContext context;
-  context.set_deadline(DeadlineAfter(timeout));
+  // A call to the coordinator that certainly was not handled (the address is down or a standby)
+  // goes on to the next configured coordinator, each once, within the one deadline.
+  const bool to_coordinator = to.kind == Address::Kind::kCoordinator;
+  const size_t attempts = to_coordinator ? std::max<size_t>(1, coordinators_.size()) : 1;
+  const auto deadline = DeadlineAfter(timeout);
+  grpc::Status status;
   wire::Response reply;
-  const grpc::Status status = (*peer)->stub->Call(&context, envelope, &reply);
-  if (!Alive()) return CancelledError("process stopped");
+  for (size_t attempt = 0; attempt < attempts; ++attempt) {
+    std::string host_port;  // of the coordinator tried (only a coordinator's is needed)
+    std::shared_ptr<Peer> peer;
+    if (to_coordinator) {
+      auto resolved = Resolve(to);
+      if (!resolved.ok()) return Prefixed(resolved.status(), RequestName(request));
+      host_port = *std::move(resolved);
+      peer = PeerFor(host_port);
+    } else {
+      auto found = PeerOf(to);
+      if (!found.ok()) return Prefixed(found.status(), RequestName(request));
+      peer = *std::move(found);
+    }
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    reply.Clear();
+    status = peer->stub->Call(&context, envelope, &reply);
+    if (!Alive()) return CancelledError("process stopped");
+    if (status.ok()) break;
+    if (to_coordinator) {
+      NextCoordinator(host_port);
+      if (status.error_code() == grpc::StatusCode::UNAVAILABLE) continue;
+    } else if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      Forget(to);
+    }
+    break;
+  }
   if (!status.ok()) {
-    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) Forget(to);
     return FromGrpc(status, fmt::format("{} to {}", RequestName(request), to.DebugString()));
   }
   auto response = FromWire(reply);

@@ -19,6 +19,14 @@
 // not know asks the coordinator's server (Shoal.Resolve) for its book; an address that refuses
 // a connection is forgotten and resolved again on the next call.
 //
+// Several coordinators (failover under ZooKeeper): GrpcRuntimeOptions::coordinator may list
+// several host:port, comma-separated. Calls go to one of them; when a call to the coordinator,
+// an admin request or a Resolve fails with anything but a definite answer (the process is down,
+// or it is a standby, which answers every such call with kUnavailable), the next address of the
+// list is used from then on. A standby coordinator's runtime is marked with SetStandby: its
+// Resolve and Admin answer kUnavailable naming the leader it knows, and its Call answers
+// kUnavailable because it serves no coordinator process.
+//
 // Limits: one request or response is at most max_message_bytes when serialized (default
 // kDefaultMaxMessageBytes). A larger request fails in Call with kResourceExhausted before
 // anything is sent; a larger response is replaced by a kResourceExhausted response.
@@ -39,6 +47,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "src/net/worker_pool.h"
 #include "src/transport/runtime.h"
@@ -83,7 +92,7 @@ struct GrpcRuntimeOptions {
   // "host:port" other processes use to reach this one; empty = the listen host with the bound
   // port.
   std::string advertise{};
-  // "host:port" of the coordinator; empty when this process is the coordinator.
+  // "host:port[,host:port...]" of the coordinators; empty when this process is a coordinator.
   std::string coordinator{};
   // The coordinator keeps its address book here ("" = in memory only).
   std::string address_book_path{};
@@ -119,7 +128,10 @@ class GrpcRuntime final : public transport::Runtime {
   [[nodiscard]] StatusOr<wire::AdminResponse> AdminAt(const std::string& host_port,
                                                       const wire::AdminRequest& request,
                                                       transport::Micros timeout);
-  // Sends an admin request to the coordinator.
+  // Marks a coordinator process as a standby (true) or the leader (false, the default); `leader`
+  // names the leader for the errors a standby answers with ("" if unknown).
+  void SetStandby(bool standby, std::string leader);
+  // Sends an admin request to the coordinator (trying each configured one in turn).
   [[nodiscard]] StatusOr<wire::AdminResponse> Admin(const wire::AdminRequest& request,
                                                     transport::Micros timeout);
 
@@ -149,6 +161,12 @@ class GrpcRuntime final : public transport::Runtime {
   [[nodiscard]] Status StartServer();
   [[nodiscard]] StatusOr<std::string> Resolve(const transport::Address& to);
   [[nodiscard]] Status FetchAddressBook();
+  [[nodiscard]] Status FetchAddressBookFrom(const std::string& coordinator);
+  // A call to `failed` (the coordinator address in use) did not get a definite answer: use the
+  // next configured coordinator from now on.
+  void NextCoordinator(const std::string& failed);
+  // UNAVAILABLE naming the leader if this is a standby coordinator, else OK.
+  [[nodiscard]] grpc::Status StandbyStatus() const;
   [[nodiscard]] std::shared_ptr<Peer> PeerFor(const std::string& host_port);
   [[nodiscard]] std::shared_ptr<Peer> PeerForLocked(const std::string& host_port);  // mu_ held
   // The peer of `to`, resolving its address when it is not in the book.
@@ -160,9 +178,10 @@ class GrpcRuntime final : public transport::Runtime {
   grpc::Status HandleEnvelope(const wire::Envelope& envelope,
                               std::chrono::system_clock::time_point deadline, wire::Response* out);
   grpc::Status HandleAdmin(const wire::AdminRequest& request, wire::AdminResponse* out);
-  void HandleResolve(wire::ResolveResponse* out) const;
+  grpc::Status HandleResolve(wire::ResolveResponse* out) const;
 
   const GrpcRuntimeOptions options_;
+  const std::vector<std::string> coordinators_;  // options_.coordinator, split at commas
   transport::ThreadRuntime local_;
   std::unique_ptr<Handler> handler_;
   std::unique_ptr<CallbackHandler> callback_handler_;
@@ -175,6 +194,9 @@ class GrpcRuntime final : public transport::Runtime {
   std::map<transport::Address, std::string> book_;
   std::map<std::string, std::shared_ptr<Peer>> peers_;
   std::shared_ptr<AdminHandler> admin_;
+  size_t coordinator_index_ = 0;  // into coordinators_: the one in use
+  bool standby_ = false;
+  std::string leader_;  // the leader a standby knows of
   bool shut_down_ = false;
 };
 

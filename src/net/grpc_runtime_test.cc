@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "proto/shoal.pb.h"
+#include "src/net/uri.h"
 
 namespace shoal::net {
 namespace {
@@ -281,6 +282,66 @@ TEST(GrpcServerModeTest, ParsesTheTwoModesAndRejectsOthers) {
   EXPECT_EQ(*ParseGrpcServerMode("callback"), GrpcServerMode::kCallback);
   EXPECT_EQ(ParseGrpcServerMode("async").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseGrpcServerMode("").status().code(), StatusCode::kInvalidArgument);
+}
+
+// A list of coordinators: calls go on past a dead address and a standby to the leader, and the
+// leader stays in use afterwards.
+TEST_P(GrpcRuntimeTest, CoordinatorListSkipsDeadAndStandbyCoordinators) {
+  std::string dead;
+  {
+    auto server = *GrpcRuntime::Start({.listen = "127.0.0.1:0", .server_mode = GetParam()});
+    dead = server->advertised_address();
+  }
+  auto standby = *GrpcRuntime::Start({.listen = "127.0.0.1:0", .server_mode = GetParam()});
+  standby->SetStandby(true, "the-leader:1");
+  auto leader = *GrpcRuntime::Start({.listen = "127.0.0.1:0", .server_mode = GetParam()});
+  auto service = std::make_shared<EchoService>(*leader);
+  leader->Serve(Address::Coordinator(), service);
+  auto client = *GrpcRuntime::Start(
+      {.coordinator = fmt::format("{},{},{}", dead, standby->advertised_address(),
+                                  leader->advertised_address())});
+  // The first call may also meet a connection still being set up (kUnavailable, which callers
+  // retry): try until it lands.
+  StatusOr<transport::Response> first = UnavailableError("not tried");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!first.ok() && std::chrono::steady_clock::now() < until) {
+    first = client->Call(Address::Coordinator(), transport::WriteRequest{.body = "ab"}, 5'000'000);
+  }
+  ASSERT_TRUE(first.ok()) << first.status();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(client->AddressBook().at(Address::Coordinator()), leader->advertised_address());
+    auto r = client->Call(Address::Coordinator(), transport::WriteRequest{.body = "ab"}, 5'000'000);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(std::get<transport::WriteResponse>(r->body).version, 2u);
+  }
+  // The standby's Resolve and Admin say who leads.
+  auto only_standby = *GrpcRuntime::Start({.coordinator = standby->advertised_address()});
+  auto admin = only_standby->Admin(wire::AdminRequest{}, 1'000'000);
+  EXPECT_EQ(admin.status().code(), StatusCode::kUnavailable) << admin.status();
+  EXPECT_NE(MessageOf(admin.status()).find("the-leader:1"), std::string_view::npos)
+      << admin.status();
+  EXPECT_EQ(only_standby->Call(Address::Node(NodeId(1)), transport::WriteRequest{}, 1'000'000)
+                .status()
+                .code(),
+            StatusCode::kUnavailable);
+  // Every coordinator down or standing by: kUnavailable, after one try of each.
+  auto stranded = *GrpcRuntime::Start(
+      {.coordinator = fmt::format("{},{}", dead, standby->advertised_address())});
+  EXPECT_EQ(
+      stranded->Call(Address::Coordinator(), transport::WriteRequest{}, 5'000'000).status().code(),
+      StatusCode::kUnavailable);
+  // A bad list is refused.
+  EXPECT_EQ(GrpcRuntime::Start({.coordinator = dead + ","}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(CoordinatorsOfTest, ChecksEveryAddress) {
+  EXPECT_EQ(CoordinatorsOf("shoal://a:1,b:65535"), StatusOr<std::string>("a:1,b:65535"));
+  EXPECT_EQ(CoordinatorsOf("a:1"), StatusOr<std::string>("a:1"));
+  EXPECT_EQ(CoordinatorsOf("shoal://a:1,").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CoordinatorsOf("shoal://a:1,b").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CoordinatorsOf("shoal://a:1,b:65536").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CoordinatorsOf("shoal://,a:1").status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

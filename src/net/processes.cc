@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "src/common/log.h"
 #include "src/metadata/embedded_metadata_store.h"
 #include "src/metadata/zookeeper_metadata_store.h"
 #include "src/net/admin.h"
+#include "src/net/wire_codec.h"
 
 namespace shoal::net {
 namespace {
@@ -41,12 +43,16 @@ StatusOr<uint32_t> ResolveNodeId(const std::string& data_dir, uint32_t requested
   return id;
 }
 
+// The election's keys in the metadata store (next to the coordinator's cluster/ and moves/).
+constexpr std::string_view kElectionPrefix = "coordinator/";
+
 }  // namespace
 
 StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
     const CoordinatorProcessOptions& options) {
   SHOAL_RETURN_IF_ERROR(CreateDirectory(options.data_dir));
   std::unique_ptr<CoordinatorProcess> process(new CoordinatorProcess());
+  process->options_ = options;
   SHOAL_ASSIGN_OR_RETURN(process->runtime_,
                          GrpcRuntime::Start({.listen = options.listen,
                                              .advertise = {},
@@ -54,6 +60,11 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
                                              .address_book_path = options.data_dir + "/addresses",
                                              .max_message_bytes = options.max_message_bytes,
                                              .server_mode = options.server_mode}));
+  CoordinatorProcess* self = process.get();
+  process->runtime_->SetAdminHandler(
+      [self](const wire::AdminRequest& request, wire::AdminResponse* out) {
+        self->AnswerAdmin(request, out);
+      });
   if (options.metadata == "embedded") {
     metadata::EmbeddedMetadataOptions meta;
     meta.path = options.data_dir + "/metadata";
@@ -61,35 +72,165 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
     GrpcRuntime* runtime = process->runtime_.get();
     meta.now_micros = [runtime] { return runtime->Now(); };
     SHOAL_ASSIGN_OR_RETURN(process->metadata_, metadata::EmbeddedMetadataStore::Open(meta));
-  } else {
-    SHOAL_ASSIGN_OR_RETURN(const metadata::ZooKeeperMetadataOptions zk,
-                           metadata::ZooKeeperMetadataOptions::FromUri(options.metadata));
-    SHOAL_ASSIGN_OR_RETURN(process->metadata_, metadata::ZooKeeperMetadataStore::Open(zk));
+    SHOAL_RETURN_IF_ERROR(process->Lead());
+    return process;
   }
-  SHOAL_ASSIGN_OR_RETURN(
-      process->coordinator_,
-      coordinator::Coordinator::Open(*process->runtime_, *process->metadata_, options.coordinator));
-  std::vector<NodeId> nodes;
-  for (uint32_t i = 1; i <= options.initial_nodes; ++i) nodes.push_back(NodeId(i));
-  SHOAL_RETURN_IF_ERROR(process->coordinator_->Initialize(nodes, options.buckets));
-  process->coordinator_->Start();
-  coordinator::Coordinator* c = process->coordinator_.get();
-  process->runtime_->SetAdminHandler(
-      [c](const wire::AdminRequest& request, wire::AdminResponse* out) {
-        HandleAdmin(*c, request, out);
-      });
+  SHOAL_ASSIGN_OR_RETURN(const metadata::ZooKeeperMetadataOptions zk,
+                         metadata::ZooKeeperMetadataOptions::FromUri(options.metadata));
+  SHOAL_ASSIGN_OR_RETURN(process->metadata_, metadata::ZooKeeperMetadataStore::Open(zk));
+  process->election_ = std::make_unique<metadata::LeaderElection>(
+      *process->metadata_, std::string(kElectionPrefix), process->address(),
+      options.election_session_timeout);
+  metadata::LeaderElection* election = process->election_.get();
+  process->runtime_->SetStandby(true, "");
+  // The first try is synchronous, so that a lone coordinator leads as soon as Start returns.
+  SHOAL_ASSIGN_OR_RETURN(const bool acquired, election->TryAcquire());
+  if (acquired) {
+    const Status led = process->Lead();
+    if (!led.ok()) {
+      election->Resign();
+      return led;
+    }
+  }
+  process->election_thread_ = std::thread([self] { self->ElectionLoop(); });
   return process;
 }
 
 CoordinatorProcess::~CoordinatorProcess() { Stop(); }
 
+std::shared_ptr<coordinator::Coordinator> CoordinatorProcess::current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return coordinator_;
+}
+
+std::optional<uint64_t> CoordinatorProcess::leader_epoch() const {
+  if (election_ == nullptr || !leader()) return std::nullopt;
+  return election_->epoch();
+}
+
+bool CoordinatorProcess::WaitLeader(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return coordinator_ != nullptr; });
+}
+
+Status CoordinatorProcess::Lead() {
+  metadata::MetadataStore* store = metadata_.get();
+  if (election_ != nullptr) {
+    fenced_.push_back(std::make_unique<metadata::FencedMetadataStore>(
+        *metadata_, [fence = election_->Fence()] { return fence; }));
+    store = fenced_.back().get();
+  }
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<coordinator::Coordinator> coordinator,
+                         coordinator::Coordinator::Open(*runtime_, *store, options_.coordinator));
+  if (election_ != nullptr) {
+    // A takeover: the nodes announce themselves to standbys too (their heartbeats try every
+    // coordinator), so their addresses are usually known already; give the rest a moment so
+    // that recovery does not find a node "unreachable" that merely has not called yet.
+    const auto until = std::chrono::steady_clock::now() + options_.learn_addresses_timeout;
+    while (std::chrono::steady_clock::now() < until) {
+      const cluster::ShardMapPtr map = coordinator->map();
+      if (map == nullptr) break;
+      const auto book = runtime_->AddressBook();
+      bool all = true;
+      for (const auto& node : map->nodes()) {
+        all = all && book.contains(transport::Address::Node(node.id));
+      }
+      if (all) break;
+      std::this_thread::sleep_for(options_.election_poll);
+    }
+  }
+  std::vector<NodeId> nodes;
+  for (uint32_t i = 1; i <= options_.initial_nodes; ++i) nodes.push_back(NodeId(i));
+  SHOAL_RETURN_IF_ERROR(coordinator->Initialize(nodes, options_.buckets));
+  coordinator->Start();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    coordinator_ = std::move(coordinator);
+  }
+  cv_.notify_all();
+  runtime_->SetStandby(false, "");
+  return OkStatus();
+}
+
+void CoordinatorProcess::LoseLead() {
+  // Stop acting first: the Coordinator's tasks end at their next step, and what they still try
+  // to write is refused by the fence once the new leader bumped the epoch.
+  runtime_->SetStandby(true, "");
+  runtime_->Stop(transport::Address::Coordinator());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    coordinator_.reset();
+  }
+  election_->Resign();
+}
+
+void CoordinatorProcess::ElectionLoop() {
+  const auto leading = [&] {
+    log::Info("coordinator.lead", {{"leader_epoch", election_->epoch().value_or(0)}});
+  };
+  if (leader()) leading();
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (cv_.wait_for(lock, options_.election_poll, [&] { return stopping_; })) return;
+    }
+    if (leader()) {
+      // The client library renews the session; this only learns whether it ended.
+      if (election_->KeepAlive().ok()) continue;
+      const uint64_t epoch = election_->epoch().value_or(0);
+      LoseLead();
+      log::Warning("coordinator.standby", {{"lost_epoch", epoch}});
+      continue;
+    }
+    auto acquired = election_->TryAcquire();
+    if (acquired.ok() && *acquired) {
+      const Status led = Lead();
+      if (led.ok()) {
+        leading();
+        continue;
+      }
+      // Could not start (the store is unreachable, or a newer leader fenced this one already):
+      // step down and try again later.
+      log::Warning("coordinator.lead_failed", {{"error", led.ToString()}});
+      election_->Resign();
+      continue;
+    }
+    auto leader = metadata::LeaderElection::Leader(*metadata_, kElectionPrefix);
+    if (leader.ok() && leader->has_value()) runtime_->SetStandby(true, (*leader)->second);
+  }
+}
+
+void CoordinatorProcess::AnswerAdmin(const wire::AdminRequest& request, wire::AdminResponse* out) {
+  std::shared_ptr<coordinator::Coordinator> coordinator = current();
+  if (coordinator == nullptr) {
+    ToWire(UnavailableError("not the leader coordinator"), out->mutable_status());
+    return;
+  }
+  HandleAdmin(*coordinator, request, out);
+  out->set_leader(address());
+  out->set_leader_epoch(leader_epoch().value_or(0));
+}
+
 void CoordinatorProcess::Stop() {
-  if (stopped_) return;
-  stopped_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (election_thread_.joinable()) election_thread_.join();
   runtime_->Stop(transport::Address::Coordinator());
   // The runtime joins the coordinator's tasks before the store they use closes.
   runtime_->Shutdown();
-  coordinator_.reset();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    coordinator_.reset();
+  }
+  // Resigning ends the session: a standby takes over without waiting for the timeout.
+  if (election_ != nullptr) election_->Resign();
+  fenced_.clear();
+  election_.reset();
   metadata_.reset();
 }
 

@@ -4,13 +4,34 @@
 // GrpcRuntime (docs/design/network.md). `shoal coordinator` and `shoal node` run one of them
 // until SIGTERM; tests start several in one process on loopback.
 //
+// Coordinator failover (zk:// metadata only; docs/design/network.md "Coordinator failover"):
+// several coordinator processes may share one ZooKeeper path. Each runs a LeaderElection
+// (keys coordinator/leader and coordinator/epoch); the leader runs the Coordinator on a
+// FencedMetadataStore, so each of its metadata writes carries the election's fence and fails
+// once a newer leader took over. A standby serves only to say so (kUnavailable naming the
+// leader) and polls the election every election_poll; when the leader's session ends (its
+// process died or was cut off for longer than election_session_timeout) a standby takes over and
+// recovers interrupted moves from the move log, as after a restart. A leader that finds its
+// session ended stops its Coordinator at once and becomes a standby again (with a new session).
+// Events: coordinator.lead (leader_epoch), coordinator.standby (lost_epoch),
+// coordinator.lead_failed (error).
+// With the embedded store there is no election: the one process leads.
+//
 // Thread-safety: Start and Stop are called by the owner; the accessors are thread-safe.
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "src/coordinator/coordinator.h"
+#include "src/metadata/fenced_metadata_store.h"
+#include "src/metadata/leader_election.h"
 #include "src/metadata/metadata_store.h"
 #include "src/net/grpc_runtime.h"
 #include "src/node/storage_node.h"
@@ -30,6 +51,13 @@ struct CoordinatorProcessOptions {
   std::string metadata = "embedded";
   coordinator::CoordinatorOptions coordinator{};
   size_t max_message_bytes = kDefaultMaxMessageBytes;
+  // Leader election (zk:// only). The session timeout bounds how long a dead leader holds the
+  // role (ZooKeeper clamps it to [2, 20] x its tickTime).
+  std::chrono::milliseconds election_session_timeout{4'000};
+  std::chrono::milliseconds election_poll{100};
+  // A new leader waits up to this long to learn the address of every node of the map (from the
+  // nodes' heartbeats, which reach standbys too) before its Coordinator starts recovering moves.
+  std::chrono::milliseconds learn_addresses_timeout{3'000};
   GrpcServerMode server_mode = GrpcServerMode::kSync;
 };
 
@@ -43,15 +71,39 @@ class CoordinatorProcess {
   void Stop();
 
   [[nodiscard]] std::string address() const { return runtime_->advertised_address(); }
-  [[nodiscard]] coordinator::Coordinator& coordinator() { return *coordinator_; }
+  // The running Coordinator; only while leader() (a standby has none).
+  [[nodiscard]] coordinator::Coordinator& coordinator() { return *current(); }
   [[nodiscard]] GrpcRuntime& runtime() { return *runtime_; }
+  // True while this process leads (always with the embedded store).
+  [[nodiscard]] bool leader() const { return current() != nullptr; }
+  // The leader epoch of this process's current leadership (nullopt: a standby, or no election).
+  [[nodiscard]] std::optional<uint64_t> leader_epoch() const;
+  // Until this process leads, or `timeout` passed: whether it leads.
+  [[nodiscard]] bool WaitLeader(std::chrono::milliseconds timeout);
 
  private:
   CoordinatorProcess() = default;
+  [[nodiscard]] std::shared_ptr<coordinator::Coordinator> current() const;
+  // Opens and starts the Coordinator (after winning the election, or at once without one).
+  [[nodiscard]] Status Lead();
+  void LoseLead();
+  void ElectionLoop();
+  void AnswerAdmin(const wire::AdminRequest& request, wire::AdminResponse* out);
 
+  CoordinatorProcessOptions options_;
   std::unique_ptr<GrpcRuntime> runtime_;
   std::unique_ptr<metadata::MetadataStore> metadata_;
-  std::shared_ptr<coordinator::Coordinator> coordinator_;
+  std::unique_ptr<metadata::LeaderElection> election_;  // zk:// only
+  // zk:// only: what each leadership's Coordinator writes through, fenced at that leadership's
+  // epoch (a fixed check, so that tasks of an earlier leadership of this same process stay
+  // fenced after it leads again). Kept until Stop: the Coordinators refer to them.
+  std::vector<std::unique_ptr<metadata::FencedMetadataStore>> fenced_;
+  std::thread election_thread_;
+
+  mutable std::mutex mu_;  // guards the fields below
+  std::condition_variable cv_;
+  std::shared_ptr<coordinator::Coordinator> coordinator_;  // set while leading
+  bool stopping_ = false;
   bool stopped_ = false;
 };
 

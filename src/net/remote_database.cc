@@ -24,7 +24,7 @@ client::ClientOptions NetworkClientOptions() {
 }  // namespace
 
 StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri) {
-  SHOAL_ASSIGN_OR_RETURN(std::string coordinator, net::CoordinatorOf(uri));
+  SHOAL_ASSIGN_OR_RETURN(std::string coordinator, net::CoordinatorsOf(uri));
   auto impl = std::make_unique<Impl>();
   SHOAL_ASSIGN_OR_RETURN(auto runtime,
                          net::GrpcRuntime::Start({.listen = {},

@@ -10,6 +10,9 @@
 #include <map>
 
 #include "include/shoal/shoal.h"
+#include "proto/shoal.pb.h"
+#include "src/metadata/fenced_metadata_store.h"
+#include "src/metadata/leader_election.h"
 #include "src/metadata/zookeeper_metadata_store.h"
 #include "src/metadata/zookeeper_test_server.h"
 #include "src/net/processes.h"
@@ -48,12 +51,12 @@ class ZooKeeperCoordinatorTest : public ::testing::Test {
     return options;
   }
 
-  void StartNode(uint32_t id) {
+  void StartNode(uint32_t id, const std::string& coordinators = {}) {
     NodeProcessOptions options;
     options.id = id;
     options.data_dir = fmt::format("{}/node-{}", dir_, id);
     options.listen = "127.0.0.1:0";
-    options.coordinator = coordinator_->address();
+    options.coordinator = coordinators.empty() ? coordinator_->address() : coordinators;
     auto process = NodeProcess::Start(options);
     ASSERT_TRUE(process.ok()) << process.status();
     nodes_[id] = std::move(*process);
@@ -118,6 +121,117 @@ TEST_F(ZooKeeperCoordinatorTest, RestartRecoversMapAndMoveLogFromZooKeeper) {
     ASSERT_TRUE(doc.ok()) << doc.status();
     EXPECT_EQ(doc->json, fmt::format(R"({{"i": {}}})", i));
   }
+}
+
+// Two coordinators on one ZooKeeper path: one leads, the other stands by and answers admin
+// requests with kUnavailable; when the leader stops, the standby takes over with the next leader
+// epoch and the nodes and clients, which know both addresses, go on through it.
+TEST_F(ZooKeeperCoordinatorTest, StandbyTakesOverWhenTheLeaderStops) {
+  CoordinatorProcessOptions first_options = Options("127.0.0.1:0");
+  first_options.election_session_timeout = std::chrono::milliseconds(1'000);
+  auto first = CoordinatorProcess::Start(first_options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  coordinator_ = *std::move(first);
+  ASSERT_TRUE(coordinator_->leader());
+  EXPECT_EQ(coordinator_->leader_epoch(), std::optional<uint64_t>(1));
+
+  CoordinatorProcessOptions second_options = first_options;
+  second_options.data_dir = dir_ + "/coordinator-2";
+  auto second = CoordinatorProcess::Start(second_options);
+  ASSERT_TRUE(second.ok()) << second.status();
+  std::unique_ptr<CoordinatorProcess> standby = *std::move(second);
+  EXPECT_FALSE(standby->leader());
+
+  const std::string both = fmt::format("{},{}", standby->address(), coordinator_->address());
+  StartNode(1, both);
+  StartNode(2, both);
+  {
+    // The standby answers admin requests with kUnavailable; a client of both finds the leader.
+    auto admin = GrpcRuntime::Start({.listen = {},
+                                     .advertise = {},
+                                     .coordinator = standby->address(),
+                                     .address_book_path = {},
+                                     .max_message_bytes = kDefaultMaxMessageBytes});
+    ASSERT_TRUE(admin.ok()) << admin.status();
+    wire::AdminRequest request;
+    request.mutable_progress();
+    auto refused = (*admin)->Admin(request, 5'000'000);
+    EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable) << refused.status();
+  }
+  auto db = Database::Connect("shoal://" + both);
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto c = (*db)->GetCollection("c");
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(c->Insert(fmt::format("k{}", i), fmt::format(R"({{"i": {}}})", i)).ok());
+  }
+  const cluster::ShardMapPtr before = coordinator_->coordinator().map();
+
+  coordinator_->Stop();  // resigns: the standby need not wait for the session timeout
+  ASSERT_TRUE(standby->WaitLeader(std::chrono::seconds(30)));
+  EXPECT_EQ(standby->leader_epoch(), std::optional<uint64_t>(2));
+  EXPECT_EQ(standby->coordinator().map()->epoch(), before->epoch());
+  // The new leader moves a bucket: its fenced writes go through.
+  const std::vector<BucketId> on_one = standby->coordinator().map()->BucketsOf(NodeId(1));
+  ASSERT_FALSE(on_one.empty());
+  const Status moved = standby->coordinator().MoveBucket(on_one.front(), NodeId(2));
+  ASSERT_TRUE(moved.ok()) << moved;
+  for (int i = 0; i < 50; ++i) {
+    auto doc = c->Get(fmt::format("k{}", i));
+    ASSERT_TRUE(doc.ok()) << doc.status();
+    EXPECT_EQ(doc->json, fmt::format(R"({{"i": {}}})", i));
+  }
+  ASSERT_TRUE(c->Insert("after", R"({"i": -1})").ok());
+  db->reset();
+  nodes_.clear();
+  standby->Stop();
+}
+
+// A Coordinator writing through a fenced store: once another candidate took over the election,
+// every edit of the stale one (a node added, a bucket moved) is refused and the map in ZooKeeper
+// stays as the new leader left it.
+TEST_F(ZooKeeperCoordinatorTest, StaleLeaderCoordinatorCannotCommit) {
+  metadata::ZooKeeperMetadataOptions zk;
+  zk.hosts = server_->hosts();
+  zk.root = "/shoal/fenced";
+  auto opened = metadata::ZooKeeperMetadataStore::Open(zk);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<metadata::ZooKeeperMetadataStore> store = *std::move(opened);
+  metadata::LeaderElection stale(*store, "coordinator/", "stale", std::chrono::milliseconds(2'000));
+  metadata::LeaderElection fresh(*store, "coordinator/", "fresh", std::chrono::milliseconds(2'000));
+  ASSERT_EQ(stale.TryAcquire(), StatusOr<bool>(true));
+  metadata::FencedMetadataStore fenced(*store, [&] { return stale.Fence(); });
+  auto runtime = GrpcRuntime::Start({.listen = "127.0.0.1:0",
+                                     .advertise = {},
+                                     .coordinator = {},
+                                     .address_book_path = {},
+                                     .max_message_bytes = kDefaultMaxMessageBytes});
+  ASSERT_TRUE(runtime.ok()) << runtime.status();
+  coordinator::CoordinatorOptions options;
+  options.auto_balance = false;
+  auto opened_coordinator = coordinator::Coordinator::Open(**runtime, fenced, options);
+  ASSERT_TRUE(opened_coordinator.ok()) << opened_coordinator.status();
+  std::shared_ptr<coordinator::Coordinator> coordinator = *opened_coordinator;
+  ASSERT_TRUE(coordinator->Initialize({NodeId(1), NodeId(2)}, 4).ok());
+  auto before = store->Get("cluster/map");
+  ASSERT_TRUE(before.ok()) << before.status();
+
+  // The stale leader's session ends behind its back (as when it is paused for longer than the
+  // session timeout); the other candidate takes over.
+  ASSERT_TRUE(store->CloseSession(*stale.session()).ok());
+  ASSERT_EQ(fresh.TryAcquire(), StatusOr<bool>(true));
+  EXPECT_EQ(fresh.epoch(), std::optional<uint64_t>(2));
+
+  const Status added = coordinator->AddNode(NodeId(3));
+  EXPECT_EQ(added.code(), StatusCode::kFailedPrecondition) << added;
+  const Status moved = coordinator->MoveBucket(coordinator->map()->buckets().front().id, NodeId(2));
+  EXPECT_FALSE(moved.ok());
+  auto created = coordinator->CreateCollection("late");
+  EXPECT_EQ(created.status().code(), StatusCode::kFailedPrecondition) << created.status();
+  EXPECT_EQ(*store->Get("cluster/map"), *before);
+  EXPECT_TRUE(store->List("moves/")->empty());
+  EXPECT_TRUE(store->List("cluster/collections/")->empty());
+  (*runtime)->Shutdown();
 }
 
 }  // namespace

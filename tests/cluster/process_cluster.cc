@@ -92,7 +92,9 @@ ProcessCluster::~ProcessCluster() {
 }
 
 std::string ProcessCluster::NameOf(uint32_t id) const {
-  return id == kCoordinator ? "coordinator" : fmt::format("node-{}", id);
+  if (id == kCoordinator) return "coordinator";
+  if (id == kStandbyCoordinator) return "coordinator-2";
+  return fmt::format("node-{}", id);
 }
 
 Status ProcessCluster::Launch(uint32_t id, const std::vector<std::string>& args,
@@ -116,6 +118,7 @@ Status ProcessCluster::Launch(uint32_t id, const std::vector<std::string>& args,
       const size_t end = text.find('"', begin);
       if (end != std::string::npos) {
         if (id == kCoordinator) coordinator_address_ = text.substr(begin, end - begin);
+        if (id == kStandbyCoordinator) standby_address_ = text.substr(begin, end - begin);
         return OkStatus();
       }
     }
@@ -130,24 +133,64 @@ Status ProcessCluster::Launch(uint32_t id, const std::vector<std::string>& args,
   return DeadlineExceededError(fmt::format("{} did not start", NameOf(id)));
 }
 
+void ProcessCluster::UseZooKeeper(std::string uri, int election_session_ms) {
+  metadata_ = std::move(uri);
+  election_session_ms_ = election_session_ms;
+}
+
+std::vector<std::string> ProcessCluster::CoordinatorArgs(const std::string& data, uint32_t nodes,
+                                                         uint32_t buckets) const {
+  // The listen address stays at index 4: restarts replace it with the bound one.
+  std::vector<std::string> args = {"coordinator",
+                                   "--data",
+                                   data,
+                                   "--listen",
+                                   "127.0.0.1:0",
+                                   "--initial-nodes",
+                                   std::to_string(nodes),
+                                   "--buckets",
+                                   std::to_string(buckets),
+                                   "--no-sync",
+                                   "--json"};
+  if (!metadata_.empty()) {
+    args.insert(args.end(), {"--metadata", metadata_, "--election-session-ms",
+                             std::to_string(election_session_ms_)});
+  }
+  return args;
+}
+
 Status ProcessCluster::StartCoordinator(uint32_t initial_nodes, uint32_t buckets,
                                         const std::string& failpoints) {
   SHOAL_RETURN_IF_ERROR(Launch(
-      kCoordinator,
-      {"coordinator", "--data", dir_ + "/coordinator", "--listen", "127.0.0.1:0", "--initial-nodes",
-       std::to_string(initial_nodes), "--buckets", std::to_string(buckets), "--no-sync", "--json"},
-      failpoints));
+      kCoordinator, CoordinatorArgs(dir_ + "/coordinator", initial_nodes, buckets), failpoints));
   // Restarts keep the port: the nodes and the clients know the coordinator by it.
   children_[kCoordinator].args[4] = coordinator_address_;
   return OkStatus();
 }
 
+Status ProcessCluster::StartStandbyCoordinator(uint32_t initial_nodes, uint32_t buckets) {
+  if (metadata_.empty()) return FailedPreconditionError("a standby needs UseZooKeeper");
+  SHOAL_RETURN_IF_ERROR(Launch(
+      kStandbyCoordinator, CoordinatorArgs(dir_ + "/coordinator-2", initial_nodes, buckets), {}));
+  children_[kStandbyCoordinator].args[4] = standby_address_;
+  admin_.reset();  // the admin client learns both addresses
+  return OkStatus();
+}
+
+std::string ProcessCluster::coordinators() const {
+  return standby_address_.empty() ? coordinator_address_
+                                  : coordinator_address_ + "," + standby_address_;
+}
+
+std::string ProcessCluster::CoordinatorAddress(uint32_t id) const {
+  return id == kStandbyCoordinator ? standby_address_ : coordinator_address_;
+}
+
 Status ProcessCluster::StartNode(uint32_t id, const std::string& failpoints) {
-  return Launch(
-      id,
-      {"node", "--id", std::to_string(id), "--data", fmt::format("{}/node-{}", dir_, id),
-       "--listen", "127.0.0.1:0", "--coordinator", coordinator_address_, "--no-sync", "--json"},
-      failpoints);
+  return Launch(id,
+                {"node", "--id", std::to_string(id), "--data", fmt::format("{}/node-{}", dir_, id),
+                 "--listen", "127.0.0.1:0", "--coordinator", coordinators(), "--no-sync", "--json"},
+                failpoints);
 }
 
 Status ProcessCluster::Restart(uint32_t id) {
@@ -174,6 +217,16 @@ void ProcessCluster::Kill(uint32_t id) {
   it->second.pid = -1;
 }
 
+void ProcessCluster::Pause(uint32_t id) {
+  auto it = children_.find(id);
+  if (it != children_.end() && it->second.pid > 0) ::kill(it->second.pid, SIGSTOP);
+}
+
+void ProcessCluster::Resume(uint32_t id) {
+  auto it = children_.find(id);
+  if (it != children_.end() && it->second.pid > 0) ::kill(it->second.pid, SIGCONT);
+}
+
 bool ProcessCluster::Running(uint32_t id) const {
   auto it = children_.find(id);
   return it != children_.end() && it->second.pid > 0;
@@ -196,7 +249,7 @@ net::GrpcRuntime* ProcessCluster::Admin() {
   if (admin_ == nullptr) {
     auto runtime = net::GrpcRuntime::Start({.listen = {},
                                             .advertise = {},
-                                            .coordinator = coordinator_address_,
+                                            .coordinator = coordinators(),
                                             .address_book_path = {},
                                             .max_message_bytes = net::kDefaultMaxMessageBytes});
     if (!runtime.ok()) return nullptr;

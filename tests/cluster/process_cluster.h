@@ -24,8 +24,10 @@
 
 namespace shoal::cluster_test {
 
-// The role of a child process: the coordinator is node id 0.
+// The role of a child process: the coordinator is node id 0; a second coordinator (a standby
+// under ZooKeeper leader election) has an id no test gives a node.
 inline constexpr uint32_t kCoordinator = 0;
+inline constexpr uint32_t kStandbyCoordinator = 1000;
 
 // One exit of a child observed by Reap.
 struct Exit {
@@ -42,16 +44,26 @@ class ProcessCluster {
   ProcessCluster(const ProcessCluster&) = delete;
   ProcessCluster& operator=(const ProcessCluster&) = delete;
 
+  // Coordinators started from now on keep their metadata under the ZooKeeper `uri`
+  // ("zk://HOST:PORT/PATH") with the given election session timeout (default: embedded).
+  void UseZooKeeper(std::string uri, int election_session_ms);
   // The coordinator with a new map of nodes 1..initial_nodes and `buckets`; `failpoints` is the
   // process's SHOAL_FAILPOINTS (empty: none).
   [[nodiscard]] Status StartCoordinator(uint32_t initial_nodes, uint32_t buckets,
                                         const std::string& failpoints = {});
+  // A second coordinator on the same ZooKeeper path (UseZooKeeper first): a standby while the
+  // first one leads. Start it before the nodes, which are given both addresses.
+  [[nodiscard]] Status StartStandbyCoordinator(uint32_t initial_nodes, uint32_t buckets);
   [[nodiscard]] Status StartNode(uint32_t id, const std::string& failpoints = {});
   // Starts `id` again on its data directory, without failpoints.
   [[nodiscard]] Status Restart(uint32_t id);
   // SIGKILL, then waits for the process to end.
   void Kill(uint32_t id);
   [[nodiscard]] bool Running(uint32_t id) const;
+  // SIGSTOP / SIGCONT: a process that stops answering without dying (and its ZooKeeper sessions
+  // expire meanwhile).
+  void Pause(uint32_t id);
+  void Resume(uint32_t id);
 
   // The children that ended since the last call (without blocking).
   [[nodiscard]] std::vector<Exit> Reap();
@@ -75,7 +87,11 @@ class ProcessCluster {
   // nodes that do not answer; empty when every node holds exactly its buckets.
   [[nodiscard]] std::string MapDisagreement();
 
-  [[nodiscard]] std::string uri() const { return "shoal://" + coordinator_address_; }
+  [[nodiscard]] std::string uri() const { return "shoal://" + coordinators(); }
+  // The coordinators' addresses, comma-separated (the standby's after the first's).
+  [[nodiscard]] std::string coordinators() const;
+  // The address of coordinator `id` (kCoordinator or kStandbyCoordinator).
+  [[nodiscard]] std::string CoordinatorAddress(uint32_t id) const;
   [[nodiscard]] const std::string& dir() const { return dir_; }
   // The last lines of every log, for a failure message.
   [[nodiscard]] std::string LogTails(int lines) const;
@@ -92,10 +108,15 @@ class ProcessCluster {
                               const std::string& failpoints);
   [[nodiscard]] net::GrpcRuntime* Admin();
   [[nodiscard]] Status RunAdminCommand(const std::vector<std::string>& args);
+  [[nodiscard]] std::vector<std::string> CoordinatorArgs(const std::string& data, uint32_t nodes,
+                                                         uint32_t buckets) const;
 
   const std::string binary_;
   std::string dir_;
   std::string coordinator_address_;
+  std::string standby_address_;
+  std::string metadata_;  // --metadata of the coordinators ("" = embedded)
+  int election_session_ms_ = 0;
   std::map<uint32_t, Child> children_;
   std::unique_ptr<net::GrpcRuntime> admin_;
   std::function<void()> between_attempts_;

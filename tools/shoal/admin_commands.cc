@@ -92,7 +92,7 @@ StatusOr<nlohmann::json> WaitBalanced(net::GrpcRuntime& runtime, const wire::Adm
 }
 
 int RunAdmin(const AdminFlags& flags, const std::string& command) {
-  auto coordinator = net::CoordinatorOf(flags.cluster);
+  auto coordinator = net::CoordinatorsOf(flags.cluster);
   if (!coordinator.ok()) return FailCommand(coordinator.status());
   auto runtime = net::GrpcRuntime::Start({.listen = {},
                                           .advertise = {},

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "include/shoal/shoal.h"
+#include "proto/shoal.pb.h"
 #include "src/client/client.h"
 #include "src/net/grpc_runtime.h"
 #include "src/net/uri.h"
@@ -222,7 +223,7 @@ void PrintHotKeys(const std::vector<HotKeyRow>& rows,
 }
 
 int RunStatus(const DataFlags& flags) {
-  auto coordinator = net::CoordinatorOf(flags.cluster);
+  auto coordinator = net::CoordinatorsOf(flags.cluster);
   if (!coordinator.ok()) return FailCommand(coordinator.status());
   auto runtime = net::GrpcRuntime::Start({.listen = {},
                                           .advertise = {},
@@ -239,6 +240,17 @@ int RunStatus(const DataFlags& flags) {
   if (!state.ok()) return FailCommand(state.status());
   const cluster::ShardMapPtr map = state->state.map;
   if (map == nullptr) return FailCommand(UnavailableError("the coordinator has no map yet"));
+  // Which coordinator leads (several may run under ZooKeeper); "?" if it did not say.
+  std::string leader = "?";
+  uint64_t leader_epoch = 0;
+  {
+    wire::AdminRequest progress;
+    progress.mutable_progress();
+    if (auto answer = (*runtime)->Admin(progress, kTimeout); answer.ok()) {
+      leader = answer->leader();
+      leader_epoch = answer->leader_epoch();
+    }
+  }
 
   std::map<NodeId, NodeStatus> nodes;
   std::map<BucketId, NodeId> owner;
@@ -307,6 +319,8 @@ int RunStatus(const DataFlags& flags) {
                            {"documents", node.documents}});
     }
     nlohmann::json out{{"coordinator", *coordinator},
+                       {"leader", leader},
+                       {"leader_epoch", leader_epoch},
                        {"epoch", map->epoch().value()},
                        {"buckets", map->buckets().size()},
                        {"imbalance", imbalance},
@@ -315,9 +329,10 @@ int RunStatus(const DataFlags& flags) {
                        {"hot_keys", HotKeysJson(hot_keys, collection_names)}};
     std::printf("%s\n", out.dump().c_str());
   } else {
-    std::printf("coordinator %s  epoch %llu  buckets %zu  imbalance %.3f\n", coordinator->c_str(),
-                static_cast<unsigned long long>(map->epoch().value()), map->buckets().size(),
-                imbalance);
+    std::printf(
+        "coordinator %s  leader %s (leader epoch %llu)  epoch %llu  buckets %zu  imbalance %.3f\n",
+        coordinator->c_str(), leader.c_str(), static_cast<unsigned long long>(leader_epoch),
+        static_cast<unsigned long long>(map->epoch().value()), map->buckets().size(), imbalance);
     std::printf("%-6s %-8s %-22s %-9s %8s %14s %12s\n", "node", "state", "address", "reachable",
                 "buckets", "bytes", "documents");
     for (const auto& [id, node] : nodes) {

@@ -56,6 +56,7 @@ struct CoordinatorFlags {
   uint32_t initial_nodes = 3;
   uint32_t buckets = 32;
   std::string metadata = "embedded";
+  uint32_t election_session_ms = 4'000;
   std::string grpc_server = "sync";
   bool no_sync = false;
   bool json = false;
@@ -103,6 +104,7 @@ int RunCoordinator(const CoordinatorFlags& flags) {
   options.buckets = flags.buckets;
   options.sync = !flags.no_sync;
   options.metadata = flags.metadata;
+  options.election_session_timeout = std::chrono::milliseconds(flags.election_session_ms);
   auto server_mode = net::ParseGrpcServerMode(flags.grpc_server);
   if (!server_mode.ok()) {
     std::fprintf(stderr, "error: %s\n", server_mode.status().ToString().c_str());
@@ -317,6 +319,11 @@ void AddServerCommands(CLI::App& app) {
   c->add_option("--metadata", coordinator->metadata,
                 "Metadata store: embedded (in --data) or zk://HOST:PORT[,HOST:PORT...]/PATH")
       ->capture_default_str();
+  c->add_option("--election-session-ms", coordinator->election_session_ms,
+                "With zk:// metadata: the leader's ZooKeeper session timeout, i.e. how long a dead "
+                "leader holds the lead before a standby coordinator takes over")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 600'000u));
   c->add_option("--grpc-server", coordinator->grpc_server, "gRPC server API: sync or callback")
       ->check(CLI::IsMember({"sync", "callback"}))
       ->capture_default_str();
@@ -333,7 +340,10 @@ void AddServerCommands(CLI::App& app) {
       ->capture_default_str();
   n->add_option("--advertise", node->advertise,
                 "HOST:PORT others reach this node on (default: the listen address)");
-  n->add_option("--coordinator", node->coordinator, "HOST:PORT of the coordinator")->required();
+  n->add_option(
+       "--coordinator", node->coordinator,
+       "HOST:PORT of the coordinator; several, comma-separated, under coordinator failover")
+      ->required();
   n->add_option("--id", node->id, "Node id (stored in the data directory on first start)");
   n->add_option("--grpc-server", node->grpc_server, "gRPC server API: sync or callback")
       ->check(CLI::IsMember({"sync", "callback"}))
