@@ -58,6 +58,21 @@ std::string EncodeShardBody(const ShardDocument& d) {
   return out;
 }
 
+DocumentFilter StoredFilter(const ShardQuery& query) {
+  DocumentFilter filter;
+  for (const FieldPredicate& p : query.filter.all_of) {
+    filter.all_of.push_back({.path = "b." + p.path, .op = p.op, .value = p.value});
+  }
+  if (!query.filter.empty() || !query.include_tombstones) {
+    filter.all_of.push_back({.path = "t", .op = CompareOp::kEq, .value = false});
+  }
+  if (query.version.has_value()) {
+    filter.all_of.push_back(
+        {.path = "v", .op = CompareOp::kEq, .value = static_cast<int64_t>(query.version->value())});
+  }
+  return filter;
+}
+
 StatusOr<ShardDocument> DecodeShardBody(std::string primary_key, std::string_view stored) {
   auto corrupt = [&] {
     return MakeStatus(StatusCode::kDataLoss,
@@ -175,17 +190,7 @@ StatusOr<ShardDocument> EmbeddedShardBackend::Get(std::string_view primary_key) 
 StatusOr<ShardPage> EmbeddedShardBackend::Query(const ShardQuery& query) {
   SHOAL_RETURN_IF_ERROR(storage::ValidateFilter(query.filter));
   if (query.limit == 0) return InvalidArgumentError("query limit must be >= 1");
-  DocumentFilter filter;
-  for (const FieldPredicate& p : query.filter.all_of) {
-    filter.all_of.push_back({.path = "b." + p.path, .op = p.op, .value = p.value});
-  }
-  if (!query.filter.empty() || !query.include_tombstones) {
-    filter.all_of.push_back({.path = "t", .op = CompareOp::kEq, .value = false});
-  }
-  if (query.version.has_value()) {
-    filter.all_of.push_back(
-        {.path = "v", .op = CompareOp::kEq, .value = static_cast<int64_t>(query.version->value())});
-  }
+  const DocumentFilter filter = StoredFilter(query);
   // The limit + 1 smallest keys after the cursor, in a max-heap on the key.
   auto by_key = [](const storage::Document& a, const storage::Document& b) {
     return a.primary_key < b.primary_key;

@@ -59,5 +59,8 @@ class EmbeddedShardBackend final : public ShardBackend {
 [[nodiscard]] std::string EncodeShardBody(const ShardDocument& d);
 [[nodiscard]] StatusOr<ShardDocument> DecodeShardBody(std::string primary_key,
                                                       std::string_view stored);
+// The conditions of `query` (its filter, tombstones, version) on that stored body; or_version is
+// left to the caller.
+[[nodiscard]] storage::DocumentFilter StoredFilter(const ShardQuery& query);
 
 }  // namespace shoal::clientside

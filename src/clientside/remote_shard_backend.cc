@@ -171,17 +171,7 @@ StatusOr<ShardPage> RemoteShardBackend::Query(const ShardQuery& query) {
   SHOAL_RETURN_IF_ERROR(storage::ValidateFilter(query.filter));
   if (query.limit == 0) return InvalidArgumentError("query limit must be >= 1");
   // The same filter on the stored encoding as the embedded backend.
-  DocumentFilter filter;
-  for (const FieldPredicate& p : query.filter.all_of) {
-    filter.all_of.push_back({.path = "b." + p.path, .op = p.op, .value = p.value});
-  }
-  if (!query.filter.empty() || !query.include_tombstones) {
-    filter.all_of.push_back({.path = "t", .op = CompareOp::kEq, .value = false});
-  }
-  if (query.version.has_value()) {
-    filter.all_of.push_back(
-        {.path = "v", .op = CompareOp::kEq, .value = static_cast<int64_t>(query.version->value())});
-  }
+  const DocumentFilter filter = StoredFilter(query);
   // With or_version the filter is evaluated here, since a document of that version is taken
   // whether it matches or not; otherwise the cluster evaluates it.
   std::unique_ptr<storage::FilterEvaluator> evaluator;
