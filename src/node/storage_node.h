@@ -26,9 +26,10 @@
 //     every wait, and a write holds the bucket's in-flight count from its check to its end.
 //   - SWITCH-THEN-COPY (kCopy): the destination admits clients, but every write is executed by
 //     the source first (a request with via_move; the source decides its outcome, as the complete
-//     copy) and then applied at the destination if newer, before the acknowledgement; a read the
-//     destination cannot answer from its own copy (nothing stored, not even a tombstone) is read
-//     at the source and stored locally before the answer; a scan is served by the source. The
+//     copy) and then applied at the destination if newer, before the acknowledgement; a read is
+//     read at the source and stored locally (if newer) before the answer, since a forwarded write
+//     whose reply was lost (timeout, or a crash of the destination) may run at the source at any
+//     later time; a scan is served by the source. The
 //     source answers clients WRONG_SHARD and serves only via_move requests of that move. So the
 //     destination holds every acknowledged write and every value a read returned, and pulling
 //     the rest (TransferBucket, apply-if-newer) never overwrites a newer version.

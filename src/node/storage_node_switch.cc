@@ -105,14 +105,10 @@ Response StorageNode::ForwardGet(const transport::GetRequest& request, const Adm
     }
     return Response::Ok(transport::GetResponse{.document = document});
   };
-  storage::GetOptions get;
-  get.include_tombstones = true;
-  auto local = store_->Get(request.collection, request.primary_key, get);
-  if (local.ok()) return finish(answer(*local));
-  if (!storage::Is(local.status(), storage::ErrorReason::kNotFound)) {
-    return finish(Response::Error(local.status()));
-  }
-  // Nothing stored here (not transferred yet, or never written): the source knows.
+  // Always read at the source, even when this node holds the key: the source may have run a
+  // forwarded write whose reply never came back here (the forward timed out, or an earlier
+  // incarnation of this node sent it and crashed, and the source ran it afterwards), so a local
+  // copy can be older than a write that has taken effect.
   auto response = runtime_.Call(Address::Node(admitted.source),
                                 transport::GetRequest{.epoch = epoch(),
                                                       .collection = request.collection,
