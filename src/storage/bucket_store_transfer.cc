@@ -330,14 +330,21 @@ StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
   std::unique_ptr<rocksdb::TransactionLogIterator> it = TakeWalCursor(expected);
   bool resumed = it != nullptr;
   bool progressed = true;
+  bool reseek = false;
   while (progressed && expected <= db_->GetLatestSequenceNumber() &&
          batch.changes.size() < max_changes) {
     progressed = false;
+    // Whether `it` is a parked reader that has not yet returned a batch.
+    bool from_parked = false;
     if (resumed) {
       resumed = false;
       it->Next();
       // The end of the file it knows while newer files exist, or a hole: seek afresh.
-      if (!it->Valid() && !it->status().ok()) progressed = true;
+      if (!it->Valid() && !it->status().ok()) {
+        progressed = true;
+      } else {
+        from_parked = true;
+      }
     } else {
       rocksdb::Status s = db_->GetUpdatesSince(expected, &it);
       if (!s.ok()) {
@@ -349,6 +356,13 @@ StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
       rocksdb::BatchResult result = it->GetBatch();
       const uint64_t count = std::max<uint64_t>(result.writeBatchPtr->Count(), 1);
       if (result.sequence + count <= expected) continue;  // fully read before
+      if (from_parked && result.sequence > expected) {
+        // A parked reader resumed across a hole (a sequence an ingest consumed) can step over
+        // the batch written after the hole; only a fresh seek from `expected` finds it.
+        reseek = true;
+        break;
+      }
+      from_parked = false;
       if (result.sequence > expected) SHOAL_RETURN_IF_ERROR(CheckWalRetained(expected));
       ChangeCollector collector(documents_cf, range, expected - 1, result.sequence, &batch.changes);
       rocksdb::Status handled = result.writeBatchPtr->Iterate(&collector);
@@ -358,6 +372,12 @@ StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
       batch.next_sequence = expected - 1;
       progressed = true;
       if (batch.changes.size() >= max_changes) break;
+    }
+    if (reseek) {
+      reseek = false;
+      it.reset();
+      progressed = true;
+      continue;
     }
     if (it->Valid()) break;        // full: on the batch just consumed
     if (it->status().ok()) break;  // the end of the WAL
