@@ -67,6 +67,12 @@ WriteRoute WriteRouting(TransitionStage stage, TransitionMode mode) {
                   .mirror = std::nullopt,
                   .admission = WriteAdmission::kServe};
         case TransitionMode::kSwitchThenCopy:
+          if (stage == TransitionStage::kCatchUp) {
+            // The source is sealed: writes wait at the destination for the commit.
+            return {.acknowledger = ReplicaRole::kDestination,
+                    .mirror = std::nullopt,
+                    .admission = WriteAdmission::kQueue};
+          }
           // Paper 002 Theorem 5.4: writes are replicated at the previous owner until the
           // transfer is complete; the new owner is the one that acknowledges.
           return {.acknowledger = ReplicaRole::kDestination,
@@ -97,27 +103,6 @@ WriteRoute WriteRouting(TransitionStage stage, TransitionMode mode) {
           .admission = WriteAdmission::kServe};
 }
 
-bool IsStageOf(TransitionStage stage, TransitionMode mode) {
-  switch (stage) {
-    case TransitionStage::kCopy:
-    case TransitionStage::kPrepare:
-    case TransitionStage::kCommitted:
-    case TransitionStage::kCleanup:
-    case TransitionStage::kDone:
-    case TransitionStage::kAborted:
-      return true;
-    case TransitionStage::kCatchUp:
-      switch (mode) {
-        case TransitionMode::kCopyThenSwitch:
-          return true;
-        case TransitionMode::kSwitchThenCopy:
-          return false;
-      }
-      break;
-  }
-  return false;
-}
-
 bool IsTerminal(TransitionStage stage) {
   switch (stage) {
     case TransitionStage::kCopy:
@@ -134,7 +119,9 @@ bool IsTerminal(TransitionStage stage) {
 }
 
 bool IsStorable(TransitionStage stage, TransitionMode mode) {
-  return IsStageOf(stage, mode) && !IsTerminal(stage);
+  // Both modes pass through every stage, in different orders (NextStage).
+  (void)mode;
+  return !IsTerminal(stage);
 }
 
 bool IsCommitted(TransitionStage stage) {
@@ -169,11 +156,17 @@ std::optional<TransitionStage> NextStage(TransitionStage stage, TransitionMode m
         case TransitionMode::kCopyThenSwitch:
           return TransitionStage::kCatchUp;
         case TransitionMode::kSwitchThenCopy:
-          return TransitionStage::kCommitted;
+          return TransitionStage::kCatchUp;
       }
       break;
     case TransitionStage::kCatchUp:
-      return TransitionStage::kPrepare;
+      switch (mode) {
+        case TransitionMode::kCopyThenSwitch:
+          return TransitionStage::kPrepare;
+        case TransitionMode::kSwitchThenCopy:
+          return TransitionStage::kCommitted;
+      }
+      break;
     case TransitionStage::kPrepare:
       switch (mode) {
         case TransitionMode::kCopyThenSwitch:

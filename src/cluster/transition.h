@@ -10,10 +10,11 @@
 //     kCopy -> kCatchUp -> kPrepare -> kCommitted -> kCleanup -> kDone
 //     with kAborted reachable from kCopy, kCatchUp and kPrepare.
 //   switch-then-copy (paper 002 §5.3-5.4; paper 001 §3.2 read/write ownership tokens):
-//     kPrepare -> kCopy -> kCommitted -> kCleanup -> kDone, with kAborted reachable from
-//     kPrepare only. The source is fenced in kPrepare; the destination owns the bucket from kCopy
-//     on, so the move only rolls forward from there (an abort could not reach a destination that
-//     is cut off, and it would go on serving reads from its own copy).
+//     kPrepare -> kCopy -> kCatchUp -> kCommitted -> kCleanup -> kDone, with kAborted reachable
+//     from kPrepare only. The source is fenced in kPrepare; the destination owns the bucket from
+//     kCopy on, so the move only rolls forward from there (an abort could not reach a destination
+//     that is cut off, and it would go on serving reads from its own copy). kCatchUp seals the
+//     source before the commit (see the stage).
 // kDone and kAborted are terminal and never stored in a ShardMap: the edit that reaches them
 // drops the transition (they exist for move logs and node-local state).
 //
@@ -53,9 +54,14 @@ enum class TransitionStage : uint8_t {
   // being the complete copy), then at the destination; transferred documents never overwrite a
   // newer version at the destination. Not abortable: the move rolls forward.
   kCopy = 0,
-  // copy-then-switch only: the snapshot is staged at the destination; writes the source accepted
+  // copy-then-switch: the snapshot is staged at the destination; writes the source accepted
   // after the snapshot are forwarded in order and applied after the snapshot data. The source
-  // still acknowledges every write. Not a stage of switch-then-copy.
+  // still acknowledges every write.
+  // switch-then-copy (after kCopy, the seal): the transfer is complete. The source refuses
+  // forwarded writes (it is sealed and drains those in flight), so its copy of the bucket no
+  // longer changes; the destination queues writes and still reads through the source, and
+  // pulls the source's changes since the switch, so that a forwarded write whose reply was lost
+  // but which took effect at the source reaches it before the commit. Not abortable.
   kCatchUp = 1,
   // copy-then-switch: the source fences writes to the bucket (queues them for a bounded time;
   // the move aborts if the bound passes), drains the backlog, and the destination confirms it
@@ -111,11 +117,9 @@ struct WriteRoute {
 [[nodiscard]] ReadRoute ReadRouting(TransitionStage stage, TransitionMode mode);
 [[nodiscard]] WriteRoute WriteRouting(TransitionStage stage, TransitionMode mode);
 
-// True when `stage` belongs to the stage sequence of `mode` (terminal stages included).
-[[nodiscard]] bool IsStageOf(TransitionStage stage, TransitionMode mode);
 // True for kDone and kAborted.
 [[nodiscard]] bool IsTerminal(TransitionStage stage);
-// True for stages whose transition may be stored in a ShardMap (not terminal, valid for mode).
+// True for stages whose transition may be stored in a ShardMap (not terminal).
 [[nodiscard]] bool IsStorable(TransitionStage stage, TransitionMode mode);
 // True when the commit has happened (kCommitted, kCleanup, kDone): the destination is stable.
 [[nodiscard]] bool IsCommitted(TransitionStage stage);

@@ -350,7 +350,7 @@ void Coordinator::Recover() {
       } else if (cluster::CanAbort(t.stage, t.mode)) {
         status = AbortMove(bucket.id, t.move, AbortedError("coordinator restarted"));
       } else {
-        status = RollForwardSwitched(bucket.id, t.move);  // switched: no way back
+        status = RollForwardSwitched(bucket.id, t.move, std::nullopt);  // switched: no way back
       }
       if (status.code() == StatusCode::kCancelled) return;
     }

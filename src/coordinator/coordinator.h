@@ -10,8 +10,8 @@
 //                                  kCommitted is stored)
 //   cluster/next_move              the next MoveId (ids are never reused)
 //   cluster/collections/<name>     the collection id
-//   moves/<id, 20 digits>          the move log: BEGIN, SWITCH, COMMIT, DONE or ABORT with the
-//   bucket,
+//   moves/<id, 20 digits>          the move log: BEGIN, SWITCH, SEAL, COMMIT, DONE or ABORT with
+//   the bucket,
 //                                  source and destination; written in the same Commit as the map
 //
 // Move protocols, one task per move (coordinator_moves.cc):
@@ -21,8 +21,10 @@
 //   COMMIT (map) -> kCleanup -> source drops the range -> DONE (map without the transition).
 //   switch-then-copy (pre-bootstrap of a joining node; MoveBucket on request): BEGIN (map:
 //   kPrepare) -> source fences and drains -> SWITCH (map: kCopy; the destination serves through
-//   the source) -> destination transfers the bucket (apply-if-newer) -> COMMIT -> kCleanup ->
-//   source drops the range -> DONE.
+//   the source) -> destination transfers the bucket (apply-if-newer) -> SEAL (map: kCatchUp;
+//   the source fences the destination's writes and drains them) -> destination catches up with
+//   the source's log since the switch (or transfers again) -> COMMIT -> kCleanup -> source
+//   drops the range -> DONE.
 // Recovery (paper 004 §5.4 cases 1-6): on start, every transition that may abort (not committed,
 // not switched) is aborted (ABORT, the destination drops its staged data); every switched one is
 // rolled forward and every committed one finished (cleanup, DONE). A failure of any step before
@@ -157,8 +159,24 @@ class Coordinator final : public transport::Service,
                                       NodeId destination);
   [[nodiscard]] Status SwitchThenCopy(BucketId bucket, MoveId move, NodeId source,
                                       NodeId destination);
-  // From the switch on: transfer, COMMIT, cleanup. Also run by recovery.
-  [[nodiscard]] Status RollForwardSwitched(BucketId bucket, MoveId move);
+  // From the switch on: transfer, SEAL, catch-up, COMMIT, cleanup. Also run by recovery.
+  // `switch_sequence`: the source's last sequence at its fence before the switch, when this
+  // incarnation knows it (the catch-up starts there; otherwise a second full transfer runs).
+  [[nodiscard]] Status RollForwardSwitched(BucketId bucket, MoveId move,
+                                           std::optional<uint64_t> switch_sequence);
+  // Pulls the whole bucket into the destination while the move stays in `stage`, waiting out
+  // nodes that do not answer; false when the move left that stage. Adds to *bytes.
+  [[nodiscard]] StatusOr<bool> TransferSwitched(BucketId bucket, MoveId move, NodeId source,
+                                                NodeId destination, cluster::TransitionStage stage,
+                                                uint64_t* bytes);
+  // The seal's fence at the source (kCatchUp), retried until it answers: the source's last
+  // sequence, after which it takes no write of the bucket. kAborted if the move left kCatchUp.
+  [[nodiscard]] StatusOr<uint64_t> SealSource(BucketId bucket, MoveId move, NodeId source);
+  // Catch-up rounds of the destination from `after_sequence` (to `until_sequence` if set): the
+  // position reached, or none if a round failed (the log is gone, a node is down).
+  [[nodiscard]] std::optional<uint64_t> CatchUpSwitched(BucketId bucket, MoveId move, NodeId source,
+                                                        NodeId destination, uint64_t after_sequence,
+                                                        std::optional<uint64_t> until_sequence);
   // A step before the commit (or switch) failed: abort, unless this incarnation was stopped.
   [[nodiscard]] Status FailMove(BucketId bucket, MoveId move, const Status& status);
   [[nodiscard]] Status AdvanceStage(BucketId bucket, MoveId move, cluster::TransitionStage stage,

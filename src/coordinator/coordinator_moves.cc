@@ -212,7 +212,8 @@ Status Coordinator::CopyThenSwitch(BucketId bucket, MoveId move, NodeId source,
 
 // Switch-then-copy (paper 002 §5.3-5.4, paper 001 §4.2): kPrepare (durable) -> the source
 // fences and drains -> SWITCH (map: kCopy; the destination serves through the source) ->
-// transfer -> COMMIT -> cleanup. Aborts only before the switch; from the switch on it rolls
+// transfer -> SEAL (map: kCatchUp; the source fences the destination's writes) -> catch-up ->
+// COMMIT -> cleanup. Aborts only before the switch; from the switch on it rolls
 // forward, also after a coordinator restart (RollForwardSwitched).
 Status Coordinator::SwitchThenCopy(BucketId bucket, MoveId move, NodeId source,
                                    NodeId destination) {
@@ -222,7 +223,8 @@ Status Coordinator::SwitchThenCopy(BucketId bucket, MoveId move, NodeId source,
   auto fenced = CallNode(source, transport::FenceRequest{.move = move, .bucket = bucket},
                          options_.call_attempts);
   if (!fenced.ok()) return fail(fenced.status());
-  if (!fenced->status.ok()) return fail(fenced->status);
+  auto fence = transport::BodyAs<transport::FenceResponse>(std::move(*fenced));
+  if (!fence.ok()) return fail(fence.status());
   if (Status s = runtime_.Failpoint("coordinator.before_switch"); !s.ok()) return s;
   if (Status s = AdvanceStage(bucket, move, TransitionStage::kCopy,
                               fmt::format("SWITCH {} {} -> {}", bucket.DebugString(),
@@ -235,23 +237,20 @@ Status Coordinator::SwitchThenCopy(BucketId bucket, MoveId move, NodeId source,
     progress_.fence_micros.push_back(runtime_.Now() - fence_start);
     progress_.first_commit_to.emplace(destination, runtime_.Now());
   }
-  Status finished = RollForwardSwitched(bucket, move);
+  // Every write the source takes from here on is one the destination forwarded, so its change
+  // log after the fence's sequence holds them all.
+  Status finished = RollForwardSwitched(bucket, move, fence->sequence);
   std::lock_guard<std::mutex> lock(mu_);
   --progress_.in_flight;
   return finished;
 }
 
-Status Coordinator::RollForwardSwitched(BucketId bucket, MoveId move) {
-  if (Status s = runtime_.Failpoint("coordinator.after_switch"); !s.ok()) return s;
-  ShardMapPtr map = this->map();
-  const cluster::BucketPlacement* placement = MovingBucket(*map, bucket, move);
-  if (placement == nullptr) return OkStatus();  // finished already
-  const NodeId source = placement->transition->source.front();
-  const NodeId destination = placement->transition->destination.front();
-  // Transfer until the destination holds the whole bucket. There is no way back, so a node
-  // that does not answer is waited for (retries with backoff) rather than given up on.
+StatusOr<bool> Coordinator::TransferSwitched(BucketId bucket, MoveId move, NodeId source,
+                                             NodeId destination, TransitionStage stage,
+                                             uint64_t* bytes) {
+  // There is no way back, so a node that does not answer is waited for (retries with backoff)
+  // rather than given up on.
   std::string cursor;
-  uint64_t bytes = 0;
   int failures = 0;
   while (true) {
     auto transferred = CallNode(
@@ -263,29 +262,122 @@ Status Coordinator::RollForwardSwitched(BucketId bucket, MoveId move) {
     if (status.code() == StatusCode::kCancelled) return status;
     if (!status.ok()) {
       const cluster::BucketPlacement* now = MovingBucket(*this->map(), bucket, move);
-      if (now == nullptr || now->transition->stage != TransitionStage::kCopy) {
-        return OkStatus();  // no longer ours to finish
-      }
+      if (now == nullptr || now->transition->stage != stage) return false;  // not ours now
       SHOAL_RETURN_IF_ERROR(runtime_.Sleep(options_.retry_backoff << std::min(failures++, 6)));
       continue;
     }
     auto body = transport::BodyAs<transport::TransferBucketResponse>(std::move(*transferred));
     if (!body.ok()) return body.status();  // a malformed answer: a bug, not a state to wait out
     failures = 0;
-    bytes += body->bytes;
+    *bytes += body->bytes;
     cursor = body->next_cursor;
     {
       std::lock_guard<std::mutex> lock(mu_);
       progress_.bytes_planned += body->bytes;
     }
-    if (cursor.empty()) break;
+    if (cursor.empty()) return true;
+  }
+}
+
+StatusOr<uint64_t> Coordinator::SealSource(BucketId bucket, MoveId move, NodeId source) {
+  int failures = 0;
+  while (true) {
+    auto fenced = CallNode(source, transport::FenceRequest{.move = move, .bucket = bucket},
+                           options_.call_attempts);
+    Status status = fenced.ok() ? fenced->status : fenced.status();
+    if (status.code() == StatusCode::kCancelled) return status;
+    if (status.ok()) {
+      auto body = transport::BodyAs<transport::FenceResponse>(std::move(*fenced));
+      if (!body.ok()) return body.status();
+      return body->sequence;
+    }
+    const cluster::BucketPlacement* now = MovingBucket(*this->map(), bucket, move);
+    if (now == nullptr || now->transition->stage != TransitionStage::kCatchUp) {
+      return AbortedError("the move is no longer sealed");
+    }
+    SHOAL_RETURN_IF_ERROR(runtime_.Sleep(options_.retry_backoff << std::min(failures++, 6)));
+  }
+}
+
+std::optional<uint64_t> Coordinator::CatchUpSwitched(BucketId bucket, MoveId move, NodeId source,
+                                                     NodeId destination, uint64_t after_sequence,
+                                                     std::optional<uint64_t> until_sequence) {
+  uint64_t position = after_sequence;
+  for (uint32_t round = 0; round < options_.catch_up_rounds; ++round) {
+    auto caught = CallNode(destination,
+                           transport::CatchUpRequest{.move = move,
+                                                     .bucket = bucket,
+                                                     .source = source,
+                                                     .after_sequence = position,
+                                                     .until_sequence = until_sequence,
+                                                     .stop_below = options_.fence_backlog},
+                           options_.call_attempts);
+    if (!caught.ok() || !caught->status.ok()) return std::nullopt;
+    auto body = transport::BodyAs<transport::CatchUpResponse>(std::move(*caught));
+    if (!body.ok()) return std::nullopt;
+    position = body->applied_sequence;
+    if (until_sequence.has_value() || body->applied < options_.fence_backlog) break;
+  }
+  return position;
+}
+
+Status Coordinator::RollForwardSwitched(BucketId bucket, MoveId move,
+                                        std::optional<uint64_t> switch_sequence) {
+  if (Status s = runtime_.Failpoint("coordinator.after_switch"); !s.ok()) return s;
+  ShardMapPtr map = this->map();
+  const cluster::BucketPlacement* placement = MovingBucket(*map, bucket, move);
+  if (placement == nullptr) return OkStatus();  // finished already
+  const NodeId source = placement->transition->source.front();
+  const NodeId destination = placement->transition->destination.front();
+  uint64_t bytes = 0;
+  // Where the source's change log holds every write the destination may lack (see below);
+  // unknown after a coordinator restart.
+  std::optional<uint64_t> caught_up_to = switch_sequence;
+  if (placement->transition->stage == TransitionStage::kCopy) {
+    // Transfer until the destination holds the whole bucket as of each page.
+    SHOAL_ASSIGN_OR_RETURN(const bool ours, TransferSwitched(bucket, move, source, destination,
+                                                             TransitionStage::kCopy, &bytes));
+    if (!ours) return OkStatus();
+    // While the source still takes forwarded writes: most of the log, so that the sealed
+    // window below is short.
+    if (caught_up_to.has_value()) {
+      caught_up_to =
+          CatchUpSwitched(bucket, move, source, destination, *caught_up_to, std::nullopt);
+    }
+    // SEAL (durable first, so that a restarted source refuses forwarded writes by its map).
+    if (Status s = AdvanceStage(bucket, move, TransitionStage::kCatchUp,
+                                fmt::format("SEAL {} {} -> {}", bucket.DebugString(),
+                                            source.DebugString(), destination.DebugString()));
+        !s.ok()) {
+      return s;
+    }
+  } else if (placement->transition->stage != TransitionStage::kCatchUp) {
+    return OkStatus();  // not switched: not ours to roll forward
+  }
+  if (Status s = runtime_.Failpoint("coordinator.after_seal"); !s.ok()) return s;
+  // A write the destination forwarded may take effect at the source after the transfer read
+  // its key (its reply was lost, or the destination crashed meanwhile), and nobody may have
+  // read it since. Once the source is sealed and drained, its copy of the bucket no longer
+  // changes: catching up with its change log since the switch, or one more full transfer when
+  // that log is unknown or gone, leaves the destination with every write that took effect.
+  auto sealed_at = SealSource(bucket, move, source);
+  if (!sealed_at.ok()) {
+    return sealed_at.status().code() == StatusCode::kAborted ? OkStatus() : sealed_at.status();
+  }
+  if (caught_up_to.has_value()) {
+    caught_up_to = CatchUpSwitched(bucket, move, source, destination, *caught_up_to, *sealed_at);
+  }
+  if (!caught_up_to.has_value()) {
+    SHOAL_ASSIGN_OR_RETURN(const bool ours, TransferSwitched(bucket, move, source, destination,
+                                                             TransitionStage::kCatchUp, &bytes));
+    if (!ours) return OkStatus();
   }
   if (Status s = runtime_.Failpoint("coordinator.before_commit"); !s.ok()) return s;
   auto committed = CommitEdit(
       [&](const ShardMap& current, ShardMapEdit* edit) {
         const auto* b = current.Find(bucket);
         if (b != nullptr && b->transition.has_value() && b->transition->move == move &&
-            b->transition->stage == TransitionStage::kCopy) {
+            b->transition->stage == TransitionStage::kCatchUp) {
           edit->CommitTransition(bucket, move);
         }
         return OkStatus();

@@ -148,7 +148,8 @@ LocalRole StorageNode::RoleOf(BucketId bucket) const {
 }
 
 StorageNode::Admission StorageNode::AdmitLocked(const BucketPlacement& bucket,
-                                                std::optional<MoveId> via_move) const {
+                                                std::optional<MoveId> via_move,
+                                                Access access) const {
   const NodeId self = options_.id;
   if (!bucket.transition.has_value()) {
     if (via_move.has_value()) return Admission::kWrongShard;  // that move is over
@@ -157,21 +158,31 @@ StorageNode::Admission StorageNode::AdmitLocked(const BucketPlacement& bucket,
   const auto& t = *bucket.transition;
   const bool source = Contains(t.source, self);
   const bool destination = Contains(t.destination, self);
-  const bool switched =
-      t.mode == cluster::TransitionMode::kSwitchThenCopy && t.stage == TransitionStage::kCopy;
+  const bool switched = t.mode == cluster::TransitionMode::kSwitchThenCopy &&
+                        (t.stage == TransitionStage::kCopy || t.stage == TransitionStage::kCatchUp);
   if (via_move.has_value()) {
     // Only the source of that very move serves forwarded requests, and only once switched; in
-    // kPrepare it is still fenced (our map may be behind the destination's).
+    // kPrepare it is still fenced (our map may be behind the destination's). Once sealed
+    // (kCatchUp, or the seal's fence reached us first) it serves reads only: its copy of the
+    // bucket must not change while the destination catches up with it.
     if (!source || t.move != *via_move) return Admission::kWrongShard;
-    if (switched) return Admission::kServe;
+    if (switched) {
+      if (access == Access::kRead) return Admission::kServe;
+      auto it = moves_.find(bucket.id);
+      const bool sealed = t.stage == TransitionStage::kCatchUp ||
+                          (it != moves_.end() && it->second.move == t.move && it->second.sealed);
+      return sealed ? Admission::kWrongShard : Admission::kServe;
+    }
     return t.stage == TransitionStage::kPrepare ? Admission::kQueue : Admission::kWrongShard;
   }
   if (cluster::IsCommitted(t.stage)) {
     return destination ? Admission::kServe : Admission::kWrongShard;
   }
   if (switched) {
-    if (destination) return Admission::kServeViaSource;
-    return Admission::kWrongShard;  // the destination owns the bucket now
+    if (!destination) return Admission::kWrongShard;  // the destination owns the bucket now
+    // Sealed: writes wait for the commit; reads still go through the source.
+    if (t.stage == TransitionStage::kCatchUp && access == Access::kWrite) return Admission::kQueue;
+    return Admission::kServeViaSource;
   }
   // Before the commit (copy-then-switch) or the switch (switch-then-copy) the source serves,
   // until it is fenced.
@@ -190,7 +201,7 @@ StorageNode::Admission StorageNode::AdmitLocked(const BucketPlacement& bucket,
 bool StorageNode::CanAcknowledgeWrite(Point point) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (map_ == nullptr) return false;
-  const Admission admission = AdmitLocked(map_->Lookup(point), std::nullopt);
+  const Admission admission = AdmitLocked(map_->Lookup(point), std::nullopt, Access::kWrite);
   return admission == Admission::kServe || admission == Admission::kServeViaSource;
 }
 
@@ -233,7 +244,8 @@ void StorageNode::InstallLocked(const transport::ClusterState& state) {
 }
 
 StatusOr<StorageNode::Admitted> StorageNode::AwaitAdmission(MapEpoch client_epoch, Point point,
-                                                            std::optional<MoveId> via_move) {
+                                                            std::optional<MoveId> via_move,
+                                                            Access access) {
   const transport::Micros start = runtime_.Now();
   bool counted_queue = false;
   // A caller ahead of us has seen an edit we have not: decide with it.
@@ -244,7 +256,7 @@ StatusOr<StorageNode::Admitted> StorageNode::AwaitAdmission(MapEpoch client_epoc
       std::lock_guard<std::mutex> lock(mu_);
       if (map_ != nullptr) {
         const BucketPlacement& bucket = map_->Lookup(point);
-        admission = AdmitLocked(bucket, via_move);
+        admission = AdmitLocked(bucket, via_move, access);
         if (admission == Admission::kServe || admission == Admission::kServeViaSource) {
           ++inflight_writes_[bucket.id];
           Admitted admitted{.admission = admission, .bucket = bucket.id, .move = {}, .source = {}};
@@ -300,7 +312,7 @@ StatusOr<StorageNode::Admitted> StorageNode::AwaitRangeAdmission(MapEpoch client
         for (const BucketPlacement& bucket : map_->buckets()) {
           if (!Overlaps(bucket.range, range)) continue;
           ++overlapping;
-          const Admission a = AdmitLocked(bucket, via_move);
+          const Admission a = AdmitLocked(bucket, via_move, Access::kRead);
           if (a == Admission::kWrongShard) {
             ++counters_.wrong_shard;
             return Admitted{.admission = a, .bucket = bucket.id, .move = {}, .source = {}};
@@ -399,11 +411,18 @@ Status StorageNode::EnsureCollection(CollectionId collection) {
 Response StorageNode::HandleWrite(const transport::WriteRequest& request) {
   if (Status s = EnsureCollection(request.collection); !s.ok()) return Response::Error(s);
   const Point point = PointOf(request.collection, request.primary_key);
-  auto admitted = AwaitAdmission(request.epoch, point, request.via_move);
+  auto admitted = AwaitAdmission(request.epoch, point, request.via_move, Access::kWrite);
   if (!admitted.ok()) return Response::Error(admitted.status());
   if (admitted->admission == Admission::kServeViaSource) return ForwardWrite(request, *admitted);
   if (admitted->admission != Admission::kServe) return Refuse(admitted->admission);
   const BucketId bucket = admitted->bucket;
+  if (request.via_move.has_value()) {
+    // A write the destination of a switch-then-copy move forwarded: tests delay it here.
+    if (Status s = runtime_.Failpoint("source.before_forwarded_write"); !s.ok()) {
+      Release(bucket, /*write=*/true);
+      return Response::Error(s);
+    }
+  }
 
   // The write runs outside mu_; Fence waits for the in-flight count to drop to zero, so it
   // reports a sequence that includes this write.
@@ -437,7 +456,7 @@ Response StorageNode::HandleWrite(const transport::WriteRequest& request) {
 Response StorageNode::HandleGet(const transport::GetRequest& request) {
   if (Status s = EnsureCollection(request.collection); !s.ok()) return Response::Error(s);
   const Point point = PointOf(request.collection, request.primary_key);
-  auto admitted = AwaitAdmission(request.epoch, point, request.via_move);
+  auto admitted = AwaitAdmission(request.epoch, point, request.via_move, Access::kRead);
   if (!admitted.ok()) return Response::Error(admitted.status());
   if (admitted->admission == Admission::kServeViaSource) return ForwardGet(request, *admitted);
   if (admitted->admission != Admission::kServe) return Refuse(admitted->admission);
@@ -510,7 +529,12 @@ Response StorageNode::HandleExport(const transport::ExportBucketRequest& request
         directory = fmt::format("{}/moves/{}-{}", options_.data_dir, request.move.DebugString(),
                                 ++export_counter_);
         auto& record = moves_[request.bucket];
-        if (record.move != request.move) record = MoveRecord{.move = request.move, .source = true};
+        if (record.move != request.move)
+          record = MoveRecord{.move = request.move,
+                              .source = true,
+                              .fenced = false,
+                              .sealed = false,
+                              .applied_sequence = 0};
       } else if (attempt == 1) {
         return Response::Error(placement.status());
       }
@@ -570,8 +594,11 @@ Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request
       // The move may have ended while the files went in; its DropBucket waited for us.
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
       if (!placement.ok()) return Response::Error(placement.status());
-      moves_[request.bucket] = MoveRecord{
-          .move = request.move, .source = false, .applied_sequence = request.exported.sequence};
+      moves_[request.bucket] = MoveRecord{.move = request.move,
+                                          .source = false,
+                                          .fenced = false,
+                                          .sealed = false,
+                                          .applied_sequence = request.exported.sequence};
       counters_.bytes_ingested += request.exported.bytes;
       break;
     }
@@ -653,6 +680,18 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
       if (!placement.ok()) return Response::Error(placement.status());
       auto it = moves_.find(request.bucket);
+      if ((it == moves_.end() || it->second.move != request.move) &&
+          (*placement)->transition->mode == cluster::TransitionMode::kSwitchThenCopy) {
+        // A switched destination has no ingest to wait for: it catches up with the source
+        // before the commit (transition.h, kCatchUp).
+        it = moves_
+                 .insert_or_assign(request.bucket, MoveRecord{.move = request.move,
+                                                              .source = false,
+                                                              .fenced = false,
+                                                              .sealed = false,
+                                                              .applied_sequence = 0})
+                 .first;
+      }
       if (it == moves_.end() || it->second.move != request.move || it->second.source) {
         return Response::Error(transport::MakeClusterError(transport::ClusterError::kStaleMove,
                                                            "catch-up before ingest"));
@@ -757,8 +796,20 @@ Response StorageNode::HandleFence(const transport::FenceRequest& request) {
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/true);
       if (placement.ok()) {
         auto& record = moves_[request.bucket];
-        if (record.move != request.move) record = MoveRecord{.move = request.move, .source = true};
+        if (record.move != request.move)
+          record = MoveRecord{.move = request.move,
+                              .source = true,
+                              .fenced = false,
+                              .sealed = false,
+                              .applied_sequence = 0};
         record.fenced = true;
+        // A fence of a switched move is its seal (a late copy of the kPrepare fence seals too:
+        // that only makes the destination's writes wait for the commit).
+        const auto& t = *(*placement)->transition;
+        if (t.mode == cluster::TransitionMode::kSwitchThenCopy &&
+            (t.stage == TransitionStage::kCopy || t.stage == TransitionStage::kCatchUp)) {
+          record.sealed = true;
+        }
         fenced = true;
         break;
       }

@@ -33,6 +33,12 @@
 //     source answers clients WRONG_SHARD and serves only via_move requests of that move. So the
 //     destination holds every acknowledged write and every value a read returned, and pulling
 //     the rest (TransferBucket, apply-if-newer) never overwrites a newer version.
+//   - SEAL (switch-then-copy kCatchUp): a source whose map shows the move in kCatchUp, or that
+//     has answered a Fence of the switched move, refuses the destination's writes; the Fence
+//     answers only once the writes it admitted before are done, with a sequence that covers
+//     them. The destination queues client writes in kCatchUp. So the source's copy no longer
+//     changes, and the destination's catch-up to that sequence leaves it with every write that
+//     took effect at the source, including forwarded ones whose reply was lost.
 //   - Data of a range is dropped only when the node's map (durable at the coordinator) shows the
 //     node neither serves it nor takes part in a move of it.
 //   - HOT KEYS: every write this node acknowledges to a client (not one it executes for the
@@ -167,11 +173,14 @@ class StorageNode final : public transport::Service,
   // What the node does with a data request for a point or a bucket right now.
   enum class Admission : uint8_t {
     kServe,           // serve from the local store
-    kServeViaSource,  // destination of a switch-then-copy move in kCopy: serve through the source
+    kServeViaSource,  // destination of a switched switch-then-copy move: serve through the source
     kQueue,           // fenced: wait
     kWrongShard,      // not ours at our epoch
     kNotYet,          // ours at a newer epoch than we know: learn it
   };
+  // Whether a request reads or writes: a sealed switch-then-copy source still serves the
+  // destination's reads but no longer its writes.
+  enum class Access : uint8_t { kRead, kWrite };
   // What an admitted request needs: its bucket and, for kServeViaSource, the move and source.
   struct Admitted {
     Admission admission = Admission::kNotYet;
@@ -183,6 +192,9 @@ class StorageNode final : public transport::Service,
     MoveId move;
     bool source = false;
     bool fenced = false;
+    // Source of a switched switch-then-copy move: fenced again (the seal) before its commit; it
+    // refuses the destination's writes from then on.
+    bool sealed = false;
     uint64_t applied_sequence = 0;  // destination: catch-up position
   };
   // An exact bucket size of HandleLoad, and when it was computed.
@@ -200,13 +212,13 @@ class StorageNode final : public transport::Service,
 
   // `via_move`: the request was forwarded by the destination of that switch-then-copy move.
   [[nodiscard]] Admission AdmitLocked(const cluster::BucketPlacement& bucket,
-                                      std::optional<MoveId> via_move) const;
+                                      std::optional<MoveId> via_move, Access access) const;
   [[nodiscard]] LocalRole RoleLocked(const cluster::BucketPlacement& bucket) const;
   // Waits while the admission is kQueue or kNotYet (fetching the map when the client is ahead);
   // returns the final admission and what it was decided for. kServe and kServeViaSource count
   // the bucket's in-flight requests (the caller calls Release).
   [[nodiscard]] StatusOr<Admitted> AwaitAdmission(MapEpoch client_epoch, Point point,
-                                                  std::optional<MoveId> via_move);
+                                                  std::optional<MoveId> via_move, Access access);
   // The same for every bucket overlapping `range`: kServeViaSource only when one switch-then-
   // copy bucket holds the whole range. Counts nothing in flight.
   [[nodiscard]] StatusOr<Admitted> AwaitRangeAdmission(MapEpoch client_epoch,

@@ -1,7 +1,7 @@
-// The destination side of a switch-then-copy move in kCopy (paper 002 §5.3-5.4, paper 001 §4.2;
-// docs/design/cluster.md, "Switch-then-copy"): requests the destination admits but cannot answer
-// alone are run at the source, and the background transfer of the rest. The invariants are in
-// storage_node.h (SWITCH-THEN-COPY).
+// The destination side of a switched switch-then-copy move (kCopy, kCatchUp; paper 002 §5.3-5.4,
+// paper 001 §4.2; docs/design/cluster.md, "Switch-then-copy"): requests the destination admits but
+// cannot answer alone are run at the source, and the background transfer of the rest. The
+// invariants are in storage_node.h (SWITCH-THEN-COPY).
 
 #include <fmt/format.h>
 
@@ -151,14 +151,16 @@ Response StorageNode::ForwardScan(const transport::ScanRequest& request, const A
 }
 
 Response StorageNode::HandleTransfer(const transport::TransferBucketRequest& request) {
-  // Checks, under mu_, that this node is the destination of the move, switched (kCopy).
+  // Checks, under mu_, that this node is the destination of the move, switched (kCopy, or
+  // kCatchUp for a pass after the seal).
   auto check = [&]() -> StatusOr<storage::PointRange> {
     std::lock_guard<std::mutex> lock(mu_);
     SHOAL_ASSIGN_OR_RETURN(const BucketPlacement* placement,
                            MoveBucketLocked(request.bucket, request.move, /*as_source=*/false));
     const auto& t = *placement->transition;
     if (t.mode != cluster::TransitionMode::kSwitchThenCopy ||
-        t.stage != cluster::TransitionStage::kCopy) {
+        (t.stage != cluster::TransitionStage::kCopy &&
+         t.stage != cluster::TransitionStage::kCatchUp)) {
       return transport::MakeClusterError(
           transport::ClusterError::kStaleMove,
           fmt::format("n{}: {} is not a switched switch-then-copy move", options_.id.value(),

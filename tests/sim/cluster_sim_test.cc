@@ -82,7 +82,8 @@ TEST(ClusterSimTest, ManySeeds) {
           "coordinator.before_fence", "coordinator.before_commit", "coordinator.after_commit",
           "coordinator.before_done", "source.after_fence", "destination.after_ingest",
           "destination.after_apply", "coordinator.before_switch", "coordinator.after_switch",
-          "destination.after_transfer_page", "destination.after_fetch_chunk"}) {
+          "destination.after_transfer_page", "destination.after_fetch_chunk",
+          "coordinator.after_seal"}) {
       EXPECT_GT(crashed_at[name], 0u) << name;
     }
   }

@@ -1,0 +1,204 @@
+#pragma once
+
+// The fixture of the Coordinator's unit tests: an EmbeddedCluster (coordinator, metadata store,
+// three storage nodes) on a SimRuntime without loss, loaded with kDocuments documents. Shared by
+// coordinator_test.cc and switch_then_copy_test.cc.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "src/client/client.h"
+#include "src/common/point.h"
+#include "src/coordinator/coordinator.h"
+#include "src/metadata/embedded_metadata_store.h"
+#include "src/server/embedded_cluster.h"
+#include "src/transport/sim_runtime.h"
+
+namespace shoal::coordinator::test {
+
+using cluster::ShardMapPtr;
+using transport::Address;
+using transport::Micros;
+
+constexpr Micros kMs = 1000;
+constexpr Micros kSecond = 1'000'000;
+constexpr NodeId kN1{1};
+constexpr NodeId kN2{2};
+constexpr NodeId kN3{3};
+constexpr BucketId kB0{0};
+constexpr int kDocuments = 40;
+
+inline std::string Key(int i) { return fmt::format("d{}", i); }
+inline std::string Body(int i) { return fmt::format(R"({{"i":{}}})", i); }
+
+inline storage::PointRange RangeOf(const cluster::BucketPlacement& bucket) {
+  if (bucket.range.end_is_max()) return storage::PointRange::From(bucket.range.begin());
+  return *storage::PointRange::Make(bucket.range.begin(), bucket.range.end());
+}
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  CoordinatorTest()
+      : sim_(transport::SimOptions{.seed = 11, .min_delay = 100, .max_delay = 300, .loss = 0}) {
+    static std::atomic<int> counter{0};
+    dir_ = (std::filesystem::temp_directory_path() /
+            fmt::format("shoal-coordinator-test-{}-{}", getpid(), counter++))
+               .string();
+  }
+
+  ~CoordinatorTest() override {
+    sim_.Shutdown();
+    client_.reset();
+    cluster_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // Starts the cluster on a task, loads kDocuments documents, runs `body`, closes the cluster.
+  void Run(bool auto_balance, const std::function<void()>& body) {
+    server::EmbeddedClusterOptions options;
+    options.data_dir = dir_;
+    options.initial_nodes = 3;
+    options.buckets = 8;
+    options.sync = false;
+    options.coordinator.auto_balance = auto_balance;
+    options.coordinator.balance_interval = 100 * kMs;
+    options.coordinator.call_timeout = 200 * kMs;
+    options.coordinator.node_timeout = 2 * kSecond;
+    options.node.call_timeout = 200 * kMs;
+    options.node.fence_timeout = 500 * kMs;
+    options.node.heartbeat_interval = 50 * kMs;
+    options.node.store.block_cache_bytes = 1u << 20;
+    options.node.store.write_buffer_bytes = 1u << 20;
+    options.node.store.background_jobs = 1;
+    options.node.store.sync_interval = std::chrono::milliseconds(0);
+    cluster_ = std::make_unique<server::EmbeddedCluster>(sim_, options);
+    client_ = std::make_unique<client::Client>(sim_);
+    bool finished = false;
+    sim_.Spawn(Address::Client(1), "test", [&] {
+      if (Start()) body();
+      EXPECT_TRUE(cluster_->StopAll().ok());
+      finished = true;
+    });
+    sim_.RunUntil(3600 * kSecond);
+    EXPECT_TRUE(finished) << "the test task did not finish";
+  }
+
+  bool Start() {
+    if (Status s = cluster_->Start(); !s.ok()) {
+      ADD_FAILURE() << "start: " << s;
+      return false;
+    }
+    if (!WaitFor([&] { return coordinator().recovered(); })) return false;
+    auto collection = client_->OpenCollection("docs");
+    if (!collection.ok()) {
+      ADD_FAILURE() << "collection: " << collection.status();
+      return false;
+    }
+    collection_ = *collection;
+    for (int i = 0; i < kDocuments; ++i) {
+      auto written = client_->Insert(collection_, Key(i), Body(i));
+      if (!written.ok()) {
+        ADD_FAILURE() << "insert " << Key(i) << ": " << written.status();
+        return false;
+      }
+    }
+    return true;
+  }
+
+  Coordinator& coordinator() { return *cluster_->coordinator(); }
+  ShardMapPtr map() { return cluster_->coordinator()->map(); }
+
+  // Runs `fn` on a task of the coordinator process (so that a coordinator crash cancels it, as
+  // it would a real admin request) and waits for it.
+  Status Admin(std::function<Status(Coordinator&)> fn) {
+    struct State {
+      bool done = false;
+      Status status;
+    };
+    auto state = std::make_shared<State>();
+    std::shared_ptr<Coordinator> coordinator = cluster_->coordinator();
+    sim_.Spawn(Address::Coordinator(), "admin", [coordinator, fn = std::move(fn), state] {
+      state->status = fn(*coordinator);
+      state->done = true;
+    });
+    while (!state->done) {
+      if (!sim_.Sleep(kMs).ok()) return CancelledError("test task stopped");
+    }
+    return state->status;
+  }
+
+  // Polls `condition` every 10 ms of simulated time, for at most `limit`.
+  bool WaitFor(const std::function<bool()>& condition, Micros limit = 60 * kSecond) {
+    const Micros deadline = sim_.Now() + limit;
+    while (!condition()) {
+      if (sim_.Now() > deadline || !sim_.Sleep(10 * kMs).ok()) {
+        ADD_FAILURE() << "condition not reached within " << limit << " us";
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Every loaded document reads back with its body (through a fresh client).
+  void ExpectAllDocumentsReadable() {
+    client::Client reader(sim_);
+    for (int i = 0; i < kDocuments; ++i) {
+      auto got = reader.Get(collection_, Key(i));
+      ASSERT_TRUE(got.ok()) << Key(i) << ": " << got.status();
+      EXPECT_EQ(got->body, Body(i)) << Key(i);
+    }
+  }
+
+  // Documents of the loaded set whose point lies in `bucket` of `map`.
+  int DocumentsIn(const cluster::ShardMap& map, BucketId bucket) const {
+    int count = 0;
+    for (int i = 0; i < kDocuments; ++i) {
+      if (map.Lookup(PointOf(collection_, Key(i))).id == bucket) ++count;
+    }
+    return count;
+  }
+
+  // Live documents a node stores in `range` (an exact scan of its store).
+  uint64_t StoredIn(NodeId node, const storage::PointRange& range) {
+    auto stats = cluster_->node(node)->store()->ComputeStats(range);
+    EXPECT_TRUE(stats.ok()) << stats.status();
+    return stats.ok() ? stats->documents : 0;
+  }
+
+  // The move log (moves/<id> -> record), read from the metadata store once the cluster is gone.
+  std::map<std::string, std::string> MoveLog() {
+    cluster_.reset();
+    metadata::EmbeddedMetadataOptions options;
+    options.path = dir_ + "/metadata";
+    options.sync = false;
+    auto store = metadata::EmbeddedMetadataStore::Open(options);
+    EXPECT_TRUE(store.ok()) << store.status();
+    if (!store.ok()) return {};
+    auto entries = (*store)->List("moves/");
+    EXPECT_TRUE(entries.ok()) << entries.status();
+    std::map<std::string, std::string> log;
+    if (entries.ok()) {
+      for (const auto& [key, value] : *entries) log[key] = value.value;
+    }
+    return log;
+  }
+
+  static std::string LogKey(uint64_t move) { return fmt::format("moves/{:020}", move); }
+
+  transport::SimRuntime sim_;
+  std::string dir_;
+  std::unique_ptr<server::EmbeddedCluster> cluster_;
+  std::unique_ptr<client::Client> client_;
+  CollectionId collection_;
+};
+
+}  // namespace shoal::coordinator::test
