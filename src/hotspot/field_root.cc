@@ -197,28 +197,4 @@ Status FieldRoot::CheckInvariants() const {
   return OkStatus();
 }
 
-StatusOr<CellState> CellState::Decode(std::string_view body) {
-  const Value json = Value::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !json.is_object() || !json.contains("v")) {
-    return Corrupt("a cell lacks its value");
-  }
-  CellState cell;
-  cell.value = json["v"];
-  cell.sealed =
-      json.contains("sealed") && json["sealed"].is_boolean() && json["sealed"].get<bool>();
-  if (json.contains("n") && IsCount(json["n"])) cell.updates = json["n"].get<uint64_t>();
-  if (json.contains("owner") && json["owner"].is_string()) {
-    cell.owner = json["owner"].get<std::string>();
-  }
-  return cell;
-}
-
-std::string CellState::Encode() const {
-  Value json = {{"v", value}};
-  if (sealed) json["sealed"] = true;
-  if (updates != 0) json["n"] = updates;
-  if (!owner.empty()) json["owner"] = owner;
-  return json.dump();
-}
-
 }  // namespace shoal::hotspot

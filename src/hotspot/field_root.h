@@ -4,9 +4,8 @@
 //
 // Storage layout (all in the collection's hidden cell collection, see keys.h):
 //   root   {"base": V, "seq": S, "cells": [{"t": T, "active": B}], "absorbed": [{"t","at","del"}]}
-//   cell   {"v": V, "sealed": B, "n": updates}                      (static and auto fields)
-//   cell   {"v": V, "sealed": true, "owner": O}                      (dynamic fields: one per
-//   update)
+//   cell   value V, sealed flag, updates applied, owner (dynamic fields: one cell per update);
+//          the body's codec is CellState (cell_state.h)
 // The field's value is  base ⊕ (⊕ of the values of cells whose token is not absorbed).
 //
 // Invariants (CheckInvariants; proofs in docs/design/hotspot.md):
@@ -90,17 +89,6 @@ class FieldRoot {
   uint64_t seq_ = 0;
   std::vector<CellRef> cells_;
   std::vector<AbsorbedCell> absorbed_;
-};
-
-// A cell document's content.
-struct CellState {
-  Value value;
-  bool sealed = false;
-  uint64_t updates = 0;  // static/auto cells: updates applied (for the shrink decision)
-  std::string owner;     // dynamic cells: the hex of the (primary key, field) they belong to
-
-  [[nodiscard]] static StatusOr<CellState> Decode(std::string_view body);
-  [[nodiscard]] std::string Encode() const;
 };
 
 }  // namespace shoal::hotspot

@@ -54,17 +54,6 @@ TEST(FieldRootTest, PrunesOnlyAfterTheLag) {
   EXPECT_TRUE(root.CheckInvariants().ok());
 }
 
-TEST(FieldRootTest, CellStateRoundTrip) {
-  CellState cell{.value = Value(4), .sealed = true, .updates = 9, .owner = "00ff"};
-  auto decoded = CellState::Decode(cell.Encode());
-  ASSERT_TRUE(decoded.ok());
-  EXPECT_EQ(decoded->value, Value(4));
-  EXPECT_TRUE(decoded->sealed);
-  EXPECT_EQ(decoded->updates, 9u);
-  EXPECT_EQ(decoded->owner, "00ff");
-  EXPECT_FALSE(CellState::Decode("{\"x\":1}").ok());
-}
-
 TEST(FieldSpecTest, ParsesEveryKindAndRefusesBadDeclarations) {
   auto schema = CollectionSchema::Parse(
       R"({"votes": {"fold": "sum", "neutral": 0, "shards": 10},

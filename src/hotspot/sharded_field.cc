@@ -24,12 +24,21 @@ constexpr size_t kMaxCachedLayouts = 4096;
 constexpr char kSeparator = '\0';
 constexpr std::string_view kRootSuffix = "root";
 
-[[nodiscard]] std::string Prefix(std::string_view pk, std::string_view field) {
-  std::string key(pk);
+// pk \0 field \0 suffix, in one allocation (a cell key is built on every update).
+[[nodiscard]] std::string JoinKey(std::string_view pk, std::string_view field,
+                                  std::string_view suffix) {
+  std::string key;
+  key.reserve(pk.size() + field.size() + suffix.size() + 2);
+  key += pk;
   key += kSeparator;
   key += field;
   key += kSeparator;
+  key += suffix;
   return key;
+}
+
+[[nodiscard]] std::string Prefix(std::string_view pk, std::string_view field) {
+  return JoinKey(pk, field, {});
 }
 
 [[nodiscard]] bool IsRace(const Status& status) {
@@ -44,11 +53,11 @@ constexpr std::string_view kRootSuffix = "root";
 }  // namespace
 
 std::string RootKey(std::string_view pk, std::string_view field) {
-  return Prefix(pk, field) + std::string(kRootSuffix);
+  return JoinKey(pk, field, kRootSuffix);
 }
 
 std::string CellKey(std::string_view pk, std::string_view field, std::string_view token) {
-  return Prefix(pk, field) + std::string(token);
+  return JoinKey(pk, field, token);
 }
 
 std::string OwnerOf(std::string_view pk, std::string_view field) {

@@ -38,6 +38,7 @@
 #include "src/common/ids.h"
 #include "src/common/random.h"
 #include "src/common/status.h"
+#include "src/hotspot/cell_state.h"
 #include "src/hotspot/field_root.h"
 #include "src/hotspot/field_spec.h"
 

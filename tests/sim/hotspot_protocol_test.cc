@@ -14,6 +14,7 @@
 #include <functional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "src/client/client.h"
 #include "src/hotspot/field_root.h"
@@ -490,6 +491,55 @@ TEST(SlowCompactorTest, DynamicCellAbsorbedAndPrunedMeanwhile) {
 }
 
 // The pure model: the transitions the protocol relies on, without I/O.
+// Cells stored by an older version, in the body format before the compact codec (cell_state.h):
+// read, updated (rewritten compactly), sealed and absorbed, and found by the owner query.
+TEST(OldCellFormatTest, StoredOldBodiesAreReadUpdatedAndAbsorbed) {
+  RunScenario(61, [&](Env& env) {
+    const FieldSpec spec = SpecOf(R"({"fold": "sum", "shards": 2})");
+    client::Client client(env.sim);
+    ShardedFields fields(client, env.cells, 7);
+    ApplyN(fields, spec, 1);  // creates the two cells
+    auto root = LoadRoot(client, env.cells);
+    ASSERT_TRUE(root.ok()) << root.status();
+    const std::vector<std::string> tokens = root->ActiveTokens();
+    ASSERT_EQ(tokens.size(), 2u);
+    const std::string old_bodies[] = {R"({"n":7,"v":40})", R"({"n":2,"v":2})"};
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      const std::string key = CellKey(kKey, kField, tokens[i]);
+      auto doc = client.Get(env.cells, key);
+      ASSERT_TRUE(doc.ok()) << doc.status();
+      ASSERT_TRUE(client.CompareAndSet(env.cells, key, doc->version, old_bodies[i]).ok());
+    }
+    auto read = [&](std::string_view pk, const FieldSpec& s, ReadMode mode) -> int64_t {
+      auto value = fields.Read(s, pk, mode);
+      EXPECT_TRUE(value.ok()) << value.status();
+      return value.ok() ? value->get<int64_t>() : -1;
+    };
+    EXPECT_EQ(read(kKey, spec, ReadMode::kLatest), 42);
+    EXPECT_EQ(read(kKey, spec, ReadMode::kSnapshot), 42);
+    auto counted = fields.CountUpdates(spec, kKey);
+    ASSERT_TRUE(counted.ok()) << counted.status();
+    EXPECT_EQ(counted->updates, 9u);
+    // A shrink keeps the first cell: the second, still in the old format, is sealed and absorbed.
+    ASSERT_TRUE(RetireToken(fields, spec, tokens[1], 2));
+    EXPECT_EQ(read(kKey, spec, ReadMode::kLatest), 42);
+    ApplyN(fields, spec, 5);  // the first cell may take some: read old, written compact
+    EXPECT_EQ(read(kKey, spec, ReadMode::kLatest), 47);
+    EXPECT_EQ(read(kKey, spec, ReadMode::kSnapshot), 47);
+
+    // A dynamic field's old cell (sealed, with its owner) inserted beside a new one.
+    const FieldSpec dynamic = SpecOf(R"({"fold": "sum"})");
+    constexpr char kLegacy[] = "legacy";
+    ASSERT_TRUE(fields.Apply(dynamic, kLegacy, Value(2), ApplyOptions{}).ok());
+    const std::string old_dynamic =
+        fmt::format(R"({{"n":1,"owner":"{}","sealed":true,"v":3}})", OwnerOf(kLegacy, kField));
+    ASSERT_TRUE(client.Insert(env.cells, CellKey(kLegacy, kField, "c-old"), old_dynamic).ok());
+    EXPECT_EQ(read(kLegacy, dynamic, ReadMode::kLatest), 5);
+    ASSERT_TRUE(fields.Compact(dynamic, kLegacy).ok());
+    EXPECT_EQ(read(kLegacy, dynamic, ReadMode::kLatest), 5);
+  });
+}
+
 TEST(FieldRootModelTest, AbsorbTwiceIsHarmlessAndPruneWaitsForTheLag) {
   const Fold& sum = **FoldRegistry::Global().Find("sum");
   FieldRoot root = FieldRoot::Empty(Value(0));

@@ -12,6 +12,7 @@
 
 #include "src/client/client.h"
 #include "src/common/random.h"
+#include "src/hotspot/cell_state.h"
 #include "src/hotspot/field_root.h"
 #include "src/hotspot/fold.h"
 #include "src/hotspot/sharded_field.h"
