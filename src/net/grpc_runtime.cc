@@ -103,6 +103,10 @@ class GrpcRuntime::Handler final : public wire::Shoal::Service {
                        wire::ResolveResponse* out) override {
     return runtime_->HandleResolve(out);
   }
+  grpc::Status WatchMap(grpc::ServerContext*, const wire::WatchMapRequest* request,
+                        wire::WatchMapResponse* out) override {
+    return runtime_->HandleWatchMap(*request, out);
+  }
 
  private:
   GrpcRuntime* const runtime_;
@@ -130,6 +134,15 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     runtime_->workers_->Submit(
         [this, reactor, request, out] { reactor->Finish(runtime_->HandleAdmin(*request, out)); });
+    return reactor;
+  }
+  grpc::ServerUnaryReactor* WatchMap(grpc::CallbackServerContext* context,
+                                     const wire::WatchMapRequest* request,
+                                     wire::WatchMapResponse* out) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    runtime_->workers_->Submit([this, reactor, request, out] {
+      reactor->Finish(runtime_->HandleWatchMap(*request, out));
+    });
     return reactor;
   }
   grpc::ServerUnaryReactor* Resolve(grpc::CallbackServerContext* context,
@@ -203,6 +216,21 @@ grpc::Status GrpcRuntime::HandleAdmin(const wire::AdminRequest& request, wire::A
   {
     std::lock_guard<std::mutex> lock(mu_);
     handler = admin_;
+  }
+  if (handler == nullptr) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "not a coordinator");
+  }
+  (*handler)(request, out);
+  return grpc::Status::OK;
+}
+
+grpc::Status GrpcRuntime::HandleWatchMap(const wire::WatchMapRequest& request,
+                                         wire::WatchMapResponse* out) {
+  if (grpc::Status standby = StandbyStatus(); !standby.ok()) return standby;
+  std::shared_ptr<MapWatchHandler> handler;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    handler = map_watch_;
   }
   if (handler == nullptr) {
     return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "not a coordinator");
@@ -359,6 +387,70 @@ void GrpcRuntime::SaveAddressBookLocked() const {
 void GrpcRuntime::SetAdminHandler(AdminHandler handler) {
   std::lock_guard<std::mutex> lock(mu_);
   admin_ = std::make_shared<AdminHandler>(std::move(handler));
+}
+
+void GrpcRuntime::SetMapWatchHandler(MapWatchHandler handler) {
+  std::lock_guard<std::mutex> lock(mu_);
+  map_watch_ = std::make_shared<MapWatchHandler>(std::move(handler));
+}
+
+void CallCanceller::Cancel() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancelled_ = true;
+  if (context_ != nullptr) context_->TryCancel();
+}
+
+bool CallCanceller::Attach(grpc::ClientContext* context) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancelled_) return false;
+  context_ = context;
+  return true;
+}
+
+void CallCanceller::Detach() {
+  std::lock_guard<std::mutex> lock(mu_);
+  context_ = nullptr;
+}
+
+StatusOr<std::optional<transport::ClusterState>> GrpcRuntime::WatchMap(
+    MapEpoch known, std::chrono::milliseconds hold, CallCanceller* canceller) {
+  if (hold.count() < 0 || hold.count() > kMaxWatchHoldMillis) {
+    return InvalidArgumentError(
+        fmt::format("a map watch holds 0 to {} ms, not {}", kMaxWatchHoldMillis, hold.count()));
+  }
+  wire::WatchMapRequest request;
+  request.set_known_epoch(known.value());
+  request.set_hold_millis(static_cast<uint32_t>(hold.count()));
+  // The coordinator answers by the end of the hold; allow as much again for the network.
+  const Micros timeout =
+      2 * std::chrono::duration_cast<std::chrono::microseconds>(hold).count() + kResolveTimeout;
+  grpc::Status status;
+  wire::WatchMapResponse response;
+  Status result;
+  for (size_t attempt = 0; attempt < std::max<size_t>(1, coordinators_.size()); ++attempt) {
+    SHOAL_ASSIGN_OR_RETURN(std::string coordinator, Resolve(Address::Coordinator()));
+    auto peer = PeerFor(coordinator);
+    grpc::ClientContext context;
+    context.set_deadline(DeadlineAfter(timeout));
+    if (canceller != nullptr && !canceller->Attach(&context)) {
+      return CancelledError("map watch cancelled");
+    }
+    response.Clear();
+    status = peer->stub->WatchMap(&context, request, &response);
+    if (canceller != nullptr) canceller->Detach();
+    if (status.error_code() == grpc::StatusCode::CANCELLED) {
+      return CancelledError("map watch cancelled");
+    }
+    result = status.ok() ? FromWire(response.status())
+                         : FromGrpc(status, fmt::format("map watch at {}", coordinator));
+    // A standby (or a leader between leaderships) cannot answer: ask the next coordinator.
+    if (result.code() != StatusCode::kUnavailable) break;
+    NextCoordinator(coordinator);
+  }
+  if (!result.ok()) return result;
+  if (!response.has_state()) return std::optional<transport::ClusterState>();
+  SHOAL_ASSIGN_OR_RETURN(transport::ClusterState state, FromWire(response.state()));
+  return std::optional<transport::ClusterState>(std::move(state));
 }
 
 void GrpcRuntime::SetStandby(bool standby, std::string leader) {
