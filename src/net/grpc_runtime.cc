@@ -103,9 +103,10 @@ class GrpcRuntime::Handler final : public wire::Shoal::Service {
                        wire::ResolveResponse* out) override {
     return runtime_->HandleResolve(out);
   }
-  grpc::Status WatchMap(grpc::ServerContext*, const wire::WatchMapRequest* request,
+  grpc::Status WatchMap(grpc::ServerContext* context, const wire::WatchMapRequest* request,
                         wire::WatchMapResponse* out) override {
-    return runtime_->HandleWatchMap(*request, out);
+    return runtime_->HandleWatchMap(
+        *request, [context] { return context->IsCancelled(); }, out);
   }
 
  private:
@@ -140,8 +141,9 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
                                      const wire::WatchMapRequest* request,
                                      wire::WatchMapResponse* out) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    runtime_->workers_->Submit([this, reactor, request, out] {
-      reactor->Finish(runtime_->HandleWatchMap(*request, out));
+    runtime_->workers_->Submit([this, reactor, context, request, out] {
+      reactor->Finish(runtime_->HandleWatchMap(
+          *request, [context] { return context->IsCancelled(); }, out));
     });
     return reactor;
   }
@@ -225,6 +227,7 @@ grpc::Status GrpcRuntime::HandleAdmin(const wire::AdminRequest& request, wire::A
 }
 
 grpc::Status GrpcRuntime::HandleWatchMap(const wire::WatchMapRequest& request,
+                                         const std::function<bool()>& cancelled,
                                          wire::WatchMapResponse* out) {
   if (grpc::Status standby = StandbyStatus(); !standby.ok()) return standby;
   std::shared_ptr<MapWatchHandler> handler;
@@ -235,7 +238,7 @@ grpc::Status GrpcRuntime::HandleWatchMap(const wire::WatchMapRequest& request,
   if (handler == nullptr) {
     return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "not a coordinator");
   }
-  (*handler)(request, out);
+  (*handler)(request, cancelled, out);
   return grpc::Status::OK;
 }
 

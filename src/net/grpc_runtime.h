@@ -97,7 +97,8 @@ enum class GrpcServerMode {
 inline constexpr size_t kMaxCallbackWorkers = 1024;
 
 // Ends a GrpcRuntime::WatchMap in flight from another thread, and every later one it is passed
-// to, with kCancelled. Thread-safe.
+// to, with kCancelled. It tracks one call at a time: give each concurrent call its own.
+// Thread-safe.
 class CallCanceller {
  public:
   void Cancel();
@@ -163,9 +164,11 @@ class GrpcRuntime final : public transport::Runtime {
   void SetStandby(bool standby, std::string leader);
   // Answers Shoal.WatchMap on this process's server (the leader coordinator's); without a handler
   // it is kUnimplemented, on a standby UNAVAILABLE naming the leader. The handler may block up to
-  // the request's hold on a gRPC (or worker) thread.
+  // the request's hold on a gRPC (or worker) thread; `cancelled` tells whether the caller gave up
+  // (cancelled, or its deadline passed), so that its wait can end early.
   using MapWatchHandler =
-      std::function<void(const wire::WatchMapRequest&, wire::WatchMapResponse*)>;
+      std::function<void(const wire::WatchMapRequest&, const std::function<bool()>& cancelled,
+                         wire::WatchMapResponse*)>;
   void SetMapWatchHandler(MapWatchHandler handler);
   // Waits up to `hold` (at most kMaxWatchHoldMillis) at the coordinator for a map newer than
   // `known`: the cluster state with that map, or nullopt when the hold ran out. kCancelled once
@@ -220,7 +223,8 @@ class GrpcRuntime final : public transport::Runtime {
                               std::chrono::system_clock::time_point deadline, wire::Response* out);
   grpc::Status HandleAdmin(const wire::AdminRequest& request, wire::AdminResponse* out);
   grpc::Status HandleResolve(wire::ResolveResponse* out) const;
-  grpc::Status HandleWatchMap(const wire::WatchMapRequest& request, wire::WatchMapResponse* out);
+  grpc::Status HandleWatchMap(const wire::WatchMapRequest& request,
+                              const std::function<bool()>& cancelled, wire::WatchMapResponse* out);
 
   const GrpcRuntimeOptions options_;
   const std::vector<std::string> coordinators_;  // options_.coordinator, split at commas

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace shoal::net {
 
 void MapWatchHub::Publish(const transport::ClusterState& state) {
@@ -33,8 +35,8 @@ size_t MapWatchHub::watchers() const {
   return watchers_;
 }
 
-StatusOr<std::optional<transport::ClusterState>> MapWatchHub::Wait(MapEpoch known,
-                                                                   std::chrono::milliseconds hold) {
+StatusOr<std::optional<transport::ClusterState>> MapWatchHub::Wait(
+    MapEpoch known, std::chrono::milliseconds hold, const std::function<bool()>& cancelled) {
   std::unique_lock<std::mutex> lock(mu_);
   if (!open_) return UnavailableError("not the leader coordinator");
   if (watchers_ >= max_watchers_) {
@@ -42,8 +44,15 @@ StatusOr<std::optional<transport::ClusterState>> MapWatchHub::Wait(MapEpoch know
         fmt::format("this coordinator holds {} map watches, its limit", max_watchers_));
   }
   ++watchers_;
-  const bool newer = changed_.wait_for(
-      lock, hold, [&] { return !open_ || (state_.map != nullptr && state_.map->epoch() > known); });
+  const auto deadline = std::chrono::steady_clock::now() + hold;
+  const auto answerable = [&] {
+    return !open_ || (state_.map != nullptr && state_.map->epoch() > known);
+  };
+  bool newer = answerable();
+  while (!newer && std::chrono::steady_clock::now() < deadline && !cancelled()) {
+    newer = changed_.wait_until(
+        lock, std::min(deadline, std::chrono::steady_clock::now() + kCancelPoll), answerable);
+  }
   --watchers_;
   if (!open_) return UnavailableError("the coordinator stopped leading");
   if (!newer) return std::optional<transport::ClusterState>();

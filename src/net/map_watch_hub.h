@@ -14,6 +14,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <functional>
 #include <mutex>
 #include <optional>
 
@@ -24,6 +25,8 @@ namespace shoal::net {
 
 // Watch requests one coordinator holds at once by default (each holds a server thread).
 inline constexpr size_t kDefaultMaxMapWatchers = 256;
+// How often a waiting watch checks whether its caller went away.
+inline constexpr std::chrono::milliseconds kCancelPoll{100};
 
 class MapWatchHub {
  public:
@@ -37,9 +40,10 @@ class MapWatchHub {
   // The leadership ended: every waiting and later Wait answers kUnavailable until Open.
   void Close();
   // The held state once its map is newer than `known` (at once if it is already), nullopt when
-  // `hold` passed first.
+  // `hold` passed first or `cancelled` (polled every kCancelPoll: gRPC has no wake-up for it)
+  // says the caller went away, which frees its place at once rather than at the end of its hold.
   [[nodiscard]] StatusOr<std::optional<transport::ClusterState>> Wait(
-      MapEpoch known, std::chrono::milliseconds hold);
+      MapEpoch known, std::chrono::milliseconds hold, const std::function<bool()>& cancelled);
   [[nodiscard]] size_t watchers() const;
 
  private:

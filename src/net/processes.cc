@@ -67,9 +67,8 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
         self->AnswerAdmin(request, out);
       });
   process->runtime_->SetMapWatchHandler(
-      [self](const wire::WatchMapRequest& request, wire::WatchMapResponse* out) {
-        self->AnswerWatch(request, out);
-      });
+      [self](const wire::WatchMapRequest& request, const std::function<bool()>& cancelled,
+             wire::WatchMapResponse* out) { self->AnswerWatch(request, cancelled, out); });
   if (options.metadata == "embedded") {
     metadata::EmbeddedMetadataOptions meta;
     meta.path = options.data_dir + "/metadata";
@@ -221,6 +220,7 @@ void CoordinatorProcess::AnswerAdmin(const wire::AdminRequest& request, wire::Ad
 }
 
 void CoordinatorProcess::AnswerWatch(const wire::WatchMapRequest& request,
+                                     const std::function<bool()>& cancelled,
                                      wire::WatchMapResponse* out) {
   if (request.hold_millis() > kMaxWatchHoldMillis) {
     ToWire(InvalidArgumentError(fmt::format("a map watch holds at most {} ms, not {}",
@@ -229,7 +229,7 @@ void CoordinatorProcess::AnswerWatch(const wire::WatchMapRequest& request,
     return;
   }
   auto state = watch_hub_->Wait(MapEpoch(request.known_epoch()),
-                                std::chrono::milliseconds(request.hold_millis()));
+                                std::chrono::milliseconds(request.hold_millis()), cancelled);
   if (!state.ok()) {
     ToWire(state.status(), out->mutable_status());
     return;

@@ -85,6 +85,8 @@ class CoordinatorProcess {
   [[nodiscard]] bool leader() const { return current() != nullptr; }
   // The leader epoch of this process's current leadership (nullopt: a standby, or no election).
   [[nodiscard]] std::optional<uint64_t> leader_epoch() const;
+  // Map watches waiting now.
+  [[nodiscard]] size_t map_watchers() const { return watch_hub_->watchers(); }
   // Until this process leads, or `timeout` passed: whether it leads.
   [[nodiscard]] bool WaitLeader(std::chrono::milliseconds timeout);
 
@@ -96,7 +98,8 @@ class CoordinatorProcess {
   void LoseLead();
   void ElectionLoop();
   void AnswerAdmin(const wire::AdminRequest& request, wire::AdminResponse* out);
-  void AnswerWatch(const wire::WatchMapRequest& request, wire::WatchMapResponse* out);
+  void AnswerWatch(const wire::WatchMapRequest& request, const std::function<bool()>& cancelled,
+                   wire::WatchMapResponse* out);
 
   CoordinatorProcessOptions options_;
   std::unique_ptr<GrpcRuntime> runtime_;
