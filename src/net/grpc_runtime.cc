@@ -382,9 +382,11 @@ StatusOr<std::optional<transport::ClusterState>> GrpcRuntime::WatchMap(
     }
     result = status.ok() ? FromWire(response.status())
                          : FromGrpc(status, fmt::format("map watch at {}", coordinator));
-    // A standby (or a leader between leaderships) cannot answer: ask the next coordinator.
+    // No answer in time (a dead or paused former leader) or no leader there (a standby, or a
+    // leader between leaderships): the next poll goes to the next coordinator. Only a certain
+    // refusal is worth another try at once.
+    if (!status.ok() || result.code() == StatusCode::kUnavailable) NextCoordinator(coordinator);
     if (result.code() != StatusCode::kUnavailable) break;
-    NextCoordinator(coordinator);
   }
   if (!result.ok()) return result;
   if (!response.has_state()) return std::optional<transport::ClusterState>();
