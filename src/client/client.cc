@@ -75,6 +75,14 @@ Status Client::Refresh() {
   return OkStatus();
 }
 
+bool Client::Adopt(const cluster::ShardMapPtr& map) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (map == nullptr || (map_ != nullptr && map->epoch() <= map_->epoch())) return false;
+  map_ = map;
+  ++counters_.maps_adopted;
+  return true;
+}
+
 StatusOr<cluster::ShardMapPtr> Client::CurrentMap() {
   if (auto m = map(); m != nullptr) return m;
   SHOAL_RETURN_IF_ERROR(Refresh());

@@ -6,6 +6,8 @@
 //     the coordinator) and retries at once; NOT_SERVING (a fenced source, a destination that has
 //     not learned the commit) and transport failures are retried with bounded exponential
 //     backoff.
+//   - A map watch (src/net/map_watcher.h, over the network) hands newer maps to Adopt, so the
+//     client usually learns a move's commit before a request of it hits WRONG_SHARD.
 //   - A write whose request or reply was lost in transit (kDeadlineExceeded from the transport)
 //     may have been applied; retrying it could apply it again after other writes, so the client
 //     returns kUnknown ("outcome unknown") at once, like FoundationDB's commit_unknown_result.
@@ -61,6 +63,7 @@ struct ClientCounters {
   uint64_t wrong_shard = 0;
   uint64_t retries = 0;
   uint64_t map_refreshes = 0;
+  uint64_t maps_adopted = 0;  // by Adopt (a map watch)
 };
 
 class Client {
@@ -69,6 +72,8 @@ class Client {
 
   // Fetches the map from the coordinator.
   [[nodiscard]] Status Refresh();
+  // Adopts `map` if it is newer than the cached one (epochs only go up); true if it did.
+  bool Adopt(const cluster::ShardMapPtr& map);
   // Creates the collection if needed and returns its id.
   [[nodiscard]] StatusOr<CollectionId> OpenCollection(std::string_view name);
 

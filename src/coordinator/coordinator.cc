@@ -47,7 +47,8 @@ Coordinator::Coordinator(transport::Runtime& runtime, metadata::MetadataStore& s
       store_(store),
       options_(options),
       started_(runtime.Now()),
-      auto_balance_(options.auto_balance) {}
+      auto_balance_(options.auto_balance),
+      thresholds_{.split_bytes = options.split_bytes, .merge_bytes = options.merge_bytes} {}
 
 StatusOr<std::shared_ptr<Coordinator>> Coordinator::Open(transport::Runtime& runtime,
                                                          metadata::MetadataStore& store,
@@ -68,6 +69,7 @@ Status Coordinator::Load() {
   }
   auto next = store_.Get(kNextMoveKey);
   if (next.ok()) next_move_ = std::max<uint64_t>(1, ParseU64(next->value));
+  SHOAL_RETURN_IF_ERROR(LoadThresholds());
   SHOAL_ASSIGN_OR_RETURN(auto collections, store_.List(kCollectionPrefix));
   for (const auto& [key, value] : collections) {
     collections_.push_back(
@@ -239,6 +241,12 @@ StatusOr<ShardMapPtr> Coordinator::CommitEdit(const EditBuilder& build,
 void Coordinator::Publish(const ShardMapPtr& map) {
   if (map == nullptr) return;
   const transport::ClusterState state = State();
+  StateObserver observer;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    observer = observer_;
+  }
+  if (observer) observer(state);
   for (const auto& node : map->nodes()) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -391,8 +399,9 @@ StatusOr<cluster::LoadReport> Coordinator::CollectLoads() {
 
 StatusOr<cluster::MigrationPlan> Coordinator::PlanNow(const ShardMap& map,
                                                       const cluster::LoadReport& load) {
-  cluster::BalancerOptions balancer{.theta_max_bytes = options_.split_bytes,
-                                    .theta_min_bytes = options_.merge_bytes,
+  const Thresholds thresholds = this->thresholds();
+  cluster::BalancerOptions balancer{.theta_max_bytes = thresholds.split_bytes,
+                                    .theta_min_bytes = thresholds.merge_bytes,
                                     .max_moves_per_node = options_.max_moves_per_node,
                                     .mode = cluster::TransitionMode::kCopyThenSwitch};
   std::set<NodeId> joining;

@@ -10,8 +10,10 @@
 //                                  kCommitted is stored)
 //   cluster/next_move              the next MoveId (ids are never reused)
 //   cluster/collections/<name>     the collection id
-//   moves/<id, 20 digits>          the move log: BEGIN, SWITCH, SEAL, COMMIT, DONE or ABORT with
-//   the bucket,
+//   cluster/thresholds             "<split_bytes> <merge_bytes>" set by SetThresholds (absent:
+//                                  CoordinatorOptions' values)
+//   moves/<id, 20 digits>          the move log: BEGIN, SWITCH, SEAL, COMMIT, DONE or ABORT
+//                                  with the bucket,
 //                                  source and destination; written in the same Commit as the map
 //
 // Move protocols, one task per move (coordinator_moves.cc):
@@ -34,6 +36,7 @@
 // never held across a runtime yield.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -91,6 +94,24 @@ struct MoveProgress {
   std::vector<std::string> abort_reasons;     // the latest few
 };
 
+// The balancer's split (Θmax) and merge (Θmin) thresholds; 0 turns a rule off.
+struct Thresholds {
+  uint64_t split_bytes = 0;
+  uint64_t merge_bytes = 0;
+};
+
+// Bounds of a threshold set by SetThresholds (CoordinatorOptions are not checked: tests and the
+// simulation use tiny buckets).
+inline constexpr uint64_t kMinThresholdBytes = uint64_t{64} << 10;  // 64 KiB
+inline constexpr uint64_t kMaxThresholdBytes = uint64_t{64} << 30;  // 64 GiB
+
+// kInvalidArgument unless each non-zero threshold is within the bounds and, with both on,
+// 2 * merge_bytes < split_bytes. Why: a split halves a bucket above split_bytes into two above
+// split_bytes / 2 > merge_bytes, which no merge takes back; a merge joins two buckets below
+// merge_bytes into one below 2 * merge_bytes < split_bytes, which no split takes back. Without
+// the gap a bucket could split and merge on alternate rounds for ever.
+[[nodiscard]] Status ValidateThresholds(const Thresholds& thresholds);
+
 struct PlanSummary {
   cluster::MigrationPlan plan;
   uint64_t buckets = 0;
@@ -130,6 +151,16 @@ class Coordinator final : public transport::Service,
   // True once no transition is in flight and the balancer has nothing to do.
   [[nodiscard]] StatusOr<bool> Balanced();
   void SetAutoBalance(bool enabled);
+  // Replaces the thresholds (an absent value keeps the current one), stores them, and wakes the
+  // balancer, whose next round plans with them. kInvalidArgument (ValidateThresholds) changes
+  // nothing; a failed metadata write changes nothing either.
+  [[nodiscard]] Status SetThresholds(std::optional<uint64_t> split_bytes,
+                                     std::optional<uint64_t> merge_bytes);
+  [[nodiscard]] Thresholds thresholds() const;
+  // Called with the state after each committed map edit or new collection, on the task that made
+  // it (and at once with the current state). For map watchers: it must not block.
+  using StateObserver = std::function<void(const transport::ClusterState&)>;
+  void SetStateObserver(StateObserver observer);
 
   [[nodiscard]] transport::ClusterState State() const;
   [[nodiscard]] cluster::ShardMapPtr map() const;
@@ -141,6 +172,7 @@ class Coordinator final : public transport::Service,
   Coordinator(transport::Runtime& runtime, metadata::MetadataStore& store,
               const CoordinatorOptions& options);
   [[nodiscard]] Status Load();
+  [[nodiscard]] Status LoadThresholds();  // coordinator_thresholds.cc
 
   // Builds an edit against the current map with `build`, applies it and stores the result with
   // `log` in one metadata Commit; then publishes the new map to every node.
@@ -210,6 +242,8 @@ class Coordinator final : public transport::Service,
   bool balance_wake_ = false;  // a balancer move ended: start the next round now
   MoveProgress progress_;
   bool auto_balance_ = true;
+  Thresholds thresholds_;
+  StateObserver observer_;
   bool recovered_ = false;
   bool planner_idle_ = false;
   uint64_t admin_generation_ = 0;  // bumped by AddNode/RemoveNode: a round that saw an older

@@ -130,6 +130,52 @@ TEST_F(CoordinatorTest, SplitAndMergeChangeTheMap) {
   });
 }
 
+TEST(ThresholdsTest, BoundsAndGapAreCheckedToTheByte) {
+  const auto valid = [](uint64_t split, uint64_t merge) {
+    return ValidateThresholds({.split_bytes = split, .merge_bytes = merge}).ok();
+  };
+  EXPECT_TRUE(valid(0, 0));
+  EXPECT_TRUE(valid(kMinThresholdBytes, 0));
+  EXPECT_FALSE(valid(kMinThresholdBytes - 1, 0));
+  EXPECT_TRUE(valid(kMaxThresholdBytes, 0));
+  EXPECT_FALSE(valid(kMaxThresholdBytes + 1, 0));
+  EXPECT_TRUE(valid(0, kMinThresholdBytes));  // merging alone cannot oscillate
+  EXPECT_FALSE(valid(0, kMinThresholdBytes - 1));
+  EXPECT_FALSE(valid(0, kMaxThresholdBytes + 1));
+  // 2 * merge < split.
+  EXPECT_TRUE(valid(4 * kMinThresholdBytes + 1, 2 * kMinThresholdBytes));
+  EXPECT_FALSE(valid(4 * kMinThresholdBytes, 2 * kMinThresholdBytes));
+  EXPECT_FALSE(valid(kMaxThresholdBytes, kMaxThresholdBytes));
+}
+
+TEST_F(CoordinatorTest, LoweringTheSplitThresholdMakesTheBalancerSplit) {
+  Run(/*auto_balance=*/true, [&] {
+    // About 1.3 MB over 8 buckets: most buckets hold well above the lowest threshold (64 KiB).
+    const std::string big = fmt::format(R"({{"pad":"{}"}})", std::string(32 << 10, 'x'));
+    for (int i = 0; i < 40; ++i) {
+      ASSERT_TRUE(client_->Insert(collection_, fmt::format("big{}", i), big).ok());
+    }
+    const size_t buckets = map()->buckets().size();
+    EXPECT_EQ(coordinator().thresholds().split_bytes, 0u);
+    // Bad values are refused and change nothing: below the bound, and merge too close to split.
+    EXPECT_EQ(
+        Admin([](Coordinator& c) { return c.SetThresholds(kMinThresholdBytes - 1, {}); }).code(),
+        StatusCode::kInvalidArgument);
+    EXPECT_EQ(Admin([](Coordinator& c) {
+                return c.SetThresholds(kMinThresholdBytes * 2, kMinThresholdBytes);
+              }).code(),
+              StatusCode::kInvalidArgument);
+    EXPECT_EQ(coordinator().thresholds().split_bytes, 0u);
+    EXPECT_EQ(coordinator().thresholds().merge_bytes, 0u);
+    EXPECT_EQ(map()->buckets().size(), buckets);
+
+    ASSERT_TRUE(Admin([](Coordinator& c) { return c.SetThresholds(kMinThresholdBytes, {}); }).ok());
+    EXPECT_EQ(coordinator().thresholds().split_bytes, kMinThresholdBytes);
+    ASSERT_TRUE(WaitFor([&] { return map()->buckets().size() > buckets; }));
+    ExpectAllDocumentsReadable();
+  });
+}
+
 TEST_F(CoordinatorTest, RemoveNodeWithTheBalancerDrainsAndRemovesIt) {
   Run(/*auto_balance=*/true, [&] {
     ASSERT_FALSE(map()->BucketsOf(kN3).empty());

@@ -22,6 +22,19 @@ void FillProgress(coordinator::Coordinator& coordinator, wire::AdminResponse* ou
   auto balanced = coordinator.Balanced();
   out->set_balanced(balanced.ok() && *balanced);
   if (auto map = coordinator.map(); map != nullptr) out->set_epoch(map->epoch().value());
+  const coordinator::Thresholds thresholds = coordinator.thresholds();
+  out->set_split_bytes(thresholds.split_bytes);
+  out->set_merge_bytes(thresholds.merge_bytes);
+}
+
+Status SetThresholds(coordinator::Coordinator& coordinator,
+                     const wire::AdminRequest::SetThresholds& request) {
+  if (!request.has_split_bytes() && !request.has_merge_bytes()) {
+    return InvalidArgumentError("set thresholds: give split_bytes, merge_bytes or both");
+  }
+  return coordinator.SetThresholds(
+      request.has_split_bytes() ? std::optional<uint64_t>(request.split_bytes()) : std::nullopt,
+      request.has_merge_bytes() ? std::optional<uint64_t>(request.merge_bytes()) : std::nullopt);
 }
 
 Status FillPlan(coordinator::Coordinator& coordinator, const wire::AdminRequest::Plan& request,
@@ -64,6 +77,9 @@ void HandleAdmin(coordinator::Coordinator& coordinator, const wire::AdminRequest
       coordinator.SetAutoBalance(true);
       break;
     case wire::AdminRequest::kProgress:
+      break;
+    case wire::AdminRequest::kSetThresholds:
+      status = SetThresholds(coordinator, request.set_thresholds());
       break;
     case wire::AdminRequest::kSetFailpoints:
       // The runtime answers it before any handler (GrpcRuntime::HandleAdmin).

@@ -1,7 +1,8 @@
 #pragma once
 
-// Shoal.Admin at the coordinator: add and remove nodes, plan, rebalance, progress. Every
-// answer carries the progress of the moves, so a caller can draw a progress line from any reply.
+// Shoal.Admin at the coordinator: add and remove nodes, plan, rebalance, progress, the split and
+// merge thresholds. Every answer carries the progress of the moves and the thresholds, so a caller
+// can draw a progress line (or show the thresholds) from any reply.
 //
 // Thread-safety: as the Coordinator's admin methods (any outside thread).
 

@@ -5,9 +5,6 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "proto/shoal.grpc.pb.h"
 #include "src/net/wire_codec.h"
@@ -103,6 +100,11 @@ class GrpcRuntime::Handler final : public wire::Shoal::Service {
                        wire::ResolveResponse* out) override {
     return runtime_->HandleResolve(out);
   }
+  grpc::Status WatchMap(grpc::ServerContext* context, const wire::WatchMapRequest* request,
+                        wire::WatchMapResponse* out) override {
+    return runtime_->HandleWatchMap(
+        *request, [context] { return context->IsCancelled(); }, out);
+  }
 
  private:
   GrpcRuntime* const runtime_;
@@ -130,6 +132,16 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     runtime_->workers_->Submit(
         [this, reactor, request, out] { reactor->Finish(runtime_->HandleAdmin(*request, out)); });
+    return reactor;
+  }
+  grpc::ServerUnaryReactor* WatchMap(grpc::CallbackServerContext* context,
+                                     const wire::WatchMapRequest* request,
+                                     wire::WatchMapResponse* out) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    runtime_->workers_->Submit([this, reactor, context, request, out] {
+      reactor->Finish(runtime_->HandleWatchMap(
+          *request, [context] { return context->IsCancelled(); }, out));
+    });
     return reactor;
   }
   grpc::ServerUnaryReactor* Resolve(grpc::CallbackServerContext* context,
@@ -211,6 +223,22 @@ grpc::Status GrpcRuntime::HandleAdmin(const wire::AdminRequest& request, wire::A
   return grpc::Status::OK;
 }
 
+grpc::Status GrpcRuntime::HandleWatchMap(const wire::WatchMapRequest& request,
+                                         const std::function<bool()>& cancelled,
+                                         wire::WatchMapResponse* out) {
+  if (grpc::Status standby = StandbyStatus(); !standby.ok()) return standby;
+  std::shared_ptr<MapWatchHandler> handler;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    handler = map_watch_;
+  }
+  if (handler == nullptr) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "not a coordinator");
+  }
+  (*handler)(request, cancelled, out);
+  return grpc::Status::OK;
+}
+
 grpc::Status GrpcRuntime::HandleResolve(wire::ResolveResponse* out) const {
   // A standby's book may be incomplete or stale: the caller asks the leader instead.
   if (grpc::Status standby = StandbyStatus(); !standby.ok()) return standby;
@@ -220,13 +248,6 @@ grpc::Status GrpcRuntime::HandleResolve(wire::ResolveResponse* out) const {
     entry->set_host_port(host_port);
   }
   return grpc::Status::OK;
-}
-
-StatusOr<GrpcServerMode> ParseGrpcServerMode(std::string_view text) {
-  if (text == "sync") return GrpcServerMode::kSync;
-  if (text == "callback") return GrpcServerMode::kCallback;
-  return InvalidArgumentError(
-      fmt::format("unknown gRPC server mode '{}' (sync or callback)", std::string(text)));
 }
 
 GrpcRuntime::GrpcRuntime(const GrpcRuntimeOptions& options)
@@ -302,63 +323,75 @@ void GrpcRuntime::Shutdown() {
   if (workers_ != nullptr) workers_->Shutdown();
 }
 
-void GrpcRuntime::SetAddress(const Address& who, const std::string& host_port) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto [it, inserted] = book_.try_emplace(who, host_port);
-  if (!inserted) {
-    if (it->second == host_port) return;
-    it->second = host_port;
-  }
-  SaveAddressBookLocked();
-}
-
-std::map<Address, std::string> GrpcRuntime::AddressBook() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return book_;
-}
-
-void GrpcRuntime::Forget(const Address& who) {
-  // The coordinator's book is the source of truth: it changes only when a process announces a
-  // new address. Elsewhere a refused address may be stale: resolve it again next time.
-  if (options_.coordinator.empty() || who.kind == Address::Kind::kCoordinator) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  book_.erase(who);
-}
-
-void GrpcRuntime::LoadAddressBook() {
-  if (options_.address_book_path.empty()) return;
-  std::ifstream in(options_.address_book_path);
-  std::string line;
-  std::lock_guard<std::mutex> lock(mu_);
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    unsigned kind = 0;
-    uint32_t id = 0;
-    std::string host_port;
-    if (!(fields >> kind >> id >> host_port) || kind > 2) continue;  // a torn line: skip it
-    book_[Address{static_cast<Address::Kind>(kind), id}] = host_port;
-  }
-}
-
-void GrpcRuntime::SaveAddressBookLocked() const {
-  if (options_.address_book_path.empty()) return;
-  // Write a new file and rename it over the old one, so a crash leaves one whole book.
-  const std::string tmp = options_.address_book_path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    for (const auto& [who, host_port] : book_) {
-      out << static_cast<unsigned>(who.kind) << ' ' << who.id << ' ' << host_port << '\n';
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, options_.address_book_path, ec);
-  // A failed save only costs a re-announcement after a restart: nodes heartbeat continuously.
-  (void)ec;
-}
-
 void GrpcRuntime::SetAdminHandler(AdminHandler handler) {
   std::lock_guard<std::mutex> lock(mu_);
   admin_ = std::make_shared<AdminHandler>(std::move(handler));
+}
+
+void GrpcRuntime::SetMapWatchHandler(MapWatchHandler handler) {
+  std::lock_guard<std::mutex> lock(mu_);
+  map_watch_ = std::make_shared<MapWatchHandler>(std::move(handler));
+}
+
+void CallCanceller::Cancel() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancelled_ = true;
+  if (context_ != nullptr) context_->TryCancel();
+}
+
+bool CallCanceller::Attach(grpc::ClientContext* context) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancelled_) return false;
+  context_ = context;
+  return true;
+}
+
+void CallCanceller::Detach() {
+  std::lock_guard<std::mutex> lock(mu_);
+  context_ = nullptr;
+}
+
+StatusOr<std::optional<transport::ClusterState>> GrpcRuntime::WatchMap(
+    MapEpoch known, std::chrono::milliseconds hold, CallCanceller* canceller) {
+  if (hold.count() < 0 || hold.count() > kMaxWatchHoldMillis) {
+    return InvalidArgumentError(
+        fmt::format("a map watch holds 0 to {} ms, not {}", kMaxWatchHoldMillis, hold.count()));
+  }
+  wire::WatchMapRequest request;
+  request.set_known_epoch(known.value());
+  request.set_hold_millis(static_cast<uint32_t>(hold.count()));
+  // The coordinator answers by the end of the hold; allow as much again for the network.
+  const Micros timeout =
+      2 * std::chrono::duration_cast<std::chrono::microseconds>(hold).count() + kResolveTimeout;
+  grpc::Status status;
+  wire::WatchMapResponse response;
+  Status result;
+  for (size_t attempt = 0; attempt < std::max<size_t>(1, coordinators_.size()); ++attempt) {
+    SHOAL_ASSIGN_OR_RETURN(std::string coordinator, Resolve(Address::Coordinator()));
+    auto peer = PeerFor(coordinator);
+    grpc::ClientContext context;
+    context.set_deadline(DeadlineAfter(timeout));
+    if (canceller != nullptr && !canceller->Attach(&context)) {
+      return CancelledError("map watch cancelled");
+    }
+    response.Clear();
+    status = peer->stub->WatchMap(&context, request, &response);
+    if (canceller != nullptr) canceller->Detach();
+    if (status.error_code() == grpc::StatusCode::CANCELLED) {
+      return CancelledError("map watch cancelled");
+    }
+    result = status.ok() ? FromWire(response.status())
+                         : FromGrpc(status, fmt::format("map watch at {}", coordinator));
+    // No answer in time (a dead or paused former leader) or no leader there (a standby, or a
+    // leader between leaderships): the next poll goes to the next coordinator. Only a certain
+    // refusal is worth another try at once.
+    if (!status.ok() || result.code() == StatusCode::kUnavailable) NextCoordinator(coordinator);
+    if (result.code() != StatusCode::kUnavailable) break;
+  }
+  if (!result.ok()) return result;
+  if (!response.has_state()) return std::optional<transport::ClusterState>();
+  SHOAL_ASSIGN_OR_RETURN(transport::ClusterState state, FromWire(response.state()));
+  return std::optional<transport::ClusterState>(std::move(state));
 }
 
 void GrpcRuntime::SetStandby(bool standby, std::string leader) {

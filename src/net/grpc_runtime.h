@@ -27,6 +27,12 @@
 // Resolve and Admin answer kUnavailable naming the leader it knows, and its Call answers
 // kUnavailable because it serves no coordinator process.
 //
+// Map watch (docs/design/network.md "Map watch"): WatchMap is a long poll of Shoal.WatchMap at
+// the coordinator, which answers as soon as it commits a map newer than the caller's (or when the
+// hold runs out, with no map). It follows the coordinators like Admin: an unreachable or standby
+// coordinator (UNAVAILABLE) sends the call to the next one. A CallCanceller ends a waiting call
+// from another thread.
+//
 // Limits: one request or response is at most max_message_bytes when serialized (default
 // kDefaultMaxMessageBytes). A larger request fails in Call with kResourceExhausted before
 // anything is sent; a larger response is replaced by a kResourceExhausted response.
@@ -45,6 +51,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +61,7 @@
 #include "src/transport/thread_runtime.h"
 
 namespace grpc {
+class ClientContext;
 class Server;
 class Status;
 }  // namespace grpc
@@ -61,6 +69,8 @@ class Status;
 namespace shoal::wire {
 class AdminRequest;
 class AdminResponse;
+class WatchMapRequest;
+class WatchMapResponse;
 class Envelope;
 class ResolveResponse;
 class Response;
@@ -85,6 +95,27 @@ enum class GrpcServerMode {
 // The callback server's WorkerPool starts at most this many threads; more concurrent calls
 // wait in its queue.
 inline constexpr size_t kMaxCallbackWorkers = 1024;
+
+// Ends a GrpcRuntime::WatchMap in flight from another thread, and every later one it is passed
+// to, with kCancelled. It tracks one call at a time: give each concurrent call its own.
+// Thread-safe.
+class CallCanceller {
+ public:
+  void Cancel();
+
+ private:
+  friend class GrpcRuntime;
+  // False if cancelled already; else `context` is cancelled by a later Cancel until Detach.
+  [[nodiscard]] bool Attach(grpc::ClientContext* context);
+  void Detach();
+
+  std::mutex mu_;
+  grpc::ClientContext* context_ = nullptr;
+  bool cancelled_ = false;
+};
+
+// The longest a coordinator holds a map watch without news (WatchMapRequest::hold_millis).
+inline constexpr uint32_t kMaxWatchHoldMillis = 60'000;
 
 struct GrpcRuntimeOptions {
   // "host:port" to serve on; port 0 picks a free port. Empty: serve nothing (a client).
@@ -131,6 +162,19 @@ class GrpcRuntime final : public transport::Runtime {
   // Marks a coordinator process as a standby (true) or the leader (false, the default); `leader`
   // names the leader for the errors a standby answers with ("" if unknown).
   void SetStandby(bool standby, std::string leader);
+  // Answers Shoal.WatchMap on this process's server (the leader coordinator's); without a handler
+  // it is kUnimplemented, on a standby UNAVAILABLE naming the leader. The handler may block up to
+  // the request's hold on a gRPC (or worker) thread; `cancelled` tells whether the caller gave up
+  // (cancelled, or its deadline passed), so that its wait can end early.
+  using MapWatchHandler =
+      std::function<void(const wire::WatchMapRequest&, const std::function<bool()>& cancelled,
+                         wire::WatchMapResponse*)>;
+  void SetMapWatchHandler(MapWatchHandler handler);
+  // Waits up to `hold` (at most kMaxWatchHoldMillis) at the coordinator for a map newer than
+  // `known`: the cluster state with that map, or nullopt when the hold ran out. kCancelled once
+  // `canceller` (may be null) is cancelled.
+  [[nodiscard]] StatusOr<std::optional<transport::ClusterState>> WatchMap(
+      MapEpoch known, std::chrono::milliseconds hold, CallCanceller* canceller);
   // Sends an admin request to the coordinator (trying each configured one in turn).
   [[nodiscard]] StatusOr<wire::AdminResponse> Admin(const wire::AdminRequest& request,
                                                     transport::Micros timeout);
@@ -179,6 +223,8 @@ class GrpcRuntime final : public transport::Runtime {
                               std::chrono::system_clock::time_point deadline, wire::Response* out);
   grpc::Status HandleAdmin(const wire::AdminRequest& request, wire::AdminResponse* out);
   grpc::Status HandleResolve(wire::ResolveResponse* out) const;
+  grpc::Status HandleWatchMap(const wire::WatchMapRequest& request,
+                              const std::function<bool()>& cancelled, wire::WatchMapResponse* out);
 
   const GrpcRuntimeOptions options_;
   const std::vector<std::string> coordinators_;  // options_.coordinator, split at commas
@@ -194,6 +240,7 @@ class GrpcRuntime final : public transport::Runtime {
   std::map<transport::Address, std::string> book_;
   std::map<std::string, std::shared_ptr<Peer>> peers_;
   std::shared_ptr<AdminHandler> admin_;
+  std::shared_ptr<MapWatchHandler> map_watch_;
   size_t coordinator_index_ = 0;  // into coordinators_: the one in use
   bool standby_ = false;
   std::string leader_;  // the leader a standby knows of

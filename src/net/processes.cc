@@ -53,6 +53,7 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
   SHOAL_RETURN_IF_ERROR(CreateDirectory(options.data_dir));
   std::unique_ptr<CoordinatorProcess> process(new CoordinatorProcess());
   process->options_ = options;
+  process->watch_hub_ = std::make_unique<MapWatchHub>(options.max_map_watchers);
   SHOAL_ASSIGN_OR_RETURN(process->runtime_,
                          GrpcRuntime::Start({.listen = options.listen,
                                              .advertise = {},
@@ -65,6 +66,9 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
       [self](const wire::AdminRequest& request, wire::AdminResponse* out) {
         self->AnswerAdmin(request, out);
       });
+  process->runtime_->SetMapWatchHandler(
+      [self](const wire::WatchMapRequest& request, const std::function<bool()>& cancelled,
+             wire::WatchMapResponse* out) { self->AnswerWatch(request, cancelled, out); });
   if (options.metadata == "embedded") {
     metadata::EmbeddedMetadataOptions meta;
     meta.path = options.data_dir + "/metadata";
@@ -142,6 +146,9 @@ Status CoordinatorProcess::Lead() {
   std::vector<NodeId> nodes;
   for (uint32_t i = 1; i <= options_.initial_nodes; ++i) nodes.push_back(NodeId(i));
   SHOAL_RETURN_IF_ERROR(coordinator->Initialize(nodes, options_.buckets));
+  watch_hub_->Open();
+  coordinator->SetStateObserver(
+      [hub = watch_hub_.get()](const transport::ClusterState& state) { hub->Publish(state); });
   coordinator->Start();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -156,6 +163,7 @@ void CoordinatorProcess::LoseLead() {
   // Stop acting first: the Coordinator's tasks end at their next step, and what they still try
   // to write is refused by the fence once the new leader bumped the epoch.
   runtime_->SetStandby(true, "");
+  watch_hub_->Close();
   runtime_->Stop(transport::Address::Coordinator());
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -211,6 +219,24 @@ void CoordinatorProcess::AnswerAdmin(const wire::AdminRequest& request, wire::Ad
   out->set_leader_epoch(leader_epoch().value_or(0));
 }
 
+void CoordinatorProcess::AnswerWatch(const wire::WatchMapRequest& request,
+                                     const std::function<bool()>& cancelled,
+                                     wire::WatchMapResponse* out) {
+  if (request.hold_millis() > kMaxWatchHoldMillis) {
+    ToWire(InvalidArgumentError(fmt::format("a map watch holds at most {} ms, not {}",
+                                            kMaxWatchHoldMillis, request.hold_millis())),
+           out->mutable_status());
+    return;
+  }
+  auto state = watch_hub_->Wait(MapEpoch(request.known_epoch()),
+                                std::chrono::milliseconds(request.hold_millis()), cancelled);
+  if (!state.ok()) {
+    ToWire(state.status(), out->mutable_status());
+    return;
+  }
+  if (state->has_value()) ToWire(**state, out->mutable_state());
+}
+
 void CoordinatorProcess::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -218,6 +244,7 @@ void CoordinatorProcess::Stop() {
     stopped_ = true;
     stopping_ = true;
   }
+  watch_hub_->Close();  // the waiting watches end now, not at the server's shutdown grace
   cv_.notify_all();
   if (election_thread_.joinable()) election_thread_.join();
   runtime_->Stop(transport::Address::Coordinator());

@@ -17,6 +17,10 @@
 // coordinator.lead_failed (error).
 // With the embedded store there is no election: the one process leads.
 //
+// Map watch: the leader answers Shoal.WatchMap from a MapWatchHub fed by its Coordinator; losing
+// the lead (or Stop) ends every waiting watch with kUnavailable, and a standby answers it with
+// UNAVAILABLE naming the leader, so watchers move on to the leader.
+//
 // Thread-safety: Start and Stop are called by the owner; the accessors are thread-safe.
 
 #include <chrono>
@@ -34,6 +38,7 @@
 #include "src/metadata/leader_election.h"
 #include "src/metadata/metadata_store.h"
 #include "src/net/grpc_runtime.h"
+#include "src/net/map_watch_hub.h"
 #include "src/node/storage_node.h"
 
 namespace shoal::net {
@@ -59,6 +64,8 @@ struct CoordinatorProcessOptions {
   // nodes' heartbeats, which reach standbys too) before its Coordinator starts recovering moves.
   std::chrono::milliseconds learn_addresses_timeout{3'000};
   GrpcServerMode server_mode = GrpcServerMode::kSync;
+  // Map watches held at once (docs/design/network.md "Map watch"); one more: kResourceExhausted.
+  size_t max_map_watchers = kDefaultMaxMapWatchers;
 };
 
 class CoordinatorProcess {
@@ -78,6 +85,8 @@ class CoordinatorProcess {
   [[nodiscard]] bool leader() const { return current() != nullptr; }
   // The leader epoch of this process's current leadership (nullopt: a standby, or no election).
   [[nodiscard]] std::optional<uint64_t> leader_epoch() const;
+  // Map watches waiting now.
+  [[nodiscard]] size_t map_watchers() const { return watch_hub_->watchers(); }
   // Until this process leads, or `timeout` passed: whether it leads.
   [[nodiscard]] bool WaitLeader(std::chrono::milliseconds timeout);
 
@@ -89,9 +98,12 @@ class CoordinatorProcess {
   void LoseLead();
   void ElectionLoop();
   void AnswerAdmin(const wire::AdminRequest& request, wire::AdminResponse* out);
+  void AnswerWatch(const wire::WatchMapRequest& request, const std::function<bool()>& cancelled,
+                   wire::WatchMapResponse* out);
 
   CoordinatorProcessOptions options_;
   std::unique_ptr<GrpcRuntime> runtime_;
+  std::unique_ptr<MapWatchHub> watch_hub_;
   std::unique_ptr<metadata::MetadataStore> metadata_;
   std::unique_ptr<metadata::LeaderElection> election_;  // zk:// only
   // zk:// only: what each leadership's Coordinator writes through, fenced at that leadership's

@@ -7,6 +7,7 @@
 
 #include "include/shoal/shoal.h"
 #include "src/net/grpc_runtime.h"
+#include "src/net/map_watcher.h"
 #include "src/net/uri.h"
 #include "src/server/database_impl.h"
 
@@ -49,6 +50,9 @@ StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri) {
     }
   }
   if (!status.ok()) return Prefixed(status, fmt::format("connect to {}", coordinator));
+  impl->map_watcher =
+      std::make_shared<net::MapWatcher>(static_cast<net::GrpcRuntime&>(*impl->remote_runtime),
+                                        *impl->client, net::MapWatcherOptions{});
   return Impl::Wrap(std::move(impl));
 }
 

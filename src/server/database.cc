@@ -155,6 +155,7 @@ Status Database::Close() {
   impl_->StopMaintainer();
   Status status = impl_->cluster != nullptr ? impl_->cluster->StopAll() : OkStatus();
   impl_->runtime.Shutdown();
+  impl_->map_watcher.reset();
   // A network client's runtime closes its channels and joins its threads here.
   impl_->remote_runtime.reset();
   return status;

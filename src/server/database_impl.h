@@ -34,6 +34,9 @@ struct Database::Impl {
   std::unique_ptr<transport::Runtime> remote_runtime;
   std::unique_ptr<server::EmbeddedCluster> cluster;  // null for a network client
   std::unique_ptr<client::Client> client;
+  // Network: the client's map watch (src/net/map_watcher.h; opaque here, so that this library
+  // does not depend on gRPC). Close ends it before the client and the runtime go.
+  std::shared_ptr<void> map_watcher;
   std::mutex mu;
   uint32_t next_node = 0;
   bool closed = false;

@@ -1,5 +1,7 @@
 // `shoal add-node|remove-node|plan|rebalance --cluster shoal://HOST:PORT`: cluster
-// administration through the coordinator's Admin RPC, with a progress line until balanced; and
+// administration through the coordinator's Admin RPC, with a progress line until balanced;
+// `shoal thresholds [--split-bytes N] [--merge-bytes N]`: reads or sets the balancer's split and
+// merge thresholds; and
 // `shoal failpoint --target HOST:PORT SPEC`, answered by the process at that address itself.
 
 #include <fmt/format.h>
@@ -10,6 +12,7 @@
 #include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -177,6 +180,50 @@ CLI::App* AdminCommand(CLI::App& app, const std::string& name, const std::string
   return cmd;
 }
 
+struct ThresholdFlags {
+  std::string cluster = "shoal://127.0.0.1:7400";
+  std::optional<uint64_t> split_bytes;
+  std::optional<uint64_t> merge_bytes;
+  bool json = false;
+};
+
+// Without a value: reads the thresholds (a progress request answers them too).
+int RunThresholds(const ThresholdFlags& flags) {
+  auto coordinator = net::CoordinatorsOf(flags.cluster);
+  if (!coordinator.ok()) return FailCommand(coordinator.status());
+  auto runtime = net::GrpcRuntime::Start({.listen = {},
+                                          .advertise = {},
+                                          .coordinator = *coordinator,
+                                          .address_book_path = {},
+                                          .max_message_bytes = net::kDefaultMaxMessageBytes,
+                                          .server_mode = net::GrpcServerMode::kSync});
+  if (!runtime.ok()) return FailCommand(runtime.status());
+  wire::AdminRequest request;
+  if (flags.split_bytes.has_value() || flags.merge_bytes.has_value()) {
+    auto* body = request.mutable_set_thresholds();
+    if (flags.split_bytes.has_value()) body->set_split_bytes(*flags.split_bytes);
+    if (flags.merge_bytes.has_value()) body->set_merge_bytes(*flags.merge_bytes);
+  } else {
+    request.mutable_progress();
+  }
+  auto reply = (*runtime)->Admin(request, kAdminTimeout);
+  if (!reply.ok()) return FailCommand(reply.status());
+  if (flags.json) {
+    std::printf("%s\n", nlohmann::json{{"split_bytes", reply->split_bytes()},
+                                       {"merge_bytes", reply->merge_bytes()}}
+                            .dump()
+                            .c_str());
+  } else {
+    const auto show = [](uint64_t bytes) {
+      return bytes == 0 ? std::string("off")
+                        : fmt::format("{} bytes ({})", bytes, Bytes(static_cast<double>(bytes)));
+    };
+    std::printf("split above: %s\nmerge below: %s\n", show(reply->split_bytes()).c_str(),
+                show(reply->merge_bytes()).c_str());
+  }
+  return 0;
+}
+
 struct FailpointFlags {
   std::string target;
   std::string spec;
@@ -221,6 +268,20 @@ void AddAdminCommands(CLI::App& app) {
       ->required();
   f->add_flag("--json", failpoint->json, "Print one JSON object");
   f->callback([failpoint] { std::exit(RunFailpoint(*failpoint)); });
+
+  auto thresholds = std::make_shared<ThresholdFlags>();
+  CLI::App* t = app.add_subcommand(
+      "thresholds",
+      "Show or set the balancer's split and merge thresholds (bytes per bucket; 0 = off; kept "
+      "across restarts)");
+  t->add_option("--cluster", thresholds->cluster, "shoal://HOST:PORT of the coordinator")
+      ->capture_default_str();
+  t->add_option("--split-bytes", thresholds->split_bytes,
+                "Split buckets above this many bytes (65536 to 68719476736)");
+  t->add_option("--merge-bytes", thresholds->merge_bytes,
+                "Merge adjacent buckets below this many bytes (below half of split-bytes)");
+  t->add_flag("--json", thresholds->json, "Print one JSON object");
+  t->callback([thresholds] { std::exit(RunThresholds(*thresholds)); });
 
   auto add = std::make_shared<AdminFlags>();
   AdminCommand(app, "add-node",

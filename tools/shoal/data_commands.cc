@@ -243,12 +243,16 @@ int RunStatus(const DataFlags& flags) {
   // Which coordinator leads (several may run under ZooKeeper); "?" if it did not say.
   std::string leader = "?";
   uint64_t leader_epoch = 0;
+  uint64_t split_bytes = 0;
+  uint64_t merge_bytes = 0;
   {
     wire::AdminRequest progress;
     progress.mutable_progress();
     if (auto answer = (*runtime)->Admin(progress, kTimeout); answer.ok()) {
       leader = answer->leader();
       leader_epoch = answer->leader_epoch();
+      split_bytes = answer->split_bytes();
+      merge_bytes = answer->merge_bytes();
     }
   }
 
@@ -324,6 +328,8 @@ int RunStatus(const DataFlags& flags) {
                        {"epoch", map->epoch().value()},
                        {"buckets", map->buckets().size()},
                        {"imbalance", imbalance},
+                       {"split_bytes", split_bytes},
+                       {"merge_bytes", merge_bytes},
                        {"nodes", out_nodes},
                        {"moves_in_flight", moves},
                        {"hot_keys", HotKeysJson(hot_keys, collection_names)}};
@@ -333,6 +339,9 @@ int RunStatus(const DataFlags& flags) {
         "coordinator %s  leader %s (leader epoch %llu)  epoch %llu  buckets %zu  imbalance %.3f\n",
         coordinator->c_str(), leader.c_str(), static_cast<unsigned long long>(leader_epoch),
         static_cast<unsigned long long>(map->epoch().value()), map->buckets().size(), imbalance);
+    std::printf("thresholds: split above %llu bytes, merge below %llu bytes (0 = off)\n",
+                static_cast<unsigned long long>(split_bytes),
+                static_cast<unsigned long long>(merge_bytes));
     std::printf("%-6s %-8s %-22s %-9s %8s %14s %12s\n", "node", "state", "address", "reachable",
                 "buckets", "bytes", "documents");
     for (const auto& [id, node] : nodes) {

@@ -3,7 +3,7 @@
 // The networked commands of `shoal` (docs/design/network.md):
 //   server_commands.cc  coordinator, node, local
 //   data_commands.cc    put, get, delete, query, status
-//   admin_commands.cc   add-node, remove-node, plan, rebalance
+//   admin_commands.cc   add-node, remove-node, plan, rebalance, thresholds, failpoint
 //   hotspot_commands.cc declare, apply (sharded fields, paper 003)
 
 #include <CLI/CLI.hpp>

@@ -1,0 +1,62 @@
+#include "src/net/map_watch_hub.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace shoal::net {
+
+void MapWatchHub::Publish(const transport::ClusterState& state) {
+  if (state.map == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_.map != nullptr && state.map->epoch() < state_.map->epoch()) return;
+    state_ = state;
+  }
+  changed_.notify_all();
+}
+
+void MapWatchHub::Open() {
+  std::lock_guard<std::mutex> lock(mu_);
+  state_ = transport::ClusterState{.map = nullptr, .collections = {}};
+  open_ = true;
+}
+
+void MapWatchHub::Close() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = false;
+  }
+  changed_.notify_all();
+}
+
+size_t MapWatchHub::watchers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return watchers_;
+}
+
+StatusOr<std::optional<transport::ClusterState>> MapWatchHub::Wait(
+    MapEpoch known, std::chrono::milliseconds hold, const std::function<bool()>& cancelled) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!open_) return UnavailableError("not the leader coordinator");
+  if (watchers_ >= max_watchers_) {
+    return ResourceExhaustedError(
+        fmt::format("this coordinator holds {} map watches, its limit", max_watchers_));
+  }
+  ++watchers_;
+  const auto deadline = std::chrono::steady_clock::now() + hold;
+  const auto answerable = [&] {
+    return !open_ || (state_.map != nullptr && state_.map->epoch() > known);
+  };
+  bool newer = answerable();
+  while (!newer && std::chrono::steady_clock::now() < deadline && !cancelled()) {
+    newer = changed_.wait_until(
+        lock, std::min(deadline, std::chrono::steady_clock::now() + kCancelPoll), answerable);
+  }
+  --watchers_;
+  if (!open_) return UnavailableError("the coordinator stopped leading");
+  if (!newer) return std::optional<transport::ClusterState>();
+  return std::optional<transport::ClusterState>(state_);
+}
+
+}  // namespace shoal::net

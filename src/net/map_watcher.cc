@@ -1,0 +1,52 @@
+#include "src/net/map_watcher.h"
+
+#include <algorithm>
+
+#include "src/common/log.h"
+
+namespace shoal::net {
+
+MapWatcher::MapWatcher(GrpcRuntime& runtime, client::Client& client,
+                       const MapWatcherOptions& options)
+    : runtime_(runtime), client_(client), options_(options), thread_([this] { Run(); }) {}
+
+MapWatcher::~MapWatcher() { Stop(); }
+
+void MapWatcher::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  canceller_.Cancel();
+  if (thread_.joinable()) thread_.join();
+}
+
+uint64_t MapWatcher::failures() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failures_;
+}
+
+void MapWatcher::Run() {
+  std::chrono::milliseconds backoff = options_.min_backoff;
+  while (true) {
+    const cluster::ShardMapPtr known = client_.map();
+    auto state = runtime_.WatchMap(known == nullptr ? MapEpoch(0) : known->epoch(), options_.hold,
+                                   &canceller_);
+    if (state.ok()) {
+      backoff = options_.min_backoff;
+      if (state->has_value()) (void)client_.Adopt((*state)->map);
+      continue;
+    }
+    if (state.status().code() == StatusCode::kCancelled) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    ++failures_;
+    if (log::Enabled(log::Level::kDebug)) {
+      log::Debug("client.map_watch_failed", {{"error", state.status().ToString()}});
+    }
+    if (stop_cv_.wait_for(lock, backoff, [&] { return stopping_; })) return;
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+}
+
+}  // namespace shoal::net

@@ -1,0 +1,56 @@
+#pragma once
+
+// MapWatcher: the network client's map watch (docs/design/network.md "Map watch"). One thread
+// long-polls the coordinator (GrpcRuntime::WatchMap) with the epoch of the client's cached map
+// and hands every newer map to Client::Adopt, which keeps only a newer one: the cached epoch
+// never goes down. A failed poll (no coordinator reachable, a standby, the coordinator's watcher
+// limit) is retried after a backoff that doubles from min_backoff to max_backoff and resets after
+// an answer. WRONG_SHARD still refreshes the map as before: the watch only makes it rarer.
+//
+// Thread-safety: Stop (and the destructor) may be called from any thread but the watcher's; Stop
+// cancels the poll in flight and joins the thread. The runtime and the client must outlive it.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include "src/client/client.h"
+#include "src/net/grpc_runtime.h"
+
+namespace shoal::net {
+
+struct MapWatcherOptions {
+  std::chrono::milliseconds hold{10'000};  // per poll, at most kMaxWatchHoldMillis
+  std::chrono::milliseconds min_backoff{100};
+  std::chrono::milliseconds max_backoff{2'000};
+};
+
+class MapWatcher {
+ public:
+  MapWatcher(GrpcRuntime& runtime, client::Client& client, const MapWatcherOptions& options);
+  ~MapWatcher();
+  MapWatcher(const MapWatcher&) = delete;
+  MapWatcher& operator=(const MapWatcher&) = delete;
+
+  // Idempotent.
+  void Stop();
+  // Polls that failed so far (for tests and diagnostics).
+  [[nodiscard]] uint64_t failures() const;
+
+ private:
+  void Run();
+
+  GrpcRuntime& runtime_;
+  client::Client& client_;
+  const MapWatcherOptions options_;
+  CallCanceller canceller_;
+  mutable std::mutex mu_;  // guards the fields below
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  uint64_t failures_ = 0;
+  std::thread thread_;  // last: starts once the fields above exist
+};
+
+}  // namespace shoal::net
