@@ -8,7 +8,7 @@
 # --grpc-server`), and, when BASELINE names the build directory of an older version (whose
 # `shoal` may lack --grpc-server), once more with that build's binaries, labelled "before".
 # Batched writes: put at BATCH_CLIENTS (default 16) clients with Collection::Batch of each size
-# in BATCHES (default "16 64"; empty = none) against redis-benchmark's SET pipelined as deep
+# in BATCHES (default "16 64"; empty = none; 1 = the plain put) against redis-benchmark's SET pipelined as deep
 # (-P N) at as many clients. SINGLE=0 skips the unbatched get/put points.
 # Usage: [RUNS=3] [MODES="sync callback"] [BASELINE=DIR] [BATCHES="16 64"] [SINGLE=1]
 #        bench/net/run.sh BUILD_DIR [SECONDS]
@@ -118,7 +118,10 @@ measure() {
       done
     fi
     for batch in $batches; do
-      point "$label" "$nodes" "$coordinator" put "$batch_clients" "$batch"
+      # Batch 1 is the plain put, already measured with the single points.
+      if [ "$batch" -gt 1 ] || [ "$single" = 0 ]; then
+        point "$label" "$nodes" "$coordinator" put "$batch_clients" "$batch"
+      fi
     done
     stop_all
   done
@@ -164,7 +167,9 @@ if [ "$single" != 0 ]; then
     for clients in 1 16 64; do redis_point "$op" "$clients" 1; done
   done
 fi
-for batch in $batches; do redis_point set "$batch_clients" "$batch"; done
+for batch in $batches; do
+  if [ "$batch" -gt 1 ] || [ "$single" = 0 ]; then redis_point set "$batch_clients" "$batch"; fi
+done
 stop_all
 
 echo
@@ -183,5 +188,11 @@ for label in ${baseline:+before} $modes; do
     ratio "$label" get get 16
     ratio "$label" put set 16
   fi
-  for batch in $batches; do ratio "$label" "put/b$batch" "set/P$batch" "$batch_clients"; done
+  for batch in $batches; do
+    if [ "$batch" -gt 1 ]; then
+      ratio "$label" "put/b$batch" "set/P$batch" "$batch_clients"
+    elif [ "$single" = 0 ]; then
+      ratio "$label" put set "$batch_clients"
+    fi
+  done
 done
