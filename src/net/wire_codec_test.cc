@@ -122,12 +122,11 @@ TEST(WireCodecTest, BatchWritesRoundTrip) {
 
   // Each slot keeps its status with its typed reason, and its version.
   const transport::BatchWriteResponse results{
-      .results = {{.status = OkStatus(), .version = 42},
-                  {.status = storage::StorageError(storage::ErrorReason::kNotFound, "gone"),
-                   .version = 0},
-                  {.status = transport::MakeClusterError(transport::ClusterError::kWrongShard,
-                                                         "moved"),
-                   .version = 0}}};
+      .results = {
+          {.status = OkStatus(), .version = 42},
+          {.status = storage::StorageError(storage::ErrorReason::kNotFound, "gone"), .version = 0},
+          {.status = transport::MakeClusterError(transport::ClusterError::kWrongShard, "moved"),
+           .version = 0}}};
   wire::Response encoded;
   ToWire(transport::Response::Ok(results), &encoded);
   auto decoded = FromWire(encoded);
