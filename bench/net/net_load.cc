@@ -4,7 +4,9 @@
 //
 //   net_load --cluster shoal://127.0.0.1:7400 --op get --clients 16 --seconds 5
 //
-// `get` first loads the K keys (not timed). Errors are counted, not retried.
+// `get` first loads the K keys (not timed). With `--batch N` (put only) each client sends
+// Collection::Batch calls of N upserts to random keys: ops_per_second counts writes, the
+// latencies are per batch. Errors are counted (per write), not retried.
 
 #include <fmt/format.h>
 
@@ -33,6 +35,7 @@ struct Flags {
   double seconds = 5;
   int keys = 10000;
   int value_bytes = 1024;
+  int batch = 1;
 };
 
 std::string Value(int bytes, uint64_t seed) {
@@ -77,14 +80,36 @@ int Run(const Flags& flags) {
   std::atomic<bool> stop{false};
   std::vector<std::vector<uint32_t>> latencies(flags.clients);  // microseconds
   std::vector<uint64_t> errors(flags.clients, 0);
+  std::vector<uint64_t> written(flags.clients, 0);  // successful operations (writes in batches)
   std::vector<std::thread> threads;
   const auto begin = Clock::now();
   for (int c = 0; c < flags.clients; ++c) {
     threads.emplace_back([&, c] {
       std::mt19937_64 random(static_cast<uint64_t>(c) + 1);
+      std::vector<shoal::BatchWrite> batch(
+          static_cast<size_t>(flags.batch),
+          shoal::BatchWrite{
+              .op = shoal::BatchOp::kUpsert, .key = {}, .json = value, .expected_version = 0});
       auto& mine = latencies[c];
       mine.reserve(1 << 16);
       while (!stop.load(std::memory_order_relaxed)) {
+        if (flags.batch > 1) {
+          for (auto& write : batch) write.key = fmt::format("key-{}", random() % flags.keys);
+          const auto start = Clock::now();
+          auto results = collections[c].Batch(batch);
+          const auto micros =
+              std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
+          uint64_t failed = 0;
+          if (!results.ok()) {
+            failed = batch.size();
+          } else {
+            for (const auto& result : *results) failed += result.ok() ? 0 : 1;
+          }
+          errors[c] += failed;
+          written[c] += batch.size() - failed;
+          if (failed == 0) mine.push_back(static_cast<uint32_t>(micros));
+          continue;
+        }
         const std::string key = fmt::format("key-{}", random() % flags.keys);
         const auto start = Clock::now();
         bool ok;
@@ -97,6 +122,7 @@ int Run(const Flags& flags) {
             std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
         if (ok) {
           mine.push_back(static_cast<uint32_t>(micros));
+          ++written[c];
         } else {
           ++errors[c];
         }
@@ -109,9 +135,11 @@ int Run(const Flags& flags) {
   const double elapsed = std::chrono::duration<double>(Clock::now() - begin).count();
   std::vector<uint32_t> all;
   uint64_t error_count = 0;
+  uint64_t operations = 0;
   for (int c = 0; c < flags.clients; ++c) {
     all.insert(all.end(), latencies[c].begin(), latencies[c].end());
     error_count += errors[c];
+    operations += written[c];
   }
   std::sort(all.begin(), all.end());
   auto percentile = [&](double p) {
@@ -122,10 +150,11 @@ int Run(const Flags& flags) {
   nlohmann::json out{{"op", flags.op},
                      {"clients", flags.clients},
                      {"value_bytes", flags.value_bytes},
-                     {"operations", all.size()},
+                     {"batch", flags.batch},
+                     {"operations", operations},
                      {"errors", error_count},
                      {"seconds", elapsed},
-                     {"ops_per_second", all.size() / elapsed},
+                     {"ops_per_second", static_cast<double>(operations) / elapsed},
                      {"p50_ms", percentile(0.50)},
                      {"p99_ms", percentile(0.99)}};
   std::printf("%s\n", out.dump().c_str());
@@ -147,6 +176,13 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", flags.seconds, "Measured duration")->capture_default_str();
   app.add_option("--keys", flags.keys, "Distinct keys")->capture_default_str();
   app.add_option("--value-bytes", flags.value_bytes, "Size of each value")->capture_default_str();
+  app.add_option("--batch", flags.batch, "Upserts per Batch call (put only; 1 = single writes)")
+      ->check(CLI::Range(1, static_cast<int>(shoal::kMaxBatchWrites)))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (flags.batch > 1 && flags.op != "put") {
+    std::fprintf(stderr, "error: --batch needs --op put\n");
+    return 1;
+  }
   return Run(flags);
 }

@@ -7,7 +7,11 @@
 # Shoal is measured once per gRPC server API in MODES (default "sync callback": `shoal node
 # --grpc-server`), and, when BASELINE names the build directory of an older version (whose
 # `shoal` may lack --grpc-server), once more with that build's binaries, labelled "before".
-# Usage: [RUNS=3] [MODES="sync callback"] [BASELINE=DIR] bench/net/run.sh BUILD_DIR [SECONDS]
+# Batched writes: put at BATCH_CLIENTS (default 16) clients with Collection::Batch of each size
+# in BATCHES (default "16 64"; empty = none; 1 = the plain put) against redis-benchmark's SET pipelined as deep
+# (-P N) at as many clients. SINGLE=0 skips the unbatched get/put points.
+# Usage: [RUNS=3] [MODES="sync callback"] [BASELINE=DIR] [BATCHES="16 64"] [SINGLE=1]
+#        bench/net/run.sh BUILD_DIR [SECONDS]
 set -euo pipefail
 
 build=${1:-build}
@@ -15,6 +19,9 @@ seconds=${2:-5}
 runs=${RUNS:-3}
 modes=${MODES:-sync callback}
 baseline=${BASELINE:-}
+batches=${BATCHES-16 64}
+single=${SINGLE:-1}
+batch_clients=${BATCH_CLIENTS:-16}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-net-bench-XXXXXX")
 pids=()
 cleanup() {
@@ -56,6 +63,40 @@ free_port() {
 
 declare -A throughput  # "label nodes op clients" -> ops/s, for the ratios at the end
 
+# One Shoal point, the median of `runs` runs; prints its table row. Batched puts show as
+# "put/bN" and count writes per second. Usage: point LABEL NODES COORDINATOR OP CLIENTS BATCH
+# (uses `load` of the caller).
+point() {
+  local label=$1 nodes=$2 coordinator=$3 op=$4 clients=$5 batch=$6
+  local name=$op
+  local batch_flag=()
+  if [ "$batch" -gt 1 ]; then
+    name="$op/b$batch"
+    batch_flag=(--batch "$batch")
+  fi
+  local results=()
+  for _ in $(seq 1 "$runs"); do
+    # A run that cannot connect (a loaded machine) prints nothing and is left out; one
+    # with failed operations still reports its successful ones.
+    local out
+    out=$("$load" --cluster "shoal://$coordinator" --op "$op" --clients "$clients" \
+      --seconds "$seconds" --value-bytes 1024 "${batch_flag[@]}") ||
+      echo "net_load: $label $nodes $name $clients: exit $?" >&2
+    if [ -n "$out" ]; then results+=("$out"); fi
+  done
+  if [ "${#results[@]}" -eq 0 ]; then
+    echo "no successful run of $label $nodes $name $clients" >&2
+    exit 1
+  fi
+  local ops p50 p99
+  ops=$(printf '%s\n' "${results[@]}" | jq .ops_per_second | median)
+  p50=$(printf '%s\n' "${results[@]}" | jq .p50_ms | median)
+  p99=$(printf '%s\n' "${results[@]}" | jq .p99_ms | median)
+  throughput["$label $nodes $name $clients"]=$ops
+  printf '| shoal | %s | %s | %s | %s | %.0f | %.3f | %.3f |\n' "$label" "$nodes" "$name" \
+    "$clients" "$ops" "$p50" "$p99"
+}
+
 # Measures one Shoal version/API on 1 and 3 nodes. Usage: measure LABEL BUILD_DIR [FLAG...]
 measure() {
   local label=$1 dir_build=$2
@@ -71,29 +112,16 @@ measure() {
         --coordinator "$coordinator" --no-sync "$@"
     done
     sleep 1
-    for op in get put; do
-      for clients in 1 16 64; do
-        local results=()
-        for _ in $(seq 1 "$runs"); do
-          # A run that cannot connect (a loaded machine) prints nothing and is left out; one
-          # with failed operations still reports its successful ones.
-          local out
-          out=$("$load" --cluster "shoal://$coordinator" --op "$op" --clients "$clients" \
-            --seconds "$seconds" --value-bytes 1024) || echo "net_load: $label $nodes $op $clients: exit $?" >&2
-          if [ -n "$out" ]; then results+=("$out"); fi
-        done
-        if [ "${#results[@]}" -eq 0 ]; then
-          echo "no successful run of $label $nodes $op $clients" >&2
-          exit 1
-        fi
-        local ops p50 p99
-        ops=$(printf '%s\n' "${results[@]}" | jq .ops_per_second | median)
-        p50=$(printf '%s\n' "${results[@]}" | jq .p50_ms | median)
-        p99=$(printf '%s\n' "${results[@]}" | jq .p99_ms | median)
-        throughput["$label $nodes $op $clients"]=$ops
-        printf '| shoal | %s | %s | %s | %s | %.0f | %.3f | %.3f |\n' "$label" "$nodes" "$op" \
-          "$clients" "$ops" "$p50" "$p99"
+    if [ "$single" != 0 ]; then
+      for op in get put; do
+        for clients in 1 16 64; do point "$label" "$nodes" "$coordinator" "$op" "$clients" 1; done
       done
+    fi
+    for batch in $batches; do
+      # Batch 1 is the plain put, already measured with the single points.
+      if [ "$batch" -gt 1 ] || [ "$single" = 0 ]; then
+        point "$label" "$nodes" "$coordinator" put "$batch_clients" "$batch"
+      fi
     done
     stop_all
   done
@@ -110,41 +138,62 @@ redis-server --port "$port" --bind 127.0.0.1 --dir "$dir/redis" --appendonly yes
   --appendfsync everysec --save '' --daemonize no >"$dir/redis.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-for op in get set; do
-  for clients in 1 16 64; do
-    ops_runs=()
-    p50_runs=()
-    p99_runs=()
-    for _ in $(seq 1 "$runs"); do
-      # -n sized for about `seconds` seconds at ~40k ops/s; --csv: "test","rps","avg","min","p50","p95","p99","max".
-      line=$(redis-benchmark -p "$port" -t "$op" -d 1024 -c "$clients" -n $((seconds * 40000)) \
-        -r 10000 --csv | grep -i "\"$op\"")
-      ops_runs+=("$(echo "$line" | cut -d, -f2 | tr -d '"')")
-      p50_runs+=("$(echo "$line" | cut -d, -f5 | tr -d '"')")
-      p99_runs+=("$(echo "$line" | cut -d, -f7 | tr -d '"')")
-    done
-    ops=$(printf '%s\n' "${ops_runs[@]}" | median)
-    p50=$(printf '%s\n' "${p50_runs[@]}" | median)
-    p99=$(printf '%s\n' "${p99_runs[@]}" | median)
-    throughput["redis 1 $op $clients"]=$ops
-    printf '| redis | - | 1 | %s | %s | %.0f | %.3f | %.3f |\n' "$op" "$clients" "$ops" "$p50" \
-      "$p99"
+# One redis-benchmark point, the median of `runs` runs. Usage: redis_point OP CLIENTS PIPELINE
+redis_point() {
+  local op=$1 clients=$2 pipeline=$3
+  local name=$op
+  [ "$pipeline" -gt 1 ] && name="$op/P$pipeline"
+  local ops_runs=() p50_runs=() p99_runs=()
+  for _ in $(seq 1 "$runs"); do
+    # -n sized for about `seconds` seconds at ~40k ops/s (~100k ops/s pipelined);
+    # --csv: "test","rps","avg","min","p50","p95","p99","max" (latencies per request).
+    local line requests=$((seconds * 40000))
+    [ "$pipeline" -gt 1 ] && requests=$((seconds * 100000))
+    line=$(redis-benchmark -p "$port" -t "$op" -d 1024 -c "$clients" -P "$pipeline" \
+      -n "$requests" -r 10000 --csv | grep -i "\"$op\"")
+    ops_runs+=("$(echo "$line" | cut -d, -f2 | tr -d '"')")
+    p50_runs+=("$(echo "$line" | cut -d, -f5 | tr -d '"')")
+    p99_runs+=("$(echo "$line" | cut -d, -f7 | tr -d '"')")
   done
+  local ops p50 p99
+  ops=$(printf '%s\n' "${ops_runs[@]}" | median)
+  p50=$(printf '%s\n' "${p50_runs[@]}" | median)
+  p99=$(printf '%s\n' "${p99_runs[@]}" | median)
+  throughput["redis 1 $name $clients"]=$ops
+  printf '| redis | - | 1 | %s | %s | %.0f | %.3f | %.3f |\n' "$name" "$clients" "$ops" "$p50" \
+    "$p99"
+}
+if [ "$single" != 0 ]; then
+  for op in get set; do
+    for clients in 1 16 64; do redis_point "$op" "$clients" 1; done
+  done
+fi
+for batch in $batches; do
+  if [ "$batch" -gt 1 ] || [ "$single" = 0 ]; then redis_point set "$batch_clients" "$batch"; fi
 done
 stop_all
 
 echo
-echo "Ratio to Redis at 16 clients:"
+echo "Ratio to Redis at 16 clients (batched puts: to SET pipelined as deep, at $batch_clients clients):"
 echo
 echo "| server | op | 1 node | 3 nodes |"
 echo "|---|---|---|---|"
+ratio() {  # LABEL SHOAL_OP REDIS_OP CLIENTS
+  local r=${throughput["redis 1 $3 $4"]}
+  printf '| %s | %s | %.2fx | %.2fx |\n' "$1" "$2" \
+    "$(echo "${throughput["$1 1 $2 $4"]} / $r" | bc -l)" \
+    "$(echo "${throughput["$1 3 $2 $4"]} / $r" | bc -l)"
+}
 for label in ${baseline:+before} $modes; do
-  for op in get put; do
-    redis_op=$op
-    [ "$op" = put ] && redis_op=set
-    r=${throughput["redis 1 $redis_op 16"]}
-    printf '| %s | %s | %.2fx | %.2fx |\n' "$label" "$op" \
-      "$(echo "${throughput["$label 1 $op 16"]} / $r" | bc -l)" \
-      "$(echo "${throughput["$label 3 $op 16"]} / $r" | bc -l)"
+  if [ "$single" != 0 ]; then
+    ratio "$label" get get 16
+    ratio "$label" put set 16
+  fi
+  for batch in $batches; do
+    if [ "$batch" -gt 1 ]; then
+      ratio "$label" "put/b$batch" "set/P$batch" "$batch_clients"
+    elif [ "$single" = 0 ]; then
+      ratio "$label" put set "$batch_clients"
+    fi
   done
 done

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +78,19 @@ struct ReadOptions {
   ReadMode mode = ReadMode::kLatest;
 };
 
+// One write of Collection::Batch. `json` is ignored by kDelete; `expected_version` is used only
+// by kCompareAndSet.
+enum class BatchOp : uint8_t { kInsert, kUpdate, kUpsert, kDelete, kCompareAndSet };
+struct BatchWrite {
+  BatchOp op = BatchOp::kUpsert;
+  std::string key;
+  std::string json;
+  uint64_t expected_version = 0;
+};
+// Limits of one Batch: 1 to kMaxBatchWrites writes, at most kMaxBatchBytes of keys plus JSON.
+inline constexpr size_t kMaxBatchWrites = 1000;
+inline constexpr size_t kMaxBatchBytes = size_t{16} << 20;
+
 struct ShardingInfo {
   std::string kind;             // "static", "dynamic", "auto" or "entity_group"
   uint32_t active_cells = 0;    // shard documents taking updates (groups for entity groups)
@@ -96,6 +110,13 @@ class Collection {
                                                  std::string_view json);
   [[nodiscard]] StatusOr<Document> Get(std::string_view key);
   [[nodiscard]] StatusOr<QueryPage> Query(const QueryOptions& options);
+  // Many writes in few round trips: one result per write, in input order, each what the same
+  // single call would have returned (a version or its error). NOT atomic: each write is
+  // atomic and durable once acknowledged, independently of the others; two writes to one key
+  // apply in input order. The call fails as a whole, writing nothing, only for an empty batch
+  // (kInvalidArgument) or one over kMaxBatchWrites writes or kMaxBatchBytes bytes
+  // (kResourceExhausted).
+  [[nodiscard]] StatusOr<std::vector<StatusOr<uint64_t>>> Batch(std::span<const BatchWrite> writes);
 
   // Declares sharded fields and entity groups (merged into the collection's schema), e.g.
   //   R"({"votes": {"fold": "sum", "neutral": 0, "shards": 10}})"

@@ -28,6 +28,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "src/cluster/shard_map.h"
@@ -87,6 +88,16 @@ class Client {
   // Writes iff the stored version equals `expected_version`.
   [[nodiscard]] StatusOr<uint64_t> CompareAndSet(CollectionId c, std::string_view pk,
                                                  uint64_t expected_version, std::string_view json);
+  // Applies `writes` (each a WriteRequest without epoch or via_move) and returns one result per
+  // write, in input order. Not atomic: each write succeeds or fails on its own, with the result
+  // the same write would have alone. The writes are grouped by owning node and the groups sent
+  // concurrently (one BatchWriteRequest each); writes answered WRONG_SHARD or NOT_SERVING are
+  // re-routed and resent, within max_attempts rounds; a group whose request or reply was lost
+  // gets kUnknown in each of its slots. The call itself fails only for a batch outside the
+  // limits of transport::ValidateBatch (then nothing is sent) or when the caller was stopped.
+  // client_batch.cc.
+  [[nodiscard]] StatusOr<std::vector<StatusOr<uint64_t>>> Batch(
+      std::vector<transport::WriteRequest> writes);
   [[nodiscard]] StatusOr<storage::Document> Get(CollectionId c, std::string_view pk);
   [[nodiscard]] StatusOr<QueryPage> Query(const QueryOptions& options);
 
@@ -105,6 +116,10 @@ class Client {
   void LearnRoute(const cluster::ShardMapPtr& route);
   [[nodiscard]] Status Backoff(int attempt);
   [[nodiscard]] StatusOr<cluster::ShardMapPtr> CurrentMap();
+  // Sends each of `calls` (node, request) and returns the answers in that order: the first on
+  // the calling task, the others on tasks of their own that run concurrently.
+  [[nodiscard]] std::vector<StatusOr<transport::Response>> CallAll(
+      std::vector<std::pair<NodeId, transport::Request>> calls);
 
   transport::Runtime& runtime_;
   const ClientOptions options_;

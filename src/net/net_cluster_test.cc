@@ -16,6 +16,7 @@
 #include "proto/shoal.pb.h"
 #include "src/client/client.h"
 #include "src/net/processes.h"
+#include "src/server/batch_contract_test_util.h"
 
 namespace shoal::net {
 namespace {
@@ -191,6 +192,46 @@ TEST_F(NetClusterTest, WritesReadBackAcrossMovesAndAJoiningNode) {
   EXPECT_EQ(seen.size(), acknowledged.size() + 1);  // + alice
   for (const auto& [key, count] : seen) EXPECT_EQ(count, 1) << key;
   EXPECT_TRUE((*db)->Close().ok());
+}
+
+TEST_F(NetClusterTest, BatchOverTheNetwork) {
+  StartCoordinator(/*nodes=*/3, /*auto_balance=*/false);
+  StartNode(1);
+  StartNode(2);
+  StartNode(3);
+  auto db = Database::Connect("shoal://" + coordinator_->address());
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto docs = (*db)->GetCollection("docs");
+  ASSERT_TRUE(docs.ok()) << docs.status();
+  shoal::batch_test::ExpectBatchContract(*docs);
+
+  // The node refuses a hand-crafted batch past a limit before writing anything.
+  auto runtime = GrpcRuntime::Start({.listen = {},
+                                     .advertise = {},
+                                     .coordinator = coordinator_->address(),
+                                     .address_book_path = {},
+                                     .max_message_bytes = kDefaultMaxMessageBytes,
+                                     .server_mode = GrpcServerMode::kSync});
+  ASSERT_TRUE(runtime.ok()) << runtime.status();
+  client::Client client(**runtime);
+  ASSERT_TRUE(client.Refresh().ok());
+  auto collection = client.OpenCollection("docs");
+  ASSERT_TRUE(collection.ok()) << collection.status();
+  std::vector<transport::WriteRequest> crafted(
+      transport::kMaxBatchWrites + 1, transport::WriteRequest{.epoch = {},
+                                                              .op = transport::WriteOp::kUpsert,
+                                                              .collection = *collection,
+                                                              .primary_key = "crafted",
+                                                              .body = "{}",
+                                                              .expected_version = 0,
+                                                              .via_move = std::nullopt});
+  auto answer = (*runtime)->Call(
+      transport::Address::Node(NodeId(1)),
+      transport::BatchWriteRequest{.epoch = client.map()->epoch(), .writes = std::move(crafted)},
+      5'000'000);
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->status.code(), StatusCode::kResourceExhausted) << answer->status;
+  EXPECT_EQ(docs->Get("crafted").status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(NetClusterTest, CoordinatorRestartRecoversTheMapAndAddresses) {

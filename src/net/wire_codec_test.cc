@@ -106,6 +106,41 @@ TEST(WireCodecTest, MoveFileChunksRoundTrip) {
   EXPECT_EQ(body->file_count, chunk.file_count);
 }
 
+TEST(WireCodecTest, BatchWritesRoundTrip) {
+  transport::BatchWriteRequest batch{.epoch = MapEpoch(11), .writes = {}};
+  for (auto op : {transport::WriteOp::kInsert, transport::WriteOp::kDelete,
+                  transport::WriteOp::kCompareAndSet}) {
+    batch.writes.push_back(transport::WriteRequest{.epoch = {},
+                                                   .op = op,
+                                                   .collection = CollectionId(2),
+                                                   .primary_key = std::string("k\0", 2),
+                                                   .body = "{}",
+                                                   .expected_version = 5,
+                                                   .via_move = std::nullopt});
+  }
+  ExpectRoundTrip(batch);
+
+  // Each slot keeps its status with its typed reason, and its version.
+  const transport::BatchWriteResponse results{
+      .results = {
+          {.status = OkStatus(), .version = 42},
+          {.status = storage::StorageError(storage::ErrorReason::kNotFound, "gone"), .version = 0},
+          {.status = transport::MakeClusterError(transport::ClusterError::kWrongShard, "moved"),
+           .version = 0}}};
+  wire::Response encoded;
+  ToWire(transport::Response::Ok(results), &encoded);
+  auto decoded = FromWire(encoded);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  auto body = transport::BodyAs<transport::BatchWriteResponse>(std::move(*decoded));
+  ASSERT_TRUE(body.ok()) << body.status();
+  ASSERT_EQ(body->results.size(), 3u);
+  EXPECT_TRUE(body->results[0].status.ok());
+  EXPECT_EQ(body->results[0].version, 42u);
+  EXPECT_TRUE(storage::Is(body->results[1].status, storage::ErrorReason::kNotFound));
+  EXPECT_EQ(transport::ClusterErrorOf(body->results[2].status),
+            transport::ClusterError::kWrongShard);
+}
+
 TEST(WireCodecTest, TypedErrorsSurvive) {
   const Status wrong = transport::MakeClusterError(transport::ClusterError::kWrongShard, "moved");
   wire::Status w;

@@ -16,6 +16,16 @@ std::optional<MoveId> MoveOf(bool has, const wire::MoveRef& ref) {
   return has ? std::optional<MoveId>(MoveId(ref.id())) : std::nullopt;
 }
 
+void WriteToWire(const transport::WriteRequest& r, wire::WriteRequest* w) {
+  w->set_epoch(r.epoch.value());
+  w->set_op(static_cast<wire::WriteRequest::Op>(r.op));
+  w->set_collection(r.collection.value());
+  w->set_primary_key(r.primary_key);
+  w->set_body(r.body);
+  w->set_expected_version(r.expected_version);
+  if (r.via_move.has_value()) w->mutable_via_move()->set_id(r.via_move->value());
+}
+
 StatusOr<transport::WriteOp> WriteOpOf(wire::WriteRequest::Op op) {
   switch (op) {
     case wire::WriteRequest::INSERT:
@@ -33,19 +43,27 @@ StatusOr<transport::WriteOp> WriteOpOf(wire::WriteRequest::Op op) {
   }
 }
 
+StatusOr<transport::WriteRequest> WriteFromWire(const wire::WriteRequest& w) {
+  SHOAL_ASSIGN_OR_RETURN(transport::WriteOp op, WriteOpOf(w.op()));
+  return transport::WriteRequest{.epoch = MapEpoch(w.epoch()),
+                                 .op = op,
+                                 .collection = CollectionId(w.collection()),
+                                 .primary_key = w.primary_key(),
+                                 .body = w.body(),
+                                 .expected_version = w.expected_version(),
+                                 .via_move = MoveOf(w.has_via_move(), w.via_move())};
+}
+
 }  // namespace
 
 void ToWire(const transport::Request& request, wire::Request* out) {
   std::visit(Overloaded{
-                 [out](const transport::WriteRequest& r) {
-                   auto* w = out->mutable_write();
+                 [out](const transport::WriteRequest& r) { WriteToWire(r, out->mutable_write()); },
+                 [out](const transport::BatchWriteRequest& r) {
+                   auto* w = out->mutable_batch_write();
                    w->set_epoch(r.epoch.value());
-                   w->set_op(static_cast<wire::WriteRequest::Op>(r.op));
-                   w->set_collection(r.collection.value());
-                   w->set_primary_key(r.primary_key);
-                   w->set_body(r.body);
-                   w->set_expected_version(r.expected_version);
-                   if (r.via_move.has_value()) w->mutable_via_move()->set_id(r.via_move->value());
+                   w->mutable_writes()->Reserve(static_cast<int>(r.writes.size()));
+                   for (const auto& write : r.writes) WriteToWire(write, w->add_writes());
                  },
                  [out](const transport::GetRequest& r) {
                    auto* w = out->mutable_get();
@@ -145,16 +163,18 @@ void ToWire(const transport::Request& request, wire::Request* out) {
 StatusOr<transport::Request> FromWire(const wire::Request& request) {
   switch (request.body_case()) {
     case wire::Request::kWrite: {
-      const auto& w = request.write();
-      SHOAL_ASSIGN_OR_RETURN(transport::WriteOp op, WriteOpOf(w.op()));
-      return transport::Request(
-          transport::WriteRequest{.epoch = MapEpoch(w.epoch()),
-                                  .op = op,
-                                  .collection = CollectionId(w.collection()),
-                                  .primary_key = w.primary_key(),
-                                  .body = w.body(),
-                                  .expected_version = w.expected_version(),
-                                  .via_move = MoveOf(w.has_via_move(), w.via_move())});
+      SHOAL_ASSIGN_OR_RETURN(transport::WriteRequest write, WriteFromWire(request.write()));
+      return transport::Request(std::move(write));
+    }
+    case wire::Request::kBatchWrite: {
+      const auto& w = request.batch_write();
+      transport::BatchWriteRequest batch{.epoch = MapEpoch(w.epoch()), .writes = {}};
+      batch.writes.reserve(static_cast<size_t>(w.writes_size()));
+      for (const auto& write : w.writes()) {
+        SHOAL_ASSIGN_OR_RETURN(transport::WriteRequest one, WriteFromWire(write));
+        batch.writes.push_back(std::move(one));
+      }
+      return transport::Request(std::move(batch));
     }
     case wire::Request::kGet: {
       const auto& w = request.get();
@@ -324,6 +344,15 @@ void ToWire(const transport::Response& response, wire::Response* out) {
                    w->set_documents(r.documents);
                    w->set_bytes(r.bytes);
                  },
+                 [out](const transport::BatchWriteResponse& r) {
+                   auto* w = out->mutable_batch_write();
+                   w->mutable_results()->Reserve(static_cast<int>(r.results.size()));
+                   for (const auto& result : r.results) {
+                     auto* one = w->add_results();
+                     ToWire(result.status, one->mutable_status());
+                     one->set_version(result.version);
+                   }
+                 },
                  [out](const transport::FetchMoveFileResponse& r) {
                    auto* w = out->mutable_fetch_move_file();
                    w->set_data(r.data);
@@ -417,6 +446,16 @@ StatusOr<transport::Response> FromWire(const wire::Response& response) {
                                             .documents = response.transfer_bucket().documents(),
                                             .bytes = response.transfer_bucket().bytes()};
       break;
+    case wire::Response::kBatchWrite: {
+      transport::BatchWriteResponse batch;
+      batch.results.reserve(static_cast<size_t>(response.batch_write().results_size()));
+      for (const auto& result : response.batch_write().results()) {
+        batch.results.push_back(transport::BatchWriteResult{.status = FromWire(result.status()),
+                                                            .version = result.version()});
+      }
+      out.body = std::move(batch);
+      break;
+    }
     case wire::Response::kFetchMoveFile: {
       const auto& w = response.fetch_move_file();
       out.body = transport::FetchMoveFileResponse{.data = w.data(),

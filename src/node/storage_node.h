@@ -251,6 +251,9 @@ class StorageNode final : public transport::Service,
                                    const transport::IngestBucketRequest& request, NodeId source);
 
   transport::Response HandleWrite(const transport::WriteRequest& request);
+  // Each write as HandleWrite would at the batch's epoch, in order, one result per slot
+  // (storage_node_batch.cc).
+  transport::Response HandleBatchWrite(const transport::BatchWriteRequest& request);
   transport::Response HandleGet(const transport::GetRequest& request);
   transport::Response HandleScan(const transport::ScanRequest& request);
   transport::Response HandleInstallMap(const transport::InstallMapRequest& request);

@@ -42,6 +42,25 @@ storage::CompareOp ToCompareOp(Op op) {
   return storage::CompareOp::kEq;
 }
 
+static_assert(kMaxBatchWrites == transport::kMaxBatchWrites);
+static_assert(kMaxBatchBytes == transport::kMaxBatchBytes);
+
+transport::WriteOp ToWriteOp(BatchOp op) {
+  switch (op) {
+    case BatchOp::kInsert:
+      return transport::WriteOp::kInsert;
+    case BatchOp::kUpdate:
+      return transport::WriteOp::kUpdate;
+    case BatchOp::kUpsert:
+      return transport::WriteOp::kUpsert;
+    case BatchOp::kDelete:
+      return transport::WriteOp::kDelete;
+    case BatchOp::kCompareAndSet:
+      return transport::WriteOp::kCompareAndSet;
+  }
+  return transport::WriteOp::kUpsert;
+}
+
 Document ToPublic(storage::Document d) {
   return Document{.key = std::move(d.primary_key), .json = std::move(d.body), .version = d.version};
 }
@@ -72,6 +91,52 @@ StatusOr<uint64_t> Collection::CompareAndSet(std::string_view key, uint64_t expe
   SHOAL_RETURN_IF_ERROR(impl_->hot->CheckWrite(json));
   return impl_->client->CompareAndSet(impl_->id, key, expected_version, json);
 }
+StatusOr<std::vector<StatusOr<uint64_t>>> Collection::Batch(std::span<const BatchWrite> writes) {
+  std::vector<transport::WriteRequest> requests;
+  requests.reserve(writes.size());
+  for (const BatchWrite& write : writes) {
+    const bool del = write.op == BatchOp::kDelete;
+    requests.push_back(transport::WriteRequest{.epoch = {},
+                                               .op = ToWriteOp(write.op),
+                                               .collection = impl_->id,
+                                               .primary_key = write.key,
+                                               .body = del ? std::string() : write.json,
+                                               .expected_version = write.expected_version,
+                                               .via_move = std::nullopt});
+  }
+  // A bad batch fails whole before anything is sent.
+  SHOAL_RETURN_IF_ERROR(transport::ValidateBatch(requests));
+  // As single writes: a write that sets a declared sharded field fails in its own slot.
+  std::vector<std::optional<StatusOr<uint64_t>>> results(writes.size());
+  std::vector<size_t> sent_index;
+  std::vector<transport::WriteRequest> sent;
+  for (size_t i = 0; i < writes.size(); ++i) {
+    if (writes[i].op != BatchOp::kDelete) {
+      if (Status s = impl_->hot->CheckWrite(writes[i].json); !s.ok()) {
+        results[i] = std::move(s);
+        continue;
+      }
+    }
+    sent_index.push_back(i);
+    sent.push_back(std::move(requests[i]));
+  }
+  if (!sent.empty()) {
+    SHOAL_ASSIGN_OR_RETURN(auto answers, impl_->client->Batch(std::move(sent)));
+    for (size_t k = 0; k < answers.size(); ++k) {
+      const size_t i = sent_index[k];
+      if (answers[k].ok() && writes[i].op == BatchOp::kDelete) {
+        // As Delete: the document is gone, its sharded fields start again from neutral.
+        if (Status s = impl_->hot->AfterDelete(writes[i].key); !s.ok()) answers[k] = std::move(s);
+      }
+      results[i] = std::move(answers[k]);
+    }
+  }
+  std::vector<StatusOr<uint64_t>> out;
+  out.reserve(results.size());
+  for (auto& result : results) out.push_back(std::move(*result));
+  return out;
+}
+
 StatusOr<Document> Collection::Get(std::string_view key) { return Get(key, ReadOptions{}); }
 StatusOr<QueryPage> Collection::Query(const QueryOptions& options) {
   client::QueryOptions query{

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "include/shoal/shoal.h"
+#include "src/server/batch_contract_test_util.h"
 
 namespace shoal {
 namespace {
@@ -77,6 +78,32 @@ TEST(DatabaseTest, DocumentsQueriesAndReopen) {
     EXPECT_EQ(users->Get("u8").status().code(), StatusCode::kNotFound);
     EXPECT_TRUE(users->Get("u49").ok());
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DatabaseTest, BatchOnAnEmbeddedCluster) {
+  const std::string dir = TempDir("batch");
+  auto db = Database::OpenEmbedded({.data_dir = dir, .nodes = 3, .buckets = 8, .sync = false});
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto docs = (*db)->GetCollection("docs");
+  ASSERT_TRUE(docs.ok()) << docs.status();
+  batch_test::ExpectBatchContract(*docs);
+
+  // A declared sharded field is refused in its own slot, as by a single write; the rest apply.
+  auto votes = (*db)->GetCollection("votes");
+  ASSERT_TRUE(votes.ok()) << votes.status();
+  ASSERT_TRUE(votes->Declare(R"({"count": {"fold": "sum", "neutral": 0, "shards": 4}})").ok());
+  std::vector<BatchWrite> writes = {batch_test::Write(BatchOp::kUpsert, "p1", R"({"title":"x"})"),
+                                    batch_test::Write(BatchOp::kUpsert, "p2", R"({"count":3})"),
+                                    batch_test::Write(BatchOp::kUpsert, "p3", R"({"title":"z"})")};
+  auto results = votes->Batch(writes);
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_TRUE((*results)[0].ok()) << (*results)[0].status();
+  EXPECT_EQ((*results)[1].status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*results)[1].status().code(), votes->Upsert("p2", R"({"count":3})").status().code());
+  EXPECT_TRUE((*results)[2].ok()) << (*results)[2].status();
+  EXPECT_EQ(votes->Get("p2").status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE((*db)->Close().ok());
   std::filesystem::remove_all(dir);
 }
 

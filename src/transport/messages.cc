@@ -73,6 +73,27 @@ std::string_view ToString(WriteOp op) {
   return "?";
 }
 
+Status ValidateBatch(const std::vector<WriteRequest>& writes) {
+  if (writes.empty()) return InvalidArgumentError("a batch needs at least one write");
+  if (writes.size() > kMaxBatchWrites) {
+    return ResourceExhaustedError(fmt::format("a batch of {} writes exceeds the limit of {}",
+                                              writes.size(), kMaxBatchWrites));
+  }
+  size_t bytes = 0;
+  for (const WriteRequest& write : writes) {
+    if (write.via_move.has_value()) {
+      return InvalidArgumentError("a batched write may not be forwarded (via_move)");
+    }
+    bytes += write.primary_key.size() + write.body.size();
+  }
+  if (bytes > kMaxBatchBytes) {
+    return ResourceExhaustedError(
+        fmt::format("a batch of {} bytes of keys and bodies exceeds the limit of {} bytes", bytes,
+                    kMaxBatchBytes));
+  }
+  return OkStatus();
+}
+
 std::string_view RequestName(const Request& request) {
   return std::visit(
       Overloaded{
@@ -92,6 +113,7 @@ std::string_view RequestName(const Request& request) {
           [](const BucketLoadRequest&) { return std::string_view("BucketLoad"); },
           [](const TransferBucketRequest&) { return std::string_view("TransferBucket"); },
           [](const FetchMoveFileRequest&) { return std::string_view("FetchMoveFile"); },
+          [](const BatchWriteRequest&) { return std::string_view("BatchWrite"); },
       },
       request);
 }

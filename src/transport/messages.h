@@ -83,6 +83,35 @@ struct WriteResponse {
   uint64_t version = 0;
 };
 
+// Several writes in one message (docs/design/cluster.md, "Batch writes"). A batch is NOT atomic:
+// the node applies each write as it would a WriteRequest at `epoch` (same admission, fencing,
+// switch-then-copy forwarding and storage checks), in order, and answers each in its own slot;
+// a write to a key the node does not serve gets WRONG_SHARD there and the others still apply.
+// Each acknowledged write is atomic and durable on its own. Limits (ValidateBatch), checked by
+// the client before sending and by the node before applying anything:
+//   - 1 to kMaxBatchWrites writes (0: kInvalidArgument; more: kResourceExhausted);
+//   - at most kMaxBatchBytes of keys plus bodies (more: kResourceExhausted): 16 full-size
+//     (1 MiB) bodies, and a quarter of the default message limit (64 MiB), so the request with
+//     its framing and the response always fit;
+//   - the writes carry no via_move (kInvalidArgument): forwarding is per write, never batched.
+// Each write's own `epoch` is ignored: the batch's applies to all.
+inline constexpr size_t kMaxBatchWrites = 1000;
+inline constexpr size_t kMaxBatchBytes = size_t{16} << 20;
+struct BatchWriteRequest {
+  MapEpoch epoch{};
+  std::vector<WriteRequest> writes{};
+};
+struct BatchWriteResult {
+  Status status{};
+  uint64_t version = 0;  // with an OK status
+};
+// One result per write, in the request's order.
+struct BatchWriteResponse {
+  std::vector<BatchWriteResult> results{};
+};
+// OK iff `writes` is a batch within the limits above.
+[[nodiscard]] Status ValidateBatch(const std::vector<WriteRequest>& writes);
+
 struct GetRequest {
   MapEpoch epoch{};
   CollectionId collection{};
@@ -273,17 +302,17 @@ struct BucketLoadResponse {
 
 struct Ack {};
 
-using Request =
-    std::variant<WriteRequest, GetRequest, ScanRequest, GetMapRequest, InstallMapRequest,
-                 HeartbeatRequest, CreateCollectionRequest, ExportBucketRequest,
-                 IngestBucketRequest, CatchUpRequest, ReadChangesRequest, FenceRequest,
-                 DropBucketRequest, BucketLoadRequest, TransferBucketRequest, FetchMoveFileRequest>;
+using Request = std::variant<WriteRequest, GetRequest, ScanRequest, GetMapRequest,
+                             InstallMapRequest, HeartbeatRequest, CreateCollectionRequest,
+                             ExportBucketRequest, IngestBucketRequest, CatchUpRequest,
+                             ReadChangesRequest, FenceRequest, DropBucketRequest, BucketLoadRequest,
+                             TransferBucketRequest, FetchMoveFileRequest, BatchWriteRequest>;
 
 using ResponseBody =
     std::variant<Ack, WriteResponse, GetResponse, ScanResponse, GetMapResponse, HeartbeatResponse,
                  CreateCollectionResponse, ExportBucketResponse, CatchUpResponse,
                  ReadChangesResponse, FenceResponse, BucketLoadResponse, TransferBucketResponse,
-                 FetchMoveFileResponse>;
+                 FetchMoveFileResponse, BatchWriteResponse>;
 
 struct Response {
   Status status{};

@@ -30,25 +30,27 @@ ThreadRuntime::ThreadRuntime()
 ThreadRuntime::~ThreadRuntime() { Shutdown(); }
 
 void ThreadRuntime::Shutdown() {
-  std::vector<std::thread> threads;
+  std::map<uint64_t, std::thread> threads;
   {
     std::lock_guard<std::mutex> lock(mu_);
     shutting_down_ = true;
     threads.swap(threads_);
+    finished_.clear();
   }
   stop_cv_.notify_all();
-  for (auto& thread : threads) {
+  for (auto& [serial, thread] : threads) {
     if (thread.joinable()) thread.join();
   }
 }
 
 void ThreadRuntime::JoinTasks() {
-  std::vector<std::thread> threads;
+  std::map<uint64_t, std::thread> threads;
   {
     std::lock_guard<std::mutex> lock(mu_);
     threads.swap(threads_);
+    finished_.clear();
   }
-  for (auto& thread : threads) {
+  for (auto& [serial, thread] : threads) {
     if (thread.joinable()) thread.join();
   }
 }
@@ -131,12 +133,29 @@ StatusOr<Response> ThreadRuntime::Call(const Address& to, Request request, Micro
 
 void ThreadRuntime::Spawn(const Address& owner, std::string name, std::function<void()> fn) {
   const uint64_t incarnation = IncarnationOf(owner);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (shutting_down_) return;
-  threads_.emplace_back([this, owner, incarnation, fn = std::move(fn)] {
-    context = Context{this, owner, incarnation};
-    fn();
-  });
+  std::vector<std::thread> done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (uint64_t serial : finished_) {
+      // Absent when Shutdown or JoinTasks took the thread meanwhile.
+      if (auto it = threads_.find(serial); it != threads_.end()) {
+        done.push_back(std::move(it->second));
+        threads_.erase(it);
+      }
+    }
+    finished_.clear();
+    if (!shutting_down_) {
+      const uint64_t serial = next_task_++;
+      threads_.emplace(serial, std::thread([this, owner, incarnation, serial, fn = std::move(fn)] {
+                         context = Context{this, owner, incarnation};
+                         fn();
+                         std::lock_guard<std::mutex> lock(mu_);
+                         finished_.push_back(serial);
+                       }));
+    }
+  }
+  // The finished tasks have returned from fn: these joins wait only for their threads to exit.
+  for (auto& thread : done) thread.join();
   (void)name;
 }
 

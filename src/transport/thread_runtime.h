@@ -80,7 +80,11 @@ class ThreadRuntime final : public Runtime {
   mutable std::mutex mu_;
   std::condition_variable stop_cv_;  // wakes sleepers when a process stops
   std::map<Address, Process> processes_;
-  std::vector<std::thread> threads_;
+  // Task threads by serial; a task that returns lists its serial in finished_, and the next
+  // Spawn joins those, so that short tasks (a batch's concurrent calls) do not pile up.
+  std::map<uint64_t, std::thread> threads_;
+  std::vector<uint64_t> finished_;
+  uint64_t next_task_ = 0;
   bool shutting_down_ = false;
   uint64_t random_state_;
   // SHOAL_FAILPOINTS at start, or the last SetFailpoints; nullptr when none. `any_failpoints_`

@@ -78,6 +78,23 @@ if "$shoal" put --cluster "$cluster" users alice '{}' --mode insert 2>"$dir/err"
   fail "a second insert succeeded"
 fi
 grep -q ALREADY_EXISTS "$dir/err" || fail "duplicate insert: $(cat "$dir/err")"
+
+# Batch: one result per line in order; a failed write (exit 1) does not stop the others; a
+# malformed line fails the command before anything is sent.
+printf '%s\n' '{"op":"put","key":"b1","value":{"n":1}}' '{"op":"update","key":"nobody","value":{}}' \
+  '' '{"op":"insert","key":"b2","value":{"n":2}}' '{"op":"delete","key":"u30"}' >"$dir/batch.jsonl"
+if "$shoal" batch --cluster "$cluster" users --file "$dir/batch.jsonl" --json >"$dir/batch.out"; then
+  fail "a batch with a failed write exited 0"
+fi
+[ "$(jq -r .line "$dir/batch.out" | tr '\n' ' ')" = "1 2 4 5 " ] || fail "batch lines: $(cat "$dir/batch.out")"
+[ "$(jq -r '.error.code // "ok"' "$dir/batch.out" | tr '\n' ' ')" = "ok NOT_FOUND ok ok " ] ||
+  fail "batch results: $(cat "$dir/batch.out")"
+"$shoal" get --cluster "$cluster" users b2 | grep -q '"n":2' || fail "batch b2 not written"
+printf '%s\n' '{"op":"put","key":"b3","value":{}}' '{"op":"put","key":"b4"}' |
+  "$shoal" batch --cluster "$cluster" users 2>"$dir/err" && fail "a malformed batch succeeded"
+grep -q "line 2:" "$dir/err" || fail "malformed batch: $(cat "$dir/err")"
+if "$shoal" get --cluster "$cluster" users b3 >/dev/null 2>&1; then fail "a malformed batch wrote"; fi
+"$shoal" put --cluster "$cluster" users u30 '{"i": 30, "even": true}' >/dev/null || fail "put u30 again"
 [ "$("$shoal" get --cluster "$cluster" users alice)" = '{"name": "Alice"}' ] || fail "get alice"
 "$shoal" delete --cluster "$cluster" users u30 >/dev/null || fail "delete"
 count=$("$shoal" query --cluster "$cluster" users --where 'even==1' | wc -l)

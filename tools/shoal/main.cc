@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   shoal::tools::AddSimCommand(app);
   shoal::tools::AddServerCommands(app);
   shoal::tools::AddDataCommands(app);
+  shoal::tools::AddBatchCommand(app);
   shoal::tools::AddAdminCommands(app);
   shoal::tools::AddHotspotCommands(app);
   try {
