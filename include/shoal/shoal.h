@@ -22,6 +22,7 @@
 // Thread-safety: Database and Collection are thread-safe; share them between threads.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -96,6 +97,12 @@ class Collection {
                                                  std::string_view json);
   [[nodiscard]] StatusOr<Document> Get(std::string_view key);
   [[nodiscard]] StatusOr<QueryPage> Query(const QueryOptions& options);
+  // Calls `fn` with every matching live document exactly once, in Query's order, from
+  // options.cursor to the end, as pages stream in (one stream per bucket over the network);
+  // options.limit is the documents per streamed message (at most the server's limit, 1000 by
+  // default). Returning a non-OK status from `fn` stops the stream and is returned as is.
+  [[nodiscard]] Status QueryStream(const QueryOptions& options,
+                                   const std::function<Status(const Document&)>& fn);
 
   // Declares sharded fields and entity groups (merged into the collection's schema), e.g.
   //   R"({"votes": {"fold": "sum", "neutral": 0, "shards": 10}})"
