@@ -257,10 +257,17 @@ TEST_F(NetClusterTest, QueryStreamMatchesPagedQueryAndFollowsMoves) {
   // Ten documents per message: at the 50th document every bucket moves to the next node, while
   // the stream of the current bucket is paused by flow control.
   const QueryOptions small{.filter = {}, .limit = 10, .cursor = ""};
+  const auto wrong_shard = [&] {
+    uint64_t total = 0;
+    for (auto& [id, node] : nodes_) total += node->node().counters().wrong_shard;
+    return total;
+  };
+  const uint64_t wrong_shard_before = wrong_shard();
   int moved = 0;
   const std::vector<std::string> moved_keys = streamed(small, [&](int count) {
     if (count != 50) return;
-    for (const auto& placement : coordinator_->coordinator().map()->buckets()) {
+    const cluster::ShardMapPtr map = coordinator_->coordinator().map();
+    for (const auto& placement : map->buckets()) {
       const NodeId to(placement.replicas.front().value() % 3 + 1);
       Status status = coordinator_->coordinator().MoveBucket(placement.id, to);
       EXPECT_TRUE(status.ok()) << status;
@@ -268,6 +275,7 @@ TEST_F(NetClusterTest, QueryStreamMatchesPagedQueryAndFollowsMoves) {
     }
   });
   EXPECT_EQ(moved, 8);
+  EXPECT_GT(wrong_shard(), wrong_shard_before) << "no stream met a moved bucket";
   EXPECT_EQ(moved_keys, all_keys);
   EXPECT_TRUE((*db)->Close().ok());
 }
