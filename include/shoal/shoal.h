@@ -22,6 +22,7 @@
 // Thread-safety: Database and Collection are thread-safe; share them between threads.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -117,6 +118,12 @@ class Collection {
   // (kInvalidArgument) or one over kMaxBatchWrites writes or kMaxBatchBytes bytes
   // (kResourceExhausted).
   [[nodiscard]] StatusOr<std::vector<StatusOr<uint64_t>>> Batch(std::span<const BatchWrite> writes);
+  // Calls `fn` with every matching live document exactly once, in Query's order, from
+  // options.cursor to the end, as pages stream in (one stream per bucket over the network);
+  // options.limit is the documents per streamed message (at most the server's limit, 1000 by
+  // default). Returning a non-OK status from `fn` stops the stream and is returned as is.
+  [[nodiscard]] Status QueryStream(const QueryOptions& options,
+                                   const std::function<Status(const Document&)>& fn);
 
   // Declares sharded fields and entity groups (merged into the collection's schema), e.g.
   //   R"({"votes": {"fold": "sum", "neutral": 0, "shards": 10}})"

@@ -39,6 +39,19 @@ Status DecodeQueryCursor(std::string_view cursor, uint64_t* point, std::string* 
   return OkStatus();
 }
 
+// The point a node scan cursor resumes at: its stored key starts with the point (big-endian).
+uint64_t PointOfScanCursor(std::string_view scan_cursor) {
+  uint64_t p = 0;
+  for (int i = 1; i <= 8; ++i) p = (p << 8) | static_cast<uint8_t>(scan_cursor[i]);
+  return p;
+}
+
+// The rest of the bucket that holds `point` in `map`: [point, end of the bucket).
+storage::PointRange RestOfBucket(const cluster::BucketPlacement& bucket, uint64_t point) {
+  return bucket.range.end_is_max() ? storage::PointRange::From(point)
+                                   : *storage::PointRange::Make(point, bucket.range.end());
+}
+
 }  // namespace
 
 NodeId OwnerOf(const cluster::BucketPlacement& bucket) {
@@ -242,9 +255,7 @@ StatusOr<QueryPage> Client::Query(const QueryOptions& options) {
     SHOAL_ASSIGN_OR_RETURN(cluster::ShardMapPtr map, CurrentMap());
     const cluster::BucketPlacement& bucket = map->Lookup(Point(point));
     // From the current position to the end of the bucket that holds it in this map.
-    storage::PointRange range = bucket.range.end_is_max()
-                                    ? storage::PointRange::From(point)
-                                    : *storage::PointRange::Make(point, bucket.range.end());
+    storage::PointRange range = RestOfBucket(bucket, point);
     transport::ScanRequest request{
         .epoch = map->epoch(),
         .bucket = bucket.id,
@@ -277,9 +288,7 @@ StatusOr<QueryPage> Client::Query(const QueryOptions& options) {
     if (!body->next_cursor.empty()) {
       scan_cursor = std::move(body->next_cursor);
       // The cursor's stored key starts with its point: resume there, whoever owns it then.
-      uint64_t p = 0;
-      for (int i = 1; i <= 8; ++i) p = (p << 8) | static_cast<uint8_t>(scan_cursor[i]);
-      point = p;
+      point = PointOfScanCursor(scan_cursor);
       continue;
     }
     scan_cursor.clear();
@@ -290,6 +299,96 @@ StatusOr<QueryPage> Client::Query(const QueryOptions& options) {
   }
   page.next_cursor = EncodeQueryCursor(point, scan_cursor);
   return page;
+}
+
+Status Client::AfterScanFailure(const Status& status, const cluster::ShardMapPtr& route,
+                                bool delivered, int* attempt) {
+  if (status.code() == StatusCode::kCancelled) return status;
+  // A stream that delivered pages before it broke made progress: its retries start afresh.
+  if (delivered) *attempt = 0;
+  if (++*attempt >= options_.max_attempts) return status;
+  const auto cluster_error = transport::ClusterErrorOf(status);
+  if (cluster_error == ClusterError::kWrongShard) {
+    LearnRoute(route);
+    return OkStatus();
+  }
+  if (IsTransportFailure(status) || cluster_error == ClusterError::kNotServing) {
+    if (cluster_error != ClusterError::kNotServing) (void)Refresh();
+    return Backoff(*attempt);
+  }
+  return status;
+}
+
+Status Client::QueryStream(const QueryOptions& options,
+                           const std::function<Status(storage::Document)>& fn) {
+  if (options.limit == 0) return InvalidArgumentError("query limit must be at least 1");
+  SHOAL_RETURN_IF_ERROR(storage::ValidateFilter(options.filter));
+  uint64_t point = 0;
+  std::string scan_cursor;
+  if (!options.cursor.empty()) {
+    SHOAL_RETURN_IF_ERROR(DecodeQueryCursor(options.cursor, &point, &scan_cursor));
+  }
+  int attempt = 0;
+  while (true) {
+    SHOAL_ASSIGN_OR_RETURN(cluster::ShardMapPtr map, CurrentMap());
+    const cluster::BucketPlacement& bucket = map->Lookup(Point(point));
+    transport::ScanRequest request{.epoch = map->epoch(),
+                                   .bucket = bucket.id,
+                                   .range = RestOfBucket(bucket, point),
+                                   .collection = options.collection,
+                                   .filter = options.filter,
+                                   .cursor = scan_cursor,
+                                   .max_documents = options.limit,
+                                   .via_move = std::nullopt,
+                                   .include_tombstones = false,
+                                   .max_bytes = 0};
+    bool delivered = false;  // a page arrived on this stream
+    bool exhausted = false;  // the bucket's rest was read to its end
+    Status refused;          // an error page: WRONG_SHARD, NOT_SERVING...
+    cluster::ShardMapPtr route;
+    Status stopped;  // fn's error
+    Status status = runtime_.StreamScan(
+        Address::Node(OwnerOf(bucket)), std::move(request), options_.stream_timeout,
+        [&](transport::Response response) -> Status {
+          if (!response.status.ok()) {
+            refused = std::move(response.status);
+            route = std::move(response.route);
+            return OkStatus();
+          }
+          auto body = transport::BodyAs<transport::ScanResponse>(std::move(response));
+          if (!body.ok()) return body.status();
+          for (auto& document : body->documents) {
+            stopped = fn(std::move(document));
+            if (!stopped.ok()) return stopped;
+          }
+          delivered = true;
+          // The cursor moves only after the page's documents were all handed over.
+          if (body->next_cursor.empty()) {
+            exhausted = true;
+          } else {
+            scan_cursor = std::move(body->next_cursor);
+            point = PointOfScanCursor(scan_cursor);
+          }
+          return OkStatus();
+        });
+    if (!stopped.ok()) return stopped;
+    if (status.ok() && !refused.ok()) status = refused;
+    if (!status.ok()) {
+      SHOAL_RETURN_IF_ERROR(AfterScanFailure(status, route, delivered, &attempt));
+      continue;
+    }
+    if (!exhausted) {
+      // The stream ended before its range did, without an error: reopen it from the cursor.
+      if (!delivered && ++attempt >= options_.max_attempts) {
+        return UnavailableError("scan streams keep ending before their range");
+      }
+      continue;
+    }
+    attempt = 0;
+    scan_cursor.clear();
+    if (bucket.range.end_is_max()) return OkStatus();  // the whole hash space is done
+    point = bucket.range.end();
+  }
 }
 
 }  // namespace shoal::client

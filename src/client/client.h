@@ -18,6 +18,10 @@
 //     document is returned exactly once even while buckets move, split or merge (paper 000
 //     Algorithm 6 needs a merge because it reads two shards; with one owner per key at every
 //     instant, the walk by key order is the merge).
+//   - QueryStream is the same walk over streamed scans (Runtime::StreamScan): one stream per
+//     bucket, pages arriving without a round trip each; a stream that ends early (WRONG_SHARD,
+//     a lost connection, the stream deadline) is reopened at the owner of the last cursor's
+//     point under the newest map, so the documents and their order are exactly Query's.
 //
 // Thread-safety: all methods are thread-safe; calls must come from runtime tasks (or, with
 // ThreadRuntime, from any thread).
@@ -46,6 +50,8 @@ struct ClientOptions {
   int max_attempts = 12;
   transport::Micros initial_backoff = 1'000;
   transport::Micros max_backoff = 200'000;
+  // Bounds one streamed scan (QueryStream); a stream cut by it resumes from its last cursor.
+  transport::Micros stream_timeout = 60'000'000;
 };
 
 struct QueryOptions {
@@ -100,6 +106,11 @@ class Client {
       std::vector<transport::WriteRequest> writes);
   [[nodiscard]] StatusOr<storage::Document> Get(CollectionId c, std::string_view pk);
   [[nodiscard]] StatusOr<QueryPage> Query(const QueryOptions& options);
+  // Calls `fn` with every matching live document, in Query's order, from options.cursor to the
+  // end; options.limit is the documents per streamed message (1..the server's stream limit,
+  // 1000 by default). A non-OK status from `fn` cancels the stream and is returned as is.
+  [[nodiscard]] Status QueryStream(const QueryOptions& options,
+                                   const std::function<Status(storage::Document)>& fn);
 
   [[nodiscard]] cluster::ShardMapPtr map() const;
   [[nodiscard]] ClientCounters counters() const;
@@ -120,6 +131,10 @@ class Client {
   // the calling task, the others on tasks of their own that run concurrently.
   [[nodiscard]] std::vector<StatusOr<transport::Response>> CallAll(
       std::vector<std::pair<NodeId, transport::Request>> calls);
+  // What to do after a scan of the walk failed with `status` (`route`: its WRONG_SHARD map):
+  // OK to retry (after learning the route or backing off), else the error to return.
+  [[nodiscard]] Status AfterScanFailure(const Status& status, const cluster::ShardMapPtr& route,
+                                        bool delivered, int* attempt);
 
   transport::Runtime& runtime_;
   const ClientOptions options_;

@@ -310,6 +310,79 @@ TEST_F(ClientTest, QueryReturnsEveryDocumentOnceWhileBucketsMove) {
   });
 }
 
+// QueryStream over the simulation (Runtime::StreamScan's paged default): the documents of paged
+// Query in the same order, each exactly once, while buckets move and split under the stream.
+TEST_F(ClientTest, QueryStreamReturnsEveryDocumentOnceWhileBucketsMove) {
+  Run([&] {
+    constexpr int kDocuments = 60;
+    Load(kDocuments);
+    if (HasFatalFailure()) return;
+    QueryOptions query;
+    query.collection = collection_;
+    query.limit = 4;
+    std::vector<std::string> paged;
+    for (int pages = 0; pages < 1000; ++pages) {
+      auto page = client_->Query(query);
+      ASSERT_TRUE(page.ok()) << page.status();
+      for (const auto& document : page->documents) paged.push_back(document.primary_key);
+      if (page->next_cursor.empty()) break;
+      query.cursor = page->next_cursor;
+    }
+    ASSERT_EQ(paged.size(), static_cast<size_t>(kDocuments));
+    query.cursor.clear();
+
+    bool stream_done = false;
+    bool mover_done = false;
+    std::vector<std::string> failures;
+    sim_.Spawn(Address::Client(2), "mover", [&] {
+      for (uint32_t round = 0; !stream_done; ++round) {
+        const auto buckets = coordinator().map()->buckets();
+        const BucketId bucket = buckets[round % buckets.size()].id;
+        Status status =
+            round % 5 == 4
+                ? Admin([bucket](coordinator::Coordinator& c) { return c.SplitBucket(bucket); })
+                : MoveToNextNode(bucket);
+        if (!status.ok()) failures.push_back(status.ToString());
+        if (!sim_.Sleep(kMs).ok()) break;
+      }
+      mover_done = true;
+    });
+    Client reader(sim_);
+    std::vector<std::string> streamed;
+    const uint64_t committed_before = coordinator().progress().committed;
+    Status status = reader.QueryStream(query, [&](storage::Document document) -> Status {
+      EXPECT_EQ(document.collection, collection_);
+      streamed.push_back(std::move(document.primary_key));
+      // A slow reader: the moves overlap the stream.
+      return sim_.Sleep(kMs);
+    });
+    stream_done = true;
+    const uint64_t committed_during = coordinator().progress().committed - committed_before;
+    while (!mover_done) ASSERT_TRUE(sim_.Sleep(kMs).ok());
+    ASSERT_TRUE(status.ok()) << status;
+    EXPECT_GE(committed_during, 2u) << "the moves did not overlap the stream";
+    EXPECT_TRUE(failures.empty()) << failures.front();
+    EXPECT_GT(reader.counters().wrong_shard, 0u) << "no stream met a moved bucket";
+    EXPECT_EQ(streamed, paged);
+
+    // A non-OK status from the callback stops the stream and is returned as is.
+    int delivered = 0;
+    status = reader.QueryStream(query, [&](const storage::Document&) -> Status {
+      return ++delivered == 5 ? AbortedError("enough") : OkStatus();
+    });
+    EXPECT_EQ(status.code(), StatusCode::kAborted) << status;
+    EXPECT_EQ(delivered, 5);
+    // Bad input is refused before anything is sent.
+    query.limit = 0;
+    EXPECT_EQ(reader.QueryStream(query, [](storage::Document) { return OkStatus(); }).code(),
+              StatusCode::kInvalidArgument);
+    query.limit = 4;
+    query.cursor = "garbage";
+    EXPECT_EQ(reader.QueryStream(query, [](storage::Document) { return OkStatus(); }).code(),
+              StatusCode::kInvalidArgument);
+  });
+}
+
 TEST_F(ClientTest, InvalidQueryInputIsRejected) {
   Run([&] {
     Load(5);

@@ -250,6 +250,32 @@ StatusOr<client::QueryPage> HotCollection::Query(client::QueryOptions options) {
   return out;
 }
 
+Status HotCollection::QueryStream(client::QueryOptions options,
+                                  const std::function<Status(storage::Document)>& fn) {
+  SHOAL_ASSIGN_OR_RETURN(auto schema, CurrentSchema());
+  if (schema->empty()) return client_.QueryStream(options, fn);
+  // As in Query: conditions on declared fields hold after folding, the rest at the nodes.
+  storage::DocumentFilter local;
+  storage::DocumentFilter remote;
+  for (auto& predicate : options.filter.all_of) {
+    (schema->Find(TopField(predicate.path)) != nullptr ? local : remote)
+        .all_of.push_back(std::move(predicate));
+  }
+  SHOAL_RETURN_IF_ERROR(storage::ValidateFilter(local));
+  options.filter = std::move(remote);
+  storage::FilterEvaluator evaluator(local);
+  return client_.QueryStream(options, [&](storage::Document doc) -> Status {
+    SHOAL_ASSIGN_OR_RETURN(Value body, ParseJson(doc.body, "a stored document"));
+    SHOAL_RETURN_IF_ERROR(FoldInto(*schema, doc.primary_key, ReadMode::kLatest, body));
+    doc.body = body.dump();
+    if (!local.empty()) {
+      SHOAL_ASSIGN_OR_RETURN(bool matches, evaluator.Matches(doc.body));
+      if (!matches) return OkStatus();
+    }
+    return fn(std::move(doc));
+  });
+}
+
 Status HotCollection::AfterDelete(std::string_view pk) {
   SHOAL_ASSIGN_OR_RETURN(auto schema, CurrentSchema());
   for (const auto& [field, spec] : schema->fields()) {

@@ -81,6 +81,9 @@ class HotCollection {
   [[nodiscard]] Status CheckWrite(std::string_view json);
   [[nodiscard]] StatusOr<storage::Document> Get(std::string_view pk, ReadMode mode);
   [[nodiscard]] StatusOr<client::QueryPage> Query(client::QueryOptions options);
+  // Query's documents, folded and filtered the same way, through Client::QueryStream.
+  [[nodiscard]] Status QueryStream(client::QueryOptions options,
+                                   const std::function<Status(storage::Document)>& fn);
   // Resets the declared fields of a deleted document.
   [[nodiscard]] Status AfterDelete(std::string_view pk);
 

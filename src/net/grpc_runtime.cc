@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "proto/shoal.grpc.pb.h"
+#include "src/net/grpc_runtime_internal.h"
 #include "src/net/wire_codec.h"
 
 namespace shoal::net {
@@ -23,13 +24,8 @@ constexpr int kMaxReconnectBackoffMs = 1000;
 // Handlers still running when the server shuts down are cancelled after this.
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
 constexpr Micros kResolveTimeout = 1'000'000;
-constexpr Micros kNoDeadline = Micros{3600} * 1'000'000;
 // Idle threads the sync server keeps polling for calls (see StartServer).
 constexpr int kSyncServerMaxPollers = 64;
-
-std::chrono::system_clock::time_point DeadlineAfter(Micros timeout) {
-  return std::chrono::system_clock::now() + std::chrono::microseconds(std::max<Micros>(timeout, 0));
-}
 
 // "host:port" with the port replaced.
 std::string WithPort(const std::string& host_port, int port) {
@@ -38,7 +34,19 @@ std::string WithPort(const std::string& host_port, int port) {
   return fmt::format("{}:{}", host, port);
 }
 
-// `what` names the call ("Get to n2") for the message.
+}  // namespace
+
+std::chrono::system_clock::time_point DeadlineAfter(Micros timeout) {
+  return std::chrono::system_clock::now() + std::chrono::microseconds(std::max<Micros>(timeout, 0));
+}
+
+Micros TimeoutUntil(std::chrono::system_clock::time_point deadline) {
+  if (deadline == std::chrono::system_clock::time_point::max()) return kNoDeadline;
+  return std::chrono::duration_cast<std::chrono::microseconds>(deadline -
+                                                               std::chrono::system_clock::now())
+      .count();
+}
+
 Status FromGrpc(const grpc::Status& status, std::string_view what_call) {
   const std::string what = fmt::format("{}: {}", what_call, status.error_message());
   switch (status.error_code()) {
@@ -61,6 +69,8 @@ Status FromGrpc(const grpc::Status& status, std::string_view what_call) {
   }
 }
 
+namespace {
+
 std::vector<std::string> SplitList(const std::string& list) {
   std::vector<std::string> out;
   size_t begin = 0;
@@ -74,13 +84,6 @@ std::vector<std::string> SplitList(const std::string& list) {
 }
 
 }  // namespace
-
-// One channel per host:port, shared by every call to it (gRPC channels are thread-safe and
-// multiplex calls over one connection).
-struct GrpcRuntime::Peer {
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<wire::Shoal::Stub> stub;
-};
 
 // The Shoal service of one GrpcRuntime's synchronous server: gRPC calls it from many threads
 // at once; it keeps no state.
@@ -104,6 +107,10 @@ class GrpcRuntime::Handler final : public wire::Shoal::Service {
                         wire::WatchMapResponse* out) override {
     return runtime_->HandleWatchMap(
         *request, [context] { return context->IsCancelled(); }, out);
+  }
+  grpc::Status Scan(grpc::ServerContext* context, const wire::Envelope* envelope,
+                    grpc::ServerWriter<wire::Response>* writer) override {
+    return runtime_->ServeScan(context, *envelope, writer);
   }
 
  private:
@@ -151,6 +158,10 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
     reactor->Finish(runtime_->HandleResolve(out));
     return reactor;
   }
+  grpc::ServerWriteReactor<wire::Response>* Scan(grpc::CallbackServerContext* context,
+                                                 const wire::Envelope* envelope) override {
+    return runtime_->StartScan(context, *envelope);
+  }
 
  private:
   GrpcRuntime* const runtime_;
@@ -172,11 +183,7 @@ grpc::Status GrpcRuntime::HandleEnvelope(const wire::Envelope& envelope,
     ToWire(transport::Response::Error(request.status()), out);
     return grpc::Status::OK;
   }
-  const Micros timeout = deadline == std::chrono::system_clock::time_point::max()
-                             ? kNoDeadline
-                             : std::chrono::duration_cast<std::chrono::microseconds>(
-                                   deadline - std::chrono::system_clock::now())
-                                   .count();
+  const Micros timeout = TimeoutUntil(deadline);
   StatusOr<transport::Response> response;
   {
     // The handler runs on this thread as a call from `from` within this process's

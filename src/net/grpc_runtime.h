@@ -37,6 +37,22 @@
 // kDefaultMaxMessageBytes). A larger request fails in Call with kResourceExhausted before
 // anything is sent; a larger response is replaced by a kResourceExhausted response.
 //
+// Streams (Shoal.Scan, StreamScan): the server runs the callee's scan handler page after page
+// on a thread acting for the callee (a sync-server thread, or a WorkerPool thread in callback
+// mode) and writes each page as one message. Invariants:
+//   - at most one page is computed ahead of what the transport accepted: a sync Write blocks,
+//     and the callback reactor computes the next page only when the previous write completed;
+//     gRPC's flow control thus bounds what a slow reader makes the server buffer;
+//   - every page is the handler's answer at its own epoch check (the same fencing as Call); an
+//     error page is the stream's last message;
+//   - pages follow the handler's cursor order, so a client that resumes from the last cursor it
+//     received loses and repeats nothing.
+// Limits (StreamLimits; docs/design/network.md "Limits"), each refused with a clean error:
+// documents per message (a request asking for more: kInvalidArgument), key + body bytes per
+// message (the page ends before the document that would cross it; a lone larger document still
+// goes), concurrent streams per server (one more: kResourceExhausted), stream duration (the
+// stream ends with kDeadlineExceeded; the client resumes from its last cursor).
+//
 // Errors of Call (runtime.h): kUnavailable when the callee cannot be reached (connection
 // refused, no known address, the callee does not serve that process): certainly not handled;
 // kDeadlineExceeded when no response came within the timeout or the callee stopped while
@@ -62,8 +78,14 @@
 
 namespace grpc {
 class ClientContext;
+class CallbackServerContext;
 class Server;
+class ServerContext;
 class Status;
+template <class W>
+class ServerWriter;
+template <class W>
+class ServerWriteReactor;
 }  // namespace grpc
 
 namespace shoal::wire {
@@ -116,6 +138,19 @@ class CallCanceller {
 
 // The longest a coordinator holds a map watch without news (WatchMapRequest::hold_millis).
 inline constexpr uint32_t kMaxWatchHoldMillis = 60'000;
+
+// Limits of the streams a server serves (the header's "Streams").
+inline constexpr uint32_t kDefaultStreamDocuments = 1000;
+inline constexpr uint32_t kDefaultStreamBytes = uint32_t{4} << 20;
+inline constexpr uint32_t kDefaultMaxStreams = 64;
+inline constexpr transport::Micros kDefaultMaxStreamDuration = transport::Micros{600} * 1'000'000;
+
+struct StreamLimits {
+  uint32_t max_documents = kDefaultStreamDocuments;            // per message, >= 1
+  uint32_t max_bytes = kDefaultStreamBytes;                    // key + body bytes per message, >= 1
+  uint32_t max_streams = kDefaultMaxStreams;                   // open at once on this server
+  transport::Micros max_duration = kDefaultMaxStreamDuration;  // per stream, > 0
+};
 
 struct GrpcRuntimeOptions {
   // "host:port" to serve on; port 0 picks a free port. Empty: serve nothing (a client).
@@ -175,6 +210,10 @@ class GrpcRuntime final : public transport::Runtime {
   // `canceller` (may be null) is cancelled.
   [[nodiscard]] StatusOr<std::optional<transport::ClusterState>> WatchMap(
       MapEpoch known, std::chrono::milliseconds hold, CallCanceller* canceller);
+  // Replaces the limits of the streams this server accepts from now on. kInvalidArgument (and
+  // nothing changes) for a zero limit.
+  [[nodiscard]] Status SetStreamLimits(const StreamLimits& limits);
+  [[nodiscard]] StreamLimits stream_limits() const;
   // Sends an admin request to the coordinator (trying each configured one in turn).
   [[nodiscard]] StatusOr<wire::AdminResponse> Admin(const wire::AdminRequest& request,
                                                     transport::Micros timeout);
@@ -184,6 +223,10 @@ class GrpcRuntime final : public transport::Runtime {
   [[nodiscard]] StatusOr<transport::Response> Call(const transport::Address& to,
                                                    transport::Request request,
                                                    transport::Micros timeout) override;
+  // One Shoal.Scan RPC (the header's "Streams"); on_page runs on the calling thread.
+  [[nodiscard]] Status StreamScan(
+      const transport::Address& to, transport::ScanRequest request, transport::Micros timeout,
+      const std::function<Status(transport::Response)>& on_page) override;
   void Spawn(const transport::Address& owner, std::string name, std::function<void()> fn) override {
     local_.Spawn(owner, std::move(name), std::move(fn));
   }
@@ -199,7 +242,9 @@ class GrpcRuntime final : public transport::Runtime {
  private:
   class Handler;          // the gRPC sync service (grpc_runtime.cc)
   class CallbackHandler;  // the gRPC callback service (grpc_runtime.cc)
-  struct Peer;            // a channel and its stub
+  struct Peer;            // a channel and its stub (grpc_runtime_internal.h)
+  class ScanStream;       // the pages of one served stream (grpc_scan_stream.cc)
+  class ScanReactor;      // a stream of the callback server (grpc_scan_stream.cc)
 
   explicit GrpcRuntime(const GrpcRuntimeOptions& options);
   [[nodiscard]] Status StartServer();
@@ -221,6 +266,16 @@ class GrpcRuntime final : public transport::Runtime {
   // Serves one envelope (both server modes): decodes it, runs the callee's handler in local_.
   grpc::Status HandleEnvelope(const wire::Envelope& envelope,
                               std::chrono::system_clock::time_point deadline, wire::Response* out);
+  // Serves one stream on the sync server (grpc_scan_stream.cc).
+  grpc::Status ServeScan(grpc::ServerContext* context, const wire::Envelope& envelope,
+                         grpc::ServerWriter<wire::Response>* writer);
+  // Starts one stream of the callback server; the reactor deletes itself when done.
+  grpc::ServerWriteReactor<wire::Response>* StartScan(grpc::CallbackServerContext* context,
+                                                      const wire::Envelope& envelope);
+  // Counts a new stream against StreamLimits::max_streams (RESOURCE_EXHAUSTED past it); a
+  // stream admitted must be ended with EndStream.
+  grpc::Status AdmitStream();
+  void EndStream();
   grpc::Status HandleAdmin(const wire::AdminRequest& request, wire::AdminResponse* out);
   grpc::Status HandleResolve(wire::ResolveResponse* out) const;
   grpc::Status HandleWatchMap(const wire::WatchMapRequest& request,
@@ -245,6 +300,8 @@ class GrpcRuntime final : public transport::Runtime {
   bool standby_ = false;
   std::string leader_;  // the leader a standby knows of
   bool shut_down_ = false;
+  StreamLimits stream_limits_;
+  uint32_t open_streams_ = 0;
 };
 
 }  // namespace shoal::net

@@ -8,9 +8,12 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <iterator>
 #include <map>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "include/shoal/shoal.h"
 #include "proto/shoal.pb.h"
@@ -232,6 +235,90 @@ TEST_F(NetClusterTest, BatchOverTheNetwork) {
   ASSERT_TRUE(answer.ok()) << answer.status();
   EXPECT_EQ(answer->status.code(), StatusCode::kResourceExhausted) << answer->status;
   EXPECT_EQ(docs->Get("crafted").status().code(), StatusCode::kNotFound);
+}
+
+// QueryStream over a 3-node gRPC cluster: the documents of paged Query, in its order, with and
+// without a filter; a callback error cancels; every bucket moving in the middle of a stream
+// (its server held back by flow control) costs neither a duplicate nor a miss.
+TEST_F(NetClusterTest, QueryStreamMatchesPagedQueryAndFollowsMoves) {
+  StartCoordinator(/*nodes=*/3, /*auto_balance=*/false);
+  StartNode(1);
+  StartNode(2);
+  StartNode(3);
+  auto db = Database::Connect("shoal://" + coordinator_->address());
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto docs = (*db)->GetCollection("docs");
+  ASSERT_TRUE(docs.ok()) << docs.status();
+  constexpr int kDocuments = 2000;
+  const std::string pad(2000, 'p');  // 4 MB in all: a bucket's stream outgrows the window
+  for (int i = 0; i < kDocuments; ++i) {
+    auto written =
+        docs->Insert(fmt::format("d{:05}", i),
+                     fmt::format(R"({{"i": {}, "even": {}, "pad": "{}"}})", i, i % 2 == 0, pad));
+    ASSERT_TRUE(written.ok()) << i << ": " << written.status();
+  }
+  const auto paged = [&](QueryOptions query) {
+    std::vector<std::string> keys;
+    do {
+      auto page = docs->Query(query);
+      EXPECT_TRUE(page.ok()) << page.status();
+      if (!page.ok()) break;
+      for (const auto& doc : page->documents) keys.push_back(doc.key);
+      query.cursor = page->next_cursor;
+    } while (!query.cursor.empty());
+    return keys;
+  };
+  const auto streamed = [&](const QueryOptions& query, const std::function<void(int)>& at) {
+    std::vector<std::string> keys;
+    Status status = docs->QueryStream(query, [&](const Document& doc) {
+      keys.push_back(doc.key);
+      if (at) at(static_cast<int>(keys.size()));
+      return OkStatus();
+    });
+    EXPECT_TRUE(status.ok()) << status;
+    return keys;
+  };
+  const QueryOptions even{.filter = {{"even", Op::kEq, "true"}}, .limit = 100, .cursor = ""};
+  const std::vector<std::string> even_keys = paged(even);
+  EXPECT_EQ(even_keys.size(), static_cast<size_t>(kDocuments / 2));
+  EXPECT_EQ(streamed(even, {}), even_keys);
+  const QueryOptions all{.filter = {}, .limit = 1000, .cursor = ""};
+  const std::vector<std::string> all_keys = paged(all);
+  EXPECT_EQ(all_keys.size(), static_cast<size_t>(kDocuments));
+  EXPECT_EQ(streamed(all, {}), all_keys);
+
+  // The callback's error stops the stream and comes back as is.
+  int delivered = 0;
+  Status stopped = docs->QueryStream(all, [&](const Document&) {
+    return ++delivered == 10 ? AbortedError("enough") : OkStatus();
+  });
+  EXPECT_EQ(stopped.code(), StatusCode::kAborted) << stopped;
+  EXPECT_EQ(delivered, 10);
+
+  // Ten documents per message: at the 50th document every bucket moves to the next node, while
+  // the stream of the current bucket is paused by flow control.
+  const QueryOptions small{.filter = {}, .limit = 10, .cursor = ""};
+  const auto wrong_shard = [&] {
+    uint64_t total = 0;
+    for (auto& [id, node] : nodes_) total += node->node().counters().wrong_shard;
+    return total;
+  };
+  const uint64_t wrong_shard_before = wrong_shard();
+  int moved = 0;
+  const std::vector<std::string> moved_keys = streamed(small, [&](int count) {
+    if (count != 50) return;
+    const cluster::ShardMapPtr map = coordinator_->coordinator().map();
+    for (const auto& placement : map->buckets()) {
+      const NodeId to(placement.replicas.front().value() % 3 + 1);
+      Status status = coordinator_->coordinator().MoveBucket(placement.id, to);
+      EXPECT_TRUE(status.ok()) << status;
+      moved += status.ok() ? 1 : 0;
+    }
+  });
+  EXPECT_EQ(moved, 8);
+  EXPECT_GT(wrong_shard(), wrong_shard_before) << "no stream met a moved bucket";
+  EXPECT_EQ(moved_keys, all_keys);
+  EXPECT_TRUE((*db)->Close().ok());
 }
 
 TEST_F(NetClusterTest, CoordinatorRestartRecoversTheMapAndAddresses) {

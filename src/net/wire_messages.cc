@@ -85,6 +85,7 @@ void ToWire(const transport::Request& request, wire::Request* out) {
                    w->set_max_documents(r.max_documents);
                    if (r.via_move.has_value()) w->mutable_via_move()->set_id(r.via_move->value());
                    w->set_include_tombstones(r.include_tombstones);
+                   w->set_max_bytes(r.max_bytes);
                  },
                  [out](const transport::GetMapRequest&) { out->mutable_get_map(); },
                  [out](const transport::InstallMapRequest& r) {
@@ -199,7 +200,8 @@ StatusOr<transport::Request> FromWire(const wire::Request& request) {
           .cursor = w.cursor(),
           .max_documents = w.max_documents(),
           .via_move = MoveOf(w.has_via_move(), w.via_move()),
-          .include_tombstones = w.include_tombstones()});
+          .include_tombstones = w.include_tombstones(),
+          .max_bytes = w.max_bytes()});
     }
     case wire::Request::kGetMap:
       return transport::Request(transport::GetMapRequest{});

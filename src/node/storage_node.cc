@@ -481,6 +481,7 @@ Response StorageNode::HandleScan(const transport::ScanRequest& request) {
   scan.filter = request.filter;
   scan.cursor = request.cursor;
   scan.max_documents = std::clamp<uint32_t>(request.max_documents, 1, options_.max_scan_documents);
+  scan.max_page_bytes = request.max_bytes;
   StatusOr<storage::ScanPage> page = store_->Scan(scan);
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -138,19 +138,36 @@ StatusOr<std::vector<StatusOr<uint64_t>>> Collection::Batch(std::span<const Batc
 }
 
 StatusOr<Document> Collection::Get(std::string_view key) { return Get(key, ReadOptions{}); }
-StatusOr<QueryPage> Collection::Query(const QueryOptions& options) {
+namespace {
+
+StatusOr<client::QueryOptions> ToClientQuery(CollectionId collection, const QueryOptions& options) {
   client::QueryOptions query{
-      .collection = impl_->id, .filter = {}, .limit = options.limit, .cursor = options.cursor};
+      .collection = collection, .filter = {}, .limit = options.limit, .cursor = options.cursor};
   for (const Condition& condition : options.filter) {
     SHOAL_ASSIGN_OR_RETURN(storage::FieldValue value, ParseLiteral(condition.json_value));
     query.filter.all_of.push_back(storage::FieldPredicate{
         .path = condition.path, .op = ToCompareOp(condition.op), .value = std::move(value)});
   }
+  return query;
+}
+
+}  // namespace
+
+StatusOr<QueryPage> Collection::Query(const QueryOptions& options) {
+  SHOAL_ASSIGN_OR_RETURN(client::QueryOptions query, ToClientQuery(impl_->id, options));
   SHOAL_ASSIGN_OR_RETURN(client::QueryPage page, impl_->hot->Query(std::move(query)));
   QueryPage out;
   out.next_cursor = std::move(page.next_cursor);
   for (auto& document : page.documents) out.documents.push_back(ToPublic(std::move(document)));
   return out;
+}
+
+Status Collection::QueryStream(const QueryOptions& options,
+                               const std::function<Status(const Document&)>& fn) {
+  SHOAL_ASSIGN_OR_RETURN(client::QueryOptions query, ToClientQuery(impl_->id, options));
+  return impl_->hot->QueryStream(std::move(query), [&fn](storage::Document document) {
+    return fn(ToPublic(std::move(document)));
+  });
 }
 
 Database::Database(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

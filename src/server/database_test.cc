@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "include/shoal/shoal.h"
 #include "src/server/batch_contract_test_util.h"
@@ -103,6 +104,55 @@ TEST(DatabaseTest, BatchOnAnEmbeddedCluster) {
   EXPECT_EQ((*results)[1].status().code(), votes->Upsert("p2", R"({"count":3})").status().code());
   EXPECT_TRUE((*results)[2].ok()) << (*results)[2].status();
   EXPECT_EQ(votes->Get("p2").status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE((*db)->Close().ok());
+  std::filesystem::remove_all(dir);
+}
+
+// QueryStream embedded (ThreadRuntime: the paged default of Runtime::StreamScan): Query's
+// documents in Query's order, with sharded fields folded and filtered after folding.
+TEST(DatabaseTest, QueryStreamMatchesQueryAndFoldsShardedFields) {
+  const std::string dir = TempDir("stream");
+  auto db = Database::OpenEmbedded({.data_dir = dir, .nodes = 2, .buckets = 8, .sync = false});
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto posts = (*db)->GetCollection("posts");
+  ASSERT_TRUE(posts.ok()) << posts.status();
+  ASSERT_TRUE(posts->Declare(R"({"votes": {"fold": "sum", "neutral": 0, "shards": 4}})").ok());
+  for (int i = 0; i < 40; ++i) {
+    const std::string key = "p" + std::to_string(i);
+    ASSERT_TRUE(posts->Insert(key, R"({"n": )" + std::to_string(i) + "}").ok());
+    for (int v = 0; v < i % 3; ++v) ASSERT_TRUE(posts->Apply(key, "votes", "1").ok());
+  }
+  // `n` is filtered by the nodes, `votes` after folding.
+  const QueryOptions query{
+      .filter = {{"n", Op::kGe, "10"}, {"votes", Op::kGe, "1"}}, .limit = 4, .cursor = ""};
+  std::vector<Document> paged;
+  QueryOptions next = query;
+  for (int page = 0; page < 100; ++page) {
+    auto result = posts->Query(next);
+    ASSERT_TRUE(result.ok()) << result.status();
+    paged.insert(paged.end(), result->documents.begin(), result->documents.end());
+    if (result->next_cursor.empty()) break;
+    next.cursor = result->next_cursor;
+  }
+  std::vector<Document> streamed;
+  Status status = posts->QueryStream(query, [&](const Document& d) {
+    streamed.push_back(d);
+    return OkStatus();
+  });
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(paged.size(), 20u);  // n in 10..39 with n % 3 != 0
+  ASSERT_EQ(streamed.size(), paged.size());
+  for (size_t i = 0; i < paged.size(); ++i) {
+    EXPECT_EQ(streamed[i].key, paged[i].key);
+    EXPECT_EQ(streamed[i].json, paged[i].json);
+    EXPECT_NE(streamed[i].json.find("\"votes\""), std::string::npos) << streamed[i].json;
+  }
+  // Bad filters are refused.
+  EXPECT_EQ(posts
+                ->QueryStream({.filter = {{"n", Op::kGe, "{"}}, .limit = 4, .cursor = ""},
+                              [](const Document&) { return OkStatus(); })
+                .code(),
+            StatusCode::kInvalidArgument);
   ASSERT_TRUE((*db)->Close().ok());
   std::filesystem::remove_all(dir);
 }

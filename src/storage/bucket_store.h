@@ -95,7 +95,10 @@ struct ScanOptions {
   std::string cursor{};                // ScanPage::next_cursor of the previous page; "" = start
   size_t max_documents = 1000;         // per page, >= 1
   size_t max_bytes = 4u << 20;         // per page, soft (the page ends after crossing it)
-  size_t max_examined = 100000;        // stored entries read per page, >= 1
+  // Per page, hard, 0 = none: the page ends before the document that would take its key + body
+  // bytes past this; a page's first document always goes, however large (a streamed message).
+  size_t max_page_bytes = 0;
+  size_t max_examined = 100000;  // stored entries read per page, >= 1
 };
 
 struct ScanPage {

@@ -114,7 +114,13 @@ StatusOr<ScanPage> BucketStore::Scan(const ScanOptions& options) const {
              }
              ++page.examined;
              if (match.has_value()) {
-               bytes += match->primary_key.size() + match->body.size();
+               const size_t size = match->primary_key.size() + match->body.size();
+               if (options.max_page_bytes != 0 && !page.documents.empty() &&
+                   bytes + size > options.max_page_bytes) {
+                 more = true;  // this match opens the next page: the cursor stays before it
+                 return false;
+               }
+               bytes += size;
                page.documents.push_back(std::move(*match));
              }
              last_key.assign(key);

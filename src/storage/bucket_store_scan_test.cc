@@ -135,6 +135,43 @@ TEST_F(ScanTest, CursorPagesBySnapshotAndExaminedLimit) {
   EXPECT_GE(pages, 2 * kDocs / 50);
 }
 
+// max_page_bytes (a streamed message's bound): a page holds what fits, the next page starts at
+// the first document that did not, and a document larger than the bound goes alone.
+TEST_F(ScanTest, PageByteBoundIsHardAndResumesAtTheFirstDocumentLeftOut) {
+  SHOAL_ASSERT_OK_AND_ASSIGN(ScanPage first, store_->Scan({.collection = kC, .max_documents = 3}));
+  ASSERT_EQ(first.documents.size(), 3u);
+  size_t three = 0;
+  for (const Document& d : first.documents) three += d.primary_key.size() + d.body.size();
+
+  // At the bound: all three fit.
+  SHOAL_ASSERT_OK_AND_ASSIGN(
+      ScanPage at, store_->Scan({.collection = kC, .max_documents = 10, .max_page_bytes = three}));
+  ASSERT_EQ(at.documents.size(), 3u);
+  // One byte less: the third waits for the next page, which starts with it.
+  SHOAL_ASSERT_OK_AND_ASSIGN(
+      ScanPage under,
+      store_->Scan({.collection = kC, .max_documents = 10, .max_page_bytes = three - 1}));
+  ASSERT_EQ(under.documents.size(), 2u);
+  ASSERT_FALSE(under.next_cursor.empty());
+  SHOAL_ASSERT_OK_AND_ASSIGN(
+      ScanPage next,
+      store_->Scan({.collection = kC, .cursor = under.next_cursor, .max_documents = 1}));
+  ASSERT_EQ(next.documents.size(), 1u);
+  EXPECT_EQ(next.documents[0].primary_key, first.documents[2].primary_key);
+
+  // A bound below every document: one document per page, each exactly once.
+  ScanOptions options{.collection = kC, .max_documents = 10, .max_page_bytes = 1};
+  std::set<std::string> seen;
+  while (true) {
+    SHOAL_ASSERT_OK_AND_ASSIGN(ScanPage page, store_->Scan(options));
+    ASSERT_EQ(page.documents.size(), 1u);
+    EXPECT_TRUE(seen.insert(page.documents[0].primary_key).second);
+    if (page.next_cursor.empty()) break;
+    options.cursor = page.next_cursor;
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kDocs));
+}
+
 TEST_F(ScanTest, BadCursorsAreRejected) {
   EXPECT_TRUE(Is(store_->Scan({.cursor = "junk"}).status(), ErrorReason::kInvalidArgument));
   SHOAL_ASSERT_OK_AND_ASSIGN(ScanPage page, store_->Scan({.max_documents = 1}));

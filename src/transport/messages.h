@@ -134,6 +134,9 @@ struct ScanRequest {
   uint32_t max_documents = 1000;
   std::optional<MoveId> via_move{};
   bool include_tombstones = false;  // only with via_move
+  // Key + body bytes per page, 0 = no hard bound: the page ends before the document that would
+  // cross it, but its first document always goes (a streamed scan sets it; network.md).
+  uint32_t max_bytes = 0;
 };
 struct ScanResponse {
   std::vector<storage::Document> documents{};

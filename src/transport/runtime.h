@@ -68,6 +68,24 @@ class Runtime {
   [[nodiscard]] virtual StatusOr<Response> Call(const Address& to, Request request,
                                                 Micros timeout) = 0;
 
+  // A streamed scan of one bucket range at `to`: the callee answers `request` page after page,
+  // each page's next_cursor feeding the next, and every page reaches `on_page` in order until
+  //   - a page with an empty next_cursor (the range is exhausted): OK;
+  //   - a page whose status is an error (WRONG_SHARD with its route, NOT_SERVING...): it is
+  //     handed to on_page and ends the stream: OK;
+  //   - on_page returns an error: the stream is cancelled and that error is returned;
+  //   - `timeout` (for the whole stream) passes: kDeadlineExceeded; or a transport error as
+  //     Call's (kResourceExhausted: the callee serves too many streams; the request is bad).
+  // The pages already delivered stay valid whatever ends the stream: a caller resumes from the
+  // last next_cursor it saw.
+  //
+  // Why a hook with a default rather than a GrpcRuntime-only method: the client's streaming
+  // Query is the same code over every runtime. This default is a loop of Call (one round trip
+  // per page), which is all ThreadRuntime and SimRuntime need; GrpcRuntime overrides it with one
+  // server-streaming RPC (Shoal.Scan) so pages flow without a round trip each.
+  [[nodiscard]] virtual Status StreamScan(const Address& to, ScanRequest request, Micros timeout,
+                                          const std::function<Status(Response)>& on_page);
+
   // Starts a task of process `owner`; it runs until `fn` returns. Tasks of a stopped process keep
   // running until they return, but every yield point answers kCancelled.
   virtual void Spawn(const Address& owner, std::string name, std::function<void()> fn) = 0;

@@ -99,6 +99,12 @@ if "$shoal" get --cluster "$cluster" users b3 >/dev/null 2>&1; then fail "a malf
 "$shoal" delete --cluster "$cluster" users u30 >/dev/null || fail "delete"
 count=$("$shoal" query --cluster "$cluster" users --where 'even==1' | wc -l)
 [ "$count" -eq 14 ] || fail "query even==1 returned $count, expected 14"
+# The query streams: --limit stops early (and exits 0), --json keeps its one object.
+count=$("$shoal" query --cluster "$cluster" users --where 'even==1' --limit 5 | wc -l)
+[ "$count" -eq 5 ] || fail "query --limit 5 returned $count lines"
+json=$("$shoal" query --cluster "$cluster" users --where 'even==1' --limit 3 --json) ||
+  fail "query --json"
+[[ $json == '{"count":3,'* ]] || fail "query --limit 3 --json: $json"
 for i in $(seq 1 5); do
   "$shoal" put --cluster "$cluster" users hotkey "{\"n\": $i}" >/dev/null || fail "put hotkey"
 done

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -34,7 +35,7 @@ struct DataFlags {
   std::string json_body = "-";  // "-" = read stdin
   std::string mode = "upsert";
   std::vector<std::string> where;
-  uint32_t limit = 1000;
+  uint32_t limit = 0;  // query: stop after this many documents; 0 = all
   bool json = false;
 };
 
@@ -114,7 +115,9 @@ StatusOr<Condition> ParseCondition(const std::string& text) {
 
 int RunQuery(const DataFlags& flags) {
   QueryOptions query;
-  query.limit = flags.limit;
+  // Documents per streamed message: the server's default limit, or fewer when fewer are wanted.
+  query.limit = flags.limit == 0 ? net::kDefaultStreamDocuments
+                                 : std::min<uint32_t>(flags.limit, net::kDefaultStreamDocuments);
   for (const auto& text : flags.where) {
     auto condition = ParseCondition(text);
     if (!condition.ok()) return FailCommand(condition.status());
@@ -124,19 +127,20 @@ int RunQuery(const DataFlags& flags) {
   auto collection = OpenCollection(flags, &db);
   if (!collection.ok()) return FailCommand(collection.status());
   nlohmann::json documents = nlohmann::json::array();
-  do {
-    auto page = collection->Query(query);
-    if (!page.ok()) return FailCommand(page.status());
-    for (const auto& doc : page->documents) {
-      if (flags.json) {
-        documents.push_back(
-            {{"key", doc.key}, {"version", doc.version}, {"document", BodyJson(doc.json)}});
-      } else {
-        std::printf("%s\t%s\n", doc.key.c_str(), doc.json.c_str());
-      }
+  uint64_t count = 0;
+  // Each line is printed as its document arrives; reaching --limit cancels the stream.
+  const Status status = collection->QueryStream(query, [&](const Document& doc) -> Status {
+    if (flags.json) {
+      documents.push_back(
+          {{"key", doc.key}, {"version", doc.version}, {"document", BodyJson(doc.json)}});
+    } else {
+      std::printf("%s\t%s\n", doc.key.c_str(), doc.json.c_str());
+      std::fflush(stdout);
     }
-    query.cursor = page->next_cursor;
-  } while (!query.cursor.empty());
+    if (++count == flags.limit) return CancelledError("--limit reached");
+    return OkStatus();
+  });
+  if (!status.ok() && !(flags.limit != 0 && count == flags.limit)) return FailCommand(status);
   if (flags.json) {
     std::printf(
         "%s\n",
@@ -403,11 +407,12 @@ void AddDataCommands(CLI::App& app) {
 
   auto query = std::make_shared<DataFlags>();
   CLI::App* q = DataCommand(
-      app, "query", "Every document matching all --where conditions: KEY<TAB>JSON lines", query);
+      app, "query", "Every document matching all --where conditions, streamed: KEY<TAB>JSON lines",
+      query);
   q->add_option("collection", query->collection, "Collection")->required();
   q->add_option("--where", query->where, "PATH OP JSON, e.g. 'age>=30' (repeatable)");
-  q->add_option("--limit", query->limit, "Documents per page fetched")
-      ->check(CLI::Range(1u, 100000u))
+  q->add_option("--limit", query->limit, "Stop after this many documents (0 = all)")
+      ->check(CLI::Range(0u, std::numeric_limits<uint32_t>::max()))
       ->capture_default_str();
   q->callback([query] { std::exit(RunQuery(*query)); });
 

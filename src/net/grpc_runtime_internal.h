@@ -1,0 +1,34 @@
+#pragma once
+
+// Pieces of GrpcRuntime shared by its source files (grpc_runtime.cc, grpc_scan_stream.cc); not
+// part of its interface. Stateless; thread-safe.
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+#include <string_view>
+
+#include "proto/shoal.grpc.pb.h"
+#include "src/common/status.h"
+#include "src/net/grpc_runtime.h"
+
+namespace shoal::net {
+
+// The timeout a handler gets when its caller set no deadline.
+inline constexpr transport::Micros kNoDeadline = transport::Micros{3600} * 1'000'000;
+
+// One channel per host:port, shared by every call to it (gRPC channels are thread-safe and
+// multiplex calls over one connection).
+struct GrpcRuntime::Peer {
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<wire::Shoal::Stub> stub;
+};
+
+[[nodiscard]] std::chrono::system_clock::time_point DeadlineAfter(transport::Micros timeout);
+// The time left until `deadline` (kNoDeadline for none); negative once it passed.
+[[nodiscard]] transport::Micros TimeoutUntil(std::chrono::system_clock::time_point deadline);
+// A gRPC status as Call's errors; `what_call` names the call ("Get to n2") for the message.
+[[nodiscard]] Status FromGrpc(const grpc::Status& status, std::string_view what_call);
+
+}  // namespace shoal::net
