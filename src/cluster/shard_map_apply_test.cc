@@ -76,6 +76,9 @@ TEST(ShardMapApplyTest, SwitchThenCopyMoveLifecycle) {
   map = MustApply(map, ShardMapEdit().AdvanceStage(b, m, TransitionStage::kCopy));
   // Switched: the destination serves, so the move only rolls forward.
   ExpectRejected(map, ShardMapEdit().AbortTransition(b, m));
+  ExpectRejected(map, ShardMapEdit().CommitTransition(b, m));  // not sealed yet
+  map = MustApply(map, ShardMapEdit().AdvanceStage(b, m, TransitionStage::kCatchUp));
+  ExpectRejected(map, ShardMapEdit().AbortTransition(b, m));
   EXPECT_EQ(map.Find(b)->replicas, Nodes({1}));
   map = MustApply(map, ShardMapEdit().CommitTransition(b, m));
   map = MustApply(map, ShardMapEdit().AdvanceStage(b, m, TransitionStage::kCleanup));

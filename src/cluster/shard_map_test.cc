@@ -121,11 +121,11 @@ TEST(ShardMapTest, TransitionIsKeptBesideTheStablePlacement) {
   EXPECT_FALSE(ShardMap::Create(MapEpoch(3), 1, Infos({1, 2}), {wrong}).ok());
   wrong.transition->stage = TransitionStage::kCommitted;
   EXPECT_TRUE(ShardMap::Create(MapEpoch(3), 1, Infos({1, 2}), {wrong}).ok());
-  // Terminal stages, stages of the other mode and empty moves are never stored.
+  // Terminal stages and empty moves are never stored.
   BucketPlacement terminal = bucket;
   terminal.transition->stage = TransitionStage::kAborted;
   EXPECT_FALSE(ShardMap::Create(MapEpoch(3), 1, Infos({1, 2}), {terminal}).ok());
-  terminal.transition->stage = TransitionStage::kCatchUp;
+  terminal.transition->stage = TransitionStage::kDone;
   terminal.transition->mode = TransitionMode::kSwitchThenCopy;
   EXPECT_FALSE(ShardMap::Create(MapEpoch(3), 1, Infos({1, 2}), {terminal}).ok());
   BucketPlacement empty_move = bucket;
