@@ -204,11 +204,12 @@ class Coordinator final : public transport::Service,
   // The seal's fence at the source (kCatchUp), retried until it answers: the source's last
   // sequence, after which it takes no write of the bucket. kAborted if the move left kCatchUp.
   [[nodiscard]] StatusOr<uint64_t> SealSource(BucketId bucket, MoveId move, NodeId source);
-  // Catch-up rounds of the destination from `after_sequence` (to `until_sequence` if set): the
-  // position reached, or none if a round failed (the log is gone, a node is down).
-  [[nodiscard]] std::optional<uint64_t> CatchUpSwitched(BucketId bucket, MoveId move, NodeId source,
-                                                        NodeId destination, uint64_t after_sequence,
-                                                        std::optional<uint64_t> until_sequence);
+  // Catch-up rounds of the destination from `after_sequence`: until fewer than fence_backlog
+  // changes came in a round or, with `until_sequence`, once up to it. The position reached, or
+  // the error of a round (a node is down, the source's log is gone).
+  [[nodiscard]] StatusOr<uint64_t> CatchUpRounds(BucketId bucket, MoveId move, NodeId source,
+                                                 NodeId destination, uint64_t after_sequence,
+                                                 std::optional<uint64_t> until_sequence);
   // A step before the commit (or switch) failed: abort, unless this incarnation was stopped.
   [[nodiscard]] Status FailMove(BucketId bucket, MoveId move, const Status& status);
   [[nodiscard]] Status AdvanceStage(BucketId bucket, MoveId move, cluster::TransitionStage stage,

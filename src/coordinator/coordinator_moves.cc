@@ -140,22 +140,10 @@ Status Coordinator::CopyThenSwitch(BucketId bucket, MoveId move, NodeId source,
   // Catch-up.
   auto advance = [&](TransitionStage stage) { return AdvanceStage(bucket, move, stage); };
   if (Status s = advance(TransitionStage::kCatchUp); !s.ok()) return fail(s);
-  uint64_t position = exported->exported.sequence;
-  for (uint32_t round = 0; round < options_.catch_up_rounds; ++round) {
-    auto caught = CallNode(destination,
-                           transport::CatchUpRequest{.move = move,
-                                                     .bucket = bucket,
-                                                     .source = source,
-                                                     .after_sequence = position,
-                                                     .until_sequence = std::nullopt,
-                                                     .stop_below = options_.fence_backlog},
-                           options_.call_attempts);
-    if (!caught.ok()) return fail(caught.status());
-    auto body = transport::BodyAs<transport::CatchUpResponse>(std::move(*caught));
-    if (!body.ok()) return fail(body.status());
-    position = body->applied_sequence;
-    if (body->applied < options_.fence_backlog) break;
-  }
+  auto caught_up =
+      CatchUpRounds(bucket, move, source, destination, exported->exported.sequence, std::nullopt);
+  if (!caught_up.ok()) return fail(caught_up.status());
+  const uint64_t position = *caught_up;
 
   // Prepare: durable first, so that a restarted source fences by its map alone.
   if (Status s = advance(TransitionStage::kPrepare); !s.ok()) return fail(s);
@@ -299,24 +287,24 @@ StatusOr<uint64_t> Coordinator::SealSource(BucketId bucket, MoveId move, NodeId 
   }
 }
 
-std::optional<uint64_t> Coordinator::CatchUpSwitched(BucketId bucket, MoveId move, NodeId source,
-                                                     NodeId destination, uint64_t after_sequence,
-                                                     std::optional<uint64_t> until_sequence) {
+StatusOr<uint64_t> Coordinator::CatchUpRounds(BucketId bucket, MoveId move, NodeId source,
+                                              NodeId destination, uint64_t after_sequence,
+                                              std::optional<uint64_t> until_sequence) {
   uint64_t position = after_sequence;
   for (uint32_t round = 0; round < options_.catch_up_rounds; ++round) {
-    auto caught = CallNode(destination,
-                           transport::CatchUpRequest{.move = move,
-                                                     .bucket = bucket,
-                                                     .source = source,
-                                                     .after_sequence = position,
-                                                     .until_sequence = until_sequence,
-                                                     .stop_below = options_.fence_backlog},
-                           options_.call_attempts);
-    if (!caught.ok() || !caught->status.ok()) return std::nullopt;
-    auto body = transport::BodyAs<transport::CatchUpResponse>(std::move(*caught));
-    if (!body.ok()) return std::nullopt;
-    position = body->applied_sequence;
-    if (until_sequence.has_value() || body->applied < options_.fence_backlog) break;
+    SHOAL_ASSIGN_OR_RETURN(transport::Response caught,
+                           CallNode(destination,
+                                    transport::CatchUpRequest{.move = move,
+                                                              .bucket = bucket,
+                                                              .source = source,
+                                                              .after_sequence = position,
+                                                              .until_sequence = until_sequence,
+                                                              .stop_below = options_.fence_backlog},
+                                    options_.call_attempts));
+    SHOAL_ASSIGN_OR_RETURN(auto body,
+                           transport::BodyAs<transport::CatchUpResponse>(std::move(caught)));
+    position = body.applied_sequence;
+    if (until_sequence.has_value() || body.applied < options_.fence_backlog) break;
   }
   return position;
 }
@@ -341,8 +329,8 @@ Status Coordinator::RollForwardSwitched(BucketId bucket, MoveId move,
     // While the source still takes forwarded writes: most of the log, so that the sealed
     // window below is short.
     if (caught_up_to.has_value()) {
-      caught_up_to =
-          CatchUpSwitched(bucket, move, source, destination, *caught_up_to, std::nullopt);
+      auto caught = CatchUpRounds(bucket, move, source, destination, *caught_up_to, std::nullopt);
+      caught_up_to = caught.ok() ? std::optional<uint64_t>(*caught) : std::nullopt;
     }
     // SEAL (durable first, so that a restarted source refuses forwarded writes by its map).
     if (Status s = AdvanceStage(bucket, move, TransitionStage::kCatchUp,
@@ -365,7 +353,8 @@ Status Coordinator::RollForwardSwitched(BucketId bucket, MoveId move,
     return sealed_at.status().code() == StatusCode::kAborted ? OkStatus() : sealed_at.status();
   }
   if (caught_up_to.has_value()) {
-    caught_up_to = CatchUpSwitched(bucket, move, source, destination, *caught_up_to, *sealed_at);
+    auto caught = CatchUpRounds(bucket, move, source, destination, *caught_up_to, *sealed_at);
+    caught_up_to = caught.ok() ? std::optional<uint64_t>(*caught) : std::nullopt;
   }
   if (!caught_up_to.has_value()) {
     SHOAL_ASSIGN_OR_RETURN(const bool ours, TransferSwitched(bucket, move, source, destination,

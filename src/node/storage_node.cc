@@ -531,12 +531,7 @@ Response StorageNode::HandleExport(const transport::ExportBucketRequest& request
         directory = fmt::format("{}/moves/{}-{}", options_.data_dir, request.move.DebugString(),
                                 ++export_counter_);
         auto& record = moves_[request.bucket];
-        if (record.move != request.move)
-          record = MoveRecord{.move = request.move,
-                              .source = true,
-                              .fenced = false,
-                              .sealed = false,
-                              .applied_sequence = 0};
+        if (record.move != request.move) record = MoveRecord::New(request.move, /*source=*/true, 0);
       } else if (attempt == 1) {
         return Response::Error(placement.status());
       }
@@ -596,11 +591,8 @@ Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request
       // The move may have ended while the files went in; its DropBucket waited for us.
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
       if (!placement.ok()) return Response::Error(placement.status());
-      moves_[request.bucket] = MoveRecord{.move = request.move,
-                                          .source = false,
-                                          .fenced = false,
-                                          .sealed = false,
-                                          .applied_sequence = request.exported.sequence};
+      moves_[request.bucket] =
+          MoveRecord::New(request.move, /*source=*/false, request.exported.sequence);
       counters_.bytes_ingested += request.exported.bytes;
       break;
     }
@@ -687,11 +679,8 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
         // A switched destination has no ingest to wait for: it catches up with the source
         // before the commit (transition.h, kCatchUp).
         it = moves_
-                 .insert_or_assign(request.bucket, MoveRecord{.move = request.move,
-                                                              .source = false,
-                                                              .fenced = false,
-                                                              .sealed = false,
-                                                              .applied_sequence = 0})
+                 .insert_or_assign(request.bucket,
+                                   MoveRecord::New(request.move, /*source=*/false, 0))
                  .first;
       }
       if (it == moves_.end() || it->second.move != request.move || it->second.source) {
@@ -798,12 +787,7 @@ Response StorageNode::HandleFence(const transport::FenceRequest& request) {
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/true);
       if (placement.ok()) {
         auto& record = moves_[request.bucket];
-        if (record.move != request.move)
-          record = MoveRecord{.move = request.move,
-                              .source = true,
-                              .fenced = false,
-                              .sealed = false,
-                              .applied_sequence = 0};
+        if (record.move != request.move) record = MoveRecord::New(request.move, /*source=*/true, 0);
         record.fenced = true;
         // A fence of a switched move is its seal (a late copy of the kPrepare fence seals too:
         // that only makes the destination's writes wait for the commit).

@@ -196,6 +196,15 @@ class StorageNode final : public transport::Service,
     // refuses the destination's writes from then on.
     bool sealed = false;
     uint64_t applied_sequence = 0;  // destination: catch-up position
+
+    // A new record: not fenced, not sealed.
+    static MoveRecord New(MoveId move, bool source, uint64_t applied_sequence) {
+      return MoveRecord{.move = move,
+                        .source = source,
+                        .fenced = false,
+                        .sealed = false,
+                        .applied_sequence = applied_sequence};
+    }
   };
   // An exact bucket size of HandleLoad, and when it was computed.
   struct CachedLoad {

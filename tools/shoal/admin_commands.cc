@@ -95,14 +95,7 @@ StatusOr<nlohmann::json> WaitBalanced(net::GrpcRuntime& runtime, const wire::Adm
 }
 
 int RunAdmin(const AdminFlags& flags, const std::string& command) {
-  auto coordinator = net::CoordinatorsOf(flags.cluster);
-  if (!coordinator.ok()) return FailCommand(coordinator.status());
-  auto runtime = net::GrpcRuntime::Start({.listen = {},
-                                          .advertise = {},
-                                          .coordinator = *coordinator,
-                                          .address_book_path = {},
-                                          .max_message_bytes = net::kDefaultMaxMessageBytes,
-                                          .server_mode = net::GrpcServerMode::kSync});
+  auto runtime = StartCommandRuntime(flags.cluster);
   if (!runtime.ok()) return FailCommand(runtime.status());
   wire::AdminRequest progress;
   progress.mutable_progress();
@@ -189,14 +182,7 @@ struct ThresholdFlags {
 
 // Without a value: reads the thresholds (a progress request answers them too).
 int RunThresholds(const ThresholdFlags& flags) {
-  auto coordinator = net::CoordinatorsOf(flags.cluster);
-  if (!coordinator.ok()) return FailCommand(coordinator.status());
-  auto runtime = net::GrpcRuntime::Start({.listen = {},
-                                          .advertise = {},
-                                          .coordinator = *coordinator,
-                                          .address_book_path = {},
-                                          .max_message_bytes = net::kDefaultMaxMessageBytes,
-                                          .server_mode = net::GrpcServerMode::kSync});
+  auto runtime = StartCommandRuntime(flags.cluster);
   if (!runtime.ok()) return FailCommand(runtime.status());
   wire::AdminRequest request;
   if (flags.split_bytes.has_value() || flags.merge_bytes.has_value()) {
@@ -232,12 +218,7 @@ struct FailpointFlags {
 
 // Replaces the failpoints of one running process (docs/design/network.md, "Failpoints").
 int RunFailpoint(const FailpointFlags& flags) {
-  auto runtime = net::GrpcRuntime::Start({.listen = {},
-                                          .advertise = {},
-                                          .coordinator = flags.target,
-                                          .address_book_path = {},
-                                          .max_message_bytes = net::kDefaultMaxMessageBytes,
-                                          .server_mode = net::GrpcServerMode::kSync});
+  auto runtime = StartCommandRuntime(flags.target);
   if (!runtime.ok()) return FailCommand(runtime.status());
   wire::AdminRequest request;
   request.mutable_set_failpoints()->set_spec(flags.spec);

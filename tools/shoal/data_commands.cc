@@ -229,12 +229,7 @@ void PrintHotKeys(const std::vector<HotKeyRow>& rows,
 int RunStatus(const DataFlags& flags) {
   auto coordinator = net::CoordinatorsOf(flags.cluster);
   if (!coordinator.ok()) return FailCommand(coordinator.status());
-  auto runtime = net::GrpcRuntime::Start({.listen = {},
-                                          .advertise = {},
-                                          .coordinator = *coordinator,
-                                          .address_book_path = {},
-                                          .max_message_bytes = net::kDefaultMaxMessageBytes,
-                                          .server_mode = net::GrpcServerMode::kSync});
+  auto runtime = StartCommandRuntime(*coordinator);
   if (!runtime.ok()) return FailCommand(runtime.status());
   constexpr transport::Micros kTimeout = 5'000'000;
   auto reply =
@@ -372,6 +367,16 @@ CLI::App* DataCommand(CLI::App& app, const std::string& name, const std::string&
 }
 
 }  // namespace
+
+StatusOr<std::unique_ptr<net::GrpcRuntime>> StartCommandRuntime(const std::string& cluster) {
+  SHOAL_ASSIGN_OR_RETURN(std::string coordinator, net::CoordinatorsOf(cluster));
+  return net::GrpcRuntime::Start({.listen = {},
+                                  .advertise = {},
+                                  .coordinator = coordinator,
+                                  .address_book_path = {},
+                                  .max_message_bytes = net::kDefaultMaxMessageBytes,
+                                  .server_mode = net::GrpcServerMode::kSync});
+}
 
 int FailCommand(const Status& status) {
   std::fprintf(stderr, "error: %s: %s\n",

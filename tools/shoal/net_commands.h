@@ -8,8 +8,11 @@
 //   hotspot_commands.cc declare, apply (sharded fields, paper 003)
 
 #include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
 
 #include "src/common/status.h"
+#include "src/net/grpc_runtime.h"
 
 namespace shoal::tools {
 
@@ -18,6 +21,11 @@ void AddDataCommands(CLI::App& app);
 void AddBatchCommand(CLI::App& app);
 void AddAdminCommands(CLI::App& app);
 void AddHotspotCommands(CLI::App& app);
+
+// A client runtime of the coordinators named by `cluster` ("shoal://A,B", "HOST:PORT", or the
+// host:port of any one process): what every networked command talks through.
+[[nodiscard]] StatusOr<std::unique_ptr<net::GrpcRuntime>> StartCommandRuntime(
+    const std::string& cluster);
 
 // Prints "error: NOT_FOUND: ..." (without the payloads ToString appends) and returns exit code 1.
 int FailCommand(const Status& status);
