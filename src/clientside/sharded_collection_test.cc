@@ -184,6 +184,10 @@ TEST_F(ShardedCollectionTest, OpenQueryHoldsBackTheCleanup) {
   }
   EXPECT_EQ(total, 50u);
   EXPECT_TRUE(rebalanced.get().ok());
+  // The client learns the last state change by a watch, shortly after the rebalancer ends.
+  for (int i = 0; i < 5000 && a->state().state != ClientState::kNormal; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   EXPECT_EQ(a->state().state, ClientState::kNormal);
 }
 
