@@ -83,4 +83,26 @@ plot "$out/throughput.tsv" index 0 using 2:5 with linespoints lw 2 lc rgb "#1f77
      0.8 with lines lc rgb "#555555" dt 3 title "target 0.8"
 unset multiplot
 GP
-echo "wrote $out/figure6.png $out/throughput.png" >&2
+# The median paired ratio per point with its interquartile range and its min/max, and 0.8.
+python3 "$(dirname "$0")/paired_ratios.py" "$out" >"$out/paired.txt"
+gnuplot <<GP
+set terminal pngcairo size 800,460 font ",10"
+set output "$out/paired.png"
+set datafile separator "\t"
+set logscale x 2
+set xrange [0.7:90]
+set yrange [0:*]
+set xlabel "shards of the hot counter = independent keys (S)"
+set ylabel "hot / independent, runs back to back"
+set grid
+set key below
+set title "One hot counter vs S independent keys: median paired ratio (bars: quartiles; dots: min, max)"
+plot "$out/paired.tsv" index 0 using 2:4:5:6 with yerrorlines lw 2 lc rgb "#1f77b4" title "1 node", \
+     "" index 0 using 2:7 with points pt 7 ps 0.5 lc rgb "#1f77b4" notitle, \
+     "" index 0 using 2:8 with points pt 7 ps 0.5 lc rgb "#1f77b4" notitle, \
+     "" index 1 using (\$2*1.08):4:5:6 with yerrorlines lw 2 lc rgb "#d62728" title "3 nodes", \
+     "" index 1 using (\$2*1.08):7 with points pt 7 ps 0.5 lc rgb "#d62728" notitle, \
+     "" index 1 using (\$2*1.08):8 with points pt 7 ps 0.5 lc rgb "#d62728" notitle, \
+     0.8 with lines lw 2 lc rgb "#555555" dt 2 title "target 0.8"
+GP
+echo "wrote $out/figure6.png $out/throughput.png $out/paired.png" >&2
