@@ -30,30 +30,25 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
+#include "bench/hotspot/closed_loop.h"
 #include "include/shoal/shoal.h"
 #include "src/common/random.h"
 
 namespace shoal::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using Json = nlohmann::json;
 
 constexpr std::string_view kField = "votes";
@@ -74,117 +69,6 @@ struct Flags {
   std::string out;
   uint64_t seed = 1;
 };
-
-enum class Outcome : uint8_t { kSucceeded, kFailed, kError };
-
-// The result of one vote (or one update of the throughput experiment). Value type.
-struct VoteResult {
-  Outcome outcome = Outcome::kSucceeded;
-  uint32_t conflicts = 0;  // conflicting attempts before a successful vote landed
-  Status error;            // kError only
-};
-
-// One vote by one client thread; the Random is that thread's own.
-using VoteFn = std::function<VoteResult(Random&)>;
-
-// What a closed-loop run measured. Value type; latencies_ns is sorted.
-struct RunStats {
-  uint64_t attempted = 0;
-  uint64_t succeeded = 0;
-  uint64_t failed = 0;
-  uint64_t errors = 0;
-  uint64_t conflicts = 0;
-  double seconds = 0;
-  std::vector<int64_t> latencies_ns;
-  Status first_error;
-};
-
-[[nodiscard]] double PerSecond(const RunStats& s) {
-  return s.seconds > 0 ? static_cast<double>(s.succeeded) / s.seconds : 0;
-}
-
-[[nodiscard]] double FailedPercent(const RunStats& s) {
-  return s.attempted > 0 ? 100.0 * static_cast<double>(s.failed) / static_cast<double>(s.attempted)
-                         : 0;
-}
-
-[[nodiscard]] double MeanMs(const RunStats& s) {
-  if (s.latencies_ns.empty()) return 0;
-  long double total = 0;
-  for (int64_t ns : s.latencies_ns) total += static_cast<long double>(ns);
-  return static_cast<double>(total / static_cast<long double>(s.latencies_ns.size()) / 1e6L);
-}
-
-[[nodiscard]] double PercentileMs(const RunStats& s, double p) {
-  if (s.latencies_ns.empty()) return 0;
-  const auto rank = static_cast<size_t>(p * static_cast<double>(s.latencies_ns.size() - 1) + 0.5);
-  return static_cast<double>(s.latencies_ns[rank]) / 1e6;
-}
-
-[[nodiscard]] double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
-}
-
-// `clients` threads call `vote` back to back for `seconds`; every call is timed.
-[[nodiscard]] RunStats RunClosedLoop(uint32_t clients, double seconds, uint64_t seed,
-                                     const VoteFn& vote) {
-  std::atomic<bool> go{false};
-  std::atomic<bool> stop{false};
-  std::vector<RunStats> per_thread(clients);
-  std::vector<std::thread> threads;
-  threads.reserve(clients);
-  for (uint32_t t = 0; t < clients; ++t) {
-    threads.emplace_back([&, t] {
-      Random random(seed * 1000003 + t);
-      RunStats& mine = per_thread[t];
-      mine.latencies_ns.reserve(1 << 16);
-      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      while (!stop.load(std::memory_order_relaxed)) {
-        const auto start = Clock::now();
-        VoteResult result = vote(random);
-        const auto ns =
-            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-        mine.latencies_ns.push_back(ns);
-        ++mine.attempted;
-        switch (result.outcome) {
-          case Outcome::kSucceeded:
-            ++mine.succeeded;
-            mine.conflicts += result.conflicts;
-            break;
-          case Outcome::kFailed:
-            ++mine.failed;
-            break;
-          case Outcome::kError:
-            ++mine.errors;
-            if (mine.first_error.ok()) mine.first_error = result.error;
-            break;
-        }
-      }
-    });
-  }
-  const auto start = Clock::now();
-  go.store(true, std::memory_order_release);
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  stop.store(true);
-  for (auto& thread : threads) thread.join();
-  RunStats total;
-  total.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  for (RunStats& s : per_thread) {
-    total.attempted += s.attempted;
-    total.succeeded += s.succeeded;
-    total.failed += s.failed;
-    total.errors += s.errors;
-    total.conflicts += s.conflicts;
-    if (total.first_error.ok()) total.first_error = s.first_error;
-    total.latencies_ns.insert(total.latencies_ns.end(), s.latencies_ns.begin(),
-                              s.latencies_ns.end());
-  }
-  std::sort(total.latencies_ns.begin(), total.latencies_ns.end());
-  return total;
-}
 
 [[nodiscard]] VoteResult ErrorResult(Status status) {
   return VoteResult{.outcome = Outcome::kError, .conflicts = 0, .error = std::move(status)};
@@ -277,7 +161,10 @@ class VoteCounts {
               {"votes_per_s", PerSecond(s)},
               {"mean_ms", MeanMs(s)},
               {"p50_ms", PercentileMs(s, 0.5)},
-              {"p99_ms", PercentileMs(s, 0.99)}};
+              {"p99_ms", PercentileMs(s, 0.99)},
+              {"cpu_s", s.cpu_seconds},
+              {"voluntary_switches", s.voluntary_switches},
+              {"involuntary_switches", s.involuntary_switches}};
 }
 
 [[nodiscard]] Status WriteFile(const std::string& dir, const std::string& name,

@@ -34,6 +34,15 @@ def conflicts_per_update(runs, side):
     return sum(r[side]["conflicts"] for r in runs) / succeeded if succeeded else 0.0
 
 
+def usage_per_update(runs, side):
+    """CPU microseconds and voluntary context switches per successful update, if measured."""
+    succeeded = sum(r[side]["succeeded"] for r in runs)
+    if not succeeded or "cpu_s" not in runs[0][side]:
+        return None
+    return (1e6 * sum(r[side]["cpu_s"] for r in runs) / succeeded,
+            sum(r[side]["voluntary_switches"] for r in runs) / succeeded)
+
+
 def main(out_dir):
     with open(os.path.join(out_dir, "throughput.json")) as f:
         report = json.load(f)
@@ -62,6 +71,14 @@ def main(out_dir):
         mark = "" if median >= TARGET else " **(< 0.8)**"
         print(f"| {nodes} | {shards} | {n} | {median:.2f}{mark} | {q1:.2f} – {q3:.2f} "
               f"| {lo:.2f} – {hi:.2f} | {met}/{n} | {hot_c:.3f} | {ind_c:.3f} |")
+    usage = [(p["nodes"], p["shards"], usage_per_update(p["runs"], "hot"),
+              usage_per_update(p["runs"], "independent")) for p in report["points"]]
+    if all(hot is not None for _, _, hot, _ in usage):
+        print("\n| nodes | S | CPU µs / update hot | independent | blocking switches / update hot "
+              "| independent |")
+        print("|---:|---:|---:|---:|---:|---:|")
+        for nodes, shards, hot, ind in usage:
+            print(f"| {nodes} | {shards} | {hot[0]:.1f} | {ind[0]:.1f} | {hot[1]:.3f} | {ind[1]:.3f} |")
     below = [(row[0], row[1]) for row in rows if row[3] < TARGET]
     print(f"\nmedian paired ratio >= {TARGET}: {len(rows) - len(below)} of {len(rows)} points"
           + (f"; below: {below}" if below else ""))
