@@ -24,10 +24,6 @@ struct Overloaded : Ts... {
   using Ts::operator()...;
 };
 
-bool Contains(const std::vector<NodeId>& nodes, NodeId node) {
-  return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
-}
-
 }  // namespace
 
 std::string_view ToString(LocalRole role) {

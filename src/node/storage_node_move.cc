@@ -19,14 +19,6 @@ using cluster::TransitionStage;
 using transport::Address;
 using transport::Response;
 
-namespace {
-
-bool Contains(const std::vector<NodeId>& nodes, NodeId node) {
-  return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
-}
-
-}  // namespace
-
 StatusOr<const BucketPlacement*> StorageNode::MoveBucketLocked(BucketId bucket, MoveId move,
                                                                bool as_source) const {
   const BucketPlacement* placement = map_ == nullptr ? nullptr : map_->Find(bucket);
