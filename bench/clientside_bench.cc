@@ -4,9 +4,11 @@
 // shard), serially (Table 2) and 20 at a time (Table 3), on embedded, PostgreSQL and remote
 // shards (collections of a 3-node Shoal cluster on loopback, reached over gRPC).
 // Every configuration is repeated; the medians and the rebalancing/normal ratios come from the
-// same run. The PostgreSQL server and the Shoal cluster are started by the benchmark (as the
-// tests do); the PostgreSQL server runs with fsync off, durable (PostgreSQL's defaults: every
-// commit waits for its WAL flush), or both one after the other.
+// same run: the ratio of the medians, and the median of the ratios of the paired runs (each
+// rebalancing run against the normal run just before it). The PostgreSQL server and the Shoal
+// cluster are started by the benchmark (as the tests do); the PostgreSQL server runs with fsync
+// off, durable (PostgreSQL's defaults: every commit waits for its WAL flush), or both one after the
+// other.
 //
 // Every run sees the same collection state: the destructive operations (Delete, Update) consume
 // keys of their own that no earlier run touched, so in `rebalancing` each of them finds its
@@ -109,6 +111,7 @@ struct Setup {
 struct Row {
   std::string op;
   double normal_ms = 0, rebalancing_ms = 0;
+  double paired = 0;  // median over the pairs of runs of rebalancing / normal
   double normal_trips = 0, rebalancing_trips = 0;  // per operation (per query)
 };
 
@@ -290,13 +293,14 @@ void RunBackend(const Setup& setup, int repeats, int documents, const std::strin
       // One unmeasured run each: connections, caches, prepared statements.
       measure(n, pool, op);
       measure(r, pool, op);
-      std::vector<double> a, b;
+      std::vector<double> a, b, ratios;
       uint64_t trips_a = 0, trips_b = 0;
       for (int i = 0; i < repeats; ++i) {  // alternate, so drift hits both modes alike
         auto [ms_a, t_a] = measure(n, pool, op);
         auto [ms_b, t_b] = measure(r, pool, op);
         a.push_back(ms_a);
         b.push_back(ms_b);
+        ratios.push_back(ms_b / ms_a);
         trips_a += t_a;
         trips_b += t_b;
       }
@@ -309,18 +313,21 @@ void RunBackend(const Setup& setup, int repeats, int documents, const std::strin
       rows.push_back({.op = op,
                       .normal_ms = Median(a),
                       .rebalancing_ms = Median(b),
+                      .paired = Median(ratios),
                       .normal_trips = static_cast<double>(trips_a) / per,
                       .rebalancing_trips = static_cast<double>(trips_b) / per});
     }
     std::printf("\n### %s shards, %s (median of %d runs; ms per 100 operations, per query)\n\n",
                 setup.backend.c_str(), concurrency == 1 ? "serial" : "20 concurrent", repeats);
     const bool trips = static_cast<bool>(setup.round_trips);
-    std::printf("| Operation | Normal (3 shards) | Rebalancing (2 → 3) | overhead |%s\n",
-                trips ? " round trips / op, normal | rebalancing |" : "");
-    std::printf("|---|---:|---:|---:|%s\n", trips ? "---:|---:|" : "");
+    std::printf(
+        "| Operation | Normal (3 shards) | Rebalancing (2 → 3) | overhead | paired overhead |%s\n",
+        trips ? " round trips / op, normal | rebalancing |" : "");
+    std::printf("|---|---:|---:|---:|---:|%s\n", trips ? "---:|---:|" : "");
     for (const Row& row : rows) {
-      std::printf("| %s | %.2f | %.2f | %+.0f%% |", row.op.c_str(), row.normal_ms,
-                  row.rebalancing_ms, 100.0 * (row.rebalancing_ms / row.normal_ms - 1.0));
+      std::printf("| %s | %.2f | %.2f | %+.0f%% | %+.0f%% |", row.op.c_str(), row.normal_ms,
+                  row.rebalancing_ms, 100.0 * (row.rebalancing_ms / row.normal_ms - 1.0),
+                  100.0 * (row.paired - 1.0));
       if (trips) std::printf(" %.2f | %.2f |", row.normal_trips, row.rebalancing_trips);
       std::printf("\n");
     }
