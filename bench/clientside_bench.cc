@@ -13,9 +13,10 @@
 // Every run sees the same collection state: the destructive operations (Delete, Update) consume
 // keys of their own that no earlier run touched, so in `rebalancing` each of them finds its
 // document on its old shard as in the paper; the queries run on a second pair of collections
-// with a fixed churn applied after the switch (documents/10 adds, documents/20 updates and
-// deletes), so that `rebalancing` has new-version documents and tombstones to shadow, the same
-// number in every run. Both modes must return the same number of documents.
+// with a fixed churn applied after the switch (documents/10 adds, documents/40 updates and as
+// many deletes, of documents that match the queries), so that `rebalancing` has new-version
+// documents and tombstones to shadow, the same number in every run. Both modes must return the same
+// number of documents.
 //
 //   clientside_bench [--backend embedded|postgres|remote|both|all] [--repeats N] [--documents N]
 //                    [--postgres-durability off|on|both]
@@ -167,8 +168,9 @@ class Fixture {
       // Updates turn matching documents (g = 3) into non-matching ones, deletes remove others.
       Load(documents / 10, [&](int j) {
         Check(client_->Add(Key("n", j), Body(j)));
-        const std::string key = Key("d", 10 * j + 3);
-        Check(j % 2 == 0 ? client_->Update(key, Body(10 * j + 4)) : client_->Delete(key));
+        if (j >= documents / 20) return;
+        const std::string key = Key("d", 20 * j + 3);
+        Check(j % 2 == 0 ? client_->Update(key, Body(20 * j + 4)) : client_->Delete(key));
       });
     }
   }
