@@ -112,6 +112,7 @@ struct PostgresShardBackend::Connection {
   explicit Connection(const std::string& conninfo) : conn(conninfo) {}
   pqxx::connection conn;
   std::unordered_map<std::string, std::string> prepared;
+  uint64_t next_name = 0;  // names are never reused, even after a failed preparation
 };
 
 // Borrows a pooled connection for one call; returns it unless it broke.
@@ -161,7 +162,7 @@ class PostgresShardBackend::Lease {
       auto it = conn_->prepared.find(sql);
       if (it == conn_->prepared.end() &&
           conn_->prepared.size() < owner_->options_.max_prepared_statements) {
-        std::string name = fmt::format("s{}", conn_->prepared.size());
+        std::string name = fmt::format("s{}", conn_->next_name++);
         conn_->conn.prepare(name, sql);
         conn_->conn.prepare_now(name);
         owner_->round_trips_.fetch_add(1, std::memory_order_relaxed);
