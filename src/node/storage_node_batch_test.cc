@@ -5,15 +5,14 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <variant>
 
 #include "src/cluster/shard_map.h"
+#include "src/node/sim_test_options.h"
 #include "src/node/storage_node.h"
 #include "src/storage/sync_tracking_fs.h"
 #include "src/transport/messages.h"
@@ -55,10 +54,7 @@ class BatchSyncTest : public ::testing::Test {
       : sim_(transport::SimOptions{.seed = 1, .min_delay = 100, .max_delay = 100, .loss = 0}),
         fs_(std::make_shared<storage::SyncTrackingFileSystem>()),
         env_(storage::SyncTrackingFileSystem::NewEnv(fs_)) {
-    static std::atomic<int> counter{0};
-    dir_ = (std::filesystem::temp_directory_path() /
-            fmt::format("shoal-batch-sync-test-{}-{}", getpid(), counter++))
-               .string();
+    dir_ = test::UniqueTestDir("shoal-batch-sync-test");
     auto map = cluster::ShardMap::Initial({.nodes = {kN1}, .bucket_count = 2});
     EXPECT_TRUE(map.ok()) << map.status();
     state_.map = std::make_shared<const cluster::ShardMap>(std::move(*map));
@@ -80,11 +76,9 @@ class BatchSyncTest : public ::testing::Test {
       NodeOptions options;
       options.id = kN1;
       options.data_dir = dir_ + "/node";
+      test::UseSmallTestStore(options.store);
       options.store.sync = storage::SyncPolicy::kEveryWrite;
       options.store.env = env_.get();
-      options.store.block_cache_bytes = 1u << 20;
-      options.store.write_buffer_bytes = 1u << 20;
-      options.store.background_jobs = 1;
       options.heartbeat_interval = 2 * kSecond;
       auto node = StorageNode::Open(sim_, options);
       if (node.ok()) {
