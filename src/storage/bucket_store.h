@@ -17,7 +17,8 @@
 //    observed before, also across restarts (VersionClock). kApplyIfNewer writes the version it
 //    carries and never replaces a stored version that is equal or newer.
 //  - A failing operation changes nothing; ApplyBatch is all-or-nothing in one WriteBatch.
-//  - Durability follows StoreOptions::sync (store_options.h).
+//  - Durability follows StoreOptions::sync (store_options.h), except for a mutation called with
+//    WalSync::kDeferred: readable at once, durable only after a later SyncWal.
 //  - With check_ownership, client operations need the point in a kReadWrite or kLeaving bucket,
 //    kApplyIfNewer in a kReadWrite or kAdding bucket. Mutations hold the directory lock shared
 //    from the check to the end of their write, so a directory change (state change, drop) waits
