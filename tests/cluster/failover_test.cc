@@ -253,7 +253,8 @@ TEST_F(ZooKeeperClusterTest, WatchingClientFollowsTheNewLeader) {
 // The ZooKeeper server is SIGKILLed under a live cluster with a client workload, and restarted
 // on its data directory and port after kZooKeeperDownMs (docs/design/zookeeper.md, "ZooKeeper
 // down"). The data path does not use ZooKeeper: writes keep being acknowledged and read back
-// while it is down. After the restart the coordinator leads again and adds node 4; nothing
+// while it is down; the coordinator answers from memory, and a map edit fails and changes
+// nothing. After the restart the coordinator leads again and adds node 4; nothing
 // acknowledged is lost and every node holds exactly the buckets of the one map.
 TEST_F(ZooKeeperClusterTest, ZooKeeperKilledUnderLoad) {
   ASSERT_TRUE(cluster_->StartCoordinator(3, 12).ok());
@@ -280,6 +281,15 @@ TEST_F(ZooKeeperClusterTest, ZooKeeperKilledUnderLoad) {
   // Longer than the election session (1.5 s), shorter than the metadata store's own (10 s),
   // which does not reconnect once expired (zookeeper.md, "Errors").
   const auto restart_at = killed_at + std::chrono::milliseconds(kZooKeeperDownMs);
+  // A map edit needs ZooKeeper: it fails and changes nothing.
+  auto epoch_before = cluster_->Progress();
+  ASSERT_TRUE(epoch_before.ok()) << epoch_before.status();
+  std::string refused;
+  EXPECT_NE(cluster_->RunCli({"add-node", "--id", "4", "--no-wait", "--json"}, &refused), 0)
+      << refused;
+  auto epoch_after = cluster_->Progress();
+  ASSERT_TRUE(epoch_after.ok()) << epoch_after.status();
+  EXPECT_EQ(epoch_after->epoch(), epoch_before->epoch());
   uint64_t reads = 0;
   for (int i = 0; Clock::now() < restart_at; ++i) {
     auto doc = probe->Get(fmt::format("t0-k{}", i % 150));
