@@ -105,13 +105,20 @@ StatusOr<std::unique_ptr<ZooKeeperTestServer>> ZooKeeperTestServer::Start() {
         << "admin.enableServer=false\n"
         << "4lw.commands.whitelist=ruok\n";
   }
-  const std::string log = server->dir_ + "/server.log";
+  server->classpath_ = std::move(classpath);
+  SHOAL_RETURN_IF_ERROR(server->Launch());
+  return server;
+}
+
+Status ZooKeeperTestServer::Launch() {
+  const std::string log = dir_ + "/server.log";
+  const std::string config = dir_ + "/zoo.cfg";
   std::vector<std::string> args = {"java",
                                    "-Xmx256m",
                                    "-XX:+UseSerialGC",
                                    "-XX:TieredStopAtLevel=1",
                                    "-cp",
-                                   classpath,
+                                   classpath_,
                                    "org.apache.zookeeper.server.ZooKeeperServerMain",
                                    config};
   std::vector<char*> argv;
@@ -124,7 +131,8 @@ StatusOr<std::unique_ptr<ZooKeeperTestServer>> ZooKeeperTestServer::Start() {
     // Only async-signal-safe calls between fork and exec.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(1);
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    // Appended: a restarted server's log follows the killed one's.
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       dup2(fd, STDOUT_FILENO);
       dup2(fd, STDERR_FILENO);
@@ -132,30 +140,47 @@ StatusOr<std::unique_ptr<ZooKeeperTestServer>> ZooKeeperTestServer::Start() {
     execvp("java", argv.data());
     _exit(127);
   }
-  server->pid_ = pid;
+  pid_ = pid;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!Answers(server->port_)) {
+  while (!Answers(port_)) {
     int status = 0;
     if (waitpid(pid, &status, WNOHANG) == pid) {
-      server->pid_ = -1;
-      return UnavailableError(fmt::format(
-          "ZooKeeper server exited at start (is java installed?): {}", server->LogTail()));
+      pid_ = -1;
+      return UnavailableError(
+          fmt::format("ZooKeeper server exited at start (is java installed?): {}", LogTail()));
     }
     if (std::chrono::steady_clock::now() > deadline) {
       return UnavailableError(
-          fmt::format("ZooKeeper server did not answer in 60 s: {}", server->LogTail()));
+          fmt::format("ZooKeeper server did not answer in 60 s: {}", LogTail()));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return server;
+  return OkStatus();
+}
+
+void ZooKeeperTestServer::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+Status ZooKeeperTestServer::Restart() {
+  if (pid_ > 0) return FailedPreconditionError("the ZooKeeper server is running");
+  // The port may linger in TIME_WAIT for a moment: ZooKeeper binds with SO_REUSEADDR, but retry
+  // a start that failed anyway.
+  Status status;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    status = Launch();
+    if (status.ok()) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  return status;
 }
 
 ZooKeeperTestServer::~ZooKeeperTestServer() {
-  if (pid_ > 0) {
-    kill(pid_, SIGKILL);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-  }
+  Kill();
   if (!dir_.empty()) {
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);

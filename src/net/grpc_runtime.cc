@@ -353,9 +353,10 @@ bool CallCanceller::Attach(grpc::ClientContext* context) {
   return true;
 }
 
-void CallCanceller::Detach() {
+bool CallCanceller::Detach() {
   std::lock_guard<std::mutex> lock(mu_);
   context_ = nullptr;
+  return cancelled_;
 }
 
 StatusOr<std::optional<transport::ClusterState>> GrpcRuntime::WatchMap(
@@ -383,12 +384,19 @@ StatusOr<std::optional<transport::ClusterState>> GrpcRuntime::WatchMap(
     }
     response.Clear();
     status = peer->stub->WatchMap(&context, request, &response);
-    if (canceller != nullptr) canceller->Detach();
-    if (status.error_code() == grpc::StatusCode::CANCELLED) {
-      return CancelledError("map watch cancelled");
+    const bool cancelled = canceller != nullptr && canceller->Detach();
+    if (cancelled) return CancelledError("map watch cancelled");
+    // CANCELLED that the canceller did not cause came from the server (it shut down holding the
+    // call): like UNAVAILABLE, the coordinator there no longer answers watches. Returning it as
+    // kCancelled would end the caller's watch for good.
+    if (status.ok()) {
+      result = FromWire(response.status());
+    } else if (status.error_code() == grpc::StatusCode::CANCELLED) {
+      result = UnavailableError(fmt::format("map watch at {}: cancelled by the server: {}",
+                                            coordinator, status.error_message()));
+    } else {
+      result = FromGrpc(status, fmt::format("map watch at {}", coordinator));
     }
-    result = status.ok() ? FromWire(response.status())
-                         : FromGrpc(status, fmt::format("map watch at {}", coordinator));
     // No answer in time (a dead or paused former leader) or no leader there (a standby, or a
     // leader between leaderships): the next poll goes to the next coordinator. Only a certain
     // refusal is worth another try at once.

@@ -30,8 +30,9 @@
 // Map watch (docs/design/network.md "Map watch"): WatchMap is a long poll of Shoal.WatchMap at
 // the coordinator, which answers as soon as it commits a map newer than the caller's (or when the
 // hold runs out, with no map). It follows the coordinators like Admin: an unreachable or standby
-// coordinator (UNAVAILABLE) sends the call to the next one. A CallCanceller ends a waiting call
-// from another thread.
+// coordinator (UNAVAILABLE), or one that cancelled the call (a server shutting down), sends the
+// call to the next one, so one call tries every configured coordinator once. A CallCanceller ends
+// a waiting call from another thread; nothing else makes WatchMap answer kCancelled.
 //
 // Limits: one request or response is at most max_message_bytes when serialized (default
 // kDefaultMaxMessageBytes). A larger request fails in Call with kResourceExhausted before
@@ -119,8 +120,9 @@ enum class GrpcServerMode {
 inline constexpr size_t kMaxCallbackWorkers = 1024;
 
 // Ends a GrpcRuntime::WatchMap in flight from another thread, and every later one it is passed
-// to, with kCancelled. It tracks one call at a time: give each concurrent call its own.
-// Thread-safe.
+// to, with kCancelled; only this ends a watch with kCancelled (a call the server cancelled, e.g.
+// while shutting down, moves on to the next coordinator). It tracks one call at a time: give
+// each concurrent call its own. Thread-safe.
 class CallCanceller {
  public:
   void Cancel();
@@ -129,7 +131,9 @@ class CallCanceller {
   friend class GrpcRuntime;
   // False if cancelled already; else `context` is cancelled by a later Cancel until Detach.
   [[nodiscard]] bool Attach(grpc::ClientContext* context);
-  void Detach();
+  // Whether Cancel was called: a CANCELLED call was ended by this canceller only then (a server
+  // that shuts down cancels the calls it still holds too).
+  [[nodiscard]] bool Detach();
 
   std::mutex mu_;
   grpc::ClientContext* context_ = nullptr;

@@ -3,15 +3,18 @@
 // coordinator's limit on waiting watches).
 
 #include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <functional>
 #include <thread>
 
+#include "proto/shoal.grpc.pb.h"
 #include "proto/shoal.pb.h"
 #include "src/client/client.h"
 #include "src/net/map_watcher.h"
@@ -205,6 +208,66 @@ TEST_F(MapWatchTest, WatchesBeyondTheLimitAreRefused) {
   for (auto& thread : waiting) thread.join();
   EXPECT_EQ(results[0].status().code(), StatusCode::kCancelled) << results[0].status();
   EXPECT_TRUE(WaitFor([&] { return coordinator_->map_watchers() == 0; }));
+}
+
+// A coordinator answers CANCELLED (as a server shutting down does for a poll it received or
+// held): the watcher must go on to the next coordinator, not end. It used to take any CANCELLED
+// for its own Stop, so after a failover it stayed at its map for good.
+class CancellingCoordinator final : public wire::Shoal::Service {
+ public:
+  grpc::Status WatchMap(grpc::ServerContext*, const wire::WatchMapRequest*,
+                        wire::WatchMapResponse*) override {
+    ++polls;
+    return grpc::Status(grpc::StatusCode::CANCELLED, "the server is shutting down");
+  }
+  std::atomic<int> polls{0};
+};
+
+TEST_F(MapWatchTest, WatcherMovesOnWhenAServerCancelsItsPoll) {
+  StartCoordinator();
+  CancellingCoordinator cancelling;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&cancelling);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  ASSERT_GT(port, 0);
+  auto runtime = GrpcRuntime::Start(
+      {.listen = {},
+       .advertise = {},
+       .coordinator = fmt::format("127.0.0.1:{},{}", port, coordinator_->address()),
+       .address_book_path = {},
+       .max_message_bytes = kDefaultMaxMessageBytes,
+       .server_mode = GrpcServerMode::kSync});
+  ASSERT_TRUE(runtime.ok()) << runtime.status();
+  // The runtime alone: one call tries the cancelling coordinator, then the leader.
+  auto state = (*runtime)->WatchMap(MapEpoch(0), std::chrono::milliseconds(0), nullptr);
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_TRUE(state->has_value());
+  EXPECT_EQ(cancelling.polls.load(), 1);
+
+  // The watcher, started on the cancelling coordinator again.
+  auto watching = GrpcRuntime::Start(
+      {.listen = {},
+       .advertise = {},
+       .coordinator = fmt::format("127.0.0.1:{},{}", port, coordinator_->address()),
+       .address_book_path = {},
+       .max_message_bytes = kDefaultMaxMessageBytes,
+       .server_mode = GrpcServerMode::kSync});
+  ASSERT_TRUE(watching.ok()) << watching.status();
+  client::Client client(**watching);
+  MapWatcher watcher(**watching, client, MapWatcherOptions{});
+  const MapEpoch current = coordinator_->coordinator().map()->epoch();
+  ASSERT_TRUE(WaitFor([&] { return client.map() != nullptr && client.map()->epoch() >= current; }))
+      << "the watcher did not reach the leader";
+  EXPECT_EQ(cancelling.polls.load(), 2);
+  EXPECT_EQ(client.counters().map_refreshes, 0u);  // learned by the watch alone
+  ASSERT_TRUE(WaitFor([&] { return coordinator_->map_watchers() == 1; }));
+  // Its own Stop still ends it, with the poll in flight.
+  watcher.Stop();
+  EXPECT_TRUE(WaitFor([&] { return coordinator_->map_watchers() == 0; }));
+  server->Shutdown();
 }
 
 }  // namespace

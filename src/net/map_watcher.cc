@@ -38,8 +38,9 @@ void MapWatcher::Run() {
       if (state->has_value()) (void)client_.Adopt((*state)->map);
       continue;
     }
-    if (state.status().code() == StatusCode::kCancelled) return;
     std::unique_lock<std::mutex> lock(mu_);
+    // Only Stop ends the watch: any other failure (kCancelled included) is retried.
+    if (stopping_) return;
     ++failures_;
     if (log::Enabled(log::Level::kDebug)) {
       log::Debug("client.map_watch_failed", {{"error", state.status().ToString()}});

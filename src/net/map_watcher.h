@@ -7,6 +7,11 @@
 // limit) is retried after a backoff that doubles from min_backoff to max_backoff and resets after
 // an answer. WRONG_SHARD still refreshes the map as before: the watch only makes it rarer.
 //
+// Invariant: only Stop ends the watch. Every other error, kCancelled included (a server that
+// shuts down cancels the polls it holds), is retried; each poll tries every configured
+// coordinator once (GrpcRuntime::WatchMap), so after a failover the watcher reaches the new
+// leader within one poll of its election and adopts the next map it commits.
+//
 // Thread-safety: Stop (and the destructor) may be called from any thread but the watcher's; Stop
 // cancels the poll in flight and joins the thread. The runtime and the client must outlive it.
 

@@ -18,6 +18,7 @@
 #include "src/metadata/leader_election.h"
 #include "src/metadata/zookeeper_metadata_store.h"
 #include "src/metadata/zookeeper_test_server.h"
+#include "src/net/map_watcher.h"
 #include "src/net/processes.h"
 
 namespace shoal::net {
@@ -169,6 +170,17 @@ TEST_F(ZooKeeperCoordinatorTest, StandbyTakesOverWhenTheLeaderStops) {
     ASSERT_TRUE(c->Insert(fmt::format("k{}", i), fmt::format(R"({{"i": {}}})", i)).ok());
   }
   const cluster::ShardMapPtr before = coordinator_->coordinator().map();
+  // A client that only watches the map (it sends no data request): it must follow the new leader.
+  auto watch_runtime = GrpcRuntime::Start({.listen = {},
+                                           .advertise = {},
+                                           .coordinator = both,
+                                           .address_book_path = {},
+                                           .max_message_bytes = kDefaultMaxMessageBytes});
+  ASSERT_TRUE(watch_runtime.ok()) << watch_runtime.status();
+  client::Client watching(**watch_runtime);
+  ASSERT_TRUE(watching.Refresh().ok());
+  MapWatcher watcher(**watch_runtime, watching, MapWatcherOptions{});
+
   coordinator_->Stop();  // resigns: the standby need not wait for the session timeout
   ASSERT_TRUE(standby->WaitLeader(std::chrono::seconds(30)));
   EXPECT_EQ(standby->leader_epoch(), std::optional<uint64_t>(2));
@@ -178,6 +190,15 @@ TEST_F(ZooKeeperCoordinatorTest, StandbyTakesOverWhenTheLeaderStops) {
   ASSERT_FALSE(on_one.empty());
   const Status moved = standby->coordinator().MoveBucket(on_one.front(), NodeId(2));
   ASSERT_TRUE(moved.ok()) << moved;
+  // The watch ended at the old leader (kUnavailable from its hub, or CANCELLED by its server
+  // shutting down) and moved on to the new one.
+  const MapEpoch moved_epoch = standby->coordinator().map()->epoch();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (watching.map()->epoch() < moved_epoch && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(watching.map()->epoch(), moved_epoch);
+  EXPECT_EQ(watching.counters().wrong_shard, 0u);
   for (int i = 0; i < 50; ++i) {
     auto doc = c->Get(fmt::format("k{}", i));
     ASSERT_TRUE(doc.ok()) << doc.status();

@@ -23,9 +23,12 @@
 #include <thread>
 
 #include "proto/shoal.pb.h"
+#include "src/client/client.h"
 #include "src/metadata/zookeeper_test_server.h"
+#include "src/net/map_watcher.h"
 #include "tests/cluster/process_cluster.h"
 #include "tests/cluster/workload.h"
+#include "tests/cluster/workload_check.h"
 
 namespace shoal::cluster_test {
 namespace {
@@ -35,6 +38,8 @@ using Clock = std::chrono::steady_clock;
 // Short, so that a dead leader is replaced quickly (the test server's tickTime allows 400 ms).
 constexpr int kElectionSessionMs = 1'500;
 constexpr char kPoint[] = "coordinator.before_commit";
+// How long ZooKeeperKilledUnderLoad keeps the ZooKeeper server down.
+constexpr int kZooKeeperDownMs = 4'000;
 
 std::string Binary() {
   const char* binary = std::getenv("SHOAL_BINARY");
@@ -60,7 +65,8 @@ std::string FaultName(const testing::TestParamInfo<LeaderFault>& info) {
   return "Unknown";
 }
 
-class FailoverTest : public testing::TestWithParam<LeaderFault> {
+// ZooKeeper, a cluster of processes on it and a workload (the tests below start what they need).
+class ZooKeeperClusterTest : public testing::Test {
  protected:
   void SetUp() override {
     auto zk = metadata::ZooKeeperTestServer::Start();
@@ -117,6 +123,9 @@ class FailoverTest : public testing::TestWithParam<LeaderFault> {
   std::unique_ptr<ProcessCluster> cluster_;
   std::unique_ptr<Workload> workload_;
 };
+
+class FailoverTest : public ZooKeeperClusterTest,
+                     public testing::WithParamInterface<LeaderFault> {};
 
 TEST_P(FailoverTest, StandbyTakesOverMidMoveWithoutLoss) {
   // Every move of the first leader waits 5 s before its commit: the window for the fault.
@@ -187,23 +196,142 @@ TEST_P(FailoverTest, StandbyTakesOverMidMoveWithoutLoss) {
   cluster_->Kill(3);  // out of the map: only the map's nodes may answer now
 
   workload_->Stop();
-  EXPECT_GT(workload_->acknowledged(), 100u);
-  const VerifyResult verified = workload_->Verify(nullptr, 20);
-  EXPECT_EQ(verified.lost_writes, 0u) << verified.first_problem;
-  EXPECT_EQ(verified.resurrected_deletes, 0u) << verified.first_problem;
-  EXPECT_EQ(verified.unreadable, 0u) << verified.first_problem;
-  std::fprintf(stderr, "workload: %llu acknowledged, %llu unknown outcomes, %llu keys\n",
-               static_cast<unsigned long long>(workload_->acknowledged()),
-               static_cast<unsigned long long>(workload_->uncertain()),
-               static_cast<unsigned long long>(verified.keys));
-  // One map: no move in flight, and every node holds exactly its buckets.
-  std::string disagreement = cluster_->MapDisagreement();
-  for (int i = 0; i < 100 && !disagreement.empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    disagreement = cluster_->MapDisagreement();
-  }
-  EXPECT_EQ(disagreement, "");
+  ExpectNoLoss(*workload_, nullptr);
+  ExpectOneMap(*cluster_);  // no move in flight, every node holds exactly its buckets
   // Neither coordinator died on its own.
+  for (const Exit& exit : cluster_->Reap()) {
+    ADD_FAILURE() << "process " << exit.id << " exited with " << exit.status;
+  }
+}
+
+// A client that only watches the map (it sends no data request, so no error refreshes its map)
+// follows a failover: the leader is SIGKILLed, the standby takes over and adds node 4, and the
+// watcher reaches that epoch (docs/design/network.md, "Map watch").
+TEST_F(ZooKeeperClusterTest, WatchingClientFollowsTheNewLeader) {
+  ASSERT_TRUE(cluster_->StartCoordinator(3, 12).ok());
+  ASSERT_TRUE(cluster_->StartStandbyCoordinator(3, 12).ok());
+  for (uint32_t id = 1; id <= 4; ++id) {
+    Status started = cluster_->StartNode(id);
+    ASSERT_TRUE(started.ok()) << started;
+  }
+  Status serving = cluster_->WaitServing(30);
+  ASSERT_TRUE(serving.ok()) << serving;
+  ASSERT_NO_FATAL_FAILURE(WaitLeader(kCoordinator, 1, 10));
+
+  auto runtime = net::GrpcRuntime::Start({.listen = {},
+                                          .advertise = {},
+                                          .coordinator = cluster_->coordinators(),
+                                          .address_book_path = {},
+                                          .max_message_bytes = net::kDefaultMaxMessageBytes});
+  ASSERT_TRUE(runtime.ok()) << runtime.status();
+  client::Client watching(**runtime);
+  ASSERT_TRUE(watching.Refresh().ok());
+  const MapEpoch first = watching.map()->epoch();
+  net::MapWatcher watcher(**runtime, watching, net::MapWatcherOptions{});
+
+  cluster_->Kill(kCoordinator);
+  ASSERT_NO_FATAL_FAILURE(WaitLeader(kStandbyCoordinator, 2, 30));
+  Status added = cluster_->AddNode(4);
+  ASSERT_TRUE(added.ok()) << added;
+  auto progress = cluster_->Progress();
+  ASSERT_TRUE(progress.ok()) << progress.status();
+  ASSERT_GT(progress->epoch(), first.value());
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  while (watching.map()->epoch().value() < progress->epoch() && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(watching.map()->epoch().value(), progress->epoch())
+      << "the watcher stayed at epoch " << watching.map()->epoch().value() << " after "
+      << watcher.failures() << " failed polls";
+  EXPECT_TRUE(watching.map()->HasNode(NodeId(4)));
+  const client::ClientCounters counters = watching.counters();
+  EXPECT_EQ(counters.wrong_shard, 0u);
+  EXPECT_EQ(counters.map_refreshes, 1u);  // only the first Refresh above
+  watcher.Stop();
+}
+
+// The ZooKeeper server is SIGKILLed under a live cluster with a client workload, and restarted
+// on its data directory and port after kZooKeeperDownMs (docs/design/zookeeper.md, "ZooKeeper
+// down"). The data path does not use ZooKeeper: writes keep being acknowledged and read back
+// while it is down; the coordinator answers from memory, and a map edit fails and changes
+// nothing. After the restart the coordinator leads again and adds node 4; nothing
+// acknowledged is lost and every node holds exactly the buckets of the one map.
+TEST_F(ZooKeeperClusterTest, ZooKeeperKilledUnderLoad) {
+  ASSERT_TRUE(cluster_->StartCoordinator(3, 12).ok());
+  for (uint32_t id = 1; id <= 4; ++id) {
+    Status started = cluster_->StartNode(id);
+    ASSERT_TRUE(started.ok()) << started;
+  }
+  Status serving = cluster_->WaitServing(30);
+  ASSERT_TRUE(serving.ok()) << serving;
+  ASSERT_NO_FATAL_FAILURE(WaitLeader(kCoordinator, 1, 10));
+  auto reader = Database::Connect(cluster_->uri());  // opened before: it has the map
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto probe = (*reader)->GetCollection("faults");
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  workload_ = std::make_unique<Workload>(cluster_->uri(), /*threads=*/2, /*keys_per_thread=*/150);
+  ASSERT_TRUE(workload_->Start().ok());
+  for (int i = 0; i < 200 && workload_->acknowledged() < 300; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // No move in flight across the outage (the balancer may first even out the initial map).
+  ASSERT_NO_FATAL_FAILURE(WaitBalanced(30));
+
+  zk_->Kill();
+  const auto killed_at = Clock::now();
+  const uint64_t acknowledged_at_kill = workload_->acknowledged();
+  // Longer than the election session (1.5 s), shorter than the metadata store's own (10 s),
+  // which does not reconnect once expired (zookeeper.md, "Errors").
+  const auto restart_at = killed_at + std::chrono::milliseconds(kZooKeeperDownMs);
+  // A map edit needs ZooKeeper: it fails and changes nothing.
+  auto epoch_before = cluster_->Progress();
+  ASSERT_TRUE(epoch_before.ok()) << epoch_before.status();
+  std::string refused;
+  EXPECT_NE(cluster_->RunCli({"add-node", "--id", "4", "--no-wait", "--json"}, &refused), 0)
+      << refused;
+  auto epoch_after = cluster_->Progress();
+  ASSERT_TRUE(epoch_after.ok()) << epoch_after.status();
+  EXPECT_EQ(epoch_after->epoch(), epoch_before->epoch());
+  uint64_t reads = 0;
+  for (int i = 0; Clock::now() < restart_at; ++i) {
+    auto doc = probe->Get(fmt::format("t0-k{}", i % 150));
+    EXPECT_TRUE(doc.ok() || doc.status().code() == StatusCode::kNotFound) << doc.status();
+    ++reads;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const uint64_t acknowledged_while_down = workload_->acknowledged() - acknowledged_at_kill;
+  auto admin = cluster_->Progress();
+  std::fprintf(
+      stderr, "zookeeper down %lld ms: %llu writes acknowledged, %llu reads; admin: %s\n",
+      static_cast<long long>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - killed_at).count()),
+      static_cast<unsigned long long>(acknowledged_while_down),
+      static_cast<unsigned long long>(reads),
+      admin.ok() ? "answers" : admin.status().ToString().c_str());
+  EXPECT_GT(acknowledged_while_down, 50u) << "writes stopped while ZooKeeper was down";
+
+  Status restarted = zk_->Restart();
+  ASSERT_TRUE(restarted.ok()) << restarted;
+  // The coordinator leads again (at a new leader epoch if it lost its election session).
+  ASSERT_NO_FATAL_FAILURE(WaitLeader(kCoordinator, 1, 30));
+  Status added = cluster_->AddNode(4);
+  ASSERT_TRUE(added.ok()) << added;
+  ASSERT_NO_FATAL_FAILURE(WaitBalanced(60));
+  auto progress = cluster_->Progress();
+  ASSERT_TRUE(progress.ok()) << progress.status();
+  EXPECT_GT(progress->moves_committed(), 0u);
+
+  workload_->Stop();
+  ExpectNoLoss(*workload_, nullptr);
+  ExpectOneMap(*cluster_);
+  std::string out;
+  ASSERT_EQ(cluster_->RunCli({"status", "--json"}, &out), 0) << out;
+  auto status = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(status.is_discarded()) << out;
+  bool has_four = false;
+  for (const auto& node : status["nodes"]) has_four = has_four || node["id"] == 4;
+  EXPECT_TRUE(has_four) << out;
+  EXPECT_TRUE(status["moves_in_flight"].empty()) << out;
   for (const Exit& exit : cluster_->Reap()) {
     ADD_FAILURE() << "process " << exit.id << " exited with " << exit.status;
   }

@@ -26,6 +26,7 @@
 #include "proto/shoal.pb.h"
 #include "tests/cluster/process_cluster.h"
 #include "tests/cluster/workload.h"
+#include "tests/cluster/workload_check.h"
 
 namespace shoal::cluster_test {
 namespace {
@@ -155,15 +156,7 @@ class ClusterFaultTest : public testing::Test {
   // The checks after the faults: acknowledged writes, status, map agreement.
   void VerifyEverything() {
     workload_->Stop();
-    EXPECT_GT(workload_->acknowledged(), 100u);
-    const VerifyResult verified = workload_->Verify(nullptr, 20);
-    EXPECT_EQ(verified.lost_writes, 0u) << verified.first_problem;
-    EXPECT_EQ(verified.resurrected_deletes, 0u) << verified.first_problem;
-    EXPECT_EQ(verified.unreadable, 0u) << verified.first_problem;
-    std::fprintf(stderr, "workload: %llu acknowledged, %llu unknown outcomes, %llu keys\n",
-                 static_cast<unsigned long long>(workload_->acknowledged()),
-                 static_cast<unsigned long long>(workload_->uncertain()),
-                 static_cast<unsigned long long>(verified.keys));
+    ExpectNoLoss(*workload_, nullptr);
 
     // `shoal status --json`: no move in flight, every node reachable (eventually: a process
     // that dies late, or a balancer round after balance, may start one more move).
@@ -180,13 +173,8 @@ class ClusterFaultTest : public testing::Test {
     }
     EXPECT_TRUE(settled) << "status: " << out;
 
-    // Every node holds exactly its buckets (a source drops a moved bucket soon after DONE).
-    std::string disagreement = cluster_->MapDisagreement();
-    for (int i = 0; i < 100 && !disagreement.empty(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      disagreement = cluster_->MapDisagreement();
-    }
-    EXPECT_EQ(disagreement, "");
+    // Every node holds exactly its buckets.
+    ExpectOneMap(*cluster_);
   }
 
   std::unique_ptr<ProcessCluster> cluster_;
@@ -321,10 +309,7 @@ TEST_F(ClusterFaultTest, RemoveNodeKeepsEveryDocumentAndStaleClientWorks) {
   // Node 3 is out of the map: stop it, so that only the map's nodes can answer.
   cluster_->Kill(3);
   workload_->Stop();
-  const VerifyResult through_stale = workload_->Verify(stale->get(), 20);
-  EXPECT_EQ(through_stale.lost_writes, 0u) << through_stale.first_problem;
-  EXPECT_EQ(through_stale.resurrected_deletes, 0u) << through_stale.first_problem;
-  EXPECT_EQ(through_stale.unreadable, 0u) << through_stale.first_problem;
+  ExpectNoLoss(*workload_, stale->get());  // through the stale client
   // The stale client also writes.
   auto collection = (*stale)->GetCollection("faults");
   ASSERT_TRUE(collection.ok());
