@@ -136,7 +136,7 @@ struct NodeOptions {
   // this many nice steps below the node's request handling (Runtime::RunAtLowerPriority), so
   // that on a busy machine the clients get the cores first. In [0, kMaxBackgroundNice]; 0 turns
   // it off. Only the thread runtimes on Linux act on it; the simulation runs the work inline.
-  int background_nice = 10;
+  int background_nice = 4;
 };
 
 struct NodeCounters {
