@@ -6,9 +6,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -19,6 +17,7 @@
 #include "src/common/point.h"
 #include "src/coordinator/coordinator.h"
 #include "src/metadata/embedded_metadata_store.h"
+#include "src/node/sim_test_options.h"
 #include "src/server/embedded_cluster.h"
 #include "src/transport/sim_runtime.h"
 
@@ -48,10 +47,7 @@ class CoordinatorTest : public ::testing::Test {
  protected:
   CoordinatorTest()
       : sim_(transport::SimOptions{.seed = 11, .min_delay = 100, .max_delay = 300, .loss = 0}) {
-    static std::atomic<int> counter{0};
-    dir_ = (std::filesystem::temp_directory_path() /
-            fmt::format("shoal-coordinator-test-{}-{}", getpid(), counter++))
-               .string();
+    dir_ = node::test::UniqueTestDir("shoal-coordinator-test");
   }
 
   ~CoordinatorTest() override {
@@ -76,10 +72,7 @@ class CoordinatorTest : public ::testing::Test {
     options.node.call_timeout = 200 * kMs;
     options.node.fence_timeout = 500 * kMs;
     options.node.heartbeat_interval = 50 * kMs;
-    options.node.store.block_cache_bytes = 1u << 20;
-    options.node.store.write_buffer_bytes = 1u << 20;
-    options.node.store.background_jobs = 1;
-    options.node.store.sync_interval = std::chrono::milliseconds(0);
+    node::test::UseSmallTestStore(options.node.store);
     cluster_ = std::make_unique<server::EmbeddedCluster>(sim_, options);
     client_ = std::make_unique<client::Client>(sim_);
     bool finished = false;

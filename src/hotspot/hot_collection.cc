@@ -215,33 +215,44 @@ StatusOr<storage::Document> HotCollection::Get(std::string_view pk, ReadMode mod
   return doc;
 }
 
-StatusOr<client::QueryPage> HotCollection::Query(client::QueryOptions options) {
-  SHOAL_ASSIGN_OR_RETURN(auto schema, CurrentSchema());
-  if (schema->empty()) return client_.Query(options);
+StatusOr<storage::DocumentFilter> HotCollection::SplitFilter(const CollectionSchema& schema,
+                                                             client::QueryOptions& options) {
   // Conditions on declared fields are evaluated after folding; the rest by the nodes.
   storage::DocumentFilter local;
   storage::DocumentFilter remote;
   for (auto& predicate : options.filter.all_of) {
-    (schema->Find(TopField(predicate.path)) != nullptr ? local : remote)
+    (schema.Find(TopField(predicate.path)) != nullptr ? local : remote)
         .all_of.push_back(std::move(predicate));
   }
   SHOAL_RETURN_IF_ERROR(storage::ValidateFilter(local));
   options.filter = std::move(remote);
+  return local;
+}
+
+StatusOr<bool> HotCollection::FoldAndMatch(const CollectionSchema& schema,
+                                           const storage::DocumentFilter& local,
+                                           storage::FilterEvaluator& evaluator,
+                                           storage::Document& doc) {
+  SHOAL_ASSIGN_OR_RETURN(Value body, ParseJson(doc.body, "a stored document"));
+  SHOAL_RETURN_IF_ERROR(FoldInto(schema, doc.primary_key, ReadMode::kLatest, body));
+  doc.body = body.dump();
+  if (local.empty()) return true;
+  return evaluator.Matches(doc.body);
+}
+
+StatusOr<client::QueryPage> HotCollection::Query(client::QueryOptions options) {
+  SHOAL_ASSIGN_OR_RETURN(auto schema, CurrentSchema());
+  if (schema->empty()) return client_.Query(options);
+  SHOAL_ASSIGN_OR_RETURN(const storage::DocumentFilter local, SplitFilter(*schema, options));
+  storage::FilterEvaluator evaluator(local);
   client::QueryPage out;
   // Pages whose documents all fail the local conditions are skipped, so that a page with a
   // cursor has at least one document unless the scan ends.
   while (true) {
     SHOAL_ASSIGN_OR_RETURN(client::QueryPage page, client_.Query(options));
-    storage::FilterEvaluator evaluator(local);
     for (auto& doc : page.documents) {
-      SHOAL_ASSIGN_OR_RETURN(Value body, ParseJson(doc.body, "a stored document"));
-      SHOAL_RETURN_IF_ERROR(FoldInto(*schema, doc.primary_key, ReadMode::kLatest, body));
-      doc.body = body.dump();
-      if (!local.empty()) {
-        SHOAL_ASSIGN_OR_RETURN(bool matches, evaluator.Matches(doc.body));
-        if (!matches) continue;
-      }
-      out.documents.push_back(std::move(doc));
+      SHOAL_ASSIGN_OR_RETURN(bool matches, FoldAndMatch(*schema, local, evaluator, doc));
+      if (matches) out.documents.push_back(std::move(doc));
     }
     out.next_cursor = page.next_cursor;
     if (!out.documents.empty() || page.next_cursor.empty()) break;
@@ -254,25 +265,11 @@ Status HotCollection::QueryStream(client::QueryOptions options,
                                   const std::function<Status(storage::Document)>& fn) {
   SHOAL_ASSIGN_OR_RETURN(auto schema, CurrentSchema());
   if (schema->empty()) return client_.QueryStream(options, fn);
-  // As in Query: conditions on declared fields hold after folding, the rest at the nodes.
-  storage::DocumentFilter local;
-  storage::DocumentFilter remote;
-  for (auto& predicate : options.filter.all_of) {
-    (schema->Find(TopField(predicate.path)) != nullptr ? local : remote)
-        .all_of.push_back(std::move(predicate));
-  }
-  SHOAL_RETURN_IF_ERROR(storage::ValidateFilter(local));
-  options.filter = std::move(remote);
+  SHOAL_ASSIGN_OR_RETURN(const storage::DocumentFilter local, SplitFilter(*schema, options));
   storage::FilterEvaluator evaluator(local);
   return client_.QueryStream(options, [&](storage::Document doc) -> Status {
-    SHOAL_ASSIGN_OR_RETURN(Value body, ParseJson(doc.body, "a stored document"));
-    SHOAL_RETURN_IF_ERROR(FoldInto(*schema, doc.primary_key, ReadMode::kLatest, body));
-    doc.body = body.dump();
-    if (!local.empty()) {
-      SHOAL_ASSIGN_OR_RETURN(bool matches, evaluator.Matches(doc.body));
-      if (!matches) return OkStatus();
-    }
-    return fn(std::move(doc));
+    SHOAL_ASSIGN_OR_RETURN(bool matches, FoldAndMatch(*schema, local, evaluator, doc));
+    return matches ? fn(std::move(doc)) : OkStatus();
   });
 }
 

@@ -37,6 +37,7 @@
 #include "src/hotspot/entity_group.h"
 #include "src/hotspot/field_spec.h"
 #include "src/hotspot/sharded_field.h"
+#include "src/storage/predicate.h"
 
 namespace shoal::hotspot {
 
@@ -121,6 +122,15 @@ class HotCollection {
   // Folds the declared fields into `body` (a JSON object).
   [[nodiscard]] Status FoldInto(const CollectionSchema& schema, std::string_view pk, ReadMode mode,
                                 Value& body);
+  // Moves the conditions on declared fields out of `options.filter` and returns them: they hold
+  // only after folding, so the client checks them; the nodes check the rest.
+  [[nodiscard]] static StatusOr<storage::DocumentFilter> SplitFilter(const CollectionSchema& schema,
+                                                                     client::QueryOptions& options);
+  // Folds the declared fields into `doc` and says whether it meets `local` (SplitFilter's part).
+  [[nodiscard]] StatusOr<bool> FoldAndMatch(const CollectionSchema& schema,
+                                            const storage::DocumentFilter& local,
+                                            storage::FilterEvaluator& evaluator,
+                                            storage::Document& doc);
   [[nodiscard]] Status EnsureHidden();
   // kSchemaCollection's id, resolved with the coordinator once.
   [[nodiscard]] StatusOr<CollectionId> SchemaCollection();

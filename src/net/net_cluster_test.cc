@@ -67,15 +67,20 @@ class NetClusterTest : public ::testing::Test {
     nodes_[id] = std::move(*process);
   }
 
+  // A coordinator without the balancer and its `nodes` initial nodes, all started.
+  void StartCluster(uint32_t nodes) {
+    StartCoordinator(nodes, /*auto_balance=*/false);
+    if (coordinator_ == nullptr) return;  // StartCoordinator failed the test
+    for (uint32_t id = 1; id <= nodes; ++id) StartNode(id);
+  }
+
   std::string dir_;
   std::unique_ptr<CoordinatorProcess> coordinator_;
   std::map<uint32_t, std::unique_ptr<NodeProcess>> nodes_;
 };
 
 TEST_F(NetClusterTest, WritesReadBackAcrossMovesAndAJoiningNode) {
-  StartCoordinator(/*nodes=*/2, /*auto_balance=*/false);
-  StartNode(1);
-  StartNode(2);
+  StartCluster(/*nodes=*/2);
   auto db = Database::Connect("shoal://" + coordinator_->address());
   ASSERT_TRUE(db.ok()) << db.status();
   auto users = (*db)->GetCollection("users");
@@ -199,10 +204,7 @@ TEST_F(NetClusterTest, WritesReadBackAcrossMovesAndAJoiningNode) {
 }
 
 TEST_F(NetClusterTest, BatchOverTheNetwork) {
-  StartCoordinator(/*nodes=*/3, /*auto_balance=*/false);
-  StartNode(1);
-  StartNode(2);
-  StartNode(3);
+  StartCluster(/*nodes=*/3);
   auto db = Database::Connect("shoal://" + coordinator_->address());
   ASSERT_TRUE(db.ok()) << db.status();
   auto docs = (*db)->GetCollection("docs");
@@ -242,10 +244,7 @@ TEST_F(NetClusterTest, BatchOverTheNetwork) {
 // without a filter; a callback error cancels; every bucket moving in the middle of a stream
 // (its server held back by flow control) costs neither a duplicate nor a miss.
 TEST_F(NetClusterTest, QueryStreamMatchesPagedQueryAndFollowsMoves) {
-  StartCoordinator(/*nodes=*/3, /*auto_balance=*/false);
-  StartNode(1);
-  StartNode(2);
-  StartNode(3);
+  StartCluster(/*nodes=*/3);
   auto db = Database::Connect("shoal://" + coordinator_->address());
   ASSERT_TRUE(db.ok()) << db.status();
   auto docs = (*db)->GetCollection("docs");
@@ -326,9 +325,7 @@ TEST_F(NetClusterTest, QueryStreamMatchesPagedQueryAndFollowsMoves) {
 }
 
 TEST_F(NetClusterTest, CoordinatorRestartRecoversTheMapAndAddresses) {
-  StartCoordinator(/*nodes=*/2, /*auto_balance=*/false);
-  StartNode(1);
-  StartNode(2);
+  StartCluster(/*nodes=*/2);
   const std::string address = coordinator_->address();
   {
     auto db = Database::Connect(address);

@@ -8,9 +8,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -25,6 +23,7 @@
 #include "src/cluster/shard_map_edit.h"
 #include "src/common/crc32c.h"
 #include "src/common/point.h"
+#include "src/node/sim_test_options.h"
 #include "src/node/storage_node.h"
 #include "src/transport/messages.h"
 #include "src/transport/sim_runtime.h"
@@ -127,10 +126,7 @@ class MoveFilesTest : public ::testing::Test {
   MoveFilesTest()
       : sim_(transport::SimOptions{.seed = 1, .min_delay = 100, .max_delay = 100, .loss = 0}),
         coordinator_(std::make_shared<FakeCoordinator>()) {
-    static std::atomic<int> counter{0};
-    dir_ = (std::filesystem::temp_directory_path() /
-            fmt::format("shoal-move-files-test-{}-{}", getpid(), counter++))
-               .string();
+    dir_ = test::UniqueTestDir("shoal-move-files-test");
     auto initial = ShardMap::Initial({.nodes = {kN1, kN2}, .bucket_count = 2});
     EXPECT_TRUE(initial.ok()) << initial.status();
     initial_ = std::make_shared<const ShardMap>(std::move(*initial));
@@ -145,10 +141,7 @@ class MoveFilesTest : public ::testing::Test {
       o.id = id;
       o.data_dir = fmt::format("{}/node-{}", dir_, id.value());
       o.store.sync = storage::SyncPolicy::kPeriodic;
-      o.store.sync_interval = std::chrono::milliseconds(0);
-      o.store.block_cache_bytes = 1u << 20;
-      o.store.write_buffer_bytes = 1u << 20;
-      o.store.background_jobs = 1;
+      test::UseSmallTestStore(o.store);
       o.call_timeout = 100 * kMs;
       o.heartbeat_interval = 2 * kSecond;
       o.move_file_transfer = MoveFileTransfer::kFetch;

@@ -6,10 +6,8 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -23,6 +21,7 @@
 #include "src/cluster/shard_map.h"
 #include "src/cluster/shard_map_edit.h"
 #include "src/common/point.h"
+#include "src/node/sim_test_options.h"
 #include "src/storage/errors.h"
 #include "src/transport/messages.h"
 #include "src/transport/sim_runtime.h"
@@ -147,10 +146,7 @@ class StorageNodeTest : public ::testing::Test {
       : sim_(transport::SimOptions{.seed = 1, .min_delay = 100, .max_delay = 100, .loss = 0}),
         coordinator_(std::make_shared<FakeCoordinator>()),
         maps_(BuildMoveMaps()) {
-    static std::atomic<int> counter{0};
-    dir_ = (std::filesystem::temp_directory_path() /
-            fmt::format("shoal-node-test-{}-{}", getpid(), counter++))
-               .string();
+    dir_ = test::UniqueTestDir("shoal-node-test");
     coordinator_->SetCollections({storage::CollectionSpec{.id = kDocs, .name = "docs"}});
     coordinator_->SetMap(maps_.initial);
   }
@@ -174,10 +170,7 @@ class StorageNodeTest : public ::testing::Test {
         options.id = id;
         options.data_dir = fmt::format("{}/node-{}", dir_, id.value());
         options.store.sync = storage::SyncPolicy::kPeriodic;
-        options.store.sync_interval = std::chrono::milliseconds(0);
-        options.store.block_cache_bytes = 1u << 20;
-        options.store.write_buffer_bytes = 1u << 20;
-        options.store.background_jobs = 1;
+        test::UseSmallTestStore(options.store);
         options.call_timeout = 100 * kMs;
         options.fence_timeout = kFenceTimeout;
         // Maps arrive only when the test says so: no heartbeat within a test after the first.

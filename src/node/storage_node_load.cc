@@ -1,0 +1,126 @@
+// A storage node's load reports for the coordinator's balancer (docs/design/cluster.md,
+// "Storage node"): bucket sizes, cached between reports (the heartbeat loop that sends them is in
+// storage_node.cc).
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_set.h"
+#include "src/node/node_ranges.h"
+#include "src/node/storage_node.h"
+
+namespace shoal::node {
+
+using cluster::BucketPlacement;
+using transport::Response;
+
+Response StorageNode::HandleLoad() {
+  // The buckets are chosen under mu_; sizing them (an exact scan by default) runs outside it, so
+  // reads, writes and map installs go on meanwhile.
+  std::vector<std::pair<BucketId, storage::PointRange>> served;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (map_ != nullptr) {
+      for (const BucketPlacement& bucket : map_->buckets()) {
+        const LocalRole role = RoleLocked(bucket);
+        const bool committed_away = role == LocalRole::kLeaving && bucket.transition.has_value() &&
+                                    cluster::IsCommitted(bucket.transition->stage);
+        if ((role == LocalRole::kReadWrite || role == LocalRole::kLeaving) && !committed_away) {
+          served.emplace_back(bucket.id, ToPointRange(bucket.range));
+        }
+      }
+    }
+  }
+  transport::BucketLoadResponse out;
+  out.hot_keys = HotKeys();
+  if (options_.exact_load_stats) {
+    out.buckets = ExactLoads(served);
+    return Response::Ok(out);
+  }
+  for (const auto& [id, range] : served) {
+    auto stats = store_->EstimateStats(range);
+    if (!stats.ok()) continue;
+    out.buckets.push_back(transport::BucketLoad{
+        .bucket = id, .bytes = stats->live_bytes, .documents = stats->documents});
+  }
+  return Response::Ok(out);
+}
+
+uint64_t StorageNode::ActivityLocked() const {
+  return counters_.writes + counters_.changes_applied + counters_.bytes_ingested;
+}
+
+uint64_t StorageNode::ChangesLocked() const { return counters_.writes + counters_.changes_applied; }
+
+std::vector<transport::BucketLoad> StorageNode::ExactLoads(
+    const std::vector<std::pair<BucketId, storage::PointRange>>& served) {
+  const transport::Micros now = runtime_.Now();
+  const transport::Micros max_age = options_.load_stats_max_age;
+  uint64_t activity;
+  uint64_t changes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    activity = ActivityLocked();
+    changes = ChangesLocked();
+  }
+  // A cached size may be off by the writes to its bucket since; without per-bucket counts,
+  // assume the node's writes spread evenly over its buckets.
+  const auto written = [&](const CachedLoad& cached) {
+    return (changes - cached.changes) / std::max<uint64_t>(1, served.size());
+  };
+  // Which buckets to scan: every bucket without a cached size of its current range, and the
+  // oldest of the stale ones, at most an eighth of the served buckets.
+  std::vector<size_t> scan;
+  {
+    std::lock_guard<std::mutex> lock(load_mu_);
+    absl::flat_hash_set<BucketId> ids;
+    for (const auto& [id, range] : served) ids.insert(id);
+    for (auto it = load_cache_.begin(); it != load_cache_.end();) {
+      if (ids.contains(it->first)) {
+        ++it;
+      } else {
+        load_cache_.erase(it++);
+      }
+    }
+    std::vector<std::pair<transport::Micros, size_t>> stale;  // (computed, index in served)
+    for (size_t i = 0; i < served.size(); ++i) {
+      auto it = load_cache_.find(served[i].first);
+      if (it == load_cache_.end() || it->second.range != served[i].second) {
+        scan.push_back(i);
+      } else if (max_age <= 0) {
+        scan.push_back(i);
+      } else if (it->second.activity != activity &&
+                 (now - it->second.computed >= max_age ||
+                  written(it->second) >= std::max<uint64_t>(1, it->second.documents / 8))) {
+        stale.emplace_back(it->second.computed, i);
+      }
+    }
+    std::sort(stale.begin(), stale.end());
+    const size_t budget = std::max<size_t>(1, served.size() / 8);
+    for (size_t k = 0; k < stale.size() && k < budget; ++k) scan.push_back(stale[k].second);
+  }
+  // The scans run without any lock.
+  std::vector<std::pair<size_t, storage::BucketStats>> scanned;
+  for (size_t i : scan) {
+    auto stats = store_->ComputeStats(served[i].second);
+    if (stats.ok()) scanned.emplace_back(i, *stats);
+  }
+  std::vector<transport::BucketLoad> loads;
+  std::lock_guard<std::mutex> lock(load_mu_);
+  for (const auto& [i, stats] : scanned) {
+    load_cache_[served[i].first] = CachedLoad{.range = served[i].second,
+                                              .bytes = stats.live_bytes,
+                                              .documents = stats.documents,
+                                              .activity = activity,
+                                              .changes = changes,
+                                              .computed = now};
+  }
+  for (const auto& [id, range] : served) {
+    auto it = load_cache_.find(id);
+    if (it == load_cache_.end() || it->second.range != range) continue;
+    loads.push_back(transport::BucketLoad{
+        .bucket = id, .bytes = it->second.bytes, .documents = it->second.documents});
+  }
+  return loads;
+}
+
+}  // namespace shoal::node

@@ -1,0 +1,391 @@
+// The move-protocol handlers of a storage node (docs/design/cluster.md, "Storage node"; paper 004
+// §5): export and ingest of a bucket's snapshot, file fetch, catch-up from the source's change
+// log, fence and drop. The invariants are in storage_node.h (FENCE, MOVE I/O OUTSIDE THE LOCK,
+// FILE TRANSFER).
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "src/node/node_ranges.h"
+#include "src/node/storage_node.h"
+#include "src/storage/errors.h"
+
+namespace shoal::node {
+
+using cluster::BucketPlacement;
+using cluster::TransitionStage;
+using transport::Address;
+using transport::Response;
+
+StatusOr<const BucketPlacement*> StorageNode::MoveBucketLocked(BucketId bucket, MoveId move,
+                                                               bool as_source) const {
+  const BucketPlacement* placement = map_ == nullptr ? nullptr : map_->Find(bucket);
+  if (placement == nullptr || !placement->transition.has_value() ||
+      placement->transition->move != move) {
+    return transport::MakeClusterError(
+        transport::ClusterError::kStaleMove,
+        fmt::format("n{}: {} of {} is not in flight at {}", options_.id.value(), move.DebugString(),
+                    bucket.DebugString(), map_ ? map_->epoch().DebugString() : "no map"));
+  }
+  const auto& t = *placement->transition;
+  if (!Contains(as_source ? t.source : t.destination, options_.id)) {
+    return transport::MakeClusterError(
+        transport::ClusterError::kStaleMove,
+        fmt::format("n{} is not the {} of {}", options_.id.value(),
+                    as_source ? "source" : "destination", move.DebugString()));
+  }
+  return placement;
+}
+
+Response StorageNode::HandleExport(const transport::ExportBucketRequest& request) {
+  // The coordinator published the BEGIN map before this request; fetch it if it was lost.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    storage::PointRange range;
+    std::string directory;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/true);
+      if (placement.ok()) {
+        range = ToPointRange((*placement)->range);
+        directory = fmt::format("{}/moves/{}-{}", options_.data_dir, request.move.DebugString(),
+                                ++export_counter_);
+        auto& record = moves_[request.bucket];
+        if (record.move != request.move) record = MoveRecord::New(request.move, /*source=*/true, 0);
+      } else if (attempt == 1) {
+        return Response::Error(placement.status());
+      }
+    }
+    if (!directory.empty()) {
+      // Outside mu_: exporting a large bucket takes long and serving goes on meanwhile.
+      storage::ExportOptions export_options;
+      export_options.directory = directory;
+      StatusOr<storage::ExportedRange> exported = InternalError("export did not run");
+      runtime_.RunAtLowerPriority(options_.background_nice,
+                                  [&] { exported = store_->ExportRange(range, export_options); });
+      if (!exported.ok()) return Response::Error(exported.status());
+      if (Status s = exports_.Register(request.bucket, request.move, *exported); !s.ok()) {
+        return Response::Error(s);
+      }
+      return Response::Ok(transport::ExportBucketResponse{.exported = std::move(*exported)});
+    }
+    if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
+  }
+  return Response::Error(InternalError("unreachable"));
+}
+
+Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::optional<storage::PointRange> range;
+    NodeId source;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
+      if (placement.ok()) {
+        if (RoleLocked(**placement) != LocalRole::kAdding) {
+          return Response::Error(FailedPreconditionError("ingest into a bucket that is served"));
+        }
+        range = ToPointRange((*placement)->range);
+        source = (*placement)->transition->source.front();
+        if (!(request.exported.range == *range)) {
+          return Response::Error(InvalidArgumentError("exported range is not the bucket's"));
+        }
+        if (move_io_[request.bucket] > 0) {
+          return Response::Error(transport::MakeClusterError(
+              transport::ClusterError::kNotServing,
+              fmt::format("n{}: {} is being staged; retry", options_.id.value(),
+                          request.bucket.DebugString())));
+        }
+        // No catch-up applies while the range is re-staged: it needs the record, the ingest
+        // needs no apply running (both hold move_io_ while they write).
+        moves_.erase(request.bucket);
+        ++move_io_[request.bucket];
+      } else if (attempt == 1) {
+        return Response::Error(placement.status());
+      }
+    }
+    if (range.has_value()) {
+      // Outside mu_ (MOVE I/O OUTSIDE THE LOCK): other buckets are served meanwhile.
+      Status staged = OkStatus();
+      runtime_.RunAtLowerPriority(options_.background_nice,
+                                  [&] { staged = StageIngest(*range, request, source); });
+      std::lock_guard<std::mutex> lock(mu_);
+      --move_io_[request.bucket];
+      if (!staged.ok()) return Response::Error(staged);
+      // The move may have ended while the files went in; its DropBucket waited for us.
+      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
+      if (!placement.ok()) return Response::Error(placement.status());
+      moves_[request.bucket] =
+          MoveRecord::New(request.move, /*source=*/false, request.exported.sequence);
+      counters_.bytes_ingested += request.exported.bytes;
+      break;
+    }
+    if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
+  }
+  if (Status s = runtime_.Failpoint("destination.after_ingest"); !s.ok()) {
+    return Response::Error(s);
+  }
+  return Response::Ok();
+}
+
+Status StorageNode::StageIngest(const storage::PointRange& range,
+                                const transport::IngestBucketRequest& request, NodeId source) {
+  const storage::ExportedRange& exported = request.exported;
+  // Whatever an earlier, aborted attempt staged goes first.
+  SHOAL_RETURN_IF_ERROR(store_->DropRange(range));
+  storage::IngestOptions ingest;
+  ingest.require_adding_buckets = false;
+  bool local =
+      options_.move_file_transfer == MoveFileTransfer::kAuto && runtime_.SharesFilesystem();
+  for (const std::string& file : exported.files) {
+    std::error_code ec;
+    local = local && std::filesystem::is_regular_file(file, ec);
+  }
+  if (local || exported.files.empty()) {
+    SHOAL_RETURN_IF_ERROR(store_->IngestRange(exported, ingest));
+    std::lock_guard<std::mutex> lock(mu_);
+    counters_.move_files_read_locally += exported.files.size();
+  } else {
+    const std::string staging = StagingDirectory(options_.data_dir, request.move, request.bucket);
+    FetchStats stats;
+    auto copied =
+        FetchExportedFiles(runtime_, source, request.move, request.bucket, exported, staging,
+                           FetchOptions{.chunk_bytes = options_.move_chunk_bytes,
+                                        .attempts = options_.move_chunk_attempts,
+                                        .call_timeout = options_.call_timeout,
+                                        .retry_pause = 10'000},
+                           &stats);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      counters_.move_files_fetched += stats.files;
+      counters_.move_bytes_fetched += stats.bytes;
+      counters_.move_chunk_retries += stats.retries;
+    }
+    if (!copied.ok()) return copied.status();
+    // The copies are ours: the engine links them instead of copying them once more.
+    ingest.move_files = true;
+    const Status ingested = store_->IngestRange(*copied, ingest);
+    std::error_code ec;
+    std::filesystem::remove_all(staging, ec);
+    SHOAL_RETURN_IF_ERROR(ingested);
+  }
+  return store_->ObserveVersion(exported.max_version);
+}
+
+Response StorageNode::HandleFetchMoveFile(const transport::FetchMoveFileRequest& request) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/true);
+      if (placement.ok()) break;
+      if (attempt == 1) return Response::Error(placement.status());
+    }
+    if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
+  }
+  // Outside mu_ (MOVE I/O OUTSIDE THE LOCK): a read of an export file.
+  auto chunk = exports_.Read(request);
+  if (!chunk.ok()) return Response::Error(chunk.status());
+  return Response::Ok(std::move(*chunk));
+}
+
+Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
+  uint64_t position = request.after_sequence;
+  uint64_t applied = 0;
+  int idle_rounds = 0;
+  // MOVE CPU: the drain to a fence's sequence runs at request priority (clients wait for it).
+  const int nice = request.until_sequence.has_value() ? 0 : options_.background_nice;
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
+      if (!placement.ok()) return Response::Error(placement.status());
+      auto it = moves_.find(request.bucket);
+      if ((it == moves_.end() || it->second.move != request.move) &&
+          (*placement)->transition->mode == cluster::TransitionMode::kSwitchThenCopy) {
+        // A switched destination has no ingest to wait for: it catches up with the source
+        // before the commit (transition.h, kCatchUp).
+        it = moves_
+                 .insert_or_assign(request.bucket,
+                                   MoveRecord::New(request.move, /*source=*/false, 0))
+                 .first;
+      }
+      if (it == moves_.end() || it->second.move != request.move || it->second.source) {
+        return Response::Error(transport::MakeClusterError(transport::ClusterError::kStaleMove,
+                                                           "catch-up before ingest"));
+      }
+      position = std::max(position, it->second.applied_sequence);
+    }
+    if (request.until_sequence.has_value() && position >= *request.until_sequence) break;
+    transport::ReadChangesRequest read{.move = request.move,
+                                       .bucket = request.bucket,
+                                       .after_sequence = position,
+                                       .max_changes = 1000};
+    StatusOr<Response> response = InternalError("read did not run");
+    runtime_.RunAtLowerPriority(nice, [&] {
+      response = runtime_.Call(Address::Node(request.source), read, options_.call_timeout);
+    });
+    if (!response.ok()) return Response::Error(response.status());
+    auto changes = transport::BodyAs<transport::ReadChangesResponse>(std::move(*response));
+    if (!changes.ok()) return Response::Error(changes.status());
+    auto move_live = [&]() -> MoveRecord* {
+      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
+      auto it = moves_.find(request.bucket);
+      if (!placement.ok() || it == moves_.end() || it->second.move != request.move) return nullptr;
+      return &it->second;
+    };
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (move_live() == nullptr) {
+        return Response::Error(transport::MakeClusterError(transport::ClusterError::kStaleMove,
+                                                           "move ended during catch-up"));
+      }
+      ++move_io_[request.bucket];
+    }
+    // Outside mu_ (MOVE I/O OUTSIDE THE LOCK); apply-if-newer, so a concurrent retry of this
+    // catch-up applying the same changes is harmless.
+    Status applied_status = OkStatus();
+    if (!changes->changes.empty()) {
+      runtime_.RunAtLowerPriority(
+          nice, [&] { applied_status = store_->ApplyChanges(changes->changes).status(); });
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --move_io_[request.bucket];
+      if (!applied_status.ok()) return Response::Error(applied_status);
+      MoveRecord* record = move_live();
+      if (record == nullptr) {
+        return Response::Error(transport::MakeClusterError(transport::ClusterError::kStaleMove,
+                                                           "move ended during catch-up"));
+      }
+      record->applied_sequence = std::max(record->applied_sequence, changes->next_sequence);
+      position = record->applied_sequence;
+      counters_.changes_applied += changes->changes.size();
+    }
+    applied += changes->changes.size();
+    if (Status s = runtime_.Failpoint("destination.after_apply"); !s.ok()) {
+      return Response::Error(s);
+    }
+    const bool progressed = changes->next_sequence > read.after_sequence;
+    if (request.until_sequence.has_value()) {
+      if (position >= *request.until_sequence) break;
+      if (!progressed) {
+        if (++idle_rounds > 20) {
+          return Response::Error(UnavailableError("catch-up makes no progress"));
+        }
+        if (Status s = runtime_.Sleep(1000); !s.ok()) return Response::Error(s);
+      }
+    } else if (changes->changes.size() < request.stop_below) {
+      break;
+    }
+  }
+  return Response::Ok(transport::CatchUpResponse{.applied_sequence = position, .applied = applied});
+}
+
+Response StorageNode::HandleReadChanges(const transport::ReadChangesRequest& request) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::optional<storage::PointRange> range;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/true);
+      if (placement.ok()) {
+        range = ToPointRange((*placement)->range);
+      } else if (attempt == 1) {
+        return Response::Error(placement.status());
+      }
+    }
+    if (range.has_value()) {
+      // Outside mu_ (MOVE I/O OUTSIDE THE LOCK): a read of the log; the destination checks
+      // again that the move is in flight before applying what it returns.
+      auto batch = store_->ReadChangesSince(*range, request.after_sequence,
+                                            std::max<uint32_t>(request.max_changes, 1));
+      if (!batch.ok()) return Response::Error(batch.status());
+      return Response::Ok(transport::ReadChangesResponse{.changes = std::move(batch->changes),
+                                                         .next_sequence = batch->next_sequence});
+    }
+    if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
+  }
+  return Response::Error(InternalError("unreachable"));
+}
+
+Response StorageNode::HandleFence(const transport::FenceRequest& request) {
+  // The fence must be recorded against a map that holds the move (see the FENCE invariant).
+  bool fenced = false;
+  for (int attempt = 0; attempt < 2 && !fenced; ++attempt) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/true);
+      if (placement.ok()) {
+        auto& record = moves_[request.bucket];
+        if (record.move != request.move) record = MoveRecord::New(request.move, /*source=*/true, 0);
+        record.fenced = true;
+        // A fence of a switched move is its seal (a late copy of the kPrepare fence seals too:
+        // that only makes the destination's writes wait for the commit).
+        const auto& t = *(*placement)->transition;
+        if (t.mode == cluster::TransitionMode::kSwitchThenCopy &&
+            (t.stage == TransitionStage::kCopy || t.stage == TransitionStage::kCatchUp)) {
+          record.sealed = true;
+        }
+        fenced = true;
+        break;
+      }
+      if (attempt == 1) return Response::Error(placement.status());
+    }
+    if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
+  }
+  if (Status s = runtime_.Failpoint("source.after_fence"); !s.ok()) return Response::Error(s);
+  // Writes admitted before the fence finish before it reports the sequence.
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = inflight_writes_.find(request.bucket);
+      if (it == inflight_writes_.end() || it->second == 0) {
+        return Response::Ok(transport::FenceResponse{.sequence = store_->LatestSequence()});
+      }
+    }
+    if (Status s = runtime_.Sleep(options_.queue_poll); !s.ok()) return Response::Error(s);
+  }
+}
+
+Response StorageNode::HandleDrop(const transport::DropBucketRequest& request) {
+  if (epoch() < request.epoch) {
+    if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  if (map_ == nullptr || map_->epoch() < request.epoch) {
+    return Response::Error(UnavailableError("map behind the drop's epoch"));
+  }
+  for (const BucketPlacement& bucket : map_->buckets()) {
+    if (!Overlaps(bucket.range, request.range)) continue;
+    const LocalRole role = RoleLocked(bucket);
+    const bool committed_source =
+        role == LocalRole::kLeaving && cluster::IsCommitted(bucket.transition->stage);
+    if (role == LocalRole::kReadWrite || role == LocalRole::kAdding ||
+        (role == LocalRole::kLeaving && !committed_source)) {
+      return Response::Error(FailedPreconditionError(
+          fmt::format("n{} still {} {} at {}", options_.id.value(), ToString(role),
+                      bucket.id.DebugString(), map_->epoch().DebugString())));
+    }
+  }
+  // An ingest or apply of the ended move that passed its check before our map arrived finishes
+  // first (MOVE I/O OUTSIDE THE LOCK); none can start now: the map no longer holds the move.
+  while (move_io_[request.bucket] > 0) {
+    lock.unlock();
+    if (Status s = runtime_.Sleep(options_.queue_poll); !s.ok()) return Response::Error(s);
+    lock.lock();
+  }
+  move_io_.erase(request.bucket);
+  if (Status s = store_->DropRange(request.range); !s.ok()) return Response::Error(s);
+  moves_.erase(request.bucket);
+  exports_.Forget(request.bucket);
+  // Export files of the move are no longer needed.
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(options_.data_dir + "/moves", ec)) {
+    if (entry.path().filename().string().rfind(request.move.DebugString() + "-", 0) == 0) {
+      std::filesystem::remove_all(entry.path(), ec);
+    }
+  }
+  return Response::Ok();
+}
+
+}  // namespace shoal::node
