@@ -24,13 +24,14 @@
 //                   [--baselines] [--estimated-stats] [--timeout-s=300] [--timeline=FILE]
 //                   [--dir=/tmp/...] [--moves-per-node=N] [--moves-in-flight=N]
 //                   [--stats-max-age-ms=N] [--exact-every-report] [--no-early-rounds]
-//                   [--max-mib-per-s=N]
+//                   [--max-mib-per-s=N] [--background-nice=N]
 //   --moves-per-node, --moves-in-flight: the coordinator's max_moves_per_node and
 //       max_moves_in_flight (default: the coordinator's defaults);
 //   --stats-max-age-ms: the nodes' load_stats_max_age; --exact-every-report: 0 (every load
 //       report scans every bucket, as before the cache); --no-early-rounds: balance_poll 0 (a
 //       round only every balance_interval, as before); --max-mib-per-s: the coordinator's move
-//       throttle, max_bytes_per_second (default 0: unthrottled).
+//       throttle, max_bytes_per_second (default 0: unthrottled); --background-nice: the nodes'
+//       background_nice (0 runs the move work at the clients' priority; default: the node's).
 //
 // Prints one JSON object on stdout (progress on stderr). Times are wall-clock seconds of the
 // runtime's steady clock. The process exits 1 if the cluster misbehaves (a failed client
@@ -92,6 +93,7 @@ struct Options {
   uint32_t moves_in_flight = 0;   // 0: the coordinator's default
   uint64_t stats_max_age_ms = 0;  // 0: the node's default; see --exact-every-report
   double max_mib_per_s = 0;       // 0: unthrottled
+  int background_nice = -1;       // -1: the node's default
   bool exact_every_report = false;
   bool no_early_rounds = false;
   bool baselines = false;
@@ -459,6 +461,7 @@ server::EmbeddedClusterOptions Bench::ClusterOptions() const {
     cluster.node.load_stats_max_age = static_cast<Micros>(options_.stats_max_age_ms) * 1000;
   }
   if (options_.exact_every_report) cluster.node.load_stats_max_age = 0;
+  if (options_.background_nice >= 0) cluster.node.background_nice = options_.background_nice;
   cluster.coordinator.max_bytes_per_second =
       static_cast<uint64_t>(options_.max_mib_per_s * static_cast<double>(1 << 20));
   if (options_.no_early_rounds) cluster.coordinator.balance_poll = 0;
@@ -550,7 +553,8 @@ int Bench::Run() {
                    {"max_moves_in_flight", ClusterOptions().coordinator.max_moves_in_flight},
                    {"balance_poll_us", ClusterOptions().coordinator.balance_poll},
                    {"max_bytes_per_second", ClusterOptions().coordinator.max_bytes_per_second},
-                   {"load_stats_max_age_us", ClusterOptions().node.load_stats_max_age}};
+                   {"load_stats_max_age_us", ClusterOptions().node.load_stats_max_age},
+                   {"background_nice", ClusterOptions().node.background_nice}};
 
   // 1. Load.
   const uint64_t keys = (options_.mb << 20) / (options_.doc_bytes + Key(0).size());
@@ -768,6 +772,8 @@ int main(int argc, char** argv) {
       options.stats_max_age_ms = std::stoull(*v);
     } else if (auto v = value("--max-mib-per-s=")) {
       options.max_mib_per_s = std::stod(*v);
+    } else if (auto v = value("--background-nice=")) {
+      options.background_nice = std::stoi(*v);
     } else if (arg == "--exact-every-report") {
       options.exact_every_report = true;
     } else if (arg == "--no-early-rounds") {

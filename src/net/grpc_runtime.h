@@ -238,6 +238,9 @@ class GrpcRuntime final : public transport::Runtime {
     local_.Serve(self, std::move(service));
   }
   void Stop(const transport::Address& self) override { local_.Stop(self); }
+  void RunAtLowerPriority(int nice_steps, const std::function<void()>& fn) override {
+    local_.RunAtLowerPriority(nice_steps, fn);
+  }
   [[nodiscard]] transport::Address Self() const override { return local_.Self(); }
   [[nodiscard]] bool Alive() const override { return local_.Alive(); }
   [[nodiscard]] uint64_t RandomU64() override { return local_.RandomU64(); }

@@ -279,6 +279,7 @@ StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeProcessOptio
   node.data_dir = options.data_dir;
   node.store.sync =
       options.sync ? storage::SyncPolicy::kEveryWrite : storage::SyncPolicy::kPeriodic;
+  node.background_nice = options.background_nice;
   SHOAL_ASSIGN_OR_RETURN(process->node_, node::StorageNode::Open(*process->runtime_, node));
   process->node_->Start();
   return process;

@@ -129,6 +129,8 @@ struct NodeProcessOptions {
   bool sync = false;  // fsync every acknowledged write
   size_t max_message_bytes = kDefaultMaxMessageBytes;
   GrpcServerMode server_mode = GrpcServerMode::kSync;
+  // node::NodeOptions::background_nice: move work this many nice steps below requests (Linux).
+  int background_nice = node::NodeOptions{}.background_nice;
 };
 
 class NodeProcess {

@@ -80,6 +80,10 @@ StatusOr<std::shared_ptr<StorageNode>> StorageNode::Open(transport::Runtime& run
   if (options.move_chunk_attempts < 1) {
     return InvalidArgumentError("move_chunk_attempts must be at least 1");
   }
+  if (options.background_nice < 0 || options.background_nice > kMaxBackgroundNice) {
+    return InvalidArgumentError(fmt::format("background_nice {} outside [0, {}]",
+                                            options.background_nice, kMaxBackgroundNice));
+  }
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir + "/moves", ec);
   if (ec) return IoError(fmt::format("create {}/moves: {}", options.data_dir, ec.message()));

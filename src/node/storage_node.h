@@ -53,6 +53,10 @@
 //     it starts only when no ingest or apply of the bucket runs and forgets the catch-up record,
 //     without which no apply starts, until it has staged the range; a refused ingest is not
 //     serving (retry).
+//   - MOVE CPU: export, ingest and the catch-up rounds before the fence run at
+//     NodeOptions::background_nice below request priority; the drain after a fence (or a seal)
+//     and every client request run at the node's own priority, so a fence is not slowed down.
+//     Priority only orders CPU use: no correctness property depends on it.
 //   - FILE TRANSFER (move_files.h): a source serves FetchMoveFile only for the files of its
 //     latest export of a move of which its map shows it the source; a destination ingests only
 //     copies it fetched in the same ingest and verified (chunk and whole-file CRC-32C, size),
@@ -95,6 +99,9 @@ enum class MoveFileTransfer : uint8_t {
   kFetch,
 };
 
+// The largest NodeOptions::background_nice: the top of the Linux nice range.
+inline constexpr int kMaxBackgroundNice = 19;
+
 struct NodeOptions {
   NodeId id;
   std::string data_dir;  // the BucketStore lives in data_dir/store, move files in data_dir/moves
@@ -125,6 +132,11 @@ struct NodeOptions {
   // chunk on a transient error (kUnavailable, kDeadlineExceeded), at least 1. Checked by Open.
   uint32_t move_chunk_bytes = 1u << 20;
   int move_chunk_attempts = 4;
+  // MOVE CPU: the data work of a move (export, ingest, the catch-up rounds before the fence) runs
+  // this many nice steps below the node's request handling (Runtime::RunAtLowerPriority), so
+  // that on a busy machine the clients get the cores first. In [0, kMaxBackgroundNice]; 0 turns
+  // it off. Only the thread runtimes on Linux act on it; the simulation runs the work inline.
+  int background_nice = 4;
 };
 
 struct NodeCounters {

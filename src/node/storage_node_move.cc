@@ -61,7 +61,9 @@ Response StorageNode::HandleExport(const transport::ExportBucketRequest& request
       // Outside mu_: exporting a large bucket takes long and serving goes on meanwhile.
       storage::ExportOptions export_options;
       export_options.directory = directory;
-      auto exported = store_->ExportRange(range, export_options);
+      StatusOr<storage::ExportedRange> exported = InternalError("export did not run");
+      runtime_.RunAtLowerPriority(options_.background_nice,
+                                  [&] { exported = store_->ExportRange(range, export_options); });
       if (!exported.ok()) return Response::Error(exported.status());
       if (Status s = exports_.Register(request.bucket, request.move, *exported); !s.ok()) {
         return Response::Error(s);
@@ -105,7 +107,9 @@ Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request
     }
     if (range.has_value()) {
       // Outside mu_ (MOVE I/O OUTSIDE THE LOCK): other buckets are served meanwhile.
-      const Status staged = StageIngest(*range, request, source);
+      Status staged = OkStatus();
+      runtime_.RunAtLowerPriority(options_.background_nice,
+                                  [&] { staged = StageIngest(*range, request, source); });
       std::lock_guard<std::mutex> lock(mu_);
       --move_io_[request.bucket];
       if (!staged.ok()) return Response::Error(staged);
@@ -189,6 +193,8 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
   uint64_t position = request.after_sequence;
   uint64_t applied = 0;
   int idle_rounds = 0;
+  // MOVE CPU: the drain to a fence's sequence runs at request priority (clients wait for it).
+  const int nice = request.until_sequence.has_value() ? 0 : options_.background_nice;
   while (true) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -215,8 +221,10 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
                                        .bucket = request.bucket,
                                        .after_sequence = position,
                                        .max_changes = 1000};
-    auto response =
-        runtime_.Call(Address::Node(request.source), std::move(read), options_.call_timeout);
+    StatusOr<Response> response = InternalError("read did not run");
+    runtime_.RunAtLowerPriority(nice, [&] {
+      response = runtime_.Call(Address::Node(request.source), read, options_.call_timeout);
+    });
     if (!response.ok()) return Response::Error(response.status());
     auto changes = transport::BodyAs<transport::ReadChangesResponse>(std::move(*response));
     if (!changes.ok()) return Response::Error(changes.status());
@@ -238,7 +246,8 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
     // catch-up applying the same changes is harmless.
     Status applied_status = OkStatus();
     if (!changes->changes.empty()) {
-      applied_status = store_->ApplyChanges(changes->changes).status();
+      runtime_.RunAtLowerPriority(
+          nice, [&] { applied_status = store_->ApplyChanges(changes->changes).status(); });
     }
     {
       std::lock_guard<std::mutex> lock(mu_);

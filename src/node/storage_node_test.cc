@@ -594,6 +594,27 @@ TEST_F(StorageNodeTest, FenceForAMoveMissingFromTheNodesMapFetchesTheMap) {
   });
 }
 
+TEST_F(StorageNodeTest, BackgroundNiceOutsideItsRangeIsRefused) {
+  for (const int nice : {-1, kMaxBackgroundNice + 1}) {
+    NodeOptions options;
+    options.id = kN1;
+    options.data_dir = fmt::format("{}/nice-{}", dir_, nice);
+    options.background_nice = nice;
+    auto node = StorageNode::Open(sim_, options);
+    EXPECT_EQ(node.status().code(), StatusCode::kInvalidArgument) << nice;
+    // Refused before anything was created.
+    EXPECT_FALSE(std::filesystem::exists(options.data_dir)) << nice;
+  }
+  for (const int nice : {0, kMaxBackgroundNice}) {
+    NodeOptions options;
+    options.id = kN1;
+    options.data_dir = fmt::format("{}/nice-{}", dir_, nice);
+    options.background_nice = nice;
+    auto node = StorageNode::Open(sim_, options);
+    EXPECT_TRUE(node.ok()) << nice << ": " << node.status();
+  }
+}
+
 TEST_F(StorageNodeTest, LoadReportShowsTheMostWrittenKeyFirst) {
   Run([&] {
     const std::string hot = KeyIn(kB0, 0);

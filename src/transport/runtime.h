@@ -105,6 +105,17 @@ class Runtime {
   // Seeded in the simulation; any good source otherwise.
   [[nodiscard]] virtual uint64_t RandomU64() = 0;
 
+  // Runs `fn` for the calling task (acting for the same process, with the same yield points and
+  // cancellation) at a CPU priority `nice_steps` (0-19) below the caller's, and returns when it
+  // has returned. For bulk work that should take only the CPU that requests leave (the data of a
+  // bucket move): the kernel then gives the cores to the request threads first. The default runs
+  // `fn` inline at the caller's priority: that is what the simulation does, so that its schedule
+  // stays the seeded one. Within a lowered `fn` a nested call runs inline.
+  virtual void RunAtLowerPriority(int nice_steps, const std::function<void()>& fn) {
+    (void)nice_steps;
+    fn();
+  }
+
   // True when every process of this runtime lives in one OS process on one filesystem (the
   // in-process runtimes), so that a node may read another node's files by path. The default,
   // false, is what a networked runtime answers: nodes then copy files over messages only.

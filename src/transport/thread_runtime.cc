@@ -2,8 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <random>
+
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace shoal::transport {
 namespace {
@@ -15,6 +23,8 @@ struct Context {
   uint64_t incarnation = 1;
 };
 thread_local Context context;
+// Set on a thread of RunAtLowerPriority: a nested call runs inline.
+thread_local bool lowered = false;
 
 }  // namespace
 
@@ -157,6 +167,30 @@ void ThreadRuntime::Spawn(const Address& owner, std::string name, std::function<
   // The finished tasks have returned from fn: these joins wait only for their threads to exit.
   for (auto& thread : done) thread.join();
   (void)name;
+}
+
+void ThreadRuntime::RunAtLowerPriority(int nice_steps, const std::function<void()>& fn) {
+#ifdef __linux__
+  if (nice_steps > 0 && !lowered) {
+    const Context caller = context;
+    std::thread worker([&caller, &fn, nice_steps] {
+      context = caller;
+      lowered = true;
+      // PRIO_PROCESS with a thread id sets that thread's nice value only (Linux). A failure
+      // leaves the thread at the caller's priority, which is still correct, only slower for the
+      // requests.
+      const auto tid = static_cast<id_t>(syscall(SYS_gettid));
+      errno = 0;
+      const int current = getpriority(PRIO_PROCESS, tid);
+      if (errno == 0) (void)setpriority(PRIO_PROCESS, tid, std::min(current + nice_steps, 19));
+      fn();
+    });
+    worker.join();
+    return;
+  }
+#endif
+  (void)nice_steps;
+  fn();
 }
 
 void ThreadRuntime::Serve(const Address& self, std::shared_ptr<Service> service) {

@@ -45,6 +45,11 @@ class ThreadRuntime final : public Runtime {
   [[nodiscard]] bool Alive() const override;
   [[nodiscard]] uint64_t RandomU64() override;
   [[nodiscard]] bool SharesFilesystem() const override { return true; }
+  // On Linux, a new thread that acts for the caller's process raises its own nice value by
+  // `nice_steps` (at most to 19; raising needs no privilege, but lowering it back would, hence a
+  // thread per call), runs `fn` and exits; the caller waits for it. Per-thread nice values are
+  // Linux behaviour (setpriority on a thread id): elsewhere, and for 0, `fn` runs inline.
+  void RunAtLowerPriority(int nice_steps, const std::function<void()>& fn) override;
   [[nodiscard]] Status Failpoint(std::string_view name) override;
 
   // Replaces this runtime's failpoints (failpoints.h) with `spec`; "" switches them off. A

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
 
 namespace shoal::transport {
 namespace {
@@ -56,6 +57,47 @@ TEST(ThreadRuntimeTest, ConcurrentCallsFromManyThreads) {
   }
   runtime.JoinTasks();
   EXPECT_EQ(service->handled.load(), 4000);
+}
+
+TEST(ThreadRuntimeTest, RunAtLowerPriorityActsForTheCallerAndReturnsWhenDone) {
+  ThreadRuntime runtime;
+  const Address node = Address::Node(NodeId(1));
+  runtime.Serve(node, std::make_shared<CountingService>());
+  ThreadRuntime::ScopedActor actor(runtime, node);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::thread::id outer;
+  std::thread::id inner;
+  Address acting = Address::Client(9);
+  bool slept = false;
+  runtime.RunAtLowerPriority(5, [&] {
+    outer = std::this_thread::get_id();
+    acting = runtime.Self();
+    slept = runtime.Sleep(1).ok();
+    runtime.RunAtLowerPriority(5, [&] { inner = std::this_thread::get_id(); });
+  });
+  EXPECT_EQ(acting, node);
+  EXPECT_TRUE(slept);
+#ifdef __linux__
+  EXPECT_NE(outer, caller);  // a thread of its own, whose priority can be lowered
+#endif
+  EXPECT_EQ(inner, outer);  // nested: inline
+  std::thread::id off;
+  runtime.RunAtLowerPriority(0, [&] { off = std::this_thread::get_id(); });
+  EXPECT_EQ(off, caller);  // 0: inline
+}
+
+TEST(ThreadRuntimeTest, RunAtLowerPriorityIsCancelledWithItsProcess) {
+  ThreadRuntime runtime;
+  const Address node = Address::Node(NodeId(1));
+  runtime.Serve(node, std::make_shared<CountingService>());
+  std::atomic<bool> cancelled{false};
+  runtime.Spawn(node, "mover", [&] {
+    runtime.RunAtLowerPriority(
+        19, [&] { cancelled = runtime.Sleep(60'000'000).code() == StatusCode::kCancelled; });
+  });
+  runtime.Stop(node);
+  runtime.Shutdown();
+  EXPECT_TRUE(cancelled);
 }
 
 }  // namespace

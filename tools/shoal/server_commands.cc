@@ -71,6 +71,7 @@ struct NodeFlags {
   uint32_t id = 0;
   std::string grpc_server = "sync";
   bool no_sync = false;
+  int background_nice = net::NodeProcessOptions{}.background_nice;
   bool json = false;
   LogFlags log;
 };
@@ -140,6 +141,7 @@ int RunNode(const NodeFlags& flags) {
   options.advertise = flags.advertise;
   options.coordinator = flags.coordinator;
   options.sync = !flags.no_sync;
+  options.background_nice = flags.background_nice;
   auto server_mode = net::ParseGrpcServerMode(flags.grpc_server);
   if (!server_mode.ok()) {
     std::fprintf(stderr, "error: %s\n", server_mode.status().ToString().c_str());
@@ -349,6 +351,11 @@ void AddServerCommands(CLI::App& app) {
       ->check(CLI::IsMember({"sync", "callback"}))
       ->capture_default_str();
   n->add_flag("--no-sync", node->no_sync, "Do not fsync every acknowledged write");
+  n->add_option("--background-nice", node->background_nice,
+                "Run the data work of bucket moves this many nice steps below requests "
+                "(Linux; 0: off)")
+      ->check(CLI::Range(0, node::kMaxBackgroundNice))
+      ->capture_default_str();
   n->add_flag("--json", node->json, "Print the listen address as JSON");
   AddLogOptions(n, &node->log);
   n->callback([node] { std::exit(RunNode(*node)); });
