@@ -17,14 +17,17 @@ constexpr int kConnectAttempts = 4;
 
 // A network call also pays for connection setup, and on a loaded machine a process may be
 // descheduled for a second: allow more than the in-process default before a call is lost.
-client::ClientOptions NetworkClientOptions() {
+client::ClientOptions NetworkClientOptions(const ConnectOptions& connect) {
   client::ClientOptions options;
   options.call_timeout = 5'000'000;
+  // Every task of a GrpcRuntime is an OS thread, as the coalescer requires.
+  options.coalesce = connect.coalesce;
   return options;
 }
 }  // namespace
 
-StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri) {
+StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri,
+                                                      const ConnectOptions& options) {
   SHOAL_ASSIGN_OR_RETURN(std::string coordinator, net::CoordinatorsOf(uri));
   auto impl = std::make_unique<Impl>();
   SHOAL_ASSIGN_OR_RETURN(auto runtime,
@@ -34,7 +37,7 @@ StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri) {
                                                   .address_book_path = {},
                                                   .max_message_bytes = net::kDefaultMaxMessageBytes,
                                                   .server_mode = net::GrpcServerMode::kSync}));
-  impl->client = std::make_unique<client::Client>(*runtime, NetworkClientOptions());
+  impl->client = std::make_unique<client::Client>(*runtime, NetworkClientOptions(options));
   impl->remote_runtime = std::move(runtime);
   // A coordinator that is starting (or a first connection on a loaded machine) may miss one
   // deadline: try a few times before giving up.
