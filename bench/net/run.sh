@@ -16,7 +16,8 @@
 # calls (net_load --shared-connection), labelled MODE+shared; `shared-nc` = shared without
 # coalescing (--no-coalesce), labelled MODE+shared-nc. BASELINE runs use `per` only.
 # Usage: [RUNS=3] [MODES="sync callback"] [BASELINE=DIR] [BATCHES="16 64"] [SINGLE=1]
-#        [CONNECTIONS="per shared"] bench/net/run.sh BUILD_DIR [SECONDS]
+#        [CONNECTIONS="per shared"] [NODES="1 3"] [CLIENTS="1 16 64"] bench/net/run.sh BUILD_DIR
+#        [SECONDS]
 set -euo pipefail
 
 build=${1:-build}
@@ -28,6 +29,8 @@ batches=${BATCHES-16 64}
 single=${SINGLE:-1}
 batch_clients=${BATCH_CLIENTS:-16}
 connections=${CONNECTIONS:-per shared}
+node_counts=${NODES:-1 3}
+client_counts=${CLIENTS:-1 16 64}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-net-bench-XXXXXX")
 pids=()
 cleanup() {
@@ -128,7 +131,7 @@ measure() {
   local label=$1 dir_build=$2 styles=$3
   shift 3
   local shoal=$dir_build/tools/shoal/shoal load=$dir_build/bench/net/net_load
-  for nodes in 1 3; do
+  for nodes in $node_counts; do
     rm -rf "$dir/cluster"
     start coordinator "$shoal" coordinator --data "$dir/cluster/coordinator" \
       --listen 127.0.0.1:0 --initial-nodes "$nodes" --buckets 32 --no-sync "$@"
@@ -144,7 +147,7 @@ measure() {
         suffix=$(style_suffix "$style")
         read -r -a flags <<<"$(style_flags "$style")"
         for op in get put; do
-          for clients in 1 16 64; do
+          for clients in $client_counts; do
             point "$label$suffix" "$nodes" "$coordinator" "$op" "$clients" 1 "${flags[@]}"
           done
         done
@@ -198,7 +201,7 @@ redis_point() {
 }
 if [ "$single" != 0 ]; then
   for op in get set; do
-    for clients in 1 16 64; do redis_point "$op" "$clients" 1; done
+    for clients in $client_counts; do redis_point "$op" "$clients" 1; done
   done
 fi
 for batch in $batches; do
@@ -211,11 +214,12 @@ echo "Ratio to Redis at 16 clients (batched puts: to SET pipelined as deep, at $
 echo
 echo "| server | op | 1 node | 3 nodes |"
 echo "|---|---|---|---|"
-ratio() {  # LABEL SHOAL_OP REDIS_OP CLIENTS
-  local r=${throughput["redis 1 $3 $4"]}
+ratio() {  # LABEL SHOAL_OP REDIS_OP CLIENTS (a point not measured shows as 0)
+  local r=${throughput["redis 1 $3 $4"]:-0}
+  [ "$r" = 0 ] && return 0
   printf '| %s | %s | %.2fx | %.2fx |\n' "$1" "$2" \
-    "$(echo "${throughput["$1 1 $2 $4"]} / $r" | bc -l)" \
-    "$(echo "${throughput["$1 3 $2 $4"]} / $r" | bc -l)"
+    "$(echo "${throughput["$1 1 $2 $4"]:-0} / $r" | bc -l)" \
+    "$(echo "${throughput["$1 3 $2 $4"]:-0} / $r" | bc -l)"
 }
 for label in ${baseline:+before} $modes; do
   if [ "$single" != 0 ]; then
