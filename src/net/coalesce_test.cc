@@ -163,7 +163,8 @@ TEST_F(NetCoalesceTest, SharedClientKeepsEveryWriteThroughMoves) {
   // Every bucket moves to the next node, twice, while the threads run.
   int moved = 0;
   for (int round = 0; round < 2; ++round) {
-    for (const auto& placement : coordinator_->coordinator().map()->buckets()) {
+    const cluster::ShardMapPtr map = coordinator_->coordinator().map();
+    for (const auto& placement : map->buckets()) {
       const NodeId to(placement.replicas.front().value() % kNodes + 1);
       Status status = coordinator_->coordinator().MoveBucket(placement.id, to);
       EXPECT_TRUE(status.ok()) << status;
