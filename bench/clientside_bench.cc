@@ -4,10 +4,22 @@
 // shard), serially (Table 2) and 20 at a time (Table 3), on embedded, PostgreSQL and remote
 // shards (collections of a 3-node Shoal cluster on loopback, reached over gRPC).
 // Every configuration is repeated; the medians and the rebalancing/normal ratios come from the
-// same run. The PostgreSQL server and the Shoal cluster are started by the benchmark (as the
-// tests do).
+// same run: the ratio of the medians, and the median of the ratios of the paired runs (each
+// rebalancing run against the normal run just before it). The PostgreSQL server and the Shoal
+// cluster are started by the benchmark (as the tests do); the PostgreSQL server runs with fsync
+// off, durable (PostgreSQL's defaults: every commit waits for its WAL flush), or both one after the
+// other.
+//
+// Every run sees the same collection state: the destructive operations (Delete, Update) consume
+// keys of their own that no earlier run touched, so in `rebalancing` each of them finds its
+// document on its old shard as in the paper; the queries run on a second pair of collections
+// with a fixed churn applied after the switch (documents/10 adds, documents/40 updates and as
+// many deletes, of documents that match the queries), so that `rebalancing` has new-version
+// documents and tombstones to shadow, the same number in every run. Both modes must return the same
+// number of documents.
 //
 //   clientside_bench [--backend embedded|postgres|remote|both|all] [--repeats N] [--documents N]
+//                    [--postgres-durability off|on|both]
 //   (both = embedded and postgres; all, the default, = the three)
 
 #include <fmt/format.h>
@@ -92,11 +104,16 @@ class Pool {
 struct Setup {
   std::string backend;
   std::function<std::shared_ptr<ShardBackend>(const std::string& name)> make_shard;
+  // Round trips so far to the shards whose name starts with the argument; empty when the
+  // backend does not count them.
+  std::function<uint64_t(const std::string& prefix)> round_trips;
 };
 
 struct Row {
   std::string op;
   double normal_ms = 0, rebalancing_ms = 0;
+  double paired = 0;  // median over the pairs of runs of rebalancing / normal
+  double normal_trips = 0, rebalancing_trips = 0;  // per operation (per query)
 };
 
 double Median(std::vector<double> v) {
@@ -109,14 +126,20 @@ std::string Body(int i) {
   return fmt::format("{{\"g\":{},\"n\":{},\"pad\":\"{:032d}\"}}", i % 10, i, i);
 }
 
+// Runs fn(i) for i in [0, n) on 20 threads (loading).
+void Load(int n, const std::function<void(int)>& fn) {
+  Pool pool(20);
+  pool.Run(n, fn);
+}
+
 // One collection in the mode under test, loaded with `documents` documents plus the keys the
-// destructive operations consume.
+// destructive operations consume (`consumable` for Delete and as many for Update); with `churn`
+// (the query collections), the churn of the file comment applied after the switch.
 class Fixture {
  public:
-  Fixture(metadata::MetadataStore* store, const Setup& setup, bool rebalancing, int documents,
-          int consumable)
-      : documents_(documents) {
-    const std::string name = rebalancing ? "rebalancing" : "normal";
+  Fixture(metadata::MetadataStore* store, const Setup& setup, std::string name, bool rebalancing,
+          int documents, int consumable, bool churn)
+      : name_(name), documents_(documents) {
     auto catalog = std::make_shared<ShardCatalog>();
     for (uint32_t i = 0; i < 3; ++i) {
       catalog->Set(ShardIndex(i), setup.make_shard(fmt::format("{}_{}", name, i)));
@@ -130,19 +153,34 @@ class Fixture {
                                       .query_page_size = 256});
     Check(c.status());
     client_ = *std::move(c);
-    for (int i = 0; i < documents; ++i) Check(client_->Add(Key("d", i), Body(i)));
-    for (int i = 0; i < consumable; ++i) Check(client_->Add(Key("x", i), Body(i)));
+    Load(documents, [&](int i) { Check(client_->Add(Key("d", i), Body(i))); });
+    Load(consumable, [&](int i) {
+      Check(client_->Add(Key("x", i), Body(i)));
+      Check(client_->Add(Key("u", i), Body(i)));
+    });
     if (rebalancing) {
       Check(BeginShardCountChange(*store, name, 3));
       while (client_->state().state != ClientState::kRebalancing) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
     }
+    if (churn) {
+      // Updates turn matching documents (g = 3) into non-matching ones, deletes remove others.
+      Load(documents / 10, [&](int j) {
+        Check(client_->Add(Key("n", j), Body(j)));
+        if (j >= documents / 20) return;
+        const std::string key = Key("d", 20 * j + 3);
+        Check(j % 2 == 0 ? client_->Update(key, Body(20 * j + 4)) : client_->Delete(key));
+      });
+    }
   }
+  const std::string& name() const { return name_; }
   ShardedCollection& client() { return *client_; }
   int documents() const { return documents_; }
-  int next_consumable = 0;
+  int next_consumable = 0;  // Delete
+  int next_update = 0;      // Update
   int next_new = 0;
+  size_t last_query_size = 0;  // documents returned by the last query run
 
   static void Check(const Status& s) {
     if (!s.ok()) {
@@ -152,6 +190,7 @@ class Fixture {
   }
 
  private:
+  std::string name_;
   int documents_;
   std::unique_ptr<ShardedCollection> client_;
 };
@@ -165,7 +204,7 @@ double RunOnce(Fixture& f, Pool& pool, std::string_view op) {
   };
   std::function<void(int)> task;
   int n = kOpsPerRun;
-  const int base_new = f.next_new, base_consumable = f.next_consumable;
+  const int base_new = f.next_new, base_consumable = f.next_consumable, base_update = f.next_update;
   if (op == "Add") {
     task = [&](int i) { expect(c.Add(Key("n", base_new + i), Body(i)), StatusCode::kOk); };
     f.next_new += n;
@@ -186,8 +225,9 @@ double RunOnce(Fixture& f, Pool& pool, std::string_view op) {
     task = [&](int i) { expect(c.Get(Key("m", i)).status(), StatusCode::kNotFound); };
   } else if (op == "Update") {
     task = [&](int i) {
-      expect(c.Update(Key("d", i * 11 % f.documents()), Body(i + 1)), StatusCode::kOk);
+      expect(c.Update(Key("u", base_update + i), Body(i + 1)), StatusCode::kOk);
     };
+    f.next_update += n;
   } else if (op == "Update (missing)") {
     task = [&](int i) { expect(c.Update(Key("m", i), Body(i)), StatusCode::kNotFound); };
   } else {
@@ -205,10 +245,14 @@ double RunOnce(Fixture& f, Pool& pool, std::string_view op) {
         unexpected.fetch_add(1);
         return;
       }
+      size_t returned = 0;
       for (;;) {
         auto page = (*cursor)->Next(256);
+        if (!page.ok()) unexpected.fetch_add(1);
         if (!page.ok() || page->empty()) break;
+        returned += page->size();
       }
+      f.last_query_size = returned;
     };
   }
   const auto start = std::chrono::steady_clock::now();
@@ -230,32 +274,99 @@ void RunBackend(const Setup& setup, int repeats, int documents, const std::strin
       {.path = dir + "/meta-" + setup.backend, .sync = false, .now_micros = {}});
   Fixture::Check(store.status());
   const int consumable = 2 * (repeats + 1) * kOpsPerRun;
-  Fixture normal(store->get(), setup, false, documents, consumable);
-  Fixture rebalancing(store->get(), setup, true, documents, consumable);
+  Fixture normal(store->get(), setup, "normal", false, documents, consumable, false);
+  Fixture rebalancing(store->get(), setup, "rebalancing", true, documents, consumable, false);
+  Fixture query_normal(store->get(), setup, "qnormal", false, documents, 0, true);
+  Fixture query_rebalancing(store->get(), setup, "qrebalancing", true, documents, 0, true);
+  // The time of one run, and the round trips it cost to the fixture's shards.
+  auto measure = [&](Fixture& f, Pool& pool, const std::string& op) {
+    const uint64_t before = setup.round_trips ? setup.round_trips(f.name() + "_") : 0;
+    const double ms = RunOnce(f, pool, op);
+    const uint64_t after = setup.round_trips ? setup.round_trips(f.name() + "_") : 0;
+    return std::pair<double, uint64_t>(ms, after - before);
+  };
   for (int concurrency : {1, 20}) {
     Pool pool(concurrency);
     std::vector<Row> rows;
     for (const std::string& op : ops) {
-      // One unmeasured run each: connections, caches.
-      RunOnce(normal, pool, op);
-      RunOnce(rebalancing, pool, op);
-      std::vector<double> a, b;
-      for (int r = 0; r < repeats; ++r) {  // alternate, so drift hits both modes alike
-        a.push_back(RunOnce(normal, pool, op));
-        b.push_back(RunOnce(rebalancing, pool, op));
+      const bool query = op.starts_with("Query");
+      Fixture& n = query ? query_normal : normal;
+      Fixture& r = query ? query_rebalancing : rebalancing;
+      // One unmeasured run each: connections, caches, prepared statements.
+      measure(n, pool, op);
+      measure(r, pool, op);
+      std::vector<double> a, b, ratios;
+      uint64_t trips_a = 0, trips_b = 0;
+      for (int i = 0; i < repeats; ++i) {  // alternate, so drift hits both modes alike
+        auto [ms_a, t_a] = measure(n, pool, op);
+        auto [ms_b, t_b] = measure(r, pool, op);
+        a.push_back(ms_a);
+        b.push_back(ms_b);
+        ratios.push_back(ms_b / ms_a);
+        trips_a += t_a;
+        trips_b += t_b;
       }
-      rows.push_back({op, Median(a), Median(b)});
+      if (query && n.last_query_size != r.last_query_size) {
+        std::fprintf(stderr, "%s: normal returned %zu documents, rebalancing %zu\n", op.c_str(),
+                     n.last_query_size, r.last_query_size);
+        std::exit(1);
+      }
+      const double per = static_cast<double>(repeats) * (query ? 1 : kOpsPerRun);
+      rows.push_back({.op = op,
+                      .normal_ms = Median(a),
+                      .rebalancing_ms = Median(b),
+                      .paired = Median(ratios),
+                      .normal_trips = static_cast<double>(trips_a) / per,
+                      .rebalancing_trips = static_cast<double>(trips_b) / per});
     }
     std::printf("\n### %s shards, %s (median of %d runs; ms per 100 operations, per query)\n\n",
                 setup.backend.c_str(), concurrency == 1 ? "serial" : "20 concurrent", repeats);
-    std::printf("| Operation | Normal (3 shards) | Rebalancing (2 → 3) | overhead |\n");
-    std::printf("|---|---:|---:|---:|\n");
+    const bool trips = static_cast<bool>(setup.round_trips);
+    std::printf(
+        "| Operation | Normal (3 shards) | Rebalancing (2 → 3) | overhead | paired overhead |%s\n",
+        trips ? " round trips / op, normal | rebalancing |" : "");
+    std::printf("|---|---:|---:|---:|---:|%s\n", trips ? "---:|---:|" : "");
     for (const Row& row : rows) {
-      std::printf("| %s | %.2f | %.2f | %+.0f%% |\n", row.op.c_str(), row.normal_ms,
-                  row.rebalancing_ms, 100.0 * (row.rebalancing_ms / row.normal_ms - 1.0));
+      std::printf("| %s | %.2f | %.2f | %+.0f%% | %+.0f%% |", row.op.c_str(), row.normal_ms,
+                  row.rebalancing_ms, 100.0 * (row.rebalancing_ms / row.normal_ms - 1.0),
+                  100.0 * (row.paired - 1.0));
+      if (trips) std::printf(" %.2f | %.2f |", row.normal_trips, row.rebalancing_trips);
+      std::printf("\n");
     }
     std::fflush(stdout);
   }
+}
+
+// The PostgreSQL tables, on a server started with `durable` (see PostgresTestServer).
+void RunPostgres(bool durable, int repeats, int documents, const std::string& dir) {
+  auto server = shoal::clientside::testing::PostgresTestServer::Start({.durable = durable});
+  Fixture::Check(server.status());
+  const std::string conninfo = (*server)->conninfo();
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::shared_ptr<PostgresShardBackend>>> shards;
+  RunBackend({.backend = durable ? "PostgreSQL (durable)" : "PostgreSQL (fsync off)",
+              .make_shard =
+                  [&](const std::string& name) {
+                    auto s = PostgresShardBackend::Create({.conninfo = conninfo,
+                                                           .table = name,
+                                                           .max_idle_connections = 32,
+                                                           .max_prepared_statements = 256});
+                    Fixture::Check(s.status());
+                    std::shared_ptr<PostgresShardBackend> shard(*std::move(s));
+                    std::lock_guard lock(mu);
+                    shards.emplace_back(name, shard);
+                    return std::shared_ptr<ShardBackend>(shard);
+                  },
+              .round_trips =
+                  [&](const std::string& prefix) {
+                    std::lock_guard lock(mu);
+                    uint64_t total = 0;
+                    for (const auto& [name, shard] : shards) {
+                      if (name.starts_with(prefix)) total += shard->round_trips();
+                    }
+                    return total;
+                  }},
+             repeats, documents, dir);
 }
 
 }  // namespace
@@ -271,6 +382,10 @@ int main(int argc, char** argv) {
                  "embedded, postgres, remote, both (embedded and postgres) or all");
   app.add_option("--repeats", repeats, "runs of each configuration (the median is reported)");
   app.add_option("--documents", documents, "documents preloaded in each collection");
+  std::string durability = "off";
+  app.add_option("--postgres-durability", durability,
+                 "PostgreSQL server: off (fsync off, the default), on (PostgreSQL's durable "
+                 "defaults) or both");
   app.allow_extras();  // `make bench` passes Google Benchmark flags to every program
   CLI11_PARSE(app, argc, argv);
 
@@ -282,6 +397,10 @@ int main(int argc, char** argv) {
   if (backend != "embedded" && backend != "postgres" && backend != "remote" && backend != "both" &&
       !all) {
     std::fprintf(stderr, "unknown --backend %s\n", backend.c_str());
+    return 2;
+  }
+  if (durability != "off" && durability != "on" && durability != "both") {
+    std::fprintf(stderr, "unknown --postgres-durability %s\n", durability.c_str());
     return 2;
   }
   if (backend == "embedded" || backend == "both" || all) {
@@ -300,22 +419,13 @@ int main(int argc, char** argv) {
                           EmbeddedShardBackend::Create(shared, shoal::CollectionId(next++), name);
                       Fixture::Check(s.status());
                       return std::shared_ptr<ShardBackend>(*std::move(s));
-                    }},
+                    },
+                .round_trips = {}},
                repeats, documents, dir);
   }
   if (backend == "postgres" || backend == "both" || all) {
-    auto server = shoal::clientside::testing::PostgresTestServer::Start();
-    Fixture::Check(server.status());
-    const std::string conninfo = (*server)->conninfo();
-    RunBackend({.backend = "PostgreSQL",
-                .make_shard =
-                    [&](const std::string& name) {
-                      auto s = PostgresShardBackend::Create(
-                          {.conninfo = conninfo, .table = name, .max_idle_connections = 32});
-                      Fixture::Check(s.status());
-                      return std::shared_ptr<ShardBackend>(*std::move(s));
-                    }},
-               repeats, documents, dir);
+    if (durability != "on") RunPostgres(false, repeats, documents, dir);
+    if (durability != "off") RunPostgres(true, repeats, documents, dir);
   }
   if (backend == "remote" || all) {
     std::filesystem::create_directories(dir + "/cluster");
@@ -328,7 +438,8 @@ int main(int argc, char** argv) {
                       auto s = RemoteShardBackend::Create((*cluster)->db(), name);
                       Fixture::Check(s.status());
                       return std::shared_ptr<ShardBackend>(*std::move(s));
-                    }},
+                    },
+                .round_trips = {}},
                repeats, documents, dir);
   }
   std::filesystem::remove_all(dir);

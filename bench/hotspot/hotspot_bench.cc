@@ -15,7 +15,8 @@
 //             (default 16) Apply "1" to one document, against S plain documents each updated
 //             with a Get + CompareAndSet loop by the same threads (a random one per update).
 //             Each point is the median of --runs (3) runs of --seconds (2) each, baseline and hot
-//             runs interleaved; reported on each of --node-counts (1,3) nodes with the ratio
+//             runs interleaved, each side in a cluster of its own (--shared-cluster: one cluster
+//             for both); reported on each of --node-counts (1,3) nodes with the ratio
 //             hot / independent and where the hot document's shards live (Sharding()).
 //
 // After every configuration the stored totals are read back and compared with the successful
@@ -24,36 +25,32 @@
 //
 //   hotspot_bench [--experiment figure6|throughput|both] [--clients N] [--seconds S]
 //                 [--questions 16] [--shards 10] [--nodes 3] [--shard-counts 1,2,4,8,16,32,64]
-//                 [--node-counts 1,3] [--runs 3] [--sync] [--out DIR] [--seed N]
+//                 [--node-counts 1,3] [--runs 3] [--sync] [--shared-cluster] [--out DIR]
+//                 [--seed N]
 
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
+#include "bench/hotspot/closed_loop.h"
 #include "include/shoal/shoal.h"
 #include "src/common/random.h"
 
 namespace shoal::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using Json = nlohmann::json;
 
 constexpr std::string_view kField = "votes";
@@ -71,120 +68,10 @@ struct Flags {
   std::vector<uint32_t> node_counts = {1, 3};
   uint32_t runs = 3;
   bool sync = false;
+  bool shared_cluster = false;  // throughput: hot and independent in one cluster (as before)
   std::string out;
   uint64_t seed = 1;
 };
-
-enum class Outcome : uint8_t { kSucceeded, kFailed, kError };
-
-// The result of one vote (or one update of the throughput experiment). Value type.
-struct VoteResult {
-  Outcome outcome = Outcome::kSucceeded;
-  uint32_t conflicts = 0;  // conflicting attempts before a successful vote landed
-  Status error;            // kError only
-};
-
-// One vote by one client thread; the Random is that thread's own.
-using VoteFn = std::function<VoteResult(Random&)>;
-
-// What a closed-loop run measured. Value type; latencies_ns is sorted.
-struct RunStats {
-  uint64_t attempted = 0;
-  uint64_t succeeded = 0;
-  uint64_t failed = 0;
-  uint64_t errors = 0;
-  uint64_t conflicts = 0;
-  double seconds = 0;
-  std::vector<int64_t> latencies_ns;
-  Status first_error;
-};
-
-[[nodiscard]] double PerSecond(const RunStats& s) {
-  return s.seconds > 0 ? static_cast<double>(s.succeeded) / s.seconds : 0;
-}
-
-[[nodiscard]] double FailedPercent(const RunStats& s) {
-  return s.attempted > 0 ? 100.0 * static_cast<double>(s.failed) / static_cast<double>(s.attempted)
-                         : 0;
-}
-
-[[nodiscard]] double MeanMs(const RunStats& s) {
-  if (s.latencies_ns.empty()) return 0;
-  long double total = 0;
-  for (int64_t ns : s.latencies_ns) total += static_cast<long double>(ns);
-  return static_cast<double>(total / static_cast<long double>(s.latencies_ns.size()) / 1e6L);
-}
-
-[[nodiscard]] double PercentileMs(const RunStats& s, double p) {
-  if (s.latencies_ns.empty()) return 0;
-  const auto rank = static_cast<size_t>(p * static_cast<double>(s.latencies_ns.size() - 1) + 0.5);
-  return static_cast<double>(s.latencies_ns[rank]) / 1e6;
-}
-
-[[nodiscard]] double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
-}
-
-// `clients` threads call `vote` back to back for `seconds`; every call is timed.
-[[nodiscard]] RunStats RunClosedLoop(uint32_t clients, double seconds, uint64_t seed,
-                                     const VoteFn& vote) {
-  std::atomic<bool> go{false};
-  std::atomic<bool> stop{false};
-  std::vector<RunStats> per_thread(clients);
-  std::vector<std::thread> threads;
-  threads.reserve(clients);
-  for (uint32_t t = 0; t < clients; ++t) {
-    threads.emplace_back([&, t] {
-      Random random(seed * 1000003 + t);
-      RunStats& mine = per_thread[t];
-      mine.latencies_ns.reserve(1 << 16);
-      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      while (!stop.load(std::memory_order_relaxed)) {
-        const auto start = Clock::now();
-        VoteResult result = vote(random);
-        const auto ns =
-            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-        mine.latencies_ns.push_back(ns);
-        ++mine.attempted;
-        switch (result.outcome) {
-          case Outcome::kSucceeded:
-            ++mine.succeeded;
-            mine.conflicts += result.conflicts;
-            break;
-          case Outcome::kFailed:
-            ++mine.failed;
-            break;
-          case Outcome::kError:
-            ++mine.errors;
-            if (mine.first_error.ok()) mine.first_error = result.error;
-            break;
-        }
-      }
-    });
-  }
-  const auto start = Clock::now();
-  go.store(true, std::memory_order_release);
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  stop.store(true);
-  for (auto& thread : threads) thread.join();
-  RunStats total;
-  total.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  for (RunStats& s : per_thread) {
-    total.attempted += s.attempted;
-    total.succeeded += s.succeeded;
-    total.failed += s.failed;
-    total.errors += s.errors;
-    total.conflicts += s.conflicts;
-    if (total.first_error.ok()) total.first_error = s.first_error;
-    total.latencies_ns.insert(total.latencies_ns.end(), s.latencies_ns.begin(),
-                              s.latencies_ns.end());
-  }
-  std::sort(total.latencies_ns.begin(), total.latencies_ns.end());
-  return total;
-}
 
 [[nodiscard]] VoteResult ErrorResult(Status status) {
   return VoteResult{.outcome = Outcome::kError, .conflicts = 0, .error = std::move(status)};
@@ -277,7 +164,10 @@ class VoteCounts {
               {"votes_per_s", PerSecond(s)},
               {"mean_ms", MeanMs(s)},
               {"p50_ms", PercentileMs(s, 0.5)},
-              {"p99_ms", PercentileMs(s, 0.99)}};
+              {"p99_ms", PercentileMs(s, 0.99)},
+              {"cpu_s", s.cpu_seconds},
+              {"voluntary_switches", s.voluntary_switches},
+              {"involuntary_switches", s.involuntary_switches}};
 }
 
 [[nodiscard]] Status WriteFile(const std::string& dir, const std::string& name,
@@ -430,8 +320,9 @@ struct Figure6Config {
 [[nodiscard]] Status RunThroughput(const Flags& flags) {
   const uint32_t clients = flags.clients > 0 ? flags.clients : 16;
   const double seconds = flags.seconds > 0 ? flags.seconds : 2;
-  fmt::print("throughput: {} clients, {} runs of {} s per point (median), sync {}\n", clients,
-             flags.runs, seconds, flags.sync);
+  fmt::print(
+      "throughput: {} clients, {} runs of {} s per point (median), sync {}, shared cluster {}\n",
+      clients, flags.runs, seconds, flags.sync, flags.shared_cluster);
   // ratio: of the medians; paired: the median of the ratios of runs that ran back to back.
   fmt::print("{:>5} {:>6} {:>12} {:>12} {:>6} {:>6} {:>8} {:>9} {:>10} {:>8}\n", "nodes", "shards",
              "hot_upd/s", "indep_upd/s", "ratio", "paired", "buckets", "nodes_of", "hot_confl",
@@ -443,6 +334,14 @@ struct Figure6Config {
   uint64_t seed = flags.seed + 1000;
   for (uint32_t nodes : flags.node_counts) {
     SHOAL_ASSIGN_OR_RETURN(auto cluster, TempCluster::Open(nodes, flags.sync));
+    // The baseline's documents get a cluster of their own, so that they share no storage engine
+    // (memtable, WAL) with the hot counter's cells: in one cluster the cells' versions made the
+    // baseline's memtable accesses dearer (docs/results/hotspot.md, S = 1).
+    std::unique_ptr<TempCluster> own_plain_cluster;
+    if (!flags.shared_cluster) {
+      SHOAL_ASSIGN_OR_RETURN(own_plain_cluster, TempCluster::Open(nodes, flags.sync));
+    }
+    TempCluster& plain_cluster = own_plain_cluster != nullptr ? *own_plain_cluster : *cluster;
     for (uint32_t shards : flags.shard_counts) {
       // The hot document: one field of `shards` static shards.
       SHOAL_ASSIGN_OR_RETURN(Collection hot,
@@ -460,8 +359,8 @@ struct Figure6Config {
       hot_counts.Add(0);
       SHOAL_ASSIGN_OR_RETURN(ShardingInfo info, hot.Sharding(hot_keys[0], kField));
       // The baseline: `shards` independent plain documents.
-      SHOAL_ASSIGN_OR_RETURN(Collection plain,
-                             cluster->db().GetCollection(fmt::format("independent_{}", shards)));
+      SHOAL_ASSIGN_OR_RETURN(Collection plain, plain_cluster.db().GetCollection(
+                                                   fmt::format("independent_{}", shards)));
       std::vector<std::string> plain_keys;
       for (uint32_t k = 0; k < shards; ++k) {
         plain_keys.push_back(fmt::format("key-{:02d}", k));
@@ -553,6 +452,7 @@ struct Figure6Config {
                        {"runs", flags.runs},
                        {"buckets", kBuckets},
                        {"sync", flags.sync},
+                       {"shared_cluster", flags.shared_cluster},
                        {"points", points}};
   SHOAL_RETURN_IF_ERROR(WriteFile(flags.out, "throughput.json", report.dump(2) + "\n"));
   return WriteFile(flags.out, "throughput.tsv", tsv);
@@ -585,6 +485,8 @@ int main(int argc, char** argv) {
   app.add_option("--runs", flags.runs, "throughput: runs per point (the median is reported)")
       ->check(CLI::PositiveNumber);
   app.add_flag("--sync", flags.sync, "fsync every acknowledged write (default: off)");
+  app.add_flag("--shared-cluster", flags.shared_cluster,
+               "throughput: run both sides in one cluster (default: a cluster per side)");
   app.add_option("--out", flags.out, "directory for figure6.{json,tsv} and throughput.{json,tsv}");
   app.add_option("--seed", flags.seed, "seed of the clients' random choices");
   app.allow_extras();  // `make bench` passes Google Benchmark flags to every program

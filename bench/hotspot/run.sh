@@ -8,8 +8,9 @@
 # figure6.png and throughput.png into OUT_DIR.
 # Usage: bench/hotspot/run.sh [BUILD_DIR] [OUT_DIR]
 # Environment: RUNS (default 5) and SECONDS_PER_RUN (default 2) of the throughput experiment,
-# FIG6_SECONDS (default 10) per Figure 6 configuration; PLOT_ONLY=1 redraws the plots from the
-# TSV files already in OUT_DIR.
+# FIG6_SECONDS (default 10) per Figure 6 configuration; FIG6_SYNC=1 then runs Figure 6 once more
+# with --sync (fsync per write) into OUT_DIR/sync and draws figure6-sync.png (sync off vs on);
+# PLOT_ONLY=1 redraws the plots from the TSV files already in OUT_DIR.
 set -euo pipefail
 
 build=${1:-build}
@@ -30,6 +31,12 @@ if [ "${PLOT_ONLY:-0}" != 1 ]; then
       --node-counts 1,3 --runs "$runs" --seconds "$seconds" --out "$out" |
       tee "$out/throughput.txt" >&2
     echo "after: $(uptime)"
+    if [ "${FIG6_SYNC:-0}" = 1 ]; then
+      mkdir -p "$out/sync"
+      "$bench" --experiment figure6 --clients 32 --questions 16 --shards 10 --nodes 3 \
+        --seconds "$fig6_seconds" --sync --out "$out/sync" | tee "$out/sync/figure6.txt" >&2
+      echo "after figure6 --sync: $(uptime)"
+    fi
   } >"$out/uptime.txt"
 fi
 
@@ -83,4 +90,51 @@ plot "$out/throughput.tsv" index 0 using 2:5 with linespoints lw 2 lc rgb "#1f77
      0.8 with lines lc rgb "#555555" dt 3 title "target 0.8"
 unset multiplot
 GP
-echo "wrote $out/figure6.png $out/throughput.png" >&2
+# The median paired ratio per point with its interquartile range and its min/max, and 0.8.
+python3 "$(dirname "$0")/paired_ratios.py" "$out" >"$out/paired.txt"
+gnuplot <<GP
+set terminal pngcairo size 800,460 font ",10"
+set output "$out/paired.png"
+set datafile separator "\t"
+set logscale x 2
+set xrange [0.7:90]
+set yrange [0:*]
+set xlabel "shards of the hot counter = independent keys (S)"
+set ylabel "hot / independent, runs back to back"
+set grid
+set key below
+set title "One hot counter vs S independent keys: median paired ratio (bars: quartiles; dots: min, max)"
+plot "$out/paired.tsv" index 0 using 2:4:5:6 with yerrorlines lw 2 lc rgb "#1f77b4" title "1 node", \
+     "" index 0 using 2:7 with points pt 7 ps 0.5 lc rgb "#1f77b4" notitle, \
+     "" index 0 using 2:8 with points pt 7 ps 0.5 lc rgb "#1f77b4" notitle, \
+     "" index 1 using (\$2*1.08):4:5:6 with yerrorlines lw 2 lc rgb "#d62728" title "3 nodes", \
+     "" index 1 using (\$2*1.08):7 with points pt 7 ps 0.5 lc rgb "#d62728" notitle, \
+     "" index 1 using (\$2*1.08):8 with points pt 7 ps 0.5 lc rgb "#d62728" notitle, \
+     0.8 with lines lw 2 lc rgb "#555555" dt 2 title "target 0.8"
+GP
+if [ -f "$out/sync/figure6.tsv" ]; then
+  gnuplot <<GP
+set terminal pngcairo size 1000,420 font ",10"
+set output "$out/figure6-sync.png"
+set datafile separator "\t"
+set key autotitle columnhead top left
+set style data histogram
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set boxwidth 0.8
+set xtics rotate by -20 font ",9"
+set grid ytics
+set logscale y
+set multiplot layout 1,2 title "Figure 6 with and without fsync per write (32 clients, 16 questions, 10 shards, 3 nodes)"
+set title "failed votes"
+set ylabel "% of votes attempted (log)"
+plot "$out/figure6.tsv" using (\$4+0.01):xtic(1) title "sync off" lc rgb "#1f77b4", \
+     "$out/sync/figure6.tsv" using (\$4+0.01) title "sync on" lc rgb "#d62728"
+set title "mean time per vote, retries included"
+set ylabel "ms (log)"
+plot "$out/figure6.tsv" using 6:xtic(1) title "sync off" lc rgb "#1f77b4", \
+     "$out/sync/figure6.tsv" using 6 title "sync on" lc rgb "#d62728"
+unset multiplot
+GP
+fi
+echo "wrote $out/figure6.png $out/throughput.png $out/paired.png" >&2

@@ -212,21 +212,26 @@ StatusOr<ShardPage> EmbeddedShardBackend::Query(const ShardQuery& query) {
           ? std::string(kVersionPrefix) + std::to_string(query.or_version->value()) + ","
           : std::string();
   Status inner = OkStatus();
+  // A document of or_version that the filter rejects is kept as its shadow row.
+  const std::string shadow_body =
+      query.or_version.has_value() ? EncodeShardBody(ShadowRow("", *query.or_version)) : "";
   SHOAL_RETURN_IF_ERROR(store_->ForEach(scan, [&](const storage::Document& doc) {
     if (query.has_after_key && doc.primary_key <= query.after_key) return true;
-    if (evaluator != nullptr && !doc.body.starts_with(extra_prefix)) {
+    bool shadow = false;
+    if (evaluator != nullptr) {
       StatusOr<bool> match = evaluator->Matches(doc.body);
       if (!match.ok()) {
         inner = match.status();
         return false;
       }
-      if (!*match) return true;
+      if (!*match && !doc.body.starts_with(extra_prefix)) return true;
+      shadow = !*match;
     }
-    if (best.size() <= query.limit) {
-      best.push(doc);
-    } else if (doc.primary_key < best.top().primary_key) {
-      best.pop();
-      best.push(doc);
+    if (best.size() <= query.limit || doc.primary_key < best.top().primary_key) {
+      if (best.size() > query.limit) best.pop();
+      storage::Document kept = doc;
+      if (shadow) kept.body = shadow_body;
+      best.push(std::move(kept));
     }
     return true;
   }));

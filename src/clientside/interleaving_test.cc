@@ -418,8 +418,10 @@ TEST(ClientsideInterleavingTest, EveryPairOnEmbeddedAndPostgresShards) {
   ASSERT_TRUE(server.ok()) << server.status();
   std::vector<std::shared_ptr<ShardBackend>> tables;
   for (const char* name : {"interleave_old", "interleave_new"}) {
-    auto t = PostgresShardBackend::Create(
-        {.conninfo = (*server)->conninfo(), .table = name, .max_idle_connections = 4});
+    auto t = PostgresShardBackend::Create({.conninfo = (*server)->conninfo(),
+                                           .table = name,
+                                           .max_idle_connections = 4,
+                                           .max_prepared_statements = 256});
     ASSERT_TRUE(t.ok()) << t.status();
     tables.push_back(std::shared_ptr<ShardBackend>(*std::move(t)));
   }

@@ -84,17 +84,15 @@ StatusOr<ShardPage> MemoryShardBackend::Query(const ShardQuery& query) {
   auto it = query.has_after_key ? docs_.upper_bound(query.after_key) : docs_.begin();
   for (; it != docs_.end(); ++it) {
     const ShardDocument& d = it->second;
-    const bool extra = query.or_version.has_value() && d.version == *query.or_version;
-    if (!extra) {
-      if (query.version.has_value() && d.version != *query.version) continue;
-      if (d.tombstone && (!query.include_tombstones || !query.filter.empty())) continue;
-      if (!d.tombstone && !query.filter.empty()) {
-        SHOAL_ASSIGN_OR_RETURN(bool match, evaluator.Matches(d.body));
-        if (!match) continue;
-      }
+    bool selected = !(query.version.has_value() && d.version != *query.version) &&
+                    !(d.tombstone && (!query.include_tombstones || !query.filter.empty()));
+    if (selected && !d.tombstone && !query.filter.empty()) {
+      SHOAL_ASSIGN_OR_RETURN(selected, evaluator.Matches(d.body));
     }
+    const bool shadow = !selected && query.or_version.has_value() && d.version == *query.or_version;
+    if (!selected && !shadow) continue;
     if (page.documents.size() == query.limit) return page;
-    page.documents.push_back(d);
+    page.documents.push_back(shadow ? ShadowRow(d.primary_key, d.version) : d);
   }
   page.done = true;
   return page;

@@ -5,9 +5,6 @@ namespace shoal::clientside {
 MergeQuery::MergeQuery(std::vector<ShardBackend*> shards, MergeQueryOptions options)
     : options_(std::move(options)) {
   for (ShardBackend* shard : shards) streams_.push_back(Stream{.shard = shard});
-  if (options_.consistent && !options_.filter.empty()) {
-    evaluator_ = std::make_unique<storage::FilterEvaluator>(options_.filter);
-  }
 }
 
 MergeQuery::~MergeQuery() = default;
@@ -53,11 +50,8 @@ StatusOr<std::vector<ShardDocument>> MergeQuery::Next(size_t max) {
       }
       s.buffer.pop_front();  // SR_i ← SR_i − {d}
     }
+    // A tombstone, or the shadow row of a newest copy that does not match the filter.
     if (winner->tombstone) continue;
-    if (evaluator_ != nullptr) {
-      SHOAL_ASSIGN_OR_RETURN(bool match, evaluator_->Matches(winner->body));
-      if (!match) continue;
-    }
     out.push_back(*std::move(winner));
   }
   return out;

@@ -6,9 +6,11 @@
 // the heads of the shard streams are merged: the smallest key wins, among the copies of that key
 // the one of the highest version is kept (I5), a tombstone hides the key, and every copy of the
 // key is dropped from the heads. In `consistent` mode (rebalancing) the shards return the
-// documents that match the filter plus every new-version document and tombstone, matching or
-// not, and the filter is applied again to the winning copy, so an old copy that still matches
-// cannot stand in for a newer one that does not; in naïve mode the filter is simply pushed down.
+// documents that match the filter plus every new-version document and tombstone, the ones that
+// do not match as shadow rows (ShardQuery::or_version: key and version, no body), so an old copy
+// that still matches cannot stand in for a newer one that does not: the shadow row wins the
+// key and, like a tombstone, hides it. Since every live document a shard returns matches the
+// filter, the winner needs no second evaluation. In naïve mode the filter is simply pushed down.
 //
 // Guarantees (§3): a document present and never deleted during the query is returned; no key is
 // returned twice. Not thread-safe: one caller at a time.
@@ -53,7 +55,6 @@ class MergeQuery {
 
   std::vector<Stream> streams_;
   MergeQueryOptions options_;
-  std::unique_ptr<storage::FilterEvaluator> evaluator_;  // consistent mode with a filter
   bool done_ = false;
 };
 

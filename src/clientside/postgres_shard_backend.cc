@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
+#include <unordered_map>
 
 namespace shoal::clientside {
 
@@ -11,15 +12,22 @@ namespace {
 
 using storage::CompareOp;
 
-std::string ConditionSql(const ShardCondition& c, std::string_view table) {
-  std::string sql;
-  if (c.tombstone.has_value()) {
-    sql += fmt::format(" AND {}.tombstone = {}", table, *c.tombstone ? "TRUE" : "FALSE");
-  }
-  if (c.version.has_value()) {
-    sql += fmt::format(" AND {}.version = {}", table, static_cast<int64_t>(c.version->value()));
-  }
-  return sql;
+// A condition as two parameters, $t (tombstone: -1 any, 0 live, 1 tombstone) and $t+1 (version,
+// -1 any), so that each conditional statement is prepared once whatever the condition.
+std::string ConditionSql(int t) {
+  return fmt::format(
+      " AND (${0}::int < 0 OR cur.tombstone = (${0}::int = 1)) AND (${1}::bigint < 0 OR "
+      "cur.version = ${1}::bigint)",
+      t, t + 1);
+}
+
+int TombstoneParam(const ShardCondition& c) {
+  if (!c.tombstone.has_value()) return -1;
+  return *c.tombstone ? 1 : 0;
+}
+
+int64_t VersionParam(const ShardCondition& c) {
+  return c.version.has_value() ? static_cast<int64_t>(c.version->value()) : -1;
 }
 
 // A JSONB path literal '{"a","b"}' for "a.b".
@@ -88,6 +96,7 @@ std::string PredicateSql(pqxx::connection& conn, const storage::FieldPredicate& 
                      at, text, SqlOp(p.op), conn.quote(JsonLiteral(p.value)));
 }
 
+// Columns: pk, version, tombstone (true for a shadow row too), body (empty for both).
 ShardDocument RowToDocument(const pqxx::row& row) {
   const bool tombstone = row[2].as<bool>();
   return ShardDocument{.primary_key = row[0].as<std::string>(),
@@ -98,9 +107,12 @@ ShardDocument RowToDocument(const pqxx::row& row) {
 
 }  // namespace
 
+// A connection and the statements prepared on it (name by SQL text).
 struct PostgresShardBackend::Connection {
   explicit Connection(const std::string& conninfo) : conn(conninfo) {}
   pqxx::connection conn;
+  std::unordered_map<std::string, std::string> prepared;
+  uint64_t next_name = 0;  // names are never reused, even after a failed preparation
 };
 
 // Borrows a pooled connection for one call; returns it unless it broke.
@@ -129,6 +141,37 @@ class PostgresShardBackend::Lease {
     try {
       if (conn_ == nullptr) conn_ = std::make_unique<Connection>(owner_->options_.conninfo);
       return fn(conn_->conn);
+    } catch (const pqxx::broken_connection& e) {
+      broken_ = true;
+      return UnavailableError(fmt::format("{}: {}", owner_->Name(), e.what()));
+    } catch (const pqxx::sql_error& e) {
+      return InternalError(fmt::format("{}: {} ({})", owner_->Name(), e.what(), e.query()));
+    } catch (const std::exception& e) {
+      broken_ = true;
+      return InternalError(fmt::format("{}: {}", owner_->Name(), e.what()));
+    }
+  }
+
+  // Runs `sql` with `args` in one round trip (autocommit, no BEGIN/COMMIT): as a prepared
+  // statement, prepared on this connection at its first use (one more round trip, once), or
+  // unprepared once the connection holds max_prepared_statements.
+  template <typename... Args>
+  StatusOr<pqxx::result> Exec(const std::string& sql, Args&&... args) {
+    try {
+      if (conn_ == nullptr) conn_ = std::make_unique<Connection>(owner_->options_.conninfo);
+      auto it = conn_->prepared.find(sql);
+      if (it == conn_->prepared.end() &&
+          conn_->prepared.size() < owner_->options_.max_prepared_statements) {
+        std::string name = fmt::format("s{}", conn_->next_name++);
+        conn_->conn.prepare(name, sql);
+        conn_->conn.prepare_now(name);
+        owner_->round_trips_.fetch_add(1, std::memory_order_relaxed);
+        it = conn_->prepared.emplace(sql, std::move(name)).first;
+      }
+      pqxx::nontransaction tx(conn_->conn);
+      owner_->round_trips_.fetch_add(1, std::memory_order_relaxed);
+      if (it == conn_->prepared.end()) return tx.exec_params(sql, std::forward<Args>(args)...);
+      return tx.exec_prepared(it->second, std::forward<Args>(args)...);
     } catch (const pqxx::broken_connection& e) {
       broken_ = true;
       return UnavailableError(fmt::format("{}: {}", owner_->Name(), e.what()));
@@ -186,15 +229,17 @@ Status PostgresShardBackend::DropTable() {
       .status();
 }
 
-StatusOr<size_t> PostgresShardBackend::Write(const std::string& sql, const ShardDocument& d) {
+StatusOr<size_t> PostgresShardBackend::Write(const std::string& sql, const ShardDocument& d,
+                                             const std::optional<ShardCondition>& condition) {
   Lease lease(this);
-  return lease.Run([&](pqxx::connection& conn) {
-    pqxx::nontransaction tx(conn);
-    const std::string body = d.tombstone || d.body.empty() ? std::string("{}") : d.body;
-    pqxx::result r = tx.exec_params(sql, d.primary_key, static_cast<int64_t>(d.version.value()),
-                                    d.tombstone, body);
-    return static_cast<size_t>(r.affected_rows());
-  });
+  const std::string body = d.tombstone || d.body.empty() ? std::string("{}") : d.body;
+  const auto version = static_cast<int64_t>(d.version.value());
+  StatusOr<pqxx::result> r = condition.has_value()
+                                 ? lease.Exec(sql, d.primary_key, version, d.tombstone, body,
+                                              TombstoneParam(*condition), VersionParam(*condition))
+                                 : lease.Exec(sql, d.primary_key, version, d.tombstone, body);
+  if (!r.ok()) return r.status();
+  return static_cast<size_t>(r->affected_rows());
 }
 
 namespace {
@@ -209,7 +254,7 @@ constexpr std::string_view kUpdate =
 Status PostgresShardBackend::Insert(const ShardDocument& d) {
   const std::string sql = fmt::format(
       fmt::runtime(std::string(kValues) + "ON CONFLICT (pk) DO NOTHING"), options_.table);
-  SHOAL_ASSIGN_OR_RETURN(size_t rows, Write(sql, d));
+  SHOAL_ASSIGN_OR_RETURN(size_t rows, Write(sql, d, std::nullopt));
   if (rows == 0) return AlreadyExistsError(fmt::format("duplicate {}", d.primary_key));
   return OkStatus();
 }
@@ -221,14 +266,12 @@ Status PostgresShardBackend::Delete(std::string_view primary_key) {
 Status PostgresShardBackend::DeleteIf(std::string_view primary_key,
                                       const ShardCondition& condition) {
   Lease lease(this);
-  SHOAL_ASSIGN_OR_RETURN(size_t rows, lease.Run([&](pqxx::connection& conn) {
-    pqxx::nontransaction tx(conn);
-    pqxx::result r = tx.exec_params(fmt::format("DELETE FROM {0} AS cur WHERE pk = $1{1}",
-                                                options_.table, ConditionSql(condition, "cur")),
-                                    std::string(primary_key));
-    return static_cast<size_t>(r.affected_rows());
-  }));
-  if (rows == 0) return NotFoundError(fmt::format("not found {}", primary_key));
+  SHOAL_ASSIGN_OR_RETURN(
+      pqxx::result r,
+      lease.Exec(
+          fmt::format("DELETE FROM {} AS cur WHERE pk = $1{}", options_.table, ConditionSql(2)),
+          std::string(primary_key), TombstoneParam(condition), VersionParam(condition)));
+  if (r.affected_rows() == 0) return NotFoundError(fmt::format("not found {}", primary_key));
   return OkStatus();
 }
 
@@ -237,9 +280,9 @@ Status PostgresShardBackend::Update(const ShardDocument& d) {
 }
 
 Status PostgresShardBackend::UpdateIf(const ShardDocument& d, const ShardCondition& condition) {
-  const std::string sql = fmt::format(fmt::runtime(std::string(kUpdate)), options_.table) +
-                          ConditionSql(condition, "cur");
-  SHOAL_ASSIGN_OR_RETURN(size_t rows, Write(sql, d));
+  const std::string sql =
+      fmt::format(fmt::runtime(std::string(kUpdate)), options_.table) + ConditionSql(5);
+  SHOAL_ASSIGN_OR_RETURN(size_t rows, Write(sql, d, condition));
   if (rows == 0) return NotFoundError(fmt::format("not found {}", d.primary_key));
   return OkStatus();
 }
@@ -248,42 +291,39 @@ Status PostgresShardBackend::Upsert(const ShardDocument& d) {
   const std::string sql = fmt::format(
       fmt::runtime(std::string(kValues) + "ON CONFLICT (pk) DO UPDATE SET " + std::string(kSet)),
       options_.table);
-  return Write(sql, d).status();
+  return Write(sql, d, std::nullopt).status();
 }
 
 Status PostgresShardBackend::UpsertIf(const ShardDocument& d, const ShardCondition& condition) {
-  std::string where = ConditionSql(condition, "cur");
-  if (!where.empty()) where = " WHERE TRUE" + where;
   const std::string sql =
       fmt::format(fmt::runtime(std::string(kValues) + "ON CONFLICT (pk) DO UPDATE SET " +
-                               std::string(kSet)),
+                               std::string(kSet) + " WHERE TRUE"),
                   options_.table) +
-      where;
-  SHOAL_ASSIGN_OR_RETURN(size_t rows, Write(sql, d));
+      ConditionSql(5);
+  SHOAL_ASSIGN_OR_RETURN(size_t rows, Write(sql, d, condition));
   if (rows == 0) return AlreadyExistsError(fmt::format("duplicate {}", d.primary_key));
   return OkStatus();
 }
 
 StatusOr<ShardDocument> PostgresShardBackend::Get(std::string_view primary_key) {
   Lease lease(this);
-  SHOAL_ASSIGN_OR_RETURN(std::optional<ShardDocument> found, lease.Run([&](pqxx::connection& conn) {
-    pqxx::nontransaction tx(conn);
-    pqxx::result r = tx.exec_params(
-        fmt::format("SELECT pk, version, tombstone, body::text FROM {} WHERE pk = $1",
-                    options_.table),
-        std::string(primary_key));
-    if (r.empty()) return std::optional<ShardDocument>();
-    return std::optional<ShardDocument>(RowToDocument(r[0]));
-  }));
-  if (!found.has_value()) return NotFoundError(fmt::format("not found {}", primary_key));
-  return *std::move(found);
+  SHOAL_ASSIGN_OR_RETURN(
+      pqxx::result r,
+      lease.Exec(fmt::format("SELECT pk, version, tombstone, body::text FROM {} WHERE pk = $1",
+                             options_.table),
+                 std::string(primary_key)));
+  if (r.empty()) return NotFoundError(fmt::format("not found {}", primary_key));
+  return RowToDocument(r[0]);
 }
 
 StatusOr<ShardPage> PostgresShardBackend::Query(const ShardQuery& query) {
   SHOAL_RETURN_IF_ERROR(storage::ValidateFilter(query.filter));
   if (query.limit == 0) return InvalidArgumentError("query limit must be >= 1");
   Lease lease(this);
-  return lease.Run([&](pqxx::connection& conn) {
+  // The filter is in the statement text (one prepared statement per filter); the cursor and the
+  // limit are parameters. `selected` is what the query selects without or_version; the other
+  // documents of or_version come back as shadow rows: no body, tombstone column true.
+  SHOAL_ASSIGN_OR_RETURN(std::string selected, lease.Run([&](pqxx::connection& conn) {
     std::string match = "TRUE";
     if (!query.filter.empty() || !query.include_tombstones) match += " AND NOT tombstone";
     if (query.version.has_value()) {
@@ -292,24 +332,28 @@ StatusOr<ShardPage> PostgresShardBackend::Query(const ShardQuery& query) {
     for (const storage::FieldPredicate& p : query.filter.all_of) {
       match += " AND " + PredicateSql(conn, p);
     }
-    if (query.or_version.has_value()) {
-      match = fmt::format("({}) OR version = {}", match,
-                          static_cast<int64_t>(query.or_version->value()));
-    }
-    std::string where = "(" + match + ")";
-    if (query.has_after_key) where += " AND pk > " + conn.quote(query.after_key);
-    pqxx::nontransaction tx(conn);
-    pqxx::result r = tx.exec(
-        fmt::format("SELECT pk, version, tombstone, body::text FROM {} WHERE {} ORDER BY pk "
-                    "LIMIT {}",
-                    options_.table, where, query.limit + 1));
-    ShardPage page;
-    page.done = r.size() <= query.limit;
-    for (size_t i = 0; i < r.size() && i < query.limit; ++i) {
-      page.documents.push_back(RowToDocument(r[static_cast<int>(i)]));
-    }
-    return page;
-  });
+    return fmt::format("COALESCE({}, FALSE)", match);
+  }));
+  std::string where = selected;
+  if (query.or_version.has_value()) {
+    where = fmt::format("({} OR version = {})", selected,
+                        static_cast<int64_t>(query.or_version->value()));
+  }
+  if (query.has_after_key) where += " AND pk > $2";
+  const std::string sql = fmt::format(
+      "SELECT pk, version, tombstone OR NOT {0}, CASE WHEN {0} AND NOT tombstone THEN body::text "
+      "ELSE '' END FROM {1} WHERE {2} ORDER BY pk LIMIT $1",
+      selected, options_.table, where);
+  const auto limit = static_cast<int64_t>(query.limit + 1);
+  SHOAL_ASSIGN_OR_RETURN(pqxx::result r, query.has_after_key
+                                             ? lease.Exec(sql, limit, query.after_key)
+                                             : lease.Exec(sql, limit));
+  ShardPage page;
+  page.done = r.size() <= query.limit;
+  for (size_t i = 0; i < r.size() && i < query.limit; ++i) {
+    page.documents.push_back(RowToDocument(r[static_cast<int>(i)]));
+  }
+  return page;
 }
 
 }  // namespace shoal::clientside

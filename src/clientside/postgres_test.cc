@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -32,8 +33,10 @@ class PostgresTest : public ::testing::Test {
   void SetUp() override { ASSERT_NE(server_, nullptr) << "the PostgreSQL server did not start"; }
 
   std::shared_ptr<PostgresShardBackend> NewShard(const std::string& table) {
-    auto shard = PostgresShardBackend::Create(
-        {.conninfo = server_->conninfo(), .table = table, .max_idle_connections = 32});
+    auto shard = PostgresShardBackend::Create({.conninfo = server_->conninfo(),
+                                               .table = table,
+                                               .max_idle_connections = 32,
+                                               .max_prepared_statements = 256});
     EXPECT_TRUE(shard.ok()) << shard.status();
     return shard.ok() ? std::shared_ptr<PostgresShardBackend>(*std::move(shard)) : nullptr;
   }
@@ -54,14 +57,102 @@ TEST_F(PostgresTest, ErrorsAreStatusesNotExceptions) {
   auto bad = PostgresShardBackend::Create(
       {.conninfo = "host=127.0.0.1 port=1 user=postgres dbname=postgres connect_timeout=2",
        .table = "nowhere",
-       .max_idle_connections = 1});
+       .max_idle_connections = 1,
+       .max_prepared_statements = 256});
   EXPECT_EQ(bad.status().code(), StatusCode::kUnavailable) << bad.status();
-  EXPECT_EQ(
-      PostgresShardBackend::Create(
-          {.conninfo = server_->conninfo(), .table = "bad-name; DROP", .max_idle_connections = 1})
-          .status()
-          .code(),
-      StatusCode::kInvalidArgument);
+  EXPECT_EQ(PostgresShardBackend::Create({.conninfo = server_->conninfo(),
+                                          .table = "bad-name; DROP",
+                                          .max_idle_connections = 1,
+                                          .max_prepared_statements = 256})
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
+}
+
+// Every backend call is one round trip; a statement costs one more, once per connection, when
+// it is prepared there.
+TEST_F(PostgresTest, OneRoundTripPerCall) {
+  auto shard = NewShard("trips");
+  ASSERT_NE(shard, nullptr);
+  auto doc = [](std::string key, uint64_t v, bool tombstone) {
+    return ShardDocument{.primary_key = std::move(key),
+                         .body = tombstone ? "" : "{\"g\":1}",
+                         .version = MapVersion(v),
+                         .tombstone = tombstone};
+  };
+  ShardQuery query;
+  query.filter.all_of.push_back({.path = "g", .op = storage::CompareOp::kEq, .value = int64_t{1}});
+  query.or_version = MapVersion(2);
+  query.limit = 1;
+  // Each call below, issued twice: the first prepares its statement, the second reuses it.
+  const std::vector<std::function<Status(int)>> calls = {
+      [&](int i) { return shard->Insert(doc("a" + std::to_string(i), 1, false)); },
+      [&](int i) { return shard->Upsert(doc("b" + std::to_string(i), 1, false)); },
+      [&](int i) {
+        return shard->UpsertIf(doc("a" + std::to_string(i), 2, true), ShardCondition::IsLive());
+      },
+      [&](int i) {
+        return shard->UpdateIf(doc("b" + std::to_string(i), 2, false),
+                               ShardCondition::VersionIs(MapVersion(1)));
+      },
+      [&](int i) { return shard->Get("a" + std::to_string(i)).status(); },
+      [&](int i) { return shard->DeleteIf("b" + std::to_string(i), ShardCondition::IsLive()); },
+      [&](int) { return shard->Query(query).status(); },
+  };
+  for (const auto& call : calls) {
+    for (int i = 0; i < 2; ++i) {
+      const uint64_t before = shard->round_trips();
+      EXPECT_TRUE(call(i).ok());
+      EXPECT_EQ(shard->round_trips() - before, i == 0 ? 2u : 1u) << "call " << &call - &calls[0];
+    }
+  }
+  EXPECT_TRUE(shard->DropTable().ok());
+}
+
+// Past max_prepared_statements a connection runs its statements unprepared: same results, one
+// round trip each, no preparation.
+TEST_F(PostgresTest, PreparedStatementLimit) {
+  auto created = PostgresShardBackend::Create({.conninfo = server_->conninfo(),
+                                               .table = "prepared_limit",
+                                               .max_idle_connections = 1,
+                                               .max_prepared_statements = 2});
+  ASSERT_TRUE(created.ok()) << created.status();
+  PostgresShardBackend& shard = **created;
+  ASSERT_TRUE(shard
+                  .Insert({.primary_key = "k",
+                           .body = "{\"n\":1}",
+                           .version = MapVersion(1),
+                           .tombstone = false})
+                  .ok());
+  ASSERT_TRUE(shard.Get("k").ok());  // the second and last prepared statement
+  uint64_t before = shard.round_trips();
+  ASSERT_TRUE(shard.Get("k").ok());
+  EXPECT_EQ(shard.round_trips() - before, 1u);
+  // A third statement (one over the limit) and a fourth run unprepared, every time.
+  for (int i = 0; i < 2; ++i) {
+    before = shard.round_trips();
+    EXPECT_EQ(shard.Delete("missing").code(), StatusCode::kNotFound);
+    EXPECT_EQ(shard.round_trips() - before, 1u);
+    before = shard.round_trips();
+    auto page = shard.Query(ShardQuery{});
+    ASSERT_TRUE(page.ok()) << page.status();
+    ASSERT_EQ(page->documents.size(), 1u);
+    EXPECT_EQ(page->documents[0].body, "{\"n\": 1}");
+    EXPECT_EQ(shard.round_trips() - before, 1u);
+  }
+  EXPECT_TRUE(shard.DropTable().ok());
+}
+
+// A durable server (PostgreSQL's defaults: fsync and synchronous_commit on) runs the contract.
+TEST(PostgresDurableTest, Contract) {
+  auto server = testing::PostgresTestServer::Start({.durable = true});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto shard = PostgresShardBackend::Create({.conninfo = (*server)->conninfo(),
+                                             .table = "durable",
+                                             .max_idle_connections = 4,
+                                             .max_prepared_statements = 256});
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  testing::CheckBackendContract(**shard);
 }
 
 // Concurrent adds of one new key through Algorithm 1: exactly one wins.

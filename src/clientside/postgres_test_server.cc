@@ -46,7 +46,8 @@ Status PostgresTestServer::Run(const std::string& command) const {
   return OkStatus();
 }
 
-StatusOr<std::unique_ptr<PostgresTestServer>> PostgresTestServer::Start() {
+StatusOr<std::unique_ptr<PostgresTestServer>> PostgresTestServer::Start(
+    PostgresTestServerOptions options) {
   std::unique_ptr<PostgresTestServer> server(new PostgresTestServer());
   const char* bin = std::getenv("SHOAL_PG_BIN");
   server->bin_ = bin != nullptr ? bin : "/usr/lib/postgresql/15/bin";
@@ -73,14 +74,16 @@ StatusOr<std::unique_ptr<PostgresTestServer>> PostgresTestServer::Start() {
   const std::string data = server->dir_ + "/data";
   SHOAL_RETURN_IF_ERROR(server->Run(fmt::format(
       "{}/initdb -D {} -A trust -U postgres -E UTF8 --locale=C --no-sync", server->bin_, data)));
+  const std::string durability =
+      options.durable ? "-c fsync=on -c synchronous_commit=on -c full_page_writes=on"
+                      : "-c fsync=off -c synchronous_commit=off -c full_page_writes=off";
   Status started;
   for (int attempt = 0; attempt < 5; ++attempt) {
     server->port_ = FreeLoopbackPort();
     started = server->Run(fmt::format(
         "{}/pg_ctl -D {} -l {}/server.log -w -t 60 -o \"-p {} -k {} -c listen_addresses=127.0.0.1 "
-        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300\" "
-        "start",
-        server->bin_, data, server->dir_, server->port_, server->dir_));
+        "{} -c max_connections=300\" start",
+        server->bin_, data, server->dir_, server->port_, server->dir_, durability));
     if (started.ok()) break;
   }
   SHOAL_RETURN_IF_ERROR(started);

@@ -7,6 +7,10 @@
 // `runuser -u postgres --`. Parallel tests never collide: each server has its own directory and
 // port (a port taken between probing and binding makes Start retry with another).
 //
+// By default the server trades durability for speed (fsync, synchronous_commit and
+// full_page_writes off: tests need no crash safety). `durable` keeps PostgreSQL's defaults, so
+// that every commit waits for its WAL flush, as a production server does (benchmarks).
+//
 // The binaries come from $SHOAL_PG_BIN, else /usr/lib/postgresql/15/bin. Missing binaries are
 // an error (kFailedPrecondition, naming the directory): a test must fail, never skip.
 
@@ -17,9 +21,14 @@
 
 namespace shoal::clientside::testing {
 
+struct PostgresTestServerOptions {
+  bool durable = false;
+};
+
 class PostgresTestServer {
  public:
-  [[nodiscard]] static StatusOr<std::unique_ptr<PostgresTestServer>> Start();
+  [[nodiscard]] static StatusOr<std::unique_ptr<PostgresTestServer>> Start(
+      PostgresTestServerOptions options = {.durable = false});
   ~PostgresTestServer();
   PostgresTestServer(const PostgresTestServer&) = delete;
   PostgresTestServer& operator=(const PostgresTestServer&) = delete;

@@ -189,14 +189,18 @@ StatusOr<ShardPage> RemoteShardBackend::Query(const ShardQuery& query) {
   // The limit + 1 smallest keys after the cursor, in a max-heap on the key.
   auto by_key = [](const Document& a, const Document& b) { return a.key < b.key; };
   std::priority_queue<Document, std::vector<Document>, decltype(by_key)> best(by_key);
+  // A document of or_version that the filter rejects is kept as its shadow row.
+  const std::string shadow_body =
+      query.or_version.has_value() ? EncodeShardBody(ShadowRow("", *query.or_version)) : "";
   for (;;) {
     SHOAL_ASSIGN_OR_RETURN(QueryPage page, collection_.Query(scan));
     for (Document& doc : page.documents) {
       if (query.has_after_key && doc.key <= query.after_key) continue;
       if (doc.json == kRemovedMarker) continue;
-      if (evaluator != nullptr && !doc.json.starts_with(or_prefix)) {
+      if (evaluator != nullptr) {
         SHOAL_ASSIGN_OR_RETURN(bool match, evaluator->Matches(doc.json));
-        if (!match) continue;
+        if (!match && !doc.json.starts_with(or_prefix)) continue;
+        if (!match) doc.json = shadow_body;
       }
       if (best.size() <= query.limit) {
         best.push(std::move(doc));

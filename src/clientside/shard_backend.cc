@@ -16,4 +16,9 @@ bool ShardCondition::Holds(const ShardDocument& stored) const {
   return true;
 }
 
+ShardDocument ShadowRow(std::string primary_key, MapVersion version) {
+  return ShardDocument{
+      .primary_key = std::move(primary_key), .body = {}, .version = version, .tombstone = true};
+}
+
 }  // namespace shoal::clientside

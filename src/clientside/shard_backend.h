@@ -16,7 +16,8 @@
 //   UpsertIf    S ← S ∪_q {d}        inserts if d_p ∉ S, replaces if d ∈ S(q), otherwise
 //                                    kAlreadyExists (the insert branch finds d_p ∈ S)
 //   Get         S(d_p)               kNotFound iff d_p ∉ S; tombstones are returned as stored
-//   Query       S(filter), sorted by primary key, from a cursor (the last key returned)
+//   Query       S(filter), sorted by primary key, from a cursor (the last key returned); with
+//               or_version = v also S(version = v) − S(filter) as shadow rows (below)
 //
 // Every operation is atomic with respect to every other operation on the same primary key, and
 // the operations of one caller thread take effect in the order they were issued (§3). Any other
@@ -82,6 +83,10 @@ struct ShardQuery {
   bool has_after_key = false;           // distinguishes "" the key from "" the start
   // Also every document of this version, tombstones included, whether it matches or not: the
   // consistent query (Algorithm 6) needs the newest copy of each key to decide between copies.
+  // Such a document that the rest of the query does not select comes back as a shadow row
+  // (ShadowRow: its primary key and version, tombstone = true, no body): all the merge needs from
+  // it is that the newest copy of the key is not in the result, so the shard does not ship its
+  // body. Invariant: every live document a query returns is selected by the rest of the query.
   std::optional<MapVersion> or_version{};
   size_t limit = 1000;  // >= 1
 };
@@ -90,6 +95,9 @@ struct ShardPage {
   std::vector<ShardDocument> documents{};  // ascending primary key
   bool done = false;                       // no document after the last one returned
 };
+
+// The shadow row of a document of version `version` (ShardQuery::or_version).
+[[nodiscard]] ShardDocument ShadowRow(std::string primary_key, MapVersion version);
 
 class ShardBackend {
  public:

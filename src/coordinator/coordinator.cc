@@ -423,40 +423,6 @@ StatusOr<cluster::MigrationPlan> Coordinator::PlanNow(const ShardMap& map,
   return cluster::Balancer::Plan(map, load, balancer);
 }
 
-StatusOr<PlanSummary> Coordinator::Plan(std::optional<NodeId> add, std::optional<NodeId> remove) {
-  ShardMapPtr current = map();
-  if (current == nullptr) return FailedPreconditionError("the cluster is not initialized");
-  ShardMapEdit edit(current->epoch());
-  if (add.has_value()) edit.AddNode(*add);
-  if (remove.has_value()) edit.SetNodeState(*remove, cluster::NodeState::kLeaving);
-  ShardMap hypothetical = *current;
-  if (!edit.empty()) {
-    SHOAL_ASSIGN_OR_RETURN(hypothetical, cluster::Apply(*current, edit));
-  }
-  SHOAL_ASSIGN_OR_RETURN(auto load, CollectLoads());
-  // The whole plan, not one round: let the balancer run on its own result until it is empty.
-  PlanSummary summary;
-  cluster::BalancerOptions balancer{.max_moves_per_node = 1u << 20};
-  ShardMap working = hypothetical;
-  for (int round = 0; round < 64; ++round) {
-    SHOAL_ASSIGN_OR_RETURN(auto plan, cluster::Balancer::Plan(working, load, balancer));
-    if (plan.moves.empty()) break;
-    cluster::IdSource ids{.next_move = working.NextMoveId(), .next_bucket = working.NextBucketId()};
-    SHOAL_ASSIGN_OR_RETURN(auto begin, cluster::ToBeginEdit(working, plan, &ids));
-    SHOAL_ASSIGN_OR_RETURN(working, cluster::Apply(working, begin));
-    for (auto& move : plan.moves) {
-      summary.bytes += load.BytesOf(move.bucket);
-      ++summary.buckets;
-      summary.plan.moves.push_back(move);
-    }
-  }
-  summary.estimated_seconds =
-      static_cast<double>(summary.bytes) / static_cast<double>(options_.max_bytes_per_second > 0
-                                                                   ? options_.max_bytes_per_second
-                                                                   : 100u << 20);
-  return summary;
-}
-
 StatusOr<bool> Coordinator::Balanced() {
   std::lock_guard<std::mutex> lock(mu_);
   return recovered_ && planner_idle_ && map_ != nullptr && map_->TransitionCount() == 0 &&

@@ -144,7 +144,9 @@ class Coordinator final : public transport::Service,
       cluster::TransitionMode mode = cluster::TransitionMode::kCopyThenSwitch);
   [[nodiscard]] Status SplitBucket(BucketId bucket, std::optional<uint64_t> at = std::nullopt);
   [[nodiscard]] Status MergeBuckets(BucketId left, BucketId right);
-  // What the balancer would do now (or after adding / removing a node), with sizes and time.
+  // What a rebalance would do now (or after adding / removing a node), with sizes and time:
+  // every round of the balancer with the thresholds in force (thresholds()), moves first, then
+  // splits and merges (coordinator_plan.cc). Changes nothing.
   [[nodiscard]] StatusOr<PlanSummary> Plan(std::optional<NodeId> add = std::nullopt,
                                            std::optional<NodeId> remove = std::nullopt);
   [[nodiscard]] StatusOr<storage::CollectionSpec> CreateCollection(std::string_view name);

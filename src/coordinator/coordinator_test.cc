@@ -176,6 +176,36 @@ TEST_F(CoordinatorTest, LoweringTheSplitThresholdMakesTheBalancerSplit) {
   });
 }
 
+TEST_F(CoordinatorTest, PlanUsesTheThresholdsInForce) {
+  Run(/*auto_balance=*/false, [&] {
+    auto plan = coordinator().Plan();
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(plan->plan.splits.empty());
+    EXPECT_TRUE(plan->plan.merges.empty());
+
+    // The loaded documents are tiny: with a merge threshold, neighbours on the same nodes merge.
+    ASSERT_TRUE(Admin([](Coordinator& c) { return c.SetThresholds(0, kMinThresholdBytes); }).ok());
+    plan = coordinator().Plan();
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(plan->plan.splits.empty());
+    EXPECT_FALSE(plan->plan.merges.empty());
+
+    // About 1.3 MB over 8 buckets: with the lowest split threshold, buckets split (in several
+    // rounds: a split halves a bucket).
+    const std::string big = fmt::format(R"({{"pad":"{}"}})", std::string(32 << 10, 'x'));
+    for (int i = 0; i < 40; ++i) {
+      ASSERT_TRUE(client_->Insert(collection_, fmt::format("big{}", i), big).ok());
+    }
+    const ShardMapPtr before = map();
+    ASSERT_TRUE(Admin([](Coordinator& c) { return c.SetThresholds(kMinThresholdBytes, 0); }).ok());
+    plan = coordinator().Plan();
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_GT(plan->plan.splits.size(), before->buckets().size());
+    EXPECT_TRUE(plan->plan.merges.empty());
+    EXPECT_EQ(map()->epoch(), before->epoch()) << "a plan changes nothing";
+  });
+}
+
 TEST_F(CoordinatorTest, RemoveNodeWithTheBalancerDrainsAndRemovesIt) {
   Run(/*auto_balance=*/true, [&] {
     ASSERT_FALSE(map()->BucketsOf(kN3).empty());

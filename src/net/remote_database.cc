@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -13,7 +14,10 @@
 
 namespace shoal {
 namespace {
-constexpr int kConnectAttempts = 4;
+// How long Connect keeps trying a coordinator that does not answer (UNAVAILABLE or a deadline):
+// a coordinator that is starting, or a first connection on a loaded machine, may fail a few
+// times, and gRPC fails calls at once while a channel waits to reconnect.
+constexpr auto kConnectPatience = std::chrono::seconds(10);
 
 // A network call also pays for connection setup, and on a loaded machine a process may be
 // descheduled for a second: allow more than the in-process default before a call is lost.
@@ -39,18 +43,17 @@ StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri,
                                                   .server_mode = net::GrpcServerMode::kSync}));
   impl->client = std::make_unique<client::Client>(*runtime, NetworkClientOptions(options));
   impl->remote_runtime = std::move(runtime);
-  // A coordinator that is starting (or a first connection on a loaded machine) may miss one
-  // deadline: try a few times before giving up.
+  const auto give_up = std::chrono::steady_clock::now() + kConnectPatience;
   Status status;
-  for (int attempt = 0; attempt < kConnectAttempts; ++attempt) {
+  for (int attempt = 0;; ++attempt) {
     status = impl->client->Refresh();
     if (status.code() != StatusCode::kUnavailable &&
         status.code() != StatusCode::kDeadlineExceeded) {
       break;
     }
-    if (attempt + 1 < kConnectAttempts) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100 << attempt));
-    }
+    const auto pause = std::chrono::milliseconds(100 << std::min(attempt, 3));
+    if (std::chrono::steady_clock::now() + pause >= give_up) break;
+    std::this_thread::sleep_for(pause);
   }
   if (!status.ok()) return Prefixed(status, fmt::format("connect to {}", coordinator));
   impl->map_watcher =

@@ -406,12 +406,14 @@ Status StorageNode::EnsureCollection(CollectionId collection) {
                                fmt::format("unknown collection {}", collection.DebugString()));
 }
 
-Response StorageNode::HandleWrite(const transport::WriteRequest& request) {
+Response StorageNode::HandleWrite(const transport::WriteRequest& request,
+                                  storage::WalSync wal_sync) {
   if (Status s = EnsureCollection(request.collection); !s.ok()) return Response::Error(s);
   const Point point = PointOf(request.collection, request.primary_key);
   auto admitted = AwaitAdmission(request.epoch, point, request.via_move, Access::kWrite);
   if (!admitted.ok()) return Response::Error(admitted.status());
-  if (admitted->admission == Admission::kServeViaSource) return ForwardWrite(request, *admitted);
+  if (admitted->admission == Admission::kServeViaSource)
+    return ForwardWrite(request, *admitted, wal_sync);
   if (admitted->admission != Admission::kServe) return Refuse(admitted->admission);
   const BucketId bucket = admitted->bucket;
   if (request.via_move.has_value()) {
@@ -429,19 +431,20 @@ Response StorageNode::HandleWrite(const transport::WriteRequest& request) {
   const std::string_view body = request.body;
   switch (request.op) {
     case transport::WriteOp::kInsert:
-      version = store_->Insert(request.collection, pk, body);
+      version = store_->Insert(request.collection, pk, body, wal_sync);
       break;
     case transport::WriteOp::kUpdate:
-      version = store_->Update(request.collection, pk, body);
+      version = store_->Update(request.collection, pk, body, wal_sync);
       break;
     case transport::WriteOp::kUpsert:
-      version = store_->Upsert(request.collection, pk, body);
+      version = store_->Upsert(request.collection, pk, body, wal_sync);
       break;
     case transport::WriteOp::kDelete:
-      version = store_->Delete(request.collection, pk);
+      version = store_->Delete(request.collection, pk, wal_sync);
       break;
     case transport::WriteOp::kCompareAndSet:
-      version = store_->CompareAndSet(request.collection, pk, request.expected_version, body);
+      version =
+          store_->CompareAndSet(request.collection, pk, request.expected_version, body, wal_sync);
       break;
   }
   Release(bucket, /*write=*/true);

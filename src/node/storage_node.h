@@ -259,9 +259,11 @@ class StorageNode final : public transport::Service,
   [[nodiscard]] Status StageIngest(const storage::PointRange& range,
                                    const transport::IngestBucketRequest& request, NodeId source);
 
-  transport::Response HandleWrite(const transport::WriteRequest& request);
-  // Each write as HandleWrite would at the batch's epoch, in order, one result per slot
-  // (storage_node_batch.cc).
+  // kDeferred (a batch): the write is not synced here, the caller syncs before acknowledging it.
+  transport::Response HandleWrite(const transport::WriteRequest& request,
+                                  storage::WalSync wal_sync = storage::WalSync::kAsConfigured);
+  // Each write as HandleWrite would at the batch's epoch, in order, one result per slot, then
+  // one WAL sync for them all before the answer (storage_node_batch.cc).
   transport::Response HandleBatchWrite(const transport::BatchWriteRequest& request);
   transport::Response HandleGet(const transport::GetRequest& request);
   // storage_node_batch_get.cc.
@@ -278,8 +280,8 @@ class StorageNode final : public transport::Service,
   transport::Response HandleTransfer(const transport::TransferBucketRequest& request);
   transport::Response HandleFetchMoveFile(const transport::FetchMoveFileRequest& request);
   // kServeViaSource: run the request at the source, then keep its result locally.
-  transport::Response ForwardWrite(const transport::WriteRequest& request,
-                                   const Admitted& admitted);
+  transport::Response ForwardWrite(const transport::WriteRequest& request, const Admitted& admitted,
+                                   storage::WalSync wal_sync);
   transport::Response ForwardGet(const transport::GetRequest& request, const Admitted& admitted);
   transport::Response ForwardScan(const transport::ScanRequest& request, const Admitted& admitted);
   // Turns a failed call to the source into what the client should see; learns a carried route.

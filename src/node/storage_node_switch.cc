@@ -55,8 +55,8 @@ Response StorageNode::ForwardFailure(const StatusOr<Response>& response, bool id
   return Response::Error(answer.status);
 }
 
-Response StorageNode::ForwardWrite(const transport::WriteRequest& request,
-                                   const Admitted& admitted) {
+Response StorageNode::ForwardWrite(const transport::WriteRequest& request, const Admitted& admitted,
+                                   storage::WalSync wal_sync) {
   transport::WriteRequest forwarded = request;
   forwarded.epoch = epoch();
   forwarded.via_move = admitted.move;
@@ -77,7 +77,9 @@ Response StorageNode::ForwardWrite(const transport::WriteRequest& request,
                                    .body = tombstone ? std::string() : request.body,
                                    .version = body->version,
                                    .tombstone = tombstone};
-    auto applied = store_->ApplyChanges(std::span<const storage::Document>(&result, 1));
+    // The source synced it before answering; here it is synced now or, in a batch
+    // (kDeferred), by the batch's one sync before the client's acknowledgement.
+    auto applied = store_->ApplyChanges(std::span<const storage::Document>(&result, 1), wal_sync);
     if (!applied.ok()) {
       out = Response::Error(
           MakeStatus(StatusCode::kUnknown,

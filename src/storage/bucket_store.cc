@@ -251,8 +251,17 @@ Status BucketStore::CheckCollection(CollectionId id) const {
 
 // --- engine helpers ---
 
-Status BucketStore::WriteBatchToEngine(rocksdb::WriteBatch* batch) {
-  return FromRocks(db_->Write(engine_.write, batch), "write");
+Status BucketStore::WriteBatchToEngine(rocksdb::WriteBatch* batch, WalSync wal_sync) {
+  switch (wal_sync) {
+    case WalSync::kAsConfigured:
+      return FromRocks(db_->Write(engine_.write, batch), "write");
+    case WalSync::kDeferred: {
+      rocksdb::WriteOptions deferred = engine_.write;
+      deferred.sync = false;
+      return FromRocks(db_->Write(deferred, batch), "write");
+    }
+  }
+  return InternalError("unknown WalSync");
 }
 
 rocksdb::ReadOptions BucketStore::MakeReadOptions(const Snapshot* snapshot) const {

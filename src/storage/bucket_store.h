@@ -17,7 +17,8 @@
 //    observed before, also across restarts (VersionClock). kApplyIfNewer writes the version it
 //    carries and never replaces a stored version that is equal or newer.
 //  - A failing operation changes nothing; ApplyBatch is all-or-nothing in one WriteBatch.
-//  - Durability follows StoreOptions::sync (store_options.h).
+//  - Durability follows StoreOptions::sync (store_options.h), except for a mutation called with
+//    WalSync::kDeferred: readable at once, durable only after a later SyncWal.
 //  - With check_ownership, client operations need the point in a kReadWrite or kLeaving bucket,
 //    kApplyIfNewer in a kReadWrite or kAdding bucket. Mutations hold the directory lock shared
 //    from the check to the end of their write, so a directory change (state change, drop) waits
@@ -169,24 +170,32 @@ class BucketStore {
   // --- single documents (mutation.h has the full table) ---
   [[nodiscard]] StatusOr<Document> Get(CollectionId collection, std::string_view primary_key,
                                        const GetOptions& options = {}) const;
+  // Every mutation takes a WalSync (store_options.h): kDeferred leaves the WAL sync to the
+  // caller's SyncWal, which must come before the write is acknowledged.
   [[nodiscard]] StatusOr<uint64_t> Insert(CollectionId c, std::string_view pk,
-                                          std::string_view body);
+                                          std::string_view body,
+                                          WalSync wal_sync = WalSync::kAsConfigured);
   [[nodiscard]] StatusOr<uint64_t> Update(CollectionId c, std::string_view pk,
-                                          std::string_view body);
+                                          std::string_view body,
+                                          WalSync wal_sync = WalSync::kAsConfigured);
   [[nodiscard]] StatusOr<uint64_t> Upsert(CollectionId c, std::string_view pk,
-                                          std::string_view body);
-  [[nodiscard]] StatusOr<uint64_t> Delete(CollectionId c, std::string_view pk);
+                                          std::string_view body,
+                                          WalSync wal_sync = WalSync::kAsConfigured);
+  [[nodiscard]] StatusOr<uint64_t> Delete(CollectionId c, std::string_view pk,
+                                          WalSync wal_sync = WalSync::kAsConfigured);
   [[nodiscard]] StatusOr<uint64_t> UpdateIf(CollectionId c, std::string_view pk,
                                             std::string_view body, const Condition& condition);
   [[nodiscard]] StatusOr<uint64_t> UpsertIf(CollectionId c, std::string_view pk,
                                             std::string_view body, const Condition& condition);
   [[nodiscard]] StatusOr<uint64_t> CompareAndSet(CollectionId c, std::string_view pk,
-                                                 uint64_t expected_version, std::string_view body);
-  [[nodiscard]] StatusOr<MutationResult> Apply(const Mutation& mutation);
+                                                 uint64_t expected_version, std::string_view body,
+                                                 WalSync wal_sync = WalSync::kAsConfigured);
+  [[nodiscard]] StatusOr<MutationResult> Apply(const Mutation& mutation,
+                                               WalSync wal_sync = WalSync::kAsConfigured);
   // All or nothing, in one WriteBatch. A key may appear more than once; later mutations see the
   // effect of earlier ones. On error nothing is written and the message names the index.
   [[nodiscard]] StatusOr<std::vector<MutationResult>> ApplyBatch(
-      std::span<const Mutation> mutations);
+      std::span<const Mutation> mutations, WalSync wal_sync = WalSync::kAsConfigured);
 
   // --- scans (bucket_store_scan.cc) ---
   [[nodiscard]] StatusOr<ScanPage> Scan(const ScanOptions& options) const;
@@ -228,12 +237,13 @@ class BucketStore {
                                                        size_t max_changes) const;
   // Applies changes read from another node: kApplyIfNewer for each, in one WriteBatch.
   [[nodiscard]] StatusOr<std::vector<MutationResult>> ApplyChanges(
-      std::span<const Document> changes);
+      std::span<const Document> changes, WalSync wal_sync = WalSync::kAsConfigured);
 
   // --- versions and engine ---
   [[nodiscard]] uint64_t LastVersion() const { return clock_->Last(); }
   [[nodiscard]] Status ObserveVersion(uint64_t version) { return clock_->Observe(version); }
   [[nodiscard]] uint64_t LatestSequence() const;
+  // Makes every write that returned before the call durable (fsyncs the WAL).
   [[nodiscard]] Status SyncWal();
   [[nodiscard]] Status Flush();
   [[nodiscard]] Status CompactRange(const PointRange& range);
@@ -253,7 +263,8 @@ class BucketStore {
   [[nodiscard]] Status ValidateMutation(const Mutation& m) const;
   [[nodiscard]] StatusOr<std::optional<StoredState>> ReadStored(const std::string& key,
                                                                 std::string* value) const;
-  [[nodiscard]] Status WriteBatchToEngine(rocksdb::WriteBatch* batch);
+  [[nodiscard]] Status WriteBatchToEngine(rocksdb::WriteBatch* batch,
+                                          WalSync wal_sync = WalSync::kAsConfigured);
   [[nodiscard]] Status PersistDirectory(const LocalDirectory& next, rocksdb::WriteBatch* batch);
   [[nodiscard]] Status ReclaimRange(const PointRange& range);
   [[nodiscard]] Status CheckWalRetained(uint64_t sequence) const;

@@ -94,7 +94,7 @@ StatusOr<Document> BucketStore::Get(CollectionId collection, std::string_view pr
                   .tombstone = view.tombstone};
 }
 
-StatusOr<MutationResult> BucketStore::Apply(const Mutation& m) {
+StatusOr<MutationResult> BucketStore::Apply(const Mutation& m, WalSync wal_sync) {
   SHOAL_RETURN_IF_ERROR(ValidateMutation(m));
   const Point point = PointOf(m.collection, m.primary_key);
   const std::string key = EncodeStoredKey(point, m.collection, m.primary_key);
@@ -120,11 +120,12 @@ StatusOr<MutationResult> BucketStore::Apply(const Mutation& m) {
   }
   rocksdb::WriteBatch batch;
   batch.Put(documents_, key, EncodeStoredValue(version, m.WritesTombstone(), m.body));
-  SHOAL_RETURN_IF_ERROR(WriteBatchToEngine(&batch));
+  SHOAL_RETURN_IF_ERROR(WriteBatchToEngine(&batch, wal_sync));
   return MutationResult{.version = version, .applied = true};
 }
 
-StatusOr<std::vector<MutationResult>> BucketStore::ApplyBatch(std::span<const Mutation> ms) {
+StatusOr<std::vector<MutationResult>> BucketStore::ApplyBatch(std::span<const Mutation> ms,
+                                                              WalSync wal_sync) {
   struct Prepared {
     Point point;
     std::string key;
@@ -214,11 +215,12 @@ StatusOr<std::vector<MutationResult>> BucketStore::ApplyBatch(std::span<const Mu
     batch.Put(documents_, prepared[i].key, EncodeStoredValue(version, m.WritesTombstone(), m.body));
     results[i] = MutationResult{.version = version, .applied = true};
   }
-  SHOAL_RETURN_IF_ERROR(WriteBatchToEngine(&batch));
+  SHOAL_RETURN_IF_ERROR(WriteBatchToEngine(&batch, wal_sync));
   return results;
 }
 
-StatusOr<std::vector<MutationResult>> BucketStore::ApplyChanges(std::span<const Document> changes) {
+StatusOr<std::vector<MutationResult>> BucketStore::ApplyChanges(std::span<const Document> changes,
+                                                                WalSync wal_sync) {
   std::vector<Mutation> mutations;
   mutations.reserve(changes.size());
   for (const Document& d : changes) {
@@ -229,7 +231,7 @@ StatusOr<std::vector<MutationResult>> BucketStore::ApplyChanges(std::span<const 
                                  .tombstone = d.tombstone,
                                  .version = d.version});
   }
-  return ApplyBatch(mutations);
+  return ApplyBatch(mutations, wal_sync);
 }
 
 // --- the named operations: one Mutation each ---
@@ -243,23 +245,27 @@ StatusOr<uint64_t> VersionOf(StatusOr<MutationResult> result) {
 
 }  // namespace
 
-StatusOr<uint64_t> BucketStore::Insert(CollectionId c, std::string_view pk, std::string_view body) {
-  return VersionOf(
-      Apply({.kind = MutationKind::kInsert, .collection = c, .primary_key = pk, .body = body}));
+StatusOr<uint64_t> BucketStore::Insert(CollectionId c, std::string_view pk, std::string_view body,
+                                       WalSync wal_sync) {
+  return VersionOf(Apply(
+      {.kind = MutationKind::kInsert, .collection = c, .primary_key = pk, .body = body}, wal_sync));
 }
 
-StatusOr<uint64_t> BucketStore::Update(CollectionId c, std::string_view pk, std::string_view body) {
-  return VersionOf(
-      Apply({.kind = MutationKind::kUpdate, .collection = c, .primary_key = pk, .body = body}));
+StatusOr<uint64_t> BucketStore::Update(CollectionId c, std::string_view pk, std::string_view body,
+                                       WalSync wal_sync) {
+  return VersionOf(Apply(
+      {.kind = MutationKind::kUpdate, .collection = c, .primary_key = pk, .body = body}, wal_sync));
 }
 
-StatusOr<uint64_t> BucketStore::Upsert(CollectionId c, std::string_view pk, std::string_view body) {
-  return VersionOf(
-      Apply({.kind = MutationKind::kUpsert, .collection = c, .primary_key = pk, .body = body}));
+StatusOr<uint64_t> BucketStore::Upsert(CollectionId c, std::string_view pk, std::string_view body,
+                                       WalSync wal_sync) {
+  return VersionOf(Apply(
+      {.kind = MutationKind::kUpsert, .collection = c, .primary_key = pk, .body = body}, wal_sync));
 }
 
-StatusOr<uint64_t> BucketStore::Delete(CollectionId c, std::string_view pk) {
-  return VersionOf(Apply({.kind = MutationKind::kDelete, .collection = c, .primary_key = pk}));
+StatusOr<uint64_t> BucketStore::Delete(CollectionId c, std::string_view pk, WalSync wal_sync) {
+  return VersionOf(
+      Apply({.kind = MutationKind::kDelete, .collection = c, .primary_key = pk}, wal_sync));
 }
 
 StatusOr<uint64_t> BucketStore::UpdateIf(CollectionId c, std::string_view pk, std::string_view body,
@@ -281,12 +287,14 @@ StatusOr<uint64_t> BucketStore::UpsertIf(CollectionId c, std::string_view pk, st
 }
 
 StatusOr<uint64_t> BucketStore::CompareAndSet(CollectionId c, std::string_view pk,
-                                              uint64_t expected_version, std::string_view body) {
+                                              uint64_t expected_version, std::string_view body,
+                                              WalSync wal_sync) {
   return VersionOf(Apply({.kind = MutationKind::kCompareAndSet,
                           .collection = c,
                           .primary_key = pk,
                           .body = body,
-                          .version = expected_version}));
+                          .version = expected_version},
+                         wal_sync));
 }
 
 }  // namespace shoal::storage

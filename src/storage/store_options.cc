@@ -39,6 +39,7 @@ StatusOr<EngineOptions> BuildEngineOptions(const StoreOptions& options) {
   e.db.recycle_log_file_num = 0;  // recycled WAL files cannot be tailed
   e.db.max_total_wal_size = 4 * options.write_buffer_bytes;
   e.db.avoid_flush_during_shutdown = false;
+  if (options.env != nullptr) e.db.env = options.env;
 
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = rocksdb::NewLRUCache(options.block_cache_bytes);

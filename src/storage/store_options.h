@@ -27,6 +27,13 @@ inline constexpr char kMetaColumnFamily[] = "meta";
 //                background thread fsyncs the WAL that often; 0 leaves it to the OS).
 enum class SyncPolicy : uint8_t { kEveryWrite, kPeriodic };
 
+// Per write call. kAsConfigured follows StoreOptions::sync. kDeferred returns once the write is
+// in the WAL in the OS page cache (and readable by everyone), whatever the policy: the caller
+// must call BucketStore::SyncWal before it acknowledges the write, so that many writes share one
+// sync (a storage node's batch, docs/design/cluster.md "Batch writes"). Until then a process
+// crash keeps the write and a machine crash may lose it.
+enum class WalSync : uint8_t { kAsConfigured, kDeferred };
+
 struct StoreOptions {
   std::string path{};
   bool create_if_missing = true;
@@ -48,6 +55,9 @@ struct StoreOptions {
   uint64_t version_block = 1u << 20;
   // ApplyBatch/ApplyChanges refuse batches whose keys and bodies exceed this (kTooLarge).
   size_t max_batch_bytes = 64u << 20;
+  // The engine's environment; null = the default one. Tests pass one that observes WAL syncs
+  // (sync_tracking_fs.h). Must outlive the store.
+  rocksdb::Env* env = nullptr;
 };
 
 // Engine options derived from StoreOptions.
