@@ -7,6 +7,10 @@
 // `get` first loads the K keys (not timed). With `--batch N` (put only) each client sends
 // Collection::Batch calls of N upserts to random keys: ops_per_second counts writes, the
 // latencies are per batch. Errors are counted (per write), not retried.
+//
+// With `--shared-connection` the C threads share ONE Database (one client, one gRPC channel per
+// node) instead of one each, so that the client coalesces their concurrent operations into
+// batch calls (ConnectOptions::coalesce; `--no-coalesce` turns that off to compare).
 
 #include <fmt/format.h>
 
@@ -36,6 +40,8 @@ struct Flags {
   int keys = 10000;
   int value_bytes = 1024;
   int batch = 1;
+  bool shared_connection = false;
+  bool no_coalesce = false;
 };
 
 std::string Value(int bytes, uint64_t seed) {
@@ -50,8 +56,13 @@ std::string Value(int bytes, uint64_t seed) {
 int Run(const Flags& flags) {
   std::vector<std::unique_ptr<shoal::Database>> dbs;
   std::vector<shoal::Collection> collections;
+  const shoal::ConnectOptions connect{.coalesce = !flags.no_coalesce};
   for (int c = 0; c < flags.clients; ++c) {
-    auto db = shoal::Database::Connect(flags.cluster);
+    if (flags.shared_connection && c > 0) {
+      collections.push_back(collections.front());  // the same client for every thread
+      continue;
+    }
+    auto db = shoal::Database::Connect(flags.cluster, connect);
     if (!db.ok()) {
       std::fprintf(stderr, "error: %s\n", db.status().ToString().c_str());
       return 1;
@@ -151,6 +162,8 @@ int Run(const Flags& flags) {
                      {"clients", flags.clients},
                      {"value_bytes", flags.value_bytes},
                      {"batch", flags.batch},
+                     {"shared_connection", flags.shared_connection},
+                     {"coalesce", !flags.no_coalesce},
                      {"operations", operations},
                      {"errors", error_count},
                      {"seconds", elapsed},
@@ -170,7 +183,7 @@ int main(int argc, char** argv) {
   app.add_option("--op", flags.op, "get or put")
       ->check(CLI::IsMember({"get", "put"}))
       ->capture_default_str();
-  app.add_option("--clients", flags.clients, "Concurrent clients (connections)")
+  app.add_option("--clients", flags.clients, "Concurrent client threads")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   app.add_option("--seconds", flags.seconds, "Measured duration")->capture_default_str();
@@ -179,6 +192,10 @@ int main(int argc, char** argv) {
   app.add_option("--batch", flags.batch, "Upserts per Batch call (put only; 1 = single writes)")
       ->check(CLI::Range(1, static_cast<int>(shoal::kMaxBatchWrites)))
       ->capture_default_str();
+  app.add_flag("--shared-connection", flags.shared_connection,
+               "All client threads share one Database (one connection) instead of one each");
+  app.add_flag("--no-coalesce", flags.no_coalesce,
+               "Send every operation in its own call (ConnectOptions::coalesce = false)");
   CLI11_PARSE(app, argc, argv);
   if (flags.batch > 1 && flags.op != "put") {
     std::fprintf(stderr, "error: --batch needs --op put\n");

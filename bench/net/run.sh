@@ -10,8 +10,14 @@
 # Batched writes: put at BATCH_CLIENTS (default 16) clients with Collection::Batch of each size
 # in BATCHES (default "16 64"; empty = none; 1 = the plain put) against redis-benchmark's SET pipelined as deep
 # (-P N) at as many clients. SINGLE=0 skips the unbatched get/put points.
+# Unbatched get/put are measured once per client style in CONNECTIONS (default "per shared"):
+# `per` = each client thread has its own Database (connection), labelled MODE; `shared` = all
+# threads share one Database, whose client coalesces their concurrent operations into batch
+# calls (net_load --shared-connection), labelled MODE+shared; `shared-nc` = shared without
+# coalescing (--no-coalesce), labelled MODE+shared-nc. BASELINE runs use `per` only.
 # Usage: [RUNS=3] [MODES="sync callback"] [BASELINE=DIR] [BATCHES="16 64"] [SINGLE=1]
-#        bench/net/run.sh BUILD_DIR [SECONDS]
+#        [CONNECTIONS="per shared"] [NODES="1 3"] [CLIENTS="1 16 64"] bench/net/run.sh BUILD_DIR
+#        [SECONDS]
 set -euo pipefail
 
 build=${1:-build}
@@ -22,6 +28,9 @@ baseline=${BASELINE:-}
 batches=${BATCHES-16 64}
 single=${SINGLE:-1}
 batch_clients=${BATCH_CLIENTS:-16}
+connections=${CONNECTIONS:-per shared}
+node_counts=${NODES:-1 3}
+client_counts=${CLIENTS:-1 16 64}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-net-bench-XXXXXX")
 pids=()
 cleanup() {
@@ -65,9 +74,11 @@ declare -A throughput  # "label nodes op clients" -> ops/s, for the ratios at th
 
 # One Shoal point, the median of `runs` runs; prints its table row. Batched puts show as
 # "put/bN" and count writes per second. Usage: point LABEL NODES COORDINATOR OP CLIENTS BATCH
-# (uses `load` of the caller).
+# [FLAG...] (net_load flags; uses `load` of the caller).
 point() {
   local label=$1 nodes=$2 coordinator=$3 op=$4 clients=$5 batch=$6
+  shift 6
+  local style_flags=("$@")
   local name=$op
   local batch_flag=()
   if [ "$batch" -gt 1 ]; then
@@ -80,7 +91,7 @@ point() {
     # with failed operations still reports its successful ones.
     local out
     out=$("$load" --cluster "shoal://$coordinator" --op "$op" --clients "$clients" \
-      --seconds "$seconds" --value-bytes 1024 "${batch_flag[@]}") ||
+      --seconds "$seconds" --value-bytes 1024 "${batch_flag[@]}" "${style_flags[@]}") ||
       echo "net_load: $label $nodes $name $clients: exit $?" >&2
     if [ -n "$out" ]; then results+=("$out"); fi
   done
@@ -97,12 +108,30 @@ point() {
     "$clients" "$ops" "$p50" "$p99"
 }
 
-# Measures one Shoal version/API on 1 and 3 nodes. Usage: measure LABEL BUILD_DIR [FLAG...]
+# The label suffix and net_load flags of a client style of CONNECTIONS.
+style_suffix() {
+  case $1 in
+    per) echo "" ;;
+    shared) echo "+shared" ;;
+    shared-nc) echo "+shared-nc" ;;
+    *) echo "unknown connection style $1" >&2; exit 1 ;;
+  esac
+}
+style_flags() {
+  case $1 in
+    per) ;;
+    shared) echo "--shared-connection" ;;
+    shared-nc) echo "--shared-connection --no-coalesce" ;;
+  esac
+}
+
+# Measures one Shoal version/API on 1 and 3 nodes.
+# Usage: measure LABEL BUILD_DIR STYLES [FLAG...]
 measure() {
-  local label=$1 dir_build=$2
-  shift 2
+  local label=$1 dir_build=$2 styles=$3
+  shift 3
   local shoal=$dir_build/tools/shoal/shoal load=$dir_build/bench/net/net_load
-  for nodes in 1 3; do
+  for nodes in $node_counts; do
     rm -rf "$dir/cluster"
     start coordinator "$shoal" coordinator --data "$dir/cluster/coordinator" \
       --listen 127.0.0.1:0 --initial-nodes "$nodes" --buckets 32 --no-sync "$@"
@@ -113,8 +142,15 @@ measure() {
     done
     sleep 1
     if [ "$single" != 0 ]; then
-      for op in get put; do
-        for clients in 1 16 64; do point "$label" "$nodes" "$coordinator" "$op" "$clients" 1; done
+      for style in $styles; do
+        local suffix flags
+        suffix=$(style_suffix "$style")
+        read -r -a flags <<<"$(style_flags "$style")"
+        for op in get put; do
+          for clients in $client_counts; do
+            point "$label$suffix" "$nodes" "$coordinator" "$op" "$clients" 1 "${flags[@]}"
+          done
+        done
       done
     fi
     for batch in $batches; do
@@ -129,8 +165,8 @@ measure() {
 
 echo "| system | server | nodes | op | clients | ops/s | p50 ms | p99 ms |"
 echo "|---|---|---|---|---|---|---|---|"
-if [ -n "$baseline" ]; then measure before "$baseline"; fi
-for mode in $modes; do measure "$mode" "$build" --grpc-server "$mode"; done
+if [ -n "$baseline" ]; then measure before "$baseline" per; fi
+for mode in $modes; do measure "$mode" "$build" "$connections" --grpc-server "$mode"; done
 
 port=$(free_port)
 mkdir -p "$dir/redis"
@@ -165,7 +201,7 @@ redis_point() {
 }
 if [ "$single" != 0 ]; then
   for op in get set; do
-    for clients in 1 16 64; do redis_point "$op" "$clients" 1; done
+    for clients in $client_counts; do redis_point "$op" "$clients" 1; done
   done
 fi
 for batch in $batches; do
@@ -178,16 +214,20 @@ echo "Ratio to Redis at 16 clients (batched puts: to SET pipelined as deep, at $
 echo
 echo "| server | op | 1 node | 3 nodes |"
 echo "|---|---|---|---|"
-ratio() {  # LABEL SHOAL_OP REDIS_OP CLIENTS
-  local r=${throughput["redis 1 $3 $4"]}
+ratio() {  # LABEL SHOAL_OP REDIS_OP CLIENTS (a point not measured shows as 0)
+  local r=${throughput["redis 1 $3 $4"]:-0}
+  [ "$r" = 0 ] && return 0
   printf '| %s | %s | %.2fx | %.2fx |\n' "$1" "$2" \
-    "$(echo "${throughput["$1 1 $2 $4"]} / $r" | bc -l)" \
-    "$(echo "${throughput["$1 3 $2 $4"]} / $r" | bc -l)"
+    "$(echo "${throughput["$1 1 $2 $4"]:-0} / $r" | bc -l)" \
+    "$(echo "${throughput["$1 3 $2 $4"]:-0} / $r" | bc -l)"
 }
 for label in ${baseline:+before} $modes; do
   if [ "$single" != 0 ]; then
-    ratio "$label" get get 16
-    ratio "$label" put set 16
+    for style in $connections; do
+      [ -n "$baseline" ] && [ "$label" = before ] && [ "$style" != per ] && continue
+      ratio "$label$(style_suffix "$style")" get get 16
+      ratio "$label$(style_suffix "$style")" put set 16
+    done
   fi
   for batch in $batches; do
     if [ "$batch" -gt 1 ]; then

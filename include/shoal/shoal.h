@@ -162,6 +162,16 @@ struct EmbeddedOptions {
   bool sync = true;       // fsync every acknowledged write (survives a machine crash)
 };
 
+// How Database::Connect's client talks to the cluster.
+struct ConnectOptions {
+  // Gets and single writes that threads sharing one Database issue concurrently to the same
+  // node share calls: while a call to a node is in flight, the next ones queue and go out
+  // together as one batch call when it returns (no timer: a lone operation is sent at once).
+  // Each operation keeps its own result, errors and deadline (docs/design/network.md,
+  // "Coalescing").
+  bool coalesce = true;
+};
+
 class Database {
  public:
   // A coordinator and `nodes` storage nodes in this process, on `data_dir`.
@@ -170,7 +180,8 @@ class Database {
   // A client of a running cluster: "shoal://HOST:PORT" (or "HOST:PORT") of its coordinator.
   // Link shoal_net_client for it. The same data API as embedded; AddNode and RemoveNode answer
   // kUnimplemented over the network (use the coordinator's admin commands).
-  [[nodiscard]] static StatusOr<std::unique_ptr<Database>> Connect(std::string_view uri);
+  [[nodiscard]] static StatusOr<std::unique_ptr<Database>> Connect(
+      std::string_view uri, const ConnectOptions& options = {});
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;

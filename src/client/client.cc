@@ -63,7 +63,9 @@ NodeId OwnerOf(const cluster::BucketPlacement& bucket) {
 }
 
 Client::Client(transport::Runtime& runtime, const ClientOptions& options)
-    : runtime_(runtime), options_(options) {}
+    : runtime_(runtime),
+      options_(options),
+      coalescer_(options.coalesce ? std::make_unique<Coalescer>(runtime) : nullptr) {}
 
 cluster::ShardMapPtr Client::map() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -71,8 +73,13 @@ cluster::ShardMapPtr Client::map() const {
 }
 
 ClientCounters Client::counters() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return counters_;
+  ClientCounters out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    out = counters_;
+  }
+  if (coalescer_ != nullptr) out.coalescer = coalescer_->counters();
+  return out;
 }
 
 Status Client::Refresh() {
@@ -150,8 +157,10 @@ StatusOr<transport::Response> Client::CallOwner(
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
     SHOAL_ASSIGN_OR_RETURN(cluster::ShardMapPtr map, CurrentMap());
     const NodeId owner = OwnerOf(map->Lookup(point));
-    auto response =
-        runtime_.Call(Address::Node(owner), make_request(map->epoch()), options_.call_timeout);
+    auto response = coalescer_ != nullptr
+                        ? coalescer_->Call(owner, make_request(map->epoch()), options_.call_timeout)
+                        : runtime_.Call(Address::Node(owner), make_request(map->epoch()),
+                                        options_.call_timeout);
     if (!response.ok()) {
       last = response.status();
       if (last.code() == StatusCode::kCancelled) return last;

@@ -13,6 +13,8 @@
 //     returns kUnknown ("outcome unknown") at once, like FoundationDB's commit_unknown_result.
 //     Requests that were certainly not handled (kUnavailable, WRONG_SHARD, NOT_SERVING) are
 //     retried; every other result is exact.
+//   - With ClientOptions::coalesce, the single-key calls of concurrent threads to one node share
+//     calls (coalescer.h); each operation keeps the semantics above, retried on its own.
 //   - Query walks the hash space in (point, collection, primary key) order, one bucket page at a
 //     time, and resumes from the last key returned at whichever node owns it now, so each live
 //     document is returned exactly once even while buckets move, split or merge (paper 000
@@ -35,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/client/coalescer.h"
 #include "src/cluster/shard_map.h"
 #include "src/common/ids.h"
 #include "src/common/point.h"
@@ -52,6 +55,10 @@ struct ClientOptions {
   transport::Micros max_backoff = 200'000;
   // Bounds one streamed scan (QueryStream); a stream cut by it resumes from its last cursor.
   transport::Micros stream_timeout = 60'000'000;
+  // Sends the single-key gets and writes that concurrent threads issue to one node as batches
+  // while a call to that node is in flight (coalescer.h). Only for runtimes whose tasks are OS
+  // threads (GrpcRuntime, ThreadRuntime), never the simulation; the network client turns it on.
+  bool coalesce = false;
 };
 
 struct QueryOptions {
@@ -70,7 +77,8 @@ struct ClientCounters {
   uint64_t wrong_shard = 0;
   uint64_t retries = 0;
   uint64_t map_refreshes = 0;
-  uint64_t maps_adopted = 0;  // by Adopt (a map watch)
+  uint64_t maps_adopted = 0;    // by Adopt (a map watch)
+  CoalescerCounters coalescer;  // all zero unless ClientOptions::coalesce
 };
 
 class Client {
@@ -138,6 +146,7 @@ class Client {
 
   transport::Runtime& runtime_;
   const ClientOptions options_;
+  const std::unique_ptr<Coalescer> coalescer_;  // null unless options_.coalesce
   mutable std::mutex mu_;
   cluster::ShardMapPtr map_;
   ClientCounters counters_;

@@ -21,14 +21,17 @@ constexpr auto kConnectPatience = std::chrono::seconds(10);
 
 // A network call also pays for connection setup, and on a loaded machine a process may be
 // descheduled for a second: allow more than the in-process default before a call is lost.
-client::ClientOptions NetworkClientOptions() {
+client::ClientOptions NetworkClientOptions(const ConnectOptions& connect) {
   client::ClientOptions options;
   options.call_timeout = 5'000'000;
+  // Every task of a GrpcRuntime is an OS thread, as the coalescer requires.
+  options.coalesce = connect.coalesce;
   return options;
 }
 }  // namespace
 
-StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri) {
+StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri,
+                                                      const ConnectOptions& options) {
   SHOAL_ASSIGN_OR_RETURN(std::string coordinator, net::CoordinatorsOf(uri));
   auto impl = std::make_unique<Impl>();
   SHOAL_ASSIGN_OR_RETURN(auto runtime,
@@ -38,7 +41,7 @@ StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri) {
                                                   .address_book_path = {},
                                                   .max_message_bytes = net::kDefaultMaxMessageBytes,
                                                   .server_mode = net::GrpcServerMode::kSync}));
-  impl->client = std::make_unique<client::Client>(*runtime, NetworkClientOptions());
+  impl->client = std::make_unique<client::Client>(*runtime, NetworkClientOptions(options));
   impl->remote_runtime = std::move(runtime);
   const auto give_up = std::chrono::steady_clock::now() + kConnectPatience;
   Status status;

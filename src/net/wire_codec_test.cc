@@ -141,6 +141,44 @@ TEST(WireCodecTest, BatchWritesRoundTrip) {
             transport::ClusterError::kWrongShard);
 }
 
+TEST(WireCodecTest, BatchGetsRoundTrip) {
+  transport::BatchGetRequest batch{.epoch = MapEpoch(12), .gets = {}};
+  for (const std::string& key : {std::string("a"), std::string("b\0c", 3), std::string()}) {
+    batch.gets.push_back(transport::GetRequest{.epoch = {},
+                                               .collection = CollectionId(3),
+                                               .primary_key = key,
+                                               .via_move = std::nullopt,
+                                               .include_tombstones = false});
+  }
+  ExpectRoundTrip(batch);
+
+  // Each slot keeps its status with its typed reason, and its document.
+  const storage::Document doc{.collection = CollectionId(3),
+                              .primary_key = "a",
+                              .body = R"({"x": 1})",
+                              .version = 9,
+                              .tombstone = false};
+  const transport::BatchGetResponse results{
+      .results = {
+          {.status = OkStatus(), .document = doc},
+          {.status = storage::StorageError(storage::ErrorReason::kNotFound, "gone"),
+           .document = {}},
+          {.status = transport::MakeClusterError(transport::ClusterError::kWrongShard, "moved"),
+           .document = {}}}};
+  wire::Response encoded;
+  ToWire(transport::Response::Ok(results), &encoded);
+  auto decoded = FromWire(encoded);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  auto body = transport::BodyAs<transport::BatchGetResponse>(std::move(*decoded));
+  ASSERT_TRUE(body.ok()) << body.status();
+  ASSERT_EQ(body->results.size(), 3u);
+  EXPECT_TRUE(body->results[0].status.ok());
+  EXPECT_EQ(body->results[0].document, doc);
+  EXPECT_TRUE(storage::Is(body->results[1].status, storage::ErrorReason::kNotFound));
+  EXPECT_EQ(transport::ClusterErrorOf(body->results[2].status),
+            transport::ClusterError::kWrongShard);
+}
+
 TEST(WireCodecTest, TypedErrorsSurvive) {
   const Status wrong = transport::MakeClusterError(transport::ClusterError::kWrongShard, "moved");
   wire::Status w;

@@ -26,6 +26,22 @@ void WriteToWire(const transport::WriteRequest& r, wire::WriteRequest* w) {
   if (r.via_move.has_value()) w->mutable_via_move()->set_id(r.via_move->value());
 }
 
+void GetToWire(const transport::GetRequest& r, wire::GetRequest* w) {
+  w->set_epoch(r.epoch.value());
+  w->set_collection(r.collection.value());
+  w->set_primary_key(r.primary_key);
+  if (r.via_move.has_value()) w->mutable_via_move()->set_id(r.via_move->value());
+  w->set_include_tombstones(r.include_tombstones);
+}
+
+transport::GetRequest GetFromWire(const wire::GetRequest& w) {
+  return transport::GetRequest{.epoch = MapEpoch(w.epoch()),
+                               .collection = CollectionId(w.collection()),
+                               .primary_key = w.primary_key(),
+                               .via_move = MoveOf(w.has_via_move(), w.via_move()),
+                               .include_tombstones = w.include_tombstones()};
+}
+
 StatusOr<transport::WriteOp> WriteOpOf(wire::WriteRequest::Op op) {
   switch (op) {
     case wire::WriteRequest::INSERT:
@@ -65,13 +81,12 @@ void ToWire(const transport::Request& request, wire::Request* out) {
                    w->mutable_writes()->Reserve(static_cast<int>(r.writes.size()));
                    for (const auto& write : r.writes) WriteToWire(write, w->add_writes());
                  },
-                 [out](const transport::GetRequest& r) {
-                   auto* w = out->mutable_get();
+                 [out](const transport::GetRequest& r) { GetToWire(r, out->mutable_get()); },
+                 [out](const transport::BatchGetRequest& r) {
+                   auto* w = out->mutable_batch_get();
                    w->set_epoch(r.epoch.value());
-                   w->set_collection(r.collection.value());
-                   w->set_primary_key(r.primary_key);
-                   if (r.via_move.has_value()) w->mutable_via_move()->set_id(r.via_move->value());
-                   w->set_include_tombstones(r.include_tombstones);
+                   w->mutable_gets()->Reserve(static_cast<int>(r.gets.size()));
+                   for (const auto& get : r.gets) GetToWire(get, w->add_gets());
                  },
                  [out](const transport::ScanRequest& r) {
                    auto* w = out->mutable_scan();
@@ -177,14 +192,14 @@ StatusOr<transport::Request> FromWire(const wire::Request& request) {
       }
       return transport::Request(std::move(batch));
     }
-    case wire::Request::kGet: {
-      const auto& w = request.get();
-      return transport::Request(
-          transport::GetRequest{.epoch = MapEpoch(w.epoch()),
-                                .collection = CollectionId(w.collection()),
-                                .primary_key = w.primary_key(),
-                                .via_move = MoveOf(w.has_via_move(), w.via_move()),
-                                .include_tombstones = w.include_tombstones()});
+    case wire::Request::kGet:
+      return transport::Request(GetFromWire(request.get()));
+    case wire::Request::kBatchGet: {
+      const auto& w = request.batch_get();
+      transport::BatchGetRequest batch{.epoch = MapEpoch(w.epoch()), .gets = {}};
+      batch.gets.reserve(static_cast<size_t>(w.gets_size()));
+      for (const auto& get : w.gets()) batch.gets.push_back(GetFromWire(get));
+      return transport::Request(std::move(batch));
     }
     case wire::Request::kScan: {
       const auto& w = request.scan();
@@ -355,6 +370,15 @@ void ToWire(const transport::Response& response, wire::Response* out) {
                      one->set_version(result.version);
                    }
                  },
+                 [out](const transport::BatchGetResponse& r) {
+                   auto* w = out->mutable_batch_get();
+                   w->mutable_results()->Reserve(static_cast<int>(r.results.size()));
+                   for (const auto& result : r.results) {
+                     auto* one = w->add_results();
+                     ToWire(result.status, one->mutable_status());
+                     if (result.status.ok()) ToWire(result.document, one->mutable_document());
+                   }
+                 },
                  [out](const transport::FetchMoveFileResponse& r) {
                    auto* w = out->mutable_fetch_move_file();
                    w->set_data(r.data);
@@ -454,6 +478,16 @@ StatusOr<transport::Response> FromWire(const wire::Response& response) {
       for (const auto& result : response.batch_write().results()) {
         batch.results.push_back(transport::BatchWriteResult{.status = FromWire(result.status()),
                                                             .version = result.version()});
+      }
+      out.body = std::move(batch);
+      break;
+    }
+    case wire::Response::kBatchGet: {
+      transport::BatchGetResponse batch;
+      batch.results.reserve(static_cast<size_t>(response.batch_get().results_size()));
+      for (const auto& result : response.batch_get().results()) {
+        batch.results.push_back(transport::BatchGetResult{.status = FromWire(result.status()),
+                                                          .document = FromWire(result.document())});
       }
       out.body = std::move(batch);
       break;

@@ -379,6 +379,7 @@ Response StorageNode::Handle(const Address& from, const transport::Request& requ
           [&](const transport::WriteRequest& r) { return HandleWrite(r); },
           [&](const transport::BatchWriteRequest& r) { return HandleBatchWrite(r); },
           [&](const transport::GetRequest& r) { return HandleGet(r); },
+          [&](const transport::BatchGetRequest& r) { return HandleBatchGet(r); },
           [&](const transport::ScanRequest& r) { return HandleScan(r); },
           [&](const transport::InstallMapRequest& r) { return HandleInstallMap(r); },
           [&](const transport::ExportBucketRequest& r) { return HandleExport(r); },

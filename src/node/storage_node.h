@@ -278,6 +278,8 @@ class StorageNode final : public transport::Service,
   // one WAL sync for them all before the answer (storage_node_batch.cc).
   transport::Response HandleBatchWrite(const transport::BatchWriteRequest& request);
   transport::Response HandleGet(const transport::GetRequest& request);
+  // storage_node_batch_get.cc.
+  transport::Response HandleBatchGet(const transport::BatchGetRequest& request);
   transport::Response HandleScan(const transport::ScanRequest& request);
   transport::Response HandleInstallMap(const transport::InstallMapRequest& request);
   transport::Response HandleExport(const transport::ExportBucketRequest& request);

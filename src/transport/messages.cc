@@ -94,6 +94,20 @@ Status ValidateBatch(const std::vector<WriteRequest>& writes) {
   return OkStatus();
 }
 
+Status ValidateBatchGet(const std::vector<GetRequest>& gets) {
+  if (gets.empty()) return InvalidArgumentError("a batch get needs at least one key");
+  if (gets.size() > kMaxBatchGets) {
+    return ResourceExhaustedError(
+        fmt::format("a batch of {} gets exceeds the limit of {}", gets.size(), kMaxBatchGets));
+  }
+  for (const GetRequest& get : gets) {
+    if (get.via_move.has_value() || get.include_tombstones) {
+      return InvalidArgumentError("a batched get may not be forwarded (via_move, tombstones)");
+    }
+  }
+  return OkStatus();
+}
+
 std::string_view RequestName(const Request& request) {
   return std::visit(
       Overloaded{
@@ -114,6 +128,7 @@ std::string_view RequestName(const Request& request) {
           [](const TransferBucketRequest&) { return std::string_view("TransferBucket"); },
           [](const FetchMoveFileRequest&) { return std::string_view("FetchMoveFile"); },
           [](const BatchWriteRequest&) { return std::string_view("BatchWrite"); },
+          [](const BatchGetRequest&) { return std::string_view("BatchGet"); },
       },
       request);
 }

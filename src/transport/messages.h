@@ -123,6 +123,34 @@ struct GetResponse {
   storage::Document document{};
 };
 
+// Several gets in one message (docs/design/network.md, "Coalescing"). The node answers each as
+// it would a GetRequest at `epoch` (same admission, fencing, switch-then-copy forwarding and
+// storage checks: StorageNode::HandleGet), in order, each in its own slot; a key the node does
+// not serve gets WRONG_SHARD in its slot (the response then carries the node's map as the
+// route) and the others are still read. Limits (ValidateBatchGet), checked by the client before
+// sending and by the node before reading anything:
+//   - 1 to kMaxBatchGets gets (0: kInvalidArgument; more: kResourceExhausted): with documents
+//     of at most 1 MiB of body and 8 KiB of key (storage::DocumentLimits), the response stays
+//     at about half of the default message limit (64 MiB);
+//   - the gets carry no via_move and no include_tombstones (kInvalidArgument): forwarding is
+//     per get, never batched.
+// Each get's own `epoch` is ignored: the batch's applies to all.
+inline constexpr size_t kMaxBatchGets = 32;
+struct BatchGetRequest {
+  MapEpoch epoch{};
+  std::vector<GetRequest> gets{};
+};
+struct BatchGetResult {
+  Status status{};
+  storage::Document document{};  // with an OK status
+};
+// One result per get, in the request's order.
+struct BatchGetResponse {
+  std::vector<BatchGetResult> results{};
+};
+// OK iff `gets` is a batch within the limits above.
+[[nodiscard]] Status ValidateBatchGet(const std::vector<GetRequest>& gets);
+
 // One page of a bucket's documents, in (point, collection, primary key) order.
 struct ScanRequest {
   MapEpoch epoch{};
@@ -305,17 +333,18 @@ struct BucketLoadResponse {
 
 struct Ack {};
 
-using Request = std::variant<WriteRequest, GetRequest, ScanRequest, GetMapRequest,
-                             InstallMapRequest, HeartbeatRequest, CreateCollectionRequest,
-                             ExportBucketRequest, IngestBucketRequest, CatchUpRequest,
-                             ReadChangesRequest, FenceRequest, DropBucketRequest, BucketLoadRequest,
-                             TransferBucketRequest, FetchMoveFileRequest, BatchWriteRequest>;
+using Request =
+    std::variant<WriteRequest, GetRequest, ScanRequest, GetMapRequest, InstallMapRequest,
+                 HeartbeatRequest, CreateCollectionRequest, ExportBucketRequest,
+                 IngestBucketRequest, CatchUpRequest, ReadChangesRequest, FenceRequest,
+                 DropBucketRequest, BucketLoadRequest, TransferBucketRequest, FetchMoveFileRequest,
+                 BatchWriteRequest, BatchGetRequest>;
 
 using ResponseBody =
     std::variant<Ack, WriteResponse, GetResponse, ScanResponse, GetMapResponse, HeartbeatResponse,
                  CreateCollectionResponse, ExportBucketResponse, CatchUpResponse,
                  ReadChangesResponse, FenceResponse, BucketLoadResponse, TransferBucketResponse,
-                 FetchMoveFileResponse, BatchWriteResponse>;
+                 FetchMoveFileResponse, BatchWriteResponse, BatchGetResponse>;
 
 struct Response {
   Status status{};

@@ -1,0 +1,242 @@
+#include "src/client/coalescer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <optional>
+#include <variant>
+
+namespace shoal::client {
+
+using transport::Address;
+using transport::Request;
+using transport::Response;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// How often a queued caller looks whether its process was stopped (Runtime rule 3).
+constexpr std::chrono::milliseconds kAlivePoll(20);
+
+CoalescerOptions Clamped(CoalescerOptions options) {
+  options.max_batch_writes =
+      std::clamp<size_t>(options.max_batch_writes, 1, transport::kMaxBatchWrites);
+  options.max_batch_bytes = std::min(options.max_batch_bytes, transport::kMaxBatchBytes);
+  options.max_batch_gets = std::clamp<size_t>(options.max_batch_gets, 1, transport::kMaxBatchGets);
+  return options;
+}
+
+// A slot's own Response, as a single call would have had it: WRONG_SHARD carries the route.
+Response SlotResponse(Status status, transport::ResponseBody body,
+                      const cluster::ShardMapPtr& route) {
+  if (status.ok()) return Response::Ok(std::move(body));
+  const bool wrong_shard =
+      transport::ClusterErrorOf(status) == transport::ClusterError::kWrongShard;
+  return Response::Error(std::move(status), wrong_shard ? route : nullptr);
+}
+
+}  // namespace
+
+struct Coalescer::Op {
+  Request request;
+  Clock::time_point deadline;
+  std::condition_variable wake;
+  bool leader = false;  // this operation's thread sends the lane's next call
+  bool sent = false;    // taken into a call
+  std::optional<StatusOr<Response>> result;
+};
+
+struct Coalescer::Lane {
+  bool busy = false;  // a call is in flight, or a leader was chosen to send the next one
+  std::deque<std::shared_ptr<Op>> queue;
+};
+
+Coalescer::Coalescer(transport::Runtime& runtime, const CoalescerOptions& options)
+    : runtime_(runtime), options_(Clamped(options)) {}
+
+Coalescer::~Coalescer() = default;
+
+CoalescerCounters Coalescer::counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_;
+}
+
+StatusOr<Response> Coalescer::Call(NodeId node, Request request, transport::Micros timeout) {
+  std::optional<Kind> kind;
+  if (const auto* write = std::get_if<transport::WriteRequest>(&request)) {
+    if (!write->via_move.has_value()) kind = Kind::kWrite;
+  } else if (const auto* get = std::get_if<transport::GetRequest>(&request)) {
+    if (!get->via_move.has_value() && !get->include_tombstones) kind = Kind::kGet;
+  }
+  if (!kind.has_value()) return runtime_.Call(Address::Node(node), std::move(request), timeout);
+
+  std::unique_lock<std::mutex> lock(mu_);
+  // std::map: the reference stays valid while other lanes are added.
+  Lane& lane = lanes_[LaneKey(node.value(), *kind)];
+  if (!lane.busy) {
+    // Nothing in flight: go at once, alone.
+    lane.busy = true;
+    ++counters_.single_calls;
+    lock.unlock();
+    StatusOr<Response> result = runtime_.Call(Address::Node(node), std::move(request), timeout);
+    lock.lock();
+    PassOnLocked(lane);
+    return result;
+  }
+  auto op = std::make_shared<Op>();
+  op->request = std::move(request);
+  op->deadline = Clock::now() + std::chrono::microseconds(std::max<transport::Micros>(timeout, 0));
+  lane.queue.push_back(op);
+  ++counters_.queued;
+  while (true) {
+    if (op->result.has_value()) return std::move(*op->result);
+    const auto now = Clock::now();
+    if (!op->sent) {
+      const bool expired = now >= op->deadline;
+      const bool stopped = !runtime_.Alive();
+      if (expired || stopped) {
+        // Never sent: leave the queue, and hand the turn on if it was ours.
+        lane.queue.erase(std::find(lane.queue.begin(), lane.queue.end(), op));
+        --counters_.queued;
+        if (op->leader) PassOnLocked(lane);
+        if (stopped) return CancelledError("process stopped");
+        ++counters_.expired_in_queue;
+        return UnavailableError(
+            fmt::format("not sent to n{}: the call ahead of it did not return within {} us",
+                        node.value(), timeout));
+      }
+      if (op->leader) break;
+    } else if (now >= op->deadline) {
+      return DeadlineExceededError(
+          fmt::format("no response from n{} within {} us (batched)", node.value(), timeout));
+    }
+    op->wake.wait_until(lock, std::min(op->deadline, now + kAlivePoll));
+  }
+
+  // Our turn: send the head of the queue (starting with this operation) as one call.
+  std::vector<std::shared_ptr<Op>> batch = TakeBatchLocked(lane, *kind);
+  counters_.queued -= batch.size();
+  if (batch.size() == 1) {
+    ++counters_.single_calls;
+  } else {
+    ++counters_.batch_calls;
+    counters_.batched_operations += batch.size();
+  }
+  lock.unlock();
+  std::vector<StatusOr<Response>> results = Send(node, *kind, batch);
+  lock.lock();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    batch[i]->result = std::move(results[i]);
+    if (batch[i] != op) batch[i]->wake.notify_one();
+  }
+  PassOnLocked(lane);
+  return std::move(*op->result);
+}
+
+void Coalescer::PassOnLocked(Lane& lane) {
+  lane.busy = !lane.queue.empty();
+  if (lane.busy) {
+    lane.queue.front()->leader = true;
+    lane.queue.front()->wake.notify_one();
+  }
+}
+
+std::vector<std::shared_ptr<Coalescer::Op>> Coalescer::TakeBatchLocked(Lane& lane,
+                                                                       Kind kind) const {
+  const size_t max_ops = kind == Kind::kWrite ? options_.max_batch_writes : options_.max_batch_gets;
+  std::vector<std::shared_ptr<Op>> batch;
+  size_t bytes = 0;
+  while (!lane.queue.empty() && batch.size() < max_ops) {
+    const std::shared_ptr<Op>& next = lane.queue.front();
+    size_t size = 0;
+    if (const auto* write = std::get_if<transport::WriteRequest>(&next->request)) {
+      size = write->primary_key.size() + write->body.size();
+    }
+    if (!batch.empty() && bytes + size > options_.max_batch_bytes) break;
+    bytes += size;
+    next->sent = true;
+    batch.push_back(next);
+    lane.queue.pop_front();
+  }
+  return batch;
+}
+
+std::vector<StatusOr<Response>> Coalescer::Send(NodeId node, Kind kind,
+                                                const std::vector<std::shared_ptr<Op>>& ops) {
+  // The batch may not outlive the earliest deadline of its operations.
+  Clock::time_point deadline = ops.front()->deadline;
+  for (const auto& op : ops) deadline = std::min(deadline, op->deadline);
+  const auto timeout = std::max<transport::Micros>(
+      1, std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now()).count());
+  std::vector<StatusOr<Response>> out;
+  out.reserve(ops.size());
+  if (ops.size() == 1) {
+    out.push_back(runtime_.Call(Address::Node(node), std::move(ops.front()->request), timeout));
+    return out;
+  }
+
+  Request request;
+  if (kind == Kind::kWrite) {
+    transport::BatchWriteRequest batch{.epoch = {}, .writes = {}};
+    batch.writes.reserve(ops.size());
+    for (const auto& op : ops) {
+      auto& write = std::get<transport::WriteRequest>(op->request);
+      batch.epoch = std::max(batch.epoch, write.epoch);
+      batch.writes.push_back(std::move(write));
+    }
+    request = std::move(batch);
+  } else {
+    transport::BatchGetRequest batch{.epoch = {}, .gets = {}};
+    batch.gets.reserve(ops.size());
+    for (const auto& op : ops) {
+      auto& get = std::get<transport::GetRequest>(op->request);
+      batch.epoch = std::max(batch.epoch, get.epoch);
+      batch.gets.push_back(std::move(get));
+    }
+    request = std::move(batch);
+  }
+  StatusOr<Response> answer = runtime_.Call(Address::Node(node), std::move(request), timeout);
+  if (!answer.ok()) {
+    // The transport's verdict holds for every operation of the call.
+    out.assign(ops.size(), answer.status());
+    return out;
+  }
+  Response& response = *answer;
+  if (!response.status.ok()) {
+    // Refused whole, before any operation.
+    for (size_t i = 0; i < ops.size(); ++i) {
+      out.push_back(Response::Error(response.status, response.route));
+    }
+    return out;
+  }
+  if (kind == Kind::kWrite) {
+    auto* body = std::get_if<transport::BatchWriteResponse>(&response.body);
+    if (body == nullptr || body->results.size() != ops.size()) {
+      // Which writes were applied cannot be told: as if the reply had been lost.
+      out.assign(ops.size(), DeadlineExceededError("malformed batch write response"));
+      return out;
+    }
+    for (auto& result : body->results) {
+      out.push_back(SlotResponse(std::move(result.status),
+                                 transport::WriteResponse{.version = result.version},
+                                 response.route));
+    }
+    return out;
+  }
+  auto* body = std::get_if<transport::BatchGetResponse>(&response.body);
+  if (body == nullptr || body->results.size() != ops.size()) {
+    out.assign(ops.size(), Response::Error(InternalError("malformed batch get response")));
+    return out;
+  }
+  for (auto& result : body->results) {
+    out.push_back(SlotResponse(std::move(result.status),
+                               transport::GetResponse{.document = std::move(result.document)},
+                               response.route));
+  }
+  return out;
+}
+
+}  // namespace shoal::client
