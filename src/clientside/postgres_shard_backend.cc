@@ -157,30 +157,21 @@ class PostgresShardBackend::Lease {
   // unprepared once the connection holds max_prepared_statements.
   template <typename... Args>
   StatusOr<pqxx::result> Exec(const std::string& sql, Args&&... args) {
-    try {
-      if (conn_ == nullptr) conn_ = std::make_unique<Connection>(owner_->options_.conninfo);
+    return Run([&](pqxx::connection& conn) -> pqxx::result {
       auto it = conn_->prepared.find(sql);
       if (it == conn_->prepared.end() &&
           conn_->prepared.size() < owner_->options_.max_prepared_statements) {
         std::string name = fmt::format("s{}", conn_->next_name++);
-        conn_->conn.prepare(name, sql);
-        conn_->conn.prepare_now(name);
+        conn.prepare(name, sql);
+        conn.prepare_now(name);
         owner_->round_trips_.fetch_add(1, std::memory_order_relaxed);
         it = conn_->prepared.emplace(sql, std::move(name)).first;
       }
-      pqxx::nontransaction tx(conn_->conn);
+      pqxx::nontransaction tx(conn);
       owner_->round_trips_.fetch_add(1, std::memory_order_relaxed);
       if (it == conn_->prepared.end()) return tx.exec_params(sql, std::forward<Args>(args)...);
       return tx.exec_prepared(it->second, std::forward<Args>(args)...);
-    } catch (const pqxx::broken_connection& e) {
-      broken_ = true;
-      return UnavailableError(fmt::format("{}: {}", owner_->Name(), e.what()));
-    } catch (const pqxx::sql_error& e) {
-      return InternalError(fmt::format("{}: {} ({})", owner_->Name(), e.what(), e.query()));
-    } catch (const std::exception& e) {
-      broken_ = true;
-      return InternalError(fmt::format("{}: {}", owner_->Name(), e.what()));
-    }
+    });
   }
 
  private:

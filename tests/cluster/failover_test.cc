@@ -83,6 +83,18 @@ class ZooKeeperClusterTest : public testing::Test {
     zk_.reset();
   }
 
+  // Starts nodes 1-4 (3 initial nodes and one spare) and waits until they serve and the first
+  // coordinator leads at epoch 1.
+  void StartNodesUnderTheLeader() {
+    for (uint32_t id = 1; id <= 4; ++id) {
+      Status started = cluster_->StartNode(id);
+      ASSERT_TRUE(started.ok()) << started;
+    }
+    Status serving = cluster_->WaitServing(30);
+    ASSERT_TRUE(serving.ok()) << serving;
+    ASSERT_NO_FATAL_FAILURE(WaitLeader(kCoordinator, 1, 10));
+  }
+
   // Until the coordinator that answers admin requests is `id`, at leader epoch >= `epoch`.
   void WaitLeader(uint32_t id, uint64_t epoch, int seconds) {
     const auto until = Clock::now() + std::chrono::seconds(seconds);
@@ -131,13 +143,7 @@ TEST_P(FailoverTest, StandbyTakesOverMidMoveWithoutLoss) {
   // Every move of the first leader waits 5 s before its commit: the window for the fault.
   ASSERT_TRUE(cluster_->StartCoordinator(3, 12, std::string(kPoint) + "=pause:5000").ok());
   ASSERT_TRUE(cluster_->StartStandbyCoordinator(3, 12).ok());
-  for (uint32_t id = 1; id <= 4; ++id) {
-    Status started = cluster_->StartNode(id);
-    ASSERT_TRUE(started.ok()) << started;
-  }
-  Status serving = cluster_->WaitServing(30);
-  ASSERT_TRUE(serving.ok()) << serving;
-  ASSERT_NO_FATAL_FAILURE(WaitLeader(kCoordinator, 1, 10));
+  ASSERT_NO_FATAL_FAILURE(StartNodesUnderTheLeader());
 
   workload_ = std::make_unique<Workload>(cluster_->uri(), /*threads=*/2, /*keys_per_thread=*/150);
   ASSERT_TRUE(workload_->Start().ok());
@@ -210,13 +216,7 @@ TEST_P(FailoverTest, StandbyTakesOverMidMoveWithoutLoss) {
 TEST_F(ZooKeeperClusterTest, WatchingClientFollowsTheNewLeader) {
   ASSERT_TRUE(cluster_->StartCoordinator(3, 12).ok());
   ASSERT_TRUE(cluster_->StartStandbyCoordinator(3, 12).ok());
-  for (uint32_t id = 1; id <= 4; ++id) {
-    Status started = cluster_->StartNode(id);
-    ASSERT_TRUE(started.ok()) << started;
-  }
-  Status serving = cluster_->WaitServing(30);
-  ASSERT_TRUE(serving.ok()) << serving;
-  ASSERT_NO_FATAL_FAILURE(WaitLeader(kCoordinator, 1, 10));
+  ASSERT_NO_FATAL_FAILURE(StartNodesUnderTheLeader());
 
   auto runtime = net::GrpcRuntime::Start({.listen = {},
                                           .advertise = {},
@@ -258,13 +258,7 @@ TEST_F(ZooKeeperClusterTest, WatchingClientFollowsTheNewLeader) {
 // acknowledged is lost and every node holds exactly the buckets of the one map.
 TEST_F(ZooKeeperClusterTest, ZooKeeperKilledUnderLoad) {
   ASSERT_TRUE(cluster_->StartCoordinator(3, 12).ok());
-  for (uint32_t id = 1; id <= 4; ++id) {
-    Status started = cluster_->StartNode(id);
-    ASSERT_TRUE(started.ok()) << started;
-  }
-  Status serving = cluster_->WaitServing(30);
-  ASSERT_TRUE(serving.ok()) << serving;
-  ASSERT_NO_FATAL_FAILURE(WaitLeader(kCoordinator, 1, 10));
+  ASSERT_NO_FATAL_FAILURE(StartNodesUnderTheLeader());
   auto reader = Database::Connect(cluster_->uri());  // opened before: it has the map
   ASSERT_TRUE(reader.ok()) << reader.status();
   auto probe = (*reader)->GetCollection("faults");
