@@ -204,6 +204,8 @@ StatusOr<ShardMapPtr> Coordinator::CommitEdit(const EditBuilder& build,
   ShardMapPtr next;
   {
     std::lock_guard<std::mutex> edit_lock(edit_mu_);
+    // A reloaded map reaches the nodes with the next edit, or through their heartbeats.
+    if (map_unknown_) SHOAL_RETURN_IF_ERROR(ReloadMap());
     ShardMapPtr current = map();
     if (current == nullptr) return FailedPreconditionError("the cluster is not initialized");
     ShardMapEdit edit(current->epoch());
@@ -222,7 +224,10 @@ StatusOr<ShardMapPtr> Coordinator::CommitEdit(const EditBuilder& build,
       ops.push_back(metadata::MetaOp::Put(kNextMoveKey, std::to_string(next_move)));
     }
     if (log_key.has_value()) ops.push_back(metadata::MetaOp::Put(*log_key, log_value));
-    SHOAL_RETURN_IF_ERROR(store_.Commit(ops));
+    if (Status committed = store_.Commit(ops); !committed.ok()) {
+      if (committed.code() == StatusCode::kUnavailable) map_unknown_ = true;
+      return committed;
+    }
     if (log::Enabled(log::Level::kInfo)) {
       log::Info("map.commit", {{"epoch", applied.epoch().value()},
                                {"edit", edit.DebugString()},
@@ -236,6 +241,22 @@ StatusOr<ShardMapPtr> Coordinator::CommitEdit(const EditBuilder& build,
   }
   Publish(next);
   return next;
+}
+
+Status Coordinator::ReloadMap() {
+  SHOAL_ASSIGN_OR_RETURN(const metadata::Versioned stored, store_.Get(kMapKey));
+  auto next = store_.Get(kNextMoveKey);
+  if (!next.ok() && next.status().code() != StatusCode::kNotFound) return next.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (next.ok()) next_move_ = std::max(next_move_, ParseU64(next->value));
+  if (stored.version != map_version_) {
+    SHOAL_ASSIGN_OR_RETURN(ShardMap decoded, cluster::DecodeShardMap(stored.value));
+    log::Warning("map.reload", {{"epoch", decoded.epoch().value()}, {"version", stored.version}});
+    map_ = std::make_shared<const ShardMap>(std::move(decoded));
+    map_version_ = stored.version;
+  }
+  map_unknown_ = false;
+  return OkStatus();
 }
 
 void Coordinator::Publish(const ShardMapPtr& map) {
@@ -343,6 +364,14 @@ Status Coordinator::MoveBucket(BucketId bucket, NodeId destination, cluster::Tra
   return status;
 }
 
+Status Coordinator::Resolve(BucketId bucket, const cluster::BucketTransition& transition) {
+  if (cluster::IsCommitted(transition.stage)) return FinishCommitted(bucket, transition.move);
+  if (cluster::CanAbort(transition.stage, transition.mode)) {
+    return AbortMove(bucket, transition.move, AbortedError("the move's task ended before it"));
+  }
+  return RollForwardSwitched(bucket, transition.move, std::nullopt);  // switched: no way back
+}
+
 void Coordinator::Recover() {
   ShardMapPtr map = this->map();
   if (map != nullptr) {
@@ -352,19 +381,35 @@ void Coordinator::Recover() {
       log::Info("move.recover", {{"move", t.move.value()},
                                  {"bucket", bucket.id.value()},
                                  {"stage", cluster::ToString(t.stage)}});
-      Status status;
-      if (cluster::IsCommitted(t.stage)) {
-        status = FinishCommitted(bucket.id, t.move);
-      } else if (cluster::CanAbort(t.stage, t.mode)) {
-        status = AbortMove(bucket.id, t.move, AbortedError("coordinator restarted"));
-      } else {
-        status = RollForwardSwitched(bucket.id, t.move, std::nullopt);  // switched: no way back
-      }
-      if (status.code() == StatusCode::kCancelled) return;
+      if (Resolve(bucket.id, t).code() == StatusCode::kCancelled) return;
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
   recovered_ = true;
+}
+
+Status Coordinator::ResolveOrphans() {
+  const ShardMapPtr map = this->map();
+  if (map == nullptr) return OkStatus();
+  for (const auto& bucket : map->buckets()) {
+    if (!bucket.transition.has_value()) continue;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // A task of this incarnation runs it: not an orphan.
+      if (!moving_.insert(bucket.id).second) continue;
+    }
+    const auto& t = *bucket.transition;
+    log::Info("move.orphan", {{"move", t.move.value()},
+                              {"bucket", bucket.id.value()},
+                              {"stage", cluster::ToString(t.stage)}});
+    const Status status = Resolve(bucket.id, t);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      moving_.erase(bucket.id);
+    }
+    if (status.code() == StatusCode::kCancelled) return status;
+  }
+  return OkStatus();
 }
 
 StatusOr<cluster::LoadReport> Coordinator::CollectLoads() {
@@ -533,6 +578,8 @@ void Coordinator::BalanceLoop() {
       std::lock_guard<std::mutex> lock(mu_);
       enabled = auto_balance_;
     }
+    // Also with the balancer off: a transition left behind holds its source fenced.
+    if (ResolveOrphans().code() == StatusCode::kCancelled) return;
     if (!enabled) continue;
     Status status = BalanceOnce();
     if (status.code() == StatusCode::kCancelled) return;

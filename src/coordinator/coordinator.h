@@ -31,6 +31,14 @@
 // not switched) is aborted (ABORT, the destination drops its staged data); every switched one is
 // rolled forward and every committed one finished (cleanup, DONE). A failure of any step before
 // COMMIT (or SWITCH) aborts the move; the balancer plans again later.
+// Orphans: a move's task may end with its transition still in the map (the metadata store was
+// unreachable, so even its ABORT could not be stored, or a roll-forward step failed). Invariant:
+// every transition in the map is either run by a task of this incarnation (its bucket is in
+// moving_) or resolved by the balancer loop, which, every round and also with auto-balance off,
+// treats each such orphan as recovery does, until it is stored. So a move across a metadata
+// outage ends committed or aborted once the store answers again, never half-way.
+// Unknown outcomes: a metadata Commit that failed with kUnavailable may have been applied; the
+// next edit re-reads the map (and next_move) before building on it.
 //
 // Thread-safety: all public methods are thread-safe. Edits are serialized by edit_mu_, which is
 // never held across a runtime yield.
@@ -217,7 +225,16 @@ class Coordinator final : public transport::Service,
   [[nodiscard]] Status AdvanceStage(BucketId bucket, MoveId move, cluster::TransitionStage stage,
                                     std::optional<std::string> log = std::nullopt);
   [[nodiscard]] Status FinishCommitted(BucketId bucket, MoveId move);
+  // Stores ABORT unless the move is committed or gone; the destination drops its staged data.
+  // The store's error if it could not be stored (the transition then stays: an orphan).
   [[nodiscard]] Status AbortMove(BucketId bucket, MoveId move, const Status& reason);
+  // What recovery does with a transition found in the map: finish a committed one, abort one
+  // that may abort, roll a switched one forward.
+  [[nodiscard]] Status Resolve(BucketId bucket, const cluster::BucketTransition& transition);
+  // Resolves every transition of the map that no task of this incarnation runs (see "Orphans").
+  [[nodiscard]] Status ResolveOrphans();
+  // Re-reads the map and next_move after a commit of unknown outcome (edit_mu_ held).
+  [[nodiscard]] Status ReloadMap();
   [[nodiscard]] StatusOr<cluster::LoadReport> CollectLoads();
   [[nodiscard]] StatusOr<cluster::MigrationPlan> PlanNow(const cluster::ShardMap& map,
                                                          const cluster::LoadReport& load);
@@ -235,6 +252,8 @@ class Coordinator final : public transport::Service,
   std::mutex edit_mu_;     // serializes CommitEdit
   cluster::ShardMapPtr map_;
   uint64_t map_version_ = 0;  // metadata version of cluster/map
+  // Guarded by edit_mu_: the last map commit failed with kUnavailable (it may have been applied).
+  bool map_unknown_ = false;
   uint64_t next_move_ = 1;
   std::vector<storage::CollectionSpec> collections_;
   std::map<NodeId, transport::Micros> last_heartbeat_;

@@ -92,11 +92,12 @@ Status Coordinator::RunMove(BucketId bucket, NodeId destination, cluster::Transi
 }
 
 Status Coordinator::FailMove(BucketId bucket, MoveId move, const Status& status) {
-  if (status.code() == StatusCode::kCancelled) {
+  {
     std::lock_guard<std::mutex> lock(mu_);
     --progress_.in_flight;
-    return status;  // this incarnation is gone; recovery decides
   }
+  // Cancelled: this incarnation is gone; recovery decides.
+  if (status.code() == StatusCode::kCancelled) return status;
   return AbortMove(bucket, move, status);
 }
 
@@ -422,12 +423,14 @@ Status Coordinator::FinishCommitted(BucketId bucket, MoveId move) {
 Status Coordinator::AbortMove(BucketId bucket, MoveId move, const Status& reason) {
   std::vector<NodeId> destination;
   storage::PointRange range;
+  bool applies = false;
   auto aborted = CommitEdit(
       [&](const ShardMap& map, ShardMapEdit* edit) {
         const auto* placement = map.Find(bucket);
-        if (placement != nullptr && placement->transition.has_value() &&
-            placement->transition->move == move &&
-            !cluster::IsCommitted(placement->transition->stage)) {
+        applies = placement != nullptr && placement->transition.has_value() &&
+                  placement->transition->move == move &&
+                  !cluster::IsCommitted(placement->transition->stage);
+        if (applies) {
           edit->AbortTransition(bucket, move);
           destination = placement->transition->Incoming();
           range = ToPointRange(placement->range);
@@ -435,19 +438,27 @@ Status Coordinator::AbortMove(BucketId bucket, MoveId move, const Status& reason
         return OkStatus();
       },
       MoveLogKey(move), fmt::format("ABORT {}: {}", bucket.DebugString(), reason.ToString()));
-  log::Warning("move.abort",
-               {{"move", move.value()}, {"bucket", bucket.value()}, {"reason", reason.ToString()}});
-  {
+  if (!aborted.ok()) {
+    // Not stored (the metadata store is unreachable, say): the transition stays in the map, and
+    // the balancer loop tries again (ResolveOrphans) once this task has ended.
+    log::Warning("move.abort_failed", {{"move", move.value()},
+                                       {"bucket", bucket.value()},
+                                       {"reason", reason.ToString()},
+                                       {"error", aborted.status().ToString()}});
+    return aborted.status();
+  }
+  if (applies) {
+    log::Warning(
+        "move.abort",
+        {{"move", move.value()}, {"bucket", bucket.value()}, {"reason", reason.ToString()}});
     std::lock_guard<std::mutex> lock(mu_);
     ++progress_.aborted;
-    if (progress_.in_flight > 0) --progress_.in_flight;
     progress_.abort_reasons.push_back(
         fmt::format("{} {}: {}", move.DebugString(), bucket.DebugString(), reason.ToString()));
     if (progress_.abort_reasons.size() > 16) {
       progress_.abort_reasons.erase(progress_.abort_reasons.begin());
     }
   }
-  if (!aborted.ok()) return aborted.status();
   // The destination's staged data: best effort (it never serves it, and a new attempt drops the
   // range before ingesting).
   for (NodeId node : destination) {

@@ -73,6 +73,7 @@ class CoordinatorTest : public ::testing::Test {
     options.node.fence_timeout = 500 * kMs;
     options.node.heartbeat_interval = 50 * kMs;
     node::test::UseSmallTestStore(options.node.store);
+    options.wrap_metadata = wrap_metadata_;
     cluster_ = std::make_unique<server::EmbeddedCluster>(sim_, options);
     client_ = std::make_unique<client::Client>(sim_);
     bool finished = false;
@@ -188,6 +189,9 @@ class CoordinatorTest : public ::testing::Test {
   static std::string LogKey(uint64_t move) { return fmt::format("moves/{:020}", move); }
 
   transport::SimRuntime sim_;
+  // Set before Run: EmbeddedClusterOptions::wrap_metadata.
+  std::function<std::unique_ptr<metadata::MetadataStore>(std::unique_ptr<metadata::MetadataStore>)>
+      wrap_metadata_;
   std::string dir_;
   std::unique_ptr<server::EmbeddedCluster> cluster_;
   std::unique_ptr<client::Client> client_;

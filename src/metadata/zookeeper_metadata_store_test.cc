@@ -81,7 +81,14 @@ TEST(ZooKeeperMetadataOptionsTest, ParsesUris) {
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->hosts, "a:1,b:2");
   EXPECT_EQ(parsed->root, "/shoal/prod");
-  for (const char* bad : {"zk://a:1", "zk://a:1/", "zk:///x", "http://a:1/x", "embedded"}) {
+  auto ensemble = ZooKeeperMetadataOptions::FromUri("zk://127.0.0.1:2181,[::1]:2182,c:65535/s");
+  ASSERT_TRUE(ensemble.ok()) << ensemble.status();
+  EXPECT_EQ(ensemble->hosts, "127.0.0.1:2181,[::1]:2182,c:65535");
+  EXPECT_EQ(ensemble->root, "/s");
+  for (const char* bad :
+       {"zk://a:1", "zk://a:1/", "zk:///x", "http://a:1/x", "embedded", "zk://a/x", "zk://a:/x",
+        "zk://:1/x", "zk://a:1,/x", "zk://,a:1/x", "zk://a:1,,b:2/x", "zk://a:1,b/x", "zk://a:0/x",
+        "zk://a:65536/x", "zk://a:1x/x", "zk://a:-1/x"}) {
     EXPECT_EQ(ZooKeeperMetadataOptions::FromUri(bad).status().code(), StatusCode::kInvalidArgument)
         << bad;
   }

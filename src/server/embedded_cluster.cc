@@ -23,6 +23,7 @@ Status EmbeddedCluster::Start() {
   transport::Runtime* runtime = &runtime_;
   meta.now_micros = [runtime] { return runtime->Now(); };
   SHOAL_ASSIGN_OR_RETURN(metadata_, metadata::EmbeddedMetadataStore::Open(meta));
+  if (options_.wrap_metadata) metadata_ = options_.wrap_metadata(std::move(metadata_));
   SHOAL_RETURN_IF_ERROR(StartCoordinator());
   std::vector<NodeId> nodes;
   for (uint32_t i = 1; i <= options_.initial_nodes; ++i) nodes.push_back(NodeId(i));

@@ -7,6 +7,7 @@
 // Thread-safety: methods are thread-safe. With SimRuntime they must be called from a task;
 // StopAll must be called before the runtime shuts down its tasks.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,10 @@ struct EmbeddedClusterOptions {
   bool sync = false;  // fsync every write (metadata and documents)
   coordinator::CoordinatorOptions coordinator;
   node::NodeOptions node;  // template: id and data_dir are set per node
+  // Tests: what the coordinator writes through, given the opened store (unset: the store itself),
+  // e.g. a store that fails on demand.
+  std::function<std::unique_ptr<metadata::MetadataStore>(std::unique_ptr<metadata::MetadataStore>)>
+      wrap_metadata;
 };
 
 class EmbeddedCluster {

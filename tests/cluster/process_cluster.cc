@@ -330,15 +330,23 @@ Status ProcessCluster::WaitServing(int seconds) {
   return last;
 }
 
+StatusOr<transport::ClusterState> ProcessCluster::State() {
+  net::GrpcRuntime* admin = Admin();
+  if (admin == nullptr) return UnavailableError("no admin client");
+  SHOAL_ASSIGN_OR_RETURN(
+      transport::Response reply,
+      admin->Call(transport::Address::Coordinator(), transport::GetMapRequest{}, kAdminTimeout));
+  SHOAL_ASSIGN_OR_RETURN(auto body, transport::BodyAs<transport::GetMapResponse>(std::move(reply)));
+  if (body.state.map == nullptr) return UnavailableError("the coordinator has no map");
+  return std::move(body.state);
+}
+
 std::string ProcessCluster::MapDisagreement() {
   net::GrpcRuntime* admin = Admin();
   if (admin == nullptr) return "no admin client";
-  auto reply =
-      admin->Call(transport::Address::Coordinator(), transport::GetMapRequest{}, kAdminTimeout);
-  if (!reply.ok()) return fmt::format("map: {}", reply.status().ToString());
-  auto state = transport::BodyAs<transport::GetMapResponse>(std::move(*reply));
-  if (!state.ok() || state->state.map == nullptr) return "no map";
-  const cluster::ShardMapPtr map = state->state.map;
+  auto state = State();
+  if (!state.ok()) return fmt::format("map: {}", state.status().ToString());
+  const cluster::ShardMapPtr map = state->map;
   std::map<BucketId, NodeId> owner;
   for (const auto& bucket : map->buckets()) {
     if (bucket.transition.has_value()) {

@@ -21,6 +21,7 @@
 
 #include "src/common/status.h"
 #include "src/net/grpc_runtime.h"
+#include "src/transport/messages.h"
 
 namespace shoal::cluster_test {
 
@@ -83,6 +84,8 @@ class ProcessCluster {
   // Runs `shoal ARGS... --cluster URI` to its end; its stdout in *out. The exit status.
   [[nodiscard]] int RunCli(const std::vector<std::string>& args, std::string* out);
 
+  // The coordinator's map and collections, as it answers GetMap (from memory).
+  [[nodiscard]] StatusOr<transport::ClusterState> State();
   // The buckets each node reports holding (BucketLoad) that the map does not give it, and the
   // nodes that do not answer; empty when every node holds exactly its buckets.
   [[nodiscard]] std::string MapDisagreement();
