@@ -364,10 +364,11 @@ Status Coordinator::MoveBucket(BucketId bucket, NodeId destination, cluster::Tra
   return status;
 }
 
-Status Coordinator::Resolve(BucketId bucket, const cluster::BucketTransition& transition) {
+Status Coordinator::Resolve(BucketId bucket, const cluster::BucketTransition& transition,
+                            std::string_view why) {
   if (cluster::IsCommitted(transition.stage)) return FinishCommitted(bucket, transition.move);
   if (cluster::CanAbort(transition.stage, transition.mode)) {
-    return AbortMove(bucket, transition.move, AbortedError("the move's task ended before it"));
+    return AbortMove(bucket, transition.move, AbortedError(why));
   }
   return RollForwardSwitched(bucket, transition.move, std::nullopt);  // switched: no way back
 }
@@ -381,7 +382,7 @@ void Coordinator::Recover() {
       log::Info("move.recover", {{"move", t.move.value()},
                                  {"bucket", bucket.id.value()},
                                  {"stage", cluster::ToString(t.stage)}});
-      if (Resolve(bucket.id, t).code() == StatusCode::kCancelled) return;
+      if (Resolve(bucket.id, t, "coordinator restarted").code() == StatusCode::kCancelled) return;
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -402,7 +403,7 @@ Status Coordinator::ResolveOrphans() {
     log::Info("move.orphan", {{"move", t.move.value()},
                               {"bucket", bucket.id.value()},
                               {"stage", cluster::ToString(t.stage)}});
-    const Status status = Resolve(bucket.id, t);
+    const Status status = Resolve(bucket.id, t, "the move's task ended before the move");
     {
       std::lock_guard<std::mutex> lock(mu_);
       moving_.erase(bucket.id);

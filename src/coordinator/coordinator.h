@@ -229,8 +229,9 @@ class Coordinator final : public transport::Service,
   // The store's error if it could not be stored (the transition then stays: an orphan).
   [[nodiscard]] Status AbortMove(BucketId bucket, MoveId move, const Status& reason);
   // What recovery does with a transition found in the map: finish a committed one, abort one
-  // that may abort, roll a switched one forward.
-  [[nodiscard]] Status Resolve(BucketId bucket, const cluster::BucketTransition& transition);
+  // that may abort (the ABORT record says `why`), roll a switched one forward.
+  [[nodiscard]] Status Resolve(BucketId bucket, const cluster::BucketTransition& transition,
+                               std::string_view why);
   // Resolves every transition of the map that no task of this incarnation runs (see "Orphans").
   [[nodiscard]] Status ResolveOrphans();
   // Re-reads the map and next_move after a commit of unknown outcome (edit_mu_ held).

@@ -266,6 +266,14 @@ StatusOr<wire::AdminResponse> ProcessCluster::Progress() {
   return admin->Admin(request, kAdminTimeout);
 }
 
+Status ProcessCluster::SetCoordinatorFailpoints(uint32_t id, const std::string& spec) {
+  net::GrpcRuntime* admin = Admin();
+  if (admin == nullptr) return UnavailableError("no admin client");
+  wire::AdminRequest request;
+  request.mutable_set_failpoints()->set_spec(spec);
+  return admin->AdminAt(CoordinatorAddress(id), request, kAdminTimeout).status();
+}
+
 Status ProcessCluster::AddNode(uint32_t id) {
   return RunAdminCommand({"add-node", "--id", std::to_string(id), "--no-wait", "--json"});
 }

@@ -79,6 +79,8 @@ class ProcessCluster {
   // right after accepting the request).
   void SetBetweenAttempts(std::function<void()> hook) { between_attempts_ = std::move(hook); }
   [[nodiscard]] Status AddNode(uint32_t id);
+  // Replaces the failpoints of running coordinator `id` (`shoal failpoint`; "" switches them off).
+  [[nodiscard]] Status SetCoordinatorFailpoints(uint32_t id, const std::string& spec);
   [[nodiscard]] Status RemoveNode(uint32_t id);
 
   // Runs `shoal ARGS... --cluster URI` to its end; its stdout in *out. The exit status.

@@ -183,13 +183,9 @@ TEST_F(ZooKeeperOutageTest, MoveAcrossZooKeeperOutage) {
   auto zk = metadata::ZooKeeperTestServer::Start();
   ASSERT_TRUE(zk.ok()) << zk.status();  // fails (never skips) without ZooKeeper
   ASSERT_NO_FATAL_FAILURE(StartCluster((*zk)->hosts(), 3, /*standby=*/false));
-  const std::string coordinator = cluster_->CoordinatorAddress(kCoordinator);
-  std::string out;
-  ASSERT_EQ(cluster_->RunCli({"failpoint", "--target", coordinator,
-                              fmt::format("{}=pause:{}", kPoint, kPauseMs)},
-                             &out),
-            0)
-      << out;
+  Status armed = cluster_->SetCoordinatorFailpoints(kCoordinator,
+                                                    fmt::format("{}=pause:{}", kPoint, kPauseMs));
+  ASSERT_TRUE(armed.ok()) << armed;
   // Draining node 3: one copy-then-switch move at a time, each from node 3.
   Status removed = cluster_->RemoveNode(3);
   ASSERT_TRUE(removed.ok()) << removed;
@@ -202,7 +198,8 @@ TEST_F(ZooKeeperOutageTest, MoveAcrossZooKeeperOutage) {
   (*zk)->Kill();
   const long long killed_after_ms = MillisSince(paused_at);
   // Later moves do not pause (the one paused now goes on after its kPauseMs).
-  ASSERT_EQ(cluster_->RunCli({"failpoint", "--target", coordinator, ""}, &out), 0) << out;
+  Status disarmed = cluster_->SetCoordinatorFailpoints(kCoordinator, "");
+  ASSERT_TRUE(disarmed.ok()) << disarmed;
 
   // The coordinator answers from memory: the moving bucket, and the collection's id.
   auto state = cluster_->State();
