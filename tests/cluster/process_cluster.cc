@@ -397,9 +397,13 @@ std::string ProcessCluster::LogTails(int lines) const {
   return text;
 }
 
-bool ProcessCluster::LogShowsFailpoint(uint32_t id, const std::string& name) const {
+bool ProcessCluster::LogShows(uint32_t id, const std::string& text) const {
   const std::string log = ReadFile(fmt::format("{}/{}.log", dir_, NameOf(id)));
-  return log.find(fmt::format("failpoint {}: hit", name)) != std::string::npos;
+  return log.find(text) != std::string::npos;
+}
+
+bool ProcessCluster::LogShowsFailpoint(uint32_t id, const std::string& name) const {
+  return LogShows(id, fmt::format("failpoint {}: hit", name));
 }
 
 }  // namespace shoal::cluster_test

@@ -100,6 +100,8 @@ class ProcessCluster {
   [[nodiscard]] const std::string& dir() const { return dir_; }
   // The last lines of every log, for a failure message.
   [[nodiscard]] std::string LogTails(int lines) const;
+  // True when the log of `id` holds `text`.
+  [[nodiscard]] bool LogShows(uint32_t id, const std::string& text) const;
   // True when the log of `id` shows that failpoint `name` was hit.
   [[nodiscard]] bool LogShowsFailpoint(uint32_t id, const std::string& name) const;
 

@@ -19,10 +19,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <nlohmann/json.hpp>
-#include <set>
+#include <map>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "proto/shoal.pb.h"
 #include "src/cluster/shard_map_codec.h"
@@ -40,10 +41,11 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kElectionSessionMs = 1'500;
 constexpr char kPoint[] = "coordinator.before_commit";
-// How long the move waits at kPoint: the window in which the test kills ZooKeeper.
-constexpr int kPauseMs = 3'000;
-// How long ZooKeeper stays down after the move went on into its commit.
-constexpr int kDownAfterPauseMs = 3'000;
+// How long the move waits at kPoint: the window in which the test kills ZooKeeper (generous, so
+// that a slow test process still kills it in time).
+constexpr int kPauseMs = 5'000;
+// How long ZooKeeper stays down after the move's commit (and its abort) failed.
+constexpr int kDownAfterCommitMs = 2'000;
 
 std::string Binary() {
   const char* binary = std::getenv("SHOAL_BINARY");
@@ -215,16 +217,26 @@ TEST_F(ZooKeeperOutageTest, MoveAcrossZooKeeperOutage) {
   }
   ASSERT_TRUE(collection.has_value());
 
-  // While ZooKeeper is down (through the end of the pause and the commit after it), writes to
-  // every other bucket are acknowledged.
+  // While ZooKeeper is down (through the end of the pause, the failed commit after it and
+  // kDownAfterCommitMs more), writes to every other bucket are acknowledged.
   auto db = Database::Connect(cluster_->uri());
   ASSERT_TRUE(db.ok()) << db.status();
   auto probe = (*db)->GetCollection("faults");
   ASSERT_TRUE(probe.ok()) << probe.status();
   const uint64_t acknowledged_at_kill = workload_->acknowledged();
   std::vector<std::string> written;
-  const auto restart_at = paused_at + std::chrono::milliseconds(kPauseMs + kDownAfterPauseMs);
-  for (int i = 0; Clock::now() < restart_at; ++i) {
+  // The move's task ends once its commit and its abort failed (or, had the coordinator lost its
+  // election session, once it stood down).
+  const auto commit_failed = [&] {
+    return cluster_->LogShows(kCoordinator, "move.abort_failed") ||
+           cluster_->LogShows(kCoordinator, "coordinator.standby");
+  };
+  const auto deadline = paused_at + std::chrono::seconds(60);
+  std::optional<Clock::time_point> restart_at;
+  for (int i = 0; Clock::now() < restart_at.value_or(deadline); ++i) {
+    if (!restart_at.has_value() && commit_failed()) {
+      restart_at = Clock::now() + std::chrono::milliseconds(kDownAfterCommitMs);
+    }
     const std::string key = fmt::format("outage-{}", i);
     if (moving.contains(state->map->Lookup(PointOf(*collection, key)).id)) continue;
     auto upserted = probe->Upsert(key, fmt::format(R"({{"i": {}}})", i));
@@ -235,6 +247,7 @@ TEST_F(ZooKeeperOutageTest, MoveAcrossZooKeeperOutage) {
   const uint64_t acknowledged_while_down = workload_->acknowledged() - acknowledged_at_kill;
   const long long down_ms = MillisSince(paused_at) - killed_after_ms;
   EXPECT_GT(written.size(), 20u);
+  ASSERT_TRUE(restart_at.has_value()) << "the move did not reach its commit in 60 s";
 
   Status restarted = (*zk)->Restart();
   ASSERT_TRUE(restarted.ok()) << restarted;
