@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "src/clientside/memory_shard_backend.h"
+#include "src/clientside/test_support.h"
 
 namespace shoal::clientside {
 namespace {
@@ -46,9 +47,10 @@ class Counter {
 
 // A memory shard whose Query calls are recorded and can be delayed or failed by a hook (set
 // before the query starts). RemoteCalls() as told: true makes the merge read it on pool threads.
-class ObservedShard final : public ShardBackend {
+class ObservedShard final : public testing::ForwardingMemoryShard {
  public:
-  ObservedShard(std::string name, bool remote) : inner_(std::move(name)), remote_(remote) {}
+  ObservedShard(std::string name, bool remote)
+      : ForwardingMemoryShard(std::move(name)), remote_(remote) {}
 
   // Runs before each Query call with its 0-based index; a non-OK result fails the call.
   void SetHook(std::function<Status(size_t)> hook) { hook_ = std::move(hook); }
@@ -66,22 +68,7 @@ class ObservedShard final : public ShardBackend {
     return max_in_flight_;
   }
 
-  std::string Name() const override { return inner_.Name(); }
   bool RemoteCalls() const override { return remote_; }
-  Status Insert(const ShardDocument& d) override { return inner_.Insert(d); }
-  Status Delete(std::string_view pk) override { return inner_.Delete(pk); }
-  Status DeleteIf(std::string_view pk, const ShardCondition& c) override {
-    return inner_.DeleteIf(pk, c);
-  }
-  Status Update(const ShardDocument& d) override { return inner_.Update(d); }
-  Status UpdateIf(const ShardDocument& d, const ShardCondition& c) override {
-    return inner_.UpdateIf(d, c);
-  }
-  Status Upsert(const ShardDocument& d) override { return inner_.Upsert(d); }
-  Status UpsertIf(const ShardDocument& d, const ShardCondition& c) override {
-    return inner_.UpsertIf(d, c);
-  }
-  StatusOr<ShardDocument> Get(std::string_view pk) override { return inner_.Get(pk); }
   StatusOr<ShardPage> Query(const ShardQuery& q) override {
     size_t index = 0;
     {
@@ -91,14 +78,13 @@ class ObservedShard final : public ShardBackend {
       max_in_flight_ = std::max(max_in_flight_, ++in_flight_);
     }
     const Status hooked = hook_ ? hook_(index) : OkStatus();
-    StatusOr<ShardPage> page = hooked.ok() ? inner_.Query(q) : StatusOr<ShardPage>(hooked);
+    StatusOr<ShardPage> page = hooked.ok() ? inner().Query(q) : StatusOr<ShardPage>(hooked);
     std::lock_guard lock(mu_);
     --in_flight_;
     return page;
   }
 
  private:
-  MemoryShardBackend inner_;
   const bool remote_;
   std::function<Status(size_t)> hook_;
   mutable std::mutex mu_;

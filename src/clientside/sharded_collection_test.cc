@@ -20,33 +20,17 @@ namespace {
 
 // A memory shard whose queries fail with kUnavailable once `fail_queries` is set; its calls count
 // as round trips, so the merge reads it on pool threads.
-class FlakyQueryShard final : public ShardBackend {
+class FlakyQueryShard final : public testing::ForwardingMemoryShard {
  public:
+  FlakyQueryShard() : ForwardingMemoryShard("flaky") {}
+
   std::atomic<bool> fail_queries{false};
 
-  std::string Name() const override { return "flaky"; }
   bool RemoteCalls() const override { return true; }
-  Status Insert(const ShardDocument& d) override { return inner_.Insert(d); }
-  Status Delete(std::string_view pk) override { return inner_.Delete(pk); }
-  Status DeleteIf(std::string_view pk, const ShardCondition& c) override {
-    return inner_.DeleteIf(pk, c);
-  }
-  Status Update(const ShardDocument& d) override { return inner_.Update(d); }
-  Status UpdateIf(const ShardDocument& d, const ShardCondition& c) override {
-    return inner_.UpdateIf(d, c);
-  }
-  Status Upsert(const ShardDocument& d) override { return inner_.Upsert(d); }
-  Status UpsertIf(const ShardDocument& d, const ShardCondition& c) override {
-    return inner_.UpsertIf(d, c);
-  }
-  StatusOr<ShardDocument> Get(std::string_view pk) override { return inner_.Get(pk); }
   StatusOr<ShardPage> Query(const ShardQuery& q) override {
     if (fail_queries.load()) return UnavailableError("flaky shard down");
-    return inner_.Query(q);
+    return ForwardingMemoryShard::Query(q);
   }
-
- private:
-  MemoryShardBackend inner_{"flaky"};
 };
 
 class ShardedCollectionTest : public ::testing::Test {
