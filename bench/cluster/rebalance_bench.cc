@@ -56,6 +56,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/cluster/rebalance_workload.h"
 #include "src/client/client.h"
 #include "src/common/point.h"
 #include "src/common/random.h"
@@ -72,13 +73,10 @@ namespace {
 using transport::Address;
 using transport::Micros;
 
-constexpr uint32_t kMainActor = 1000;  // worker threads are Address::Client(1..)
 constexpr uint32_t kInitialNodes = 3;
 constexpr NodeId kNewNode(4);
-constexpr Micros kSampleInterval = 100'000;
 constexpr Micros kPollInterval = 20'000;
 constexpr double kMiB = 1024.0 * 1024.0;
-constexpr size_t kMaxErrorSamples = 8;
 
 struct Options {
   std::string variant = "dynamic";
@@ -101,233 +99,6 @@ struct Options {
   double timeout_seconds = 300;
   std::string timeline;
   std::string dir = "/tmp/shoal-rebalance-bench";
-};
-
-void Die(std::string_view what, const Status& status) {
-  fmt::print(stderr, "error: {}: {}\n", what, status.ToString());
-  std::exit(1);
-}
-
-std::string Key(uint64_t i) { return fmt::format("key-{:010}", i); }
-
-// A JSON document of about `bytes` bytes whose payload differs per (key, revision).
-std::string Body(uint64_t key, uint64_t revision, size_t bytes, Random& random) {
-  static constexpr std::string_view kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string head = fmt::format(R"({{"id":{},"rev":{},"payload":")", key, revision);
-  const size_t payload = bytes > head.size() + 2 ? bytes - head.size() - 2 : 1;
-  std::string out = std::move(head);
-  out.reserve(out.size() + payload + 2);
-  uint64_t bits = 0;
-  for (size_t i = 0; i < payload; ++i) {
-    if (i % 10 == 0) bits = random.Next64();
-    out.push_back(kAlphabet[bits & 63]);
-    bits >>= 6;
-  }
-  out += "\"}";
-  return out;
-}
-
-double Percentile(std::vector<int32_t>& values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  // Nearest rank.
-  size_t rank = static_cast<size_t>(p * static_cast<double>(values.size()) + 0.999999);
-  rank = std::clamp<size_t>(rank, 1, values.size());
-  return static_cast<double>(values[rank - 1]);
-}
-
-struct OpSample {
-  Micros end = 0;
-  int32_t micros = 0;
-};
-
-struct Window {
-  double seconds = 0;
-  uint64_t ops = 0;
-  double ops_per_second = 0;
-  double p50_ms = 0;
-  double p99_ms = 0;
-  double max_ms = 0;
-};
-
-nlohmann::json ToJson(const Window& w) {
-  return {{"seconds", w.seconds}, {"ops", w.ops},       {"ops_per_s", w.ops_per_second},
-          {"p50_ms", w.p50_ms},   {"p99_ms", w.p99_ms}, {"max_ms", w.max_ms}};
-}
-
-// Counts client failures; keeps a few messages.
-class Errors {
- public:
-  void Record(std::string_view what, const Status& status) {
-    count_.fetch_add(1);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (samples_.size() < kMaxErrorSamples) {
-      samples_.push_back(fmt::format("{}: {}", what, status.ToString()));
-    }
-  }
-  [[nodiscard]] uint64_t count() const { return count_.load(); }
-  [[nodiscard]] std::vector<std::string> samples() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return samples_;
-  }
-
- private:
-  std::atomic<uint64_t> count_{0};
-  mutable std::mutex mu_;
-  std::vector<std::string> samples_;
-};
-
-// Runs `fn(index)` on `count` threads, each a client process of its own; joins them.
-void RunThreads(transport::ThreadRuntime& runtime, uint32_t count, uint32_t first_actor,
-                const std::function<void(uint32_t)>& fn) {
-  std::vector<std::thread> threads;
-  for (uint32_t i = 0; i < count; ++i) {
-    threads.emplace_back([&runtime, &fn, first_actor, i] {
-      transport::ThreadRuntime::ScopedActor actor(runtime, Address::Client(first_actor + i));
-      fn(i);
-    });
-  }
-  for (auto& thread : threads) thread.join();
-}
-
-std::unique_ptr<client::Client> NewClient(transport::ThreadRuntime& runtime) {
-  auto client = std::make_unique<client::Client>(runtime);
-  if (Status s = client->Refresh(); !s.ok()) Die("client refresh", s);
-  return client;
-}
-
-// The steady workload: 50% Get, 50% Upsert of random loaded keys, one latency sample per
-// operation (kept per thread; windows are cut afterwards).
-class Workload {
- public:
-  Workload(transport::ThreadRuntime& runtime, CollectionId collection, const Options& options,
-           uint64_t keys, Errors& errors)
-      : runtime_(runtime),
-        collection_(collection),
-        options_(options),
-        keys_(keys),
-        errors_(errors),
-        samples_(options.clients) {}
-  ~Workload() { Stop(); }
-
-  void Start() {
-    stop_.store(false);
-    runner_ = std::thread([this] {
-      RunThreads(runtime_, options_.clients, 1, [this](uint32_t index) { Loop(index); });
-    });
-  }
-  void Stop() {
-    stop_.store(true);
-    if (runner_.joinable()) runner_.join();
-  }
-  [[nodiscard]] uint64_t ops() const { return ops_.load(); }
-
-  // Throughput and latency of the operations that ended in [from, to). Call while stopped.
-  [[nodiscard]] Window Between(Micros from, Micros to) const {
-    Window w;
-    std::vector<int32_t> latencies;
-    for (const auto& thread : samples_) {
-      for (const OpSample& s : thread) {
-        if (s.end >= from && s.end < to) latencies.push_back(s.micros);
-      }
-    }
-    w.seconds = static_cast<double>(to - from) / 1e6;
-    w.ops = latencies.size();
-    w.ops_per_second = w.seconds > 0 ? static_cast<double>(w.ops) / w.seconds : 0;
-    w.p50_ms = Percentile(latencies, 0.50) / 1000.0;
-    w.p99_ms = Percentile(latencies, 0.99) / 1000.0;
-    w.max_ms = latencies.empty() ? 0.0 : latencies.back() / 1000.0;
-    return w;
-  }
-
- private:
-  void Loop(uint32_t index) {
-    auto client = NewClient(runtime_);
-    Random random(runtime_.RandomU64());
-    std::vector<OpSample>& samples = samples_[index];
-    while (!stop_.load()) {
-      const uint64_t key = random.Uniform(keys_);
-      const std::string pk = Key(key);
-      const bool read = random.OneIn(2);
-      std::string body;
-      if (!read) body = Body(key, revision_.fetch_add(1) + 1, options_.doc_bytes, random);
-      const Micros start = runtime_.Now();
-      Status status;
-      if (read) {
-        auto document = client->Get(collection_, pk);
-        if (!document.ok() && !storage::Is(document.status(), storage::ErrorReason::kNotFound)) {
-          status = document.status();
-        }
-      } else {
-        status = client->Upsert(collection_, pk, body).status();
-      }
-      const Micros end = runtime_.Now();
-      if (!status.ok()) errors_.Record(read ? "get" : "upsert", status);
-      samples.push_back(OpSample{.end = end, .micros = static_cast<int32_t>(end - start)});
-      ops_.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-
-  transport::ThreadRuntime& runtime_;
-  const CollectionId collection_;
-  const Options& options_;
-  const uint64_t keys_;
-  Errors& errors_;
-  std::vector<std::vector<OpSample>> samples_;  // one per thread
-  std::thread runner_;
-  std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> ops_{0};
-  std::atomic<uint64_t> revision_{0};
-};
-
-// Every 100 ms: operations done and the coordinator's move progress.
-class Sampler {
- public:
-  struct Sample {
-    Micros at = 0;
-    uint64_t ops = 0;
-    uint64_t bytes_moved = 0;
-    uint64_t committed = 0;
-    uint64_t in_flight = 0;
-  };
-
-  Sampler(transport::ThreadRuntime& runtime, const Workload& workload,
-          std::shared_ptr<coordinator::Coordinator> coordinator)
-      : runtime_(runtime), workload_(workload), coordinator_(std::move(coordinator)) {}
-  ~Sampler() { Stop(); }
-
-  void Start() {
-    thread_ = std::thread([this] {
-      transport::ThreadRuntime::ScopedActor actor(runtime_, Address::Client(kMainActor + 1));
-      Micros next = runtime_.Now();
-      while (!stop_.load()) {
-        const coordinator::MoveProgress progress = coordinator_->progress();
-        samples_.push_back(Sample{.at = runtime_.Now(),
-                                  .ops = workload_.ops(),
-                                  .bytes_moved = progress.bytes_moved,
-                                  .committed = progress.committed,
-                                  .in_flight = progress.in_flight});
-        next += kSampleInterval;
-        const Micros now = runtime_.Now();
-        if (next > now) std::this_thread::sleep_for(std::chrono::microseconds(next - now));
-      }
-    });
-  }
-  void Stop() {
-    stop_.store(true);
-    if (thread_.joinable()) thread_.join();
-  }
-  // Call after Stop.
-  [[nodiscard]] const std::vector<Sample>& samples() const { return samples_; }
-
- private:
-  transport::ThreadRuntime& runtime_;
-  const Workload& workload_;
-  std::shared_ptr<coordinator::Coordinator> coordinator_;
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
-  std::vector<Sample> samples_;
 };
 
 storage::PointRange ToPointRange(const cluster::BucketRange& range) {
@@ -603,7 +374,7 @@ int Bench::Run() {
                  {"moves_aborted", after_load.aborted}};
 
   // 2. Steady state, 3. node 4 joins, then steady again.
-  Workload workload(runtime_, collection, options_, keys, errors_);
+  Workload workload(runtime_, collection, options_.clients, options_.doc_bytes, keys, errors_);
   Sampler sampler(runtime_, workload, coordinator);
   const uint64_t errors_before_join = errors_.count();
   workload.Start();

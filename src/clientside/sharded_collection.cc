@@ -10,7 +10,10 @@ namespace shoal::clientside {
 
 // --- QueryCursor --------------------------------------------------------------------------
 
-QueryCursor::~QueryCursor() { Deregister(); }
+QueryCursor::~QueryCursor() {
+  query_.reset();  // waits for its page reads: none may run once the rebalancer stops waiting
+  Deregister();
+}
 
 void QueryCursor::Deregister() {
   if (key_.empty()) return;
@@ -20,8 +23,9 @@ void QueryCursor::Deregister() {
 }
 
 StatusOr<std::vector<ShardDocument>> QueryCursor::Next(size_t max) {
-  SHOAL_ASSIGN_OR_RETURN(std::vector<ShardDocument> docs, query_->Next(max));
-  if (query_->done() && docs.size() < max) Deregister();
+  StatusOr<std::vector<ShardDocument>> docs = query_->Next(max);
+  // A failed query has awaited its page reads and never reads again.
+  if (query_->failed() || (query_->done() && docs.ok() && docs->size() < max)) Deregister();
   return docs;
 }
 

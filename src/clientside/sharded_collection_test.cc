@@ -18,6 +18,21 @@
 namespace shoal::clientside {
 namespace {
 
+// A memory shard whose queries fail with kUnavailable once `fail_queries` is set; its calls count
+// as round trips, so the merge reads it on pool threads.
+class FlakyQueryShard final : public testing::ForwardingMemoryShard {
+ public:
+  FlakyQueryShard() : ForwardingMemoryShard("flaky") {}
+
+  std::atomic<bool> fail_queries{false};
+
+  bool RemoteCalls() const override { return true; }
+  StatusOr<ShardPage> Query(const ShardQuery& q) override {
+    if (fail_queries.load()) return UnavailableError("flaky shard down");
+    return ForwardingMemoryShard::Query(q);
+  }
+};
+
 class ShardedCollectionTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -249,6 +264,33 @@ TEST_F(ShardedCollectionTest, RebalancerResumesFromEveryKillPoint) {
   for (const auto& key : QueryKeys(*a)) added += key.starts_with("new") ? 1 : 0;
   EXPECT_EQ(added, static_cast<size_t>(acknowledged.load()));
   ExpectPlaced(s->state, 30 + added);
+}
+
+// A query whose shard fails returns the error from then on and deregisters at once (its page
+// reads are over), so it no longer holds back a cleanup.
+TEST_F(ShardedCollectionTest, FailedQueryDeregistersAtOnce) {
+  auto flaky = std::make_shared<FlakyQueryShard>();
+  catalog_->Set(ShardIndex(1), flaky);
+  ASSERT_TRUE(InitShardingState(*store_, "c", 3).ok());
+  auto a = Open("a");
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(a->Add("k" + std::to_string(i), "{}").ok());
+  auto cursor = a->Query({});
+  ASSERT_TRUE(cursor.ok());
+  auto open = store_->List(StateKeys("c").queries());
+  ASSERT_TRUE(open.ok());
+  EXPECT_EQ(open->size(), 1u);
+  auto first = (*cursor)->Next(3);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->size(), 3u);
+  flaky->fail_queries = true;
+  StatusOr<std::vector<ShardDocument>> failed = std::vector<ShardDocument>{};
+  for (int i = 0; i < 100 && failed.ok(); ++i) failed = (*cursor)->Next(3);
+  EXPECT_EQ(failed.status().code(), StatusCode::kUnavailable) << failed.status();
+  open = store_->List(StateKeys("c").queries());
+  ASSERT_TRUE(open.ok());
+  EXPECT_TRUE(open->empty());
+  flaky->fail_queries = false;  // the query stays failed: rows it dropped cannot be replayed
+  EXPECT_EQ((*cursor)->Next(3).status().code(), StatusCode::kUnavailable);
 }
 
 }  // namespace

@@ -152,6 +152,16 @@ StatusOr<MigrationPlan> BootstrapPlanner::PreBootstrap(const ShardMap& map, cons
                                          MoveReason::kPreBootstrap, load));
     }
   }
+  // Serve at once even when nobody is heavy: the most loaded nodes give one bucket each.
+  for (NodeId giver : others) {
+    if (plan.moves.size() >= options.min_pre_bootstrap_moves) break;
+    if (static_cast<double>(holdings.count(new_node) + 1) > r_bar) break;
+    if (static_cast<double>(holdings.count(giver)) <= r_bar) continue;
+    const BucketPlacement* bucket = holdings.Pick(load, giver, new_node);
+    if (bucket == nullptr) continue;
+    plan.moves.push_back(holdings.Move(*bucket, giver, new_node, options.pre_bootstrap_mode,
+                                       MoveReason::kPreBootstrap, load));
+  }
   return plan;
 }
 

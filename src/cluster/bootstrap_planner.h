@@ -37,6 +37,12 @@ struct BootstrapOptions {
   double heavy_above_average = 0.2;
   // Share of a heavy node's buckets handed over in pre-bootstrapping (at least one).
   double pre_bootstrap_share = 0.1;
+  // Pre-bootstrap moves made even when no node is heavy (or the heavy ones gave fewer), one per
+  // node from the most loaded (rule 3), within rule 4. Paper 001 §3.2 hands over buckets only
+  // from heavy nodes; in a balanced cluster that would leave the new node serving nothing until
+  // its first copy-then-switch move commits, a time that grows with the bucket size. One
+  // switch-then-copy move makes it serve at once whatever the data size. 0 = the paper's rule.
+  uint32_t min_pre_bootstrap_moves = 1;
   // Pre-bootstrapping relieves load at once: switch-then-copy by default.
   TransitionMode pre_bootstrap_mode = TransitionMode::kSwitchThenCopy;
   TransitionMode post_bootstrap_mode = TransitionMode::kCopyThenSwitch;
@@ -47,7 +53,8 @@ struct BootstrapOptions {
 class BootstrapPlanner {
  public:
   // Phase 1: each heavily loaded node gives about options.pre_bootstrap_share of its buckets to
-  // `new_node`, within rule 4. NotFound / FailedPrecondition if `new_node` is not an active
+  // `new_node`, within rule 4; then, up to options.min_pre_bootstrap_moves in all, the most
+  // loaded nodes give one bucket each. NotFound / FailedPrecondition if `new_node` is not an active
   // member.
   [[nodiscard]] static StatusOr<MigrationPlan> PreBootstrap(const ShardMap& map,
                                                             const LoadReport& load, NodeId new_node,

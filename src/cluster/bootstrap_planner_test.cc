@@ -74,9 +74,23 @@ TEST(BootstrapPlannerTest, PreBootstrapTakesASmallShareFromHeavyNodesOnly) {
   EXPECT_EQ(plan->moves[0].bucket, sorted[10]);
   EXPECT_EQ(plan->moves[1].bucket, sorted[9]);
 
-  // Nobody is heavy: nothing to do before the node serves.
+  // Nobody is heavy: the paper's rule hands over nothing; by default the most loaded node
+  // (n1: 0.4 against 0.3) still gives one bucket, so that the new node serves at once.
   f.load.node_utilization[NodeId(1)] = 0.4;
-  EXPECT_TRUE(BootstrapPlanner::PreBootstrap(f.map, f.load, NodeId(3), {})->empty());
+  EXPECT_TRUE(
+      BootstrapPlanner::PreBootstrap(f.map, f.load, NodeId(3), {.min_pre_bootstrap_moves = 0})
+          ->empty());
+  auto one = BootstrapPlanner::PreBootstrap(f.map, f.load, NodeId(3), {});
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ(one->moves.size(), 1u) << one->DebugString();
+  EXPECT_EQ(one->moves[0].source, Nodes({1}));
+  EXPECT_EQ(one->moves[0].mode, TransitionMode::kSwitchThenCopy);
+  EXPECT_EQ(one->moves[0].bucket, sorted[10]);
+  // Heavy nodes that gave enough already: no extra move.
+  f.load.node_utilization[NodeId(1)] = 0.9;
+  EXPECT_EQ(BootstrapPlanner::PreBootstrap(f.map, f.load, NodeId(3), {.min_pre_bootstrap_moves = 2})
+                ->moves.size(),
+            2u);
   EXPECT_FALSE(BootstrapPlanner::PreBootstrap(f.map, f.load, NodeId(9), {}).ok());
 }
 

@@ -358,7 +358,7 @@ Status Coordinator::MoveBucket(BucketId bucket, NodeId destination, cluster::Tra
       return FailedPreconditionError(fmt::format("{} is moving already", bucket.DebugString()));
     }
   }
-  Status status = RunMove(bucket, destination, mode);
+  Status status = RunMove(bucket, destination, mode, /*planned_bytes=*/0);
   std::lock_guard<std::mutex> lock(mu_);
   moving_.erase(bucket);
   return status;
@@ -534,8 +534,9 @@ Status Coordinator::BalanceOnce() {
     ++busy[source];
     ++busy[destination];
     runtime_.Spawn(Address::Coordinator(), fmt::format("move.{}", intent.bucket.DebugString()),
-                   [self = shared_from_this(), bucket = intent.bucket, destination, mode] {
-                     const Status status = self->RunMove(bucket, destination, mode);
+                   [self = shared_from_this(), bucket = intent.bucket, destination, mode,
+                    bytes = intent.bytes] {
+                     const Status status = self->RunMove(bucket, destination, mode, bytes);
                      std::lock_guard<std::mutex> lock(self->mu_);
                      self->moving_.erase(bucket);
                      self->balancer_moves_.erase(bucket);

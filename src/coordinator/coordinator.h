@@ -95,9 +95,16 @@ struct MoveProgress {
   uint64_t aborted = 0;
   uint64_t finished = 0;
   uint64_t in_flight = 0;
-  uint64_t bytes_moved = 0;                   // exported bytes of committed moves
-  uint64_t bytes_planned = 0;                 // of moves started
-  std::vector<int64_t> fence_micros;          // fence to commit published, per committed move
+  // Bytes of moves started (aborted ones included): at BEGIN the size the balancer planned the
+  // move with (0 for a MoveBucket call), corrected to the exported size once a copy-then-switch
+  // move has exported its snapshot (a switch-then-copy move keeps the planned size: it copies in
+  // pages). It grows as moves start, so a progress bar's total is the Plan of the change.
+  uint64_t bytes_planned = 0;
+  // Bytes copied to destinations so far: an ingested snapshot, or each switch-then-copy page.
+  // Grows during a move, so a rate and an ETA can be computed from it.
+  uint64_t bytes_copied = 0;
+  uint64_t bytes_moved = 0;           // exported bytes of committed moves: it jumps at each COMMIT
+  std::vector<int64_t> fence_micros;  // fence to commit published, per committed move
   std::map<NodeId, int64_t> first_commit_to;  // time a node first received a bucket
   std::vector<std::string> abort_reasons;     // the latest few
 };
@@ -196,11 +203,15 @@ class Coordinator final : public transport::Service,
   [[nodiscard]] StatusOr<transport::Response> CallNode(NodeId node, transport::Request request,
                                                        int attempts, transport::Micros timeout = 0);
   // BEGIN, then the protocol of `mode` (coordinator_moves.cc).
-  [[nodiscard]] Status RunMove(BucketId bucket, NodeId destination, cluster::TransitionMode mode);
+  // `planned_bytes`: the bucket's size as planned (progress only; 0 if unknown).
+  [[nodiscard]] Status RunMove(BucketId bucket, NodeId destination, cluster::TransitionMode mode,
+                               uint64_t planned_bytes);
   [[nodiscard]] Status CopyThenSwitch(BucketId bucket, MoveId move, NodeId source,
-                                      NodeId destination);
+                                      NodeId destination, uint64_t planned_bytes);
   [[nodiscard]] Status SwitchThenCopy(BucketId bucket, MoveId move, NodeId source,
                                       NodeId destination);
+  // Replaces a move's planned bytes by its actual size in progress_.bytes_planned.
+  void CorrectPlannedBytes(uint64_t planned_bytes, uint64_t actual_bytes);
   // From the switch on: transfer, SEAL, catch-up, COMMIT, cleanup. Also run by recovery.
   // `switch_sequence`: the source's last sequence at its fence before the switch, when this
   // incarnation knows it (the catch-up starts there; otherwise a second full transfer runs).

@@ -33,7 +33,8 @@ const cluster::BucketPlacement* MovingBucket(const ShardMap& map, BucketId bucke
 
 }  // namespace
 
-Status Coordinator::RunMove(BucketId bucket, NodeId destination, cluster::TransitionMode mode) {
+Status Coordinator::RunMove(BucketId bucket, NodeId destination, cluster::TransitionMode mode,
+                            uint64_t planned_bytes) {
   // BEGIN.
   MoveId move;
   NodeId source;
@@ -80,11 +81,12 @@ Status Coordinator::RunMove(BucketId bucket, NodeId destination, cluster::Transi
     std::lock_guard<std::mutex> lock(mu_);
     ++progress_.started;
     ++progress_.in_flight;
+    progress_.bytes_planned += planned_bytes;
   }
   SHOAL_RETURN_IF_ERROR(runtime_.Failpoint("coordinator.after_begin"));
   switch (mode) {
     case cluster::TransitionMode::kCopyThenSwitch:
-      return CopyThenSwitch(bucket, move, source, destination);
+      return CopyThenSwitch(bucket, move, source, destination, planned_bytes);
     case cluster::TransitionMode::kSwitchThenCopy:
       return SwitchThenCopy(bucket, move, source, destination);
   }
@@ -112,8 +114,14 @@ Status Coordinator::AdvanceStage(BucketId bucket, MoveId move, TransitionStage s
 }
 
 // Copy-then-switch (paper 004 §5, ARCHITECTURE.md §3): the source serves until the fenced commit.
-Status Coordinator::CopyThenSwitch(BucketId bucket, MoveId move, NodeId source,
-                                   NodeId destination) {
+void Coordinator::CorrectPlannedBytes(uint64_t planned_bytes, uint64_t actual_bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // planned_bytes was added at BEGIN, so the subtraction cannot wrap.
+  progress_.bytes_planned = progress_.bytes_planned - planned_bytes + actual_bytes;
+}
+
+Status Coordinator::CopyThenSwitch(BucketId bucket, MoveId move, NodeId source, NodeId destination,
+                                   uint64_t planned_bytes) {
   auto fail = [&](const Status& status) { return FailMove(bucket, move, status); };
   // Snapshot: export at the source, ingest (invisibly) at the destination.
   auto exported_response =
@@ -122,10 +130,7 @@ Status Coordinator::CopyThenSwitch(BucketId bucket, MoveId move, NodeId source,
   if (!exported_response.ok()) return fail(exported_response.status());
   auto exported = transport::BodyAs<transport::ExportBucketResponse>(std::move(*exported_response));
   if (!exported.ok()) return fail(exported.status());
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    progress_.bytes_planned += exported->exported.bytes;
-  }
+  CorrectPlannedBytes(planned_bytes, exported->exported.bytes);
   if (Status s = runtime_.Failpoint("coordinator.after_export"); !s.ok()) return s;
   const uint64_t rate = std::max<uint64_t>(options_.min_transfer_bytes_per_second, 1);
   const auto copy_time = static_cast<transport::Micros>(
@@ -136,6 +141,10 @@ Status Coordinator::CopyThenSwitch(BucketId bucket, MoveId move, NodeId source,
                            options_.call_attempts, options_.call_timeout + copy_time);
   if (!ingested.ok()) return fail(ingested.status());
   if (!ingested->status.ok()) return fail(ingested->status);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    progress_.bytes_copied += exported->exported.bytes;
+  }
   if (Status s = runtime_.Failpoint("coordinator.after_ingest"); !s.ok()) return s;
 
   // Catch-up.
@@ -262,7 +271,7 @@ StatusOr<bool> Coordinator::TransferSwitched(BucketId bucket, MoveId move, NodeI
     cursor = body->next_cursor;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      progress_.bytes_planned += body->bytes;
+      progress_.bytes_copied += body->bytes;
     }
     if (cursor.empty()) return true;
   }

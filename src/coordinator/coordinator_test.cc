@@ -44,6 +44,10 @@ TEST_F(CoordinatorTest, MoveBucketCommitsAndHandsTheBucketToTheDestination) {
     EXPECT_EQ(progress.aborted, 0u);
     EXPECT_EQ(progress.in_flight, 0u);
     EXPECT_GT(progress.bytes_moved, 0u);
+    // A MoveBucket call plans 0 bytes; the exported size replaces it, and the snapshot was
+    // copied before the commit.
+    EXPECT_EQ(progress.bytes_planned, progress.bytes_moved);
+    EXPECT_EQ(progress.bytes_copied, progress.bytes_moved);
     EXPECT_EQ(progress.fence_micros.size(), 1u);
 
     // The nodes learned the map; the source dropped its copy, the destination holds the data.
@@ -214,7 +218,11 @@ TEST_F(CoordinatorTest, RemoveNodeWithTheBalancerDrainsAndRemovesIt) {
     for (const auto& bucket : map()->buckets()) {
       EXPECT_NE(bucket.replicas.front(), kN3) << bucket.DebugString();
     }
-    EXPECT_GT(coordinator().progress().committed, 0u);
+    const MoveProgress progress = coordinator().progress();
+    EXPECT_GT(progress.committed, 0u);
+    // Balancer moves start with the planned size; every committed move copied its bytes first.
+    EXPECT_GT(progress.bytes_planned, 0u);
+    EXPECT_GE(progress.bytes_copied, progress.bytes_moved);
     EXPECT_EQ(StoredIn(kN3, storage::PointRange::All()), 0u);
     ExpectAllDocumentsReadable();
   });

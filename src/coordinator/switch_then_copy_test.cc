@@ -101,6 +101,9 @@ TEST_F(CoordinatorTest, SwitchThenCopyServesAtOnceAndTransfersWithoutOverwriting
     EXPECT_EQ(progress.finished, 1u);
     EXPECT_EQ(progress.aborted, 0u);
     EXPECT_EQ(progress.in_flight, 0u);
+    // The pages were counted as they were copied; the commit counts the same bytes.
+    EXPECT_GT(progress.bytes_copied, 0u);
+    EXPECT_EQ(progress.bytes_copied, progress.bytes_moved);
   });
   sim_.SetChaosHook(nullptr);
   const auto log = MoveLog();

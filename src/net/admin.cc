@@ -19,6 +19,7 @@ void FillProgress(coordinator::Coordinator& coordinator, wire::AdminResponse* ou
   out->set_moves_in_flight(progress.in_flight);
   out->set_bytes_moved(progress.bytes_moved);
   out->set_bytes_planned(progress.bytes_planned);
+  out->set_bytes_copied(progress.bytes_copied);
   auto balanced = coordinator.Balanced();
   out->set_balanced(balanced.ok() && *balanced);
   if (auto map = coordinator.map(); map != nullptr) out->set_epoch(map->epoch().value());

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +44,13 @@ std::string Bytes(double bytes) {
   return fmt::format("{:.0f} B", bytes);
 }
 
+// What the change is expected to move, from a Plan asked for before it was requested; zero
+// when the plan was not available (the progress line then shows the moves started so far).
+struct ExpectedWork {
+  uint64_t moves = 0;
+  uint64_t bytes = 0;
+};
+
 nlohmann::json ProgressJson(const wire::AdminResponse& now, const wire::AdminResponse& start,
                             double seconds) {
   return {{"balanced", now.balanced()},
@@ -52,13 +60,16 @@ nlohmann::json ProgressJson(const wire::AdminResponse& now, const wire::AdminRes
           {"moves_in_flight", now.moves_in_flight()},
           {"bytes_moved", now.bytes_moved() - start.bytes_moved()},
           {"bytes_planned", now.bytes_planned() - start.bytes_planned()},
+          {"bytes_copied", now.bytes_copied() - start.bytes_copied()},
           {"seconds", seconds}};
 }
 
 // Polls the coordinator until it reports balanced, drawing one progress line (buckets, bytes,
-// rate, ETA) on stderr; returns the final progress as JSON.
+// rate, ETA) on stderr; returns the final progress as JSON. The bytes are those copied so far
+// (they grow during a move), against the larger of the plan and the moves started; the rate is
+// copied bytes per second since the request, and the ETA the rest at that rate.
 StatusOr<nlohmann::json> WaitBalanced(net::GrpcRuntime& runtime, const wire::AdminResponse& start,
-                                      const AdminFlags& flags) {
+                                      const ExpectedWork& expected, const AdminFlags& flags) {
   const auto begin = std::chrono::steady_clock::now();
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   wire::AdminRequest request;
@@ -69,16 +80,19 @@ StatusOr<nlohmann::json> WaitBalanced(net::GrpcRuntime& runtime, const wire::Adm
     SHOAL_ASSIGN_OR_RETURN(wire::AdminResponse now, runtime.Admin(request, kAdminTimeout));
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    const double moved = static_cast<double>(now.bytes_moved() - start.bytes_moved());
-    const double planned = static_cast<double>(now.bytes_planned() - start.bytes_planned());
-    const double rate = seconds > 0 ? moved / seconds : 0;
+    const double copied = static_cast<double>(now.bytes_copied() - start.bytes_copied());
+    const double total =
+        std::max({static_cast<double>(expected.bytes),
+                  static_cast<double>(now.bytes_planned() - start.bytes_planned()), copied});
+    const uint64_t committed = now.moves_committed() - start.moves_committed();
+    const uint64_t moves = std::max(expected.moves, now.moves_started() - start.moves_started());
+    const double rate = seconds > 0 ? copied / seconds : 0;
     const std::string eta =
-        rate > 0 && planned > moved ? fmt::format("{:.0f} s", (planned - moved) / rate) : "-";
+        rate > 0 && total > copied ? fmt::format("{:.0f} s", (total - copied) / rate) : "-";
     const std::string line = fmt::format(
-        "buckets moved {} (in flight {}, aborted {}) | {} of {} | {}/s | ETA {} | {:.1f} s",
-        now.moves_committed() - start.moves_committed(), now.moves_in_flight(),
-        now.moves_aborted() - start.moves_aborted(), Bytes(moved), Bytes(planned), Bytes(rate), eta,
-        seconds);
+        "buckets moved {} of {} (in flight {}, aborted {}) | {} of {} | {}/s | ETA {} | {:.1f} s",
+        committed, moves, now.moves_in_flight(), now.moves_aborted() - start.moves_aborted(),
+        Bytes(copied), Bytes(total), Bytes(rate), eta, seconds);
     if (!flags.json && (tty || ++polls % 4 == 0 || now.balanced())) {
       std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line.c_str());
     }
@@ -101,6 +115,21 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
   progress.mutable_progress();
   auto start = (*runtime)->Admin(progress, kAdminTimeout);
   if (!start.ok()) return FailCommand(start.status());
+
+  // The plan of the change, for the progress line's totals: asked for before the change, since
+  // afterwards the moves it plans are under way. Best effort: without it the line shows the
+  // moves started so far.
+  ExpectedWork expected;
+  if (command != "plan" && !flags.no_wait) {
+    wire::AdminRequest plan;
+    plan.mutable_plan();
+    if (command == "add-node") plan.mutable_plan()->set_add(flags.node);
+    if (command == "remove-node") plan.mutable_plan()->set_remove(flags.node);
+    auto planned = (*runtime)->Admin(plan, kAdminTimeout);
+    if (planned.ok())
+      expected = {.moves = static_cast<uint64_t>(planned->moves().size()),
+                  .bytes = planned->plan_bytes()};
+  }
 
   wire::AdminRequest request;
   if (command == "add-node") request.mutable_add_node()->set_node(flags.node);
@@ -145,7 +174,7 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
   nlohmann::json out{{"command", command}, {"epoch", reply->epoch()}};
   if (flags.node != 0) out["node"] = flags.node;
   if (!flags.no_wait) {
-    auto done = WaitBalanced(**runtime, *start, flags);
+    auto done = WaitBalanced(**runtime, *start, expected, flags);
     if (!done.ok()) return FailCommand(done.status());
     out["progress"] = *done;
   }
