@@ -41,6 +41,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -235,6 +236,9 @@ class BucketStore {
   [[nodiscard]] StatusOr<ChangeBatch> ReadChangesSince(const PointRange& range,
                                                        uint64_t after_sequence,
                                                        size_t max_changes) const;
+  // How many ReadChangesSince reads had to seek the WAL afresh (the rest went on from a parked
+  // reader). For tests and diagnostics.
+  [[nodiscard]] uint64_t wal_seeks() const { return wal_seeks_.load(); }
   // Applies changes read from another node: kApplyIfNewer for each, in one WriteBatch.
   [[nodiscard]] StatusOr<std::vector<MutationResult>> ApplyChanges(
       std::span<const Document> changes, WalSync wal_sync = WalSync::kAsConfigured);
@@ -295,15 +299,22 @@ class BucketStore {
 
   // WAL readers parked where a ReadChangesSince call stopped (bucket_store_transfer.cc), so
   // that the next call of the same catch-up goes on from there instead of reading the WAL file
-  // again from its start. Each belongs to no caller while parked; a caller takes it out.
+  // again from its start. A new catch-up takes the reader parked closest behind its start (the
+  // one a finished catch-up left near the head of the log) and reads forward to its start,
+  // skipping at most kMaxWalSkipBytes of log before it seeks afresh: a fresh seek reads the
+  // log file that holds the start from its beginning, up to a memtable's worth, and checks every
+  // record's CRC. Each reader belongs to no caller while parked; a caller takes it out.
   struct WalCursor {
     std::unique_ptr<rocksdb::TransactionLogIterator> it;
     uint64_t expected = 0;  // the first sequence not read yet
   };
-  [[nodiscard]] std::unique_ptr<rocksdb::TransactionLogIterator> TakeWalCursor(
+  // The parked reader with the largest `expected` not above `expected`, and that `expected`.
+  [[nodiscard]] std::pair<std::unique_ptr<rocksdb::TransactionLogIterator>, uint64_t> TakeWalCursor(
       uint64_t expected) const;
   void ParkWalCursor(std::unique_ptr<rocksdb::TransactionLogIterator> it, uint64_t expected) const;
   static constexpr size_t kMaxWalCursors = 16;
+  static constexpr uint64_t kMaxWalSkipBytes = 16u << 20;
+  mutable std::atomic<uint64_t> wal_seeks_{0};  // fresh GetUpdatesSince calls, for tests
   mutable std::mutex wal_cursors_mu_;
   mutable std::vector<WalCursor> wal_cursors_;  // oldest first
 

@@ -291,16 +291,19 @@ Status BucketStore::CheckWalRetained(uint64_t sequence) const {
   return OkStatus();
 }
 
-std::unique_ptr<rocksdb::TransactionLogIterator> BucketStore::TakeWalCursor(
+std::pair<std::unique_ptr<rocksdb::TransactionLogIterator>, uint64_t> BucketStore::TakeWalCursor(
     uint64_t expected) const {
   std::lock_guard<std::mutex> lock(wal_cursors_mu_);
+  auto best = wal_cursors_.end();
   for (auto it = wal_cursors_.begin(); it != wal_cursors_.end(); ++it) {
-    if (it->expected != expected) continue;
-    auto cursor = std::move(it->it);
-    wal_cursors_.erase(it);
-    return cursor;
+    if (it->expected > expected) continue;
+    if (best == wal_cursors_.end() || it->expected > best->expected) best = it;
   }
-  return nullptr;
+  if (best == wal_cursors_.end()) return {nullptr, 0};
+  std::pair<std::unique_ptr<rocksdb::TransactionLogIterator>, uint64_t> out{std::move(best->it),
+                                                                            best->expected};
+  wal_cursors_.erase(best);
+  return out;
 }
 
 void BucketStore::ParkWalCursor(std::unique_ptr<rocksdb::TransactionLogIterator> it,
@@ -323,12 +326,16 @@ StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
   // without a WAL record; the log iterator reports such a hole as an error, so reading resumes
   // past it (after checking that the hole is not a deleted WAL file).
   uint64_t expected = after_sequence + 1;
-  // A reader parked by the previous call of this catch-up sits on the last batch it consumed,
-  // or at the end of the WAL: one Next() goes on from there (reading what was appended since
-  // to the same file). Seeking afresh reads the WAL file from its start, which costs a read of
-  // up to a memtable's worth of log per call.
-  std::unique_ptr<rocksdb::TransactionLogIterator> it = TakeWalCursor(expected);
+  // A parked reader sits on the last batch it consumed, or at the end of the WAL: one Next()
+  // goes on from there (reading what was appended since to the same file). It is the previous
+  // call of this catch-up's, or one left behind `expected` by an earlier catch-up, in which case
+  // the batches up to `expected` are skipped (at most kMaxWalSkipBytes of them). Seeking afresh
+  // reads the WAL file from its start, which costs a read of up to a memtable's worth of log.
+  auto [it, parked_at] = TakeWalCursor(expected);
   bool resumed = it != nullptr;
+  // Bytes of log a reader parked behind `expected` skipped so far.
+  uint64_t skipped_bytes = 0;
+  bool behind = resumed && parked_at < expected;
   bool progressed = true;
   bool reseek = false;
   while (progressed && expected <= db_->GetLatestSequenceNumber() &&
@@ -346,6 +353,8 @@ StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
         from_parked = true;
       }
     } else {
+      behind = false;
+      wal_seeks_.fetch_add(1, std::memory_order_relaxed);
       rocksdb::Status s = db_->GetUpdatesSince(expected, &it);
       if (!s.ok()) {
         return StorageError(ErrorReason::kUnavailable,
@@ -355,7 +364,16 @@ StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
     for (; it->Valid(); it->Next()) {
       rocksdb::BatchResult result = it->GetBatch();
       const uint64_t count = std::max<uint64_t>(result.writeBatchPtr->Count(), 1);
-      if (result.sequence + count <= expected) continue;  // fully read before
+      if (result.sequence + count <= expected) {  // fully read before
+        if (behind) {
+          skipped_bytes += result.writeBatchPtr->GetDataSize();
+          if (skipped_bytes > kMaxWalSkipBytes) {
+            reseek = true;  // too far behind: a fresh seek reads less
+            break;
+          }
+        }
+        continue;
+      }
       if (from_parked && result.sequence > expected) {
         // A parked reader resumed across a hole (a sequence an ingest consumed) can step over
         // the batch written after the hole; only a fresh seek from `expected` finds it.
@@ -373,6 +391,10 @@ StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
       progressed = true;
       if (batch.changes.size() >= max_changes) break;
     }
+    // A reader parked behind `expected` that reached the end of the files it knows (newer
+    // ones exist) before `expected`: seek afresh. Only such a reader: a fresh seek that found
+    // nothing ends the call.
+    if (behind && !progressed && !it->Valid() && !it->status().ok()) reseek = true;
     if (reseek) {
       reseek = false;
       it.reset();

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -181,6 +182,89 @@ TEST_F(TransferTest, CatchUpTailsTheLogWhileWritesGoOn) {
     cursor = batch.next_sequence;
   }
   EXPECT_EQ(again, expected);
+}
+
+TEST_F(TransferTest, ANewCatchUpGoesOnFromAReaderParkedBehindItsStart) {
+  // A finished catch-up leaves its reader parked near the head of the log; the next catch-up,
+  // which starts later, reads forward from it instead of seeking the WAL file afresh. A reader
+  // parked more than kMaxWalSkipBytes of log behind is not used. Across a WAL switch the
+  // result is the same.
+  const auto drain = [&](uint64_t from) {
+    std::vector<std::string> out;
+    uint64_t cursor = from;
+    while (true) {
+      auto batch = source_->ReadChangesSince(kLow, cursor, 1000);
+      EXPECT_TRUE(batch.ok()) << batch.status();
+      if (!batch.ok()) return out;
+      for (const Document& d : batch->changes) out.push_back(d.primary_key + "=" + d.body);
+      if (batch->next_sequence == cursor) return out;
+      cursor = batch->next_sequence;
+    }
+  };
+  // Writes `count` keys from `from_id` on; appends the low ones to `low`.
+  const auto write = [&](int from_id, int count, size_t pad, std::vector<std::string>* low) {
+    for (int i = from_id; i < from_id + count; ++i) {
+      const std::string key = "w" + std::to_string(i);
+      const std::string body = fmt::format(R"({{"i":{},"pad":"{}"}})", i, std::string(pad, 'x'));
+      ASSERT_TRUE(source_->Upsert(kC, key, body).ok());
+      if (kLow.Contains(PointOf(kC, key))) low->push_back(key + "=" + body);
+    }
+  };
+  const auto concat = [](std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  Fill(10);
+  std::vector<std::string> first, middle, second;
+  const uint64_t start = source_->LatestSequence();
+  write(0, 200, 10, &first);
+  EXPECT_EQ(drain(start), first);  // one seek; its reader is parked at the head
+  const uint64_t seeks = source_->wal_seeks();
+
+  // A second catch-up from a later position: forward from the parked reader, no seek.
+  write(200, 50, 10, &middle);
+  const uint64_t second_start = source_->LatestSequence();
+  write(250, 100, 10, &second);
+  EXPECT_EQ(drain(second_start), second);
+  EXPECT_EQ(source_->wal_seeks(), seeks);
+  // From the first start again: nothing is parked behind it, so it seeks; the same changes.
+  EXPECT_EQ(drain(start), concat(concat(first, middle), second));
+  EXPECT_GT(source_->wal_seeks(), seeks);
+
+  // A WAL switch between the parked reader and the new start: still every change.
+  std::vector<std::string> ignored, after_switch;
+  SHOAL_ASSERT_OK(source_->Flush());
+  write(400, 30, 10, &ignored);
+  const uint64_t switch_start = source_->LatestSequence();
+  write(430, 30, 10, &after_switch);
+  EXPECT_EQ(drain(switch_start), after_switch);
+
+  // More than kMaxWalSkipBytes (16 MiB) of log after the reader parked, all in one WAL file (a
+  // 64 MiB memtable): a fresh seek.
+  StoreOptions big_options = TestOptions(dir_.Sub("big"));
+  big_options.write_buffer_bytes = 64u << 20;
+  auto big = BucketStore::Open(big_options);
+  ASSERT_TRUE(big.ok()) << big.status();
+  source_ = std::move(big).value();
+  SHOAL_ASSERT_OK(source_->CreateCollection({.id = kC, .name = "docs"}));
+  SHOAL_ASSERT_OK(source_->AddBucket({.id = BucketId(1), .range = kLow}));
+  SHOAL_ASSERT_OK(source_->AddBucket({.id = BucketId(2), .range = kHigh}));
+  write(0, 10, 10, &ignored);
+  (void)drain(0);  // park a reader at the head
+  const uint64_t parked_seeks = source_->wal_seeks();
+  write(1000, 17 * 1024, 1024, &ignored);  // about 17.5 MiB of log
+  const uint64_t far_start = source_->LatestSequence();
+  std::vector<std::string> far;
+  write(100000, 20, 10, &far);
+  EXPECT_EQ(drain(far_start), far);
+  EXPECT_EQ(source_->wal_seeks(), parked_seeks + 1);
+  // Within the limit: no seek.
+  std::vector<std::string> near;
+  write(200000, 1000, 1024, &ignored);  // about 1 MiB of log
+  const uint64_t near_from = source_->LatestSequence();
+  write(300000, 20, 10, &near);
+  EXPECT_EQ(drain(near_from), near);
+  EXPECT_EQ(source_->wal_seeks(), parked_seeks + 1);
 }
 
 TEST_F(TransferTest, CatchUpReadsAcrossAnIngestElsewhere) {
