@@ -23,7 +23,6 @@ constexpr int kReconnectBackoffMs = 100;
 constexpr int kMaxReconnectBackoffMs = 1000;
 // Handlers still running when the server shuts down are cancelled after this.
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
-constexpr Micros kResolveTimeout = 1'000'000;
 // Idle threads the sync server keeps polling for calls (see StartServer).
 constexpr int kSyncServerMaxPollers = 64;
 
@@ -340,75 +339,6 @@ void GrpcRuntime::SetMapWatchHandler(MapWatchHandler handler) {
   map_watch_ = std::make_shared<MapWatchHandler>(std::move(handler));
 }
 
-void CallCanceller::Cancel() {
-  std::lock_guard<std::mutex> lock(mu_);
-  cancelled_ = true;
-  if (context_ != nullptr) context_->TryCancel();
-}
-
-bool CallCanceller::Attach(grpc::ClientContext* context) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (cancelled_) return false;
-  context_ = context;
-  return true;
-}
-
-bool CallCanceller::Detach() {
-  std::lock_guard<std::mutex> lock(mu_);
-  context_ = nullptr;
-  return cancelled_;
-}
-
-StatusOr<std::optional<transport::ClusterState>> GrpcRuntime::WatchMap(
-    MapEpoch known, std::chrono::milliseconds hold, CallCanceller* canceller) {
-  if (hold.count() < 0 || hold.count() > kMaxWatchHoldMillis) {
-    return InvalidArgumentError(
-        fmt::format("a map watch holds 0 to {} ms, not {}", kMaxWatchHoldMillis, hold.count()));
-  }
-  wire::WatchMapRequest request;
-  request.set_known_epoch(known.value());
-  request.set_hold_millis(static_cast<uint32_t>(hold.count()));
-  // The coordinator answers by the end of the hold; allow as much again for the network.
-  const Micros timeout =
-      2 * std::chrono::duration_cast<std::chrono::microseconds>(hold).count() + kResolveTimeout;
-  grpc::Status status;
-  wire::WatchMapResponse response;
-  Status result;
-  for (size_t attempt = 0; attempt < std::max<size_t>(1, coordinators_.size()); ++attempt) {
-    SHOAL_ASSIGN_OR_RETURN(std::string coordinator, Resolve(Address::Coordinator()));
-    auto peer = PeerFor(coordinator);
-    grpc::ClientContext context;
-    context.set_deadline(DeadlineAfter(timeout));
-    if (canceller != nullptr && !canceller->Attach(&context)) {
-      return CancelledError("map watch cancelled");
-    }
-    response.Clear();
-    status = peer->stub->WatchMap(&context, request, &response);
-    const bool cancelled = canceller != nullptr && canceller->Detach();
-    if (cancelled) return CancelledError("map watch cancelled");
-    // CANCELLED that the canceller did not cause came from the server (it shut down holding the
-    // call): like UNAVAILABLE, the coordinator there no longer answers watches. Returning it as
-    // kCancelled would end the caller's watch for good.
-    if (status.ok()) {
-      result = FromWire(response.status());
-    } else if (status.error_code() == grpc::StatusCode::CANCELLED) {
-      result = UnavailableError(fmt::format("map watch at {}: cancelled by the server: {}",
-                                            coordinator, status.error_message()));
-    } else {
-      result = FromGrpc(status, fmt::format("map watch at {}", coordinator));
-    }
-    // No answer in time (a dead or paused former leader) or no leader there (a standby, or a
-    // leader between leaderships): the next poll goes to the next coordinator. Only a certain
-    // refusal is worth another try at once.
-    if (!status.ok() || result.code() == StatusCode::kUnavailable) NextCoordinator(coordinator);
-    if (result.code() != StatusCode::kUnavailable) break;
-  }
-  if (!result.ok()) return result;
-  if (!response.has_state()) return std::optional<transport::ClusterState>();
-  SHOAL_ASSIGN_OR_RETURN(transport::ClusterState state, FromWire(response.state()));
-  return std::optional<transport::ClusterState>(std::move(state));
-}
-
 void GrpcRuntime::SetStandby(bool standby, std::string leader) {
   std::lock_guard<std::mutex> lock(mu_);
   standby_ = standby;
@@ -421,57 +351,6 @@ grpc::Status GrpcRuntime::StandbyStatus() const {
   return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                       fmt::format("not the leader coordinator (leader: {})",
                                   leader_.empty() ? std::string("unknown") : leader_));
-}
-
-void GrpcRuntime::NextCoordinator(const std::string& failed) {
-  if (coordinators_.size() < 2) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = book_.find(Address::Coordinator());
-  // Another thread moved on already.
-  if (it == book_.end() || it->second != failed) return;
-  coordinator_index_ = (coordinator_index_ + 1) % coordinators_.size();
-  it->second = coordinators_[coordinator_index_];
-}
-
-StatusOr<wire::AdminResponse> GrpcRuntime::Admin(const wire::AdminRequest& request,
-                                                 Micros timeout) {
-  grpc::Status status;
-  wire::AdminResponse response;
-  // Each configured coordinator once, starting with the one in use.
-  for (size_t attempt = 0; attempt < std::max<size_t>(1, coordinators_.size()); ++attempt) {
-    SHOAL_ASSIGN_OR_RETURN(std::string coordinator, Resolve(Address::Coordinator()));
-    auto peer = PeerFor(coordinator);
-    grpc::ClientContext context;
-    context.set_deadline(DeadlineAfter(timeout));
-    response.Clear();
-    status = peer->stub->Admin(&context, request, &response);
-    if (status.ok()) break;
-    // A coordinator that did not answer in time may be a paused former leader: the next
-    // request goes to the next one. Only an unreachable or standby coordinator is worth another
-    // try now: anything else may have been handled.
-    NextCoordinator(coordinator);
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) break;
-  }
-  if (!status.ok()) {
-    return FromGrpc(status, "admin request to the coordinator");
-  }
-  Status result = FromWire(response.status());
-  if (!result.ok()) return result;
-  return response;
-}
-
-StatusOr<wire::AdminResponse> GrpcRuntime::AdminAt(const std::string& host_port,
-                                                   const wire::AdminRequest& request,
-                                                   Micros timeout) {
-  auto peer = PeerFor(host_port);
-  grpc::ClientContext context;
-  context.set_deadline(DeadlineAfter(timeout));
-  wire::AdminResponse response;
-  const grpc::Status status = peer->stub->Admin(&context, request, &response);
-  if (!status.ok()) return FromGrpc(status, fmt::format("admin request to {}", host_port));
-  Status result = FromWire(response.status());
-  if (!result.ok()) return result;
-  return response;
 }
 
 std::shared_ptr<GrpcRuntime::Peer> GrpcRuntime::PeerFor(const std::string& host_port) {

@@ -1,7 +1,7 @@
 #pragma once
 
-// Pieces of GrpcRuntime shared by its source files (grpc_runtime.cc, grpc_scan_stream.cc); not
-// part of its interface. Stateless; thread-safe.
+// Pieces of GrpcRuntime shared by its source files (grpc_runtime.cc, grpc_runtime_coordinator.cc,
+// grpc_scan_stream.cc); not part of its interface. Stateless; thread-safe.
 
 #include <grpcpp/grpcpp.h>
 
@@ -17,6 +17,10 @@ namespace shoal::net {
 
 // The timeout a handler gets when its caller set no deadline.
 inline constexpr transport::Micros kNoDeadline = transport::Micros{3600} * 1'000'000;
+
+// How long a call asking a coordinator for addresses waits, and a map watch's allowance for the
+// network on top of its hold.
+inline constexpr transport::Micros kResolveTimeout = 1'000'000;
 
 // One channel per host:port, shared by every call to it (gRPC channels are thread-safe and
 // multiplex calls over one connection).

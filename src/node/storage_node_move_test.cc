@@ -1,0 +1,304 @@
+// Unit tests of StorageNode in a bucket move (docs/design/cluster.md, "Storage node"): fencing,
+// the prepare map, commit and abort, dropping a bucket, and a move carried out by hand. The
+// fixture is in storage_node_test_fixture.h.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "src/node/storage_node_test_fixture.h"
+
+namespace shoal::node {
+namespace {
+
+using namespace test;  // NOLINT(google-build-using-namespace): the shared fixture
+
+TEST_F(StorageNodeTest, FencedSourceQueuesThenAnswersNotServing) {
+  Run([&] {
+    Publish(maps_.copy);
+    const std::string key = KeyIn(kB0, 0);
+    // The source of an uncommitted move serves until it is fenced.
+    ASSERT_TRUE(StatusOf(Write(kN1, maps_.copy, WriteOp::kUpsert, key, R"({"v":1})")).ok());
+    EXPECT_EQ(node(kN1).RoleOf(kB0), LocalRole::kLeaving);
+    EXPECT_TRUE(node(kN1).CanAcknowledgeWrite(PointOf(kDocs, key)));
+
+    auto fenced = Fence(kN1, kMove, kB0);
+    ASSERT_TRUE(StatusOf(fenced).ok()) << StatusOf(fenced);
+    EXPECT_GT(std::get<transport::FenceResponse>(fenced->body).sequence, 0u);
+    EXPECT_FALSE(node(kN1).CanAcknowledgeWrite(PointOf(kDocs, key)));
+
+    const Micros start = sim_.Now();
+    auto write = Write(kN1, maps_.copy, WriteOp::kUpsert, key, R"({"v":2})");
+    EXPECT_EQ(transport::ClusterErrorOf(StatusOf(write)), ClusterError::kNotServing)
+        << StatusOf(write);
+    EXPECT_EQ(StatusOf(write).code(), StatusCode::kUnavailable);
+    EXPECT_GE(sim_.Now() - start, kFenceTimeout);
+    // Reads are fenced too.
+    auto read = Get(kN1, maps_.copy, key);
+    EXPECT_EQ(transport::ClusterErrorOf(StatusOf(read)), ClusterError::kNotServing);
+    EXPECT_GE(node(kN1).counters().queued, 2u);
+    EXPECT_GE(node(kN1).counters().fence_timeouts, 2u);
+    // The refused write changed nothing.
+    auto stored = node(kN1).store()->Get(kDocs, key);
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    EXPECT_EQ(stored->body, R"({"v":1})");
+  });
+}
+
+TEST_F(StorageNodeTest, PrepareMapQueuesAndAnAbortReleasesTheQueuedWrite) {
+  Run([&] {
+    Publish(maps_.prepare);
+    const std::string key = KeyIn(kB0, 1);
+    // kPrepare in the map fences the source by itself, without a FenceRequest.
+    const Micros start = sim_.Now();
+    auto refused = Write(kN1, maps_.prepare, WriteOp::kUpsert, key, R"({"v":"refused"})");
+    EXPECT_EQ(transport::ClusterErrorOf(StatusOf(refused)), ClusterError::kNotServing);
+    EXPECT_GE(sim_.Now() - start, kFenceTimeout);
+
+    // A write queued while the abort arrives is served once the map without the transition is
+    // installed.
+    bool done = false;
+    Status queued_status;
+    Micros queued_for = 0;
+    sim_.Spawn(Address::Client(2), "queued-writer", [&] {
+      const Micros begin = sim_.Now();
+      auto r = Write(kN1, maps_.prepare, WriteOp::kUpsert, key, R"({"v":"queued"})");
+      queued_status = StatusOf(r);
+      queued_for = sim_.Now() - begin;
+      done = true;
+    });
+    ASSERT_TRUE(sim_.Sleep(10 * kMs).ok());
+    EXPECT_FALSE(done);
+    Publish(maps_.aborted);
+    while (!done) ASSERT_TRUE(sim_.Sleep(kMs).ok());
+    EXPECT_TRUE(queued_status.ok()) << queued_status;
+    EXPECT_GE(queued_for, 10 * kMs);
+    EXPECT_LT(queued_for, kFenceTimeout);
+    EXPECT_EQ(node(kN1).RoleOf(kB0), LocalRole::kReadWrite);
+    auto got = Get(kN1, maps_.aborted, key);
+    ASSERT_TRUE(StatusOf(got).ok()) << StatusOf(got);
+    EXPECT_EQ(std::get<transport::GetResponse>(got->body).document.body, R"({"v":"queued"})");
+  });
+}
+
+TEST_F(StorageNodeTest, AfterTheCommitTheSourceAnswersWrongShardAndTheDestinationServes) {
+  Run([&] {
+    Publish(maps_.committed);
+    const std::string key = KeyIn(kB0, 0);
+    EXPECT_EQ(node(kN1).RoleOf(kB0), LocalRole::kLeaving);
+    EXPECT_EQ(node(kN2).RoleOf(kB0), LocalRole::kReadWrite);
+    EXPECT_FALSE(node(kN1).CanAcknowledgeWrite(PointOf(kDocs, key)));
+    EXPECT_TRUE(node(kN2).CanAcknowledgeWrite(PointOf(kDocs, key)));
+
+    auto at_source = Write(kN1, maps_.prepare, WriteOp::kUpsert, key, R"({"v":1})");
+    ASSERT_TRUE(at_source.ok()) << at_source.status();
+    EXPECT_EQ(transport::ClusterErrorOf(at_source->status), ClusterError::kWrongShard);
+    ASSERT_NE(at_source->route, nullptr);
+    EXPECT_EQ(at_source->route->epoch(), maps_.committed->epoch());
+
+    auto at_destination = Write(kN2, maps_.committed, WriteOp::kUpsert, key, R"({"v":1})");
+    EXPECT_TRUE(StatusOf(at_destination).ok()) << StatusOf(at_destination);
+    auto got = Get(kN2, maps_.committed, key);
+    EXPECT_TRUE(StatusOf(got).ok()) << StatusOf(got);
+  });
+}
+
+TEST_F(StorageNodeTest, DestinationOfAnUncommittedMoveDoesNotServe) {
+  Run([&] {
+    Publish(maps_.copy);
+    const std::string key = KeyIn(kB0, 0);
+    EXPECT_EQ(node(kN2).RoleOf(kB0), LocalRole::kAdding);
+    EXPECT_FALSE(node(kN2).CanAcknowledgeWrite(PointOf(kDocs, key)));
+
+    const int fetches = coordinator_->get_map_requests();
+    const Micros start = sim_.Now();
+    auto write = Write(kN2, maps_.copy, WriteOp::kUpsert, key, R"({"v":1})");
+    EXPECT_EQ(transport::ClusterErrorOf(StatusOf(write)), ClusterError::kNotServing)
+        << StatusOf(write);
+    EXPECT_GE(sim_.Now() - start, kFenceTimeout);
+    // A client that routes to the destination may know the commit: the node asked for the map.
+    EXPECT_GT(coordinator_->get_map_requests(), fetches);
+    EXPECT_FALSE(node(kN2).store()->Get(kDocs, key).ok());
+
+    // Once the coordinator holds the commit, the same request is served: the node learns it.
+    coordinator_->SetMap(maps_.committed);
+    auto served = Write(kN2, maps_.committed, WriteOp::kUpsert, key, R"({"v":2})");
+    EXPECT_TRUE(StatusOf(served).ok()) << StatusOf(served);
+    EXPECT_EQ(node(kN2).epoch(), maps_.committed->epoch());
+  });
+}
+
+TEST_F(StorageNodeTest, DropBucketIsRefusedWhileTheNodeServesOrReceivesTheRange) {
+  Run([&] {
+    const std::string key = KeyIn(kB0, 0);
+    ASSERT_TRUE(StatusOf(Write(kN1, maps_.initial, WriteOp::kUpsert, key, R"({"v":1})")).ok());
+
+    // Stable replica.
+    auto refused = Drop(kN1, maps_.initial, kB0);
+    EXPECT_EQ(StatusOf(refused).code(), StatusCode::kFailedPrecondition) << StatusOf(refused);
+
+    Publish(maps_.copy);
+    // Source of an uncommitted move, and destination staging it.
+    refused = Drop(kN1, maps_.copy, kB0);
+    EXPECT_EQ(StatusOf(refused).code(), StatusCode::kFailedPrecondition) << StatusOf(refused);
+    refused = Drop(kN2, maps_.copy, kB0);
+    EXPECT_EQ(StatusOf(refused).code(), StatusCode::kFailedPrecondition) << StatusOf(refused);
+    EXPECT_TRUE(node(kN1).store()->Get(kDocs, key).ok());
+
+    // The drop carries the epoch that justifies it: a node behind it fetches the map first.
+    coordinator_->SetMap(maps_.committed);
+    auto dropped = Drop(kN1, maps_.committed, kB0);
+    EXPECT_TRUE(StatusOf(dropped).ok()) << StatusOf(dropped);
+    EXPECT_EQ(node(kN1).epoch(), maps_.committed->epoch());
+    EXPECT_TRUE(storage::Is(node(kN1).store()->Get(kDocs, key), storage::ErrorReason::kNotFound));
+    // Dropping again is idempotent.
+    EXPECT_TRUE(StatusOf(Drop(kN1, maps_.committed, kB0)).ok());
+
+    // The committed destination serves the range: refused there.
+    Install(kN2, maps_.committed);
+    refused = Drop(kN2, maps_.committed, kB0);
+    EXPECT_EQ(StatusOf(refused).code(), StatusCode::kFailedPrecondition) << StatusOf(refused);
+  });
+}
+
+TEST_F(StorageNodeTest, MoveByHandCarriesEveryWriteIncludingLaterDeletes) {
+  Run([&] {
+    std::vector<std::string> keys;
+    for (int i = 0; i < 8; ++i) keys.push_back(KeyIn(kB0, i));
+    // What the source acknowledged: body by key ("" = deleted) and version by key.
+    std::map<std::string, std::string> expected;
+    std::map<std::string, uint64_t> versions;
+    auto write = [&](const ShardMapPtr& map, WriteOp op, const std::string& key,
+                     const std::string& body) {
+      auto r = Write(kN1, map, op, key, body);
+      ASSERT_TRUE(StatusOf(r).ok()) << transport::ToString(op) << " " << key << ": " << StatusOf(r);
+      versions[key] = std::get<transport::WriteResponse>(r->body).version;
+      expected[key] = op == WriteOp::kDelete ? "" : body;
+    };
+    for (int i = 0; i < 5; ++i) {
+      write(maps_.initial, WriteOp::kInsert, keys[i], fmt::format(R"({{"v":{}}})", i));
+    }
+
+    // Snapshot.
+    Publish(maps_.copy);
+    transport::ExportBucketRequest export_request;
+    export_request.move = kMove;
+    export_request.bucket = kB0;
+    auto exported_response = Call(kN1, export_request);
+    ASSERT_TRUE(StatusOf(exported_response).ok()) << StatusOf(exported_response);
+    const storage::ExportedRange exported =
+        std::get<transport::ExportBucketResponse>(exported_response->body).exported;
+    EXPECT_EQ(exported.entries, 5u);
+    transport::IngestBucketRequest ingest;
+    ingest.move = kMove;
+    ingest.bucket = kB0;
+    ingest.exported = exported;
+    auto ingested = Call(kN2, ingest);
+    ASSERT_TRUE(StatusOf(ingested).ok()) << StatusOf(ingested);
+    EXPECT_EQ(node(kN2).RoleOf(kB0), LocalRole::kAdding);
+
+    // Writes after the snapshot, including deletes of documents the snapshot holds.
+    write(maps_.copy, WriteOp::kUpdate, keys[0], R"({"v":"updated"})");
+    write(maps_.copy, WriteOp::kDelete, keys[1], "");
+    write(maps_.copy, WriteOp::kInsert, keys[5], R"({"v":"new"})");
+
+    // A catch-up round while the source still serves.
+    Publish(maps_.catch_up);
+    transport::CatchUpRequest round;
+    round.move = kMove;
+    round.bucket = kB0;
+    round.source = kN1;
+    round.after_sequence = exported.sequence;
+    round.stop_below = 64;
+    auto caught = Call(kN2, round);
+    ASSERT_TRUE(StatusOf(caught).ok()) << StatusOf(caught);
+    const auto first_round = std::get<transport::CatchUpResponse>(caught->body);
+    EXPECT_EQ(first_round.applied, 3u);
+
+    write(maps_.catch_up, WriteOp::kUpsert, keys[2], R"({"v":"upserted"})");
+    write(maps_.catch_up, WriteOp::kDelete, keys[3], "");
+    write(maps_.catch_up, WriteOp::kInsert, keys[6], R"({"v":"late"})");
+    write(maps_.catch_up, WriteOp::kDelete, keys[6], "");
+
+    // Prepare, fence, drain to the fence's sequence.
+    Publish(maps_.prepare);
+    auto fenced = Fence(kN1, kMove, kB0);
+    ASSERT_TRUE(StatusOf(fenced).ok()) << StatusOf(fenced);
+    const uint64_t fence_sequence = std::get<transport::FenceResponse>(fenced->body).sequence;
+    transport::CatchUpRequest drain;
+    drain.move = kMove;
+    drain.bucket = kB0;
+    drain.source = kN1;
+    drain.after_sequence = first_round.applied_sequence;
+    drain.until_sequence = fence_sequence;
+    drain.stop_below = 0;
+    auto drained = Call(kN2, drain);
+    ASSERT_TRUE(StatusOf(drained).ok()) << StatusOf(drained);
+    EXPECT_GE(std::get<transport::CatchUpResponse>(drained->body).applied_sequence, fence_sequence);
+
+    Publish(maps_.committed);
+    uint64_t max_version = 0;
+    for (const std::string& key : keys) {
+      if (expected.count(key) == 0) continue;
+      max_version = std::max(max_version, versions[key]);
+      auto got = Get(kN2, maps_.committed, key);
+      if (expected[key].empty()) {
+        EXPECT_TRUE(storage::Is(StatusOf(got), storage::ErrorReason::kNotFound))
+            << key << ": " << StatusOf(got);
+        storage::GetOptions with_tombstones;
+        with_tombstones.include_tombstones = true;
+        auto tombstone = node(kN2).store()->Get(kDocs, key, with_tombstones);
+        ASSERT_TRUE(tombstone.ok()) << key << ": " << tombstone.status();
+        EXPECT_TRUE(tombstone->tombstone) << key;
+        EXPECT_EQ(tombstone->version, versions[key]) << key;
+      } else {
+        ASSERT_TRUE(StatusOf(got).ok()) << key << ": " << StatusOf(got);
+        const auto& document = std::get<transport::GetResponse>(got->body).document;
+        EXPECT_EQ(document.body, expected[key]) << key;
+        EXPECT_EQ(document.version, versions[key]) << key;
+      }
+    }
+    EXPECT_EQ(node(kN2).counters().changes_applied, 7u);
+    // The destination's own writes get versions above everything it received.
+    auto own = Write(kN2, maps_.committed, WriteOp::kUpsert, keys[7], R"({"v":"dest"})");
+    ASSERT_TRUE(StatusOf(own).ok()) << StatusOf(own);
+    EXPECT_GT(std::get<transport::WriteResponse>(own->body).version, max_version);
+  });
+}
+
+TEST_F(StorageNodeTest, FenceForAMoveMissingFromTheNodesMapFetchesTheMap) {
+  Run([&] {
+    // The coordinator has begun the move, but n1 has not heard of it.
+    coordinator_->SetMap(maps_.copy);
+    ASSERT_EQ(node(kN1).epoch(), maps_.initial->epoch());
+    const int fetches = coordinator_->get_map_requests();
+    auto fenced = Fence(kN1, kMove, kB0);
+    ASSERT_TRUE(StatusOf(fenced).ok()) << StatusOf(fenced);
+    EXPECT_GT(coordinator_->get_map_requests(), fetches);
+    EXPECT_EQ(node(kN1).epoch(), maps_.copy->epoch());
+    // The fence holds: the source no longer serves the bucket.
+    auto write = Write(kN1, maps_.copy, WriteOp::kUpsert, KeyIn(kB0, 0), R"({"v":1})");
+    EXPECT_EQ(transport::ClusterErrorOf(StatusOf(write)), ClusterError::kNotServing);
+
+    // A move that the coordinator's map does not hold either, or a node that is not its source,
+    // is refused as stale.
+    auto unknown = Fence(kN1, MoveId(99), kB0);
+    EXPECT_EQ(transport::ClusterErrorOf(StatusOf(unknown)), ClusterError::kStaleMove)
+        << StatusOf(unknown);
+    Install(kN2, maps_.copy);
+    auto not_source = Fence(kN2, kMove, kB0);
+    EXPECT_EQ(transport::ClusterErrorOf(StatusOf(not_source)), ClusterError::kStaleMove)
+        << StatusOf(not_source);
+    // The other bucket was never fenced.
+    EXPECT_TRUE(
+        StatusOf(Write(kN2, maps_.copy, WriteOp::kUpsert, KeyIn(kB1, 0), R"({"v":1})")).ok());
+  });
+}
+
+}  // namespace
+}  // namespace shoal::node

@@ -1,0 +1,272 @@
+#pragma once
+
+// The fixture of StorageNode's unit tests: one or two nodes on a SimRuntime without loss and with
+// a fixed message delay, a fake coordinator whose map the test controls, and requests sent
+// directly from a client task. Shared by storage_node_test.cc and storage_node_move_test.cc.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "src/cluster/shard_map.h"
+#include "src/cluster/shard_map_edit.h"
+#include "src/common/point.h"
+#include "src/node/sim_test_options.h"
+#include "src/node/storage_node.h"
+#include "src/storage/errors.h"
+#include "src/transport/messages.h"
+#include "src/transport/sim_runtime.h"
+
+namespace shoal::node::test {
+
+using cluster::ShardMap;
+using cluster::ShardMapEdit;
+using cluster::ShardMapPtr;
+using cluster::TransitionStage;
+using transport::Address;
+using transport::ClusterError;
+using transport::Micros;
+using transport::Request;
+using transport::Response;
+using transport::WriteOp;
+
+constexpr Micros kMs = 1000;
+constexpr Micros kSecond = 1'000'000;
+constexpr Micros kFenceTimeout = 50 * kMs;
+constexpr CollectionId kDocs{1};
+constexpr NodeId kN1{1};
+constexpr NodeId kN2{2};
+constexpr BucketId kB0{0};
+constexpr BucketId kB1{1};
+constexpr MoveId kMove{1};
+
+// Answers GetMap and Heartbeat with the state the test sets; counts the map requests.
+class FakeCoordinator final : public transport::Service {
+ public:
+  Response Handle(const Address&, const Request& request) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (std::holds_alternative<transport::GetMapRequest>(request)) {
+      ++get_map_requests_;
+      return Response::Ok(transport::GetMapResponse{.state = state_});
+    }
+    if (std::holds_alternative<transport::HeartbeatRequest>(request)) {
+      return Response::Ok(transport::HeartbeatResponse{
+          .epoch = state_.map == nullptr ? MapEpoch(0) : state_.map->epoch()});
+    }
+    return Response::Error(UnimplementedError("not served by the fake coordinator"));
+  }
+
+  void SetMap(ShardMapPtr map) {
+    std::lock_guard<std::mutex> lock(mu_);
+    state_.map = std::move(map);
+  }
+  void SetCollections(std::vector<storage::CollectionSpec> collections) {
+    std::lock_guard<std::mutex> lock(mu_);
+    state_.collections = std::move(collections);
+  }
+  [[nodiscard]] transport::ClusterState state() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return state_;
+  }
+  [[nodiscard]] int get_map_requests() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return get_map_requests_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  transport::ClusterState state_;
+  int get_map_requests_ = 0;
+};
+
+// The map of `map`'s epoch + 1 after the edit `build` makes.
+ShardMapPtr Next(const ShardMapPtr& map, const std::function<void(ShardMapEdit&)>& build) {
+  ShardMapEdit edit(map->epoch());
+  build(edit);
+  auto applied = cluster::Apply(*map, edit);
+  if (!applied.ok()) {
+    ADD_FAILURE() << "Apply: " << applied.status();
+    return map;
+  }
+  return std::make_shared<const ShardMap>(std::move(*applied));
+}
+
+storage::PointRange RangeOf(const ShardMap& map, BucketId bucket) {
+  const cluster::BucketRange& range = map.Find(bucket)->range;
+  if (range.end_is_max()) return storage::PointRange::From(range.begin());
+  return *storage::PointRange::Make(range.begin(), range.end());
+}
+
+// The maps of one move of b0 from n1 to n2, stage by stage.
+struct MoveMaps {
+  ShardMapPtr initial;    // e1: b0 on n1, b1 on n2
+  ShardMapPtr copy;       // e2: m1 in kCopy
+  ShardMapPtr catch_up;   // e3: kCatchUp
+  ShardMapPtr prepare;    // e4: kPrepare
+  ShardMapPtr committed;  // e5: kCommitted
+  ShardMapPtr aborted;    // e5: rolled back from kPrepare (instead of committed)
+};
+
+MoveMaps BuildMoveMaps() {
+  MoveMaps maps;
+  auto initial = ShardMap::Initial({.nodes = {kN1, kN2}, .bucket_count = 2});
+  EXPECT_TRUE(initial.ok()) << initial.status();
+  maps.initial = std::make_shared<const ShardMap>(std::move(*initial));
+  maps.copy = Next(maps.initial, [](ShardMapEdit& e) {
+    e.BeginTransition(kB0, kMove, {kN2}, cluster::TransitionMode::kCopyThenSwitch);
+  });
+  maps.catch_up = Next(
+      maps.copy, [](ShardMapEdit& e) { e.AdvanceStage(kB0, kMove, TransitionStage::kCatchUp); });
+  maps.prepare = Next(maps.catch_up, [](ShardMapEdit& e) {
+    e.AdvanceStage(kB0, kMove, TransitionStage::kPrepare);
+  });
+  maps.committed = Next(maps.prepare, [](ShardMapEdit& e) { e.CommitTransition(kB0, kMove); });
+  maps.aborted = Next(maps.prepare, [](ShardMapEdit& e) { e.AbortTransition(kB0, kMove); });
+  return maps;
+}
+
+// Status of a response, or of the transport if the call itself failed.
+Status StatusOf(const StatusOr<Response>& response) {
+  return response.ok() ? response->status : response.status();
+}
+
+class StorageNodeTest : public ::testing::Test {
+ protected:
+  StorageNodeTest()
+      : sim_(transport::SimOptions{.seed = 1, .min_delay = 100, .max_delay = 100, .loss = 0}),
+        coordinator_(std::make_shared<FakeCoordinator>()),
+        maps_(BuildMoveMaps()) {
+    dir_ = test::UniqueTestDir("shoal-node-test");
+    coordinator_->SetCollections({storage::CollectionSpec{.id = kDocs, .name = "docs"}});
+    coordinator_->SetMap(maps_.initial);
+  }
+
+  ~StorageNodeTest() override {
+    sim_.Shutdown();
+    nodes_.clear();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // Runs `body` on a client task of the simulation, with nodes n1 and n2 started on the initial
+  // map; closes them afterwards.
+  void Run(const std::function<void()>& body) {
+    bool finished = false;
+    sim_.Spawn(Address::Client(1), "test", [&] {
+      sim_.Serve(Address::Coordinator(), coordinator_);
+      bool started = true;
+      for (NodeId id : {kN1, kN2}) {
+        NodeOptions options;
+        options.id = id;
+        options.data_dir = fmt::format("{}/node-{}", dir_, id.value());
+        options.store.sync = storage::SyncPolicy::kPeriodic;
+        test::UseSmallTestStore(options.store);
+        options.call_timeout = 100 * kMs;
+        options.fence_timeout = kFenceTimeout;
+        // Maps arrive only when the test says so: no heartbeat within a test after the first.
+        // (Not longer: a stopped process's sleeping task ends only at its wake-up time, and
+        // Close polls every simulated millisecond until then.)
+        options.heartbeat_interval = 2 * kSecond;
+        options.queue_poll = 500;
+        auto node = StorageNode::Open(sim_, options);
+        if (!node.ok()) {
+          ADD_FAILURE() << "open " << id.DebugString() << ": " << node.status();
+          started = false;
+          break;
+        }
+        (*node)->Start();
+        nodes_[id] = *node;
+      }
+      if (started) {
+        Install(kN1, maps_.initial);
+        Install(kN2, maps_.initial);
+        body();
+      }
+      for (auto& [id, node] : nodes_) EXPECT_TRUE(node->Close().ok());
+      sim_.Stop(Address::Coordinator());
+      finished = true;
+    });
+    sim_.RunUntil(24 * 3600 * kSecond);
+    EXPECT_TRUE(finished) << "the test task did not finish";
+  }
+
+  StorageNode& node(NodeId id) { return *nodes_.at(id); }
+
+  StatusOr<Response> Call(NodeId to, Request request) {
+    return sim_.Call(Address::Node(to), std::move(request), 10 * kSecond);
+  }
+
+  void Install(NodeId to, const ShardMapPtr& map) {
+    transport::ClusterState state = coordinator_->state();
+    state.map = map;
+    auto response = Call(to, transport::InstallMapRequest{.state = state});
+    EXPECT_TRUE(StatusOf(response).ok()) << StatusOf(response);
+  }
+
+  // The coordinator's map becomes `map`, and both nodes install it.
+  void Publish(const ShardMapPtr& map) {
+    coordinator_->SetMap(map);
+    Install(kN1, map);
+    Install(kN2, map);
+  }
+
+  StatusOr<Response> Write(NodeId to, const ShardMapPtr& client_map, WriteOp op,
+                           const std::string& key, const std::string& body = "") {
+    transport::WriteRequest request;
+    request.epoch = client_map->epoch();
+    request.op = op;
+    request.collection = kDocs;
+    request.primary_key = key;
+    request.body = body;
+    return Call(to, std::move(request));
+  }
+
+  StatusOr<Response> Get(NodeId to, const ShardMapPtr& client_map, const std::string& key) {
+    transport::GetRequest request;
+    request.epoch = client_map->epoch();
+    request.collection = kDocs;
+    request.primary_key = key;
+    return Call(to, std::move(request));
+  }
+
+  StatusOr<Response> Drop(NodeId to, const ShardMapPtr& justifying_map, BucketId bucket) {
+    transport::DropBucketRequest request;
+    request.epoch = justifying_map->epoch();
+    request.move = kMove;
+    request.bucket = bucket;
+    request.range = RangeOf(*maps_.initial, bucket);
+    return Call(to, std::move(request));
+  }
+
+  StatusOr<Response> Fence(NodeId to, MoveId move, BucketId bucket) {
+    transport::FenceRequest request;
+    request.move = move;
+    request.bucket = bucket;
+    return Call(to, std::move(request));
+  }
+
+  // The `index`-th key ("k<i>") whose point lies in `bucket` of the initial map.
+  std::string KeyIn(BucketId bucket, int index) const {
+    for (int i = 0;; ++i) {
+      std::string key = fmt::format("k{}", i);
+      if (maps_.initial->Lookup(PointOf(kDocs, key)).id != bucket) continue;
+      if (index-- == 0) return key;
+    }
+  }
+
+  transport::SimRuntime sim_;
+  std::shared_ptr<FakeCoordinator> coordinator_;
+  MoveMaps maps_;
+  std::string dir_;
+  std::map<NodeId, std::shared_ptr<StorageNode>> nodes_;
+};
+
+}  // namespace shoal::node::test
