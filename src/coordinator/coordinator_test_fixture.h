@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "src/client/client.h"
 #include "src/common/point.h"
@@ -149,6 +150,28 @@ class CoordinatorTest : public ::testing::Test {
       auto got = reader.Get(collection_, Key(i));
       ASSERT_TRUE(got.ok()) << Key(i) << ": " << got.status();
       EXPECT_EQ(got->body, Body(i)) << Key(i);
+    }
+  }
+
+  // After a move of b0 from n1 to n2 ended (committed: on n2, else back on n1): once both nodes
+  // hold the final map exactly the owner acknowledges writes to b0, every document reads back,
+  // and every document takes an update.
+  void ExpectB0EndedOn(bool committed) {
+    const NodeId owner = committed ? kN2 : kN1;
+    const NodeId other = committed ? kN1 : kN2;
+    EXPECT_EQ(map()->Find(kB0)->replicas, std::vector<NodeId>{owner});
+    ASSERT_TRUE(WaitFor([&] {
+      return cluster_->node(kN1)->epoch() == map()->epoch() &&
+             cluster_->node(kN2)->epoch() == map()->epoch();
+    }));
+    const Point point(map()->Find(kB0)->range.begin());
+    EXPECT_TRUE(cluster_->node(owner)->CanAcknowledgeWrite(point));
+    EXPECT_FALSE(cluster_->node(other)->CanAcknowledgeWrite(point));
+    ExpectAllDocumentsReadable();
+    client::Client writer(sim_);
+    for (int i = 0; i < kDocuments; ++i) {
+      auto written = writer.Update(collection_, Key(i), Body(i));
+      EXPECT_TRUE(written.ok()) << Key(i) << ": " << written.status();
     }
   }
 

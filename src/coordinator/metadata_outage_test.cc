@@ -133,21 +133,7 @@ TEST_P(MetadataOutageTest, MoveEndsCommittedOrAbortedOnceTheStoreIsBack) {
 
     outage_->store(Outage::kNone);
     ASSERT_TRUE(WaitFor([&] { return map()->TransitionCount() == 0; }, 30 * kSecond));
-    const NodeId owner = committed ? kN2 : kN1;
-    const NodeId other = committed ? kN1 : kN2;
-    EXPECT_EQ(map()->Find(kB0)->replicas, std::vector<NodeId>{owner});
-    ASSERT_TRUE(WaitFor([&] {
-      return cluster_->node(kN1)->epoch() == map()->epoch() &&
-             cluster_->node(kN2)->epoch() == map()->epoch();
-    }));
-    EXPECT_TRUE(cluster_->node(owner)->CanAcknowledgeWrite(point));
-    EXPECT_FALSE(cluster_->node(other)->CanAcknowledgeWrite(point));
-    ExpectAllDocumentsReadable();
-    client::Client writer(sim_);
-    for (int i = 0; i < kDocuments; ++i) {
-      auto written = writer.Update(collection_, Key(i), Body(i));
-      EXPECT_TRUE(written.ok()) << Key(i) << ": " << written.status();
-    }
+    ExpectB0EndedOn(committed);
     const MoveProgress progress = coordinator().progress();
     EXPECT_EQ(progress.in_flight, 0u);
     EXPECT_EQ(progress.aborted, committed ? 0u : 1u);
