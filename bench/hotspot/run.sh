@@ -40,18 +40,21 @@ if [ "${PLOT_ONLY:-0}" != 1 ]; then
   } >"$out/uptime.txt"
 fi
 
+# The clustered-histogram style of both Figure 6 plots.
+histogram_style='set style data histogram
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set boxwidth 0.8
+set xtics rotate by -20 font ",9"
+set grid ytics'
+
 # Figure 6: failed votes (%) and time per vote (mean, p99) per configuration.
 gnuplot <<GP
 set terminal pngcairo size 1000,420 font ",10"
 set output "$out/figure6.png"
 set datafile separator "\t"
 set key autotitle columnhead
-set style data histogram
-set style histogram clustered gap 1
-set style fill solid 0.8 border -1
-set boxwidth 0.8
-set xtics rotate by -20 font ",9"
-set grid ytics
+${histogram_style}
 set yrange [0:*]
 set multiplot layout 1,2 title "Paper 003 Figure 6 on Shoal: 32 clients, 16 questions, 10 shards (embedded, 3 nodes, no fsync)"
 set title "failed votes"
@@ -118,12 +121,7 @@ set terminal pngcairo size 1000,420 font ",10"
 set output "$out/figure6-sync.png"
 set datafile separator "\t"
 set key autotitle columnhead top left
-set style data histogram
-set style histogram clustered gap 1
-set style fill solid 0.8 border -1
-set boxwidth 0.8
-set xtics rotate by -20 font ",9"
-set grid ytics
+${histogram_style}
 set logscale y
 set multiplot layout 1,2 title "Figure 6 with and without fsync per write (32 clients, 16 questions, 10 shards, 3 nodes)"
 set title "failed votes"

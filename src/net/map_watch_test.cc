@@ -225,6 +225,16 @@ class CancellingCoordinator final : public wire::Shoal::Service {
 
 TEST_F(MapWatchTest, WatcherMovesOnWhenAServerCancelsItsPoll) {
   StartCoordinator();
+  // A client-only runtime whose coordinator list puts the server on `port` before the leader.
+  const auto start_client_runtime = [&](int port) {
+    return GrpcRuntime::Start(
+        {.listen = {},
+         .advertise = {},
+         .coordinator = fmt::format("127.0.0.1:{},{}", port, coordinator_->address()),
+         .address_book_path = {},
+         .max_message_bytes = kDefaultMaxMessageBytes,
+         .server_mode = GrpcServerMode::kSync});
+  };
   CancellingCoordinator cancelling;
   int port = 0;
   grpc::ServerBuilder builder;
@@ -233,13 +243,7 @@ TEST_F(MapWatchTest, WatcherMovesOnWhenAServerCancelsItsPoll) {
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   ASSERT_NE(server, nullptr);
   ASSERT_GT(port, 0);
-  auto runtime = GrpcRuntime::Start(
-      {.listen = {},
-       .advertise = {},
-       .coordinator = fmt::format("127.0.0.1:{},{}", port, coordinator_->address()),
-       .address_book_path = {},
-       .max_message_bytes = kDefaultMaxMessageBytes,
-       .server_mode = GrpcServerMode::kSync});
+  auto runtime = start_client_runtime(port);
   ASSERT_TRUE(runtime.ok()) << runtime.status();
   // The runtime alone: one call tries the cancelling coordinator, then the leader.
   auto state = (*runtime)->WatchMap(MapEpoch(0), std::chrono::milliseconds(0), nullptr);
@@ -248,13 +252,7 @@ TEST_F(MapWatchTest, WatcherMovesOnWhenAServerCancelsItsPoll) {
   EXPECT_EQ(cancelling.polls.load(), 1);
 
   // The watcher, started on the cancelling coordinator again.
-  auto watching = GrpcRuntime::Start(
-      {.listen = {},
-       .advertise = {},
-       .coordinator = fmt::format("127.0.0.1:{},{}", port, coordinator_->address()),
-       .address_book_path = {},
-       .max_message_bytes = kDefaultMaxMessageBytes,
-       .server_mode = GrpcServerMode::kSync});
+  auto watching = start_client_runtime(port);
   ASSERT_TRUE(watching.ok()) << watching.status();
   client::Client client(**watching);
   MapWatcher watcher(**watching, client, MapWatcherOptions{});

@@ -28,32 +28,41 @@ std::unique_ptr<BucketStore> OpenCrashCopy(const SyncTrackingFileSystem& fs, con
   return OpenTestStore(options);
 }
 
-TEST(WalSyncTest, DeferredWritesAreDurableAfterOneSyncWal) {
-  TempDir dir;
-  auto fs = std::make_shared<SyncTrackingFileSystem>();
-  std::unique_ptr<rocksdb::Env> env = SyncTrackingFileSystem::NewEnv(fs);
-  StoreOptions options = TestOptions(dir.Sub("db"));
-  options.sync = SyncPolicy::kEveryWrite;
-  options.env = env.get();
-  std::unique_ptr<BucketStore> store = OpenTestStore(options);
-  ASSERT_NE(store, nullptr);
-  // The first write also reserves a block of versions (a synced write of its own).
-  SHOAL_ASSERT_OK(store->Upsert(kC, "warm-up", DocBody(0)).status());
+// A store that syncs every configured write, on a file system that counts WAL syncs, after one
+// warm-up write (the first write also reserves a block of versions: a synced write of its own).
+class WalSyncTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    StoreOptions options = TestOptions(dir_.Sub("db"));
+    options.sync = SyncPolicy::kEveryWrite;
+    options.env = env_.get();
+    store_ = OpenTestStore(options);
+    ASSERT_NE(store_, nullptr);
+    SHOAL_ASSERT_OK(store_->Upsert(kC, "warm-up", DocBody(0)).status());
+  }
 
-  const uint64_t before_single = fs->wal_syncs();
-  SHOAL_ASSERT_OK(store->Upsert(kC, "single", DocBody(1)).status());
-  EXPECT_EQ(fs->wal_syncs(), before_single + 1) << "a configured write syncs on its own";
+  // Destroyed in reverse order: the store closes before its Env goes.
+  TempDir dir_;
+  std::shared_ptr<SyncTrackingFileSystem> fs_ = std::make_shared<SyncTrackingFileSystem>();
+  std::unique_ptr<rocksdb::Env> env_ = SyncTrackingFileSystem::NewEnv(fs_);
+  std::unique_ptr<BucketStore> store_;
+};
 
-  const uint64_t before_deferred = fs->wal_syncs();
+TEST_F(WalSyncTest, DeferredWritesAreDurableAfterOneSyncWal) {
+  const uint64_t before_single = fs_->wal_syncs();
+  SHOAL_ASSERT_OK(store_->Upsert(kC, "single", DocBody(1)).status());
+  EXPECT_EQ(fs_->wal_syncs(), before_single + 1) << "a configured write syncs on its own";
+
+  const uint64_t before_deferred = fs_->wal_syncs();
   for (int i = 0; i < kWrites; ++i) {
     SHOAL_ASSERT_OK(
-        store->Upsert(kC, "d" + std::to_string(i), DocBody(i), WalSync::kDeferred).status());
+        store_->Upsert(kC, "d" + std::to_string(i), DocBody(i), WalSync::kDeferred).status());
   }
-  EXPECT_EQ(fs->wal_syncs(), before_deferred) << "deferred writes do not sync";
+  EXPECT_EQ(fs_->wal_syncs(), before_deferred) << "deferred writes do not sync";
   // Readable at once, before they are durable.
-  SHOAL_EXPECT_OK(store->Get(kC, "d0").status());
+  SHOAL_EXPECT_OK(store_->Get(kC, "d0").status());
   {
-    std::unique_ptr<BucketStore> crashed = OpenCrashCopy(*fs, dir, "crash-before-sync");
+    std::unique_ptr<BucketStore> crashed = OpenCrashCopy(*fs_, dir_, "crash-before-sync");
     ASSERT_NE(crashed, nullptr);
     SHOAL_EXPECT_OK(crashed->Get(kC, "single").status());
     EXPECT_TRUE(Is(crashed->Get(kC, "d0").status(), ErrorReason::kNotFound))
@@ -61,10 +70,10 @@ TEST(WalSyncTest, DeferredWritesAreDurableAfterOneSyncWal) {
     SHOAL_EXPECT_OK(crashed->Close());
   }
 
-  SHOAL_ASSERT_OK(store->SyncWal());
-  EXPECT_EQ(fs->wal_syncs(), before_deferred + 1);
+  SHOAL_ASSERT_OK(store_->SyncWal());
+  EXPECT_EQ(fs_->wal_syncs(), before_deferred + 1);
   {
-    std::unique_ptr<BucketStore> crashed = OpenCrashCopy(*fs, dir, "crash-after-sync");
+    std::unique_ptr<BucketStore> crashed = OpenCrashCopy(*fs_, dir_, "crash-after-sync");
     ASSERT_NE(crashed, nullptr);
     for (int i = 0; i < kWrites; ++i) {
       auto document = crashed->Get(kC, "d" + std::to_string(i));
@@ -73,21 +82,11 @@ TEST(WalSyncTest, DeferredWritesAreDurableAfterOneSyncWal) {
     }
     SHOAL_EXPECT_OK(crashed->Close());
   }
-  SHOAL_EXPECT_OK(store->Close());
+  SHOAL_EXPECT_OK(store_->Close());
 }
 
-TEST(WalSyncTest, DeferredApplyBatchAndApplyChangesDoNotSync) {
-  TempDir dir;
-  auto fs = std::make_shared<SyncTrackingFileSystem>();
-  std::unique_ptr<rocksdb::Env> env = SyncTrackingFileSystem::NewEnv(fs);
-  StoreOptions options = TestOptions(dir.Sub("db"));
-  options.sync = SyncPolicy::kEveryWrite;
-  options.env = env.get();
-  std::unique_ptr<BucketStore> store = OpenTestStore(options);
-  ASSERT_NE(store, nullptr);
-  SHOAL_ASSERT_OK(store->Upsert(kC, "warm-up", DocBody(0)).status());
-
-  const uint64_t before = fs->wal_syncs();
+TEST_F(WalSyncTest, DeferredApplyBatchAndApplyChangesDoNotSync) {
+  const uint64_t before = fs_->wal_syncs();
   const std::string body = DocBody(1);
   const Mutation upsert{.kind = MutationKind::kUpsert,
                         .collection = kC,
@@ -96,17 +95,17 @@ TEST(WalSyncTest, DeferredApplyBatchAndApplyChangesDoNotSync) {
                         .tombstone = false,
                         .condition = {},
                         .version = 0};
-  SHOAL_ASSERT_OK(store->ApplyBatch({&upsert, 1}, WalSync::kDeferred).status());
+  SHOAL_ASSERT_OK(store_->ApplyBatch({&upsert, 1}, WalSync::kDeferred).status());
   const Document change{.collection = kC,
                         .primary_key = "c",
                         .body = DocBody(2),
-                        .version = store->LastVersion() + 1,
+                        .version = store_->LastVersion() + 1,
                         .tombstone = false};
-  SHOAL_ASSERT_OK(store->ApplyChanges({&change, 1}, WalSync::kDeferred).status());
-  EXPECT_EQ(fs->wal_syncs(), before);
-  SHOAL_ASSERT_OK(store->ApplyBatch({&upsert, 1}).status());
-  EXPECT_EQ(fs->wal_syncs(), before + 1) << "the configured policy still syncs every write";
-  SHOAL_EXPECT_OK(store->Close());
+  SHOAL_ASSERT_OK(store_->ApplyChanges({&change, 1}, WalSync::kDeferred).status());
+  EXPECT_EQ(fs_->wal_syncs(), before);
+  SHOAL_ASSERT_OK(store_->ApplyBatch({&upsert, 1}).status());
+  EXPECT_EQ(fs_->wal_syncs(), before + 1) << "the configured policy still syncs every write";
+  SHOAL_EXPECT_OK(store_->Close());
 }
 
 }  // namespace
