@@ -6,12 +6,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <cstdio>
 #include <deque>
 #include <random>
 #include <utility>
 
+#include "src/common/host_port.h"
 #include "src/metadata/metadata_checks.h"
 
 namespace shoal::metadata {
@@ -134,21 +134,9 @@ StatusOr<ZooKeeperMetadataOptions> ZooKeeperMetadataOptions::FromUri(std::string
   ZooKeeperMetadataOptions options;
   options.hosts = std::string(uri.substr(0, slash));
   // The C client skips an entry it cannot parse; a typo would only show as a smaller ensemble.
-  for (std::string_view rest = uri.substr(0, slash);;) {
-    const size_t comma = rest.find(',');
-    const std::string_view host_port = rest.substr(0, comma);
-    const size_t colon = host_port.rfind(':');
-    const std::string_view port =
-        colon == std::string_view::npos ? std::string_view() : host_port.substr(colon + 1);
-    int number = 0;
-    const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), number);
-    if (colon == 0 || port.empty() || error != std::errc() || end != port.data() + port.size() ||
-        number < 1 || number > 65535) {
-      return InvalidArgumentError(fmt::format(
-          "metadata: {:?} in zk:// is not HOST:PORT with a port from 1 to 65535", host_port));
-    }
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
+  if (Status hosts = CheckHostPortList(options.hosts); !hosts.ok()) {
+    return InvalidArgumentError(
+        fmt::format("metadata: zk:// hosts: {}", std::string(hosts.message())));
   }
   options.root = std::string(uri.substr(slash));
   while (options.root.size() > 1 && options.root.back() == '/') options.root.pop_back();
