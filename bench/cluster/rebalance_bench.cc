@@ -30,7 +30,8 @@
 //   --stats-max-age-ms: the nodes' load_stats_max_age; --exact-every-report: 0 (every load
 //       report scans every bucket, as before the cache); --no-early-rounds: balance_poll 0 (a
 //       round only every balance_interval, as before); --max-mib-per-s: the coordinator's move
-//       throttle, max_bytes_per_second (default 0: unthrottled); --background-nice: the nodes'
+//       throttle, max_bytes_per_second (default: the coordinator's, kDefaultMoveBytesPerSecond;
+//       0: unthrottled); --background-nice: the nodes'
 //       background_nice (0 runs the move work at the clients' priority; default: the node's).
 //
 // Prints one JSON object on stdout (progress on stderr). Times are wall-clock seconds of the
@@ -90,7 +91,7 @@ struct Options {
   uint32_t moves_per_node = 0;    // 0: the coordinator's default
   uint32_t moves_in_flight = 0;   // 0: the coordinator's default
   uint64_t stats_max_age_ms = 0;  // 0: the node's default; see --exact-every-report
-  double max_mib_per_s = 0;       // 0: unthrottled
+  double max_mib_per_s = -1;      // < 0: the coordinator's default; 0: unthrottled
   int background_nice = -1;       // -1: the node's default
   bool exact_every_report = false;
   bool no_early_rounds = false;
@@ -233,8 +234,10 @@ server::EmbeddedClusterOptions Bench::ClusterOptions() const {
   }
   if (options_.exact_every_report) cluster.node.load_stats_max_age = 0;
   if (options_.background_nice >= 0) cluster.node.background_nice = options_.background_nice;
-  cluster.coordinator.max_bytes_per_second =
-      static_cast<uint64_t>(options_.max_mib_per_s * static_cast<double>(1 << 20));
+  if (options_.max_mib_per_s >= 0) {
+    cluster.coordinator.max_bytes_per_second =
+        static_cast<uint64_t>(options_.max_mib_per_s * static_cast<double>(1 << 20));
+  }
   if (options_.no_early_rounds) cluster.coordinator.balance_poll = 0;
   return cluster;
 }

@@ -69,6 +69,7 @@ struct Flags {
   uint32_t runs = 3;
   bool sync = false;
   bool shared_cluster = false;  // throughput: hot and independent in one cluster (as before)
+  bool combine = false;         // ApplyOptions::combine of every sharded update
   std::string out;
   uint64_t seed = 1;
 };
@@ -111,8 +112,10 @@ struct Flags {
 }
 
 // The sharded vote: fold 1 into one shard of the field; kAborted is a lost conflict.
-[[nodiscard]] VoteResult ShardedVote(Collection& collection, const std::string& key, bool retry) {
-  auto applied = collection.Apply(key, kField, "1", ApplyOptions{.retry_on_conflict = retry});
+[[nodiscard]] VoteResult ShardedVote(Collection& collection, const std::string& key, bool retry,
+                                     bool combine) {
+  auto applied = collection.Apply(key, kField, "1",
+                                  ApplyOptions{.retry_on_conflict = retry, .combine = combine});
   if (applied.ok()) {
     return VoteResult{.outcome = Outcome::kSucceeded, .conflicts = applied->conflicts, .error = {}};
   }
@@ -263,7 +266,7 @@ struct Figure6Config {
     }
     VoteCounts counts(keys.size());
     auto vote_on = [&](size_t q) {
-      return config.sharded ? ShardedVote(collection, keys[q], config.retry)
+      return config.sharded ? ShardedVote(collection, keys[q], config.retry, flags.combine)
                             : NaiveVote(collection, keys[q], config.retry);
     };
     // One unmeasured vote per question first (it creates the shards of a sharded field).
@@ -307,10 +310,11 @@ struct Figure6Config {
                        stats.attempted, stats.failed, FailedPercent(stats), PerSecond(stats),
                        MeanMs(stats), PercentileMs(stats, 0.5), PercentileMs(stats, 0.99));
   }
-  const Json report = {
-      {"experiment", "figure6"},      {"clients", clients},     {"seconds", seconds},
-      {"questions", flags.questions}, {"shards", flags.shards}, {"nodes", flags.nodes},
-      {"buckets", kBuckets},          {"sync", flags.sync},     {"configs", results}};
+  const Json report = {{"experiment", "figure6"},  {"clients", clients},
+                       {"seconds", seconds},       {"questions", flags.questions},
+                       {"shards", flags.shards},   {"nodes", flags.nodes},
+                       {"buckets", kBuckets},      {"sync", flags.sync},
+                       {"combine", flags.combine}, {"configs", results}};
   SHOAL_RETURN_IF_ERROR(WriteFile(flags.out, "figure6.json", report.dump(2) + "\n"));
   return WriteFile(flags.out, "figure6.tsv", tsv);
 }
@@ -351,7 +355,7 @@ struct Figure6Config {
       const std::vector<std::string> hot_keys = {"hot"};
       SHOAL_RETURN_IF_ERROR(hot.Insert(hot_keys[0], R"({"name": "hot"})").status());
       VoteCounts hot_counts(1);
-      VoteResult warm = ShardedVote(hot, hot_keys[0], /*retry=*/true);
+      VoteResult warm = ShardedVote(hot, hot_keys[0], /*retry=*/true, flags.combine);
       if (warm.outcome != Outcome::kSucceeded) {
         return warm.outcome == Outcome::kError ? Prefixed(warm.error, "warm-up update")
                                                : AbortedError("warm-up update: too many conflicts");
@@ -370,7 +374,7 @@ struct Figure6Config {
 
       auto run_hot = [&] {
         return RunClosedLoop(clients, seconds, ++seed, [&](Random&) {
-          VoteResult result = ShardedVote(hot, hot_keys[0], /*retry=*/true);
+          VoteResult result = ShardedVote(hot, hot_keys[0], /*retry=*/true, flags.combine);
           if (result.outcome == Outcome::kSucceeded) hot_counts.Add(0);
           return result;
         });
@@ -452,6 +456,7 @@ struct Figure6Config {
                        {"runs", flags.runs},
                        {"buckets", kBuckets},
                        {"sync", flags.sync},
+                       {"combine", flags.combine},
                        {"shared_cluster", flags.shared_cluster},
                        {"points", points}};
   SHOAL_RETURN_IF_ERROR(WriteFile(flags.out, "throughput.json", report.dump(2) + "\n"));
@@ -484,6 +489,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 16));
   app.add_option("--runs", flags.runs, "throughput: runs per point (the median is reported)")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--combine", flags.combine,
+               "concurrent sharded updates share writes (ApplyOptions::combine)");
   app.add_flag("--sync", flags.sync, "fsync every acknowledged write (default: off)");
   app.add_flag("--shared-cluster", flags.shared_cluster,
                "throughput: run both sides in one cluster (default: a cluster per side)");

@@ -10,7 +10,8 @@
 # Environment: RUNS (default 5) and SECONDS_PER_RUN (default 2) of the throughput experiment,
 # FIG6_SECONDS (default 10) per Figure 6 configuration; FIG6_SYNC=1 then runs Figure 6 once more
 # with --sync (fsync per write) into OUT_DIR/sync and draws figure6-sync.png (sync off vs on);
-# PLOT_ONLY=1 redraws the plots from the TSV files already in OUT_DIR.
+# PLOT_ONLY=1 redraws the plots from the TSV files already in OUT_DIR; BENCH_FLAGS go to every
+# hotspot_bench run (e.g. --combine: concurrent sharded updates share writes).
 set -euo pipefail
 
 build=${1:-build}
@@ -18,22 +19,23 @@ out=${2:-docs/results/hotspot}
 runs=${RUNS:-5}
 seconds=${SECONDS_PER_RUN:-2}
 bench=$build/bench/hotspot/hotspot_bench
+read -r -a bench_flags <<<"${BENCH_FLAGS:-}"
 mkdir -p "$out"
 
 fig6_seconds=${FIG6_SECONDS:-10}
 if [ "${PLOT_ONLY:-0}" != 1 ]; then
   {
     echo "before: $(uptime)"
-    "$bench" --experiment figure6 --clients 32 --questions 16 --shards 10 --nodes 3 \
+    "$bench" "${bench_flags[@]}" --experiment figure6 --clients 32 --questions 16 --shards 10 --nodes 3 \
       --seconds "$fig6_seconds" --out "$out" | tee "$out/figure6.txt" >&2
     echo "between: $(uptime)"
-    "$bench" --experiment throughput --clients 16 --shard-counts 1,2,4,8,16,32,64 \
+    "$bench" "${bench_flags[@]}" --experiment throughput --clients 16 --shard-counts 1,2,4,8,16,32,64 \
       --node-counts 1,3 --runs "$runs" --seconds "$seconds" --out "$out" |
       tee "$out/throughput.txt" >&2
     echo "after: $(uptime)"
     if [ "${FIG6_SYNC:-0}" = 1 ]; then
       mkdir -p "$out/sync"
-      "$bench" --experiment figure6 --clients 32 --questions 16 --shards 10 --nodes 3 \
+      "$bench" "${bench_flags[@]}" --experiment figure6 --clients 32 --questions 16 --shards 10 --nodes 3 \
         --seconds "$fig6_seconds" --sync --out "$out/sync" | tee "$out/sync/figure6.txt" >&2
       echo "after figure6 --sync: $(uptime)"
     fi

@@ -64,10 +64,17 @@ struct QueryPage {
 // hot fields; their values live in shard documents and Get, Query and the mapper fold them.
 struct ApplyOptions {
   bool retry_on_conflict = true;  // false: a conflicting update fails with kAborted
+  // Concurrent Apply calls of this process on one field share writes when all its shards are
+  // busy (one write carries the fold of their operands; each call returns when it lands). For
+  // many threads of a networked client on one hot field; in an embedded Database on few cores
+  // the hand-offs between threads cost more than the conflicts they save
+  // (docs/results/hotspot.md, "Combining").
+  bool combine = false;
 };
 
 struct ApplyResult {
   uint32_t conflicts = 0;  // conflicting attempts before the update landed
+  uint32_t members = 1;    // updates carried by the write that carried this one (combine)
 };
 
 enum class ReadMode : uint8_t {

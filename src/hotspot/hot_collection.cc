@@ -314,12 +314,15 @@ void HotCollection::NoteWrite(const FieldSpec& spec, std::string_view pk,
     KeyActivity& a = activity_[{spec.field, std::string(pk)}];
     a.last_write = now;
     a.dirty = true;
-    a.conflicts_since_sample += outcome.conflicts;
+    // Contention: conflicts with other writers, and (combine) waiting behind this process's
+    // writes of the field, which would have been conflicts without the combiner.
+    const uint32_t contended = outcome.conflicts + (outcome.queued ? 1 : 0);
+    a.conflicts_since_sample += contended;
     if (now - a.window_start >= kAutoWindow) {
       a.window_start = now;
       a.window_conflicts = 0;
     }
-    a.window_conflicts += outcome.conflicts;
+    a.window_conflicts += contended;
     const double per_second = static_cast<double>(a.window_conflicts) * 1e6 /
                               static_cast<double>(std::max<transport::Micros>(kAutoWindow, 1));
     if (spec.kind == FieldKind::kAuto && !a.resizing &&

@@ -81,24 +81,40 @@ TEST_F(HotCollectionTest, StaticFieldFoldsOnGetAndRefusesDirectWrites) {
   EXPECT_EQ(db_->GetCollection("_shoal.schema").status().code(), StatusCode::kInvalidArgument);
 }
 
+// 8 threads on 2 shards, with and without combining: every vote counted once. With combining,
+// the threads beyond one per shard wait and share writes, and none of them conflicts.
 TEST_F(HotCollectionTest, ConcurrentVotesAreAllCounted) {
-  Collection questions = Open("q");
-  ASSERT_TRUE(questions.Declare(R"({"votes": {"fold": "sum", "shards": 4}})").ok());
-  ASSERT_TRUE(questions.Insert("hot", "{}").ok());
-  constexpr int kThreads = 8;
-  constexpr int kVotes = 100;
-  std::atomic<int> failed = 0;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < kVotes; ++i) {
-        if (!questions.Apply("hot", "votes", "1").ok()) ++failed;
-      }
-    });
+  for (const bool combine : {false, true}) {
+    SCOPED_TRACE(combine ? "combine" : "one write per update");
+    Collection questions = Open(combine ? "q_combined" : "q");
+    ASSERT_TRUE(questions.Declare(R"({"votes": {"fold": "sum", "shards": 2}})").ok());
+    ASSERT_TRUE(questions.Insert("hot", "{}").ok());
+    constexpr int kThreads = 8;
+    constexpr int kVotes = 100;
+    std::atomic<int> failed = 0;
+    std::atomic<int> shared = 0;  // votes whose write carried others too
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < kVotes; ++i) {
+          auto applied = questions.Apply("hot", "votes", "1", {.combine = combine});
+          if (!applied.ok()) {
+            ++failed;
+          } else if (applied->members > 1) {
+            ++shared;
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failed.load(), 0);
+    EXPECT_EQ(Body(*questions.Get("hot"))["votes"], kThreads * kVotes);
+    if (combine) {
+      EXPECT_GT(shared.load(), 0) << "8 threads on 2 shards: some votes share a write";
+    } else {
+      EXPECT_EQ(shared.load(), 0);
+    }
   }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(failed.load(), 0);
-  EXPECT_EQ(Body(*questions.Get("hot"))["votes"], kThreads * kVotes);
 }
 
 TEST_F(HotCollectionTest, ReshardKeepsTheValue) {

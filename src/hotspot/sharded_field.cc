@@ -82,14 +82,20 @@ void ShardedFields::Forget(std::string_view pk, std::string_view field) {
 std::string ShardedFields::BeginUpdate(std::string_view pk, std::string_view field,
                                        const std::vector<std::string>& active) {
   std::lock_guard lock(mu_);
-  std::string key = CellKey(pk, field, active[random_.Uniform(active.size())]);
-  if (active.size() > 1) {
-    std::string other = CellKey(pk, field, active[random_.Uniform(active.size())]);
-    auto busy = [&](const std::string& k) {
-      auto it = in_flight_.find(k);
-      return it == in_flight_.end() ? 0u : it->second;
-    };
-    if (busy(other) < busy(key)) key = std::move(other);
+  // A random start spreads the updates of different processes; the least busy cell keeps this
+  // process's concurrent updates off each other's cells (at most kMaxShards to look at).
+  const size_t start = random_.Uniform(active.size());
+  std::string key;
+  uint32_t least = 0;
+  for (size_t i = 0; i < active.size(); ++i) {
+    std::string candidate = CellKey(pk, field, active[(start + i) % active.size()]);
+    auto it = in_flight_.find(candidate);
+    const uint32_t busy = it == in_flight_.end() ? 0u : it->second;
+    if (i == 0 || busy < least) {
+      key = std::move(candidate);
+      least = busy;
+      if (busy == 0) break;
+    }
   }
   ++in_flight_[key];
   return key;
@@ -229,7 +235,8 @@ StatusOr<ApplyOutcome> ShardedFields::Apply(const FieldSpec& spec, std::string_v
       return ApplyDynamic(spec, pk, lifted);
     case FieldKind::kStatic:
     case FieldKind::kAuto:
-      return ApplyInPlace(spec, pk, lifted, options);
+      if (options.combine) return ApplyCombined(spec, pk, std::move(lifted), options);
+      return ApplyInPlace(spec, pk, lifted, options, 1);
     case FieldKind::kEntityGroup:
       break;
   }
@@ -246,9 +253,29 @@ StatusOr<ApplyOutcome> ShardedFields::ApplyDynamic(const FieldSpec& spec, std::s
   return ApplyOutcome{.conflicts = 0};
 }
 
+StatusOr<ApplyOutcome> ShardedFields::ApplyCombined(const FieldSpec& spec, std::string_view pk,
+                                                    Value lifted, const ApplyOptions& options) {
+  // As many writes at once as there are active cells, each on a cell of its own; the updates
+  // beyond that fold into one waiting write (apply_combiner.h).
+  SHOAL_ASSIGN_OR_RETURN(Tokens active, ActiveCells(spec, pk, /*refresh=*/false));
+  const std::string lane = fmt::format("{}|{}|{}|{}", RootKey(pk, spec.field), spec.fold->name(),
+                                       options.retry_on_conflict, options.max_attempts);
+  const CombinedResult result = combiner_.Apply(
+      lane, static_cast<uint32_t>(active->size()), std::move(lifted),
+      [&](const Value& a, const Value& b) { return spec.fold->Combine(a, b); },
+      [&](const Value& operand, uint32_t updates) -> StatusOr<CombinedWrite> {
+        SHOAL_ASSIGN_OR_RETURN(ApplyOutcome written,
+                               ApplyInPlace(spec, pk, operand, options, updates));
+        return CombinedWrite{.conflicts = written.conflicts};
+      });
+  if (!result.write.ok()) return result.write.status();
+  return ApplyOutcome{
+      .conflicts = result.write->conflicts, .members = result.members, .queued = result.queued};
+}
+
 StatusOr<ApplyOutcome> ShardedFields::ApplyInPlace(const FieldSpec& spec, std::string_view pk,
-                                                   const Value& lifted,
-                                                   const ApplyOptions& options) {
+                                                   const Value& lifted, const ApplyOptions& options,
+                                                   uint32_t updates) {
   ApplyOutcome outcome;
   bool refresh = false;
   int refreshes = 0;
@@ -274,7 +301,7 @@ StatusOr<ApplyOutcome> ShardedFields::ApplyInPlace(const FieldSpec& spec, std::s
     }
     SHOAL_ASSIGN_OR_RETURN(Value next, spec.fold->Combine(cell->value, lifted));
     cell->value = std::move(next);
-    ++cell->updates;
+    cell->updates += updates;
     auto written = client_.CompareAndSet(cells_, key, doc->version, cell->Encode());
     if (written.ok()) return outcome;
     if (written.status().code() == StatusCode::kNotFound) {

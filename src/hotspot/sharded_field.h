@@ -4,9 +4,11 @@
 // §2.2, §4; docs/design/hotspot.md). The pure state of one field of one document is FieldRoot
 // (field_root.h, with the invariants R1-R4 and rules P1-P3); this class does the I/O.
 //
-//   Apply    static/auto: pick an active cell (of two random ones, the one with fewer updates
-//            of this client in flight), read it, fold the lifted operand in, CompareAndSet; a
-//            conflict retries (or fails with kAborted when retries are off). A sealed or missing
+//   Apply    static/auto: pick an active cell (the one with the fewest updates of this client
+//            in flight), read it, fold the lifted operand in, CompareAndSet; a conflict
+//            retries (or fails with kAborted when retries are off). With combine, updates of
+//            one field beyond one per active cell wait and go out as one write
+//            (apply_combiner.h). A sealed or missing
 //            cell refreshes the layout (P3). dynamic: insert a new cell with a fresh token; no
 //            read, no conflict.
 //   Read     root, then every cell it lists (dynamic: the cells found by a query on the owner),
@@ -38,6 +40,7 @@
 #include "src/common/ids.h"
 #include "src/common/random.h"
 #include "src/common/status.h"
+#include "src/hotspot/apply_combiner.h"
 #include "src/hotspot/cell_state.h"
 #include "src/hotspot/field_root.h"
 #include "src/hotspot/field_spec.h"
@@ -47,10 +50,15 @@ namespace shoal::hotspot {
 struct ApplyOptions {
   bool retry_on_conflict = true;
   uint32_t max_attempts = 256;  // conflicts before kAborted even with retries
+  // static/auto: concurrent updates of one field by this object's callers share writes
+  // (apply_combiner.h). Blocks a waiting caller's thread: only on OS-thread runtimes.
+  bool combine = false;
 };
 
 struct ApplyOutcome {
   uint32_t conflicts = 0;  // failed CompareAndSets before the update landed
+  uint32_t members = 1;    // updates that shared the write that carried this one
+  bool queued = false;     // it waited behind other updates of the field (combine)
 };
 
 enum class ReadMode : uint8_t {
@@ -86,6 +94,7 @@ class ShardedFields {
   [[nodiscard]] StatusOr<ApplyOutcome> Apply(const FieldSpec& spec, std::string_view pk,
                                              const Value& operand, const ApplyOptions& options);
   [[nodiscard]] StatusOr<Value> Read(const FieldSpec& spec, std::string_view pk, ReadMode mode);
+  [[nodiscard]] ApplyCombinerCounters combiner_counters() const { return combiner_.counters(); }
   // Sets the number of active cells of a static/auto field (1..kMaxShards).
   [[nodiscard]] Status Resize(const FieldSpec& spec, std::string_view pk, uint32_t cells);
   [[nodiscard]] Status Compact(const FieldSpec& spec, std::string_view pk);
@@ -114,9 +123,12 @@ class ShardedFields {
     uint64_t version = 0;
   };
 
+  // Folds `lifted`, the fold of `updates` updates, into one active cell.
   [[nodiscard]] StatusOr<ApplyOutcome> ApplyInPlace(const FieldSpec& spec, std::string_view pk,
                                                     const Value& lifted,
-                                                    const ApplyOptions& options);
+                                                    const ApplyOptions& options, uint32_t updates);
+  [[nodiscard]] StatusOr<ApplyOutcome> ApplyCombined(const FieldSpec& spec, std::string_view pk,
+                                                     Value lifted, const ApplyOptions& options);
   [[nodiscard]] StatusOr<ApplyOutcome> ApplyDynamic(const FieldSpec& spec, std::string_view pk,
                                                     const Value& lifted);
   // The root and its version; a missing root is Empty(neutral) at version 0.
@@ -150,8 +162,9 @@ class ShardedFields {
                               const std::vector<std::string>& tokens);
   [[nodiscard]] std::string NewToken();
   void Forget(std::string_view pk, std::string_view field);
-  // Picks the cell of one update attempt, the less busy of two random active cells (busy: the
-  // updates of this object in flight on it), and counts the attempt on it until EndUpdate.
+  // Picks the cell of one update attempt, the least busy active cell (busy: the updates of this
+  // object in flight on it; ties go to the first from a random start), and counts the attempt
+  // on it until EndUpdate.
   [[nodiscard]] std::string BeginUpdate(std::string_view pk, std::string_view field,
                                         const std::vector<std::string>& active);
   void EndUpdate(const std::string& cell_key);
@@ -163,6 +176,7 @@ class ShardedFields {
   std::map<std::string, Tokens, std::less<>> layouts_;  // guarded by mu_
   // Update attempts in flight per cell key (entries at 0 are erased); guarded by mu_.
   absl::flat_hash_map<std::string, uint32_t> in_flight_;
+  ApplyCombiner combiner_;
 };
 
 }  // namespace shoal::hotspot

@@ -74,8 +74,9 @@ StatusOr<ApplyResult> Collection::Apply(std::string_view key, std::string_view f
       hotspot::ApplyOutcome outcome,
       impl_->hot->Apply(key, field, operand_json,
                         hotspot::ApplyOptions{.retry_on_conflict = options.retry_on_conflict,
-                                              .max_attempts = 256}));
-  return ApplyResult{.conflicts = outcome.conflicts};
+                                              .max_attempts = 256,
+                                              .combine = options.combine}));
+  return ApplyResult{.conflicts = outcome.conflicts, .members = outcome.members};
 }
 
 Status Collection::PutMember(std::string_view key, std::string_view field, std::string_view member,

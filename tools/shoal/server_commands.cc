@@ -58,6 +58,8 @@ struct CoordinatorFlags {
   std::string metadata = "embedded";
   uint32_t election_session_ms = 4'000;
   std::string grpc_server = "sync";
+  double max_move_mib_per_s =
+      static_cast<double>(coordinator::kDefaultMoveBytesPerSecond) / (1 << 20);
   bool no_sync = false;
   bool json = false;
   LogFlags log;
@@ -106,6 +108,8 @@ int RunCoordinator(const CoordinatorFlags& flags) {
   options.sync = !flags.no_sync;
   options.metadata = flags.metadata;
   options.election_session_timeout = std::chrono::milliseconds(flags.election_session_ms);
+  options.coordinator.max_bytes_per_second =
+      static_cast<uint64_t>(flags.max_move_mib_per_s * static_cast<double>(1 << 20));
   auto server_mode = net::ParseGrpcServerMode(flags.grpc_server);
   if (!server_mode.ok()) {
     std::fprintf(stderr, "error: %s\n", server_mode.status().ToString().c_str());
@@ -329,6 +333,11 @@ void AddServerCommands(CLI::App& app) {
   c->add_option("--grpc-server", coordinator->grpc_server, "gRPC server API: sync or callback")
       ->check(CLI::IsMember({"sync", "callback"}))
       ->capture_default_str();
+  c->add_option("--max-move-mib-per-s", coordinator->max_move_mib_per_s,
+                "Move throttle: after each bucket move, pause as long as its bytes take at this "
+                "rate (0: unthrottled; trades time to balance for client throughput)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
   c->add_flag("--no-sync", coordinator->no_sync, "Do not fsync metadata writes");
   c->add_flag("--json", coordinator->json, "Print the listen address as JSON");
   AddLogOptions(c, &coordinator->log);
