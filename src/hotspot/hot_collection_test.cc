@@ -82,7 +82,7 @@ TEST_F(HotCollectionTest, StaticFieldFoldsOnGetAndRefusesDirectWrites) {
 }
 
 // 8 threads on 2 shards, with and without combining: every vote counted once. With combining,
-// the threads beyond one per shard wait and share writes, and none of them conflicts.
+// the threads beyond one per shard wait and share writes.
 TEST_F(HotCollectionTest, ConcurrentVotesAreAllCounted) {
   for (const bool combine : {false, true}) {
     SCOPED_TRACE(combine ? "combine" : "one write per update");
@@ -109,9 +109,9 @@ TEST_F(HotCollectionTest, ConcurrentVotesAreAllCounted) {
     for (auto& t : threads) t.join();
     EXPECT_EQ(failed.load(), 0);
     EXPECT_EQ(Body(*questions.Get("hot"))["votes"], kThreads * kVotes);
-    if (combine) {
-      EXPECT_GT(shared.load(), 0) << "8 threads on 2 shards: some votes share a write";
-    } else {
+    // Whether votes share a write depends on the scheduler (on 2 cores at most 2 threads run
+    // at once); ApplyCombinerTest forces it. Without combining, none may.
+    if (!combine) {
       EXPECT_EQ(shared.load(), 0);
     }
   }
