@@ -68,7 +68,7 @@ struct ApplyOptions {
   // busy (one write carries the fold of their operands; each call returns when it lands). For
   // many threads of a networked client on one hot field; in an embedded Database on few cores
   // the hand-offs between threads cost more than the conflicts they save
-  // (docs/results/hotspot.md, "Combining").
+  // (docs/design/hotspot.md, "Combining").
   bool combine = false;
 };
 

@@ -85,8 +85,9 @@ struct CoordinatorOptions {
   uint64_t split_bytes = 0;  // Θmax: split buckets above it; 0 = never
   uint64_t merge_bytes = 0;  // Θmin: merge adjacent buckets on the same node below it; 0 = never
   // Move throttle: after each move, its task pauses as long as the move's bytes take at this
-  // rate; 0 = unthrottled. The default kept 4 saturating clients on 2 cores at >= 0.9 of their
-  // throughput while a node joined at 1 GiB (docs/results/rebalance.md).
+  // rate; 0 = unthrottled. While a node joined at 1 GiB on 2 cores, the default cut the loss of
+  // 4 saturating clients from 35% to 11% (medians) for 3x the time to balance
+  // (docs/results/rebalance.md).
   uint64_t max_bytes_per_second = kDefaultMoveBytesPerSecond;
   // Catch-up rounds before fencing, and the backlog (changes per round) that allows the fence.
   uint32_t catch_up_rounds = 4;

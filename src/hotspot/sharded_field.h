@@ -6,11 +6,10 @@
 //
 //   Apply    static/auto: pick an active cell (the one with the fewest updates of this client
 //            in flight), read it, fold the lifted operand in, CompareAndSet; a conflict
-//            retries (or fails with kAborted when retries are off). With combine, updates of
-//            one field beyond one per active cell wait and go out as one write
-//            (apply_combiner.h). A sealed or missing
-//            cell refreshes the layout (P3). dynamic: insert a new cell with a fresh token; no
-//            read, no conflict.
+//            retries (or fails with kAborted when retries are off). A sealed or missing cell
+//            refreshes the layout (P3). With combine, updates of one field beyond one per
+//            active cell wait and go out as one write (apply_combiner.h). dynamic: insert a
+//            new cell with a fresh token; no read, no conflict.
 //   Read     root, then every cell it lists (dynamic: the cells found by a query on the owner),
 //            then the root again if any cell was sealed or gone: value = base ⊕ unabsorbed cells.
 //            It contains every update acknowledged before the read began and none that began
@@ -94,7 +93,6 @@ class ShardedFields {
   [[nodiscard]] StatusOr<ApplyOutcome> Apply(const FieldSpec& spec, std::string_view pk,
                                              const Value& operand, const ApplyOptions& options);
   [[nodiscard]] StatusOr<Value> Read(const FieldSpec& spec, std::string_view pk, ReadMode mode);
-  [[nodiscard]] ApplyCombinerCounters combiner_counters() const { return combiner_.counters(); }
   // Sets the number of active cells of a static/auto field (1..kMaxShards).
   [[nodiscard]] Status Resize(const FieldSpec& spec, std::string_view pk, uint32_t cells);
   [[nodiscard]] Status Compact(const FieldSpec& spec, std::string_view pk);
