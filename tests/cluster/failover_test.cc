@@ -41,11 +41,6 @@ constexpr char kPoint[] = "coordinator.before_commit";
 // How long ZooKeeperKilledUnderLoad keeps the ZooKeeper server down.
 constexpr int kZooKeeperDownMs = 4'000;
 
-std::string Binary() {
-  const char* binary = std::getenv("SHOAL_BINARY");
-  return binary != nullptr ? binary : SHOAL_DEFAULT_BINARY;
-}
-
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream buffer;
@@ -73,7 +68,7 @@ class ZooKeeperClusterTest : public testing::Test {
     // Fails (never skips) when the server can not run.
     ASSERT_TRUE(zk.ok()) << zk.status();
     zk_ = *std::move(zk);
-    cluster_ = std::make_unique<ProcessCluster>(Binary());
+    cluster_ = std::make_unique<ProcessCluster>(ShoalBinary());
     cluster_->UseZooKeeper(fmt::format("zk://{}/shoal/failover", zk_->hosts()), kElectionSessionMs);
   }
   void TearDown() override {

@@ -33,11 +33,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string Binary() {
-  const char* binary = std::getenv("SHOAL_BINARY");
-  return binary != nullptr ? binary : SHOAL_DEFAULT_BINARY;
-}
-
 bool LongRun() {
   const char* value = std::getenv("SHOAL_FAULT_LONG");
   return value != nullptr && std::string(value) == "1";
@@ -80,7 +75,7 @@ constexpr uint32_t kJoiner = 4;
 class ClusterFaultTest : public testing::Test {
  protected:
   void SetUp() override {
-    cluster_ = std::make_unique<ProcessCluster>(Binary());
+    cluster_ = std::make_unique<ProcessCluster>(ShoalBinary());
     cluster_->SetBetweenAttempts([this] { (void)RestartTheDead(); });
   }
   void TearDown() override {

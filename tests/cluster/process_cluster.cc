@@ -75,6 +75,11 @@ pid_t Spawn(const std::string& binary, const std::vector<std::string>& args,
 
 }  // namespace
 
+std::string ShoalBinary() {
+  const char* binary = std::getenv("SHOAL_BINARY");
+  return binary != nullptr ? binary : SHOAL_DEFAULT_BINARY;
+}
+
 ProcessCluster::ProcessCluster(std::string binary) : binary_(std::move(binary)) {
   std::string pattern = (std::filesystem::temp_directory_path() / "shoal-fault-XXXXXX").string();
   if (::mkdtemp(pattern.data()) != nullptr) dir_ = pattern;

@@ -37,6 +37,10 @@ struct Exit {
   int status = 0;       // the raw wait status
 };
 
+// The `shoal` executable the tests start: $SHOAL_BINARY, else the one built with the tests
+// (SHOAL_DEFAULT_BINARY, set by the test targets).
+[[nodiscard]] std::string ShoalBinary();
+
 class ProcessCluster {
  public:
   // `binary`: the `shoal` executable. Creates a fresh temporary directory.

@@ -47,11 +47,6 @@ constexpr int kPauseMs = 5'000;
 // How long ZooKeeper stays down after the move's commit (and its abort) failed.
 constexpr int kDownAfterCommitMs = 2'000;
 
-std::string Binary() {
-  const char* binary = std::getenv("SHOAL_BINARY");
-  return binary != nullptr ? binary : SHOAL_DEFAULT_BINARY;
-}
-
 long long MillisSince(Clock::time_point start) {
   return static_cast<long long>(
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
@@ -69,7 +64,7 @@ class ZooKeeperOutageTest : public testing::Test {
   }
 
   void StartCluster(const std::string& hosts, uint32_t nodes, bool standby) {
-    cluster_ = std::make_unique<ProcessCluster>(Binary());
+    cluster_ = std::make_unique<ProcessCluster>(ShoalBinary());
     cluster_->UseZooKeeper(fmt::format("zk://{}{}", hosts, kRoot), kElectionSessionMs);
     ASSERT_TRUE(cluster_->StartCoordinator(3, 12).ok());
     if (standby) {
