@@ -5,6 +5,7 @@
 // rebalance_bench.cc includes this file.
 
 #include <fmt/format.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
@@ -195,6 +196,8 @@ class Workload {
 
  private:
   void Loop(uint32_t index) {
+    // Named so that a scheduler trace (perf sched) tells the clients from the cluster's threads.
+    pthread_setname_np(pthread_self(), fmt::format("client-{}", index).c_str());
     auto client = NewClient(runtime_);
     Random random(runtime_.RandomU64());
     std::vector<OpSample>& samples = samples_[index];

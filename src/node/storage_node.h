@@ -118,12 +118,13 @@ struct NodeOptions {
   // balancer round: see load_stats_max_age.
   bool exact_load_stats = true;
   // Exact sizes are cached per bucket; a bucket of a new id or range is always scanned. A cached
-  // size is scanned again once the node wrote, applied or ingested anything since and either it
-  // is older than this or the node's writes since, spread evenly over its buckets, reach an
-  // eighth of the bucket's documents (so that a growing bucket splits in time). One report
-  // rescans at most an eighth of the served buckets (the oldest first), so that no report reads
-  // all the node's data. 0: every report scans every bucket. Only the runtime's clock and the
-  // node's own counters decide: the simulation replays.
+  // size is scanned again once the writes to its range since changed an eighth of its live
+  // bytes (so that a growing bucket splits in time), or a 64th once it is older than this
+  // (storage::BucketStore::LiveBytesChurn: inserts, deletes and size changes count, overwrites
+  // of the same size do not, so a steady update load rescans nothing). One report rescans at
+  // most an eighth of the served buckets (the oldest first), so that no report reads all the
+  // node's data. 0: every report scans every bucket. Only the runtime's clock and the store's
+  // own counters decide: the simulation replays.
   transport::Micros load_stats_max_age = 5'000'000;
   // The per-key write-rate sketch whose hottest keys the load report carries.
   hotspot::TopKSketchOptions hot_keys{};
@@ -153,6 +154,8 @@ struct NodeCounters {
   uint64_t move_bytes_fetched = 0;
   uint64_t move_chunk_retries = 0;
   uint64_t move_files_read_locally = 0;
+  // Buckets scanned to size them for a load report (NodeOptions::load_stats_max_age).
+  uint64_t load_scans = 0;
 };
 
 class StorageNode final : public transport::Service,
@@ -223,8 +226,7 @@ class StorageNode final : public transport::Service,
     storage::PointRange range;
     uint64_t bytes = 0;
     uint64_t documents = 0;
-    uint64_t activity = 0;  // ActivityLocked() before the scan
-    uint64_t changes = 0;   // ChangesLocked() before the scan
+    uint64_t churn = 0;  // store_->LiveBytesChurn(range) before the scan
     transport::Micros computed = 0;
   };
   class ActiveGuard;
@@ -254,10 +256,6 @@ class StorageNode final : public transport::Service,
   [[nodiscard]] StatusOr<const cluster::BucketPlacement*> MoveBucketLocked(BucketId bucket,
                                                                            MoveId move,
                                                                            bool as_source) const;
-  // Grows with every document write, applied change and ingest of this node.
-  [[nodiscard]] uint64_t ActivityLocked() const;
-  // Document writes and applied changes of this node.
-  [[nodiscard]] uint64_t ChangesLocked() const;
   // The exact sizes of `served` (bucket, range), from the cache where it is fresh enough.
   [[nodiscard]] std::vector<transport::BucketLoad> ExactLoads(
       const std::vector<std::pair<BucketId, storage::PointRange>>& served);

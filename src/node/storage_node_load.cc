@@ -45,30 +45,19 @@ Response StorageNode::HandleLoad() {
   return Response::Ok(out);
 }
 
-uint64_t StorageNode::ActivityLocked() const {
-  return counters_.writes + counters_.changes_applied + counters_.bytes_ingested;
-}
-
-uint64_t StorageNode::ChangesLocked() const { return counters_.writes + counters_.changes_applied; }
-
 std::vector<transport::BucketLoad> StorageNode::ExactLoads(
     const std::vector<std::pair<BucketId, storage::PointRange>>& served) {
   const transport::Micros now = runtime_.Now();
   const transport::Micros max_age = options_.load_stats_max_age;
-  uint64_t activity;
-  uint64_t changes;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    activity = ActivityLocked();
-    changes = ChangesLocked();
-  }
-  // A cached size may be off by the writes to its bucket since; without per-bucket counts,
-  // assume the node's writes spread evenly over its buckets.
-  const auto written = [&](const CachedLoad& cached) {
-    return (changes - cached.changes) / std::max<uint64_t>(1, served.size());
-  };
-  // Which buckets to scan: every bucket without a cached size of its current range, and the
-  // oldest of the stale ones, at most an eighth of the served buckets.
+  // How much of a bucket's live size the writes since its scan changed (storage::BucketStore::
+  // LiveBytesChurn), read before any scan so that a write racing a scan is counted again later.
+  std::vector<uint64_t> churn(served.size());
+  for (size_t i = 0; i < served.size(); ++i) churn[i] = store_->LiveBytesChurn(served[i].second);
+  // Which buckets to scan: every bucket without a cached size of its current range; of the
+  // others, those whose writes since changed an eighth of the cached size, or a 64th once the
+  // cached size is older than max_age; the stale ones oldest first, at most an eighth of the
+  // served buckets per report. Overwrites that keep a document's size change nothing, so a
+  // steady update load causes no rescans.
   std::vector<size_t> scan;
   {
     std::lock_guard<std::mutex> lock(load_mu_);
@@ -86,12 +75,18 @@ std::vector<transport::BucketLoad> StorageNode::ExactLoads(
       auto it = load_cache_.find(served[i].first);
       if (it == load_cache_.end() || it->second.range != served[i].second) {
         scan.push_back(i);
-      } else if (max_age <= 0) {
+        continue;
+      }
+      if (max_age <= 0) {
         scan.push_back(i);
-      } else if (it->second.activity != activity &&
-                 (now - it->second.computed >= max_age ||
-                  written(it->second) >= std::max<uint64_t>(1, it->second.documents / 8))) {
-        stale.emplace_back(it->second.computed, i);
+        continue;
+      }
+      const CachedLoad& cached = it->second;
+      const uint64_t changed = churn[i] - cached.churn;
+      const bool old = now - cached.computed >= max_age;
+      if (changed > 0 &&
+          changed >= (old ? cached.bytes / 64 : std::max<uint64_t>(1, cached.bytes / 8))) {
+        stale.emplace_back(cached.computed, i);
       }
     }
     std::sort(stale.begin(), stale.end());
@@ -104,14 +99,17 @@ std::vector<transport::BucketLoad> StorageNode::ExactLoads(
     auto stats = store_->ComputeStats(served[i].second);
     if (stats.ok()) scanned.emplace_back(i, *stats);
   }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    counters_.load_scans += scan.size();
+  }
   std::vector<transport::BucketLoad> loads;
   std::lock_guard<std::mutex> lock(load_mu_);
   for (const auto& [i, stats] : scanned) {
     load_cache_[served[i].first] = CachedLoad{.range = served[i].second,
                                               .bytes = stats.live_bytes,
                                               .documents = stats.documents,
-                                              .activity = activity,
-                                              .changes = changes,
+                                              .churn = churn[i],
                                               .computed = now};
   }
   for (const auto& [id, range] : served) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <numbers>
 #include <string>
 #include <variant>
@@ -115,6 +116,57 @@ TEST_F(StorageNodeTest, LoadReportShowsTheMostWrittenKeyFirst) {
     auto n2_load = Call(kN2, transport::BucketLoadRequest{});
     ASSERT_TRUE(StatusOf(n2_load).ok()) << StatusOf(n2_load);
     EXPECT_TRUE(std::get<transport::BucketLoadResponse>(n2_load->body).hot_keys.empty());
+  });
+}
+
+TEST_F(StorageNodeTest, LoadReportRescansABucketOnlyOnceWritesChangedItsSize) {
+  Run([&] {
+    const auto load = [&]() {
+      std::map<BucketId, transport::BucketLoad> out;
+      auto response = Call(kN1, transport::BucketLoadRequest{});
+      EXPECT_TRUE(StatusOf(response).ok()) << StatusOf(response);
+      if (!StatusOf(response).ok()) return out;
+      for (const auto& bucket : std::get<transport::BucketLoadResponse>(response->body).buckets) {
+        out[bucket.bucket] = bucket;
+      }
+      return out;
+    };
+    for (int i = 0; i < 8; ++i) {
+      ASSERT_TRUE(
+          StatusOf(Write(kN1, maps_.initial, WriteOp::kInsert, KeyIn(kB0, i), R"({"v":"aaaa"})"))
+              .ok());
+    }
+    auto first = load();
+    ASSERT_TRUE(first.contains(kB0));
+    EXPECT_EQ(first[kB0].documents, 8u);
+    const uint64_t scans = node(kN1).counters().load_scans;
+    EXPECT_EQ(scans, first.size());  // every served bucket, once
+
+    // Overwrites of the same size, reported long after the sizes were taken: nothing to rescan.
+    for (int i = 0; i < 8; ++i) {
+      ASSERT_TRUE(
+          StatusOf(Write(kN1, maps_.initial, WriteOp::kUpsert, KeyIn(kB0, i), R"({"v":"bbbb"})"))
+              .ok());
+    }
+    ASSERT_TRUE(sim_.Sleep(3 * NodeOptions{}.load_stats_max_age).ok());
+    auto second = load();
+    EXPECT_EQ(node(kN1).counters().load_scans, scans);
+    EXPECT_EQ(second[kB0].bytes, first[kB0].bytes);
+
+    // Inserts that grow b0 by more than an eighth: b0 alone is scanned again.
+    transport::BatchWriteRequest batch{.epoch = maps_.initial->epoch(), .writes = {}};
+    for (int i = 8; i < 11; ++i) {
+      batch.writes.push_back(transport::WriteRequest{.epoch = maps_.initial->epoch(),
+                                                     .op = WriteOp::kInsert,
+                                                     .collection = kDocs,
+                                                     .primary_key = KeyIn(kB0, i),
+                                                     .body = R"({"v":"aaaa"})"});
+    }
+    ASSERT_TRUE(StatusOf(Call(kN1, std::move(batch))).ok());
+    auto third = load();
+    EXPECT_EQ(node(kN1).counters().load_scans, scans + 1);
+    EXPECT_EQ(third[kB0].documents, 11u);
+    EXPECT_GT(third[kB0].bytes, first[kB0].bytes);
   });
 }
 

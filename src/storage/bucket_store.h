@@ -30,6 +30,7 @@
 
 #include <rocksdb/db.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <functional>
@@ -252,6 +253,13 @@ class BucketStore {
   [[nodiscard]] Status Flush();
   [[nodiscard]] Status CompactRange(const PointRange& range);
   [[nodiscard]] const StoreOptions& options() const { return options_; }
+  // How much the writes applied since Open changed the live size of the data in `range`: the sum
+  // over those writes of |new - old| key + body bytes of the document (a delete counts the bytes
+  // it removed, an insert those it added, an overwrite by a body of the same size nothing).
+  // Counted per 1/kChurnSlots of the hash space, so a range smaller than a slot also sees the
+  // churn of its neighbours in the slot (an over-estimate, never an under-estimate). The storage
+  // node rescans a cached bucket size once enough of it changed (storage_node_load.cc).
+  [[nodiscard]] uint64_t LiveBytesChurn(const PointRange& range) const;
 
  private:
   class StripeGuard;
@@ -315,6 +323,10 @@ class BucketStore {
   static constexpr size_t kMaxWalCursors = 16;
   static constexpr uint64_t kMaxWalSkipBytes = 16u << 20;
   mutable std::atomic<uint64_t> wal_seeks_{0};  // fresh GetUpdatesSince calls, for tests
+  static constexpr int kChurnSlotShift = 54;    // 1024 slots of the 64-bit hash space
+  static constexpr size_t kChurnSlots = size_t{1} << (64 - kChurnSlotShift);
+  void AddChurn(Point point, uint64_t bytes);
+  std::array<std::atomic<uint64_t>, kChurnSlots> live_bytes_churn_{};
   mutable std::mutex wal_cursors_mu_;
   mutable std::vector<WalCursor> wal_cursors_;  // oldest first
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "src/common/point.h"
 #include "src/storage/errors.h"
 #include "src/storage/test_support.h"
 
@@ -214,6 +215,46 @@ TEST(BucketStoreOpenTest, EverySyncPolicyOpensAndWrites) {
     SHOAL_ASSERT_OK(store->SyncWal());
     SHOAL_ASSERT_OK(store->Close());
   }
+}
+
+// The storage node rescans a bucket's size only once writes changed it (LiveBytesChurn): inserts,
+// deletes and size changes count, same-size overwrites and refused writes do not, and only the
+// range that holds the key sees them.
+TEST_F(BucketStoreTest, LiveBytesChurnCountsSizeChangesOfTheRangeOnly) {
+  const PointRange all = PointRange::All();
+  EXPECT_EQ(store_->LiveBytesChurn(all), 0u);
+  const std::string small = R"({"v":"aaaa"})";
+  const std::string same = R"({"v":"bbbb"})";
+  const std::string large = R"({"v":"cccccccccc"})";
+  SHOAL_ASSERT_OK(store_->Insert(kC, "k", small).status());
+  const uint64_t inserted = store_->LiveBytesChurn(all);
+  EXPECT_GT(inserted, small.size());  // the key's bytes count too
+  const uint64_t key_bytes = inserted - small.size();
+
+  SHOAL_ASSERT_OK(store_->Upsert(kC, "k", same).status());
+  EXPECT_EQ(store_->LiveBytesChurn(all), inserted);
+  EXPECT_FALSE(store_->Insert(kC, "k", large).ok());  // refused: changes nothing
+  EXPECT_EQ(store_->LiveBytesChurn(all), inserted);
+  SHOAL_ASSERT_OK(store_->Update(kC, "k", large).status());
+  EXPECT_EQ(store_->LiveBytesChurn(all), inserted + (large.size() - same.size()));
+  SHOAL_ASSERT_OK(store_->Delete(kC, "k").status());
+  const uint64_t deleted = inserted + (large.size() - same.size()) + key_bytes + large.size();
+  EXPECT_EQ(store_->LiveBytesChurn(all), deleted);
+
+  // A batch counts each of its writes, an insert over a tombstone like a fresh one.
+  std::vector<Mutation> batch = {
+      {.kind = MutationKind::kInsert, .collection = kC, .primary_key = "k", .body = small},
+      {.kind = MutationKind::kUpsert, .collection = kC, .primary_key = "k", .body = same}};
+  SHOAL_ASSERT_OK(store_->ApplyBatch(batch).status());
+  EXPECT_EQ(store_->LiveBytesChurn(all), deleted + key_bytes + small.size());
+
+  // Only ranges that hold the key's point see its churn.
+  const uint64_t point = PointOf(kC, "k").value();
+  SHOAL_ASSERT_OK_AND_ASSIGN(PointRange with, PointRange::Make(point, point + 1));
+  EXPECT_EQ(store_->LiveBytesChurn(with), store_->LiveBytesChurn(all));
+  const uint64_t far = point ^ (uint64_t{1} << 63);
+  SHOAL_ASSERT_OK_AND_ASSIGN(PointRange without, PointRange::Make(far, far + 1));
+  EXPECT_EQ(store_->LiveBytesChurn(without), 0u);
 }
 
 }  // namespace

@@ -278,7 +278,18 @@ Status BucketStore::IngestRange(const ExportedRange& exported, const IngestOptio
   io.snapshot_consistency = true;
   io.allow_global_seqno = true;
   io.allow_blocking_flush = true;
-  return FromRocks(db_->IngestExternalFile(documents_, exported.files, io), "ingest");
+  SHOAL_RETURN_IF_ERROR(
+      FromRocks(db_->IngestExternalFile(documents_, exported.files, io), "ingest"));
+  // The ingested bytes count as churn spread over the range's slots, so that a served range
+  // (a switch-then-copy move) is rescanned.
+  if (range.empty()) return OkStatus();
+  const uint64_t first = range.begin() >> kChurnSlotShift;
+  const uint64_t last = (range.end_is_max() ? ~uint64_t{0} : range.end() - 1) >> kChurnSlotShift;
+  const uint64_t share = exported.bytes / (last - first + 1) + 1;
+  for (uint64_t slot = first; slot <= last; ++slot) {
+    live_bytes_churn_[slot].fetch_add(share, std::memory_order_relaxed);
+  }
+  return OkStatus();
 }
 
 Status BucketStore::CheckWalRetained(uint64_t sequence) const {

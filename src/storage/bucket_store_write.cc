@@ -16,6 +16,13 @@ namespace {
 
 bool IsClientKind(MutationKind kind) { return kind != MutationKind::kApplyIfNewer; }
 
+// Key + body bytes that a document state adds to its bucket's live size (0: absent or deleted).
+uint64_t LiveBytes(std::string_view key, bool present, bool tombstone, size_t body_bytes) {
+  return present && !tombstone ? key.size() + body_bytes : 0;
+}
+
+uint64_t Distance(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
+
 }  // namespace
 
 Status BucketStore::CheckOwnership(Point point, MutationKind kind) const {
@@ -121,6 +128,10 @@ StatusOr<MutationResult> BucketStore::Apply(const Mutation& m, WalSync wal_sync)
   rocksdb::WriteBatch batch;
   batch.Put(documents_, key, EncodeStoredValue(version, m.WritesTombstone(), m.body));
   SHOAL_RETURN_IF_ERROR(WriteBatchToEngine(&batch, wal_sync));
+  AddChurn(point,
+           Distance(LiveBytes(key, stored.has_value(), stored.has_value() && stored->tombstone,
+                              stored.has_value() ? stored->body.size() : 0),
+                    LiveBytes(key, true, m.WritesTombstone(), m.body.size())));
   return MutationResult{.version = version, .applied = true};
 }
 
@@ -180,6 +191,7 @@ StatusOr<std::vector<MutationResult>> BucketStore::ApplyBatch(std::span<const Mu
   std::vector<MutationResult> results(ms.size());
   std::vector<size_t> writes;
   std::string current;
+  std::vector<uint64_t> churn(ms.size(), 0);
   for (size_t i = 0; i < ms.size(); ++i) {
     const Mutation& m = ms[i];
     std::optional<StoredState> stored;
@@ -197,6 +209,10 @@ StatusOr<std::vector<MutationResult>> BucketStore::ApplyBatch(std::span<const Mu
       continue;
     }
     const bool tombstone = m.WritesTombstone();
+    churn[i] = Distance(
+        LiveBytes(prepared[i].key, stored.has_value(), stored.has_value() && stored->tombstone,
+                  stored.has_value() ? stored->body.size() : 0),
+        LiveBytes(prepared[i].key, true, tombstone, m.body.size()));
     const uint64_t version = m.kind == MutationKind::kApplyIfNewer ? m.version : kFresh;
     pending[prepared[i].key] =
         Pending{version, tombstone, tombstone ? std::string() : std::string(m.body)};
@@ -216,6 +232,7 @@ StatusOr<std::vector<MutationResult>> BucketStore::ApplyBatch(std::span<const Mu
     results[i] = MutationResult{.version = version, .applied = true};
   }
   SHOAL_RETURN_IF_ERROR(WriteBatchToEngine(&batch, wal_sync));
+  for (size_t i : writes) AddChurn(prepared[i].point, churn[i]);
   return results;
 }
 
@@ -232,6 +249,21 @@ StatusOr<std::vector<MutationResult>> BucketStore::ApplyChanges(std::span<const 
                                  .version = d.version});
   }
   return ApplyBatch(mutations, wal_sync);
+}
+
+void BucketStore::AddChurn(Point point, uint64_t bytes) {
+  if (bytes == 0) return;
+  live_bytes_churn_[point.value() >> kChurnSlotShift].fetch_add(bytes, std::memory_order_relaxed);
+}
+
+uint64_t BucketStore::LiveBytesChurn(const PointRange& range) const {
+  if (range.empty()) return 0;
+  const uint64_t last = range.end_is_max() ? ~uint64_t{0} : range.end() - 1;
+  uint64_t sum = 0;
+  for (uint64_t slot = range.begin() >> kChurnSlotShift; slot <= last >> kChurnSlotShift; ++slot) {
+    sum += live_bytes_churn_[slot].load(std::memory_order_relaxed);
+  }
+  return sum;
 }
 
 // --- the named operations: one Mutation each ---

@@ -281,8 +281,11 @@ ClusterSimResult RunClusterSim(const ClusterSimOptions& options) {
       if (world.chaos.stop_chaos || !world.options.crashes) return false;
       // Switch-then-copy moves are rarer than copy-then-switch ones; crash at their steps more
       // often so that every shard of seeds covers their recovery (roll forward).
+      // (after_seal is one of their steps: reached ~140 times in 50 seeds, at 1% it went
+      // uncrashed in a whole shard once the balancer's schedule changed.)
       const bool rare = name.find("switch") != std::string_view::npos ||
-                        name.find("transfer") != std::string_view::npos;
+                        name.find("transfer") != std::string_view::npos ||
+                        name.find("seal") != std::string_view::npos;
       const double p = world.options.failpoint_crash_probability * (rare ? 8 : 1);
       if (world.chaos_random.NextDouble() >= p) return false;
       ++world.result.crashes;
