@@ -190,6 +190,26 @@ Status RemoveStagingDirectories(const std::string& data_dir) {
   return OkStatus();
 }
 
+StatusOr<storage::ExportedRange> LinkExportedFiles(const storage::ExportedRange& exported,
+                                                   const std::string& directory) {
+  std::error_code ec;
+  std::filesystem::remove_all(directory, ec);
+  if (!ec) std::filesystem::create_directories(directory, ec);
+  if (ec) return IoError(fmt::format("create {}: {}", directory, ec.message()));
+  storage::ExportedRange linked = exported;
+  for (size_t i = 0; i < exported.files.size(); ++i) {
+    linked.files[i] = fmt::format("{}/{}-{}", directory, i,
+                                  std::filesystem::path(exported.files[i]).filename().string());
+    std::filesystem::create_hard_link(exported.files[i], linked.files[i], ec);
+    if (ec) {
+      const std::string why = ec.message();
+      std::filesystem::remove_all(directory, ec);
+      return IoError(fmt::format("link {}: {}", exported.files[i], why));
+    }
+  }
+  return linked;
+}
+
 namespace {
 
 // One chunk, retried on transient errors; counts the retries.

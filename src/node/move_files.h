@@ -83,6 +83,14 @@ struct FetchStats {
 // Removes every staging directory under data_dir/moves (at open: a crashed fetch's leftovers).
 [[nodiscard]] Status RemoveStagingDirectories(const std::string& data_dir);
 
+// Hard-links every file of `exported` (readable here by path: the source shares this machine)
+// into `directory` (emptied first) and returns `exported` naming the links, which the engine may
+// then move into its store instead of copying the data; the source's own names stay. Fails, with
+// the directory removed, where a link cannot be made (another filesystem): the caller then
+// ingests the source's files by copy.
+[[nodiscard]] StatusOr<storage::ExportedRange> LinkExportedFiles(
+    const storage::ExportedRange& exported, const std::string& directory);
+
 // Copies every file of `exported` from `source`'s export of (move, bucket) into `directory`
 // (emptied first) and returns `exported` naming the local copies. On failure the directory is
 // removed, unless the calling process was stopped (kCancelled: it returns at once). `stats`

@@ -327,12 +327,24 @@ TEST_F(MoveFilesTest, ALocalRuntimeReadsReachableFilesByPathAndCopiesUnreachable
     EXPECT_EQ(node(kN2).counters().move_files_read_locally, 1u);
     EXPECT_EQ(node(kN2).counters().move_files_fetched, 0u);
     EXPECT_EQ(filter_->fetches(), 0);
+    // Ingested through a hard link: the source keeps its file (a retried ingest reads it again),
+    // and no link is left in the staging directory.
+    EXPECT_EQ(node(kN2).counters().move_files_linked, 1u);
+    EXPECT_TRUE(std::filesystem::exists(exported->files[0]));
+    EXPECT_FALSE(StagingExists());
+    ASSERT_TRUE(Ingest(*exported).ok());
+    EXPECT_EQ(node(kN2).counters().move_files_linked, 2u);
+    EXPECT_EQ(DocumentsAtDestination(), 20u);
 
     // The same export at paths this node cannot see: copied (and the ingest replaces the range).
     storage::ExportedRange unreachable = *exported;
     unreachable.files[0] += ".elsewhere";
-    ASSERT_TRUE(Ingest(unreachable).ok());
+    const Status copied = Ingest(unreachable);
+    // (The source's file is still byte for byte what it registered: a linked ingest must not
+    // write into it, or this copy's checksum would not match.)
+    ASSERT_TRUE(copied.ok()) << std::string(copied.message());
     EXPECT_EQ(node(kN2).counters().move_files_fetched, 1u);
+    EXPECT_EQ(node(kN2).counters().move_files_linked, 2u);
     EXPECT_EQ(DocumentsAtDestination(), 20u);
   });
 }

@@ -154,6 +154,8 @@ struct NodeCounters {
   uint64_t move_bytes_fetched = 0;
   uint64_t move_chunk_retries = 0;
   uint64_t move_files_read_locally = 0;
+  // Of those, the files ingested through hard links (no copy of their data).
+  uint64_t move_files_linked = 0;
   // Buckets scanned to size them for a load report (NodeOptions::load_stats_max_age).
   uint64_t load_scans = 0;
 };

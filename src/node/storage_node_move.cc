@@ -143,9 +143,19 @@ Status StorageNode::StageIngest(const storage::PointRange& range,
     local = local && std::filesystem::is_regular_file(file, ec);
   }
   if (local || exported.files.empty()) {
-    SHOAL_RETURN_IF_ERROR(store_->IngestRange(exported, ingest));
+    // Links to the source's files, which the engine moves into the store instead of copying
+    // the bucket's data; where no link can be made, the engine copies the source's files.
+    const std::string staging = StagingDirectory(options_.data_dir, request.move, request.bucket);
+    auto linked = exported.files.empty() ? StatusOr<storage::ExportedRange>(exported)
+                                         : LinkExportedFiles(exported, staging);
+    ingest.move_files = linked.ok() && !exported.files.empty();
+    const Status ingested = store_->IngestRange(linked.ok() ? *linked : exported, ingest);
+    std::error_code ec;
+    if (!exported.files.empty()) std::filesystem::remove_all(staging, ec);
+    SHOAL_RETURN_IF_ERROR(ingested);
     std::lock_guard<std::mutex> lock(mu_);
     counters_.move_files_read_locally += exported.files.size();
+    if (ingest.move_files) counters_.move_files_linked += exported.files.size();
   } else {
     const std::string staging = StagingDirectory(options_.data_dir, request.move, request.bucket);
     FetchStats stats;

@@ -137,7 +137,9 @@ struct ExportedRange {
 };
 
 struct IngestOptions {
-  bool move_files = false;  // hard-link/move instead of copy
+  // Hard-link/move instead of copy. The files are never modified either way (the sequence number
+  // they get is kept in the engine's MANIFEST), so a link may share its data with another file.
+  bool move_files = false;
   // Require the range to be covered by kAdding buckets of the local directory. A caller that
   // tracks staging itself (the storage node derives it from the ShardMap) turns this off; the
   // range must still hold no data.

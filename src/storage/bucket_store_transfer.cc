@@ -278,6 +278,10 @@ Status BucketStore::IngestRange(const ExportedRange& exported, const IngestOptio
   io.snapshot_consistency = true;
   io.allow_global_seqno = true;
   io.allow_blocking_flush = true;
+  // The global sequence number goes to the MANIFEST only, never into the file: an ingested file
+  // may be a hard link to the source's export (move_files), which must stay byte for byte as the
+  // source registered it for a retried transfer.
+  io.write_global_seqno = false;
   SHOAL_RETURN_IF_ERROR(
       FromRocks(db_->IngestExternalFile(documents_, exported.files, io), "ingest"));
   // The ingested bytes count as churn spread over the range's slots, so that a served range
