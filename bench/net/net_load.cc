@@ -11,6 +11,11 @@
 // With `--shared-connection` the C threads share ONE Database (one client, one gRPC channel per
 // node) instead of one each, so that the client coalesces their concurrent operations into
 // batch calls (ConnectOptions::coalesce; `--no-coalesce` turns that off to compare).
+//
+// With `--async` the C clients are C operations kept in flight by the asynchronous API
+// (Collection::GetAsync / UpsertAsync) on one Database, started from the main thread and then
+// each from its predecessor's callback: what redis-benchmark's C connections on one event loop
+// are. `--async-calls N` sets ConnectOptions::async_calls_in_flight.
 
 #include <fmt/format.h>
 
@@ -18,8 +23,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -42,6 +50,17 @@ struct Flags {
   int batch = 1;
   bool shared_connection = false;
   bool no_coalesce = false;
+  bool async = false;
+  int async_calls = 2;
+};
+
+// The closed loop of one asynchronous client: one operation in flight, the next started by the
+// callback of the previous one (so its state needs no lock).
+struct AsyncClient {
+  std::mt19937_64 random;
+  std::vector<uint32_t> latencies;  // microseconds
+  uint64_t done = 0;
+  uint64_t errors = 0;
 };
 
 std::string Value(int bytes, uint64_t seed) {
@@ -53,12 +72,63 @@ std::string Value(int bytes, uint64_t seed) {
   return text;
 }
 
+// Runs the --async clients for flags.seconds, then stops them and returns once every one has
+// finished its last operation.
+void RunAsync(const Flags& flags, shoal::Collection collection, const std::string& value,
+              std::atomic<bool>& stop, std::vector<std::vector<uint32_t>>& latencies,
+              std::vector<uint64_t>& errors, std::vector<uint64_t>& written) {
+  std::vector<AsyncClient> clients(static_cast<size_t>(flags.clients));
+  std::mutex mu;
+  std::condition_variable all_stopped;
+  int running = flags.clients;
+  // Starts client c's next operation; its callback records it and starts the one after.
+  std::function<void(int)> next = [&](int c) {
+    AsyncClient& client = clients[c];
+    const std::string key = fmt::format("key-{}", client.random() % flags.keys);
+    const auto start = Clock::now();
+    auto finish = [&, c, start](bool ok) {
+      AsyncClient& me = clients[c];
+      if (ok) {
+        me.latencies.push_back(static_cast<uint32_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count()));
+        ++me.done;
+      } else {
+        ++me.errors;
+      }
+      if (!stop.load(std::memory_order_relaxed)) return next(c);
+      std::lock_guard<std::mutex> lock(mu);
+      if (--running == 0) all_stopped.notify_all();
+    };
+    if (flags.op == "get") {
+      collection.GetAsync(key, [finish](shoal::StatusOr<shoal::Document> d) { finish(d.ok()); });
+    } else {
+      collection.UpsertAsync(key, value, [finish](shoal::StatusOr<uint64_t> v) { finish(v.ok()); });
+    }
+  };
+  for (int c = 0; c < flags.clients; ++c) {
+    clients[c].random.seed(static_cast<uint64_t>(c) + 1);
+    clients[c].latencies.reserve(1 << 16);
+  }
+  for (int c = 0; c < flags.clients; ++c) next(c);
+  std::this_thread::sleep_for(std::chrono::duration<double>(flags.seconds));
+  stop = true;
+  std::unique_lock<std::mutex> lock(mu);
+  all_stopped.wait(lock, [&] { return running == 0; });
+  for (int c = 0; c < flags.clients; ++c) {
+    latencies[c] = std::move(clients[c].latencies);
+    errors[c] = clients[c].errors;
+    written[c] = clients[c].done;
+  }
+}
+
 int Run(const Flags& flags) {
   std::vector<std::unique_ptr<shoal::Database>> dbs;
   std::vector<shoal::Collection> collections;
-  const shoal::ConnectOptions connect{.coalesce = !flags.no_coalesce};
+  const shoal::ConnectOptions connect{
+      .coalesce = !flags.no_coalesce,
+      .async_calls_in_flight = static_cast<size_t>(flags.async_calls)};
   for (int c = 0; c < flags.clients; ++c) {
-    if (flags.shared_connection && c > 0) {
+    if ((flags.shared_connection || flags.async) && c > 0) {
       collections.push_back(collections.front());  // the same client for every thread
       continue;
     }
@@ -94,7 +164,11 @@ int Run(const Flags& flags) {
   std::vector<uint64_t> written(flags.clients, 0);  // successful operations (writes in batches)
   std::vector<std::thread> threads;
   const auto begin = Clock::now();
-  for (int c = 0; c < flags.clients; ++c) {
+  if (flags.async) {
+    RunAsync(flags, collections.front(), value, stop, latencies, errors, written);
+    dbs.front()->WaitAsync();
+  }
+  for (int c = 0; c < flags.clients && !flags.async; ++c) {
     threads.emplace_back([&, c] {
       std::mt19937_64 random(static_cast<uint64_t>(c) + 1);
       std::vector<shoal::BatchWrite> batch(
@@ -140,9 +214,11 @@ int Run(const Flags& flags) {
       }
     });
   }
-  std::this_thread::sleep_for(std::chrono::duration<double>(flags.seconds));
-  stop = true;
-  for (auto& t : threads) t.join();
+  if (!flags.async) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(flags.seconds));
+    stop = true;
+    for (auto& t : threads) t.join();
+  }
   const double elapsed = std::chrono::duration<double>(Clock::now() - begin).count();
   std::vector<uint32_t> all;
   uint64_t error_count = 0;
@@ -164,6 +240,7 @@ int Run(const Flags& flags) {
                      {"batch", flags.batch},
                      {"shared_connection", flags.shared_connection},
                      {"coalesce", !flags.no_coalesce},
+                     {"async", flags.async},
                      {"operations", operations},
                      {"errors", error_count},
                      {"seconds", elapsed},
@@ -196,7 +273,17 @@ int main(int argc, char** argv) {
                "All client threads share one Database (one connection) instead of one each");
   app.add_flag("--no-coalesce", flags.no_coalesce,
                "Send every operation in its own call (ConnectOptions::coalesce = false)");
+  app.add_flag("--async", flags.async,
+               "One thread keeps --clients operations in flight with the asynchronous API");
+  app.add_option("--async-calls", flags.async_calls,
+                 "Batch calls in flight per node and kind (ConnectOptions::async_calls_in_flight)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (flags.async && flags.batch > 1) {
+    std::fprintf(stderr, "error: --async sends single operations (no --batch)\n");
+    return 1;
+  }
   if (flags.batch > 1 && flags.op != "put") {
     std::fprintf(stderr, "error: --batch needs --op put\n");
     return 1;

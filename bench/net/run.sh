@@ -14,7 +14,10 @@
 # `per` = each client thread has its own Database (connection), labelled MODE; `shared` = all
 # threads share one Database, whose client coalesces their concurrent operations into batch
 # calls (net_load --shared-connection), labelled MODE+shared; `shared-nc` = shared without
-# coalescing (--no-coalesce), labelled MODE+shared-nc. BASELINE runs use `per` only.
+# coalescing (--no-coalesce), labelled MODE+shared-nc; `async` = ONE thread keeping as many
+# operations in flight with the asynchronous API (net_load --async: redis-benchmark's model),
+# labelled MODE+async; `async1` = the same with one batch call in flight per node and kind.
+# BASELINE runs use `per` only.
 # Usage: [RUNS=3] [MODES="sync callback"] [BASELINE=DIR] [BATCHES="16 64"] [SINGLE=1]
 #        [CONNECTIONS="per shared"] [NODES="1 3"] [CLIENTS="1 16 64"] bench/net/run.sh BUILD_DIR
 #        [SECONDS]
@@ -114,6 +117,8 @@ style_suffix() {
     per) echo "" ;;
     shared) echo "+shared" ;;
     shared-nc) echo "+shared-nc" ;;
+    async) echo "+async" ;;
+    async1) echo "+async1" ;;
     *) echo "unknown connection style $1" >&2; exit 1 ;;
   esac
 }
@@ -122,6 +127,8 @@ style_flags() {
     per) ;;
     shared) echo "--shared-connection" ;;
     shared-nc) echo "--shared-connection --no-coalesce" ;;
+    async) echo "--async" ;;
+    async1) echo "--async --async-calls 1" ;;
   esac
 }
 

@@ -125,6 +125,24 @@ class Collection {
   // (kInvalidArgument) or one over kMaxBatchWrites writes or kMaxBatchBytes bytes
   // (kResourceExhausted).
   [[nodiscard]] StatusOr<std::vector<StatusOr<uint64_t>>> Batch(std::span<const BatchWrite> writes);
+
+  // Asynchronous single-key operations, for keeping many operations in flight from few threads:
+  // each returns at once and later calls `done` exactly once with what the synchronous call
+  // would have returned. Over the network, operations in flight to one node go out together as
+  // batch calls (docs/design/network.md, "Asynchronous operations").
+  //   - `done` runs on a client thread (or on the calling thread when the operation fails
+  //     before anything is sent): it must not block or call the synchronous API; it may start
+  //     more asynchronous operations.
+  //   - Operations in flight at once are concurrent, applied in any order: to order two writes,
+  //     start the second from the first's `done`.
+  //   - Database::WaitAsync waits for every `done`; Close and the destructor do too.
+  using WriteCallback = std::function<void(StatusOr<uint64_t>)>;
+  using GetCallback = std::function<void(StatusOr<Document>)>;
+  void InsertAsync(std::string_view key, std::string_view json, WriteCallback done);
+  void UpdateAsync(std::string_view key, std::string_view json, WriteCallback done);
+  void UpsertAsync(std::string_view key, std::string_view json, WriteCallback done);
+  void DeleteAsync(std::string_view key, WriteCallback done);
+  void GetAsync(std::string_view key, GetCallback done);
   // Calls `fn` with every matching live document exactly once, in Query's order, from
   // options.cursor to the end, as pages stream in (one stream per bucket over the network);
   // options.limit is the documents per streamed message (at most the server's limit, 1000 by
@@ -177,6 +195,9 @@ struct ConnectOptions {
   // Each operation keeps its own result, errors and deadline (docs/design/network.md,
   // "Coalescing").
   bool coalesce = true;
+  // Batch calls in flight at once per node and kind for the asynchronous operations (>= 1):
+  // while that many are in flight, further operations queue and go out together next.
+  size_t async_calls_in_flight = 2;
 };
 
 class Database {
@@ -199,7 +220,11 @@ class Database {
   [[nodiscard]] StatusOr<uint32_t> AddNode();
   // Decommissions a node: its buckets move away in the background, then it leaves.
   [[nodiscard]] Status RemoveNode(uint32_t node);
-  // Closes every process; the data stays in data_dir.
+  // Waits until every asynchronous operation started so far (Collection::*Async) has called
+  // its callback.
+  void WaitAsync();
+  // Waits for the asynchronous operations, then closes every process; the data stays in
+  // data_dir.
   [[nodiscard]] Status Close();
 
  private:

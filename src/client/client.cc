@@ -65,7 +65,10 @@ NodeId OwnerOf(const cluster::BucketPlacement& bucket) {
 Client::Client(transport::Runtime& runtime, const ClientOptions& options)
     : runtime_(runtime),
       options_(options),
-      coalescer_(options.coalesce ? std::make_unique<Coalescer>(runtime) : nullptr) {}
+      coalescer_(options.coalesce ? std::make_unique<Coalescer>(runtime) : nullptr),
+      pipeline_(std::make_unique<Pipeline>(
+          runtime,
+          PipelineOptions{.limits = {}, .max_calls_in_flight = options.async_calls_in_flight})) {}
 
 cluster::ShardMapPtr Client::map() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -79,6 +82,7 @@ ClientCounters Client::counters() const {
     out = counters_;
   }
   if (coalescer_ != nullptr) out.coalescer = coalescer_->counters();
+  out.pipeline = pipeline_->counters();
   return out;
 }
 

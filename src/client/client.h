@@ -15,6 +15,11 @@
 //     retried; every other result is exact.
 //   - With ClientOptions::coalesce, the single-key calls of concurrent threads to one node share
 //     calls (coalescer.h); each operation keeps the semantics above, retried on its own.
+//   - The *Async operations send their first attempt through the Pipeline (pipeline.h): one
+//     thread can keep many operations in flight, batched per node. A first attempt that must be
+//     retried (WRONG_SHARD, NOT_SERVING, a request certainly not delivered) is finished by the
+//     synchronous path on a task of the client's own, so each operation's result is exactly what
+//     the synchronous call would have returned. client_async.cc.
 //   - Query walks the hash space in (point, collection, primary key) order, one bucket page at a
 //     time, and resumes from the last key returned at whichever node owns it now, so each live
 //     document is returned exactly once even while buckets move, split or merge (paper 000
@@ -28,16 +33,19 @@
 // Thread-safety: all methods are thread-safe; calls must come from runtime tasks (or, with
 // ThreadRuntime, from any thread).
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "src/client/coalescer.h"
+#include "src/client/pipeline.h"
 #include "src/cluster/shard_map.h"
 #include "src/common/ids.h"
 #include "src/common/point.h"
@@ -59,6 +67,8 @@ struct ClientOptions {
   // while a call to that node is in flight (coalescer.h). Only for runtimes whose tasks are OS
   // threads (GrpcRuntime, ThreadRuntime), never the simulation; the network client turns it on.
   bool coalesce = false;
+  // Calls in flight per node and kind for the *Async operations (PipelineOptions).
+  size_t async_calls_in_flight = 2;
 };
 
 struct QueryOptions {
@@ -79,11 +89,17 @@ struct ClientCounters {
   uint64_t map_refreshes = 0;
   uint64_t maps_adopted = 0;    // by Adopt (a map watch)
   CoalescerCounters coalescer;  // all zero unless ClientOptions::coalesce
+  PipelineCounters pipeline;    // the *Async operations' first attempts
+  uint64_t async_retried = 0;   // *Async operations finished by the synchronous path
 };
 
 class Client {
  public:
   Client(transport::Runtime& runtime, const ClientOptions& options = {});
+  // Waits for the asynchronous operations (WaitAsync).
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
 
   // Fetches the map from the coordinator.
   [[nodiscard]] Status Refresh();
@@ -120,11 +136,34 @@ class Client {
   [[nodiscard]] Status QueryStream(const QueryOptions& options,
                                    const std::function<Status(storage::Document)>& fn);
 
+  // Asynchronous single-key operations: each returns at once and calls `done` exactly once with
+  // what the synchronous operation would have returned. `done` runs on a transport thread, on a
+  // task of this client, or (when the request fails before it is sent) on the calling thread; it
+  // must not block, and may start more asynchronous operations. Operations in flight at once are
+  // concurrent (no order between them): to order two, start the second from the first's `done`.
+  // Each must finish before the runtime shuts down: see WaitAsync.
+  using WriteDone = std::function<void(StatusOr<uint64_t>)>;
+  using GetDone = std::function<void(StatusOr<storage::Document>)>;
+  // `request`: a WriteRequest without epoch or via_move, as for Batch.
+  void WriteAsync(transport::WriteRequest request, WriteDone done);
+  void GetAsync(CollectionId c, std::string pk, GetDone done);
+  // Runs `fn` (which may block) on a task of this client, counted as an asynchronous operation.
+  void RunAsync(std::function<void()> fn);
+  // Waits until every asynchronous operation started so far has called its `done`.
+  void WaitAsync();
+
   [[nodiscard]] cluster::ShardMapPtr map() const;
   [[nodiscard]] ClientCounters counters() const;
 
  private:
   [[nodiscard]] StatusOr<uint64_t> Write(transport::WriteRequest request);
+  // CallOwner's first attempt through the Pipeline, then (if it must be retried) CallOwner
+  // itself on a task; `done` gets CallOwner's result.
+  void CallOwnerAsync(Point point, std::function<transport::Request(MapEpoch)> make_request,
+                      bool idempotent, std::function<void(StatusOr<transport::Response>)> done);
+  // Counts one more asynchronous operation; returns the process its tasks act for.
+  transport::Address BeginAsync();
+  void EndAsync();
   // Sends make_request(epoch) to the owner of `point` under the cached map, following
   // WRONG_SHARD routes and retrying what was certainly not handled; a lost request or reply is
   // retried only when `idempotent`, otherwise it is kUnknown. Returns an OK response or the error.
@@ -147,9 +186,16 @@ class Client {
   transport::Runtime& runtime_;
   const ClientOptions options_;
   const std::unique_ptr<Coalescer> coalescer_;  // null unless options_.coalesce
+  const std::unique_ptr<Pipeline> pipeline_;
   mutable std::mutex mu_;
   cluster::ShardMapPtr map_;
   ClientCounters counters_;
+  std::mutex async_mu_;  // guards async_outstanding_
+  std::condition_variable async_idle_;
+  uint64_t async_outstanding_ = 0;
+  // The process the client's tasks act for: the first asynchronous caller's (not known at
+  // construction: the simulation has no process outside its tasks).
+  std::optional<transport::Address> self_;
 };
 
 // The node that acknowledges writes (and serves reads) of `bucket` at its map's epoch.

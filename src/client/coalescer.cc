@@ -29,15 +29,6 @@ CoalescerOptions Clamped(CoalescerOptions options) {
   return options;
 }
 
-// A slot's own Response, as a single call would have had it: WRONG_SHARD carries the route.
-Response SlotResponse(Status status, transport::ResponseBody body,
-                      const cluster::ShardMapPtr& route) {
-  if (status.ok()) return Response::Ok(std::move(body));
-  const bool wrong_shard =
-      transport::ClusterErrorOf(status) == transport::ClusterError::kWrongShard;
-  return Response::Error(std::move(status), wrong_shard ? route : nullptr);
-}
-
 }  // namespace
 
 struct Coalescer::Op {
@@ -65,12 +56,7 @@ CoalescerCounters Coalescer::counters() const {
 }
 
 StatusOr<Response> Coalescer::Call(NodeId node, Request request, transport::Micros timeout) {
-  std::optional<Kind> kind;
-  if (const auto* write = std::get_if<transport::WriteRequest>(&request)) {
-    if (!write->via_move.has_value()) kind = Kind::kWrite;
-  } else if (const auto* get = std::get_if<transport::GetRequest>(&request)) {
-    if (!get->via_move.has_value() && !get->include_tombstones) kind = Kind::kGet;
-  }
+  const std::optional<BatchKind> kind = BatchKindOf(request);
   if (!kind.has_value()) return runtime_.Call(Address::Node(node), std::move(request), timeout);
 
   std::unique_lock<std::mutex> lock(mu_);
@@ -145,16 +131,14 @@ void Coalescer::PassOnLocked(Lane& lane) {
 }
 
 std::vector<std::shared_ptr<Coalescer::Op>> Coalescer::TakeBatchLocked(Lane& lane,
-                                                                       Kind kind) const {
-  const size_t max_ops = kind == Kind::kWrite ? options_.max_batch_writes : options_.max_batch_gets;
+                                                                       BatchKind kind) const {
+  const size_t max_ops =
+      kind == BatchKind::kWrite ? options_.max_batch_writes : options_.max_batch_gets;
   std::vector<std::shared_ptr<Op>> batch;
   size_t bytes = 0;
   while (!lane.queue.empty() && batch.size() < max_ops) {
     const std::shared_ptr<Op>& next = lane.queue.front();
-    size_t size = 0;
-    if (const auto* write = std::get_if<transport::WriteRequest>(&next->request)) {
-      size = write->primary_key.size() + write->body.size();
-    }
+    const size_t size = BatchBytesOf(next->request);
     if (!batch.empty() && bytes + size > options_.max_batch_bytes) break;
     bytes += size;
     next->sent = true;
@@ -164,7 +148,7 @@ std::vector<std::shared_ptr<Coalescer::Op>> Coalescer::TakeBatchLocked(Lane& lan
   return batch;
 }
 
-std::vector<StatusOr<Response>> Coalescer::Send(NodeId node, Kind kind,
+std::vector<StatusOr<Response>> Coalescer::Send(NodeId node, BatchKind kind,
                                                 const std::vector<std::shared_ptr<Op>>& ops) {
   // The batch may not outlive the earliest deadline of its operations.
   Clock::time_point deadline = ops.front()->deadline;
@@ -178,65 +162,12 @@ std::vector<StatusOr<Response>> Coalescer::Send(NodeId node, Kind kind,
     return out;
   }
 
-  Request request;
-  if (kind == Kind::kWrite) {
-    transport::BatchWriteRequest batch{.epoch = {}, .writes = {}};
-    batch.writes.reserve(ops.size());
-    for (const auto& op : ops) {
-      auto& write = std::get<transport::WriteRequest>(op->request);
-      batch.epoch = std::max(batch.epoch, write.epoch);
-      batch.writes.push_back(std::move(write));
-    }
-    request = std::move(batch);
-  } else {
-    transport::BatchGetRequest batch{.epoch = {}, .gets = {}};
-    batch.gets.reserve(ops.size());
-    for (const auto& op : ops) {
-      auto& get = std::get<transport::GetRequest>(op->request);
-      batch.epoch = std::max(batch.epoch, get.epoch);
-      batch.gets.push_back(std::move(get));
-    }
-    request = std::move(batch);
-  }
-  StatusOr<Response> answer = runtime_.Call(Address::Node(node), std::move(request), timeout);
-  if (!answer.ok()) {
-    // The transport's verdict holds for every operation of the call.
-    out.assign(ops.size(), answer.status());
-    return out;
-  }
-  Response& response = *answer;
-  if (!response.status.ok()) {
-    // Refused whole, before any operation.
-    for (size_t i = 0; i < ops.size(); ++i) {
-      out.push_back(Response::Error(response.status, response.route));
-    }
-    return out;
-  }
-  if (kind == Kind::kWrite) {
-    auto* body = std::get_if<transport::BatchWriteResponse>(&response.body);
-    if (body == nullptr || body->results.size() != ops.size()) {
-      // Which writes were applied cannot be told: as if the reply had been lost.
-      out.assign(ops.size(), DeadlineExceededError("malformed batch write response"));
-      return out;
-    }
-    for (auto& result : body->results) {
-      out.push_back(SlotResponse(std::move(result.status),
-                                 transport::WriteResponse{.version = result.version},
-                                 response.route));
-    }
-    return out;
-  }
-  auto* body = std::get_if<transport::BatchGetResponse>(&response.body);
-  if (body == nullptr || body->results.size() != ops.size()) {
-    out.assign(ops.size(), Response::Error(InternalError("malformed batch get response")));
-    return out;
-  }
-  for (auto& result : body->results) {
-    out.push_back(SlotResponse(std::move(result.status),
-                               transport::GetResponse{.document = std::move(result.document)},
-                               response.route));
-  }
-  return out;
+  std::vector<Request> requests;
+  requests.reserve(ops.size());
+  for (const auto& op : ops) requests.push_back(std::move(op->request));
+  return SplitBatchAnswer(
+      kind, ops.size(),
+      runtime_.Call(Address::Node(node), MakeBatchRequest(kind, std::move(requests)), timeout));
 }
 
 }  // namespace shoal::client

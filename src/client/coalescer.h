@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/client/batch_slots.h"
 #include "src/common/ids.h"
 #include "src/common/status.h"
 #include "src/transport/messages.h"
@@ -78,18 +79,17 @@ class Coalescer {
   [[nodiscard]] CoalescerCounters counters() const;
 
  private:
-  enum class Kind : uint8_t { kWrite, kGet };
   struct Op;
   struct Lane;
-  using LaneKey = std::pair<uint32_t, Kind>;
+  using LaneKey = std::pair<uint32_t, BatchKind>;
 
   // Sends `ops` (taken from one lane, sent = true) as one call and returns each one's result.
   [[nodiscard]] std::vector<StatusOr<transport::Response>> Send(
-      NodeId node, Kind kind, const std::vector<std::shared_ptr<Op>>& ops);
+      NodeId node, BatchKind kind, const std::vector<std::shared_ptr<Op>>& ops);
   // The lane's call ended: the oldest queued operation's thread sends next (mu_ held).
   static void PassOnLocked(Lane& lane);
   // Takes the batch at the head of `lane` (mu_ held).
-  [[nodiscard]] std::vector<std::shared_ptr<Op>> TakeBatchLocked(Lane& lane, Kind kind) const;
+  [[nodiscard]] std::vector<std::shared_ptr<Op>> TakeBatchLocked(Lane& lane, BatchKind kind) const;
 
   transport::Runtime& runtime_;
   const CoalescerOptions options_;

@@ -112,7 +112,10 @@ StatusOr<std::shared_ptr<const CollectionSchema>> HotCollection::CurrentSchema()
   const transport::Micros now = clock_();
   {
     std::lock_guard lock(mu_);
-    if (schema_ != nullptr && now - schema_loaded_at_ < kSchemaRefresh) return schema_;
+    if (schema_ != nullptr && now - schema_loaded_at_ < kSchemaRefresh) {
+      refresh_claimed_ = false;  // a KnownPlain caller found it fresh
+      return schema_;
+    }
   }
   auto schemas = SchemaCollection();
   auto loaded = schemas.ok() ? LoadSchema(client_, *schemas, name_)
@@ -121,6 +124,7 @@ StatusOr<std::shared_ptr<const CollectionSchema>> HotCollection::CurrentSchema()
     // A refresh that fails (the schema's bucket is moving, the coordinator restarts) must not
     // fail every write of the collection: the last schema read stays in force meanwhile.
     std::lock_guard lock(mu_);
+    refresh_claimed_ = false;
     if (schema_ != nullptr) return schema_;
     return loaded.status();
   }
@@ -131,6 +135,7 @@ StatusOr<std::shared_ptr<const CollectionSchema>> HotCollection::CurrentSchema()
   std::lock_guard lock(mu_);
   schema_ = schema;
   schema_loaded_at_ = now;
+  refresh_claimed_ = false;
   return schema;
 }
 
@@ -161,6 +166,20 @@ Status HotCollection::Declare(std::string_view schema_json) {
 StatusOr<CollectionSchema> HotCollection::Schema() {
   SHOAL_ASSIGN_OR_RETURN(auto schema, CurrentSchema());
   return *schema;
+}
+
+bool HotCollection::KnownPlain() {
+  const transport::Micros now = clock_();
+  std::lock_guard lock(mu_);
+  if (schema_ == nullptr || !schema_->empty()) return false;
+  if (now - schema_loaded_at_ < kSchemaRefresh) return true;
+  // Stale: one caller at a time takes the synchronous path, which reads the schema again; the
+  // others go on with the one read at most two periods ago.
+  if (!refresh_claimed_) {
+    refresh_claimed_ = true;
+    return false;
+  }
+  return now - schema_loaded_at_ < 2 * kSchemaRefresh;
 }
 
 Status HotCollection::CheckWrite(std::string_view json) {

@@ -80,6 +80,11 @@ class HotCollection {
 
   // OK unless `json` sets a declared field.
   [[nodiscard]] Status CheckWrite(std::string_view json);
+  // True when the cached schema declares no field, so that reads and writes of the collection
+  // are plain single-key operations; never waits. Once the schema is older than kSchemaRefresh,
+  // one caller at a time gets false (its synchronous path reads the schema again) and the others
+  // true while it is younger than twice that.
+  [[nodiscard]] bool KnownPlain();
   [[nodiscard]] StatusOr<storage::Document> Get(std::string_view pk, ReadMode mode);
   [[nodiscard]] StatusOr<client::QueryPage> Query(client::QueryOptions options);
   // Query's documents, folded and filtered the same way, through Client::QueryStream.
@@ -151,8 +156,9 @@ class HotCollection {
   std::mutex mu_;
   std::shared_ptr<const CollectionSchema> schema_;  // guarded by mu_
   transport::Micros schema_loaded_at_ = 0;          // guarded by mu_
-  std::optional<CollectionId> schemas_;             // guarded by mu_
-  std::unique_ptr<ShardedFields> fields_;           // set once with the hidden collection
+  bool refresh_claimed_ = false;         // a KnownPlain caller is reading the schema again; by mu_
+  std::optional<CollectionId> schemas_;  // guarded by mu_
+  std::unique_ptr<ShardedFields> fields_;  // set once with the hidden collection
   std::unique_ptr<EntityGroups> groups_;
   // (field, pk) -> activity; guarded by mu_.
   std::map<std::pair<std::string, std::string>, KeyActivity> activity_;

@@ -1,7 +1,8 @@
 // Coalescing over gRPC (docs/design/network.md, "Coalescing"): many threads share one client
 // (ClientOptions::coalesce) of a 3-node cluster while every bucket moves, twice. Every
 // acknowledged write reads back, each thread reads its own writes, no insert of an existing key
-// is accepted, and the node refuses a batch get past its limit before reading anything.
+// is accepted, and the node refuses a batch get past its limit before reading anything. The same
+// through the asynchronous operations, from chains of callbacks.
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -196,6 +198,133 @@ TEST_F(NetCoalesceTest, SharedClientKeepsEveryWriteThroughMoves) {
   ASSERT_GT(acknowledged.size(), 100u);
   for (const auto& [key, body] : acknowledged) {
     auto doc = client.Get(c, key);
+    ASSERT_TRUE(doc.ok()) << key << ": " << doc.status();
+    EXPECT_EQ(doc->body, body) << key;
+  }
+}
+
+// The asynchronous operations (client.h, pipeline.h): many chains of operations in flight from
+// callbacks while every bucket moves, twice. Each chain's operations are ordered (the next one
+// starts from the previous one's callback), so a chain reads its own writes; every acknowledged
+// write reads back; the first attempts that met a moved bucket were finished by the synchronous
+// path.
+TEST_F(NetCoalesceTest, AsyncClientKeepsEveryWriteThroughMoves) {
+  constexpr int kChains = 32;
+  client::ClientOptions options;
+  options.call_timeout = 10'000'000;
+  auto client = std::make_unique<client::Client>(*runtime_, options);
+  ASSERT_TRUE(client->Refresh().ok());
+  auto collection = client->OpenCollection("c");
+  ASSERT_TRUE(collection.ok()) << collection.status();
+  const CollectionId c = *collection;
+
+  // One chain's state, touched only by its own callbacks (one at a time).
+  struct Chain {
+    std::map<std::string, std::string> mine;  // key -> last acknowledged body
+    int step = 0;
+  };
+  std::vector<Chain> chains(kChains);
+  std::atomic<bool> stop{false};
+  std::atomic<int> running{kChains};
+  std::atomic<int> errors{0};          // results no single call could have given
+  std::atomic<int> unknown{0};         // kUnknown (a lost reply): allowed, counted
+  std::atomic<int> own_mismatches{0};  // a chain did not read its own write
+  std::atomic<int> operations{0};
+  std::function<void(int)> next = [&](int n) {
+    Chain& chain = chains[n];
+    if (stop.load()) {
+      --running;
+      return;
+    }
+    ++operations;
+    const int i = chain.step++;
+    const std::string body = fmt::format(R"({{"n": {}, "i": {}}})", n, i);
+    switch (i % 3) {
+      case 0: {  // a new key of this chain
+        const std::string key = fmt::format("a{}-{}", n, i);
+        client->WriteAsync(
+            {.op = transport::WriteOp::kInsert, .collection = c, .primary_key = key, .body = body},
+            [&, n, key, body](StatusOr<uint64_t> v) {
+              if (v.ok()) {
+                chains[n].mine[key] = body;
+              } else if (v.status().code() == StatusCode::kUnknown) {
+                ++unknown;
+              } else {
+                ++errors;
+              }
+              next(n);
+            });
+        return;
+      }
+      case 1: {  // overwrite one of 10 keys of this chain
+        const std::string key = fmt::format("b{}-{}", n, i % 10);
+        client->WriteAsync(
+            {.op = transport::WriteOp::kUpsert, .collection = c, .primary_key = key, .body = body},
+            [&, n, key, body](StatusOr<uint64_t> v) {
+              if (v.ok()) {
+                chains[n].mine[key] = body;
+              } else if (v.status().code() == StatusCode::kUnknown) {
+                ++unknown;
+                chains[n].mine.erase(key);  // one of two values now
+              } else {
+                ++errors;
+              }
+              next(n);
+            });
+        return;
+      }
+      default: {  // read back a key this chain wrote
+        if (chain.mine.empty()) return next(n);
+        auto it = chain.mine.begin();
+        std::advance(it, i % chain.mine.size());
+        client->GetAsync(c, it->first,
+                         [&, n, expected = it->second](StatusOr<storage::Document> d) {
+                           if (!d.ok() || d->body != expected) ++own_mismatches;
+                           next(n);
+                         });
+        return;
+      }
+    }
+  };
+  for (int n = 0; n < kChains; ++n) next(n);
+
+  int moved = 0;
+  for (int round = 0; round < 2; ++round) {
+    const cluster::ShardMapPtr map = coordinator_->coordinator().map();
+    for (const auto& placement : map->buckets()) {
+      const NodeId to(placement.replicas.front().value() % kNodes + 1);
+      Status status = coordinator_->coordinator().MoveBucket(placement.id, to);
+      EXPECT_TRUE(status.ok()) << status;
+      moved += status.ok() ? 1 : 0;
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (client->counters().pipeline.batch_calls < 20 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  stop = true;
+  client->WaitAsync();
+  EXPECT_EQ(running.load(), 0);
+
+  const client::ClientCounters counters = client->counters();
+  std::printf(
+      "%d operations; batch calls %llu carrying %llu operations, single calls %llu; finished by "
+      "the synchronous path %llu; unknown outcomes %d\n",
+      operations.load(), static_cast<unsigned long long>(counters.pipeline.batch_calls),
+      static_cast<unsigned long long>(counters.pipeline.batched_operations),
+      static_cast<unsigned long long>(counters.pipeline.single_calls),
+      static_cast<unsigned long long>(counters.async_retried), unknown.load());
+  EXPECT_EQ(moved, 16);
+  EXPECT_GE(counters.pipeline.batch_calls, 20u);
+  EXPECT_GT(counters.async_retried, 0u);  // first attempts met moved buckets
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(own_mismatches.load(), 0);
+  std::map<std::string, std::string> acknowledged;
+  for (const Chain& chain : chains) acknowledged.insert(chain.mine.begin(), chain.mine.end());
+  ASSERT_GT(acknowledged.size(), 100u);
+  for (const auto& [key, body] : acknowledged) {
+    auto doc = client->Get(c, key);
     ASSERT_TRUE(doc.ok()) << key << ": " << doc.status();
     EXPECT_EQ(doc->body, body) << key;
   }

@@ -324,6 +324,7 @@ void GrpcRuntime::Shutdown() {
   }
   // Processes first: their sleeps and handlers end, and calls still arriving answer kUnavailable.
   local_.Shutdown();
+  EndAsyncCalls();
   if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   // After the server: its shutdown waits for the handlers the pool still runs.
   if (workers_ != nullptr) workers_->Shutdown();
@@ -432,21 +433,45 @@ StatusOr<std::string> GrpcRuntime::Resolve(const Address& to) {
   return UnavailableError(fmt::format("no known address for {}", to.DebugString()));
 }
 
-StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Request request,
-                                                Micros timeout) {
-  if (!Alive()) return CancelledError("process stopped");
-  wire::Envelope envelope;
+Status GrpcRuntime::FillEnvelope(const Address& to, const transport::Request& request,
+                                 wire::Envelope* envelope) const {
   const Address self = Self();
-  ToWire(self, envelope.mutable_from());
-  ToWire(to, envelope.mutable_to());
-  if (self.kind != Address::Kind::kClient) envelope.set_from_listen(advertised_);
-  ToWire(request, envelope.mutable_request());
-  const size_t bytes = envelope.ByteSizeLong();
+  ToWire(self, envelope->mutable_from());
+  ToWire(to, envelope->mutable_to());
+  if (self.kind != Address::Kind::kClient) envelope->set_from_listen(advertised_);
+  ToWire(request, envelope->mutable_request());
+  const size_t bytes = envelope->ByteSizeLong();
   if (bytes > options_.max_message_bytes) {
     return ResourceExhaustedError(
         fmt::format("{}: request of {} bytes exceeds the limit of {} bytes", RequestName(request),
                     bytes, options_.max_message_bytes));
   }
+  return OkStatus();
+}
+
+StatusOr<transport::Response> GrpcRuntime::Answer(const grpc::Status& status,
+                                                  const wire::Response& reply, const Address& to,
+                                                  std::string_view request_name) {
+  if (!status.ok()) {
+    if (to.kind != Address::Kind::kCoordinator &&
+        status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      Forget(to);
+    }
+    return FromGrpc(status, fmt::format("{} to {}", request_name, to.DebugString()));
+  }
+  auto response = FromWire(reply);
+  if (!response.ok()) {
+    return InternalError(fmt::format("{}: undecodable response from {}: {}", request_name,
+                                     to.DebugString(), MessageOf(response.status())));
+  }
+  return response;
+}
+
+StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Request request,
+                                                Micros timeout) {
+  if (!Alive()) return CancelledError("process stopped");
+  wire::Envelope envelope;
+  SHOAL_RETURN_IF_ERROR(FillEnvelope(to, request, &envelope));
 
   // A call to the coordinator that certainly was not handled (the address is down or a standby)
   // goes on to the next configured coordinator, each once, within the one deadline.
@@ -477,20 +502,10 @@ StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Re
     if (to_coordinator) {
       NextCoordinator(host_port);
       if (status.error_code() == grpc::StatusCode::UNAVAILABLE) continue;
-    } else if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-      Forget(to);
     }
     break;
   }
-  if (!status.ok()) {
-    return FromGrpc(status, fmt::format("{} to {}", RequestName(request), to.DebugString()));
-  }
-  auto response = FromWire(reply);
-  if (!response.ok()) {
-    return InternalError(fmt::format("{}: undecodable response from {}: {}", RequestName(request),
-                                     to.DebugString(), MessageOf(response.status())));
-  }
-  return response;
+  return Answer(status, reply, to, RequestName(request));
 }
 
 }  // namespace shoal::net

@@ -64,11 +64,13 @@
 // from a task or a handler.
 
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -227,6 +229,13 @@ class GrpcRuntime final : public transport::Runtime {
   [[nodiscard]] StatusOr<transport::Response> Call(const transport::Address& to,
                                                    transport::Request request,
                                                    transport::Micros timeout) override;
+  // To a node: one Shoal.Call on gRPC's callback API (no thread waits for the reply); `done`
+  // runs on a gRPC thread, or on the calling thread when the request fails before it is sent.
+  // To the coordinator: the default (Call on a task), which follows the coordinator list.
+  // Shutdown cancels the calls in flight and waits until their `done` returned; calls started
+  // after it answer kCancelled at once. grpc_runtime_async.cc.
+  void CallAsync(const transport::Address& to, transport::Request request,
+                 transport::Micros timeout, CallDone done) override;
   // One Shoal.Scan RPC (the header's "Streams"); on_page runs on the calling thread.
   [[nodiscard]] Status StreamScan(
       const transport::Address& to, transport::ScanRequest request, transport::Micros timeout,
@@ -252,10 +261,21 @@ class GrpcRuntime final : public transport::Runtime {
   struct Peer;            // a channel and its stub (grpc_runtime_internal.h)
   class ScanStream;       // the pages of one served stream (grpc_scan_stream.cc)
   class ScanReactor;      // a stream of the callback server (grpc_scan_stream.cc)
+  struct AsyncCall;       // one CallAsync in flight (grpc_runtime_async.cc)
 
   explicit GrpcRuntime(const GrpcRuntimeOptions& options);
   [[nodiscard]] Status StartServer();
   [[nodiscard]] StatusOr<std::string> Resolve(const transport::Address& to);
+  // The envelope of `request` from this process to `to`; kResourceExhausted over the limit.
+  [[nodiscard]] Status FillEnvelope(const transport::Address& to, const transport::Request& request,
+                                    wire::Envelope* envelope) const;
+  // Call's result for a reply `reply` that came with `status`.
+  [[nodiscard]] StatusOr<transport::Response> Answer(const grpc::Status& status,
+                                                     const wire::Response& reply,
+                                                     const transport::Address& to,
+                                                     std::string_view request_name);
+  // Shutdown: cancels the async calls in flight and waits for their callbacks.
+  void EndAsyncCalls();
   [[nodiscard]] Status FetchAddressBook();
   [[nodiscard]] Status FetchAddressBookFrom(const std::string& coordinator);
   // A call to `failed` (the coordinator address in use) did not get a definite answer: use the
@@ -309,6 +329,8 @@ class GrpcRuntime final : public transport::Runtime {
   bool shut_down_ = false;
   StreamLimits stream_limits_;
   uint32_t open_streams_ = 0;
+  std::set<AsyncCall*> async_calls_;    // CallAsync calls in flight
+  std::condition_variable async_idle_;  // async_calls_ became empty
 };
 
 }  // namespace shoal::net

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -275,6 +278,72 @@ TEST_P(GrpcRuntimeTest, FailpointsAreReplacedByAnAdminCallToTheProcess) {
   }
   ASSERT_TRUE(done.load());
   EXPECT_EQ(code.load(), static_cast<int>(StatusCode::kOk));
+}
+
+// CallAsync to a node: gRPC's callback API, with Call's results and errors.
+StatusOr<transport::Response> CallAsyncAndWait(GrpcRuntime& runtime, const Address& to,
+                                               transport::Request request,
+                                               transport::Micros timeout) {
+  auto promise = std::make_shared<std::promise<StatusOr<transport::Response>>>();
+  auto future = promise->get_future();
+  runtime.CallAsync(to, std::move(request), timeout, [promise](StatusOr<transport::Response> r) {
+    promise->set_value(std::move(r));
+  });
+  return future.get();
+}
+
+TEST_P(GrpcRuntimeTest, CallAsyncToANodeAnswersLikeCall) {
+  Pair p = StartPair(GetParam(), /*max_message_bytes=*/64 * 1024);
+  const Address n1 = Address::Node(NodeId(1));
+  p.server->Serve(n1, std::make_shared<EchoService>(*p.server));
+  p.client->SetAddress(n1, p.server->advertised_address());
+  auto r = CallAsyncAndWait(*p.client, n1, transport::WriteRequest{.body = "abc"}, kTimeout);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(std::get<transport::WriteResponse>(r->body).version, 3u);
+  // The handler's own error is the response's, as with Call.
+  r = CallAsyncAndWait(*p.client, n1, transport::ScanRequest{}, kTimeout);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(transport::ClusterErrorOf(r->status), transport::ClusterError::kNotServing);
+  // Too large: refused before anything is sent.
+  r = CallAsyncAndWait(*p.client, n1, transport::WriteRequest{.body = std::string(65 * 1024, 'x')},
+                       kTimeout);
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status();
+  // A node nobody knows the address of: certainly not handled.
+  r = CallAsyncAndWait(*p.client, Address::Node(NodeId(9)), transport::WriteRequest{}, kTimeout);
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status();
+  // Slower than the deadline: may have been handled.
+  r = CallAsyncAndWait(*p.client, n1, transport::GetRequest{}, 100'000);
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status();
+}
+
+TEST_P(GrpcRuntimeTest, ShutdownEndsAsyncCallsInFlightAndWaitsForTheirCallbacks) {
+  Pair p = StartPair(GetParam());
+  const Address n1 = Address::Node(NodeId(1));
+  auto service = std::make_shared<EchoService>(*p.server);
+  p.server->Serve(n1, service);
+  p.client->SetAddress(n1, p.server->advertised_address());
+  std::atomic<int> answered{0};
+  std::atomic<int> code{-1};
+  // Each Get sleeps 2 s at the server, far within the 60 s deadline.
+  for (int i = 0; i < 3; ++i) {
+    p.client->CallAsync(n1, transport::GetRequest{}, 60'000'000,
+                        [&](StatusOr<transport::Response> r) {
+                          code = static_cast<int>(r.status().code());
+                          ++answered;
+                        });
+  }
+  for (int i = 0; i < 3000 && service->sleeping.load() < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(service->sleeping.load(), 3);
+  const auto start = std::chrono::steady_clock::now();
+  p.client->Shutdown();
+  EXPECT_EQ(answered.load(), 3);  // every callback ran before Shutdown returned
+  EXPECT_EQ(code.load(), static_cast<int>(StatusCode::kCancelled));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  // After Shutdown: kCancelled at once.
+  auto r = CallAsyncAndWait(*p.client, n1, transport::WriteRequest{}, kTimeout);
+  EXPECT_EQ(r.status().code(), StatusCode::kCancelled) << r.status();
 }
 
 TEST(GrpcServerModeTest, ParsesTheTwoModesAndRejectsOthers) {

@@ -26,6 +26,7 @@ client::ClientOptions NetworkClientOptions(const ConnectOptions& connect) {
   options.call_timeout = 5'000'000;
   // Every task of a GrpcRuntime is an OS thread, as the coalescer requires.
   options.coalesce = connect.coalesce;
+  options.async_calls_in_flight = std::max<size_t>(connect.async_calls_in_flight, 1);
   return options;
 }
 }  // namespace

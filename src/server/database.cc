@@ -228,12 +228,15 @@ Status Database::RemoveNode(uint32_t node) {
   return impl_->cluster->coordinator()->RemoveNode(NodeId(node));
 }
 
+void Database::WaitAsync() { impl_->client->WaitAsync(); }
+
 Status Database::Close() {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     if (impl_->closed) return OkStatus();
     impl_->closed = true;
   }
+  if (impl_->client != nullptr) impl_->client->WaitAsync();
   impl_->StopMaintainer();
   Status status = impl_->cluster != nullptr ? impl_->cluster->StopAll() : OkStatus();
   impl_->runtime.Shutdown();

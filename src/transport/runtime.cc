@@ -28,4 +28,11 @@ Status Runtime::StreamScan(const Address& to, ScanRequest request, Micros timeou
   }
 }
 
+void Runtime::CallAsync(const Address& to, Request request, Micros timeout, CallDone done) {
+  Spawn(Self(), fmt::format("call-async-{}", to.DebugString()),
+        [this, to, request = std::move(request), timeout, done = std::move(done)]() mutable {
+          done(Call(to, std::move(request), timeout));
+        });
+}
+
 }  // namespace shoal::transport

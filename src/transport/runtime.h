@@ -68,6 +68,16 @@ class Runtime {
   [[nodiscard]] virtual StatusOr<Response> Call(const Address& to, Request request,
                                                 Micros timeout) = 0;
 
+  // Call without waiting: returns at once, and `done` later gets exactly what Call would have
+  // returned, once. `done` runs on a thread of the runtime's choosing (a transport thread: it
+  // must not block), or on the calling thread when the request fails before it is sent. This
+  // default runs Call on a new task of the calling process (a thread per call on ThreadRuntime;
+  // in the simulation, a task like any other); GrpcRuntime overrides it with gRPC's callback
+  // API, so that no thread waits for the reply. A call started while the runtime shuts down
+  // may never call `done`: callers wait for their calls before shutting the runtime down.
+  using CallDone = std::function<void(StatusOr<Response>)>;
+  virtual void CallAsync(const Address& to, Request request, Micros timeout, CallDone done);
+
   // A streamed scan of one bucket range at `to`: the callee answers `request` page after page,
   // each page's next_cursor feeding the next, and every page reaches `on_page` in order until
   //   - a page with an empty next_cursor (the range is exhausted): OK;

@@ -1,0 +1,148 @@
+// Client's asynchronous operations (client.h): the first attempt through the Pipeline, the rest
+// through the synchronous path on a task.
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "src/client/client.h"
+#include "src/common/point.h"
+#include "src/storage/errors.h"
+
+namespace shoal::client {
+
+using transport::ClusterError;
+using transport::Request;
+using transport::Response;
+
+Client::~Client() { WaitAsync(); }
+
+transport::Address Client::BeginAsync() {
+  std::lock_guard<std::mutex> lock(async_mu_);
+  ++async_outstanding_;
+  if (!self_.has_value()) self_ = runtime_.Self();
+  return *self_;
+}
+
+void Client::RunAsync(std::function<void()> fn) {
+  const transport::Address self = BeginAsync();
+  runtime_.Spawn(self, "client-async", [this, fn = std::move(fn)] {
+    fn();
+    EndAsync();
+  });
+}
+
+void Client::EndAsync() {
+  std::lock_guard<std::mutex> lock(async_mu_);
+  if (--async_outstanding_ == 0) async_idle_.notify_all();
+}
+
+void Client::WaitAsync() {
+  std::unique_lock<std::mutex> lock(async_mu_);
+  async_idle_.wait(lock, [this] { return async_outstanding_ == 0; });
+}
+
+void Client::CallOwnerAsync(Point point, std::function<Request(MapEpoch)> make_request,
+                            bool idempotent, std::function<void(StatusOr<Response>)> done) {
+  cluster::ShardMapPtr map;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    map = map_;
+  }
+  (void)BeginAsync();
+  // CallOwner from the start, on a task: it may fetch the map, back off and retry.
+  auto retry = [this, point, make_request, idempotent, done] {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counters_.async_retried;
+    }
+    RunAsync([this, point, make_request, idempotent, done] {
+      done(CallOwner(point, make_request, idempotent));
+    });
+    EndAsync();
+  };
+  if (map == nullptr) {
+    retry();
+    return;
+  }
+  pipeline_->Submit(OwnerOf(map->Lookup(point)), make_request(map->epoch()), options_.call_timeout,
+                    [this, idempotent, done, retry](StatusOr<Response> response) {
+                      // CallOwner's verdict on one attempt: final, or to be retried.
+                      if (!response.ok()) {
+                        const Status& status = response.status();
+                        if (status.code() == StatusCode::kCancelled) {
+                          done(status);
+                        } else if (!idempotent && status.code() == StatusCode::kDeadlineExceeded) {
+                          // May have been applied: retrying could apply it twice (CallOwner).
+                          done(MakeStatus(StatusCode::kUnknown,
+                                          fmt::format("outcome unknown: {}", MessageOf(status))));
+                        } else {
+                          retry();  // certainly not delivered, or a read
+                          return;
+                        }
+                        EndAsync();
+                        return;
+                      }
+                      const Status status = response->status;
+                      if (status.ok()) {
+                        done(std::move(response));
+                        EndAsync();
+                        return;
+                      }
+                      const auto cluster_error = transport::ClusterErrorOf(status);
+                      if (cluster_error == ClusterError::kWrongShard) {
+                        {
+                          std::lock_guard<std::mutex> lock(mu_);
+                          ++counters_.wrong_shard;
+                        }
+                        // Adopting a newer route never waits; CallOwner learns it otherwise.
+                        (void)Adopt(response->route);
+                        retry();
+                        return;
+                      }
+                      if (cluster_error == ClusterError::kNotServing ||
+                          storage::Is(status, storage::ErrorReason::kUnavailable)) {
+                        retry();
+                        return;
+                      }
+                      done(status);
+                      EndAsync();
+                    });
+}
+
+void Client::WriteAsync(transport::WriteRequest request, WriteDone done) {
+  const Point point = PointOf(request.collection, request.primary_key);
+  auto shared = std::make_shared<const transport::WriteRequest>(std::move(request));
+  CallOwnerAsync(
+      point,
+      [shared](MapEpoch epoch) -> Request {
+        transport::WriteRequest write = *shared;
+        write.epoch = epoch;
+        return write;
+      },
+      /*idempotent=*/false,
+      [done = std::move(done)](StatusOr<Response> response) {
+        if (!response.ok()) return done(response.status());
+        auto body = transport::BodyAs<transport::WriteResponse>(std::move(*response));
+        if (!body.ok()) return done(body.status());
+        done(body->version);
+      });
+}
+
+void Client::GetAsync(CollectionId c, std::string pk, GetDone done) {
+  const Point point = PointOf(c, pk);
+  CallOwnerAsync(
+      point,
+      [c, pk = std::move(pk)](MapEpoch epoch) -> Request {
+        return transport::GetRequest{.epoch = epoch, .collection = c, .primary_key = pk};
+      },
+      /*idempotent=*/true,
+      [done = std::move(done)](StatusOr<Response> response) {
+        if (!response.ok()) return done(response.status());
+        auto body = transport::BodyAs<transport::GetResponse>(std::move(*response));
+        if (!body.ok()) return done(body.status());
+        done(std::move(body->document));
+      });
+}
+
+}  // namespace shoal::client

@@ -1,0 +1,90 @@
+// GrpcRuntime::CallAsync: a unary Shoal.Call on gRPC's callback API (grpc_runtime.h).
+
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "proto/shoal.grpc.pb.h"
+#include "src/net/grpc_runtime.h"
+#include "src/net/grpc_runtime_internal.h"
+
+namespace shoal::net {
+
+using transport::Address;
+using transport::Micros;
+
+// Everything a call in flight needs until its callback ran: gRPC holds pointers to the context,
+// the request and the reply until then.
+struct GrpcRuntime::AsyncCall {
+  grpc::ClientContext context;
+  wire::Envelope envelope;
+  wire::Response reply;
+  std::shared_ptr<Peer> peer;  // keeps the channel and the stub alive
+  Address to;
+  std::string request_name;
+  CallDone done;
+};
+
+void GrpcRuntime::CallAsync(const Address& to, transport::Request request, Micros timeout,
+                            CallDone done) {
+  if (to.kind != Address::Kind::kNode) {
+    // Calls to the coordinator follow the list of coordinators (Call): not on the data path.
+    Runtime::CallAsync(to, std::move(request), timeout, std::move(done));
+    return;
+  }
+  if (!Alive()) {
+    done(CancelledError("process stopped"));
+    return;
+  }
+  auto call = std::make_unique<AsyncCall>();
+  call->to = to;
+  call->request_name = std::string(RequestName(request));
+  if (Status status = FillEnvelope(to, request, &call->envelope); !status.ok()) {
+    done(std::move(status));
+    return;
+  }
+  auto peer = PeerOf(to);
+  if (!peer.ok()) {
+    done(Prefixed(peer.status(), call->request_name));
+    return;
+  }
+  call->peer = *std::move(peer);
+  call->done = std::move(done);
+  call->context.set_deadline(DeadlineAfter(timeout));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!shut_down_) {
+      async_calls_.insert(call.get());
+    } else {
+      call->peer = nullptr;
+    }
+  }
+  if (call->peer == nullptr) {
+    call->done(CancelledError("process stopped"));
+    return;
+  }
+  AsyncCall* raw = call.release();
+  raw->peer->stub->async()->Call(
+      &raw->context, &raw->envelope, &raw->reply, [this, raw](grpc::Status status) {
+        std::unique_ptr<AsyncCall> owned(raw);
+        StatusOr<transport::Response> result =
+            local_.Alive() ? Answer(status, owned->reply, owned->to, owned->request_name)
+                           : StatusOr<transport::Response>(CancelledError("process stopped"));
+        owned->done(std::move(result));
+        std::lock_guard<std::mutex> lock(mu_);
+        async_calls_.erase(raw);
+        if (async_calls_.empty()) async_idle_.notify_all();
+        // Nothing of the runtime is touched after the lock is released: Shutdown may end it.
+      });
+}
+
+void GrpcRuntime::EndAsyncCalls() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (AsyncCall* call : async_calls_) call->context.TryCancel();
+  async_idle_.wait(lock, [this] { return async_calls_.empty(); });
+}
+
+}  // namespace shoal::net
