@@ -51,7 +51,7 @@ struct Flags {
   bool shared_connection = false;
   bool no_coalesce = false;
   bool async = false;
-  int async_calls = 2;
+  int async_calls = 1;
 };
 
 // The closed loop of one asynchronous client: one operation in flight, the next started by the

@@ -16,7 +16,8 @@
 # calls (net_load --shared-connection), labelled MODE+shared; `shared-nc` = shared without
 # coalescing (--no-coalesce), labelled MODE+shared-nc; `async` = ONE thread keeping as many
 # operations in flight with the asynchronous API (net_load --async: redis-benchmark's model),
-# labelled MODE+async; `async1` = the same with one batch call in flight per node and kind.
+# labelled MODE+async (two batch calls in flight per node and kind); `async1` = the same with one
+# (the default).
 # BASELINE runs use `per` only.
 # Usage: [RUNS=3] [MODES="sync callback"] [BASELINE=DIR] [BATCHES="16 64"] [SINGLE=1]
 #        [CONNECTIONS="per shared"] [NODES="1 3"] [CLIENTS="1 16 64"] bench/net/run.sh BUILD_DIR
@@ -35,42 +36,13 @@ connections=${CONNECTIONS:-per shared}
 node_counts=${NODES:-1 3}
 client_counts=${CLIENTS:-1 16 64}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-net-bench-XXXXXX")
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-
-# Starts a process (NAME BINARY ARGS...) in the background and sets `address` from its JSON
-# stdout line.
-start() {
-  local name=$1
-  shift
-  "$@" --json >"$dir/$name.out" 2>"$dir/$name.log" &
-  pids+=($!)
-  for _ in $(seq 1 100); do
-    # The background process may not have created its output file yet: not an error.
-    address=$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$dir/$name.out" 2>/dev/null | head -n 1) ||
-      address=""
-    if [ -n "$address" ]; then return 0; fi
-    sleep 0.1
-  done
-  echo "$name did not start" >&2
-  exit 1
-}
+# shellcheck source=bench/net/processes.sh
+source "$(dirname "$0")/processes.sh"
 
 stop_all() {
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   pids=()
-}
-
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-
-# A free TCP port on loopback.
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
 declare -A throughput  # "label nodes op clients" -> ops/s, for the ratios at the end
@@ -127,7 +99,7 @@ style_flags() {
     per) ;;
     shared) echo "--shared-connection" ;;
     shared-nc) echo "--shared-connection --no-coalesce" ;;
-    async) echo "--async" ;;
+    async) echo "--async --async-calls 2" ;;
     async1) echo "--async --async-calls 1" ;;
   esac
 }

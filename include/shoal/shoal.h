@@ -197,7 +197,7 @@ struct ConnectOptions {
   bool coalesce = true;
   // Batch calls in flight at once per node and kind for the asynchronous operations (>= 1):
   // while that many are in flight, further operations queue and go out together next.
-  size_t async_calls_in_flight = 2;
+  size_t async_calls_in_flight = 1;
 };
 
 class Database {

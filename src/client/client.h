@@ -68,7 +68,7 @@ struct ClientOptions {
   // threads (GrpcRuntime, ThreadRuntime), never the simulation; the network client turns it on.
   bool coalesce = false;
   // Calls in flight per node and kind for the *Async operations (PipelineOptions).
-  size_t async_calls_in_flight = 2;
+  size_t async_calls_in_flight = 1;
 };
 
 struct QueryOptions {

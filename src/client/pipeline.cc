@@ -112,8 +112,12 @@ void Pipeline::TakeLocked(const LaneKey& key, Lane& lane, std::vector<Batch>* ba
             "not sent to n{}: the calls ahead of it did not return in time", key.first)));
     it = lane.queue.erase(it);
   }
-  const size_t max_ops = key.second == BatchKind::kWrite ? options_.limits.max_batch_writes
-                                                         : options_.limits.max_batch_gets;
+  const size_t limit = key.second == BatchKind::kWrite ? options_.limits.max_batch_writes
+                                                       : options_.limits.max_batch_gets;
+  // Each call's share of what the lane holds, so that the calls in flight are of like size.
+  const size_t calls = options_.max_calls_in_flight;
+  const size_t share = (lane.queue.size() + lane.ops_in_flight + calls - 1) / calls;
+  const size_t max_ops = std::clamp<size_t>(share, 1, limit);
   while (lane.in_flight < options_.max_calls_in_flight && !lane.queue.empty()) {
     Batch batch{.node = NodeId(key.first), .kind = key.second, .ops = {}};
     size_t bytes = 0;
@@ -125,6 +129,7 @@ void Pipeline::TakeLocked(const LaneKey& key, Lane& lane, std::vector<Batch>* ba
       lane.queue.pop_front();
     }
     ++lane.in_flight;
+    lane.ops_in_flight += batch.ops.size();
     if (batch.ops.size() == 1) {
       ++counters_.single_calls;
     } else {
@@ -181,7 +186,9 @@ void Pipeline::Send(Batch batch) {
 void Pipeline::Returned(const LaneKey& key, std::vector<Result> results) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    --lanes_[key].in_flight;
+    Lane& lane = lanes_[key];
+    --lane.in_flight;
+    lane.ops_in_flight -= results.size();
   }
   Deliver(std::move(results), {key});
 }

@@ -8,6 +8,10 @@
 //     flight goes out at once (alone, or with what queued before it);
 //   - otherwise it queues, and the queue's head goes out as ONE batch call (BatchWriteRequest or
 //     BatchGetRequest, within the limits) as soon as a call of the lane returns;
+//   - a call takes at most its share of the lane's operations (queued plus in flight, divided by
+//     max_calls_in_flight, rounded up), so that N operations in flight settle into calls of about
+//     N / max_calls_in_flight that overlap, instead of one large call and one of a single
+//     operation;
 //   - operations submitted by callbacks while results are being delivered are sent together
 //     when the delivery ends, so a closed loop of N operations settles into batches of N rather
 //     than a call each.
@@ -53,9 +57,9 @@ namespace shoal::client {
 
 struct PipelineOptions {
   CoalescerOptions limits;  // batch limits, as the Coalescer's
-  // Calls of one lane in flight at once (>= 1). Two let the client prepare the next batch while
-  // the node answers the previous one.
-  size_t max_calls_in_flight = 2;
+  // Calls of one lane in flight at once (>= 1). One measured best at 16 operations in flight
+  // (docs/results/network.md): each call then carries all of them.
+  size_t max_calls_in_flight = 1;
 };
 
 struct PipelineCounters {
@@ -87,7 +91,8 @@ class Pipeline {
     Done done;
   };
   struct Lane {
-    size_t in_flight = 0;
+    size_t in_flight = 0;      // calls
+    size_t ops_in_flight = 0;  // operations those calls carry
     std::deque<Op> queue;
   };
   using LaneKey = std::pair<uint32_t, BatchKind>;

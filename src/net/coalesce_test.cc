@@ -73,6 +73,32 @@ class NetCoalesceTest : public ::testing::Test {
     std::filesystem::remove_all(dir_, ec);
   }
 
+  // Moves every bucket to the next node, twice; returns the moves that committed.
+  int MoveEveryBucketTwice() {
+    int moved = 0;
+    for (int round = 0; round < 2; ++round) {
+      const cluster::ShardMapPtr map = coordinator_->coordinator().map();
+      for (const auto& placement : map->buckets()) {
+        const NodeId to(placement.replicas.front().value() % kNodes + 1);
+        Status status = coordinator_->coordinator().MoveBucket(placement.id, to);
+        EXPECT_TRUE(status.ok()) << status;
+        moved += status.ok() ? 1 : 0;
+      }
+    }
+    return moved;
+  }
+
+  // Every acknowledged write (key -> last acknowledged body) reads back.
+  static void ExpectReadBack(client::Client& client, CollectionId c,
+                             const std::map<std::string, std::string>& acknowledged) {
+    ASSERT_GT(acknowledged.size(), 100u);
+    for (const auto& [key, body] : acknowledged) {
+      auto doc = client.Get(c, key);
+      ASSERT_TRUE(doc.ok()) << key << ": " << doc.status();
+      EXPECT_EQ(doc->body, body) << key;
+    }
+  }
+
   std::string dir_;
   std::unique_ptr<CoordinatorProcess> coordinator_;
   std::vector<std::unique_ptr<NodeProcess>> nodes_;
@@ -162,17 +188,7 @@ TEST_F(NetCoalesceTest, SharedClientKeepsEveryWriteThroughMoves) {
     });
   }
 
-  // Every bucket moves to the next node, twice, while the threads run.
-  int moved = 0;
-  for (int round = 0; round < 2; ++round) {
-    const cluster::ShardMapPtr map = coordinator_->coordinator().map();
-    for (const auto& placement : map->buckets()) {
-      const NodeId to(placement.replicas.front().value() % kNodes + 1);
-      Status status = coordinator_->coordinator().MoveBucket(placement.id, to);
-      EXPECT_TRUE(status.ok()) << status;
-      moved += status.ok() ? 1 : 0;
-    }
-  }
+  const int moved = MoveEveryBucketTwice();
   // Run on until the client has sent a good number of batches (the load decides when).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (client.counters().coalescer.batch_calls < 20 &&
@@ -195,12 +211,7 @@ TEST_F(NetCoalesceTest, SharedClientKeepsEveryWriteThroughMoves) {
   EXPECT_EQ(errors.load(), 0);
   EXPECT_EQ(own_mismatches.load(), 0);
   for (const auto& [race, wins] : race_wins) EXPECT_EQ(wins, 1) << "race-" << race;
-  ASSERT_GT(acknowledged.size(), 100u);
-  for (const auto& [key, body] : acknowledged) {
-    auto doc = client.Get(c, key);
-    ASSERT_TRUE(doc.ok()) << key << ": " << doc.status();
-    EXPECT_EQ(doc->body, body) << key;
-  }
+  ExpectReadBack(client, c, acknowledged);
 }
 
 // The asynchronous operations (client.h, pipeline.h): many chains of operations in flight from
@@ -288,16 +299,7 @@ TEST_F(NetCoalesceTest, AsyncClientKeepsEveryWriteThroughMoves) {
   };
   for (int n = 0; n < kChains; ++n) next(n);
 
-  int moved = 0;
-  for (int round = 0; round < 2; ++round) {
-    const cluster::ShardMapPtr map = coordinator_->coordinator().map();
-    for (const auto& placement : map->buckets()) {
-      const NodeId to(placement.replicas.front().value() % kNodes + 1);
-      Status status = coordinator_->coordinator().MoveBucket(placement.id, to);
-      EXPECT_TRUE(status.ok()) << status;
-      moved += status.ok() ? 1 : 0;
-    }
-  }
+  const int moved = MoveEveryBucketTwice();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (client->counters().pipeline.batch_calls < 20 &&
          std::chrono::steady_clock::now() < deadline) {
@@ -322,12 +324,7 @@ TEST_F(NetCoalesceTest, AsyncClientKeepsEveryWriteThroughMoves) {
   EXPECT_EQ(own_mismatches.load(), 0);
   std::map<std::string, std::string> acknowledged;
   for (const Chain& chain : chains) acknowledged.insert(chain.mine.begin(), chain.mine.end());
-  ASSERT_GT(acknowledged.size(), 100u);
-  for (const auto& [key, body] : acknowledged) {
-    auto doc = client->Get(c, key);
-    ASSERT_TRUE(doc.ok()) << key << ": " << doc.status();
-    EXPECT_EQ(doc->body, body) << key;
-  }
+  ExpectReadBack(*client, c, acknowledged);
 }
 
 // A batch get past the limit is refused whole; one at the limit is answered slot by slot.

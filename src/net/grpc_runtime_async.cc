@@ -46,6 +46,8 @@ void GrpcRuntime::CallAsync(const Address& to, transport::Request request, Micro
     done(std::move(status));
     return;
   }
+  // An address not in the book is asked of the coordinator here, on the calling thread (once
+  // per node, within kResolveTimeout); every later call finds it in the book.
   auto peer = PeerOf(to);
   if (!peer.ok()) {
     done(Prefixed(peer.status(), call->request_name));
