@@ -155,6 +155,30 @@ StatusOr<CollectionId> Client::OpenCollection(std::string_view name) {
   }
 }
 
+Client::Attempt Client::Judge(const StatusOr<transport::Response>& response, bool idempotent) {
+  if (!response.ok()) {
+    const Status& status = response.status();
+    if (status.code() == StatusCode::kCancelled) return {AttemptVerdict::kDone, status};
+    if (!idempotent && status.code() == StatusCode::kDeadlineExceeded) {
+      // The request may have been applied. Retrying could apply it a second time after other
+      // writes (not linearizable), so the caller learns that the outcome is unknown.
+      return {AttemptVerdict::kDone,
+              MakeStatus(StatusCode::kUnknown,
+                         fmt::format("outcome unknown: {}", std::string(status.message())))};
+    }
+    return {AttemptVerdict::kResend, OkStatus()};  // not delivered (or a read): safe to resend
+  }
+  const Status& status = response->status;
+  if (status.ok()) return {AttemptVerdict::kDone, OkStatus()};
+  const auto cluster_error = transport::ClusterErrorOf(status);
+  if (cluster_error == ClusterError::kWrongShard) return {AttemptVerdict::kWrongShard, OkStatus()};
+  if (cluster_error == ClusterError::kNotServing ||
+      storage::Is(status, storage::ErrorReason::kUnavailable)) {
+    return {AttemptVerdict::kBackoff, OkStatus()};
+  }
+  return {AttemptVerdict::kDone, status};
+}
+
 StatusOr<transport::Response> Client::CallOwner(
     Point point, const std::function<transport::Request(MapEpoch)>& make_request, bool idempotent) {
   Status last;
@@ -165,32 +189,23 @@ StatusOr<transport::Response> Client::CallOwner(
                         ? coalescer_->Call(owner, make_request(map->epoch()), options_.call_timeout)
                         : runtime_.Call(Address::Node(owner), make_request(map->epoch()),
                                         options_.call_timeout);
-    if (!response.ok()) {
-      last = response.status();
-      if (last.code() == StatusCode::kCancelled) return last;
-      if (!idempotent && last.code() == StatusCode::kDeadlineExceeded) {
-        // The request may have been applied. Retrying could apply it a second time after other
-        // writes (not linearizable), so the caller learns that the outcome is unknown.
-        return MakeStatus(StatusCode::kUnknown,
-                          fmt::format("outcome unknown: {}", std::string(last.message())));
-      }
-      (void)Refresh();  // not delivered (or a read): safe to retry
-      SHOAL_RETURN_IF_ERROR(Backoff(attempt));
-      continue;
+    last = response.ok() ? response->status : response.status();
+    const Attempt judged = Judge(response, idempotent);
+    switch (judged.verdict) {
+      case AttemptVerdict::kDone:
+        if (!judged.error.ok()) return judged.error;
+        return response;
+      case AttemptVerdict::kWrongShard:
+        LearnRoute(response->route);
+        continue;
+      case AttemptVerdict::kResend:
+        (void)Refresh();
+        SHOAL_RETURN_IF_ERROR(Backoff(attempt));
+        continue;
+      case AttemptVerdict::kBackoff:
+        SHOAL_RETURN_IF_ERROR(Backoff(attempt));
+        continue;
     }
-    last = response->status;
-    if (last.ok()) return response;
-    const auto cluster_error = transport::ClusterErrorOf(last);
-    if (cluster_error == ClusterError::kWrongShard) {
-      LearnRoute(response->route);
-      continue;
-    }
-    if (cluster_error == ClusterError::kNotServing ||
-        storage::Is(last, storage::ErrorReason::kUnavailable)) {
-      SHOAL_RETURN_IF_ERROR(Backoff(attempt));
-      continue;
-    }
-    return last;
   }
   return UnavailableError(fmt::format("gave up after {} attempts: {}", options_.max_attempts,
                                       std::string(last.message())));

@@ -157,6 +157,20 @@ class Client {
 
  private:
   [[nodiscard]] StatusOr<uint64_t> Write(transport::WriteRequest request);
+  // What one attempt of CallOwner came to; shared by CallOwner and CallOwnerAsync so that both
+  // judge an answer by the same rules.
+  enum class AttemptVerdict : uint8_t {
+    kDone,        // the operation's result: the OK response, or `error`
+    kWrongShard,  // learn the response's route and resend at once
+    kResend,      // certainly not handled, or a read: refresh the map, back off, resend
+    kBackoff,     // NOT_SERVING or an unavailable bucket: back off, resend
+  };
+  struct Attempt {
+    AttemptVerdict verdict;
+    Status error;  // kDone with an error: the error to return (else OK)
+  };
+  [[nodiscard]] static Attempt Judge(const StatusOr<transport::Response>& response,
+                                     bool idempotent);
   // CallOwner's first attempt through the Pipeline, then (if it must be retried) CallOwner
   // itself on a task; `done` gets CallOwner's result.
   void CallOwnerAsync(Point point, std::function<transport::Request(MapEpoch)> make_request,

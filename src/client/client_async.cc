@@ -1,17 +1,13 @@
 // Client's asynchronous operations (client.h): the first attempt through the Pipeline, the rest
 // through the synchronous path on a task.
 
-#include <fmt/format.h>
-
 #include <utility>
 
 #include "src/client/client.h"
 #include "src/common/point.h"
-#include "src/storage/errors.h"
 
 namespace shoal::client {
 
-using transport::ClusterError;
 using transport::Request;
 using transport::Response;
 
@@ -67,46 +63,29 @@ void Client::CallOwnerAsync(Point point, std::function<Request(MapEpoch)> make_r
   }
   pipeline_->Submit(OwnerOf(map->Lookup(point)), make_request(map->epoch()), options_.call_timeout,
                     [this, idempotent, done, retry](StatusOr<Response> response) {
-                      // CallOwner's verdict on one attempt: final, or to be retried.
-                      if (!response.ok()) {
-                        const Status& status = response.status();
-                        if (status.code() == StatusCode::kCancelled) {
-                          done(status);
-                        } else if (!idempotent && status.code() == StatusCode::kDeadlineExceeded) {
-                          // May have been applied: retrying could apply it twice (CallOwner).
-                          done(MakeStatus(StatusCode::kUnknown,
-                                          fmt::format("outcome unknown: {}", MessageOf(status))));
-                        } else {
-                          retry();  // certainly not delivered, or a read
+                      const Attempt judged = Judge(response, idempotent);
+                      switch (judged.verdict) {
+                        case AttemptVerdict::kDone:
+                          if (judged.error.ok()) {
+                            done(std::move(response));
+                          } else {
+                            done(judged.error);
+                          }
+                          EndAsync();
                           return;
-                        }
-                        EndAsync();
-                        return;
-                      }
-                      const Status status = response->status;
-                      if (status.ok()) {
-                        done(std::move(response));
-                        EndAsync();
-                        return;
-                      }
-                      const auto cluster_error = transport::ClusterErrorOf(status);
-                      if (cluster_error == ClusterError::kWrongShard) {
-                        {
+                        case AttemptVerdict::kWrongShard: {
                           std::lock_guard<std::mutex> lock(mu_);
                           ++counters_.wrong_shard;
                         }
-                        // Adopting a newer route never waits; CallOwner learns it otherwise.
-                        (void)Adopt(response->route);
-                        retry();
-                        return;
+                          // Adopting a newer route never waits; CallOwner learns it otherwise.
+                          (void)Adopt(response->route);
+                          retry();
+                          return;
+                        case AttemptVerdict::kResend:
+                        case AttemptVerdict::kBackoff:
+                          retry();  // CallOwner refreshes and backs off as it needs
+                          return;
                       }
-                      if (cluster_error == ClusterError::kNotServing ||
-                          storage::Is(status, storage::ErrorReason::kUnavailable)) {
-                        retry();
-                        return;
-                      }
-                      done(status);
-                      EndAsync();
                     });
 }
 

@@ -19,10 +19,11 @@ using transport::Micros;
 // Everything a call in flight needs until its callback ran: gRPC holds pointers to the context,
 // the request and the reply until then.
 struct GrpcRuntime::AsyncCall {
+  // First, so that it goes last: the context and the call must end before their channel.
+  std::shared_ptr<Peer> peer;  // keeps the channel and the stub alive
   grpc::ClientContext context;
   wire::Envelope envelope;
   wire::Response reply;
-  std::shared_ptr<Peer> peer;  // keeps the channel and the stub alive
   Address to;
   std::string request_name;
   CallDone done;
@@ -78,6 +79,9 @@ void GrpcRuntime::CallAsync(const Address& to, transport::Request request, Micro
         owned->done(std::move(result));
         std::lock_guard<std::mutex> lock(mu_);
         async_calls_.erase(raw);
+        // Ended under the lock, while the runtime (whose book holds the channel too) still
+        // lives: Shutdown cannot return, and the runtime cannot go, before this.
+        owned.reset();
         if (async_calls_.empty()) async_idle_.notify_all();
         // Nothing of the runtime is touched after the lock is released: Shutdown may end it.
       });

@@ -25,46 +25,45 @@ transport::WriteRequest PlainWrite(CollectionId collection, transport::WriteOp o
                                  .via_move = std::nullopt};
 }
 
+// A plain collection's write goes through the client's pipeline; any other runs `blocking`
+// (the synchronous Collection call, with its schema checks) on a client task.
+void WriteAsyncOr(client::Client& client, CollectionId collection, hotspot::HotCollection& hot,
+                  transport::WriteOp op, std::string_view key, std::string_view json,
+                  std::function<StatusOr<uint64_t>()> blocking, Collection::WriteCallback done) {
+  if (!hot.KnownPlain()) {
+    client.RunAsync([blocking = std::move(blocking), done = std::move(done)] { done(blocking()); });
+    return;
+  }
+  client.WriteAsync(PlainWrite(collection, op, key, json), std::move(done));
+}
+
 }  // namespace
 
 void Collection::InsertAsync(std::string_view key, std::string_view json, WriteCallback done) {
-  if (!impl_->hot->KnownPlain()) {
-    impl_->client->RunAsync([c = *this, k = std::string(key), j = std::string(json),
-                             done = std::move(done)]() mutable { done(c.Insert(k, j)); });
-    return;
-  }
-  impl_->client->WriteAsync(PlainWrite(impl_->id, transport::WriteOp::kInsert, key, json),
-                            std::move(done));
+  WriteAsyncOr(
+      *impl_->client, impl_->id, *impl_->hot, transport::WriteOp::kInsert, key, json,
+      [c = *this, k = std::string(key), j = std::string(json)]() mutable { return c.Insert(k, j); },
+      std::move(done));
 }
 
 void Collection::UpdateAsync(std::string_view key, std::string_view json, WriteCallback done) {
-  if (!impl_->hot->KnownPlain()) {
-    impl_->client->RunAsync([c = *this, k = std::string(key), j = std::string(json),
-                             done = std::move(done)]() mutable { done(c.Update(k, j)); });
-    return;
-  }
-  impl_->client->WriteAsync(PlainWrite(impl_->id, transport::WriteOp::kUpdate, key, json),
-                            std::move(done));
+  WriteAsyncOr(
+      *impl_->client, impl_->id, *impl_->hot, transport::WriteOp::kUpdate, key, json,
+      [c = *this, k = std::string(key), j = std::string(json)]() mutable { return c.Update(k, j); },
+      std::move(done));
 }
 
 void Collection::UpsertAsync(std::string_view key, std::string_view json, WriteCallback done) {
-  if (!impl_->hot->KnownPlain()) {
-    impl_->client->RunAsync([c = *this, k = std::string(key), j = std::string(json),
-                             done = std::move(done)]() mutable { done(c.Upsert(k, j)); });
-    return;
-  }
-  impl_->client->WriteAsync(PlainWrite(impl_->id, transport::WriteOp::kUpsert, key, json),
-                            std::move(done));
+  WriteAsyncOr(
+      *impl_->client, impl_->id, *impl_->hot, transport::WriteOp::kUpsert, key, json,
+      [c = *this, k = std::string(key), j = std::string(json)]() mutable { return c.Upsert(k, j); },
+      std::move(done));
 }
 
 void Collection::DeleteAsync(std::string_view key, WriteCallback done) {
-  if (!impl_->hot->KnownPlain()) {
-    impl_->client->RunAsync(
-        [c = *this, k = std::string(key), done = std::move(done)]() mutable { done(c.Delete(k)); });
-    return;
-  }
-  impl_->client->WriteAsync(PlainWrite(impl_->id, transport::WriteOp::kDelete, key, ""),
-                            std::move(done));
+  WriteAsyncOr(
+      *impl_->client, impl_->id, *impl_->hot, transport::WriteOp::kDelete, key, "",
+      [c = *this, k = std::string(key)]() mutable { return c.Delete(k); }, std::move(done));
 }
 
 void Collection::GetAsync(std::string_view key, GetCallback done) {
