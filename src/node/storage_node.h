@@ -158,6 +158,10 @@ struct NodeCounters {
   uint64_t move_files_linked = 0;
   // Buckets scanned to size them for a load report (NodeOptions::load_stats_max_age).
   uint64_t load_scans = 0;
+  // Batch writes applied in one store call, and those applied write by write (a bucket of the
+  // batch was not served here at once: storage_node_batch.cc).
+  uint64_t batches_at_once = 0;
+  uint64_t batches_one_by_one = 0;
 };
 
 class StorageNode final : public transport::Service,
@@ -274,12 +278,20 @@ class StorageNode final : public transport::Service,
   // kDeferred (a batch): the write is not synced here, the caller syncs before acknowledging it.
   transport::Response HandleWrite(const transport::WriteRequest& request,
                                   storage::WalSync wal_sync = storage::WalSync::kAsConfigured);
-  // Each write as HandleWrite would at the batch's epoch, in order, one result per slot, then
-  // one WAL sync for them all before the answer (storage_node_batch.cc).
+  // Each write with the result HandleWrite would give it at the batch's epoch, in order, one
+  // result per slot, then one WAL sync for them all before the answer (storage_node_batch.cc).
   transport::Response HandleBatchWrite(const transport::BatchWriteRequest& request);
+  // Its two ways (storage_node_batch.cc): all writes in one store call when every bucket is
+  // served here right now (nullopt otherwise, having taken nothing), or each through HandleWrite.
+  std::optional<transport::Response> ApplyBatchAtOnce(const transport::BatchWriteRequest& request);
+  transport::Response ApplyBatchOneByOne(const transport::BatchWriteRequest& request);
   transport::Response HandleGet(const transport::GetRequest& request);
   // storage_node_batch_get.cc.
   transport::Response HandleBatchGet(const transport::BatchGetRequest& request);
+  // Its two ways, as for batch writes: one GetMany when every bucket is served here right now
+  // (nullopt otherwise, having taken nothing), or each get through HandleGet.
+  std::optional<transport::Response> ReadBatchAtOnce(const transport::BatchGetRequest& request);
+  transport::Response ReadBatchOneByOne(const transport::BatchGetRequest& request);
   transport::Response HandleScan(const transport::ScanRequest& request);
   transport::Response HandleInstallMap(const transport::InstallMapRequest& request);
   transport::Response HandleExport(const transport::ExportBucketRequest& request);

@@ -1,14 +1,21 @@
 // StorageNode's batch writes (transport::BatchWriteRequest; docs/design/cluster.md, "Batch
 // writes"). Invariants:
 //   - a batch outside the limits of transport::ValidateBatch is refused whole, before any write;
-//   - every write goes through HandleWrite at the batch's epoch, so admission, fencing (checked
-//     per key when admitted, and the in-flight count Fence waits for), switch-then-copy
-//     forwarding and the storage limits are exactly those of a single write;
-//   - writes are applied in the request's order, so two writes to one key in a batch take
-//     effect in that order; one slot's error never stops the others (not atomic), except that
-//     once a write to a key was not handled here (WRONG_SHARD, NOT_SERVING), the later writes
-//     to that key in the batch are not handled either (NOT_SERVING): the client resends them
-//     all, in order, so they never overtake the earlier one;
+//   - each slot's result is the one the same write would have had alone, at the batch's epoch,
+//     applied in the request's order (two writes to one key in a batch take effect in that
+//     order); one slot's error never stops the others (not atomic);
+//   - AT ONCE (the common case): when every write's bucket is served here right now (kServe:
+//     no fence, no queue, no switch-then-copy forwarding, a known collection, the client not
+//     ahead of the node's map), all the admissions are taken together under mu_, without any
+//     wait, and the writes go to the store as one BucketStore::ApplyEach (one MultiGet, one
+//     WriteBatch); each bucket's in-flight count covers the write, so a Fence that comes after
+//     the admissions waits for it and reports a sequence that includes it. Since nothing waits
+//     while admissions are held, a fence is delayed by one engine write at most;
+//   - ONE BY ONE (otherwise): every write goes through HandleWrite at the batch's epoch, so
+//     admission, fencing, switch-then-copy forwarding and the storage limits are exactly those
+//     of a single write; once a write to a key was not handled here (WRONG_SHARD, NOT_SERVING),
+//     the later writes to that key in the batch are not handled either (NOT_SERVING): the
+//     client resends them all, in order, so they never overtake the earlier one;
 //   - when any slot is WRONG_SHARD the response carries the node's map as the route;
 //   - DURABILITY: every write is applied without a WAL sync (WalSync::kDeferred), and the WAL is
 //     synced once, after the last write and before the response, when the store syncs every
@@ -21,20 +28,131 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "src/common/point.h"
 #include "src/node/storage_node.h"
 #include "src/storage/errors.h"
 
 namespace shoal::node {
 
+using cluster::BucketPlacement;
 using transport::Response;
+
+namespace {
+
+storage::Mutation MutationOf(const transport::WriteRequest& write) {
+  storage::Mutation m{
+      .collection = write.collection, .primary_key = write.primary_key, .body = write.body};
+  switch (write.op) {
+    case transport::WriteOp::kInsert:
+      m.kind = storage::MutationKind::kInsert;
+      break;
+    case transport::WriteOp::kUpdate:
+      m.kind = storage::MutationKind::kUpdate;
+      break;
+    case transport::WriteOp::kUpsert:
+      m.kind = storage::MutationKind::kUpsert;
+      break;
+    case transport::WriteOp::kDelete:
+      m.kind = storage::MutationKind::kDelete;
+      break;
+    case transport::WriteOp::kCompareAndSet:
+      m.kind = storage::MutationKind::kCompareAndSet;
+      m.version = write.expected_version;
+      break;
+  }
+  return m;
+}
+
+}  // namespace
 
 Response StorageNode::HandleBatchWrite(const transport::BatchWriteRequest& request) {
   if (Status s = transport::ValidateBatch(request.writes); !s.ok()) return Response::Error(s);
+  std::optional<Response> at_once = ApplyBatchAtOnce(request);
+  Response response = at_once.has_value() ? *std::move(at_once) : ApplyBatchOneByOne(request);
+  if (!response.status.ok()) return response;
+  auto* out = std::get_if<transport::BatchWriteResponse>(&response.body);
+  if (out == nullptr) return Response::Error(InternalError("batch write without results"));
+  const bool wrote =
+      std::any_of(out->results.begin(), out->results.end(),
+                  [](const transport::BatchWriteResult& r) { return r.status.ok(); });
+  if (wrote && store_->options().sync == storage::SyncPolicy::kEveryWrite) {
+    if (Status synced = store_->SyncWal(); !synced.ok()) {
+      for (transport::BatchWriteResult& result : out->results) {
+        if (!result.status.ok()) continue;
+        result.status =
+            MakeStatus(StatusCode::kUnknown, fmt::format("outcome unknown: written, but the WAL "
+                                                         "sync failed: {}",
+                                                         synced.ToString()));
+      }
+    }
+  }
+  return response;
+}
+
+std::optional<Response> StorageNode::ApplyBatchAtOnce(const transport::BatchWriteRequest& request) {
+  std::vector<BucketId> buckets;
+  buckets.reserve(request.writes.size());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (map_ == nullptr || request.epoch > map_->epoch()) return std::nullopt;
+    for (const transport::WriteRequest& write : request.writes) {
+      if (write.via_move.has_value() || collections_.count(write.collection) == 0) {
+        return std::nullopt;
+      }
+      const BucketPlacement& bucket = map_->Lookup(PointOf(write.collection, write.primary_key));
+      if (AdmitLocked(bucket, std::nullopt, Access::kWrite) != Admission::kServe) {
+        return std::nullopt;
+      }
+      buckets.push_back(bucket.id);
+    }
+    // All admitted together, with no wait in between (see AT ONCE above).
+    for (BucketId bucket : buckets) ++inflight_writes_[bucket];
+  }
+  std::vector<storage::Mutation> mutations;
+  mutations.reserve(request.writes.size());
+  for (const transport::WriteRequest& write : request.writes)
+    mutations.push_back(MutationOf(write));
+  StatusOr<std::vector<StatusOr<storage::MutationResult>>> applied =
+      store_->ApplyEach(mutations, storage::WalSync::kDeferred);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (BucketId bucket : buckets) --inflight_writes_[bucket];
+    counters_.writes += buckets.size();
+    ++counters_.batches_at_once;
+  }
+  // A stopped node answers nothing more: the caller sees the call fail, as for one write.
+  if (!runtime_.Alive()) return Response::Error(CancelledError("process stopped"));
   transport::BatchWriteResponse out;
-  bool wrote = false;  // some slot wrote to the local store (only a successful one does)
+  out.results.reserve(request.writes.size());
+  for (size_t i = 0; i < request.writes.size(); ++i) {
+    if (!applied.ok()) {
+      out.results.push_back(transport::BatchWriteResult{.status = applied.status(), .version = 0});
+      continue;
+    }
+    StatusOr<storage::MutationResult>& slot = (*applied)[i];
+    if (!slot.ok()) {
+      out.results.push_back(transport::BatchWriteResult{.status = slot.status(), .version = 0});
+      continue;
+    }
+    RecordWrite(request.writes[i].collection, request.writes[i].primary_key);
+    out.results.push_back(
+        transport::BatchWriteResult{.status = OkStatus(), .version = slot->version});
+  }
+  return Response::Ok(std::move(out));
+}
+
+Response StorageNode::ApplyBatchOneByOne(const transport::BatchWriteRequest& request) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.batches_one_by_one;
+  }
+  transport::BatchWriteResponse out;
   out.results.reserve(request.writes.size());
   cluster::ShardMapPtr route;
   // (collection, key) of the writes that were not handled (resent by the client).
@@ -52,7 +170,6 @@ Response StorageNode::HandleBatchWrite(const transport::BatchWriteRequest& reque
     transport::WriteRequest single = write;
     single.epoch = request.epoch;
     Response response = HandleWrite(single, storage::WalSync::kDeferred);
-    wrote = wrote || response.status.ok();
     if (response.route != nullptr) route = std::move(response.route);
     const auto cluster_error = transport::ClusterErrorOf(response.status);
     if (cluster_error == transport::ClusterError::kWrongShard ||
@@ -68,17 +185,6 @@ Response StorageNode::HandleBatchWrite(const transport::BatchWriteRequest& reque
         transport::BatchWriteResult{.status = std::move(response.status), .version = version});
     // A stopped node answers nothing more: the caller sees the call fail, as for one write.
     if (!runtime_.Alive()) return Response::Error(CancelledError("process stopped"));
-  }
-  if (wrote && store_->options().sync == storage::SyncPolicy::kEveryWrite) {
-    if (Status synced = store_->SyncWal(); !synced.ok()) {
-      for (transport::BatchWriteResult& result : out.results) {
-        if (!result.status.ok()) continue;
-        result.status =
-            MakeStatus(StatusCode::kUnknown, fmt::format("outcome unknown: written, but the WAL "
-                                                         "sync failed: {}",
-                                                         synced.ToString()));
-      }
-    }
   }
   return Response{.status = OkStatus(), .body = std::move(out), .route = std::move(route)};
 }

@@ -2,15 +2,23 @@
 // Invariants:
 //   - a batch outside the limits of transport::ValidateBatchGet is refused whole, before any
 //     read;
-//   - every get goes through HandleGet at the batch's epoch, so admission, fencing (a fenced
-//     bucket's get waits in its slot, as a single get waits), switch-then-copy forwarding and
-//     the storage checks are exactly those of a single get;
+//   - each slot's result is the one the same get would have had alone at the batch's epoch;
+//   - AT ONCE (the common case): when every get's bucket is served here right now (kServe, a
+//     known collection, the client not ahead of the node's map), the admissions are taken
+//     together under mu_, without a wait, and the store reads them all in one
+//     BucketStore::GetMany (one MultiGet);
+//   - ONE BY ONE (otherwise): every get goes through HandleGet at the batch's epoch, so
+//     admission, fencing (a fenced bucket's get waits in its slot, as a single get waits),
+//     switch-then-copy forwarding and the storage checks are exactly those of a single get;
 //   - one slot's error (WRONG_SHARD, NOT_SERVING, NOT_FOUND...) never stops the others: the
 //     gets are independent reads, so unlike a batch write no slot depends on an earlier one;
 //   - when any slot is WRONG_SHARD the response carries the node's map as the route.
 
+#include <optional>
 #include <utility>
+#include <vector>
 
+#include "src/common/point.h"
 #include "src/node/storage_node.h"
 
 namespace shoal::node {
@@ -19,6 +27,56 @@ using transport::Response;
 
 Response StorageNode::HandleBatchGet(const transport::BatchGetRequest& request) {
   if (Status s = transport::ValidateBatchGet(request.gets); !s.ok()) return Response::Error(s);
+  std::optional<Response> at_once = ReadBatchAtOnce(request);
+  return at_once.has_value() ? *std::move(at_once) : ReadBatchOneByOne(request);
+}
+
+std::optional<Response> StorageNode::ReadBatchAtOnce(const transport::BatchGetRequest& request) {
+  std::vector<BucketId> buckets;
+  buckets.reserve(request.gets.size());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (map_ == nullptr || request.epoch > map_->epoch()) return std::nullopt;
+    for (const transport::GetRequest& get : request.gets) {
+      if (get.via_move.has_value() || collections_.count(get.collection) == 0) {
+        return std::nullopt;
+      }
+      const cluster::BucketPlacement& bucket =
+          map_->Lookup(PointOf(get.collection, get.primary_key));
+      if (AdmitLocked(bucket, std::nullopt, Access::kRead) != Admission::kServe) {
+        return std::nullopt;
+      }
+      buckets.push_back(bucket.id);
+    }
+    for (BucketId bucket : buckets) ++inflight_writes_[bucket];
+  }
+  std::vector<storage::DocumentKey> keys;
+  keys.reserve(request.gets.size());
+  for (const transport::GetRequest& get : request.gets) {
+    keys.push_back(
+        storage::DocumentKey{.collection = get.collection, .primary_key = get.primary_key});
+  }
+  std::vector<StatusOr<storage::Document>> documents = store_->GetMany(keys);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (BucketId bucket : buckets) --inflight_writes_[bucket];
+    counters_.reads += buckets.size();
+  }
+  if (!runtime_.Alive()) return Response::Error(CancelledError("process stopped"));
+  transport::BatchGetResponse out;
+  out.results.reserve(documents.size());
+  for (StatusOr<storage::Document>& document : documents) {
+    if (document.ok()) {
+      out.results.push_back(
+          transport::BatchGetResult{.status = OkStatus(), .document = std::move(*document)});
+    } else {
+      out.results.push_back(transport::BatchGetResult{.status = document.status(), .document = {}});
+    }
+  }
+  return Response::Ok(std::move(out));
+}
+
+Response StorageNode::ReadBatchOneByOne(const transport::BatchGetRequest& request) {
   transport::BatchGetResponse out;
   out.results.reserve(request.gets.size());
   cluster::ShardMapPtr route;

@@ -170,5 +170,75 @@ TEST_F(StorageNodeTest, LoadReportRescansABucketOnlyOnceWritesChangedItsSize) {
   });
 }
 
+// A batch whose buckets are all served here goes to the store in one call; each slot still gets
+// the result the same write would have alone, in the batch's order.
+TEST_F(StorageNodeTest, ABatchOfServedBucketsIsAppliedAtOnceWithEachWritesOwnResult) {
+  Run([&] {
+    const MapEpoch epoch = maps_.initial->epoch();
+    const std::string a = KeyIn(kB0, 0), b = KeyIn(kB0, 1);
+    auto write = [&](WriteOp op, const std::string& key, const std::string& body = "") {
+      return transport::WriteRequest{
+          .epoch = epoch, .op = op, .collection = kDocs, .primary_key = key, .body = body};
+    };
+    transport::BatchWriteRequest batch{.epoch = epoch, .writes = {}};
+    batch.writes.push_back(write(WriteOp::kInsert, a, R"({"v":1})"));
+    batch.writes.push_back(write(WriteOp::kInsert, a, R"({"v":2})"));  // DUPLICATE
+    batch.writes.push_back(write(WriteOp::kUpdate, b, R"({"v":3})"));  // NOT_FOUND
+    batch.writes.push_back(write(WriteOp::kUpsert, a, R"({"v":4})"));
+    batch.writes.push_back(write(WriteOp::kDelete, b));  // NOT_FOUND
+    transport::WriteRequest cas = write(WriteOp::kCompareAndSet, a, R"({"v":5})");
+    cas.expected_version = 1;  // not the stored version: CONDITION_FAILED
+    batch.writes.push_back(cas);
+    auto answer = Call(kN1, std::move(batch));
+    ASSERT_TRUE(StatusOf(answer).ok()) << StatusOf(answer);
+    const auto& results = std::get<transport::BatchWriteResponse>(answer->body).results;
+    ASSERT_EQ(results.size(), 6u);
+    EXPECT_TRUE(results[0].status.ok()) << results[0].status;
+    EXPECT_TRUE(storage::Is(results[1].status, storage::ErrorReason::kDuplicate));
+    EXPECT_TRUE(storage::Is(results[2].status, storage::ErrorReason::kNotFound));
+    EXPECT_TRUE(results[3].status.ok()) << results[3].status;
+    EXPECT_GT(results[3].version, results[0].version);
+    EXPECT_TRUE(storage::Is(results[4].status, storage::ErrorReason::kNotFound));
+    EXPECT_TRUE(storage::Is(results[5].status, storage::ErrorReason::kConditionFailed));
+    EXPECT_EQ(node(kN1).counters().batches_at_once, 1u);
+    EXPECT_EQ(node(kN1).counters().batches_one_by_one, 0u);
+    auto stored = node(kN1).store()->Get(kDocs, a);
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    EXPECT_EQ(stored->body, R"({"v":4})");
+    EXPECT_EQ(stored->version, results[3].version);
+  });
+}
+
+// A batch with a write the node cannot serve at once goes write by write: a fenced bucket's write
+// waits and is refused (NOT_SERVING), another node's bucket answers WRONG_SHARD with the route,
+// and the served write of the batch is still applied.
+TEST_F(StorageNodeTest, ABatchWithAFencedOrForeignBucketGoesWriteByWrite) {
+  Run([&] {
+    Publish(maps_.copy);
+    ASSERT_TRUE(StatusOf(Fence(kN1, kMove, kB0)).ok());
+    const MapEpoch epoch = maps_.copy->epoch();
+    transport::BatchWriteRequest batch{.epoch = epoch, .writes = {}};
+    for (const std::string& key : {KeyIn(kB0, 0), KeyIn(kB1, 0)}) {
+      batch.writes.push_back(transport::WriteRequest{.epoch = epoch,
+                                                     .op = WriteOp::kUpsert,
+                                                     .collection = kDocs,
+                                                     .primary_key = key,
+                                                     .body = R"({"v":1})"});
+    }
+    auto answer = Call(kN1, std::move(batch));
+    ASSERT_TRUE(StatusOf(answer).ok()) << StatusOf(answer);
+    const auto& results = std::get<transport::BatchWriteResponse>(answer->body).results;
+    ASSERT_EQ(results.size(), 2u);
+    EXPECT_EQ(transport::ClusterErrorOf(results[0].status), ClusterError::kNotServing)
+        << results[0].status;
+    EXPECT_EQ(transport::ClusterErrorOf(results[1].status), ClusterError::kWrongShard)
+        << results[1].status;
+    EXPECT_NE(answer->route, nullptr);
+    EXPECT_EQ(node(kN1).counters().batches_at_once, 0u);
+    EXPECT_EQ(node(kN1).counters().batches_one_by_one, 1u);
+    EXPECT_FALSE(node(kN1).store()->Get(kDocs, KeyIn(kB0, 0)).ok());
+  });
+}
+
 }  // namespace
 }  // namespace shoal::node

@@ -16,7 +16,8 @@
 //  - Every write stamps a store-wide version that is larger than every version stamped or
 //    observed before, also across restarts (VersionClock). kApplyIfNewer writes the version it
 //    carries and never replaces a stored version that is equal or newer.
-//  - A failing operation changes nothing; ApplyBatch is all-or-nothing in one WriteBatch.
+//  - A failing operation changes nothing; ApplyBatch is all-or-nothing in one WriteBatch;
+//    ApplyEach fails slot by slot, as the same mutations applied one after the other would.
 //  - Durability follows StoreOptions::sync (store_options.h), except for a mutation called with
 //    WalSync::kDeferred: readable at once, durable only after a later SyncWal.
 //  - With check_ownership, client operations need the point in a kReadWrite or kLeaving bucket,
@@ -82,6 +83,12 @@ class Snapshot {
   Snapshot(rocksdb::DB* db, const rocksdb::Snapshot* snapshot) : db_(db), snapshot_(snapshot) {}
   rocksdb::DB* db_;
   const rocksdb::Snapshot* snapshot_;
+};
+
+// One document's key, for GetMany. The view must outlive the call.
+struct DocumentKey {
+  CollectionId collection{};
+  std::string_view primary_key{};
 };
 
 struct GetOptions {
@@ -174,6 +181,9 @@ class BucketStore {
   // --- single documents (mutation.h has the full table) ---
   [[nodiscard]] StatusOr<Document> Get(CollectionId collection, std::string_view primary_key,
                                        const GetOptions& options = {}) const;
+  // Get of each key, with one MultiGet for them all: one result per key, in order.
+  [[nodiscard]] std::vector<StatusOr<Document>> GetMany(std::span<const DocumentKey> keys,
+                                                        const GetOptions& options = {}) const;
   // Every mutation takes a WalSync (store_options.h): kDeferred leaves the WAL sync to the
   // caller's SyncWal, which must come before the write is acknowledged.
   [[nodiscard]] StatusOr<uint64_t> Insert(CollectionId c, std::string_view pk,
@@ -199,6 +209,14 @@ class BucketStore {
   // All or nothing, in one WriteBatch. A key may appear more than once; later mutations see the
   // effect of earlier ones. On error nothing is written and the message names the index.
   [[nodiscard]] StatusOr<std::vector<MutationResult>> ApplyBatch(
+      std::span<const Mutation> mutations, WalSync wal_sync = WalSync::kAsConfigured);
+  // The same mutations with the outcome each would have had applied alone, one after the other,
+  // in order (later mutations see the effect of earlier ones): a slot's error (validation,
+  // DUPLICATE, NOT_FOUND...) fails that slot only. The writes of the other slots go to the engine
+  // in one WriteBatch, with one MultiGet for the stored versions; if that write fails, every
+  // writing slot gets its error and nothing is written. The call itself fails only for a batch
+  // over max_batch_bytes. The storage node applies a batch of client writes with it.
+  [[nodiscard]] StatusOr<std::vector<StatusOr<MutationResult>>> ApplyEach(
       std::span<const Mutation> mutations, WalSync wal_sync = WalSync::kAsConfigured);
 
   // --- scans (bucket_store_scan.cc) ---
@@ -266,6 +284,8 @@ class BucketStore {
  private:
   class StripeGuard;
   struct PreparedKey;
+  // What a failed mutation of ApplyMutations fails: the whole call (ApplyBatch), or its slot.
+  enum class BatchFailure : uint8_t { kWhole, kPerSlot };
 
   explicit BucketStore(const StoreOptions& options);
   [[nodiscard]] Status OpenEngine();
@@ -275,6 +295,9 @@ class BucketStore {
   [[nodiscard]] Status CheckCollection(CollectionId id) const;
   [[nodiscard]] Status CheckOwnership(Point point, MutationKind kind) const;
   [[nodiscard]] Status ValidateMutation(const Mutation& m) const;
+  // ApplyBatch and ApplyEach: decides the mutations in order, then writes one WriteBatch.
+  [[nodiscard]] StatusOr<std::vector<StatusOr<MutationResult>>> ApplyMutations(
+      std::span<const Mutation> mutations, WalSync wal_sync, BatchFailure failure);
   [[nodiscard]] StatusOr<std::optional<StoredState>> ReadStored(const std::string& key,
                                                                 std::string* value) const;
   [[nodiscard]] Status WriteBatchToEngine(rocksdb::WriteBatch* batch,

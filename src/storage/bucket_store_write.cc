@@ -4,6 +4,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <array>
 
 #include "absl/container/flat_hash_map.h"
 #include "src/storage/bucket_store.h"
@@ -70,18 +71,12 @@ StatusOr<std::optional<StoredState>> BucketStore::ReadStored(const std::string& 
       StoredState{.version = view.version, .tombstone = view.tombstone, .body = view.body});
 }
 
-StatusOr<Document> BucketStore::Get(CollectionId collection, std::string_view primary_key,
-                                    const GetOptions& options) const {
-  SHOAL_RETURN_IF_ERROR(CheckCollection(collection));
-  SHOAL_RETURN_IF_ERROR(ValidatePrimaryKey(primary_key, options_.limits));
-  const Point point = PointOf(collection, primary_key);
-  {
-    std::shared_lock<std::shared_mutex> lock(directory_mu_);
-    SHOAL_RETURN_IF_ERROR(CheckOwnership(point, MutationKind::kUpsert));
-  }
-  const std::string key = EncodeStoredKey(point, collection, primary_key);
-  rocksdb::PinnableSlice value;
-  rocksdb::Status s = db_->Get(MakeReadOptions(options.snapshot), documents_, key, &value);
+namespace {
+
+// The document a read of (collection, primary key) found: `s` and `value` as the engine gave them.
+StatusOr<Document> DocumentRead(const rocksdb::Status& s, const rocksdb::PinnableSlice& value,
+                                CollectionId collection, std::string_view primary_key,
+                                const GetOptions& options) {
   if (s.IsNotFound()) {
     return StorageError(ErrorReason::kNotFound, fmt::format("{} pk={:?}: nothing stored",
                                                             collection.DebugString(), primary_key));
@@ -99,6 +94,67 @@ StatusOr<Document> BucketStore::Get(CollectionId collection, std::string_view pr
                   .body = std::string(view.body),
                   .version = view.version,
                   .tombstone = view.tombstone};
+}
+
+}  // namespace
+
+StatusOr<Document> BucketStore::Get(CollectionId collection, std::string_view primary_key,
+                                    const GetOptions& options) const {
+  SHOAL_RETURN_IF_ERROR(CheckCollection(collection));
+  SHOAL_RETURN_IF_ERROR(ValidatePrimaryKey(primary_key, options_.limits));
+  const Point point = PointOf(collection, primary_key);
+  {
+    std::shared_lock<std::shared_mutex> lock(directory_mu_);
+    SHOAL_RETURN_IF_ERROR(CheckOwnership(point, MutationKind::kUpsert));
+  }
+  const std::string key = EncodeStoredKey(point, collection, primary_key);
+  rocksdb::PinnableSlice value;
+  rocksdb::Status s = db_->Get(MakeReadOptions(options.snapshot), documents_, key, &value);
+  return DocumentRead(s, value, collection, primary_key, options);
+}
+
+std::vector<StatusOr<Document>> BucketStore::GetMany(std::span<const DocumentKey> keys,
+                                                     const GetOptions& options) const {
+  std::vector<StatusOr<Document>> results(keys.size(), InternalError("unread"));
+  std::vector<size_t> slots;  // the keys read, in `reads` order
+  std::vector<std::string> encoded;
+  slots.reserve(keys.size());
+  encoded.reserve(keys.size());
+  std::vector<bool> valid(keys.size(), false);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    Status s = CheckCollection(keys[i].collection);
+    if (s.ok()) s = ValidatePrimaryKey(keys[i].primary_key, options_.limits);
+    if (s.ok()) {
+      valid[i] = true;
+    } else {
+      results[i] = s;
+    }
+  }
+  {
+    std::shared_lock<std::shared_mutex> lock(directory_mu_);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (!valid[i]) continue;
+      const Point point = PointOf(keys[i].collection, keys[i].primary_key);
+      if (Status s = CheckOwnership(point, MutationKind::kUpsert); !s.ok()) {
+        results[i] = s;
+        continue;
+      }
+      slots.push_back(i);
+      encoded.push_back(EncodeStoredKey(point, keys[i].collection, keys[i].primary_key));
+    }
+  }
+  if (slots.empty()) return results;
+  std::vector<rocksdb::Slice> reads(encoded.begin(), encoded.end());
+  std::vector<rocksdb::PinnableSlice> values(reads.size());
+  std::vector<rocksdb::Status> statuses(reads.size());
+  db_->MultiGet(MakeReadOptions(options.snapshot), documents_, reads.size(), reads.data(),
+                values.data(), statuses.data());
+  for (size_t r = 0; r < slots.size(); ++r) {
+    const DocumentKey& key = keys[slots[r]];
+    results[slots[r]] =
+        DocumentRead(statuses[r], values[r], key.collection, key.primary_key, options);
+  }
+  return results;
 }
 
 StatusOr<MutationResult> BucketStore::Apply(const Mutation& m, WalSync wal_sync) {
@@ -135,8 +191,16 @@ StatusOr<MutationResult> BucketStore::Apply(const Mutation& m, WalSync wal_sync)
   return MutationResult{.version = version, .applied = true};
 }
 
-StatusOr<std::vector<MutationResult>> BucketStore::ApplyBatch(std::span<const Mutation> ms,
-                                                              WalSync wal_sync) {
+StatusOr<std::vector<StatusOr<MutationResult>>> BucketStore::ApplyMutations(
+    std::span<const Mutation> ms, WalSync wal_sync, BatchFailure failure) {
+  const bool whole = failure == BatchFailure::kWhole;
+  std::vector<StatusOr<MutationResult>> results(ms.size(), InternalError("undecided"));
+  // A slot that failed stays out of everything below (per slot only: a whole batch returns).
+  std::vector<bool> failed(ms.size(), false);
+  auto fail = [&](size_t i, const Status& s) {
+    results[i] = Prefixed(s, fmt::format("batch[{}]", i));
+    failed[i] = true;
+  };
   struct Prepared {
     Point point;
     std::string key;
@@ -147,26 +211,27 @@ StatusOr<std::vector<MutationResult>> BucketStore::ApplyBatch(std::span<const Mu
   uint64_t fresh_versions = 0;
   uint64_t max_carried = 0;
   for (size_t i = 0; i < ms.size(); ++i) {
-    SHOAL_RETURN_IF_ERROR(Prefixed(ValidateMutation(ms[i]), fmt::format("batch[{}]", i)));
     const Point point = PointOf(ms[i].collection, ms[i].primary_key);
     prepared.push_back({point, EncodeStoredKey(point, ms[i].collection, ms[i].primary_key)});
     bytes += prepared.back().key.size() + ms[i].body.size();
-    if (ms[i].kind == MutationKind::kApplyIfNewer) {
-      max_carried = std::max(max_carried, ms[i].version);
-    } else {
-      ++fresh_versions;
+    if (Status s = ValidateMutation(ms[i]); !s.ok()) {
+      if (whole) return Prefixed(s, fmt::format("batch[{}]", i));
+      fail(i, s);
     }
   }
   if (bytes > options_.max_batch_bytes) {
     return StorageError(ErrorReason::kTooLarge, fmt::format("batch of {} bytes exceeds {}", bytes,
                                                             options_.max_batch_bytes));
   }
-  if (ms.empty()) return std::vector<MutationResult>();
+  if (ms.empty()) return results;
 
   std::shared_lock<std::shared_mutex> directory_lock(directory_mu_);
   for (size_t i = 0; i < ms.size(); ++i) {
-    SHOAL_RETURN_IF_ERROR(
-        Prefixed(CheckOwnership(prepared[i].point, ms[i].kind), fmt::format("batch[{}]", i)));
+    if (failed[i]) continue;
+    if (Status s = CheckOwnership(prepared[i].point, ms[i].kind); !s.ok()) {
+      if (whole) return Prefixed(s, fmt::format("batch[{}]", i));
+      fail(i, s);
+    }
   }
   std::vector<size_t> stripe_ids;
   stripe_ids.reserve(ms.size());
@@ -177,33 +242,81 @@ StatusOr<std::vector<MutationResult>> BucketStore::ApplyBatch(std::span<const Mu
   locks.reserve(stripe_ids.size());
   for (size_t id : stripe_ids) locks.emplace_back(stripes_[id].mu);
 
-  // Decide every mutation first; versions are taken only once the whole batch is known to
-  // apply, so a refused batch consumes none. While deciding, a fresh write of this batch counts as
-  // newer than any version (it will be: fresh versions are allocated after observing the carried
+  // The stored state of every distinct key, in one MultiGet (the stripes are held: it cannot
+  // change before the write).
+  absl::flat_hash_map<std::string_view, size_t> read_index;  // key -> index in `reads`
+  std::vector<rocksdb::Slice> read_keys;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    if (failed[i]) continue;
+    if (read_index.try_emplace(prepared[i].key, read_keys.size()).second) {
+      read_keys.emplace_back(prepared[i].key);
+    }
+  }
+  std::vector<rocksdb::PinnableSlice> read_values(read_keys.size());
+  std::vector<rocksdb::Status> read_statuses(read_keys.size());
+  if (!read_keys.empty()) {
+    db_->MultiGet(rocksdb::ReadOptions(), documents_, read_keys.size(), read_keys.data(),
+                  read_values.data(), read_statuses.data());
+  }
+  std::vector<std::optional<StatusOr<std::optional<StoredState>>>> decoded(read_keys.size());
+  auto stored_of = [&](size_t r) -> StatusOr<std::optional<StoredState>> {
+    if (!decoded[r].has_value()) {
+      const rocksdb::Status& s = read_statuses[r];
+      if (s.IsNotFound()) {
+        decoded[r] = std::optional<StoredState>();
+      } else if (Status error = FromRocks(s, "read"); !error.ok()) {
+        decoded[r] = error;
+      } else {
+        StatusOr<StoredValueView> view =
+            DecodeStoredValue(std::string_view(read_values[r].data(), read_values[r].size()));
+        if (view.ok()) {
+          decoded[r] = std::optional<StoredState>(StoredState{
+              .version = view->version, .tombstone = view->tombstone, .body = view->body});
+        } else {
+          decoded[r] = view.status();
+        }
+      }
+    }
+    return *decoded[r];
+  };
+
+  // Decide every mutation in order first; versions are taken only once the writes are known, so
+  // a refused batch consumes none. While deciding, a fresh write of this batch counts as newer
+  // than any version (it will be: fresh versions are allocated after observing the carried
   // ones), so a later kApplyIfNewer on the same key skips, as it would after the commit.
   constexpr uint64_t kFresh = ~0ull;
   struct Pending {
     uint64_t version = 0;
     bool tombstone = false;
-    std::string body;
+    std::string_view body;  // the mutation's own (valid for the call)
   };
-  absl::flat_hash_map<std::string, Pending> pending;
-  std::vector<MutationResult> results(ms.size());
+  // By the key in `prepared` (not resized from here on).
+  absl::flat_hash_map<std::string_view, Pending> pending;
   std::vector<size_t> writes;
-  std::string current;
   std::vector<uint64_t> churn(ms.size(), 0);
   for (size_t i = 0; i < ms.size(); ++i) {
+    if (failed[i]) continue;
     const Mutation& m = ms[i];
     std::optional<StoredState> stored;
     if (auto it = pending.find(prepared[i].key); it != pending.end()) {
       stored = StoredState{it->second.version, it->second.tombstone, it->second.body};
     } else {
-      SHOAL_ASSIGN_OR_RETURN(stored, ReadStored(prepared[i].key, &current));
+      StatusOr<std::optional<StoredState>> read = stored_of(read_index.at(prepared[i].key));
+      if (!read.ok()) {
+        if (whole) return read.status();
+        fail(i, read.status());
+        continue;
+      }
+      stored = *read;
     }
     std::optional<FilterEvaluator> evaluator;
     if (!m.condition.fields.empty()) evaluator.emplace(m.condition.fields);
     StatusOr<Decision> decision = Decide(m, stored, evaluator.has_value() ? &*evaluator : nullptr);
-    if (!decision.ok()) return Prefixed(decision.status(), fmt::format("batch[{}]", i));
+    if (!decision.ok()) {
+      if (whole) return Prefixed(decision.status(), fmt::format("batch[{}]", i));
+      fail(i, decision.status());
+      continue;
+    }
     if (*decision == Decision::kSkip) {
       results[i] = MutationResult{.version = stored->version, .applied = false};
       continue;
@@ -214,26 +327,70 @@ StatusOr<std::vector<MutationResult>> BucketStore::ApplyBatch(std::span<const Mu
                   stored.has_value() ? stored->body.size() : 0),
         LiveBytes(prepared[i].key, true, tombstone, m.body.size()));
     const uint64_t version = m.kind == MutationKind::kApplyIfNewer ? m.version : kFresh;
-    pending[prepared[i].key] =
-        Pending{version, tombstone, tombstone ? std::string() : std::string(m.body)};
+    if (m.kind == MutationKind::kApplyIfNewer) {
+      max_carried = std::max(max_carried, m.version);
+    } else {
+      ++fresh_versions;
+    }
+    pending[prepared[i].key] = Pending{version, tombstone, tombstone ? std::string_view() : m.body};
     writes.push_back(i);
   }
   if (writes.empty()) return results;
-  if (max_carried > 0) SHOAL_RETURN_IF_ERROR(clock_->Observe(max_carried));
+  // A failure from here on fails every write of the call: none of them was written.
+  auto fail_writes = [&](const Status& s) -> StatusOr<std::vector<StatusOr<MutationResult>>> {
+    if (whole) return s;
+    for (size_t i : writes) results[i] = s;
+    return results;
+  };
+  if (max_carried > 0) {
+    if (Status s = clock_->Observe(max_carried); !s.ok()) return fail_writes(s);
+  }
   uint64_t next_version = 0;
   if (fresh_versions > 0) {
-    SHOAL_ASSIGN_OR_RETURN(next_version, clock_->Allocate(fresh_versions));
+    StatusOr<uint64_t> first = clock_->Allocate(fresh_versions);
+    if (!first.ok()) return fail_writes(first.status());
+    next_version = *first;
   }
   rocksdb::WriteBatch batch;
   for (size_t i : writes) {
     const Mutation& m = ms[i];
     const uint64_t version = m.kind == MutationKind::kApplyIfNewer ? m.version : next_version++;
-    batch.Put(documents_, prepared[i].key, EncodeStoredValue(version, m.WritesTombstone(), m.body));
+    const bool tombstone = m.WritesTombstone();
+    // Header and body as two parts: the batch copies them once, into its own buffer.
+    const std::array<char, kStoredValueHeaderBytes> header =
+        EncodeStoredValueHeader(version, tombstone);
+    const rocksdb::Slice key(prepared[i].key);
+    const std::array<rocksdb::Slice, 2> value = {
+        rocksdb::Slice(header.data(), header.size()),
+        tombstone ? rocksdb::Slice() : rocksdb::Slice(m.body.data(), m.body.size())};
+    if (rocksdb::Status s = batch.Put(documents_, rocksdb::SliceParts(&key, 1),
+                                      rocksdb::SliceParts(value.data(), 2));
+        !s.ok()) {
+      return fail_writes(FromRocks(s, "batch"));
+    }
     results[i] = MutationResult{.version = version, .applied = true};
   }
-  SHOAL_RETURN_IF_ERROR(WriteBatchToEngine(&batch, wal_sync));
+  if (Status s = WriteBatchToEngine(&batch, wal_sync); !s.ok()) return fail_writes(s);
   for (size_t i : writes) AddChurn(prepared[i].point, churn[i]);
   return results;
+}
+
+StatusOr<std::vector<MutationResult>> BucketStore::ApplyBatch(std::span<const Mutation> ms,
+                                                              WalSync wal_sync) {
+  SHOAL_ASSIGN_OR_RETURN(std::vector<StatusOr<MutationResult>> slots,
+                         ApplyMutations(ms, wal_sync, BatchFailure::kWhole));
+  std::vector<MutationResult> results;
+  results.reserve(slots.size());
+  for (StatusOr<MutationResult>& slot : slots) {
+    if (!slot.ok()) return InternalError("a whole batch returned a failed slot");
+    results.push_back(*slot);
+  }
+  return results;
+}
+
+StatusOr<std::vector<StatusOr<MutationResult>>> BucketStore::ApplyEach(std::span<const Mutation> ms,
+                                                                       WalSync wal_sync) {
+  return ApplyMutations(ms, wal_sync, BatchFailure::kPerSlot);
 }
 
 StatusOr<std::vector<MutationResult>> BucketStore::ApplyChanges(std::span<const Document> changes,

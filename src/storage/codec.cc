@@ -78,12 +78,23 @@ StatusOr<StoredKeyView> DecodeStoredKey(std::string_view key) {
   return view;
 }
 
+std::array<char, kStoredValueHeaderBytes> EncodeStoredValueHeader(uint64_t version,
+                                                                  bool tombstone) {
+  std::array<char, kStoredValueHeaderBytes> header{};
+  header[0] = static_cast<char>(kValueFormatV1);
+  header[1] = static_cast<char>(tombstone ? kTombstoneFlag : 0);
+  for (int i = 0; i < 8; ++i) {
+    header[2 + i] = static_cast<char>(static_cast<uint8_t>(version >> (56 - 8 * i)));
+  }
+  return header;
+}
+
 std::string EncodeStoredValue(uint64_t version, bool tombstone, std::string_view body) {
+  const std::array<char, kStoredValueHeaderBytes> header =
+      EncodeStoredValueHeader(version, tombstone);
   std::string value;
   value.reserve(kStoredValueHeaderBytes + body.size());
-  value.push_back(static_cast<char>(kValueFormatV1));
-  value.push_back(static_cast<char>(tombstone ? kTombstoneFlag : 0));
-  AppendBigEndian64(version, &value);
+  value.append(header.data(), header.size());
   if (!tombstone) value.append(body);
   return value;
 }

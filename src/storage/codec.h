@@ -14,6 +14,7 @@
 // Collection ids 0 and 2^32-1 are reserved, so kMaxStoredKeyBound is above every stored key.
 // All functions are pure and thread-safe.
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -61,6 +62,10 @@ struct StoredValueView {
 
 [[nodiscard]] std::string EncodeStoredValue(uint64_t version, bool tombstone,
                                             std::string_view body);
+// The first kStoredValueHeaderBytes of EncodeStoredValue (the body follows), for writers that
+// hand the engine the header and the body as two parts instead of one copied string.
+[[nodiscard]] std::array<char, kStoredValueHeaderBytes> EncodeStoredValueHeader(uint64_t version,
+                                                                                bool tombstone);
 // Corruption on an unknown format byte, unknown flags, or a tombstone with a body.
 [[nodiscard]] StatusOr<StoredValueView> DecodeStoredValue(std::string_view value);
 

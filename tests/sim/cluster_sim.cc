@@ -80,7 +80,56 @@ void ClientLoop(transport::SimRuntime& sim, World& world, uint32_t id) {
       ++world.result.operations;
     };
     const Micros call = sim.Now();
-    if (choice < 3) {
+    if (world.options.batch_writes && random.Uniform(3) == 0) {
+      // Several writes in one Client::Batch: one history op per write, all called now.
+      std::vector<transport::WriteRequest> writes;
+      std::vector<std::string> keys;
+      std::vector<OpKind> kinds;
+      const uint64_t size = 2 + random.Uniform(4);
+      for (uint64_t i = 0; i < size; ++i) {
+        transport::WriteRequest write;
+        write.collection = c;
+        write.primary_key = fmt::format("k{}", random.Uniform(world.options.keys));
+        write.body = fmt::format(R"({{"v":"c{}-{}"}})", id, sequence++);
+        switch (random.Uniform(4)) {
+          case 0:
+            write.op = transport::WriteOp::kInsert;
+            kinds.push_back(OpKind::kInsert);
+            break;
+          case 1:
+            write.op = transport::WriteOp::kUpdate;
+            kinds.push_back(OpKind::kUpdate);
+            break;
+          case 2:
+            write.op = transport::WriteOp::kUpsert;
+            kinds.push_back(OpKind::kUpsert);
+            break;
+          default:
+            write.op = transport::WriteOp::kDelete;
+            write.body.clear();
+            kinds.push_back(OpKind::kDelete);
+            break;
+        }
+        keys.push_back(write.primary_key);
+        writes.push_back(std::move(write));
+      }
+      std::vector<HistoryRecorder::Handle> handles;
+      for (uint64_t i = 0; i < size; ++i) {
+        handles.push_back(world.history.Begin(keys[i], id, kinds[i], writes[i].body, "", call));
+      }
+      auto results = client.Batch(writes);
+      for (uint64_t i = 0; i < size; ++i) {
+        const OpOutcome outcome =
+            results.ok() ? OutcomeOf((*results)[i].status()) : OpOutcome::kUnknown;
+        if (outcome == OpOutcome::kUnknown) {
+          world.history.EndUnknown(handles[i]);
+        } else {
+          world.history.End(handles[i], outcome, "", sim.Now());
+        }
+        ++world.result.operations;
+      }
+      if (!results.ok() && results.status().code() == StatusCode::kCancelled) break;
+    } else if (choice < 3) {
       auto got = client.Get(c, key);
       if (got.status().code() == StatusCode::kCancelled) break;
       record(OpKind::kGet, "", "", got.status(), got.ok() ? got->body : "", call);

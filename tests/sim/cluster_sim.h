@@ -28,6 +28,9 @@ struct ClusterSimOptions {
   // them on for odd seeds unless set.
   uint64_t split_bytes = 0;
   uint64_t merge_bytes = 0;
+  // A third of the clients' operations become Client::Batch calls of 2-5 writes to random keys
+  // (insert, update, upsert, delete), each write one operation of the history.
+  bool batch_writes = false;
 };
 
 struct ClusterSimResult {

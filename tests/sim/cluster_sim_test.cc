@@ -90,5 +90,28 @@ TEST(ClusterSimTest, ManySeeds) {
   EXPECT_GT(moves, 0u);  // chaos and the balancer really move buckets
 }
 
+// Clients that also send batches of writes (ClusterSimOptions::batch_writes): a storage node
+// applies a batch in one store call when it serves every bucket of it at once, and write by write
+// otherwise (fenced, moved, switched buckets), under the same chaos and the same checks.
+TEST(ClusterSimTest, BatchWriteSeeds) {
+  const auto [first, seeds] = SimSeedRange(50);
+  uint64_t operations = 0, moves = 0, failures = 0;
+  for (uint64_t seed = first; seed < first + seeds; ++seed) {
+    ClusterSimOptions options{.seed = seed, .dir = ScratchDir(), .batch_writes = true};
+    const ClusterSimResult result = RunClusterSim(options);
+    operations += result.operations;
+    moves += result.moves;
+    if (!result.ok) {
+      ++failures;
+      ADD_FAILURE() << "batch writes, " << result.failure;
+    }
+  }
+  std::printf("batch-write seeds %llu: operations %llu, committed moves %llu, failures %llu\n",
+              static_cast<unsigned long long>(seeds), static_cast<unsigned long long>(operations),
+              static_cast<unsigned long long>(moves), static_cast<unsigned long long>(failures));
+  EXPECT_EQ(failures, 0u);
+  EXPECT_GT(moves, 0u);
+}
+
 }  // namespace
 }  // namespace shoal::sim

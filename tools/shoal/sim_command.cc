@@ -20,6 +20,7 @@ struct SimCommandOptions {
   uint64_t first_seed = 1;
   int64_t duration_ms = 6000;
   bool no_crash = false;
+  bool batch_writes = false;
   bool json = false;
   bool verbose = false;
   std::string dir;
@@ -34,6 +35,7 @@ int RunSimCommand(const SimCommandOptions& options) {
     sim::ClusterSimOptions run{.seed = seed, .dir = dir};
     run.duration_us = options.duration_ms * 1000;
     run.crashes = !options.no_crash;
+    run.batch_writes = options.batch_writes;
     const sim::ClusterSimResult result = sim::RunClusterSim(run);
     operations += result.operations;
     moves += result.moves;
@@ -63,8 +65,9 @@ int RunSimCommand(const SimCommandOptions& options) {
         static_cast<unsigned long long>(operations), static_cast<unsigned long long>(moves),
         static_cast<unsigned long long>(crashes));
     for (uint64_t seed : failed) {
-      std::printf("replay: shoal sim --first-seed %llu --seeds 1\n",
-                  static_cast<unsigned long long>(seed));
+      std::printf("replay: shoal sim --first-seed %llu --seeds 1%s\n",
+                  static_cast<unsigned long long>(seed),
+                  options.batch_writes ? " --batch-writes" : "");
     }
   }
   return failed.empty() ? 0 : 1;
@@ -82,6 +85,8 @@ void AddSimCommand(CLI::App& app) {
                   "Simulated milliseconds of chaos and load per seed")
       ->check(CLI::Range(int64_t{100}, int64_t{3'600'000}));
   cmd->add_flag("--no-crash", options->no_crash, "No process crashes (moves and loss only)");
+  cmd->add_flag("--batch-writes", options->batch_writes,
+                "A third of the operations are batches of 2-5 writes (Client::Batch)");
   cmd->add_flag("--json", options->json,
                 "One JSON object: seeds, failures, failed_seeds, operations, moves, crashes");
   cmd->add_flag("--verbose", options->verbose, "A line per seed");
