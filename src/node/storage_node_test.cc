@@ -240,5 +240,38 @@ TEST_F(StorageNodeTest, ABatchWithAFencedOrForeignBucketGoesWriteByWrite) {
   });
 }
 
+// A batch of gets whose buckets are all served here is read in one store call; each slot gets
+// what the same get would alone. With a bucket not served here, the batch goes get by get.
+TEST_F(StorageNodeTest, ABatchOfGetsIsReadAtOnceOrGetByGet) {
+  Run([&] {
+    const MapEpoch epoch = maps_.initial->epoch();
+    const std::string a = KeyIn(kB0, 0), missing = KeyIn(kB0, 1), foreign = KeyIn(kB1, 0);
+    ASSERT_TRUE(StatusOf(Write(kN1, maps_.initial, WriteOp::kUpsert, a, R"({"v":1})")).ok());
+    auto get = [&](const std::string& key) {
+      return transport::GetRequest{.epoch = epoch, .collection = kDocs, .primary_key = key};
+    };
+    const uint64_t reads = node(kN1).counters().reads;
+    auto served =
+        Call(kN1, transport::BatchGetRequest{.epoch = epoch, .gets = {get(a), get(missing)}});
+    ASSERT_TRUE(StatusOf(served).ok()) << StatusOf(served);
+    const auto& results = std::get<transport::BatchGetResponse>(served->body).results;
+    ASSERT_EQ(results.size(), 2u);
+    ASSERT_TRUE(results[0].status.ok()) << results[0].status;
+    EXPECT_EQ(results[0].document.body, R"({"v":1})");
+    EXPECT_TRUE(storage::Is(results[1].status, storage::ErrorReason::kNotFound));
+    EXPECT_EQ(node(kN1).counters().reads, reads + 2);
+
+    auto mixed =
+        Call(kN1, transport::BatchGetRequest{.epoch = epoch, .gets = {get(foreign), get(a)}});
+    ASSERT_TRUE(StatusOf(mixed).ok()) << StatusOf(mixed);
+    const auto& mixed_results = std::get<transport::BatchGetResponse>(mixed->body).results;
+    ASSERT_EQ(mixed_results.size(), 2u);
+    EXPECT_EQ(transport::ClusterErrorOf(mixed_results[0].status), ClusterError::kWrongShard);
+    EXPECT_NE(mixed->route, nullptr);
+    ASSERT_TRUE(mixed_results[1].status.ok()) << mixed_results[1].status;
+    EXPECT_EQ(mixed_results[1].document.body, R"({"v":1})");
+  });
+}
+
 }  // namespace
 }  // namespace shoal::node
