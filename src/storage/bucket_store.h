@@ -213,9 +213,10 @@ class BucketStore {
   // The same mutations with the outcome each would have had applied alone, one after the other,
   // in order (later mutations see the effect of earlier ones): a slot's error (validation,
   // DUPLICATE, NOT_FOUND...) fails that slot only. The writes of the other slots go to the engine
-  // in one WriteBatch, with one MultiGet for the stored versions; if that write fails, every
-  // writing slot gets its error and nothing is written. The call itself fails only for a batch
-  // over max_batch_bytes. The storage node applies a batch of client writes with it.
+  // in one WriteBatch, with one MultiGet for the stored versions; if that write fails, nothing
+  // is written and every slot of a key the batch writes gets its error (its decision may have
+  // counted on a write that did not happen). The call itself fails only for a batch over
+  // max_batch_bytes. The storage node applies a batch of client writes with it.
   [[nodiscard]] StatusOr<std::vector<StatusOr<MutationResult>>> ApplyEach(
       std::span<const Mutation> mutations, WalSync wal_sync = WalSync::kAsConfigured);
 

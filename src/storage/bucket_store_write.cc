@@ -197,6 +197,8 @@ StatusOr<std::vector<StatusOr<MutationResult>>> BucketStore::ApplyMutations(
   std::vector<StatusOr<MutationResult>> results(ms.size(), InternalError("undecided"));
   // A slot that failed stays out of everything below (per slot only: a whole batch returns).
   std::vector<bool> failed(ms.size(), false);
+  // Failed before its decision (validation, ownership): its result never depends on the others.
+  std::vector<bool> invalid(ms.size(), false);
   auto fail = [&](size_t i, const Status& s) {
     results[i] = Prefixed(s, fmt::format("batch[{}]", i));
     failed[i] = true;
@@ -217,6 +219,7 @@ StatusOr<std::vector<StatusOr<MutationResult>>> BucketStore::ApplyMutations(
     if (Status s = ValidateMutation(ms[i]); !s.ok()) {
       if (whole) return Prefixed(s, fmt::format("batch[{}]", i));
       fail(i, s);
+      invalid[i] = true;
     }
   }
   if (bytes > options_.max_batch_bytes) {
@@ -231,6 +234,7 @@ StatusOr<std::vector<StatusOr<MutationResult>>> BucketStore::ApplyMutations(
     if (Status s = CheckOwnership(prepared[i].point, ms[i].kind); !s.ok()) {
       if (whole) return Prefixed(s, fmt::format("batch[{}]", i));
       fail(i, s);
+      invalid[i] = true;
     }
   }
   std::vector<size_t> stripe_ids;
@@ -339,7 +343,11 @@ StatusOr<std::vector<StatusOr<MutationResult>>> BucketStore::ApplyMutations(
   // A failure from here on fails every write of the call: none of them was written.
   auto fail_writes = [&](const Status& s) -> StatusOr<std::vector<StatusOr<MutationResult>>> {
     if (whole) return s;
-    for (size_t i : writes) results[i] = s;
+    // Also the slots decided against an earlier write of this batch to their key (an insert
+    // found DUPLICATE after an upsert, say): that write never happened.
+    for (size_t i = 0; i < ms.size(); ++i) {
+      if (!invalid[i] && pending.contains(prepared[i].key)) results[i] = s;
+    }
     return results;
   };
   if (max_carried > 0) {
