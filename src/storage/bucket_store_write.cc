@@ -199,8 +199,9 @@ StatusOr<std::vector<StatusOr<MutationResult>>> BucketStore::ApplyMutations(
   std::vector<bool> failed(ms.size(), false);
   // Failed before its decision (validation, ownership): its result never depends on the others.
   std::vector<bool> invalid(ms.size(), false);
+  // (Unprefixed: a slot's error reads as the same mutation's alone would.)
   auto fail = [&](size_t i, const Status& s) {
-    results[i] = Prefixed(s, fmt::format("batch[{}]", i));
+    results[i] = s;
     failed[i] = true;
   };
   struct Prepared {
