@@ -70,6 +70,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -281,6 +282,12 @@ class StorageNode final : public transport::Service,
   // Each write with the result HandleWrite would give it at the batch's epoch, in order, one
   // result per slot, then one WAL sync for them all before the answer (storage_node_batch.cc).
   transport::Response HandleBatchWrite(const transport::BatchWriteRequest& request);
+  // AT ONCE (storage_node_batch.cc): the admissions of every key, taken together under mu_ and
+  // without a wait when each is kServe and `epoch` is not ahead of the node's map: their buckets,
+  // each counted in flight until ReleaseAtOnce; nullopt, having taken nothing, otherwise.
+  [[nodiscard]] std::optional<std::vector<BucketId>> AdmitAtOnce(
+      MapEpoch epoch, std::span<const storage::DocumentKey> keys, Access access);
+  void ReleaseAtOnce(const std::vector<BucketId>& buckets, Access access);
   // Its two ways (storage_node_batch.cc): all writes in one store call when every bucket is
   // served here right now (nullopt otherwise, having taken nothing), or each through HandleWrite.
   std::optional<transport::Response> ApplyBatchAtOnce(const transport::BatchWriteRequest& request);

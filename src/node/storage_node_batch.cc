@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -95,37 +96,54 @@ Response StorageNode::HandleBatchWrite(const transport::BatchWriteRequest& reque
   return response;
 }
 
-std::optional<Response> StorageNode::ApplyBatchAtOnce(const transport::BatchWriteRequest& request) {
+std::optional<std::vector<BucketId>> StorageNode::AdmitAtOnce(
+    MapEpoch epoch, std::span<const storage::DocumentKey> keys, Access access) {
   std::vector<BucketId> buckets;
-  buckets.reserve(request.writes.size());
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (map_ == nullptr || request.epoch > map_->epoch()) return std::nullopt;
-    for (const transport::WriteRequest& write : request.writes) {
-      if (write.via_move.has_value() || collections_.count(write.collection) == 0) {
-        return std::nullopt;
-      }
-      const BucketPlacement& bucket = map_->Lookup(PointOf(write.collection, write.primary_key));
-      if (AdmitLocked(bucket, std::nullopt, Access::kWrite) != Admission::kServe) {
-        return std::nullopt;
-      }
-      buckets.push_back(bucket.id);
-    }
-    // All admitted together, with no wait in between (see AT ONCE above).
-    for (BucketId bucket : buckets) ++inflight_writes_[bucket];
+  buckets.reserve(keys.size());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (map_ == nullptr || epoch > map_->epoch()) return std::nullopt;
+  for (const storage::DocumentKey& key : keys) {
+    if (collections_.count(key.collection) == 0) return std::nullopt;
+    const BucketPlacement& bucket = map_->Lookup(PointOf(key.collection, key.primary_key));
+    if (AdmitLocked(bucket, std::nullopt, access) != Admission::kServe) return std::nullopt;
+    buckets.push_back(bucket.id);
   }
+  // All admitted together, with no wait in between (see AT ONCE above).
+  for (BucketId bucket : buckets) ++inflight_writes_[bucket];
+  return buckets;
+}
+
+void StorageNode::ReleaseAtOnce(const std::vector<BucketId>& buckets, Access access) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (BucketId bucket : buckets) --inflight_writes_[bucket];
+  switch (access) {
+    case Access::kWrite:
+      counters_.writes += buckets.size();
+      ++counters_.batches_at_once;
+      break;
+    case Access::kRead:
+      counters_.reads += buckets.size();
+      break;
+  }
+}
+
+std::optional<Response> StorageNode::ApplyBatchAtOnce(const transport::BatchWriteRequest& request) {
+  // (ValidateBatch refused any write with via_move: forwarding is per write.)
+  std::vector<storage::DocumentKey> keys;
+  keys.reserve(request.writes.size());
+  for (const transport::WriteRequest& write : request.writes) {
+    keys.push_back({.collection = write.collection, .primary_key = write.primary_key});
+  }
+  std::optional<std::vector<BucketId>> buckets = AdmitAtOnce(request.epoch, keys, Access::kWrite);
+  if (!buckets.has_value()) return std::nullopt;
   std::vector<storage::Mutation> mutations;
   mutations.reserve(request.writes.size());
-  for (const transport::WriteRequest& write : request.writes)
+  for (const transport::WriteRequest& write : request.writes) {
     mutations.push_back(MutationOf(write));
+  }
   StatusOr<std::vector<StatusOr<storage::MutationResult>>> applied =
       store_->ApplyEach(mutations, storage::WalSync::kDeferred);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (BucketId bucket : buckets) --inflight_writes_[bucket];
-    counters_.writes += buckets.size();
-    ++counters_.batches_at_once;
-  }
+  ReleaseAtOnce(*buckets, Access::kWrite);
   // A stopped node answers nothing more: the caller sees the call fail, as for one write.
   if (!runtime_.Alive()) return Response::Error(CancelledError("process stopped"));
   transport::BatchWriteResponse out;

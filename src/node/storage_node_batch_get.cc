@@ -18,7 +18,6 @@
 #include <utility>
 #include <vector>
 
-#include "src/common/point.h"
 #include "src/node/storage_node.h"
 
 namespace shoal::node {
@@ -32,36 +31,16 @@ Response StorageNode::HandleBatchGet(const transport::BatchGetRequest& request) 
 }
 
 std::optional<Response> StorageNode::ReadBatchAtOnce(const transport::BatchGetRequest& request) {
-  std::vector<BucketId> buckets;
-  buckets.reserve(request.gets.size());
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (map_ == nullptr || request.epoch > map_->epoch()) return std::nullopt;
-    for (const transport::GetRequest& get : request.gets) {
-      if (get.via_move.has_value() || collections_.count(get.collection) == 0) {
-        return std::nullopt;
-      }
-      const cluster::BucketPlacement& bucket =
-          map_->Lookup(PointOf(get.collection, get.primary_key));
-      if (AdmitLocked(bucket, std::nullopt, Access::kRead) != Admission::kServe) {
-        return std::nullopt;
-      }
-      buckets.push_back(bucket.id);
-    }
-    for (BucketId bucket : buckets) ++inflight_writes_[bucket];
-  }
+  // (ValidateBatchGet refused any get with via_move or include_tombstones.)
   std::vector<storage::DocumentKey> keys;
   keys.reserve(request.gets.size());
   for (const transport::GetRequest& get : request.gets) {
-    keys.push_back(
-        storage::DocumentKey{.collection = get.collection, .primary_key = get.primary_key});
+    keys.push_back({.collection = get.collection, .primary_key = get.primary_key});
   }
+  std::optional<std::vector<BucketId>> buckets = AdmitAtOnce(request.epoch, keys, Access::kRead);
+  if (!buckets.has_value()) return std::nullopt;
   std::vector<StatusOr<storage::Document>> documents = store_->GetMany(keys);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (BucketId bucket : buckets) --inflight_writes_[bucket];
-    counters_.reads += buckets.size();
-  }
+  ReleaseAtOnce(*buckets, Access::kRead);
   if (!runtime_.Alive()) return Response::Error(CancelledError("process stopped"));
   transport::BatchGetResponse out;
   out.results.reserve(documents.size());
