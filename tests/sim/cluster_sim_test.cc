@@ -15,7 +15,10 @@
 namespace shoal::sim {
 namespace {
 
-std::string ScratchDir() { return SimScratchDir("shoal-sim-test"); }
+std::string ScratchDir() {
+  static const SimScratchDir dir("shoal-sim-test");
+  return dir.path();
+}
 
 TEST(ClusterSimTest, SameSeedReplaysTheSameRun) {
   ClusterSimOptions options{.seed = 42, .dir = ScratchDir(), .duration_us = 2'000'000};

@@ -15,7 +15,10 @@
 namespace shoal::sim {
 namespace {
 
-std::string ScratchDir() { return SimScratchDir("shoal-hotsim-test"); }
+std::string ScratchDir() {
+  static const SimScratchDir dir("shoal-hotsim-test");
+  return dir.path();
+}
 
 // Seeds that once failed or cover a rare path; each must keep passing.
 constexpr uint64_t kRegressionSeeds[] = {1, 2, 3};
