@@ -83,7 +83,6 @@ void ClientLoop(transport::SimRuntime& sim, World& world, uint32_t id) {
     if (world.options.batch_writes && random.Uniform(3) == 0) {
       // Several writes in one Client::Batch: one history op per write, all called now.
       std::vector<transport::WriteRequest> writes;
-      std::vector<std::string> keys;
       std::vector<OpKind> kinds;
       const uint64_t size = 2 + random.Uniform(4);
       for (uint64_t i = 0; i < size; ++i) {
@@ -110,12 +109,11 @@ void ClientLoop(transport::SimRuntime& sim, World& world, uint32_t id) {
             kinds.push_back(OpKind::kDelete);
             break;
         }
-        keys.push_back(write.primary_key);
         writes.push_back(std::move(write));
       }
       std::vector<HistoryRecorder::Handle> handles;
       for (uint64_t i = 0; i < size; ++i) {
-        handles.push_back(world.history.Begin(keys[i], id, kinds[i], writes[i].body, "", call));
+        handles.push_back(world.history.Begin(writes[i].primary_key, id, kinds[i], writes[i].body, "", call));
       }
       auto results = client.Batch(writes);
       for (uint64_t i = 0; i < size; ++i) {
