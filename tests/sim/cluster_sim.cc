@@ -113,7 +113,8 @@ void ClientLoop(transport::SimRuntime& sim, World& world, uint32_t id) {
       }
       std::vector<HistoryRecorder::Handle> handles;
       for (uint64_t i = 0; i < size; ++i) {
-        handles.push_back(world.history.Begin(writes[i].primary_key, id, kinds[i], writes[i].body, "", call));
+        handles.push_back(
+            world.history.Begin(writes[i].primary_key, id, kinds[i], writes[i].body, "", call));
       }
       auto results = client.Batch(writes);
       for (uint64_t i = 0; i < size; ++i) {

@@ -38,8 +38,8 @@ class SimScratchDir {
  public:
   explicit SimScratchDir(const std::string& name) {
     const char* tmp = std::getenv("TMPDIR");
-    path_ = std::string(tmp == nullptr ? "/tmp" : tmp) + "/" + name + "-" +
-            std::to_string(::getpid());
+    path_ =
+        std::string(tmp == nullptr ? "/tmp" : tmp) + "/" + name + "-" + std::to_string(::getpid());
   }
   ~SimScratchDir() {
     std::error_code ec;
