@@ -10,13 +10,15 @@
 #include <map>
 #include <string>
 
+#include "src/storage/test_support.h"
 #include "tests/sim/sim_seeds.h"
 
 namespace shoal::sim {
 namespace {
 
+// This process's scratch directory, removed with what the runs leave in it when the process exits.
 std::string ScratchDir() {
-  static const SimScratchDir dir("shoal-sim-test");
+  static const storage::TempDir dir;
   return dir.path();
 }
 

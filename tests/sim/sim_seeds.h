@@ -1,16 +1,11 @@
 #pragma once
 
-// The seed range and scratch directory of a simulation test shard, from the environment:
+// The seed range of a simulation test shard, from the environment:
 // SHOAL_SIM_FIRST_SEED (default 1), and SHOAL_SIM_SEEDS, else SHOAL_SIM_DEFAULT_SEEDS (set per
 // ctest entry), else the test's own default count.
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdlib>
-#include <filesystem>
-#include <string>
-#include <system_error>
 
 namespace shoal::sim {
 
@@ -30,28 +25,5 @@ struct SeedRange {
       .first = SimEnvOr("SHOAL_SIM_FIRST_SEED", 1),
       .count = SimEnvOr("SHOAL_SIM_SEEDS", SimEnvOr("SHOAL_SIM_DEFAULT_SEEDS", default_seeds))};
 }
-
-// $TMPDIR (default /tmp)/<name>-<pid>: a scratch directory of this test process, removed with
-// its contents when this object is destroyed (each run removes its own subdirectory; this
-// removes the directory around them). Declare one as a function-local static. Immutable.
-class SimScratchDir {
- public:
-  explicit SimScratchDir(const std::string& name) {
-    const char* tmp = std::getenv("TMPDIR");
-    path_ =
-        std::string(tmp == nullptr ? "/tmp" : tmp) + "/" + name + "-" + std::to_string(::getpid());
-  }
-  ~SimScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  SimScratchDir(const SimScratchDir&) = delete;
-  SimScratchDir& operator=(const SimScratchDir&) = delete;
-
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 }  // namespace shoal::sim
