@@ -307,7 +307,7 @@ Status Coordinator::AddNode(NodeId node) {
   std::lock_guard<std::mutex> lock(mu_);
   joining_.insert(node);
   last_heartbeat_[node] = runtime_.Now();
-  planner_idle_ = false;
+  planner_idle_at_.reset();
   ++admin_generation_;
   return OkStatus();
 }
@@ -328,7 +328,7 @@ Status Coordinator::RemoveNode(NodeId node) {
         return OkStatus();
       }).status());
   std::lock_guard<std::mutex> lock(mu_);
-  planner_idle_ = false;
+  planner_idle_at_.reset();
   ++admin_generation_;
   return OkStatus();
 }
@@ -471,8 +471,8 @@ StatusOr<cluster::MigrationPlan> Coordinator::PlanNow(const ShardMap& map,
 
 StatusOr<bool> Coordinator::Balanced() {
   std::lock_guard<std::mutex> lock(mu_);
-  return recovered_ && planner_idle_ && map_ != nullptr && map_->TransitionCount() == 0 &&
-         moving_.empty() && joining_.empty();
+  return recovered_ && map_ != nullptr && planner_idle_at_ == map_->epoch() &&
+         map_->TransitionCount() == 0 && moving_.empty() && joining_.empty();
 }
 
 Status Coordinator::BalanceOnce() {
@@ -545,7 +545,11 @@ Status Coordinator::BalanceOnce() {
                    });
   }
   std::lock_guard<std::mutex> lock(mu_);
-  planner_idle_ = idle && moving_.empty() && generation == admin_generation_;
+  if (idle && moving_.empty() && generation == admin_generation_) {
+    planner_idle_at_ = map->epoch();  // the map this round planned on
+  } else {
+    planner_idle_at_.reset();
+  }
   return OkStatus();
 }
 

@@ -172,7 +172,8 @@ class Coordinator final : public transport::Service,
   [[nodiscard]] StatusOr<PlanSummary> Plan(std::optional<NodeId> add = std::nullopt,
                                            std::optional<NodeId> remove = std::nullopt);
   [[nodiscard]] StatusOr<storage::CollectionSpec> CreateCollection(std::string_view name);
-  // True once no transition is in flight and the balancer has nothing to do.
+  // True once no transition is in flight and a balancer round on the current map (its epoch)
+  // found nothing to do.
   [[nodiscard]] StatusOr<bool> Balanced();
   void SetAutoBalance(bool enabled);
   // Replaces the thresholds (an absent value keeps the current one), stores them, and wakes the
@@ -286,7 +287,10 @@ class Coordinator final : public transport::Service,
   Thresholds thresholds_;
   StateObserver observer_;
   bool recovered_ = false;
-  bool planner_idle_ = false;
+  // The epoch of the map in which the last balancer round found nothing to do. Balanced() holds
+  // only while the map is still at that epoch: a map changed since (an orphaned transition
+  // resolved, a node removed) has not been planned on yet.
+  std::optional<MapEpoch> planner_idle_at_;
   uint64_t admin_generation_ = 0;  // bumped by AddNode/RemoveNode: a round that saw an older
                                    // map may not declare the cluster balanced
 };

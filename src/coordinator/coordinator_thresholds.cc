@@ -82,7 +82,7 @@ Status Coordinator::SetThresholds(std::optional<uint64_t> split_bytes,
       store_.Put(kThresholdsKey, EncodeThresholds(next), metadata::kAnyVersion).status());
   std::lock_guard<std::mutex> lock(mu_);
   thresholds_ = next;
-  planner_idle_ = false;
+  planner_idle_at_.reset();
   ++admin_generation_;  // the balancer loop starts its next round now
   return OkStatus();
 }
