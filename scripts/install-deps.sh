@@ -9,6 +9,8 @@ packages=(
   # libraries
   libabsl-dev libxxhash-dev libcli11-dev libfmt-dev nlohmann-json3-dev librocksdb-dev
   libsimdjson-dev rapidjson-dev libpqxx-dev
+  # tcmalloc, the allocator of the shoal executable (CMakeLists.txt, SHOAL_MALLOC)
+  libgoogle-perftools-dev
   # ZooKeeper metadata store: C client library, and the server its tests start
   libzookeeper-mt-dev zookeeper
   # network layer: gRPC and protocol buffers
