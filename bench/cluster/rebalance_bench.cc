@@ -406,6 +406,14 @@ int Bench::Run() {
       at_balance.fence_micros.begin() + static_cast<std::ptrdiff_t>(at_add.fence_micros.size()),
       at_balance.fence_micros.end());
   std::vector<int32_t> fence_values(fences.begin(), fences.end());
+  // Each fence of the join, split by step (coordinator::FencePhases), in commit order.
+  nlohmann::json fence_phases = nlohmann::json::array();
+  for (size_t i = at_add.fence_phases.size(); i < at_balance.fence_phases.size(); ++i) {
+    const coordinator::FencePhases& phases = at_balance.fence_phases[i];
+    fence_phases.push_back({{"fence_ms", static_cast<double>(phases.fence_micros) / 1000.0},
+                            {"drain_ms", static_cast<double>(phases.drain_micros) / 1000.0},
+                            {"commit_ms", static_cast<double>(phases.commit_micros) / 1000.0}});
+  }
   std::optional<double> first_serve_ms;
   if (auto it = at_balance.first_commit_to.find(kNewNode); it != at_balance.first_commit_to.end()) {
     first_serve_ms = static_cast<double>(it->second - added_at) / 1000.0;
@@ -442,6 +450,7 @@ int Bench::Run() {
                  {"fence_p50_ms", Percentile(fence_values, 0.50) / 1000.0},
                  {"fence_p99_ms", Percentile(fence_values, 0.99) / 1000.0},
                  {"fence_max_ms", fence_values.empty() ? 0.0 : fence_values.back() / 1000.0},
+                 {"fence_phases", fence_phases},
                  {"steady", ToJson(steady)},
                  {"during", ToJson(during)},
                  {"after", ToJson(after)},

@@ -95,6 +95,13 @@ struct CoordinatorOptions {
   transport::Micros node_timeout = 3'000'000;  // no heartbeat for this long = down
 };
 
+// Where a committed move's fence window (fence_micros) went, in the order of the steps.
+struct FencePhases {
+  int64_t fence_micros = 0;   // the source's Fence call (it stops taking writes for the bucket)
+  int64_t drain_micros = 0;   // the destination catching up to the fence's sequence (0: switch)
+  int64_t commit_micros = 0;  // the map edit (COMMIT, or SWITCH) stored and published
+};
+
 // Progress of every move since the coordinator started (this incarnation).
 struct MoveProgress {
   uint64_t started = 0;
@@ -112,6 +119,7 @@ struct MoveProgress {
   uint64_t bytes_copied = 0;
   uint64_t bytes_moved = 0;           // exported bytes of committed moves: it jumps at each COMMIT
   std::vector<int64_t> fence_micros;  // fence to commit published, per committed move
+  std::vector<FencePhases> fence_phases;      // the same moves, split by step
   std::map<NodeId, int64_t> first_commit_to;  // time a node first received a bucket
   std::vector<std::string> abort_reasons;     // the latest few
 };

@@ -164,6 +164,7 @@ Status Coordinator::CopyThenSwitch(BucketId bucket, MoveId move, NodeId source, 
   if (!fenced.ok()) return fail(fenced.status());
   auto fence = transport::BodyAs<transport::FenceResponse>(std::move(*fenced));
   if (!fence.ok()) return fail(fence.status());
+  const transport::Micros drain_start = runtime_.Now();
   auto drained = CallNode(destination,
                           transport::CatchUpRequest{.move = move,
                                                     .bucket = bucket,
@@ -177,6 +178,7 @@ Status Coordinator::CopyThenSwitch(BucketId bucket, MoveId move, NodeId source, 
   if (Status s = runtime_.Failpoint("coordinator.before_commit"); !s.ok()) return s;
 
   // COMMIT: the map with the committed transition is the commit point.
+  const transport::Micros commit_start = runtime_.Now();
   auto committed = CommitEdit(
       [&](const ShardMap&, ShardMapEdit* edit) {
         edit->CommitTransition(bucket, move);
@@ -190,8 +192,12 @@ Status Coordinator::CopyThenSwitch(BucketId bucket, MoveId move, NodeId source, 
     std::lock_guard<std::mutex> lock(mu_);
     ++progress_.committed;
     progress_.bytes_moved += exported->exported.bytes;
-    progress_.fence_micros.push_back(runtime_.Now() - fence_start);
-    progress_.first_commit_to.emplace(destination, runtime_.Now());
+    const transport::Micros now = runtime_.Now();
+    progress_.fence_micros.push_back(now - fence_start);
+    progress_.fence_phases.push_back({.fence_micros = drain_start - fence_start,
+                                      .drain_micros = commit_start - drain_start,
+                                      .commit_micros = now - commit_start});
+    progress_.first_commit_to.emplace(destination, now);
   }
   if (Status s = runtime_.Failpoint("coordinator.after_commit"); !s.ok()) return s;
   Status finished = FinishCommitted(bucket, move);
@@ -224,6 +230,7 @@ Status Coordinator::SwitchThenCopy(BucketId bucket, MoveId move, NodeId source,
   auto fence = transport::BodyAs<transport::FenceResponse>(std::move(*fenced));
   if (!fence.ok()) return fail(fence.status());
   if (Status s = runtime_.Failpoint("coordinator.before_switch"); !s.ok()) return s;
+  const transport::Micros switch_start = runtime_.Now();
   if (Status s = AdvanceStage(bucket, move, TransitionStage::kCopy,
                               fmt::format("SWITCH {} {} -> {}", bucket.DebugString(),
                                           source.DebugString(), destination.DebugString()));
@@ -232,8 +239,12 @@ Status Coordinator::SwitchThenCopy(BucketId bucket, MoveId move, NodeId source,
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    progress_.fence_micros.push_back(runtime_.Now() - fence_start);
-    progress_.first_commit_to.emplace(destination, runtime_.Now());
+    const transport::Micros now = runtime_.Now();
+    progress_.fence_micros.push_back(now - fence_start);
+    progress_.fence_phases.push_back({.fence_micros = switch_start - fence_start,
+                                      .drain_micros = 0,
+                                      .commit_micros = now - switch_start});
+    progress_.first_commit_to.emplace(destination, now);
   }
   // Every write the source takes from here on is one the destination forwarded, so its change
   // log after the fence's sequence holds them all.
