@@ -4,8 +4,9 @@
 //   1. load --mb MiB of --doc-bytes JSON documents through the client (--clients threads,
 //      one Upsert per document), then wait until the coordinator reports the cluster balanced
 //      and still balanced, with the same buckets, the nodes' load_stats_max_age + 1 s later;
-//   2. a steady workload (--clients threads, 50% Get, 50% Upsert of loaded keys) runs for
-//      --steady-s seconds: the reference throughput and latency;
+//   2. once no node's engine has a flush or compaction left from the load (at most --quiesce-s,
+//      default 120; 0: no wait), a steady workload (--clients threads, 50% Get, 50% Upsert of
+//      loaded keys) runs for --steady-s seconds: the reference throughput and latency;
 //   3. node 4 is added; the run waits until the coordinator is balanced again and node 4 serves
 //      buckets (the move phase), then runs --steady-s more seconds;
 //   4. with --baselines, on the same cluster, with the workload running again:
@@ -24,7 +25,7 @@
 //                   [--baselines] [--estimated-stats] [--timeout-s=300] [--timeline=FILE]
 //                   [--dir=/tmp/...] [--moves-per-node=N] [--moves-in-flight=N]
 //                   [--stats-max-age-ms=N] [--exact-every-report] [--no-early-rounds]
-//                   [--max-mib-per-s=N] [--background-nice=N]
+//                   [--max-mib-per-s=N] [--background-nice=N] [--quiesce-s=120]
 //   --moves-per-node, --moves-in-flight: the coordinator's max_moves_per_node and
 //       max_moves_in_flight (default: the coordinator's defaults);
 //   --stats-max-age-ms: the nodes' load_stats_max_age; --exact-every-report: 0 (every load
@@ -85,6 +86,10 @@ struct Options {
   size_t doc_bytes = 1024;
   uint32_t clients = 4;
   double steady_seconds = 5;
+  // Before the steady window, wait (at most this long) until no node's engine has a flush or
+  // compaction left over from the load, so the reference is the cluster's steady state rather
+  // than the tail of the load. 0: do not wait.
+  double quiesce_seconds = 120;
   uint32_t buckets = 0;   // 0: 16 (dynamic) or 256 (static)
   uint64_t split_mb = 0;  // 0: mb / 32 (dynamic)
   uint32_t copy_threads = 4;
@@ -191,6 +196,8 @@ class Bench {
   [[nodiscard]] server::EmbeddedClusterOptions ClusterOptions() const;
   void Load(CollectionId collection, uint64_t keys);
   [[nodiscard]] bool WaitBalanced(const std::function<bool()>& extra, double timeout_seconds);
+  // Waits at most --quiesce-s until no engine of `nodes` has a flush or compaction pending.
+  [[nodiscard]] bool WaitEnginesIdle(const std::map<NodeId, NodeData>& nodes);
   // Copies `ranges` (spread over the copy threads) while the workload runs; returns the result.
   nlohmann::json CopyPhase(std::string_view name, CollectionId from, CollectionId to,
                            const std::vector<cluster::BucketRange>& ranges,
@@ -251,6 +258,19 @@ void Bench::Load(CollectionId collection, uint64_t keys) {
       if (!written.ok()) errors_.Record("load upsert", written.status());
     }
   });
+}
+
+bool Bench::WaitEnginesIdle(const std::map<NodeId, NodeData>& nodes) {
+  const Micros deadline = runtime_.Now() + static_cast<Micros>(options_.quiesce_seconds * 1e6);
+  while (true) {
+    const bool busy = std::any_of(nodes.begin(), nodes.end(), [&](const auto& entry) {
+      auto node = cluster_->node(entry.first);
+      return node != nullptr && node->store()->BackgroundWorkPending();
+    });
+    if (!busy) return true;
+    if (runtime_.Now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 bool Bench::WaitBalanced(const std::function<bool()>& extra, double timeout_seconds) {
@@ -366,10 +386,16 @@ int Bench::Run() {
                        settled, settle_seconds, coordinator->map()->buckets().size(),
                        static_cast<double>(total_bytes) / kMiB, after_load.committed,
                        after_load.aborted));
+  t = runtime_.Now();
+  const bool quiesced = WaitEnginesIdle(before);
+  const double quiesce_seconds = static_cast<double>(runtime_.Now() - t) / 1e6;
+  Progress(fmt::format("quiesced={} after {:.1f} s", quiesced, quiesce_seconds));
   out["load"] = {{"documents", keys},
                  {"seconds", load_seconds},
                  {"settle_seconds", settle_seconds},
                  {"settled", settled},
+                 {"quiesce_seconds", quiesce_seconds},
+                 {"quiesced", quiesced},
                  {"stored_bytes", total_bytes},
                  {"stored_documents", total_documents},
                  {"buckets", coordinator->map()->buckets().size()},
@@ -402,18 +428,18 @@ int Bench::Run() {
   sampler.Stop();
   workload.Stop();
 
-  std::vector<int64_t> fences(
-      at_balance.fence_micros.begin() + static_cast<std::ptrdiff_t>(at_add.fence_micros.size()),
-      at_balance.fence_micros.end());
-  std::vector<int32_t> fence_values(fences.begin(), fences.end());
-  // Each fence of the join, split by step (coordinator::FencePhases), in commit order.
+  // The join's fence windows (those committed after node 4 was added), in commit order: the
+  // totals, and each split by step (coordinator::FenceWindow).
+  std::vector<int64_t> fences;
   nlohmann::json fence_phases = nlohmann::json::array();
-  for (size_t i = at_add.fence_phases.size(); i < at_balance.fence_phases.size(); ++i) {
-    const coordinator::FencePhases& phases = at_balance.fence_phases[i];
-    fence_phases.push_back({{"fence_ms", static_cast<double>(phases.fence_micros) / 1000.0},
-                            {"drain_ms", static_cast<double>(phases.drain_micros) / 1000.0},
-                            {"commit_ms", static_cast<double>(phases.commit_micros) / 1000.0}});
+  for (size_t i = at_add.fence_windows.size(); i < at_balance.fence_windows.size(); ++i) {
+    const coordinator::FenceWindow& window = at_balance.fence_windows[i];
+    fences.push_back(window.total_micros());
+    fence_phases.push_back({{"fence_ms", static_cast<double>(window.fence_call_micros) / 1000.0},
+                            {"drain_ms", static_cast<double>(window.drain_micros) / 1000.0},
+                            {"commit_ms", static_cast<double>(window.commit_micros) / 1000.0}});
   }
+  std::vector<int32_t> fence_values(fences.begin(), fences.end());
   std::optional<double> first_serve_ms;
   if (auto it = at_balance.first_commit_to.find(kNewNode); it != at_balance.first_commit_to.end()) {
     first_serve_ms = static_cast<double>(it->second - added_at) / 1000.0;
@@ -553,6 +579,8 @@ int main(int argc, char** argv) {
       options.moves_in_flight = static_cast<uint32_t>(std::stoul(*v));
     } else if (auto v = value("--stats-max-age-ms=")) {
       options.stats_max_age_ms = std::stoull(*v);
+    } else if (auto v = value("--quiesce-s=")) {
+      options.quiesce_seconds = std::stod(*v);
     } else if (auto v = value("--max-mib-per-s=")) {
       options.max_mib_per_s = std::stod(*v);
     } else if (auto v = value("--background-nice=")) {

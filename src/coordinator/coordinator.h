@@ -95,11 +95,16 @@ struct CoordinatorOptions {
   transport::Micros node_timeout = 3'000'000;  // no heartbeat for this long = down
 };
 
-// Where a committed move's fence window (fence_micros) went, in the order of the steps.
-struct FencePhases {
-  int64_t fence_micros = 0;   // the source's Fence call (it stops taking writes for the bucket)
-  int64_t drain_micros = 0;   // the destination catching up to the fence's sequence (0: switch)
-  int64_t commit_micros = 0;  // the map edit (COMMIT, or SWITCH) stored and published
+// A committed move's fence window (from the source's fence to the commit published: the time
+// writes to the bucket wait), split into its steps in order.
+struct FenceWindow {
+  int64_t fence_call_micros = 0;  // the source's Fence call (it stops taking writes for the bucket)
+  int64_t drain_micros = 0;       // the destination catching up to the fence's sequence (0: switch)
+  int64_t commit_micros = 0;      // the map edit (COMMIT, or SWITCH) stored and published
+
+  [[nodiscard]] int64_t total_micros() const {
+    return fence_call_micros + drain_micros + commit_micros;
+  }
 };
 
 // Progress of every move since the coordinator started (this incarnation).
@@ -117,9 +122,8 @@ struct MoveProgress {
   // Bytes copied to destinations so far: an ingested snapshot, or each switch-then-copy page.
   // Grows during a move, so a rate and an ETA can be computed from it.
   uint64_t bytes_copied = 0;
-  uint64_t bytes_moved = 0;           // exported bytes of committed moves: it jumps at each COMMIT
-  std::vector<int64_t> fence_micros;  // fence to commit published, per committed move
-  std::vector<FencePhases> fence_phases;      // the same moves, split by step
+  uint64_t bytes_moved = 0;  // exported bytes of committed moves: it jumps at each COMMIT
+  std::vector<FenceWindow> fence_windows;     // one per committed move, in commit order
   std::map<NodeId, int64_t> first_commit_to;  // time a node first received a bucket
   std::vector<std::string> abort_reasons;     // the latest few
 };

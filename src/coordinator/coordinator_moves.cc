@@ -193,10 +193,9 @@ Status Coordinator::CopyThenSwitch(BucketId bucket, MoveId move, NodeId source, 
     ++progress_.committed;
     progress_.bytes_moved += exported->exported.bytes;
     const transport::Micros now = runtime_.Now();
-    progress_.fence_micros.push_back(now - fence_start);
-    progress_.fence_phases.push_back({.fence_micros = drain_start - fence_start,
-                                      .drain_micros = commit_start - drain_start,
-                                      .commit_micros = now - commit_start});
+    progress_.fence_windows.push_back({.fence_call_micros = drain_start - fence_start,
+                                       .drain_micros = commit_start - drain_start,
+                                       .commit_micros = now - commit_start});
     progress_.first_commit_to.emplace(destination, now);
   }
   if (Status s = runtime_.Failpoint("coordinator.after_commit"); !s.ok()) return s;
@@ -240,10 +239,9 @@ Status Coordinator::SwitchThenCopy(BucketId bucket, MoveId move, NodeId source,
   {
     std::lock_guard<std::mutex> lock(mu_);
     const transport::Micros now = runtime_.Now();
-    progress_.fence_micros.push_back(now - fence_start);
-    progress_.fence_phases.push_back({.fence_micros = switch_start - fence_start,
-                                      .drain_micros = 0,
-                                      .commit_micros = now - switch_start});
+    progress_.fence_windows.push_back({.fence_call_micros = switch_start - fence_start,
+                                       .drain_micros = 0,
+                                       .commit_micros = now - switch_start});
     progress_.first_commit_to.emplace(destination, now);
   }
   // Every write the source takes from here on is one the destination forwarded, so its change

@@ -48,15 +48,12 @@ TEST_F(CoordinatorTest, MoveBucketCommitsAndHandsTheBucketToTheDestination) {
     // copied before the commit.
     EXPECT_EQ(progress.bytes_planned, progress.bytes_moved);
     EXPECT_EQ(progress.bytes_copied, progress.bytes_moved);
-    ASSERT_EQ(progress.fence_micros.size(), 1u);
-    // The fence window splits into its steps, each of which took simulated time.
-    ASSERT_EQ(progress.fence_phases.size(), 1u);
-    const FencePhases& phases = progress.fence_phases.front();
-    EXPECT_GT(phases.fence_micros, 0);
-    EXPECT_GT(phases.drain_micros, 0);
-    EXPECT_GT(phases.commit_micros, 0);
-    EXPECT_EQ(phases.fence_micros + phases.drain_micros + phases.commit_micros,
-              progress.fence_micros.front());
+    // One fence window, each of whose steps took simulated time.
+    ASSERT_EQ(progress.fence_windows.size(), 1u);
+    const FenceWindow& window = progress.fence_windows.front();
+    EXPECT_GT(window.fence_call_micros, 0);
+    EXPECT_GT(window.drain_micros, 0);
+    EXPECT_GT(window.commit_micros, 0);
 
     // The nodes learned the map; the source dropped its copy, the destination holds the data.
     EXPECT_EQ(cluster_->node(kN1)->RoleOf(kB0), node::LocalRole::kNotAssigned);

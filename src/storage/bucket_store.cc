@@ -292,4 +292,14 @@ Status BucketStore::CompactRange(const PointRange& range) {
                    "compact range");
 }
 
+bool BucketStore::BackgroundWorkPending() const {
+  for (const char* property : {"rocksdb.num-running-compactions", "rocksdb.num-running-flushes",
+                               "rocksdb.compaction-pending", "rocksdb.mem-table-flush-pending"}) {
+    uint64_t value = 0;
+    // A property the engine cannot report counts as pending: the caller waits, bounded.
+    if (!db_->GetIntProperty(documents_, property, &value) || value != 0) return true;
+  }
+  return false;
+}
+
 }  // namespace shoal::storage

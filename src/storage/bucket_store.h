@@ -273,6 +273,9 @@ class BucketStore {
   [[nodiscard]] Status SyncWal();
   [[nodiscard]] Status Flush();
   [[nodiscard]] Status CompactRange(const PointRange& range);
+  // Whether the engine has a flush or a compaction running or waiting to run. For benchmarks
+  // that measure a steady state only once the work left by an earlier phase is done.
+  [[nodiscard]] bool BackgroundWorkPending() const;
   [[nodiscard]] const StoreOptions& options() const { return options_; }
   // How much the writes applied since Open changed the live size of the data in `range`: the sum
   // over those writes of |new - old| key + body bytes of the document (a delete counts the bytes

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <string>
+#include <thread>
+
 #include "src/common/point.h"
 #include "src/storage/errors.h"
 #include "src/storage/test_support.h"
@@ -255,6 +259,22 @@ TEST_F(BucketStoreTest, LiveBytesChurnCountsSizeChangesOfTheRangeOnly) {
   const uint64_t far = point ^ (uint64_t{1} << 63);
   SHOAL_ASSERT_OK_AND_ASSIGN(PointRange without, PointRange::Make(far, far + 1));
   EXPECT_EQ(store_->LiveBytesChurn(without), 0u);
+}
+
+TEST_F(BucketStoreTest, BackgroundWorkEndsAfterACompaction) {
+  for (int i = 0; i < 100; ++i) {
+    SHOAL_ASSERT_OK(store_->Upsert(kC, "k" + std::to_string(i), DocBody(i)).status());
+  }
+  SHOAL_ASSERT_OK(store_->Flush());
+  SHOAL_ASSERT_OK(store_->CompactRange(PointRange::All()));
+  // Both calls wait for their own work, but the engine may schedule a compaction of its own
+  // right after; with no more writes, that ends too.
+  bool pending = true;
+  for (int wait = 0; pending && wait < 600; ++wait) {
+    pending = store_->BackgroundWorkPending();
+    if (pending) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_FALSE(pending);
 }
 
 }  // namespace

@@ -378,7 +378,10 @@ int Demo::Run() {
 
 int Demo::Report(const Verification& v, double load_seconds) {
   const coordinator::MoveProgress progress = cluster_->coordinator()->progress();
-  std::vector<int64_t> fences = progress.fence_micros;
+  std::vector<int64_t> fences;
+  for (const coordinator::FenceWindow& window : progress.fence_windows) {
+    fences.push_back(window.total_micros());
+  }
   double fence_p99_ms = 0;
   if (!fences.empty()) {
     std::sort(fences.begin(), fences.end());
