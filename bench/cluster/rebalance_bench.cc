@@ -435,9 +435,12 @@ int Bench::Run() {
   for (size_t i = at_add.fence_windows.size(); i < at_balance.fence_windows.size(); ++i) {
     const coordinator::FenceWindow& window = at_balance.fence_windows[i];
     fences.push_back(window.total_micros());
-    fence_phases.push_back({{"fence_ms", static_cast<double>(window.fence_call_micros) / 1000.0},
-                            {"drain_ms", static_cast<double>(window.drain_micros) / 1000.0},
-                            {"commit_ms", static_cast<double>(window.commit_micros) / 1000.0}});
+    fence_phases.push_back(
+        {{"fence_ms", static_cast<double>(window.fence_call_micros) / 1000.0},
+         {"drain_ms", static_cast<double>(window.drain_micros) / 1000.0},
+         {"drain_read_ms", static_cast<double>(window.drain_read_micros) / 1000.0},
+         {"drain_apply_ms", static_cast<double>(window.drain_apply_micros) / 1000.0},
+         {"commit_ms", static_cast<double>(window.commit_micros) / 1000.0}});
   }
   std::vector<int32_t> fence_values(fences.begin(), fences.end());
   std::optional<double> first_serve_ms;

@@ -100,7 +100,11 @@ struct CoordinatorOptions {
 struct FenceWindow {
   int64_t fence_call_micros = 0;  // the source's Fence call (it stops taking writes for the bucket)
   int64_t drain_micros = 0;       // the destination catching up to the fence's sequence (0: switch)
-  int64_t commit_micros = 0;      // the map edit (COMMIT, or SWITCH) stored and published
+  // Of drain_micros, as the destination measured them: reading the source's changes, and
+  // applying them (the rest is the call itself and waits between rounds).
+  int64_t drain_read_micros = 0;
+  int64_t drain_apply_micros = 0;
+  int64_t commit_micros = 0;  // the map edit (COMMIT, or SWITCH) stored and published
 
   [[nodiscard]] int64_t total_micros() const {
     return fence_call_micros + drain_micros + commit_micros;

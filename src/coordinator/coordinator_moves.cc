@@ -175,6 +175,8 @@ Status Coordinator::CopyThenSwitch(BucketId bucket, MoveId move, NodeId source, 
                           options_.call_attempts);
   if (!drained.ok()) return fail(drained.status());
   if (!drained->status.ok()) return fail(drained->status);
+  transport::CatchUpResponse drain_report;
+  if (auto* body = std::get_if<transport::CatchUpResponse>(&drained->body)) drain_report = *body;
   if (Status s = runtime_.Failpoint("coordinator.before_commit"); !s.ok()) return s;
 
   // COMMIT: the map with the committed transition is the commit point.
@@ -195,6 +197,8 @@ Status Coordinator::CopyThenSwitch(BucketId bucket, MoveId move, NodeId source, 
     const transport::Micros now = runtime_.Now();
     progress_.fence_windows.push_back({.fence_call_micros = drain_start - fence_start,
                                        .drain_micros = commit_start - drain_start,
+                                       .drain_read_micros = drain_report.read_micros,
+                                       .drain_apply_micros = drain_report.apply_micros,
                                        .commit_micros = now - commit_start});
     progress_.first_commit_to.emplace(destination, now);
   }
@@ -241,6 +245,8 @@ Status Coordinator::SwitchThenCopy(BucketId bucket, MoveId move, NodeId source,
     const transport::Micros now = runtime_.Now();
     progress_.fence_windows.push_back({.fence_call_micros = switch_start - fence_start,
                                        .drain_micros = 0,
+                                       .drain_read_micros = 0,
+                                       .drain_apply_micros = 0,
                                        .commit_micros = now - switch_start});
     progress_.first_commit_to.emplace(destination, now);
   }

@@ -330,6 +330,8 @@ void ToWire(const transport::Response& response, wire::Response* out) {
                  [out](const transport::CatchUpResponse& r) {
                    out->mutable_catch_up()->set_applied_sequence(r.applied_sequence);
                    out->mutable_catch_up()->set_applied(r.applied);
+                   out->mutable_catch_up()->set_read_micros(r.read_micros);
+                   out->mutable_catch_up()->set_apply_micros(r.apply_micros);
                  },
                  [out](const transport::ReadChangesResponse& r) {
                    auto* w = out->mutable_read_changes();
@@ -437,7 +439,9 @@ StatusOr<transport::Response> FromWire(const wire::Response& response) {
     case wire::Response::kCatchUp:
       out.body =
           transport::CatchUpResponse{.applied_sequence = response.catch_up().applied_sequence(),
-                                     .applied = response.catch_up().applied()};
+                                     .applied = response.catch_up().applied(),
+                                     .read_micros = response.catch_up().read_micros(),
+                                     .apply_micros = response.catch_up().apply_micros()};
       break;
     case wire::Response::kReadChanges: {
       transport::ReadChangesResponse changes;

@@ -87,16 +87,10 @@ Status ChecksumError(std::string_view message) {
 Status MoveExports::Register(BucketId bucket, MoveId move, const storage::ExportedRange& exported) {
   Export record{.move = move, .sequence = exported.sequence, .files = {}};
   for (const std::string& path : exported.files) {
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) return Errno("open", path);
-    File file{.path = path, .bytes = 0, .crc32c = 0};
-    while (true) {
-      SHOAL_ASSIGN_OR_RETURN(std::string block, ReadAt(fd.get(), path, file.bytes, kReadBlock));
-      if (block.empty()) break;
-      file.crc32c = Crc32cExtend(file.crc32c, block);
-      file.bytes += block.size();
-    }
-    record.files.push_back(std::move(file));
+    std::error_code ec;
+    const uintmax_t bytes = std::filesystem::file_size(path, ec);
+    if (ec) return IoError(fmt::format("size of {}: {}", path, ec.message()));
+    record.files.push_back(File{.path = path, .bytes = bytes, .crc32c = std::nullopt});
   }
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Export>& exports = exports_[bucket];
@@ -122,8 +116,34 @@ void MoveExports::Retain(const std::function<bool(BucketId, MoveId)>& live) {
   }
 }
 
+StatusOr<uint32_t> MoveExports::FileChecksum(const File& file) {
+  Fd fd(::open(file.path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return Errno("open", file.path);
+  uint32_t crc = 0;
+  uint64_t offset = 0;
+  while (true) {
+    SHOAL_ASSIGN_OR_RETURN(std::string block, ReadAt(fd.get(), file.path, offset, kReadBlock));
+    if (block.empty()) break;
+    crc = Crc32cExtend(crc, block);
+    offset += block.size();
+  }
+  if (offset != file.bytes) {
+    return IoError(fmt::format("{} has {} bytes, exported {}", file.path, offset, file.bytes));
+  }
+  return crc;
+}
+
+MoveExports::Export* MoveExports::FindLocked(const transport::FetchMoveFileRequest& request) {
+  auto it = exports_.find(request.bucket);
+  if (it == exports_.end()) return nullptr;
+  for (Export& e : it->second) {
+    if (e.move == request.move && e.sequence == request.sequence) return &e;
+  }
+  return nullptr;
+}
+
 StatusOr<transport::FetchMoveFileResponse> MoveExports::Read(
-    const transport::FetchMoveFileRequest& request) const {
+    const transport::FetchMoveFileRequest& request) {
   if (request.max_bytes == 0 || request.max_bytes > transport::kMaxMoveFileChunkBytes) {
     return InvalidArgumentError(fmt::format("max_bytes {} outside [1, {}]", request.max_bytes,
                                             transport::kMaxMoveFileChunkBytes));
@@ -132,12 +152,7 @@ StatusOr<transport::FetchMoveFileResponse> MoveExports::Read(
   uint32_t file_count = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const Export* found = nullptr;
-    if (auto it = exports_.find(request.bucket); it != exports_.end()) {
-      for (const Export& e : it->second) {
-        if (e.move == request.move && e.sequence == request.sequence) found = &e;
-      }
-    }
+    const Export* found = FindLocked(request);
     if (found == nullptr) {
       return transport::MakeClusterError(
           transport::ClusterError::kStaleMove,
@@ -151,6 +166,14 @@ StatusOr<transport::FetchMoveFileResponse> MoveExports::Read(
     }
     file = found->files[request.file_index];
     file_count = static_cast<uint32_t>(found->files.size());
+  }
+  if (!file.crc32c.has_value()) {
+    // Two first reads at once both compute it: the same value, from an immutable file.
+    SHOAL_ASSIGN_OR_RETURN(file.crc32c, FileChecksum(file));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (Export* kept = FindLocked(request); kept != nullptr) {
+      kept->files[request.file_index].crc32c = file.crc32c;
+    }
   }
   if (request.offset > file.bytes) {
     return NotFoundError(
@@ -168,7 +191,7 @@ StatusOr<transport::FetchMoveFileResponse> MoveExports::Read(
   return transport::FetchMoveFileResponse{.data = std::move(data),
                                           .chunk_crc32c = chunk_crc32c,
                                           .file_bytes = file.bytes,
-                                          .file_crc32c = file.crc32c,
+                                          .file_crc32c = *file.crc32c,
                                           .file_count = file_count};
 }
 

@@ -7,8 +7,10 @@
 // Invariants:
 //   - The source reads only files it exported itself and registered here, named by their index
 //     in the export of a move it is the source of; a request never carries a path.
-//   - Size and CRC-32C of each file are computed once, when it is registered; every chunk
-//     carries its own CRC-32C and the whole file's. The destination uses a copy only when every
+//   - The size of each file is taken when it is registered, its CRC-32C once, when a chunk of
+//     it is first requested (a destination on the same machine hard-links the files and never
+//     requests one, so the export is not read back for nothing); every chunk carries its own
+//     CRC-32C and the whole file's. The destination uses a copy only when every
 //     chunk matched its checksum, every chunk reported the same whole file, and the copy has the
 //     file's size and checksum; otherwise it removes its staging directory and fails.
 //   - A staging directory belongs to one (move, bucket) (StagingDirectory) and holds only what
@@ -20,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,29 +39,35 @@ namespace shoal::node {
 // which may be taken with the node's mutex held, never the other way round).
 class MoveExports {
  public:
-  // Reads every file of `exported` once for its size and checksum, then serves it as the export
-  // of (bucket, move) at exported.sequence; exports of the bucket for other moves are forgotten.
+  // Serves the files of `exported` (their sizes taken now) as the export of (bucket, move) at
+  // exported.sequence; exports of the bucket for other moves are forgotten.
   [[nodiscard]] Status Register(BucketId bucket, MoveId move,
                                 const storage::ExportedRange& exported);
   void Forget(BucketId bucket);
   // Keeps only the exports for which `live(bucket, move)` holds.
   void Retain(const std::function<bool(BucketId, MoveId)>& live);
-  // One chunk, read outside the mutex. The caller checked that the node is the source of the
-  // request's move in flight.
+  // One chunk, read outside the mutex (the first chunk of a file also reads the whole file for
+  // its checksum). The caller checked that the node is the source of the request's move in
+  // flight.
   [[nodiscard]] StatusOr<transport::FetchMoveFileResponse> Read(
-      const transport::FetchMoveFileRequest& request) const;
+      const transport::FetchMoveFileRequest& request);
 
  private:
   struct File {
     std::string path;
     uint64_t bytes = 0;
-    uint32_t crc32c = 0;
+    std::optional<uint32_t> crc32c;  // computed by the first Read of the file
   };
   struct Export {
     MoveId move;
     uint64_t sequence = 0;
     std::vector<File> files;
   };
+
+  // The whole file's CRC-32C, read from disk; checks that the size is the registered one.
+  [[nodiscard]] static StatusOr<uint32_t> FileChecksum(const File& file);
+  // The export the request names, or null.
+  [[nodiscard]] Export* FindLocked(const transport::FetchMoveFileRequest& request);
 
   mutable std::mutex mu_;
   absl::flat_hash_map<BucketId, std::vector<Export>> exports_;  // all of one move

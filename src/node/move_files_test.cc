@@ -491,6 +491,26 @@ TEST_F(MoveFilesTest, TheSourceServesOnlyFilesOfItsLiveExportWithinTheChunkLimit
   });
 }
 
+TEST_F(MoveFilesTest, AnExportFileThatChangedBeforeItsFirstChunkIsNotServed) {
+  Run([&] {
+    ASSERT_NO_FATAL_FAILURE(Fill(10, 1 << 10));
+    Publish(copy_);
+    auto exported = Export();
+    ASSERT_TRUE(exported.ok()) << exported.status();
+    // The checksum is taken at the first request, against the size registered at the export.
+    ASSERT_EQ(exported->files.size(), 1u);
+    const uint64_t file_bytes = std::filesystem::file_size(exported->files.front());
+    std::filesystem::resize_file(exported->files.front(), file_bytes - 1);
+    auto chunk = Fetch(transport::FetchMoveFileRequest{.move = kMove,
+                                                       .bucket = kB0,
+                                                       .sequence = exported->sequence,
+                                                       .file_index = 0,
+                                                       .offset = 0,
+                                                       .max_bytes = 1 << 20});
+    EXPECT_FALSE(chunk.ok());
+  });
+}
+
 TEST_F(MoveFilesTest, ASourceRestartLosesItsExportAndTheIngestFailsUntilAFreshExport) {
   Run([&] {
     ASSERT_NO_FATAL_FAILURE(Fill(10, 1 << 10));

@@ -202,6 +202,8 @@ Response StorageNode::HandleFetchMoveFile(const transport::FetchMoveFileRequest&
 Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
   uint64_t position = request.after_sequence;
   uint64_t applied = 0;
+  transport::Micros read_micros = 0;
+  transport::Micros apply_micros = 0;
   int idle_rounds = 0;
   // MOVE CPU: the drain to a fence's sequence runs at request priority (clients wait for it).
   const int nice = request.until_sequence.has_value() ? 0 : options_.background_nice;
@@ -232,9 +234,11 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
                                        .after_sequence = position,
                                        .max_changes = 1000};
     StatusOr<Response> response = InternalError("read did not run");
+    const transport::Micros read_start = runtime_.Now();
     runtime_.RunAtLowerPriority(nice, [&] {
       response = runtime_.Call(Address::Node(request.source), read, options_.call_timeout);
     });
+    read_micros += runtime_.Now() - read_start;
     if (!response.ok()) return Response::Error(response.status());
     auto changes = transport::BodyAs<transport::ReadChangesResponse>(std::move(*response));
     if (!changes.ok()) return Response::Error(changes.status());
@@ -256,8 +260,10 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
     // catch-up applying the same changes is harmless.
     Status applied_status = OkStatus();
     if (!changes->changes.empty()) {
+      const transport::Micros apply_start = runtime_.Now();
       runtime_.RunAtLowerPriority(
           nice, [&] { applied_status = store_->ApplyChanges(changes->changes).status(); });
+      apply_micros += runtime_.Now() - apply_start;
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -289,7 +295,10 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
       break;
     }
   }
-  return Response::Ok(transport::CatchUpResponse{.applied_sequence = position, .applied = applied});
+  return Response::Ok(transport::CatchUpResponse{.applied_sequence = position,
+                                                 .applied = applied,
+                                                 .read_micros = read_micros,
+                                                 .apply_micros = apply_micros});
 }
 
 Response StorageNode::HandleReadChanges(const transport::ReadChangesRequest& request) {

@@ -261,6 +261,9 @@ struct CatchUpRequest {
 struct CatchUpResponse {
   uint64_t applied_sequence = 0;
   uint64_t applied = 0;  // changes applied by this call
+  // Where the call's time went (diagnostics: a fence's drain is this call).
+  int64_t read_micros = 0;   // in ReadChanges calls to the source
+  int64_t apply_micros = 0;  // in applying their changes here
 };
 
 // Destination -> source: the writes to the bucket after a sequence.
