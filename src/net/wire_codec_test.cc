@@ -46,6 +46,17 @@ TEST(WireCodecTest, RequestsRoundTrip) {
                                             .after_sequence = 4,
                                             .until_sequence = 5,
                                             .stop_below = 6});
+  ExpectRoundTrip(transport::IngestBucketRequest{
+      .move = MoveId(8),
+      .bucket = BucketId(9),
+      .exported = storage::ExportedRange{.range = storage::PointRange::From(10),
+                                         .files = {"/a/export-0.sst"},
+                                         .sequence = 11,
+                                         .entries = 12,
+                                         .bytes = 13,
+                                         .max_version = 14,
+                                         .live_documents = 10,
+                                         .live_bytes = 12}});
   ExpectRoundTrip(transport::HeartbeatRequest{.node = NodeId(2), .epoch = MapEpoch(3)});
   ExpectRoundTrip(transport::GetMapRequest{});
 }
@@ -205,6 +216,11 @@ TEST(WireCodecTest, MalformedInputIsRejected) {
   bad_range.mutable_drop_bucket()->mutable_range()->set_begin(10);
   bad_range.mutable_drop_bucket()->mutable_range()->set_end(5);
   EXPECT_FALSE(FromWire(bad_range).ok());
+  // An export whose live part is larger than the whole would seed a wrong bucket size.
+  wire::Request bad_export;
+  bad_export.mutable_ingest_bucket()->mutable_exported()->set_entries(2);
+  bad_export.mutable_ingest_bucket()->mutable_exported()->set_live_documents(3);
+  EXPECT_EQ(FromWire(bad_export).status().code(), StatusCode::kInvalidArgument);
   wire::Response bad_map;
   bad_map.set_route("not a map");
   EXPECT_EQ(FromWire(bad_map).status().code(), StatusCode::kInvalidArgument);

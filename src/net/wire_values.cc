@@ -98,6 +98,8 @@ void ToWire(const storage::ExportedRange& exported, wire::ExportedRange* out) {
   out->set_entries(exported.entries);
   out->set_bytes(exported.bytes);
   out->set_max_version(exported.max_version);
+  out->set_live_documents(exported.live_documents);
+  out->set_live_bytes(exported.live_bytes);
 }
 
 StatusOr<storage::ExportedRange> FromWire(const wire::ExportedRange& exported) {
@@ -108,6 +110,11 @@ StatusOr<storage::ExportedRange> FromWire(const wire::ExportedRange& exported) {
   out.entries = exported.entries();
   out.bytes = exported.bytes();
   out.max_version = exported.max_version();
+  out.live_documents = exported.live_documents();
+  out.live_bytes = exported.live_bytes();
+  if (out.live_documents > out.entries || out.live_bytes > out.bytes) {
+    return InvalidArgumentError("exported range: live part larger than the whole");
+  }
   return out;
 }
 

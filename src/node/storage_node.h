@@ -118,7 +118,8 @@ struct NodeOptions {
   // the simulation). An exact scan of every bucket would cost a read of the node's data per
   // balancer round: see load_stats_max_age.
   bool exact_load_stats = true;
-  // Exact sizes are cached per bucket; a bucket of a new id or range is always scanned. A cached
+  // Exact sizes are cached per bucket; a bucket of a new id or range is always scanned, except a
+  // bucket moved in by export and ingest, whose size comes with the export. A cached
   // size is scanned again once the writes to its range since changed an eighth of its live
   // bytes (so that a growing bucket splits in time), or a 64th once it is older than this
   // (storage::BucketStore::LiveBytesChurn: inserts, deletes and size changes count, overwrites
@@ -263,9 +264,18 @@ class StorageNode final : public transport::Service,
   [[nodiscard]] StatusOr<const cluster::BucketPlacement*> MoveBucketLocked(BucketId bucket,
                                                                            MoveId move,
                                                                            bool as_source) const;
-  // The exact sizes of `served` (bucket, range), from the cache where it is fresh enough.
+  // The exact sizes of `served` (bucket, range), from the cache where it is fresh enough. The
+  // cache keeps the entries of `served` and of `adding` (buckets being moved in) only.
   [[nodiscard]] std::vector<transport::BucketLoad> ExactLoads(
-      const std::vector<std::pair<BucketId, storage::PointRange>>& served);
+      const std::vector<std::pair<BucketId, storage::PointRange>>& served,
+      const std::vector<BucketId>& adding);
+  // A bucket moved in arrives with its size: the export's live part at its snapshot, with the
+  // churn counter read right after the ingest, so that the catch-up's writes count as churn
+  // since. Its first load report then needs no scan. Never called with mu_ held.
+  void SeedLoad(BucketId bucket, const storage::PointRange& range,
+                const storage::ExportedRange& exported, uint64_t churn);
+  // Drops the cached size of `bucket` (its range was dropped). Never called with mu_ held.
+  void ForgetLoad(BucketId bucket);
   void HeartbeatLoop();
   // Counts an acknowledged write of (collection, primary key) in the hot-key sketch.
   void RecordWrite(CollectionId collection, std::string_view primary_key);

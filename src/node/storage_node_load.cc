@@ -17,11 +17,13 @@ Response StorageNode::HandleLoad() {
   // The buckets are chosen under mu_; sizing them (an exact scan by default) runs outside it, so
   // reads, writes and map installs go on meanwhile.
   std::vector<std::pair<BucketId, storage::PointRange>> served;
+  std::vector<BucketId> adding;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (map_ != nullptr) {
       for (const BucketPlacement& bucket : map_->buckets()) {
         const LocalRole role = RoleLocked(bucket);
+        if (role == LocalRole::kAdding) adding.push_back(bucket.id);
         const bool committed_away = role == LocalRole::kLeaving && bucket.transition.has_value() &&
                                     cluster::IsCommitted(bucket.transition->stage);
         if ((role == LocalRole::kReadWrite || role == LocalRole::kLeaving) && !committed_away) {
@@ -33,7 +35,7 @@ Response StorageNode::HandleLoad() {
   transport::BucketLoadResponse out;
   out.hot_keys = HotKeys();
   if (options_.exact_load_stats) {
-    out.buckets = ExactLoads(served);
+    out.buckets = ExactLoads(served, adding);
     return Response::Ok(out);
   }
   for (const auto& [id, range] : served) {
@@ -46,7 +48,8 @@ Response StorageNode::HandleLoad() {
 }
 
 std::vector<transport::BucketLoad> StorageNode::ExactLoads(
-    const std::vector<std::pair<BucketId, storage::PointRange>>& served) {
+    const std::vector<std::pair<BucketId, storage::PointRange>>& served,
+    const std::vector<BucketId>& adding) {
   const transport::Micros now = runtime_.Now();
   const transport::Micros max_age = options_.load_stats_max_age;
   // How much of a bucket's live size the writes since its scan changed (storage::BucketStore::
@@ -63,6 +66,7 @@ std::vector<transport::BucketLoad> StorageNode::ExactLoads(
     std::lock_guard<std::mutex> lock(load_mu_);
     absl::flat_hash_set<BucketId> ids;
     for (const auto& [id, range] : served) ids.insert(id);
+    ids.insert(adding.begin(), adding.end());
     for (auto it = load_cache_.begin(); it != load_cache_.end();) {
       if (ids.contains(it->first)) {
         ++it;
@@ -119,6 +123,21 @@ std::vector<transport::BucketLoad> StorageNode::ExactLoads(
         .bucket = id, .bytes = it->second.bytes, .documents = it->second.documents});
   }
   return loads;
+}
+
+void StorageNode::SeedLoad(BucketId bucket, const storage::PointRange& range,
+                           const storage::ExportedRange& exported, uint64_t churn) {
+  std::lock_guard<std::mutex> lock(load_mu_);
+  load_cache_[bucket] = CachedLoad{.range = range,
+                                   .bytes = exported.live_bytes,
+                                   .documents = exported.live_documents,
+                                   .churn = churn,
+                                   .computed = runtime_.Now()};
+}
+
+void StorageNode::ForgetLoad(BucketId bucket) {
+  std::lock_guard<std::mutex> lock(load_mu_);
+  load_cache_.erase(bucket);
 }
 
 }  // namespace shoal::node

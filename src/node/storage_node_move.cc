@@ -110,15 +110,21 @@ Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request
       Status staged = OkStatus();
       runtime_.RunAtLowerPriority(options_.background_nice,
                                   [&] { staged = StageIngest(*range, request, source); });
-      std::lock_guard<std::mutex> lock(mu_);
-      --move_io_[request.bucket];
-      if (!staged.ok()) return Response::Error(staged);
-      // The move may have ended while the files went in; its DropBucket waited for us.
-      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
-      if (!placement.ok()) return Response::Error(placement.status());
-      moves_[request.bucket] =
-          MoveRecord::New(request.move, /*source=*/false, request.exported.sequence);
-      counters_.bytes_ingested += request.exported.bytes;
+      // Read before any catch-up can apply (none runs until the record below exists).
+      const uint64_t churn = store_->LiveBytesChurn(*range);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        --move_io_[request.bucket];
+        if (!staged.ok()) return Response::Error(staged);
+        // The move may have ended while the files went in; its DropBucket waited for us.
+        auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
+        if (!placement.ok()) return Response::Error(placement.status());
+        moves_[request.bucket] =
+            MoveRecord::New(request.move, /*source=*/false, request.exported.sequence);
+        counters_.bytes_ingested += request.exported.bytes;
+      }
+      // The range holds exactly the export now (StageIngest dropped anything else first).
+      SeedLoad(request.bucket, *range, request.exported, churn);
       break;
     }
     if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
@@ -397,6 +403,8 @@ Response StorageNode::HandleDrop(const transport::DropBucketRequest& request) {
   if (Status s = store_->DropRange(request.range); !s.ok()) return Response::Error(s);
   moves_.erase(request.bucket);
   exports_.Forget(request.bucket);
+  lock.unlock();
+  ForgetLoad(request.bucket);
   // Export files of the move are no longer needed.
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(options_.data_dir + "/moves", ec)) {

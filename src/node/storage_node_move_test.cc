@@ -271,6 +271,45 @@ TEST_F(StorageNodeTest, MoveByHandCarriesEveryWriteIncludingLaterDeletes) {
   });
 }
 
+// The destination's first load report after the commit takes the moved bucket's size from the
+// export (plus the catch-up's writes as churn) instead of scanning it again.
+TEST_F(StorageNodeTest, AMovedInBucketArrivesWithItsSizeAndIsNotScannedAgain) {
+  Run([&] {
+    for (int i = 0; i < 8; ++i) {
+      ASSERT_TRUE(
+          StatusOf(Write(kN1, maps_.initial, WriteOp::kInsert, KeyIn(kB0, i), R"({"v":"aaaa"})"))
+              .ok());
+    }
+    ASSERT_TRUE(StatusOf(Write(kN1, maps_.initial, WriteOp::kDelete, KeyIn(kB0, 0), "")).ok());
+    Publish(maps_.copy);
+    auto exported_response =
+        Call(kN1, transport::ExportBucketRequest{.move = kMove, .bucket = kB0});
+    ASSERT_TRUE(StatusOf(exported_response).ok()) << StatusOf(exported_response);
+    const storage::ExportedRange exported =
+        std::get<transport::ExportBucketResponse>(exported_response->body).exported;
+    EXPECT_EQ(exported.entries, 8u);
+    EXPECT_EQ(exported.live_documents, 7u);
+    ASSERT_TRUE(StatusOf(Call(kN2,
+                              transport::IngestBucketRequest{
+                                  .move = kMove, .bucket = kB0, .exported = exported}))
+                    .ok());
+    // While the bucket is moving in, n2 reports what it serves (b1) and keeps b0's size.
+    auto adding = Loads(kN2);
+    EXPECT_FALSE(adding.contains(kB0));
+    const uint64_t scans = node(kN2).counters().load_scans;
+
+    Publish(maps_.committed);
+    auto committed = Loads(kN2);
+    ASSERT_TRUE(committed.contains(kB0));
+    EXPECT_EQ(node(kN2).counters().load_scans, scans);
+    auto exact = node(kN2).store()->ComputeStats(RangeOf(*maps_.initial, kB0));
+    ASSERT_TRUE(exact.ok()) << exact.status();
+    EXPECT_EQ(committed[kB0].documents, exact->documents);
+    EXPECT_EQ(committed[kB0].bytes, exact->live_bytes);
+    EXPECT_EQ(committed[kB0].documents, 7u);
+  });
+}
+
 TEST_F(StorageNodeTest, FenceForAMoveMissingFromTheNodesMapFetchesTheMap) {
   Run([&] {
     // The coordinator has begun the move, but n1 has not heard of it.

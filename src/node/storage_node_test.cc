@@ -121,16 +121,7 @@ TEST_F(StorageNodeTest, LoadReportShowsTheMostWrittenKeyFirst) {
 
 TEST_F(StorageNodeTest, LoadReportRescansABucketOnlyOnceWritesChangedItsSize) {
   Run([&] {
-    const auto load = [&]() {
-      std::map<BucketId, transport::BucketLoad> out;
-      auto response = Call(kN1, transport::BucketLoadRequest{});
-      EXPECT_TRUE(StatusOf(response).ok()) << StatusOf(response);
-      if (!StatusOf(response).ok()) return out;
-      for (const auto& bucket : std::get<transport::BucketLoadResponse>(response->body).buckets) {
-        out[bucket.bucket] = bucket;
-      }
-      return out;
-    };
+    const auto load = [&] { return Loads(kN1); };
     for (int i = 0; i < 8; ++i) {
       ASSERT_TRUE(
           StatusOf(Write(kN1, maps_.initial, WriteOp::kInsert, KeyIn(kB0, i), R"({"v":"aaaa"})"))

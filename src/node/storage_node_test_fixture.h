@@ -246,6 +246,18 @@ class StorageNodeTest : public ::testing::Test {
     return Call(to, std::move(request));
   }
 
+  // The node's load report, by bucket (empty, with a test failure, if the call fails).
+  std::map<BucketId, transport::BucketLoad> Loads(NodeId to) {
+    std::map<BucketId, transport::BucketLoad> out;
+    auto response = Call(to, transport::BucketLoadRequest{});
+    EXPECT_TRUE(StatusOf(response).ok()) << StatusOf(response);
+    if (!StatusOf(response).ok()) return out;
+    for (const auto& bucket : std::get<transport::BucketLoadResponse>(response->body).buckets) {
+      out[bucket.bucket] = bucket;
+    }
+    return out;
+  }
+
   StatusOr<Response> Fence(NodeId to, MoveId move, BucketId bucket) {
     transport::FenceRequest request;
     request.move = move;

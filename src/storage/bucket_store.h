@@ -141,6 +141,10 @@ struct ExportedRange {
   uint64_t entries = 0;  // documents and tombstones
   uint64_t bytes = 0;    // key + value bytes
   uint64_t max_version = 0;
+  // The live part, counted as ComputeStats counts it at the same snapshot, so that a
+  // destination knows the size of what it ingested without scanning it again.
+  uint64_t live_documents = 0;
+  uint64_t live_bytes = 0;
 };
 
 struct IngestOptions {
@@ -348,6 +352,11 @@ class BucketStore {
   // The parked reader with the largest `expected` not above `expected`, and that `expected`.
   [[nodiscard]] std::pair<std::unique_ptr<rocksdb::TransactionLogIterator>, uint64_t> TakeWalCursor(
       uint64_t expected) const;
+  // Whether the engine's tables that overlap [begin, end) found its data worth compressing (true
+  // with no table to go by). An export of data the engine stored raw skips compression: it
+  // would compress every block only to keep it raw.
+  [[nodiscard]] StatusOr<bool> RangeCompresses(const std::string& begin,
+                                               const std::string& end) const;
   void ParkWalCursor(std::unique_ptr<rocksdb::TransactionLogIterator> it, uint64_t expected) const;
   static constexpr size_t kMaxWalCursors = 16;
   static constexpr uint64_t kMaxWalSkipBytes = 16u << 20;

@@ -154,6 +154,23 @@ StatusOr<BucketStats> BucketStore::EstimateStats(const PointRange& range) const 
   return stats;
 }
 
+StatusOr<bool> BucketStore::RangeCompresses(const std::string& begin,
+                                            const std::string& end) const {
+  if (engine_.documents.compression == rocksdb::kNoCompression) return false;
+  const rocksdb::Range r(begin, end);
+  rocksdb::TablePropertiesCollection tables;
+  SHOAL_RETURN_IF_ERROR(
+      FromRocks(db_->GetPropertiesOfTablesInRange(documents_, &r, 1, &tables), "table properties"));
+  uint64_t data_bytes = 0, raw_bytes = 0;
+  for (const auto& [name, properties] : tables) {
+    data_bytes += properties->data_size;
+    raw_bytes += properties->raw_key_size + properties->raw_value_size;
+  }
+  // The engine keeps a block raw unless compression saves at least an eighth of it; tables that
+  // kept (nearly) every block raw say the range's data does not compress.
+  return raw_bytes == 0 || data_bytes < raw_bytes - raw_bytes / 8;
+}
+
 StatusOr<ExportedRange> BucketStore::ExportRange(const PointRange& range,
                                                  const ExportOptions& options) const {
   if (options.directory.empty()) {
@@ -182,7 +199,9 @@ StatusOr<ExportedRange> BucketStore::ExportRange(const PointRange& range,
   ro.fill_cache = false;
   ro.readahead_size = 2u << 20;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, documents_));
-  const rocksdb::Options writer_options(engine_.db, engine_.documents);
+  rocksdb::Options writer_options(engine_.db, engine_.documents);
+  SHOAL_ASSIGN_OR_RETURN(const bool compressible, RangeCompresses(begin, end));
+  if (!compressible) writer_options.compression = rocksdb::kNoCompression;
   std::unique_ptr<rocksdb::SstFileWriter> writer;
   auto finish = [&]() -> Status {
     if (writer == nullptr) return OkStatus();
@@ -200,8 +219,12 @@ StatusOr<ExportedRange> BucketStore::ExportRange(const PointRange& range,
       const std::string path = (std::filesystem::absolute(options.directory) /
                                 fmt::format("export-{}.sst", exported.files.size()))
                                    .string();
+      // The written pages stay in the OS page cache (RocksDB drops them by default): the
+      // destination reads this very file next (a hard link to it, or chunks of it) and then
+      // serves reads from it; dropped pages made its clients read the moved data from disk.
       writer = std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), writer_options,
-                                                        documents_);
+                                                        documents_,
+                                                        /*invalidate_page_cache=*/false);
       SHOAL_RETURN_IF_ERROR(FromRocks(writer->Open(path), "open export file"));
       exported.files.push_back(path);
     }
@@ -209,6 +232,10 @@ StatusOr<ExportedRange> BucketStore::ExportRange(const PointRange& range,
     exported.max_version = std::max(exported.max_version, v.version);
     ++exported.entries;
     exported.bytes += it->key().size() + it->value().size();
+    if (!v.tombstone) {  // as ComputeStats counts
+      ++exported.live_documents;
+      exported.live_bytes += it->key().size() + it->value().size();
+    }
     file_bytes += it->key().size() + it->value().size();
     SHOAL_RETURN_IF_ERROR(FromRocks(writer->Put(it->key(), it->value()), "write export file"));
   }

@@ -1,10 +1,14 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <rocksdb/options.h>
+#include <rocksdb/sst_file_reader.h>
+#include <rocksdb/table_properties.h>
 
 #include <map>
 
 #include "src/storage/bucket_store.h"
 #include "src/storage/errors.h"
+#include "src/storage/store_options.h"
 #include "src/storage/test_support.h"
 
 namespace shoal::storage {
@@ -328,6 +332,74 @@ TEST_F(TransferTest, CatchUpFailsCleanlyWhenTheRangeIsDropped) {
   const uint64_t start = source_->LatestSequence();
   SHOAL_ASSERT_OK(source_->RemoveBucket(BucketId(1)));
   EXPECT_TRUE(Is(source_->ReadChangesSince(kLow, start, 10), ErrorReason::kBucketState));
+}
+
+// The compression an export file was written with (RocksDB's name for it).
+std::string CompressionOf(const std::string& path) {
+  rocksdb::SstFileReader reader{rocksdb::Options()};
+  EXPECT_TRUE(reader.Open(path).ok()) << path;
+  return reader.GetTableProperties()->compression_name;
+}
+
+// 2,000 characters of 64 symbols, uniformly random: LZ4 cannot save an eighth of them.
+std::string NoiseBody(uint64_t seed) {
+  static constexpr std::string_view kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string body = R"({"noise":")";
+  for (int i = 0; i < 2000; ++i) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    body.push_back(kAlphabet[seed >> 58]);
+  }
+  return body + "\"}";
+}
+
+TEST_F(TransferTest, ExportCountsItsLivePartAsAScanWould) {
+  Fill(300);
+  for (int i = 0; i < 30; ++i) {
+    SHOAL_ASSERT_OK(source_->Delete(kC, "k" + std::to_string(i)).status());
+  }
+  std::unique_ptr<Snapshot> snap = source_->GetSnapshot();
+  SHOAL_ASSERT_OK(source_->Delete(kC, "k40").status());  // after the snapshot: not counted
+  SHOAL_ASSERT_OK_AND_ASSIGN(
+      ExportedRange exported,
+      source_->ExportRange(kLow, {.directory = dir_.Sub("ship"), .snapshot = snap.get()}));
+  SHOAL_ASSERT_OK_AND_ASSIGN(BucketStats scanned, source_->ComputeStats(kLow, snap.get()));
+  EXPECT_EQ(exported.live_documents, scanned.documents);
+  EXPECT_EQ(exported.live_bytes, scanned.live_bytes);
+  EXPECT_EQ(exported.entries, scanned.documents + scanned.tombstones);
+  EXPECT_EQ(exported.bytes, scanned.live_bytes + scanned.tombstone_bytes);
+  EXPECT_GT(scanned.tombstones, 0u);
+}
+
+TEST_F(TransferTest, ExportCompressesOnlyDataTheEngineFoundCompressible) {
+  SHOAL_ASSERT_OK_AND_ASSIGN(EngineOptions engine, BuildEngineOptions(TestOptions(dir_.Sub("x"))));
+  const bool engine_compresses = engine.documents.compression != rocksdb::kNoCompression;
+  // Repetitive documents: the engine's tables compress them, and so does the export.
+  for (int i = 0; i < 400; ++i) {
+    SHOAL_ASSERT_OK(
+        source_->Upsert(kC, "k" + std::to_string(i), R"({"pad":")" + std::string(2000, 'a') + "\"}")
+            .status());
+  }
+  SHOAL_ASSERT_OK(source_->CompactRange(PointRange::All()));
+  SHOAL_ASSERT_OK_AND_ASSIGN(ExportedRange repetitive,
+                             source_->ExportRange(kLow, {.directory = dir_.Sub("repetitive")}));
+  ASSERT_FALSE(repetitive.files.empty());
+  EXPECT_EQ(CompressionOf(repetitive.files.front()) != "NoCompression", engine_compresses);
+  // The same keys rewritten with noise and compacted: the engine kept every block raw, so the
+  // export does not try to compress them.
+  for (int i = 0; i < 400; ++i) {
+    SHOAL_ASSERT_OK(source_->Upsert(kC, "k" + std::to_string(i), NoiseBody(i)).status());
+  }
+  SHOAL_ASSERT_OK(source_->CompactRange(PointRange::All()));
+  SHOAL_ASSERT_OK_AND_ASSIGN(ExportedRange noise,
+                             source_->ExportRange(kLow, {.directory = dir_.Sub("noise")}));
+  ASSERT_FALSE(noise.files.empty());
+  EXPECT_EQ(CompressionOf(noise.files.front()), "NoCompression");
+  // Either way the destination takes the files and serves the same documents.
+  SHOAL_ASSERT_OK(
+      dest_->AddBucket({.id = BucketId(1), .range = kLow, .state = BucketState::kAdding}));
+  SHOAL_ASSERT_OK(dest_->IngestRange(noise, {}));
+  EXPECT_EQ(Content(*dest_, kLow), Content(*source_, kLow));
 }
 
 TEST_F(TransferTest, EmptyRangeExportsNoFiles) {
