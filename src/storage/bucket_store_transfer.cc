@@ -15,6 +15,27 @@
 namespace shoal::storage {
 namespace {
 
+// Totals over the engine's tables that overlap `range` (from their properties, no data read).
+struct TableTotals {
+  uint64_t entries = 0;
+  uint64_t data_bytes = 0;  // on disk, after compression
+  uint64_t raw_bytes = 0;   // keys and values before it
+};
+
+StatusOr<TableTotals> SumTablesInRange(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* cf,
+                                       const rocksdb::Range& range) {
+  rocksdb::TablePropertiesCollection tables;
+  SHOAL_RETURN_IF_ERROR(
+      FromRocks(db.GetPropertiesOfTablesInRange(cf, &range, 1, &tables), "table properties"));
+  TableTotals totals;
+  for (const auto& [name, props] : tables) {
+    totals.entries += props->num_entries;
+    totals.data_bytes += props->data_size;
+    totals.raw_bytes += props->raw_key_size + props->raw_value_size;
+  }
+  return totals;
+}
+
 std::string_view View(const rocksdb::Slice& s) { return std::string_view(s.data(), s.size()); }
 
 bool KeyInRange(std::string_view key, const PointRange& range) {
@@ -135,15 +156,10 @@ StatusOr<BucketStats> BucketStore::EstimateStats(const PointRange& range) const 
       db_->GetApproximateSizes(size_options, documents_, &r, 1, &file_bytes), "approximate size"));
   // Files: scale the on-disk bytes in range by the entries per on-disk byte and the raw bytes per
   // entry of the tables that overlap the range.
-  rocksdb::TablePropertiesCollection tables;
-  SHOAL_RETURN_IF_ERROR(
-      FromRocks(db_->GetPropertiesOfTablesInRange(documents_, &r, 1, &tables), "table properties"));
-  uint64_t entries = 0, data_bytes = 0, raw_bytes = 0;
-  for (const auto& [name, props] : tables) {
-    entries += props->num_entries;
-    data_bytes += props->data_size;
-    raw_bytes += props->raw_key_size + props->raw_value_size;
-  }
+  SHOAL_ASSIGN_OR_RETURN(const TableTotals tables, SumTablesInRange(*db_, documents_, r));
+  const uint64_t entries = tables.entries;
+  const uint64_t data_bytes = tables.data_bytes;
+  const uint64_t raw_bytes = tables.raw_bytes;
   uint64_t file_entries = 0;
   if (data_bytes > 0) {
     file_entries = static_cast<uint64_t>(static_cast<double>(file_bytes) * entries / data_bytes);
@@ -157,18 +173,11 @@ StatusOr<BucketStats> BucketStore::EstimateStats(const PointRange& range) const 
 StatusOr<bool> BucketStore::RangeCompresses(const std::string& begin,
                                             const std::string& end) const {
   if (engine_.documents.compression == rocksdb::kNoCompression) return false;
-  const rocksdb::Range r(begin, end);
-  rocksdb::TablePropertiesCollection tables;
-  SHOAL_RETURN_IF_ERROR(
-      FromRocks(db_->GetPropertiesOfTablesInRange(documents_, &r, 1, &tables), "table properties"));
-  uint64_t data_bytes = 0, raw_bytes = 0;
-  for (const auto& [name, properties] : tables) {
-    data_bytes += properties->data_size;
-    raw_bytes += properties->raw_key_size + properties->raw_value_size;
-  }
+  SHOAL_ASSIGN_OR_RETURN(const TableTotals tables,
+                         SumTablesInRange(*db_, documents_, rocksdb::Range(begin, end)));
   // The engine keeps a block raw unless compression saves at least an eighth of it; tables that
   // kept (nearly) every block raw say the range's data does not compress.
-  return raw_bytes == 0 || data_bytes < raw_bytes - raw_bytes / 8;
+  return tables.raw_bytes == 0 || tables.data_bytes < tables.raw_bytes - tables.raw_bytes / 8;
 }
 
 StatusOr<ExportedRange> BucketStore::ExportRange(const PointRange& range,
@@ -230,13 +239,14 @@ StatusOr<ExportedRange> BucketStore::ExportRange(const PointRange& range,
     }
     SHOAL_ASSIGN_OR_RETURN(StoredValueView v, DecodeStoredValue(View(it->value())));
     exported.max_version = std::max(exported.max_version, v.version);
+    const uint64_t entry_bytes = it->key().size() + it->value().size();
     ++exported.entries;
-    exported.bytes += it->key().size() + it->value().size();
+    exported.bytes += entry_bytes;
     if (!v.tombstone) {  // as ComputeStats counts
       ++exported.live_documents;
-      exported.live_bytes += it->key().size() + it->value().size();
+      exported.live_bytes += entry_bytes;
     }
-    file_bytes += it->key().size() + it->value().size();
+    file_bytes += entry_bytes;
     SHOAL_RETURN_IF_ERROR(FromRocks(writer->Put(it->key(), it->value()), "write export file"));
   }
   SHOAL_RETURN_IF_ERROR(FromRocks(it->status(), "export scan"));
