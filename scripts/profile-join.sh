@@ -38,8 +38,8 @@ for r in $(seq 1 "$runs"); do
   "$bench" --variant=dynamic --mb=1024 --dir="${BENCH_DIR:-/tmp/shoal-rebalance-bench}" $flags \
       --timeline="$out/timeline-$r.tsv" >"$out/run-$r.json" 2>"$log" &
   pid=$!
-  wait_for "$log" "quiesced="
-  sleep 1.5  # the workload's 1 s warm-up, then inside the 5 s steady window
+  wait_for "$log" "steady window"
+  sleep 0.5  # inside the steady window (at least 5 s)
   perf record -F 499 -a -g -o "$out/steady-$r.data" -- sleep 4 2>/dev/null
   wait_for "$log" "node 4 added"
   perf record -F 499 -a -g -o "$out/during-$r.data" -- sleep 9 2>/dev/null

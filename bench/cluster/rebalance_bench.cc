@@ -6,7 +6,8 @@
 //      and still balanced, with the same buckets, the nodes' load_stats_max_age + 1 s later;
 //   2. once no node's engine has a flush or compaction left from the load (at most --quiesce-s,
 //      default 120; 0: no wait), a steady workload (--clients threads, 50% Get, 50% Upsert of
-//      loaded keys) runs for --steady-s seconds: the reference throughput and latency;
+//      loaded keys) runs --warmup-s seconds (default 1, not measured), then --steady-s seconds:
+//      the reference throughput and latency;
 //   3. node 4 is added; the run waits until the coordinator is balanced again and node 4 serves
 //      buckets (the move phase), then runs --steady-s more seconds;
 //   4. with --baselines, on the same cluster, with the workload running again:
@@ -21,11 +22,12 @@
 //   --variant=static:  --buckets (256) buckets, split and merge off.
 //
 //   rebalance_bench [--variant=dynamic] [--mb=256] [--doc-bytes=1024] [--clients=4]
-//                   [--steady-s=5] [--buckets=N] [--split-mb=N] [--copy-threads=4]
+//                   [--warmup-s=1] [--steady-s=5] [--buckets=N] [--split-mb=N] [--copy-threads=4]
 //                   [--baselines] [--estimated-stats] [--timeout-s=300] [--timeline=FILE]
 //                   [--dir=/tmp/...] [--moves-per-node=N] [--moves-in-flight=N]
 //                   [--stats-max-age-ms=N] [--exact-every-report] [--no-early-rounds]
 //                   [--max-mib-per-s=N] [--background-nice=N] [--quiesce-s=120]
+//                   [--control-s=S]
 //   --moves-per-node, --moves-in-flight: the coordinator's max_moves_per_node and
 //       max_moves_in_flight (default: the coordinator's defaults);
 //   --stats-max-age-ms: the nodes' load_stats_max_age; --exact-every-report: 0 (every load
@@ -33,7 +35,9 @@
 //       round only every balance_interval, as before); --max-mib-per-s: the coordinator's move
 //       throttle, max_bytes_per_second (default: the coordinator's, kDefaultMoveBytesPerSecond;
 //       0: unthrottled); --background-nice: the nodes'
-//       background_nice (0 runs the move work at the clients' priority; default: the node's).
+//       background_nice (0 runs the move work at the clients' priority; default: the node's);
+//   --control-s: a control run: step 3 adds no node and waits S seconds instead, so the "during"
+//       window and its throughput_ratio show the workload's own drift over a join's duration.
 //
 // Prints one JSON object on stdout (progress on stderr). Times are wall-clock seconds of the
 // runtime's steady clock. The process exits 1 if the cluster misbehaves (a failed client
@@ -85,6 +89,7 @@ struct Options {
   uint64_t mb = 256;
   size_t doc_bytes = 1024;
   uint32_t clients = 4;
+  double warmup_seconds = 1;
   double steady_seconds = 5;
   // Before the steady window, wait (at most this long) until no node's engine has a flush or
   // compaction left over from the load, so the reference is the cluster's steady state rather
@@ -103,6 +108,8 @@ struct Options {
   bool baselines = false;
   bool estimated_stats = false;
   double timeout_seconds = 300;
+  // > 0: add no node; the join's window is this long (a control run, see Run()).
+  double control_seconds = 0;
   std::string timeline;
   std::string dir = "/tmp/shoal-rebalance-bench";
 };
@@ -408,15 +415,27 @@ int Bench::Run() {
   const uint64_t errors_before_join = errors_.count();
   workload.Start();
   sampler.Start();
-  std::this_thread::sleep_for(std::chrono::seconds(1));  // warm-up, not measured
+  // Warm-up, not measured. The engines start it with no flush or compaction pending (step 2),
+  // the best moment of an LSM tree's cycle; a longer warm-up lets the workload's own flushes
+  // and compactions set in before the steady window.
+  std::this_thread::sleep_for(std::chrono::duration<double>(options_.warmup_seconds));
   const Micros steady_start = runtime_.Now();
+  Progress("steady window");
   std::this_thread::sleep_for(std::chrono::duration<double>(options_.steady_seconds));
   const coordinator::MoveProgress at_add = coordinator->progress();
   const Micros added_at = runtime_.Now();
-  if (Status s = cluster_->AddNode(kNewNode); !s.ok()) Die("AddNode", s);
-  Progress("node 4 added");
-  const bool balanced = WaitBalanced(
-      [&] { return !coordinator->map()->BucketsOf(kNewNode).empty(); }, options_.timeout_seconds);
+  bool balanced = true;
+  if (options_.control_seconds > 0) {
+    // The control: the same windows with no node added, so the "during" window shows how much
+    // the workload's own throughput drifts over the time a join takes.
+    Progress("control: no node added");
+    std::this_thread::sleep_for(std::chrono::duration<double>(options_.control_seconds));
+  } else {
+    if (Status s = cluster_->AddNode(kNewNode); !s.ok()) Die("AddNode", s);
+    Progress("node 4 added");
+    balanced = WaitBalanced([&] { return !coordinator->map()->BucketsOf(kNewNode).empty(); },
+                            options_.timeout_seconds);
+  }
   const Micros balanced_at = runtime_.Now();
   const coordinator::MoveProgress at_balance = coordinator->progress();
   Progress(fmt::format("balanced={} after {:.1f} s: {} moves, {:.1f} MiB", balanced,
@@ -463,7 +482,8 @@ int Bench::Run() {
   }
   const uint64_t new_node_bytes =
       after_data.count(kNewNode) != 0 ? after_data.at(kNewNode).bytes : 0;
-  out["join"] = {{"balanced", balanced},
+  out["join"] = {{"control", options_.control_seconds > 0},
+                 {"balanced", balanced},
                  {"seconds_to_balanced", static_cast<double>(balanced_at - added_at) / 1e6},
                  {"first_serve_ms", first_serve_ms.has_value() ? nlohmann::json(*first_serve_ms)
                                                                : nlohmann::json(nullptr)},
@@ -562,6 +582,8 @@ int main(int argc, char** argv) {
       options.doc_bytes = std::stoull(*v);
     } else if (auto v = value("--clients=")) {
       options.clients = static_cast<uint32_t>(std::stoul(*v));
+    } else if (auto v = value("--warmup-s=")) {
+      options.warmup_seconds = std::stod(*v);
     } else if (auto v = value("--steady-s=")) {
       options.steady_seconds = std::stod(*v);
     } else if (auto v = value("--buckets=")) {
@@ -588,6 +610,8 @@ int main(int argc, char** argv) {
       options.max_mib_per_s = std::stod(*v);
     } else if (auto v = value("--background-nice=")) {
       options.background_nice = std::stoi(*v);
+    } else if (auto v = value("--control-s=")) {
+      options.control_seconds = std::stod(*v);
     } else if (arg == "--exact-every-report") {
       options.exact_every_report = true;
     } else if (arg == "--no-early-rounds") {

@@ -271,7 +271,9 @@ class StorageNode final : public transport::Service,
       const std::vector<BucketId>& adding);
   // A bucket moved in arrives with its size: the export's live part at its snapshot, with the
   // churn counter read right after the ingest, so that the catch-up's writes count as churn
-  // since. Its first load report then needs no scan. Never called with mu_ held.
+  // since. Its first load report then needs no scan. An export with entries but no live part
+  // (tombstones only, or from a binary that did not count it) seeds nothing: the report scans.
+  // Never called with mu_ held.
   void SeedLoad(BucketId bucket, const storage::PointRange& range,
                 const storage::ExportedRange& exported, uint64_t churn);
   // Drops the cached size of `bucket` (its range was dropped). Never called with mu_ held.

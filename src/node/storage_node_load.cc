@@ -128,6 +128,12 @@ std::vector<transport::BucketLoad> StorageNode::ExactLoads(
 void StorageNode::SeedLoad(BucketId bucket, const storage::PointRange& range,
                            const storage::ExportedRange& exported, uint64_t churn) {
   std::lock_guard<std::mutex> lock(load_mu_);
+  // Entries but no live part: tombstones only, or an export from a binary that did not count
+  // its live part (the fields read as 0 on the wire). Either way the next report scans.
+  if (exported.entries > 0 && exported.live_documents == 0) {
+    load_cache_.erase(bucket);
+    return;
+  }
   load_cache_[bucket] = CachedLoad{.range = range,
                                    .bytes = exported.live_bytes,
                                    .documents = exported.live_documents,

@@ -275,11 +275,7 @@ TEST_F(StorageNodeTest, MoveByHandCarriesEveryWriteIncludingLaterDeletes) {
 // export (plus the catch-up's writes as churn) instead of scanning it again.
 TEST_F(StorageNodeTest, AMovedInBucketArrivesWithItsSizeAndIsNotScannedAgain) {
   Run([&] {
-    for (int i = 0; i < 8; ++i) {
-      ASSERT_TRUE(
-          StatusOf(Write(kN1, maps_.initial, WriteOp::kInsert, KeyIn(kB0, i), R"({"v":"aaaa"})"))
-              .ok());
-    }
+    InsertInto(kB0, 8);
     ASSERT_TRUE(StatusOf(Write(kN1, maps_.initial, WriteOp::kDelete, KeyIn(kB0, 0), "")).ok());
     Publish(maps_.copy);
     auto exported_response =
@@ -307,6 +303,33 @@ TEST_F(StorageNodeTest, AMovedInBucketArrivesWithItsSizeAndIsNotScannedAgain) {
     EXPECT_EQ(committed[kB0].documents, exact->documents);
     EXPECT_EQ(committed[kB0].bytes, exact->live_bytes);
     EXPECT_EQ(committed[kB0].documents, 7u);
+  });
+}
+
+// An export from a binary that does not count the live part (the fields read as 0) must not
+// make the bucket look empty: the destination scans it at its first report instead.
+TEST_F(StorageNodeTest, AnExportWithoutItsLivePartIsScannedAtTheDestination) {
+  Run([&] {
+    InsertInto(kB0, 5);
+    Publish(maps_.copy);
+    auto exported_response =
+        Call(kN1, transport::ExportBucketRequest{.move = kMove, .bucket = kB0});
+    ASSERT_TRUE(StatusOf(exported_response).ok()) << StatusOf(exported_response);
+    storage::ExportedRange exported =
+        std::get<transport::ExportBucketResponse>(exported_response->body).exported;
+    ASSERT_EQ(exported.live_documents, 5u);
+    exported.live_documents = 0;
+    exported.live_bytes = 0;
+    ASSERT_TRUE(StatusOf(Call(kN2,
+                              transport::IngestBucketRequest{
+                                  .move = kMove, .bucket = kB0, .exported = exported}))
+                    .ok());
+    const uint64_t scans = node(kN2).counters().load_scans;
+    Publish(maps_.committed);
+    auto committed = Loads(kN2);
+    ASSERT_TRUE(committed.contains(kB0));
+    EXPECT_GT(node(kN2).counters().load_scans, scans);
+    EXPECT_EQ(committed[kB0].documents, 5u);
   });
 }
 

@@ -122,11 +122,7 @@ TEST_F(StorageNodeTest, LoadReportShowsTheMostWrittenKeyFirst) {
 TEST_F(StorageNodeTest, LoadReportRescansABucketOnlyOnceWritesChangedItsSize) {
   Run([&] {
     const auto load = [&] { return Loads(kN1); };
-    for (int i = 0; i < 8; ++i) {
-      ASSERT_TRUE(
-          StatusOf(Write(kN1, maps_.initial, WriteOp::kInsert, KeyIn(kB0, i), R"({"v":"aaaa"})"))
-              .ok());
-    }
+    InsertInto(kB0, 8);
     auto first = load();
     ASSERT_TRUE(first.contains(kB0));
     EXPECT_EQ(first[kB0].documents, 8u);

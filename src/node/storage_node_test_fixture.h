@@ -274,6 +274,15 @@ class StorageNodeTest : public ::testing::Test {
     }
   }
 
+  // Inserts `count` documents {"v":"aaaa"} into `bucket` of the initial map, through n1.
+  void InsertInto(BucketId bucket, int count) {
+    for (int i = 0; i < count; ++i) {
+      ASSERT_TRUE(
+          StatusOf(Write(kN1, maps_.initial, WriteOp::kInsert, KeyIn(bucket, i), R"({"v":"aaaa"})"))
+              .ok());
+    }
+  }
+
   transport::SimRuntime sim_;
   std::shared_ptr<FakeCoordinator> coordinator_;
   MoveMaps maps_;
