@@ -415,9 +415,9 @@ int Bench::Run() {
   const uint64_t errors_before_join = errors_.count();
   workload.Start();
   sampler.Start();
-  // Warm-up, not measured. The engines start it with no flush or compaction pending (step 2),
-  // the best moment of an LSM tree's cycle; a longer warm-up lets the workload's own flushes
-  // and compactions set in before the steady window.
+  // Warm-up, not measured. The engines start it with no flush or compaction pending (step 2); a
+  // longer warm-up lets the workload's own flushes and compactions set in before the steady
+  // window (control runs found the short one unbiased: docs/results/rebalance.md).
   std::this_thread::sleep_for(std::chrono::duration<double>(options_.warmup_seconds));
   const Micros steady_start = runtime_.Now();
   Progress("steady window");
