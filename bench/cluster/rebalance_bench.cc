@@ -6,8 +6,10 @@
 //      and still balanced, with the same buckets, the nodes' load_stats_max_age + 1 s later;
 //   2. once no node's engine has a flush or compaction left from the load (at most --quiesce-s,
 //      default 120; 0: no wait), a steady workload (--clients threads, 50% Get, 50% Upsert of
-//      loaded keys) runs --warmup-s seconds (default 1, not measured), then --steady-s seconds:
-//      the reference throughput and latency;
+//      loaded keys) runs --warmup-s seconds (default 30, not measured), then --steady-s seconds
+//      (default 10): the reference throughput and latency. The first seconds after the load
+//      run faster than the workload's steady state (empty memtables, no compaction debt), so a
+//      short warm-up inflates the reference (docs/results/rebalance.md);
 //   3. node 4 is added; the run waits until the coordinator is balanced again and node 4 serves
 //      buckets (the move phase), then runs --steady-s more seconds;
 //   4. with --baselines, on the same cluster, with the workload running again:
@@ -22,7 +24,7 @@
 //   --variant=static:  --buckets (256) buckets, split and merge off.
 //
 //   rebalance_bench [--variant=dynamic] [--mb=256] [--doc-bytes=1024] [--clients=4]
-//                   [--warmup-s=1] [--steady-s=5] [--buckets=N] [--split-mb=N] [--copy-threads=4]
+//                   [--warmup-s=30] [--steady-s=10] [--buckets=N] [--split-mb=N] [--copy-threads=4]
 //                   [--baselines] [--estimated-stats] [--timeout-s=300] [--timeline=FILE]
 //                   [--dir=/tmp/...] [--moves-per-node=N] [--moves-in-flight=N]
 //                   [--stats-max-age-ms=N] [--exact-every-report] [--no-early-rounds]
@@ -89,8 +91,8 @@ struct Options {
   uint64_t mb = 256;
   size_t doc_bytes = 1024;
   uint32_t clients = 4;
-  double warmup_seconds = 1;
-  double steady_seconds = 5;
+  double warmup_seconds = 30;
+  double steady_seconds = 10;
   // Before the steady window, wait (at most this long) until no node's engine has a flush or
   // compaction left over from the load, so the reference is the cluster's steady state rather
   // than the tail of the load. 0: do not wait.
@@ -205,6 +207,8 @@ class Bench {
   [[nodiscard]] bool WaitBalanced(const std::function<bool()>& extra, double timeout_seconds);
   // Waits at most --quiesce-s until no engine of `nodes` has a flush or compaction pending.
   [[nodiscard]] bool WaitEnginesIdle(const std::map<NodeId, NodeData>& nodes);
+  // Fresh WAL seeks of catch-up reads on every node so far (BucketStore::wal_seeks).
+  [[nodiscard]] uint64_t WalSeeks() const;
   // Copies `ranges` (spread over the copy threads) while the workload runs; returns the result.
   nlohmann::json CopyPhase(std::string_view name, CollectionId from, CollectionId to,
                            const std::vector<cluster::BucketRange>& ranges,
@@ -265,6 +269,15 @@ void Bench::Load(CollectionId collection, uint64_t keys) {
       if (!written.ok()) errors_.Record("load upsert", written.status());
     }
   });
+}
+
+uint64_t Bench::WalSeeks() const {
+  uint64_t total = 0;
+  for (uint64_t id = 1; id <= kInitialNodes + 1; ++id) {
+    auto node = cluster_->node(NodeId(id));
+    if (node != nullptr) total += node->store()->wal_seeks();
+  }
+  return total;
 }
 
 bool Bench::WaitEnginesIdle(const std::map<NodeId, NodeData>& nodes) {
@@ -415,14 +428,16 @@ int Bench::Run() {
   const uint64_t errors_before_join = errors_.count();
   workload.Start();
   sampler.Start();
-  // Warm-up, not measured. The engines start it with no flush or compaction pending (step 2); a
-  // longer warm-up lets the workload's own flushes and compactions set in before the steady
-  // window (control runs found the short one unbiased: docs/results/rebalance.md).
+  // Warm-up, not measured. The engines start it with no flush or compaction pending (step 2);
+  // the default 30 s lets the workload's own flushes and compactions set in before the steady
+  // window. A 1 s warm-up gave steady windows 20-25% faster than after 30 s in the twelfth
+  // session's runs (docs/results/rebalance.md).
   std::this_thread::sleep_for(std::chrono::duration<double>(options_.warmup_seconds));
   const Micros steady_start = runtime_.Now();
   Progress("steady window");
   std::this_thread::sleep_for(std::chrono::duration<double>(options_.steady_seconds));
   const coordinator::MoveProgress at_add = coordinator->progress();
+  const uint64_t wal_seeks_at_add = WalSeeks();
   const Micros added_at = runtime_.Now();
   bool balanced = true;
   if (options_.control_seconds > 0) {
@@ -438,6 +453,7 @@ int Bench::Run() {
   }
   const Micros balanced_at = runtime_.Now();
   const coordinator::MoveProgress at_balance = coordinator->progress();
+  const uint64_t wal_seeks_at_balance = WalSeeks();
   Progress(fmt::format("balanced={} after {:.1f} s: {} moves, {:.1f} MiB", balanced,
                        static_cast<double>(balanced_at - added_at) / 1e6,
                        at_balance.committed - at_add.committed,
@@ -500,6 +516,9 @@ int Bench::Run() {
                  {"fence_p99_ms", Percentile(fence_values, 0.99) / 1000.0},
                  {"fence_max_ms", fence_values.empty() ? 0.0 : fence_values.back() / 1000.0},
                  {"fence_phases", fence_phases},
+                 // Catch-up reads that could not go on from a parked WAL reader and read a
+                 // WAL file from its start (BucketStore::wal_seeks).
+                 {"wal_seeks", wal_seeks_at_balance - wal_seeks_at_add},
                  {"steady", ToJson(steady)},
                  {"during", ToJson(during)},
                  {"after", ToJson(after)},

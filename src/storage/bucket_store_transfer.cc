@@ -442,6 +442,12 @@ StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
       batch.next_sequence = expected - 1;
       progressed = true;
       if (batch.changes.size() >= max_changes) break;
+      // Caught up with what is published: stay on this batch rather than step past the end.
+      // A Next() at the end of the WAL races with the next commit: published between the
+      // reader finding no record and its own check of the last sequence, it ends the reader
+      // with TryAgain. Such a reader cannot go on, and the fresh seek that replaces it reads
+      // the WAL file from its start (the 70 ms drains in docs/results/rebalance.md).
+      if (expected > db_->GetLatestSequenceNumber()) break;
     }
     // A reader parked behind `expected` that reached the end of the files it knows (newer
     // ones exist) before `expected`: seek afresh. Only such a reader: a fresh seek that found
@@ -453,7 +459,7 @@ StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
       progressed = true;
       continue;
     }
-    if (it->Valid()) break;        // full: on the batch just consumed
+    if (it->Valid()) break;        // full or caught up: on the batch just consumed
     if (it->status().ok()) break;  // the end of the WAL
     if (!progressed) it.reset();   // nothing read from it: not worth parking
   }

@@ -4,7 +4,11 @@
 #include <rocksdb/sst_file_reader.h>
 #include <rocksdb/table_properties.h>
 
+#include <algorithm>
+#include <atomic>
 #include <map>
+#include <thread>
+#include <vector>
 
 #include "src/storage/bucket_store.h"
 #include "src/storage/errors.h"
@@ -40,6 +44,18 @@ class TransferTest : public ::testing::Test {
     EXPECT_TRUE(store.ok()) << store.status();
     EXPECT_TRUE((*store)->CreateCollection({.id = kC, .name = "docs"}).ok());
     return std::move(store).value();
+  }
+  // Replaces the source with a fresh store in `sub` whose 64 MiB memtable keeps a test's log in
+  // one WAL file; both halves ReadWrite as in SetUp.
+  void ReopenSourceWithOneWalFile(const std::string& sub) {
+    StoreOptions options = TestOptions(dir_.Sub(sub));
+    options.write_buffer_bytes = 64u << 20;
+    auto opened = BucketStore::Open(options);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    source_ = std::move(opened).value();
+    SHOAL_ASSERT_OK(source_->CreateCollection({.id = kC, .name = "docs"}));
+    SHOAL_ASSERT_OK(source_->AddBucket({.id = BucketId(1), .range = kLow}));
+    SHOAL_ASSERT_OK(source_->AddBucket({.id = BucketId(2), .range = kHigh}));
   }
   void Fill(int n) {
     for (int i = 0; i < n; ++i) {
@@ -245,14 +261,7 @@ TEST_F(TransferTest, ANewCatchUpGoesOnFromAReaderParkedBehindItsStart) {
 
   // More than kMaxWalSkipBytes (16 MiB) of log after the reader parked, all in one WAL file (a
   // 64 MiB memtable): a fresh seek.
-  StoreOptions big_options = TestOptions(dir_.Sub("big"));
-  big_options.write_buffer_bytes = 64u << 20;
-  auto big = BucketStore::Open(big_options);
-  ASSERT_TRUE(big.ok()) << big.status();
-  source_ = std::move(big).value();
-  SHOAL_ASSERT_OK(source_->CreateCollection({.id = kC, .name = "docs"}));
-  SHOAL_ASSERT_OK(source_->AddBucket({.id = BucketId(1), .range = kLow}));
-  SHOAL_ASSERT_OK(source_->AddBucket({.id = BucketId(2), .range = kHigh}));
+  ASSERT_NO_FATAL_FAILURE(ReopenSourceWithOneWalFile("big"));
   write(0, 10, 10, &ignored);
   (void)drain(0);  // park a reader at the head
   const uint64_t parked_seeks = source_->wal_seeks();
@@ -269,6 +278,52 @@ TEST_F(TransferTest, ANewCatchUpGoesOnFromAReaderParkedBehindItsStart) {
   write(300000, 20, 10, &near);
   EXPECT_EQ(drain(near_from), near);
   EXPECT_EQ(source_->wal_seeks(), parked_seeks + 1);
+}
+
+TEST_F(TransferTest, ATailingReaderIsNeverReplacedWhileWritesGoOn) {
+  // A catch-up reads while clients write. Its reader stays on the last batch it consumed when
+  // it has caught up, so no read ends it at the head of the log: with no WAL switch, one seek
+  // serves the whole catch-up. A reader ended there would be replaced by a fresh seek, which
+  // reads the WAL file from its start.
+  ASSERT_NO_FATAL_FAILURE(ReopenSourceWithOneWalFile("tail"));
+  SHOAL_ASSERT_OK(source_->Upsert(kC, "first", DocBody(0)).status());
+  const uint64_t seeks = source_->wal_seeks();
+  constexpr int kWriters = 2;
+  constexpr int kWritesEach = 4000;
+  std::atomic<int> writers_done{0};
+  std::vector<std::vector<std::string>> written(kWriters);
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&, w] {
+      for (int i = 0; i < kWritesEach; ++i) {
+        const std::string key = fmt::format("c{}-{}", w, i);
+        if (!source_->Upsert(kC, key, DocBody(i)).ok()) break;
+        if (kLow.Contains(PointOf(kC, key))) written[w].push_back(key);
+      }
+      writers_done.fetch_add(1);
+    });
+  }
+  std::vector<std::string> read;
+  uint64_t cursor = source_->LatestSequence();
+  const uint64_t start = cursor;
+  bool last_round = false;
+  while (true) {
+    last_round = writers_done.load() == kWriters;
+    auto batch = source_->ReadChangesSince(kLow, cursor, 50);
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    for (const Document& d : batch->changes) read.push_back(d.primary_key);
+    if (last_round && batch->next_sequence == cursor) break;
+    cursor = batch->next_sequence;
+  }
+  for (std::thread& t : writers) t.join();
+  std::vector<std::string> all;
+  for (const auto& keys : written) all.insert(all.end(), keys.begin(), keys.end());
+  ASSERT_EQ(all.size(), read.size());
+  std::sort(all.begin(), all.end());
+  std::sort(read.begin(), read.end());
+  EXPECT_EQ(all, read);
+  EXPECT_GT(source_->LatestSequence(), start);
+  EXPECT_EQ(source_->wal_seeks(), seeks + 1);
 }
 
 TEST_F(TransferTest, CatchUpReadsAcrossAnIngestElsewhere) {
