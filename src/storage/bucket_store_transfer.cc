@@ -446,7 +446,7 @@ StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
       // A Next() at the end of the WAL races with the next commit: published between the
       // reader finding no record and its own check of the last sequence, it ends the reader
       // with TryAgain. Such a reader cannot go on, and the fresh seek that replaces it reads
-      // the WAL file from its start (the 70 ms drains in docs/results/rebalance.md).
+      // the WAL file from its start (likely the 70 ms drains of docs/results/rebalance.md).
       if (expected > db_->GetLatestSequenceNumber()) break;
     }
     // A reader parked behind `expected` that reached the end of the files it knows (newer
