@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <rocksdb/env.h>
 
 #include <filesystem>
 #include <functional>
@@ -74,6 +75,7 @@ class CoordinatorTest : public ::testing::Test {
     options.node.fence_timeout = 500 * kMs;
     options.node.heartbeat_interval = 50 * kMs;
     node::test::UseSmallTestStore(options.node.store);
+    options.node.store.env = node_env_.get();
     options.wrap_metadata = wrap_metadata_;
     cluster_ = std::make_unique<server::EmbeddedCluster>(sim_, options);
     client_ = std::make_unique<client::Client>(sim_);
@@ -215,6 +217,9 @@ class CoordinatorTest : public ::testing::Test {
   // Set before Run: EmbeddedClusterOptions::wrap_metadata.
   std::function<std::unique_ptr<metadata::MetadataStore>(std::unique_ptr<metadata::MetadataStore>)>
       wrap_metadata_;
+  // Set before Run: every node's StoreOptions::env (unset: the default). Outlives the cluster,
+  // which the destructor closes first.
+  std::unique_ptr<rocksdb::Env> node_env_;
   std::string dir_;
   std::unique_ptr<server::EmbeddedCluster> cluster_;
   std::unique_ptr<client::Client> client_;

@@ -1,0 +1,113 @@
+// A move to a node whose disk is full (FAILURE-PATTERNS.md, "from the field": a move to a node
+// whose disk fills must abort cleanly with the source still serving). The destination's store
+// runs on a file system that refuses every write under the node's directory while it is full;
+// the disk fills before the move or at a named step of it up to the ingest, the destination's
+// first write for the move. (With no client writing during the move, the destination writes
+// nothing after the ingest. A destination whose WAL write is refused during the catch-up stays
+// stopped until it restarts: docs/design/storage.md, "A full disk".)
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/coordinator/coordinator.h"
+#include "src/coordinator/coordinator_test_fixture.h"
+#include "src/storage/full_disk_fs.h"
+
+namespace shoal::coordinator {
+namespace {
+
+using namespace test;  // NOLINT(google-build-using-namespace): the shared fixture
+
+// The coordinator's failpoint at which the destination's disk fills ("" = before the move).
+class FullDiskTest : public CoordinatorTest, public ::testing::WithParamInterface<const char*> {
+ protected:
+  FullDiskTest() : disk_(std::make_shared<storage::FullDiskFileSystem>(dir_ + "/node-2/")) {
+    node_env_ = storage::FullDiskFileSystem::NewEnv(disk_);
+  }
+
+  // The loaded documents that lie in b0.
+  std::vector<int> DocumentsOfB0() {
+    std::vector<int> out;
+    for (int i = 0; i < kDocuments; ++i) {
+      if (map()->Lookup(PointOf(collection_, Key(i))).id == kB0) out.push_back(i);
+    }
+    return out;
+  }
+
+  std::shared_ptr<storage::FullDiskFileSystem> disk_;
+};
+
+TEST_P(FullDiskTest, TheMoveAbortsTheSourceKeepsServingAndARetryCommitsOnceSpaceIsBack) {
+  const std::string fill_at = GetParam();
+  bool filled = false;  // the disk fills once: the retry's steps pass the same failpoints
+  sim_.SetChaosHook([&](const Address& process, std::string_view failpoint) {
+    if (!filled && process == Address::Coordinator() && failpoint == fill_at) {
+      filled = true;
+      disk_->SetFull(true);
+    }
+    return false;  // no crash
+  });
+  Run(/*auto_balance=*/false, [&] {
+    ASSERT_EQ(map()->Find(kB0)->replicas, std::vector<NodeId>{kN1});
+    const storage::PointRange range = RangeOf(*map()->Find(kB0));
+    const std::vector<int> in_b0 = DocumentsOfB0();
+    ASSERT_FALSE(in_b0.empty());
+
+    if (fill_at.empty()) {
+      filled = true;
+      disk_->SetFull(true);
+    }
+    Status moved = Admin([](Coordinator& c) { return c.MoveBucket(kB0, kN2); });
+    EXPECT_FALSE(moved.ok()) << "a move to a full disk committed";
+    EXPECT_GT(disk_->refused(), 0u) << "the destination wrote nothing while its disk was full";
+    const MoveProgress progress = coordinator().progress();
+    EXPECT_EQ(progress.started, 1u);
+    EXPECT_EQ(progress.committed, 0u);
+    EXPECT_EQ(progress.aborted, 1u);
+    EXPECT_EQ(progress.in_flight, 0u);
+    // The map is back to the stable placement, with no transition left, and the destination
+    // holds nothing of the bucket.
+    EXPECT_EQ(map()->Find(kB0)->replicas, std::vector<NodeId>{kN1});
+    EXPECT_FALSE(map()->Find(kB0)->transition.has_value());
+    EXPECT_EQ(StoredIn(kN2, range), 0u) << "the aborted move left data behind";
+    // Only the source acknowledges writes to b0. While the disk is still full, every document
+    // reads back (a read of the full node needs no disk) and the source takes writes to b0.
+    ASSERT_TRUE(WaitFor([&] {
+      return cluster_->node(kN1)->epoch() == map()->epoch() &&
+             cluster_->node(kN2)->epoch() == map()->epoch();
+    }));
+    EXPECT_TRUE(cluster_->node(kN1)->CanAcknowledgeWrite(Point(range.begin())));
+    EXPECT_FALSE(cluster_->node(kN2)->CanAcknowledgeWrite(Point(range.begin())));
+    ExpectAllDocumentsReadable();
+    client::Client writer(sim_);
+    for (int i : in_b0) {
+      auto written = writer.Update(collection_, Key(i), Body(i));
+      EXPECT_TRUE(written.ok()) << Key(i) << ": " << written.status();
+    }
+
+    // Space is back: the same move commits, and nothing was lost.
+    disk_->SetFull(false);
+    Status retried = Admin([](Coordinator& c) { return c.MoveBucket(kB0, kN2); });
+    ASSERT_TRUE(retried.ok()) << retried;
+    ExpectB0EndedOn(/*committed=*/true);
+  });
+  sim_.SetChaosHook(nullptr);
+}
+
+INSTANTIATE_TEST_SUITE_P(FillPoints, FullDiskTest,
+                         ::testing::Values("", "coordinator.after_begin",
+                                           "coordinator.after_export"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string name = info.param;
+                           if (name.empty()) return std::string("before_the_move");
+                           std::replace(name.begin(), name.end(), '.', '_');
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace shoal::coordinator

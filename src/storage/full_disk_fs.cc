@@ -1,0 +1,111 @@
+#include "src/storage/full_disk_fs.h"
+
+#include <utility>
+
+namespace shoal::storage {
+namespace {
+
+rocksdb::IOStatus NoSpace(const std::string& path) {
+  return rocksdb::IOStatus::NoSpace("no space left on device (test)", path);
+}
+
+// A file that asks its file system before every write.
+class FullDiskFile final : public rocksdb::FSWritableFileOwnerWrapper {
+ public:
+  FullDiskFile(std::unique_ptr<rocksdb::FSWritableFile> file, FullDiskFileSystem* fs,
+               std::string path)
+      : FSWritableFileOwnerWrapper(std::move(file)), fs_(fs), path_(std::move(path)) {}
+
+  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                           rocksdb::IODebugContext* dbg) override {
+    if (fs_->Refuse(path_)) return NoSpace(path_);
+    return target()->Append(data, options, dbg);
+  }
+  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                           const rocksdb::DataVerificationInfo& info,
+                           rocksdb::IODebugContext* dbg) override {
+    if (fs_->Refuse(path_)) return NoSpace(path_);
+    return target()->Append(data, options, info, dbg);
+  }
+  rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, uint64_t offset,
+                                     const rocksdb::IOOptions& options,
+                                     rocksdb::IODebugContext* dbg) override {
+    if (fs_->Refuse(path_)) return NoSpace(path_);
+    return target()->PositionedAppend(data, offset, options, dbg);
+  }
+  rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, uint64_t offset,
+                                     const rocksdb::IOOptions& options,
+                                     const rocksdb::DataVerificationInfo& info,
+                                     rocksdb::IODebugContext* dbg) override {
+    if (fs_->Refuse(path_)) return NoSpace(path_);
+    return target()->PositionedAppend(data, offset, options, info, dbg);
+  }
+  // A sync writes the blocks the appends reserved only in the page cache.
+  rocksdb::IOStatus Sync(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
+    if (fs_->Refuse(path_)) return NoSpace(path_);
+    return target()->Sync(options, dbg);
+  }
+  rocksdb::IOStatus Fsync(const rocksdb::IOOptions& options,
+                          rocksdb::IODebugContext* dbg) override {
+    if (fs_->Refuse(path_)) return NoSpace(path_);
+    return target()->Fsync(options, dbg);
+  }
+
+ private:
+  FullDiskFileSystem* fs_;
+  std::string path_;
+};
+
+}  // namespace
+
+FullDiskFileSystem::FullDiskFileSystem(std::string prefix)
+    : FileSystemWrapper(rocksdb::FileSystem::Default()), prefix_(std::move(prefix)) {}
+
+std::unique_ptr<rocksdb::Env> FullDiskFileSystem::NewEnv(
+    const std::shared_ptr<FullDiskFileSystem>& fs) {
+  return rocksdb::NewCompositeEnv(fs);
+}
+
+bool FullDiskFileSystem::Refuse(const std::string& path) {
+  if (!full_.load(std::memory_order_acquire) || !path.starts_with(prefix_)) return false;
+  refused_.fetch_add(1, std::memory_order_acq_rel);
+  return true;
+}
+
+rocksdb::IOStatus FullDiskFileSystem::Wrap(const std::string& name, rocksdb::IOStatus opened,
+                                           std::unique_ptr<rocksdb::FSWritableFile>* result) {
+  if (!opened.ok()) return opened;
+  *result = std::make_unique<FullDiskFile>(std::move(*result), this, name);
+  return opened;
+}
+
+rocksdb::IOStatus FullDiskFileSystem::NewWritableFile(
+    const std::string& name, const rocksdb::FileOptions& options,
+    std::unique_ptr<rocksdb::FSWritableFile>* result, rocksdb::IODebugContext* dbg) {
+  if (Refuse(name)) return NoSpace(name);
+  return Wrap(name, target()->NewWritableFile(name, options, result, dbg), result);
+}
+
+rocksdb::IOStatus FullDiskFileSystem::ReopenWritableFile(
+    const std::string& name, const rocksdb::FileOptions& options,
+    std::unique_ptr<rocksdb::FSWritableFile>* result, rocksdb::IODebugContext* dbg) {
+  if (Refuse(name)) return NoSpace(name);
+  return Wrap(name, target()->ReopenWritableFile(name, options, result, dbg), result);
+}
+
+rocksdb::IOStatus FullDiskFileSystem::ReuseWritableFile(
+    const std::string& name, const std::string& old_name, const rocksdb::FileOptions& options,
+    std::unique_ptr<rocksdb::FSWritableFile>* result, rocksdb::IODebugContext* dbg) {
+  if (Refuse(name)) return NoSpace(name);
+  return Wrap(name, target()->ReuseWritableFile(name, old_name, options, result, dbg), result);
+}
+
+rocksdb::IOStatus FullDiskFileSystem::LinkFile(const std::string& source,
+                                               const std::string& target_name,
+                                               const rocksdb::IOOptions& options,
+                                               rocksdb::IODebugContext* dbg) {
+  if (Refuse(target_name)) return NoSpace(target_name);
+  return target()->LinkFile(source, target_name, options, dbg);
+}
+
+}  // namespace shoal::storage

@@ -1,0 +1,61 @@
+#pragma once
+
+// FullDiskFileSystem (test only): a RocksDB file system over the default one that, while it is
+// switched to full, answers every write under a directory prefix with NoSpace, as a disk with
+// no free block would: creating, reopening or linking a file, and appending to or syncing a
+// file it created earlier (a WAL, a MANIFEST). Reads, renames, deletes and directories are
+// left alone (they need no data block). Paths outside the prefix are never refused, so one
+// instance can stand for one node's disk while other stores share it.
+//
+// Thread-safe; must outlive every store opened on it.
+
+#include <rocksdb/env.h>
+#include <rocksdb/file_system.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+namespace shoal::storage {
+
+class FullDiskFileSystem final : public rocksdb::FileSystemWrapper {
+ public:
+  // Refuses writes under `prefix` (a directory path, compared as a string prefix) while full.
+  explicit FullDiskFileSystem(std::string prefix);
+
+  // An Env over this file system, for StoreOptions::env; must outlive the store.
+  [[nodiscard]] static std::unique_ptr<rocksdb::Env> NewEnv(
+      const std::shared_ptr<FullDiskFileSystem>& fs);
+
+  void SetFull(bool full) { full_.store(full, std::memory_order_release); }
+  // Writes refused so far.
+  [[nodiscard]] uint64_t refused() const { return refused_.load(std::memory_order_acquire); }
+
+  // Whether a write to `path` is refused now (counts it if so). Called by the files it created.
+  [[nodiscard]] bool Refuse(const std::string& path);
+
+  const char* Name() const override { return "FullDiskFileSystem"; }
+  rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& options,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                    rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus ReopenWritableFile(const std::string& name, const rocksdb::FileOptions& options,
+                                       std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                       rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus ReuseWritableFile(const std::string& name, const std::string& old_name,
+                                      const rocksdb::FileOptions& options,
+                                      std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                      rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus LinkFile(const std::string& source, const std::string& target,
+                             const rocksdb::IOOptions& options,
+                             rocksdb::IODebugContext* dbg) override;
+
+ private:
+  rocksdb::IOStatus Wrap(const std::string& name, rocksdb::IOStatus opened,
+                         std::unique_ptr<rocksdb::FSWritableFile>* result);
+
+  const std::string prefix_;
+  std::atomic<bool> full_{false};
+  std::atomic<uint64_t> refused_{0};
+};
+
+}  // namespace shoal::storage
