@@ -84,16 +84,26 @@ TEST_P(FullDiskTest, TheMoveAbortsTheSourceKeepsServingAndARetryCommitsOnceSpace
     EXPECT_TRUE(cluster_->node(kN1)->CanAcknowledgeWrite(Point(range.begin())));
     EXPECT_FALSE(cluster_->node(kN2)->CanAcknowledgeWrite(Point(range.begin())));
     ExpectAllDocumentsReadable();
+    // New bodies, so that the move below must carry these writes.
     client::Client writer(sim_);
     for (int i : in_b0) {
-      auto written = writer.Update(collection_, Key(i), Body(i));
+      auto written = writer.Update(collection_, Key(i), Body(kDocuments + i));
       EXPECT_TRUE(written.ok()) << Key(i) << ": " << written.status();
     }
 
-    // Space is back: the same move commits, and nothing was lost.
+    // Space is back: the same move commits and carries every write made while the disk was full.
     disk_->SetFull(false);
     Status retried = Admin([](Coordinator& c) { return c.MoveBucket(kB0, kN2); });
     ASSERT_TRUE(retried.ok()) << retried;
+    client::Client reader(sim_);
+    for (int i : in_b0) {
+      auto got = reader.Get(collection_, Key(i));
+      ASSERT_TRUE(got.ok()) << Key(i) << ": " << got.status();
+      EXPECT_EQ(got->body, Body(kDocuments + i)) << Key(i) << ": a write before the move is lost";
+      // Back to the loaded body, which ExpectB0EndedOn checks for every document.
+      auto restored = writer.Update(collection_, Key(i), Body(i));
+      EXPECT_TRUE(restored.ok()) << Key(i) << ": " << restored.status();
+    }
     ExpectB0EndedOn(/*committed=*/true);
   });
   sim_.SetChaosHook(nullptr);
