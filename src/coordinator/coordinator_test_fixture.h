@@ -76,6 +76,7 @@ class CoordinatorTest : public ::testing::Test {
     options.node.heartbeat_interval = 50 * kMs;
     node::test::UseSmallTestStore(options.node.store);
     options.node.store.env = node_env_.get();
+    options.node.store.disk_check_interval = node_disk_check_interval_;
     options.wrap_metadata = wrap_metadata_;
     cluster_ = std::make_unique<server::EmbeddedCluster>(sim_, options);
     client_ = std::make_unique<client::Client>(sim_);
@@ -220,6 +221,8 @@ class CoordinatorTest : public ::testing::Test {
   // Set before Run: every node's StoreOptions::env (unset: the default). Outlives the cluster,
   // which the destructor closes first.
   std::unique_ptr<rocksdb::Env> node_env_;
+  // Set before Run: every node's StoreOptions::disk_check_interval.
+  std::chrono::milliseconds node_disk_check_interval_ = storage::StoreOptions{}.disk_check_interval;
   std::string dir_;
   std::unique_ptr<server::EmbeddedCluster> cluster_;
   std::unique_ptr<client::Client> client_;

@@ -1,10 +1,12 @@
 // A move to a node whose disk is full (FAILURE-PATTERNS.md, "from the field": a move to a node
 // whose disk fills must abort cleanly with the source still serving). The destination's store
-// runs on a file system that refuses every write under the node's directory while it is full;
-// the disk fills before the move or at a named step of it up to the ingest, the destination's
-// first write for the move. (With no client writing during the move, the destination writes
-// nothing after the ingest. A destination whose WAL write is refused during the catch-up stays
-// stopped until it restarts: docs/design/storage.md, "A full disk".)
+// runs on a file system that reports no free space and refuses every write under the node's
+// directory while it is full; the disk fills before the move or at a named step of it up to the
+// ingest, the destination's first write for the move. The store's free-space guard refuses the
+// ingest and the clients' writes with NO_SPACE before the engine meets the full disk, so the
+// node needs no restart: once space is back it takes writes and the retried move
+// (docs/design/storage.md, "A full disk"). With no client writing during the move, the
+// destination writes nothing after the ingest.
 
 #include <gtest/gtest.h>
 
@@ -16,6 +18,7 @@
 
 #include "src/coordinator/coordinator.h"
 #include "src/coordinator/coordinator_test_fixture.h"
+#include "src/storage/errors.h"
 #include "src/storage/full_disk_fs.h"
 
 namespace shoal::coordinator {
@@ -28,6 +31,17 @@ class FullDiskTest : public CoordinatorTest, public ::testing::WithParamInterfac
  protected:
   FullDiskTest() : disk_(std::make_shared<storage::FullDiskFileSystem>(dir_ + "/node-2/")) {
     node_env_ = storage::FullDiskFileSystem::NewEnv(disk_);
+    // Every write reads the free space: the disk fills between two steps of the simulation.
+    node_disk_check_interval_ = std::chrono::milliseconds(0);
+  }
+
+  // A loaded document in a bucket that only n2 serves.
+  int DocumentOnN2() {
+    for (int i = 0; i < kDocuments; ++i) {
+      const cluster::BucketPlacement& bucket = map()->Lookup(PointOf(collection_, Key(i)));
+      if (bucket.replicas == std::vector<NodeId>{kN2} && !bucket.transition.has_value()) return i;
+    }
+    return -1;
   }
 
   // The loaded documents that lie in b0.
@@ -64,7 +78,9 @@ TEST_P(FullDiskTest, TheMoveAbortsTheSourceKeepsServingAndARetryCommitsOnceSpace
     }
     Status moved = Admin([](Coordinator& c) { return c.MoveBucket(kB0, kN2); });
     EXPECT_FALSE(moved.ok()) << "a move to a full disk committed";
-    EXPECT_GT(disk_->refused(), 0u) << "the destination wrote nothing while its disk was full";
+    EXPECT_GT(cluster_->node(kN2)->store()->disk_space().refused(), 0u)
+        << "the destination's guard refused nothing while its disk was full";
+    EXPECT_EQ(disk_->refused(), 0u) << "the destination's engine met the full disk";
     const MoveProgress progress = coordinator().progress();
     EXPECT_EQ(progress.started, 1u);
     EXPECT_EQ(progress.committed, 0u);
@@ -91,8 +107,21 @@ TEST_P(FullDiskTest, TheMoveAbortsTheSourceKeepsServingAndARetryCommitsOnceSpace
       EXPECT_TRUE(written.ok()) << Key(i) << ": " << written.status();
     }
 
-    // Space is back: the same move commits and carries every write made while the disk was full.
+    // A client's write to a bucket of the full node: NO_SPACE, and nothing written.
+    const int on_n2 = DocumentOnN2();
+    ASSERT_GE(on_n2, 0);
+    auto refused = writer.Update(collection_, Key(on_n2), Body(kDocuments + on_n2));
+    EXPECT_TRUE(storage::Is(refused.status(), storage::ErrorReason::kNoSpace)) << refused.status();
+    EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status();
+    EXPECT_EQ(disk_->refused(), 0u) << "the full node's engine met the full disk";
+
+    // Space is back: the full node takes writes again with no restart, and the same move
+    // commits and carries every write made while the disk was full.
     disk_->SetFull(false);
+    auto accepted = writer.Update(collection_, Key(on_n2), Body(kDocuments + on_n2));
+    EXPECT_TRUE(accepted.ok()) << accepted.status();
+    auto restored_n2 = writer.Update(collection_, Key(on_n2), Body(on_n2));
+    EXPECT_TRUE(restored_n2.ok()) << restored_n2.status();
     Status retried = Admin([](Coordinator& c) { return c.MoveBucket(kB0, kN2); });
     ASSERT_TRUE(retried.ok()) << retried;
     client::Client reader(sim_);

@@ -280,6 +280,7 @@ StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeProcessOptio
   node.store.sync =
       options.sync ? storage::SyncPolicy::kEveryWrite : storage::SyncPolicy::kPeriodic;
   node.background_nice = options.background_nice;
+  node.store.min_free_disk_bytes = options.min_free_disk_bytes;
   SHOAL_ASSIGN_OR_RETURN(process->node_, node::StorageNode::Open(*process->runtime_, node));
   process->node_->Start();
   return process;

@@ -40,6 +40,7 @@
 #include "src/net/grpc_runtime.h"
 #include "src/net/map_watch_hub.h"
 #include "src/node/storage_node.h"
+#include "src/storage/store_options.h"
 
 namespace shoal::net {
 
@@ -131,6 +132,9 @@ struct NodeProcessOptions {
   GrpcServerMode server_mode = GrpcServerMode::kSync;
   // node::NodeOptions::background_nice: move work this many nice steps below requests (Linux).
   int background_nice = node::NodeOptions{}.background_nice;
+  // storage::StoreOptions::min_free_disk_bytes: document writes stop (NO_SPACE) while they
+  // would leave less free disk than this.
+  uint64_t min_free_disk_bytes = storage::StoreOptions{}.min_free_disk_bytes;
 };
 
 class NodeProcess {

@@ -58,7 +58,7 @@ Status FromWire(const wire::Status& status) {
                                        status.message());
   }
   const int reason = status.storage_reason();
-  if (reason >= 1 && reason <= static_cast<int>(storage::ErrorReason::kIo) + 1) {
+  if (reason >= 1 && reason <= static_cast<int>(storage::kLastErrorReason) + 1) {
     return storage::StorageError(static_cast<storage::ErrorReason>(reason - 1), status.message());
   }
   return MakeStatus(static_cast<StatusCode>(code), status.message());

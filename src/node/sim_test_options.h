@@ -33,6 +33,7 @@ inline void UseSmallTestStore(storage::StoreOptions& store) {
   store.write_buffer_bytes = 1u << 20;
   store.background_jobs = 1;
   store.sync_interval = std::chrono::milliseconds(0);
+  store.min_free_disk_bytes = 16u << 20;  // a flush of a small memtable needs little
 }
 
 }  // namespace shoal::node::test

@@ -39,6 +39,16 @@ BucketStore::BucketStore(const StoreOptions& options) : options_(options) {}
 StatusOr<std::unique_ptr<BucketStore>> BucketStore::Open(const StoreOptions& options) {
   std::unique_ptr<BucketStore> store(new BucketStore(options));
   SHOAL_ASSIGN_OR_RETURN(store->engine_, BuildEngineOptions(options));
+  rocksdb::Env* env = options.env != nullptr ? options.env : rocksdb::Env::Default();
+  store->space_ = std::make_unique<DiskSpaceGuard>(
+      [env, path = options.path]() -> StatusOr<uint64_t> {
+        uint64_t free = 0;
+        SHOAL_RETURN_IF_ERROR(FromRocks(env->GetFreeSpace(path, &free), "free disk space"));
+        return free;
+      },
+      options.path,
+      DiskSpaceGuard::Options{.reserve_bytes = options.min_free_disk_bytes,
+                              .recheck_interval = options.disk_check_interval});
   SHOAL_RETURN_IF_ERROR(store->OpenEngine());
   SHOAL_RETURN_IF_ERROR(store->LoadMeta());
   store->stripes_ = std::make_unique<Stripe[]>(options.lock_stripes);

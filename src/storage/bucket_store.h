@@ -49,6 +49,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "src/common/ids.h"
 #include "src/common/status.h"
+#include "src/storage/disk_space_guard.h"
 #include "src/storage/document.h"
 #include "src/storage/local_directory.h"
 #include "src/storage/mutation.h"
@@ -281,6 +282,8 @@ class BucketStore {
   // that measure a steady state only once the work left by an earlier phase is done.
   [[nodiscard]] bool BackgroundWorkPending() const;
   [[nodiscard]] const StoreOptions& options() const { return options_; }
+  // The free-space check of document writes and exports (StoreOptions::min_free_disk_bytes).
+  [[nodiscard]] const DiskSpaceGuard& disk_space() const { return *space_; }
   // How much the writes applied since Open changed the live size of the data in `range`: the sum
   // over those writes of |new - old| key + body bytes of the document (a delete counts the bytes
   // it removed, an insert those it added, an overwrite by a body of the same size nothing).
@@ -323,6 +326,7 @@ class BucketStore {
   rocksdb::ColumnFamilyHandle* meta_ = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   std::unique_ptr<VersionClock> clock_;
+  std::unique_ptr<DiskSpaceGuard> space_;
 
   struct alignas(64) Stripe {
     std::mutex mu;

@@ -219,7 +219,16 @@ StatusOr<ExportedRange> BucketStore::ExportRange(const PointRange& range,
     return s;
   };
   uint64_t file_bytes = 0;  // key + value bytes in the current file
+  // The export's files take disk space beside the store's: admitted in steps, so that an export
+  // stops (and the move aborts) before the store's own writes would find the disk full.
+  static constexpr uint64_t kAdmitStep = 1u << 20;
+  uint64_t unadmitted = 0;
+  SHOAL_RETURN_IF_ERROR(space_->Admit(0));
   for (it->Seek(begin); it->Valid(); it->Next()) {
+    if (unadmitted >= kAdmitStep) {
+      SHOAL_RETURN_IF_ERROR(space_->Admit(unadmitted));
+      unadmitted = 0;
+    }
     if (writer != nullptr && file_bytes >= options.target_file_bytes) {
       SHOAL_RETURN_IF_ERROR(finish());
       file_bytes = 0;
@@ -247,6 +256,7 @@ StatusOr<ExportedRange> BucketStore::ExportRange(const PointRange& range,
       exported.live_bytes += entry_bytes;
     }
     file_bytes += entry_bytes;
+    unadmitted += entry_bytes;
     SHOAL_RETURN_IF_ERROR(FromRocks(writer->Put(it->key(), it->value()), "write export file"));
   }
   SHOAL_RETURN_IF_ERROR(FromRocks(it->status(), "export scan"));
@@ -309,6 +319,9 @@ Status BucketStore::IngestRange(const ExportedRange& exported, const IngestOptio
     }
     SHOAL_RETURN_IF_ERROR(FromRocks(it->status(), "check empty range"));
   }
+  // The files are on this disk already (linked or fetched), but the catch-up and the clients'
+  // writes follow: a destination at its reserve takes no bucket.
+  SHOAL_RETURN_IF_ERROR(space_->Admit(0));
   SHOAL_RETURN_IF_ERROR(clock_->Observe(exported.max_version));
   rocksdb::IngestExternalFileOptions io;
   io.move_files = options.move_files;

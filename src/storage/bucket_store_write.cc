@@ -175,6 +175,8 @@ StatusOr<MutationResult> BucketStore::Apply(const Mutation& m, WalSync wal_sync)
     return MutationResult{.version = stored->version, .applied = false};
   }
 
+  // Only a write that changes something needs the disk (a refused one changes nothing).
+  SHOAL_RETURN_IF_ERROR(space_->Admit(key.size() + m.body.size()));
   uint64_t version = m.version;
   if (m.kind == MutationKind::kApplyIfNewer) {
     SHOAL_RETURN_IF_ERROR(clock_->Observe(version));
@@ -351,6 +353,7 @@ StatusOr<std::vector<StatusOr<MutationResult>>> BucketStore::ApplyMutations(
     }
     return results;
   };
+  if (Status s = space_->Admit(bytes); !s.ok()) return fail_writes(s);
   if (max_carried > 0) {
     if (Status s = clock_->Observe(max_carried); !s.ok()) return fail_writes(s);
   }

@@ -41,6 +41,8 @@ std::string_view ErrorReasonName(ErrorReason reason) {
       return "UNAVAILABLE";
     case ErrorReason::kIo:
       return "IO";
+    case ErrorReason::kNoSpace:
+      return "NO_SPACE";
   }
   return "UNKNOWN";
 }
@@ -60,6 +62,7 @@ StatusCode CodeOf(ErrorReason reason) {
     case ErrorReason::kInvalidArgument:
       return StatusCode::kInvalidArgument;
     case ErrorReason::kTooLarge:
+    case ErrorReason::kNoSpace:
       return StatusCode::kResourceExhausted;
     case ErrorReason::kCorruption:
       return StatusCode::kDataLoss;
@@ -83,7 +86,7 @@ std::optional<ErrorReason> ReasonOf(const Status& status) {
   if (!payload.has_value() || payload->size() != 1) return std::nullopt;
   const std::string bytes(*payload);
   const auto value = static_cast<uint8_t>(bytes[0]);
-  if (value > static_cast<uint8_t>(ErrorReason::kIo)) return std::nullopt;
+  if (value > static_cast<uint8_t>(kLastErrorReason)) return std::nullopt;
   return static_cast<ErrorReason>(value);
 }
 

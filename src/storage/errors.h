@@ -21,7 +21,10 @@
 //   kCorruption         kDataLoss            stored or shipped bytes do not decode
 //   kUnavailable        kUnavailable         a retryable engine condition (busy, try again,
 //                                            the WAL needed for catch-up is gone)
-//   kIo                 kInternal            any other engine error (I/O, no space)
+//   kIo                 kInternal            any other engine error (I/O, a refused write)
+//   kNoSpace            kResourceExhausted   the write would leave less free disk than the
+//                                            store's reserve (DiskSpaceGuard); retry once space
+//                                            is freed
 //
 // A failing operation changes nothing: every check happens before the one engine write.
 
@@ -50,7 +53,11 @@ enum class ErrorReason : uint8_t {
   kCorruption,
   kUnavailable,
   kIo,
+  kNoSpace,
 };
+
+// The last ErrorReason, for range checks of decoded values.
+inline constexpr ErrorReason kLastErrorReason = ErrorReason::kNoSpace;
 
 [[nodiscard]] std::string_view ErrorReasonName(ErrorReason reason);
 [[nodiscard]] StatusCode CodeOf(ErrorReason reason);

@@ -108,4 +108,27 @@ rocksdb::IOStatus FullDiskFileSystem::LinkFile(const std::string& source,
   return target()->LinkFile(source, target_name, options, dbg);
 }
 
+void FullDiskFileSystem::SetFreeBytes(std::optional<uint64_t> bytes) {
+  std::lock_guard<std::mutex> lock(free_mu_);
+  free_bytes_ = bytes;
+}
+
+rocksdb::IOStatus FullDiskFileSystem::GetFreeSpace(const std::string& path,
+                                                   const rocksdb::IOOptions& options,
+                                                   uint64_t* diskfree,
+                                                   rocksdb::IODebugContext* dbg) {
+  if (path.starts_with(prefix_)) {
+    if (full_.load(std::memory_order_acquire)) {
+      *diskfree = 0;
+      return rocksdb::IOStatus::OK();
+    }
+    std::lock_guard<std::mutex> lock(free_mu_);
+    if (free_bytes_.has_value()) {
+      *diskfree = *free_bytes_;
+      return rocksdb::IOStatus::OK();
+    }
+  }
+  return target()->GetFreeSpace(path, options, diskfree, dbg);
+}
+
 }  // namespace shoal::storage

@@ -5,7 +5,9 @@
 // no free block would: creating, reopening or linking a file, and appending to or syncing a
 // file it created earlier (a WAL, a MANIFEST). Reads, renames, deletes and directories are
 // left alone (they need no data block). Paths outside the prefix are never refused, so one
-// instance can stand for one node's disk while other stores share it.
+// instance can stand for one node's disk while other stores share it. Its free space, as a
+// store's DiskSpaceGuard reads it under the prefix, is 0 while full, or a set number of bytes
+// (a disk near its end that still takes writes), or the real disk's.
 //
 // Thread-safe; must outlive every store opened on it.
 
@@ -14,6 +16,8 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 namespace shoal::storage {
@@ -28,6 +32,8 @@ class FullDiskFileSystem final : public rocksdb::FileSystemWrapper {
       const std::shared_ptr<FullDiskFileSystem>& fs);
 
   void SetFull(bool full) { full_.store(full, std::memory_order_release); }
+  // The free space reported under the prefix while not full; nullopt = the real disk's.
+  void SetFreeBytes(std::optional<uint64_t> bytes);
   // Writes refused so far.
   [[nodiscard]] uint64_t refused() const { return refused_.load(std::memory_order_acquire); }
 
@@ -48,6 +54,8 @@ class FullDiskFileSystem final : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus LinkFile(const std::string& source, const std::string& target,
                              const rocksdb::IOOptions& options,
                              rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus GetFreeSpace(const std::string& path, const rocksdb::IOOptions& options,
+                                 uint64_t* diskfree, rocksdb::IODebugContext* dbg) override;
 
  private:
   rocksdb::IOStatus Wrap(const std::string& name, rocksdb::IOStatus opened,
@@ -56,6 +64,8 @@ class FullDiskFileSystem final : public rocksdb::FileSystemWrapper {
   const std::string prefix_;
   std::atomic<bool> full_{false};
   std::atomic<uint64_t> refused_{0};
+  std::mutex free_mu_;
+  std::optional<uint64_t> free_bytes_;  // guarded by free_mu_
 };
 
 }  // namespace shoal::storage

@@ -55,6 +55,13 @@ struct StoreOptions {
   uint64_t version_block = 1u << 20;
   // ApplyBatch/ApplyChanges refuse batches whose keys and bodies exceed this (kTooLarge).
   size_t max_batch_bytes = 64u << 20;
+  // Writes of documents (client writes, a move's catch-up) and exports are refused with kNoSpace
+  // while they would leave less than this much free disk under `path` (DiskSpaceGuard); 0 turns
+  // the check off. The reserve must hold what the engine writes on its own: a memtable flush
+  // (write_buffer_bytes) and the compaction it may start.
+  uint64_t min_free_disk_bytes = 128u << 20;
+  // How old a reading of free disk space may be when a write trusts it.
+  std::chrono::milliseconds disk_check_interval{100};
   // The engine's environment; null = the default one. Tests pass one that observes WAL syncs
   // (sync_tracking_fs.h). Must outlive the store.
   rocksdb::Env* env = nullptr;

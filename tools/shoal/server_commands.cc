@@ -74,6 +74,7 @@ struct NodeFlags {
   std::string grpc_server = "sync";
   bool no_sync = false;
   int background_nice = net::NodeProcessOptions{}.background_nice;
+  uint64_t min_free_disk_mib = net::NodeProcessOptions{}.min_free_disk_bytes >> 20;
   bool json = false;
   LogFlags log;
 };
@@ -146,6 +147,7 @@ int RunNode(const NodeFlags& flags) {
   options.coordinator = flags.coordinator;
   options.sync = !flags.no_sync;
   options.background_nice = flags.background_nice;
+  options.min_free_disk_bytes = flags.min_free_disk_mib << 20;
   auto server_mode = net::ParseGrpcServerMode(flags.grpc_server);
   if (!server_mode.ok()) {
     std::fprintf(stderr, "error: %s\n", server_mode.status().ToString().c_str());
@@ -364,6 +366,11 @@ void AddServerCommands(CLI::App& app) {
                 "Run the data work of bucket moves this many nice steps below requests "
                 "(Linux; 0: off)")
       ->check(CLI::Range(0, node::kMaxBackgroundNice))
+      ->capture_default_str();
+  n->add_option("--min-free-disk-mib", node->min_free_disk_mib,
+                "Refuse document writes (NO_SPACE) while they would leave less free disk than "
+                "this under --data (0: off)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 30))
       ->capture_default_str();
   n->add_flag("--json", node->json, "Print the listen address as JSON");
   AddLogOptions(n, &node->log);
