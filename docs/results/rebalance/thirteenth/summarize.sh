@@ -14,13 +14,4 @@ done
 # against the samples between moves, the share of samples with a move in flight, and the ratio
 # those two predict (1 - (1 - in-flight/between) x share), next to the measured one; for this
 # session's runs and the twelfth session's 32 and 16 MiB/s arms.
-printf "run\tin-flight / between\tshare in flight\tpredicted\tmeasured\n"
-for f in r32-*.tsv ../twelfth/r32-*.tsv ../twelfth/r16-*.tsv; do
-  json=${f%.tsv}.json
-  b=$(jq '.join.seconds_to_balanced' "$json")
-  r=$(jq '.join.throughput_ratio * 100 | round / 100' "$json")
-  awk -v b="$b" -v f="${f%.tsv}" -v r="$r" '!/^#/ && $1 >= 0 && $1 < b {
-      if ($5 > 0) { a += $2; na++ } else { c += $2; nc++ } }
-    END { q = (a / na) / (c / nc); s = na / (na + nc)
-          printf "%s\t%.2f\t%.2f\t%.2f\t%s\n", f, q, s, 1 - (1 - q) * s, r }' "$f"
-done
+../../../../scripts/rebalance-paired.sh r32-*.tsv ../twelfth/r32-*.tsv ../twelfth/r16-*.tsv
