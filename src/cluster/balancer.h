@@ -16,6 +16,9 @@
 //      split point or midpoint (paper 001 §3.1); adjacent buckets with the same replicas whose
 //      total is below Θmin merge (Θmax >= 2Θmin, so a split's halves never merge back). Moving
 //      buckets are never split or merged (paper 001 §3.2 rule 1).
+// Free space: a node listed in load.node_room_bytes receives at most that many bytes, less the
+// bytes of the moves in flight to it (partition/balance.h, "Room"); balance moves that would
+// overfill it are not planned, and drain and repair placements prefer nodes with room.
 // Each node takes part in at most options.max_moves_per_node transitions at a time (those in
 // flight included); moves that would exceed it are left for a later plan. Under the limit, the
 // balance moves taken are a PREFIX of Algorithm 2's step sequence (collapsed per bucket), never

@@ -97,6 +97,47 @@ TEST(BalancerTest, RepairsUnderReplicatedBuckets) {
   EXPECT_EQ(repairs, 2) << plan->DebugString();
 }
 
+TEST(BalancerTest, ANodeNearItsDiskReserveReceivesOnlyWhatFits) {
+  // n1 holds 8 buckets of 10 bytes, n2 has just joined with room for 25 bytes: it takes 2
+  // buckets, not 4, and planning again with the moves in flight adds nothing.
+  ShardMap map = *ShardMap::Initial({.nodes = Nodes({1}), .bucket_count = 8});
+  map = *Apply(map, ShardMapEdit(map.epoch()).AddNode(NodeId(2)));
+  LoadReport load;
+  for (uint32_t b = 0; b < 8; ++b) load.buckets[BucketId(b)].bytes = 10;
+  load.node_room_bytes[NodeId(2)] = 25;
+  auto plan = Balancer::Plan(map, load, {.max_moves_per_node = 8});
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->moves.size(), 2u) << plan->DebugString();
+  IdSource ids{.next_move = MoveId(1), .next_bucket = BucketId(0)};
+  ShardMap started = *Apply(map, *ToBeginEdit(map, *plan, &ids));
+  auto again = Balancer::Plan(started, load, {.max_moves_per_node = 8});
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->moves.empty()) << again->DebugString();
+  // No room at all: nothing is planned; once space is back, the usual 4 moves.
+  load.node_room_bytes[NodeId(2)] = 0;
+  EXPECT_TRUE(Balancer::Plan(map, load, {.max_moves_per_node = 8})->moves.empty());
+  load.node_room_bytes.erase(NodeId(2));
+  EXPECT_EQ(Balancer::Plan(map, load, {.max_moves_per_node = 8})->moves.size(), 4u);
+}
+
+TEST(BalancerTest, DrainPrefersNodesWithRoomButAlwaysDrains) {
+  ShardMap map = *ShardMap::Initial({.nodes = Nodes({1, 2, 3}), .bucket_count = 6});
+  map = *Apply(map, ShardMapEdit(map.epoch()).SetNodeState(NodeId(3), NodeState::kLeaving));
+  LoadReport load;
+  for (uint32_t b = 0; b < 6; ++b) load.buckets[BucketId(b)].bytes = 10;
+  load.node_room_bytes[NodeId(1)] = 0;
+  auto plan = Balancer::Plan(map, load, {.max_moves_per_node = 8});
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->moves.size(), 2u) << plan->DebugString();
+  for (const MoveIntent& move : plan->moves) EXPECT_EQ(move.destination, Nodes({2}));
+  // Nobody has room: n3 is drained all the same (its moves wait for space at the destination).
+  load.node_room_bytes[NodeId(2)] = 0;
+  plan = Balancer::Plan(map, load, {.max_moves_per_node = 8});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->moves.size(), 2u) << plan->DebugString();
+  for (const MoveIntent& move : plan->moves) EXPECT_EQ(move.reason, MoveReason::kDrain);
+}
+
 TEST(BalancerTest, SplitsAboveThetaMaxAndMergesBelowThetaMin) {
   ShardMap map = *ShardMap::Initial({.nodes = Nodes({1}), .bucket_count = 4});
   LoadReport load;

@@ -19,10 +19,17 @@ bool Holds(const std::vector<NodeId>& nodes, NodeId node) {
 // the plan being built.
 class Holdings {
  public:
-  explicit Holdings(const ShardMap& map) : map_(map) {
-    for (const NodeInfo& node : map.nodes()) count_[node.id] = 0;
+  Holdings(const ShardMap& map, const LoadReport& load) : map_(map) {
+    for (const NodeInfo& node : map.nodes()) {
+      count_[node.id] = 0;
+      if (auto room = load.RoomOf(node.id); room.has_value()) room_[node.id] = *room;
+    }
     for (const BucketPlacement& bucket : map.buckets()) {
-      for (NodeId node : bucket.TargetReplicas()) ++count_[node];
+      for (NodeId node : bucket.TargetReplicas()) {
+        ++count_[node];
+        // A move in flight to `node` uses its room (as in the Balancer).
+        if (bucket.transition.has_value() && !Holds(bucket.replicas, node)) Use(node, load, bucket);
+      }
       total_ += bucket.TargetReplicas().size();
     }
   }
@@ -35,7 +42,7 @@ class Holdings {
 
   // The bucket `giver` offers to `receiver`: among its buckets that are not moving and not yet
   // chosen, sorted by EMA hit count (then id), the first from the middle on (wrapping) that the
-  // receiver does not hold (paper 001 §3.2). None if there is no such bucket.
+  // receiver does not hold and has room for (paper 001 §3.2). None if there is no such bucket.
   [[nodiscard]] const BucketPlacement* Pick(const LoadReport& load, NodeId giver,
                                             NodeId receiver) const {
     std::vector<const BucketPlacement*> candidates;
@@ -53,7 +60,9 @@ class Holdings {
     const size_t n = candidates.size();
     for (size_t step = 0; step < n; ++step) {
       const BucketPlacement* bucket = candidates[(n / 2 + step) % n];
-      if (!Holds(bucket->replicas, receiver)) return bucket;
+      if (!Holds(bucket->replicas, receiver) && HasRoom(receiver, load.BytesOf(bucket->id))) {
+        return bucket;
+      }
     }
     return nullptr;
   }
@@ -64,6 +73,7 @@ class Holdings {
     chosen_.insert(bucket.id);
     --count_[giver];
     ++count_[receiver];
+    Use(receiver, load, bucket);
     std::vector<NodeId> destination = bucket.replicas;
     std::replace(destination.begin(), destination.end(), giver, receiver);
     return {.bucket = bucket.id,
@@ -75,8 +85,18 @@ class Holdings {
   }
 
  private:
+  [[nodiscard]] bool HasRoom(NodeId node, uint64_t bytes) const {
+    auto it = room_.find(node);
+    return it == room_.end() || it->second >= bytes;
+  }
+  void Use(NodeId node, const LoadReport& load, const BucketPlacement& bucket) {
+    auto it = room_.find(node);
+    if (it != room_.end()) it->second -= std::min(it->second, load.BytesOf(bucket.id));
+  }
+
   const ShardMap& map_;
   std::map<NodeId, uint64_t> count_;
+  std::map<NodeId, uint64_t> room_;  // LoadReport::node_room_bytes, less what this plan gives
   uint64_t total_ = 0;
   std::set<BucketId> chosen_;
 };
@@ -127,7 +147,7 @@ StatusOr<MigrationPlan> BootstrapPlanner::PreBootstrap(const ShardMap& map, cons
                                                        NodeId new_node,
                                                        const BootstrapOptions& options) {
   SHOAL_RETURN_IF_ERROR(CheckNewNode(map, new_node));
-  Holdings holdings(map);
+  Holdings holdings(map, load);
   const double r_bar = AverageReplicas(map, holdings);
   const std::vector<NodeId> others = ByLoad(map, load, holdings, new_node);
   MigrationPlan plan;
@@ -169,7 +189,7 @@ StatusOr<MigrationPlan> BootstrapPlanner::PostBootstrap(const ShardMap& map, con
                                                         NodeId new_node,
                                                         const BootstrapOptions& options) {
   SHOAL_RETURN_IF_ERROR(CheckNewNode(map, new_node));
-  Holdings holdings(map);
+  Holdings holdings(map, load);
   const double r_bar = AverageReplicas(map, holdings);
   const std::vector<NodeId> sources = ByLoad(map, load, holdings, new_node);
   MigrationPlan plan;
@@ -210,20 +230,36 @@ StatusOr<MigrationPlan> DecommissionPlanner::Plan(const ShardMap& map, const Loa
       if (it != bytes.end()) it->second += load.BytesOf(bucket.id);
     }
   }
+  std::map<NodeId, uint64_t> room;  // LoadReport::node_room_bytes, less what this plan gives
+  for (const auto& [node, held] : bytes) {
+    (void)held;
+    if (auto known = load.RoomOf(node); known.has_value()) room[node] = *known;
+  }
   MigrationPlan plan;
   for (const BucketPlacement& bucket : map.buckets()) {
     // A moving bucket is left for a later plan (rule 1, and one transition per bucket).
     if (bucket.transition.has_value() || !bucket.HasReplica(leaving)) continue;
+    // The least loaded node with room for the bucket; when none has room, the least loaded
+    // (the replica must leave; its move waits at the destination until space is freed).
+    const uint64_t size = load.BytesOf(bucket.id);
     std::optional<NodeId> target;
+    std::optional<NodeId> target_with_room;
     for (const auto& [node, held] : bytes) {
       if (bucket.HasReplica(node)) continue;
       if (!target.has_value() || held < bytes[*target]) target = node;
+      const auto it = room.find(node);
+      const bool fits = it == room.end() || it->second >= size;
+      if (fits && (!target_with_room.has_value() || held < bytes[*target_with_room])) {
+        target_with_room = node;
+      }
     }
+    if (target_with_room.has_value()) target = target_with_room;
     if (!target.has_value()) {
       return FailedPreconditionError(fmt::format("decommission: no node can take bucket {} from {}",
                                                  bucket.id.DebugString(), leaving.DebugString()));
     }
-    bytes[*target] += load.BytesOf(bucket.id);
+    bytes[*target] += size;
+    if (auto it = room.find(*target); it != room.end()) it->second -= std::min(it->second, size);
     std::vector<NodeId> destination = bucket.replicas;
     std::replace(destination.begin(), destination.end(), leaving, *target);
     plan.moves.push_back({.bucket = bucket.id,

@@ -17,6 +17,10 @@
 // middle (then wrapping), first one the destination does not already hold: neither the hottest
 // nor the coldest, which would destabilize the system (paper 001 §3.2).
 //
+// Free space: a node never receives a bucket beyond its LoadReport::node_room_bytes (less the
+// moves in flight to it and those of the plan); the decommission planner prefers nodes with room
+// and, when none has room, still places the replica (it must leave).
+//
 // Thread-safe (no state).
 
 #include <cstdint>

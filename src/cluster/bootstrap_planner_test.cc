@@ -152,6 +152,40 @@ TEST(DecommissionPlannerTest, EveryBucketGoesToTheLeastLoadedRemainingNode) {
   EXPECT_TRUE(Apply(*done, ShardMapEdit(done->epoch()).RemoveNode(NodeId(1))).ok());
 }
 
+TEST(BootstrapPlannerTest, TheNewNodeTakesNoMoreThanItsRoom) {
+  Fixture f = ThreeNodes();
+  f.load.node_room_bytes[NodeId(3)] = 35;  // three buckets of 10 bytes
+  auto pre = BootstrapPlanner::PreBootstrap(f.map, f.load, NodeId(3), {});
+  ASSERT_TRUE(pre.ok());
+  EXPECT_EQ(pre->moves.size(), 2u);
+  IdSource ids{.next_move = MoveId(1), .next_bucket = BucketId(0)};
+  ShardMap started = *Apply(f.map, *ToBeginEdit(f.map, *pre, &ids));
+  // The two moves in flight use 20 bytes of the room: one more bucket fits.
+  auto post = BootstrapPlanner::PostBootstrap(started, f.load, NodeId(3), {});
+  ASSERT_TRUE(post.ok());
+  EXPECT_EQ(post->moves.size(), 1u) << post->DebugString();
+  f.load.node_room_bytes[NodeId(3)] = 5;
+  EXPECT_TRUE(BootstrapPlanner::PreBootstrap(f.map, f.load, NodeId(3), {})->moves.empty());
+}
+
+TEST(DecommissionPlannerTest, PrefersNodesWithRoom) {
+  Fixture f = ThreeNodes();
+  f.load.node_room_bytes[NodeId(3)] = 30;  // n3 is the least loaded but takes 3 buckets only
+  auto plan = DecommissionPlanner::Plan(f.map, f.load, NodeId(1));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::map<NodeId, int> received;
+  for (const MoveIntent& move : plan->moves) ++received[move.destination[0]];
+  EXPECT_EQ(received[NodeId(3)], 3);
+  EXPECT_EQ(received[NodeId(2)], 17);
+  // Nobody has room: the replicas still leave, to the least loaded as without limits.
+  f.load.node_room_bytes = {{NodeId(2), 0}, {NodeId(3), 0}};
+  plan = DecommissionPlanner::Plan(f.map, f.load, NodeId(1));
+  ASSERT_TRUE(plan.ok());
+  received.clear();
+  for (const MoveIntent& move : plan->moves) ++received[move.destination[0]];
+  EXPECT_EQ(received[NodeId(3)], 15);
+}
+
 TEST(DecommissionPlannerTest, KeepsReplicationAboveK) {
   ShardMap map =
       *ShardMap::Initial({.nodes = Nodes({1, 2}), .bucket_count = 2, .replication_factor = 2});

@@ -32,6 +32,12 @@ double LoadReport::UtilizationOf(NodeId node) const {
   return it == node_utilization.end() ? 0.0 : it->second;
 }
 
+std::optional<uint64_t> LoadReport::RoomOf(NodeId node) const {
+  auto it = node_room_bytes.find(node);
+  if (it == node_room_bytes.end()) return std::nullopt;
+  return it->second;
+}
+
 std::string_view ToString(MoveReason reason) {
   switch (reason) {
     case MoveReason::kDrain:

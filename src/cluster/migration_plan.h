@@ -32,10 +32,17 @@ struct LoadReport {
   std::map<BucketId, BucketLoad> buckets;
   // Workload of each node as a fraction of its capacity (paper 001 uses CPU usage), in [0, 1].
   std::map<NodeId, double> node_utilization;
+  // Bytes each node can still receive before its disk reaches the free-space reserve
+  // (docs/design/cluster.md, "Free space"); a node not listed has no known limit. Planners give
+  // a node no bucket it has no room for, unless the bucket must go somewhere (drain, repair) and
+  // no node has room.
+  std::map<NodeId, uint64_t> node_room_bytes;
 
   [[nodiscard]] uint64_t BytesOf(BucketId bucket) const;
   [[nodiscard]] double HitsOf(BucketId bucket) const;
   [[nodiscard]] double UtilizationOf(NodeId node) const;
+  // node_room_bytes[node], or none when not listed.
+  [[nodiscard]] std::optional<uint64_t> RoomOf(NodeId node) const;
 };
 
 // Why a move is planned; the order is the priority (lower first).

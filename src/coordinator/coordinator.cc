@@ -39,6 +39,14 @@ uint64_t ParseU64(std::string_view text) {
   return value;
 }
 
+// The bytes a node may receive (cluster::LoadReport::node_room_bytes): half of its free space
+// above the reserve. Half because a bucket's reported size is its live bytes, not its files; an
+// ingested file is rewritten by compaction, with both copies on disk for a while; and the
+// node's own writes go on meanwhile.
+uint64_t RoomOf(const transport::DiskSpaceReport& disk) {
+  return disk.free_bytes > disk.reserve_bytes ? (disk.free_bytes - disk.reserve_bytes) / 2 : 0;
+}
+
 }  // namespace
 
 Coordinator::Coordinator(transport::Runtime& runtime, metadata::MetadataStore& store,
@@ -434,6 +442,7 @@ StatusOr<cluster::LoadReport> Coordinator::CollectLoads() {
       report.buckets[load.bucket].bytes = load.bytes;
       node_bytes[node.id] += load.bytes;
     }
+    if (body->disk.has_value()) report.node_room_bytes[node.id] = RoomOf(*body->disk);
   }
   uint64_t max_bytes = 1;
   for (const auto& [node, bytes] : node_bytes) max_bytes = std::max(max_bytes, bytes);

@@ -71,7 +71,9 @@ TEST(WireCodecTest, BucketLoadWithHotKeysRoundTrips) {
                    {.collection = CollectionId(5),
                     .primary_key = "cool",
                     .writes_per_second = 0.5,
-                    .error_per_second = 0}}};
+                    .error_per_second = 0}},
+      .disk = transport::DiskSpaceReport{.free_bytes = uint64_t{5} << 40,
+                                         .reserve_bytes = uint64_t{128} << 20}};
   wire::Response first;
   ToWire(transport::Response::Ok(load), &first);
   auto decoded = FromWire(first);
@@ -90,6 +92,15 @@ TEST(WireCodecTest, BucketLoadWithHotKeysRoundTrips) {
     EXPECT_EQ(body->hot_keys[i].writes_per_second, load.hot_keys[i].writes_per_second) << i;
     EXPECT_EQ(body->hot_keys[i].error_per_second, load.hot_keys[i].error_per_second) << i;
   }
+  ASSERT_TRUE(body->disk.has_value());
+  EXPECT_EQ(body->disk->free_bytes, uint64_t{5} << 40);
+  EXPECT_EQ(body->disk->reserve_bytes, uint64_t{128} << 20);
+  // A node that could not read its disk sends none, and none arrives.
+  wire::Response without;
+  ToWire(transport::Response::Ok(transport::BucketLoadResponse{}), &without);
+  auto none = transport::BodyAs<transport::BucketLoadResponse>(*FromWire(without));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->disk.has_value());
 }
 
 TEST(WireCodecTest, MoveFileChunksRoundTrip) {

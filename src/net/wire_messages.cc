@@ -349,6 +349,10 @@ void ToWire(const transport::Response& response, wire::Response* out) {
                      load->set_bytes(b.bytes);
                      load->set_documents(b.documents);
                    }
+                   if (r.disk.has_value()) {
+                     w->mutable_disk()->set_free_bytes(r.disk->free_bytes);
+                     w->mutable_disk()->set_reserve_bytes(r.disk->reserve_bytes);
+                   }
                    for (const auto& h : r.hot_keys) {
                      auto* hot = w->add_hot_keys();
                      hot->set_collection(h.collection.value());
@@ -466,6 +470,11 @@ StatusOr<transport::Response> FromWire(const wire::Response& response) {
                                                       .primary_key = h.primary_key(),
                                                       .writes_per_second = h.writes_per_second(),
                                                       .error_per_second = h.error_per_second()});
+      }
+      if (response.bucket_load().has_disk()) {
+        load.disk = transport::DiskSpaceReport{
+            .free_bytes = response.bucket_load().disk().free_bytes(),
+            .reserve_bytes = response.bucket_load().disk().reserve_bytes()};
       }
       out.body = std::move(load);
       break;

@@ -34,6 +34,12 @@ Response StorageNode::HandleLoad() {
   }
   transport::BucketLoadResponse out;
   out.hot_keys = HotKeys();
+  // A fresh reading: the balancer plans on it (docs/design/cluster.md, "Free space").
+  storage::DiskSpaceGuard& disk = store_->disk_space();
+  if (auto free = disk.ReadFreeBytes(); free.ok()) {
+    out.disk =
+        transport::DiskSpaceReport{.free_bytes = *free, .reserve_bytes = disk.reserve_bytes()};
+  }
   if (options_.exact_load_stats) {
     out.buckets = ExactLoads(served, adding);
     return Response::Ok(out);

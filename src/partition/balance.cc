@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -44,12 +46,18 @@ Status ValidateInputs(std::span<const BalanceBucket> buckets, std::span<const No
 // non-empty buckets ordered by (size, id) so that the smallest is first.
 class Assignment {
  public:
-  Assignment(std::span<const BalanceBucket> buckets, std::vector<NodeId> nodes)
+  Assignment(std::span<const BalanceBucket> buckets, std::vector<NodeId> nodes,
+             const std::map<NodeId, uint64_t>& room)
       : buckets_(buckets),
         nodes_(std::move(nodes)),
         loads_(nodes_.size(), 0),
+        room_(nodes_.size()),
         held_(nodes_.size()),
         owner_index_(buckets.size(), kNone) {
+    for (size_t n = 0; n < nodes_.size(); ++n) {
+      auto it = room.find(nodes_[n]);
+      if (it != room.end()) room_[n] = it->second;
+    }
     for (size_t i = 0; i < buckets_.size(); ++i) {
       if (!buckets_[i].owner.has_value()) continue;
       size_t node = IndexOf(nodes_, *buckets_[i].owner);
@@ -66,6 +74,13 @@ class Assignment {
   // Least loaded node: lowest (load, id). Most loaded node: highest (load, id).
   size_t LeastLoaded() const { return order_.begin()->second; }
   size_t MostLoaded() const { return order_.rbegin()->second; }
+  // The least loaded node other than `except` with room for `size`, or kNone.
+  size_t LeastLoadedWithRoom(uint64_t size, size_t except) const {
+    for (const auto& [load, node] : order_) {
+      if (node != except && (!room_[node].has_value() || *room_[node] >= size)) return node;
+    }
+    return kNone;
+  }
 
   // The smallest non-empty bucket of `node` (lowest id among equal sizes), or kNone.
   size_t SmallestOn(size_t node) const {
@@ -82,6 +97,9 @@ class Assignment {
     }
     order_.erase({loads_[node], node});
     Add(bucket, node);
+    if (room_[node].has_value()) {
+      room_[node] = *room_[node] - std::min(*room_[node], buckets_[bucket].size);
+    }
     order_.insert({loads_[node], node});
   }
 
@@ -105,6 +123,7 @@ class Assignment {
   std::span<const BalanceBucket> buckets_;
   std::vector<NodeId> nodes_;  // sorted
   std::vector<uint64_t> loads_;
+  std::vector<std::optional<uint64_t>> room_;  // none = no limit
   std::vector<std::set<std::tuple<uint64_t, BucketId, size_t>>> held_;
   std::set<std::pair<uint64_t, size_t>> order_;  // (load, node index); index order = id order
   std::vector<size_t> owner_index_;
@@ -118,11 +137,11 @@ StatusOr<BalanceResult> Balance(std::span<const BalanceBucket> buckets,
   std::sort(sorted.begin(), sorted.end());
   SHOAL_RETURN_IF_ERROR(ValidateInputs(buckets, sorted));
 
-  Assignment assignment(buckets, std::move(sorted));
+  Assignment assignment(buckets, std::move(sorted), options.room);
   BalanceResult result;
 
   // Step 1 (Algorithm 2, lines 2-3): unassigned buckets, larger first, then lower id first, each
-  // to the least loaded node.
+  // to the least loaded node (with room for it, when some node has).
   std::vector<size_t> unassigned;
   for (size_t i = 0; i < buckets.size(); ++i) {
     if (!assignment.assigned(i)) unassigned.push_back(i);
@@ -132,7 +151,8 @@ StatusOr<BalanceResult> Balance(std::span<const BalanceBucket> buckets,
     return buckets[a].id < buckets[b].id;
   });
   for (size_t i : unassigned) {
-    size_t target = assignment.LeastLoaded();
+    size_t target = assignment.LeastLoadedWithRoom(buckets[i].size, Assignment::kNone);
+    if (target == Assignment::kNone) target = assignment.LeastLoaded();
     assignment.AssignTo(i, target);
     result.steps.push_back({buckets[i].id, std::nullopt, assignment.nodes()[target]});
   }
@@ -144,9 +164,11 @@ StatusOr<BalanceResult> Balance(std::span<const BalanceBucket> buckets,
                                  BalanceOptions::kDefaultMaxStepsPerBucket * buckets.size();
   while (assignment.nodes().size() > 1) {
     const size_t pmax = assignment.MostLoaded();
-    const size_t pmin = assignment.LeastLoaded();
     const size_t b = assignment.SmallestOn(pmax);
     if (b == Assignment::kNone) break;  // Pmax holds no load: every node is empty.
+    // Pmin; with room limits, the least loaded node that can take B (balance.h, "Room").
+    const size_t pmin = assignment.LeastLoadedWithRoom(buckets[b].size, pmax);
+    if (pmin == Assignment::kNone) break;
     const uint64_t load_max = assignment.loads()[pmax];
     const uint64_t load_min = assignment.loads()[pmin];
     const uint64_t size = buckets[b].size;

@@ -23,6 +23,15 @@
 // Like the paper's greedy, step 2 only ever looks at Pmax: it stops as soon as Pmax's smallest
 // bucket is too big to narrow the gap, even if another node with the same load could give.
 //
+// Room (BalanceOptions::room; empty = the paper's algorithm): a node may have a limit on the
+// size it can still receive (a disk near its reserve). Step 2 then gives B to the least loaded
+// node with room for it instead of Pmin, and stops when that node fails the paper's test or no
+// node has room; step 1 places a bucket on the least loaded node with room for it, or, when no
+// node has any, on the least loaded node (a placement that must happen: a leaving node's bucket
+// needs an owner; the move itself then waits for space). Every assignment uses up its size of the
+// receiver's room; giving a bucket away frees none (the giver's disk is freed only once a move
+// ends). With room limits the max - min bound below does not hold; the other properties do.
+//
 // Zero-size buckets are never chosen as B: moving one changes no load, so the paper's test can
 // never pass for it. With the paper's normalized sizes (all >= 1) this is exactly the paper.
 //
@@ -35,6 +44,7 @@
 // Pure: no I/O, no threads, no clocks. Thread-safe (no shared state).
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <vector>
@@ -64,6 +74,9 @@ struct BalanceOptions {
   uint64_t max_steps = 0;
   static constexpr uint64_t kDefaultMaxStepsPerBucket = 64;
   static constexpr uint64_t kMinMaxSteps = 1024;
+  // The most size each listed node may receive in this run (same unit as the sizes); nodes not
+  // listed have no limit. See "Room" above.
+  std::map<NodeId, uint64_t> room;
 };
 
 struct BalanceResult {

@@ -188,6 +188,55 @@ RC_GTEST_PROP(BalanceProperty, DeterministicAndIndependentOfInputOrder, ()) {
   RC_ASSERT(first->loads == shuffled->loads);
 }
 
+RC_GTEST_PROP(BalanceProperty, RoomLimitsWhatEachNodeReceives, ()) {
+  // Every bucket assigned, so every step is a step-2 move: a limited node receives at most its
+  // room in all, each move still narrows its pair, and the spread never widens.
+  const std::vector<NodeId> nodes = GenNodes();
+  const std::vector<BalanceBucket> buckets = GenBuckets(nodes, /*all_assigned=*/true);
+  BalanceOptions options;
+  for (NodeId node : nodes) {
+    if (*rc::gen::arbitrary<bool>()) options.room[node] = GenSize();
+  }
+  auto result = Balance(buckets, nodes, options);
+  RC_ASSERT(result.ok());
+  std::map<BucketId, uint64_t> size_of;
+  for (const BalanceBucket& bucket : buckets) size_of[bucket.id] = bucket.size;
+  std::map<NodeId, uint64_t> received;
+  std::vector<uint64_t> loads = NodeLoads(buckets, nodes);
+  auto index = [&](NodeId node) {
+    return static_cast<size_t>(std::find(nodes.begin(), nodes.end(), node) - nodes.begin());
+  };
+  for (const BalanceMove& step : result->steps) {
+    RC_ASSERT(step.from.has_value());
+    received[step.to] += size_of[step.bucket];
+    const size_t from = index(*step.from);
+    const size_t to = index(step.to);
+    const uint64_t spread_before = MaxMinSpread(loads);
+    RC_ASSERT(loads[from] >= loads[to]);
+    const uint64_t pair_before = loads[from] - loads[to];
+    loads[from] -= size_of[step.bucket];
+    loads[to] += size_of[step.bucket];
+    const uint64_t pair_after =
+        loads[from] > loads[to] ? loads[from] - loads[to] : loads[to] - loads[from];
+    RC_ASSERT(pair_after < pair_before);
+    RC_ASSERT(MaxMinSpread(loads) <= spread_before);
+  }
+  for (const auto& [node, room] : options.room) RC_ASSERT(received[node] <= room);
+  RC_ASSERT(loads == NodeLoads(Applied(buckets, *result), nodes));
+}
+
+RC_GTEST_PROP(BalanceProperty, RoomForEverythingIsThePapersAlgorithm, ()) {
+  const std::vector<NodeId> nodes = GenNodes();
+  const std::vector<BalanceBucket> buckets = GenBuckets(nodes, *rc::gen::arbitrary<bool>());
+  BalanceOptions options;
+  for (NodeId node : nodes) options.room[node] = std::numeric_limits<uint64_t>::max();
+  auto limited = Balance(buckets, nodes, options);
+  auto plain = Balance(buckets, nodes);
+  RC_ASSERT(limited.ok() && plain.ok());
+  RC_ASSERT(limited->steps == plain->steps);
+  RC_ASSERT(limited->owners == plain->owners);
+}
+
 // ---- unit tests ------------------------------------------------------------------------------
 
 // Paper 004 §5.1 orders equally loaded partitions by the load of their node; with nodes as the
@@ -255,6 +304,52 @@ TEST(BalanceTest, NewNodeTakesUpToTheAverage) {
   for (const BalanceMove& move : result->moves) EXPECT_EQ(move.to, NodeId(3));
 }
 
+TEST(BalanceTest, ANodeWithoutRoomReceivesNothing) {
+  // Node 3 joins with no room: nodes 1 and 2 balance between themselves only.
+  std::vector<BalanceBucket> buckets;
+  for (uint32_t i = 0; i < 12; ++i) buckets.push_back(B(i, 1, i < 8 ? 1 : 2));
+  BalanceOptions options;
+  options.room[NodeId(3)] = 0;
+  auto result = Balance(buckets, Nodes({1, 2, 3}), options);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->loads, (std::vector<uint64_t>{6, 6, 0}));
+  for (const BalanceMove& move : result->moves) EXPECT_EQ(move.to, NodeId(2));
+}
+
+TEST(BalanceTest, ANodeReceivesUpToItsRoom) {
+  // Node 3 has room for 2 of the 4 units it would take; the rest stays where it is, since
+  // nodes 1 and 2 are already even.
+  std::vector<BalanceBucket> buckets;
+  for (uint32_t i = 0; i < 12; ++i) buckets.push_back(B(i, 1, i < 6 ? 1 : 2));
+  BalanceOptions options;
+  options.room[NodeId(3)] = 2;
+  auto result = Balance(buckets, Nodes({1, 2, 3}), options);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->loads[2], 2u);
+  EXPECT_EQ(result->moves.size(), 2u);
+  // A bucket bigger than the room is never given to it.
+  const std::vector<BalanceBucket> big = {B(1, 5, 1), B(2, 5, 1)};
+  options.room[NodeId(3)] = 4;
+  auto none = Balance(big, Nodes({1, 3}), options);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->moves.empty());
+}
+
+TEST(BalanceTest, PlacementsGoWhereThereIsRoomOrElseToTheLeastLoaded) {
+  // Node 3 leaves. Its first bucket fits only on node 2 (node 1, the least loaded, has no room);
+  // nobody has room for the second, which goes to the least loaded node all the same.
+  const std::vector<BalanceBucket> buckets = {B(1, 1, 1), B(2, 3, 2), B(3, 4, 3), B(4, 9, 3)};
+  BalanceOptions options;
+  options.room[NodeId(1)] = 0;
+  options.room[NodeId(2)] = 4;
+  auto result = Balance(buckets, Nodes({1, 2}), options);
+  ASSERT_TRUE(result.ok());
+  // Largest first: bucket 4 (9) fits nowhere, so node 1 (load 1) takes it; bucket 3 (4) fits
+  // on node 2 only.
+  EXPECT_EQ(result->steps[0], (BalanceMove{BucketId(4), std::nullopt, NodeId(1)}));
+  EXPECT_EQ(result->steps[1], (BalanceMove{BucketId(3), std::nullopt, NodeId(2)}));
+}
+
 TEST(BalanceTest, ZeroSizeBucketsAreNeverChosenToMove) {
   // The smallest bucket on node 1 has size 0; the algorithm moves the 3 instead.
   const std::vector<BalanceBucket> buckets = {B(1, 0, 1), B(2, 3, 1), B(3, 5, 1)};
@@ -268,9 +363,9 @@ TEST(BalanceTest, ZeroSizeBucketsAreNeverChosenToMove) {
 TEST(BalanceTest, SafetyCapReturnsInternal) {
   std::vector<BalanceBucket> buckets;
   for (uint32_t i = 0; i < 8; ++i) buckets.push_back(B(i, 1, 1));
-  auto capped = Balance(buckets, Nodes({1, 2}), BalanceOptions{.max_steps = 2});
+  auto capped = Balance(buckets, Nodes({1, 2}), BalanceOptions{.max_steps = 2, .room = {}});
   EXPECT_EQ(capped.status().code(), absl::StatusCode::kInternal);
-  auto enough = Balance(buckets, Nodes({1, 2}), BalanceOptions{.max_steps = 4});
+  auto enough = Balance(buckets, Nodes({1, 2}), BalanceOptions{.max_steps = 4, .room = {}});
   ASSERT_TRUE(enough.ok());
   EXPECT_EQ(enough->step2_moves, 4u);
 }

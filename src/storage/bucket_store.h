@@ -284,6 +284,7 @@ class BucketStore {
   [[nodiscard]] const StoreOptions& options() const { return options_; }
   // The free-space check of document writes and exports (StoreOptions::min_free_disk_bytes).
   [[nodiscard]] const DiskSpaceGuard& disk_space() const { return *space_; }
+  [[nodiscard]] DiskSpaceGuard& disk_space() { return *space_; }
   // How much the writes applied since Open changed the live size of the data in `range`: the sum
   // over those writes of |new - old| key + body bytes of the document (a delete counts the bytes
   // it removed, an insert those it added, an overwrite by a body of the same size nothing).

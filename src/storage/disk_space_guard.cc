@@ -39,15 +39,25 @@ Status DiskSpaceGuard::Admit(uint64_t bytes) {
   return AdmitAfterReading(bytes);
 }
 
-Status DiskSpaceGuard::AdmitAfterReading(uint64_t bytes) {
+StatusOr<uint64_t> DiskSpaceGuard::ReadFreeBytes() {
   std::lock_guard<std::mutex> lock(read_mu_);
-  const StatusOr<uint64_t> free = read_free_();
+  return ReadLocked();
+}
+
+StatusOr<uint64_t> DiskSpaceGuard::ReadLocked() {
+  StatusOr<uint64_t> free = read_free_();
   // Writes admitted on the old reading while this one is stored may be forgotten: the reserve
   // covers them, as it covers other processes' writes.
   admitted_.store(0, std::memory_order_relaxed);
   reading_failed_.store(!free.ok(), std::memory_order_relaxed);
   if (free.ok()) free_.store(*free, std::memory_order_relaxed);
   read_at_ns_.store(NowNanos(), std::memory_order_release);
+  return free;
+}
+
+Status DiskSpaceGuard::AdmitAfterReading(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  const StatusOr<uint64_t> free = ReadLocked();
   if (!free.ok()) return OkStatus();  // fail open: the engine reports a real ENOSPC itself
   if (*free < options_.reserve_bytes || *free - options_.reserve_bytes < bytes) {
     refused_.fetch_add(1, std::memory_order_relaxed);

@@ -48,6 +48,10 @@ class DiskSpaceGuard {
   // OK if writing `bytes` more leaves at least the reserve free; a kNoSpace error otherwise.
   [[nodiscard]] Status Admit(uint64_t bytes);
 
+  // Takes a fresh reading now (resetting what was admitted since the last one) and returns the
+  // free bytes, or the reader's error. For load reports; writes call Admit.
+  [[nodiscard]] StatusOr<uint64_t> ReadFreeBytes();
+  [[nodiscard]] uint64_t reserve_bytes() const { return options_.reserve_bytes; }
   // Free bytes at the last reading (0 before the first).
   [[nodiscard]] uint64_t last_free_bytes() const { return free_.load(std::memory_order_relaxed); }
   // Writes refused so far.
@@ -55,6 +59,8 @@ class DiskSpaceGuard {
 
  private:
   [[nodiscard]] Status AdmitAfterReading(uint64_t bytes);
+  // Reads free space and stores the reading; read_mu_ held.
+  [[nodiscard]] StatusOr<uint64_t> ReadLocked();
 
   const FreeSpaceReader read_free_;
   const std::string where_;

@@ -90,6 +90,23 @@ TEST(DiskSpaceGuardTest, ReadsAgainAfterTheInterval) {
   EXPECT_EQ(disk.readings.load(), 4);
 }
 
+TEST(DiskSpaceGuardTest, AReadingForALoadReportIsFreshAndServesTheNextWrites) {
+  FakeDisk disk;
+  disk.free = 1000;
+  DiskSpaceGuard guard(disk.Reader(), "/d", {.reserve_bytes = 500, .recheck_interval = hours(1)});
+  EXPECT_EQ(guard.reserve_bytes(), 500u);
+  ASSERT_TRUE(guard.Admit(100).ok());
+  disk.free = 600;  // another process wrote 400 bytes
+  auto free = guard.ReadFreeBytes();
+  ASSERT_TRUE(free.ok()) << free.status();
+  EXPECT_EQ(*free, 600u);
+  EXPECT_EQ(disk.readings.load(), 2);
+  // The writes decide on that reading: 600 - 200 < 500.
+  EXPECT_TRUE(Is(guard.Admit(200), ErrorReason::kNoSpace));
+  disk.broken = true;
+  EXPECT_FALSE(guard.ReadFreeBytes().ok());
+}
+
 TEST(DiskSpaceGuardTest, AdmitsWhenTheReadingFails) {
   FakeDisk disk;
   disk.broken = true;

@@ -329,9 +329,16 @@ struct HotKeyStat {
   double writes_per_second = 0;
   double error_per_second = 0;
 };
+// Free space on the disk of a node's data directory, and the reserve below which it refuses
+// writes (storage::DiskSpaceGuard); the balancer gives a node only what fits above the reserve.
+struct DiskSpaceReport {
+  uint64_t free_bytes = 0;
+  uint64_t reserve_bytes = 0;
+};
 struct BucketLoadResponse {
   std::vector<BucketLoad> buckets{};
-  std::vector<HotKeyStat> hot_keys{};  // hottest first
+  std::vector<HotKeyStat> hot_keys{};     // hottest first
+  std::optional<DiskSpaceReport> disk{};  // none when the node could not read it
 };
 
 struct Ack {};

@@ -110,6 +110,9 @@ for i in $(seq 1 5); do
 done
 status=$("$shoal" status --cluster "$cluster" --json) || fail "status"
 [[ $status == *'"buckets":8'* ]] || fail "status: $status"
+# Every node reports its free disk space and reserve (the balancer plans with them).
+[[ $status == *'"free_disk_bytes":'[0-9]* && $status == *'"reserve_bytes":'[0-9]* ]] ||
+  fail "status: no free disk space: $status"
 # The key written most is the first hot key.
 hot=${status#*'"hot_keys":['}
 hot=${hot%%\}*}

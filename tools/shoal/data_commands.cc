@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -156,6 +157,7 @@ struct NodeStatus {
   uint64_t buckets = 0;
   uint64_t bytes = 0;
   uint64_t documents = 0;
+  std::optional<transport::DiskSpaceReport> disk;  // none: unreachable or not reported
 };
 
 // Hot keys shown by `status`: the hottest over every node.
@@ -292,6 +294,7 @@ int RunStatus(const DataFlags& flags) {
         node.documents += b.documents;
       }
     }
+    node.disk = body->disk;
     for (auto& stat : body->hot_keys) {
       hot_keys.push_back(HotKeyRow{.node = id, .stat = std::move(stat)});
     }
@@ -313,13 +316,18 @@ int RunStatus(const DataFlags& flags) {
   if (flags.json) {
     nlohmann::json out_nodes = nlohmann::json::array();
     for (const auto& [id, node] : nodes) {
-      out_nodes.push_back({{"id", id.value()},
-                           {"state", node.state},
-                           {"address", node.address},
-                           {"reachable", node.reachable},
-                           {"buckets", node.buckets},
-                           {"bytes", node.bytes},
-                           {"documents", node.documents}});
+      out_nodes.push_back(
+          {{"id", id.value()},
+           {"state", node.state},
+           {"address", node.address},
+           {"reachable", node.reachable},
+           {"buckets", node.buckets},
+           {"bytes", node.bytes},
+           {"documents", node.documents},
+           {"free_disk_bytes", node.disk.has_value() ? nlohmann::json(node.disk->free_bytes)
+                                                     : nlohmann::json(nullptr)},
+           {"reserve_bytes", node.disk.has_value() ? nlohmann::json(node.disk->reserve_bytes)
+                                                   : nlohmann::json(nullptr)}});
     }
     nlohmann::json out{{"coordinator", *coordinator},
                        {"leader", leader},
@@ -341,14 +349,18 @@ int RunStatus(const DataFlags& flags) {
     std::printf("thresholds: split above %llu bytes, merge below %llu bytes (0 = off)\n",
                 static_cast<unsigned long long>(split_bytes),
                 static_cast<unsigned long long>(merge_bytes));
-    std::printf("%-6s %-8s %-22s %-9s %8s %14s %12s\n", "node", "state", "address", "reachable",
-                "buckets", "bytes", "documents");
+    std::printf("%-6s %-8s %-22s %-9s %8s %14s %12s %20s\n", "node", "state", "address",
+                "reachable", "buckets", "bytes", "documents", "free disk (reserve)");
     for (const auto& [id, node] : nodes) {
-      std::printf("%-6u %-8s %-22s %-9s %8llu %14llu %12llu\n", id.value(), node.state.c_str(),
+      const std::string disk = node.disk.has_value()
+                                   ? fmt::format("{} MiB ({})", node.disk->free_bytes >> 20,
+                                                 node.disk->reserve_bytes >> 20)
+                                   : std::string("?");
+      std::printf("%-6u %-8s %-22s %-9s %8llu %14llu %12llu %20s\n", id.value(), node.state.c_str(),
                   node.address.empty() ? "?" : node.address.c_str(), node.reachable ? "yes" : "no",
                   static_cast<unsigned long long>(node.buckets),
                   static_cast<unsigned long long>(node.bytes),
-                  static_cast<unsigned long long>(node.documents));
+                  static_cast<unsigned long long>(node.documents), disk.c_str());
     }
     std::printf("moves in flight: %zu\n", moves.size());
     for (const auto& move : moves) std::printf("  %s\n", move.dump().c_str());
