@@ -62,8 +62,11 @@
 
 namespace shoal::coordinator {
 
-// The default move throttle (CoordinatorOptions::max_bytes_per_second): 32 MiB/s.
-inline constexpr uint64_t kDefaultMoveBytesPerSecond = uint64_t{32} << 20;
+// The default move throttle (CoordinatorOptions::max_bytes_per_second): 16 MiB/s. On the 2-core
+// machine a 1 GiB join then keeps the clients at >= 0.9 of their steady throughput on fast and
+// slow days alike, for about 18 s to balance instead of 11 at 32 MiB/s
+// (docs/results/rebalance.md, fifteenth session).
+inline constexpr uint64_t kDefaultMoveBytesPerSecond = uint64_t{16} << 20;
 
 struct CoordinatorOptions {
   transport::Micros call_timeout = 2'000'000;
