@@ -43,6 +43,13 @@ std::vector<BalanceBucket> Applied(std::vector<BalanceBucket> buckets,
   return buckets;
 }
 
+// `count` buckets of size 1 with ids 0..count-1: the first `on_first` on node 1, the rest on 2.
+std::vector<BalanceBucket> UnitBuckets(uint32_t count, uint32_t on_first) {
+  std::vector<BalanceBucket> buckets;
+  for (uint32_t i = 0; i < count; ++i) buckets.push_back(B(i, 1, i < on_first ? 1 : 2));
+  return buckets;
+}
+
 // ---- generators ------------------------------------------------------------------------------
 
 std::vector<NodeId> GenNodes() {
@@ -121,15 +128,24 @@ RC_GTEST_PROP(BalanceProperty, TerminatesAndAssignsEveryBucket, ()) {
   RC_ASSERT(result->loads == NodeLoads(Applied(buckets, *result), result->nodes));
 }
 
+// With or without room limits (every bucket assigned, so every step is a step-2 move): each
+// move narrows its pair, the spread never widens, and a limited node receives at most its room.
 RC_GTEST_PROP(BalanceProperty, EachMoveNarrowsAndTheSpreadNeverWidens, ()) {
   const std::vector<NodeId> nodes = GenNodes();
   const std::vector<BalanceBucket> buckets = GenBuckets(nodes, /*all_assigned=*/true);
-  auto result = Balance(buckets, nodes);
+  BalanceOptions options;
+  if (*rc::gen::arbitrary<bool>()) {
+    for (NodeId node : nodes) {
+      if (*rc::gen::arbitrary<bool>()) options.room[node] = GenSize();
+    }
+  }
+  auto result = Balance(buckets, nodes, options);
   RC_ASSERT(result.ok());
   RC_ASSERT(result->step2_moves == result->steps.size());  // nothing was unassigned
 
   std::map<BucketId, uint64_t> size_of;
   for (const BalanceBucket& bucket : buckets) size_of[bucket.id] = bucket.size;
+  std::map<NodeId, uint64_t> received;
   std::vector<uint64_t> loads = NodeLoads(buckets, nodes);
   const uint64_t initial_spread = MaxMinSpread(loads);
   auto index = [&](NodeId node) {
@@ -137,10 +153,12 @@ RC_GTEST_PROP(BalanceProperty, EachMoveNarrowsAndTheSpreadNeverWidens, ()) {
   };
   for (const BalanceMove& step : result->steps) {
     RC_ASSERT(step.from.has_value());
+    received[step.to] += size_of[step.bucket];
     const size_t from = index(*step.from);
     const size_t to = index(step.to);
     const uint64_t spread_before = MaxMinSpread(loads);
-    const uint64_t pair_before = loads[from] - loads[to];  // from is Pmax, to is Pmin
+    RC_ASSERT(loads[from] >= loads[to]);  // from is Pmax
+    const uint64_t pair_before = loads[from] - loads[to];
     loads[from] -= size_of[step.bucket];
     loads[to] += size_of[step.bucket];
     const uint64_t pair_after =
@@ -148,6 +166,7 @@ RC_GTEST_PROP(BalanceProperty, EachMoveNarrowsAndTheSpreadNeverWidens, ()) {
     RC_ASSERT(pair_after < pair_before);
     RC_ASSERT(MaxMinSpread(loads) <= spread_before);
   }
+  for (const auto& [node, room] : options.room) RC_ASSERT(received[node] <= room);
   RC_ASSERT(loads == NodeLoads(Applied(buckets, *result), nodes));
   RC_ASSERT(MaxMinSpread(loads) <= initial_spread);
 }
@@ -186,43 +205,6 @@ RC_GTEST_PROP(BalanceProperty, DeterministicAndIndependentOfInputOrder, ()) {
   RC_ASSERT(OwnersById(buckets, *first) == OwnersById(shuffled_buckets, *shuffled));
   RC_ASSERT(first->steps == shuffled->steps);
   RC_ASSERT(first->loads == shuffled->loads);
-}
-
-RC_GTEST_PROP(BalanceProperty, RoomLimitsWhatEachNodeReceives, ()) {
-  // Every bucket assigned, so every step is a step-2 move: a limited node receives at most its
-  // room in all, each move still narrows its pair, and the spread never widens.
-  const std::vector<NodeId> nodes = GenNodes();
-  const std::vector<BalanceBucket> buckets = GenBuckets(nodes, /*all_assigned=*/true);
-  BalanceOptions options;
-  for (NodeId node : nodes) {
-    if (*rc::gen::arbitrary<bool>()) options.room[node] = GenSize();
-  }
-  auto result = Balance(buckets, nodes, options);
-  RC_ASSERT(result.ok());
-  std::map<BucketId, uint64_t> size_of;
-  for (const BalanceBucket& bucket : buckets) size_of[bucket.id] = bucket.size;
-  std::map<NodeId, uint64_t> received;
-  std::vector<uint64_t> loads = NodeLoads(buckets, nodes);
-  auto index = [&](NodeId node) {
-    return static_cast<size_t>(std::find(nodes.begin(), nodes.end(), node) - nodes.begin());
-  };
-  for (const BalanceMove& step : result->steps) {
-    RC_ASSERT(step.from.has_value());
-    received[step.to] += size_of[step.bucket];
-    const size_t from = index(*step.from);
-    const size_t to = index(step.to);
-    const uint64_t spread_before = MaxMinSpread(loads);
-    RC_ASSERT(loads[from] >= loads[to]);
-    const uint64_t pair_before = loads[from] - loads[to];
-    loads[from] -= size_of[step.bucket];
-    loads[to] += size_of[step.bucket];
-    const uint64_t pair_after =
-        loads[from] > loads[to] ? loads[from] - loads[to] : loads[to] - loads[from];
-    RC_ASSERT(pair_after < pair_before);
-    RC_ASSERT(MaxMinSpread(loads) <= spread_before);
-  }
-  for (const auto& [node, room] : options.room) RC_ASSERT(received[node] <= room);
-  RC_ASSERT(loads == NodeLoads(Applied(buckets, *result), nodes));
 }
 
 RC_GTEST_PROP(BalanceProperty, RoomForEverythingIsThePapersAlgorithm, ()) {
@@ -295,8 +277,7 @@ TEST(BalanceTest, BucketsOfALeavingNodeAreReassigned) {
 
 TEST(BalanceTest, NewNodeTakesUpToTheAverage) {
   // Two nodes with 6 unit buckets each and a new node: it ends with 4, the others with 4.
-  std::vector<BalanceBucket> buckets;
-  for (uint32_t i = 0; i < 12; ++i) buckets.push_back(B(i, 1, i < 6 ? 1 : 2));
+  const std::vector<BalanceBucket> buckets = UnitBuckets(12, 6);
   auto result = Balance(buckets, Nodes({1, 2, 3}));
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(result->loads, (std::vector<uint64_t>{4, 4, 4}));
@@ -306,8 +287,7 @@ TEST(BalanceTest, NewNodeTakesUpToTheAverage) {
 
 TEST(BalanceTest, ANodeWithoutRoomReceivesNothing) {
   // Node 3 joins with no room: nodes 1 and 2 balance between themselves only.
-  std::vector<BalanceBucket> buckets;
-  for (uint32_t i = 0; i < 12; ++i) buckets.push_back(B(i, 1, i < 8 ? 1 : 2));
+  const std::vector<BalanceBucket> buckets = UnitBuckets(12, 8);
   BalanceOptions options;
   options.room[NodeId(3)] = 0;
   auto result = Balance(buckets, Nodes({1, 2, 3}), options);
@@ -319,8 +299,7 @@ TEST(BalanceTest, ANodeWithoutRoomReceivesNothing) {
 TEST(BalanceTest, ANodeReceivesUpToItsRoom) {
   // Node 3 has room for 2 of the 4 units it would take; the rest stays where it is, since
   // nodes 1 and 2 are already even.
-  std::vector<BalanceBucket> buckets;
-  for (uint32_t i = 0; i < 12; ++i) buckets.push_back(B(i, 1, i < 6 ? 1 : 2));
+  const std::vector<BalanceBucket> buckets = UnitBuckets(12, 6);
   BalanceOptions options;
   options.room[NodeId(3)] = 2;
   auto result = Balance(buckets, Nodes({1, 2, 3}), options);
