@@ -52,17 +52,7 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
   // Free space (partition/balance.h, "Room"): nodes near their disk reserve receive only what
   // fits; the bytes of moves already in flight to a node are counted as received.
   partition::BalanceOptions balance_options;
-  for (NodeId node : active) {
-    if (auto room = load.RoomOf(node); room.has_value()) balance_options.room[node] = *room;
-  }
-  for (const BucketPlacement& bucket : map.buckets()) {
-    if (!bucket.transition.has_value()) continue;
-    for (NodeId node : bucket.TargetReplicas()) {
-      auto it = balance_options.room.find(node);
-      if (it == balance_options.room.end() || Holds(bucket.replicas, node)) continue;
-      it->second -= std::min(it->second, load.BytesOf(bucket.id));
-    }
-  }
+  balance_options.room = RoomAfterMovesInFlight(map, load);
   SHOAL_ASSIGN_OR_RETURN(partition::BalanceResult result,
                          partition::Balance(units, active, balance_options));
   std::map<NodeId, uint64_t> loads;

@@ -19,17 +19,11 @@ bool Holds(const std::vector<NodeId>& nodes, NodeId node) {
 // the plan being built.
 class Holdings {
  public:
-  Holdings(const ShardMap& map, const LoadReport& load) : map_(map) {
-    for (const NodeInfo& node : map.nodes()) {
-      count_[node.id] = 0;
-      if (auto room = load.RoomOf(node.id); room.has_value()) room_[node.id] = *room;
-    }
+  Holdings(const ShardMap& map, const LoadReport& load)
+      : map_(map), room_(RoomAfterMovesInFlight(map, load)) {
+    for (const NodeInfo& node : map.nodes()) count_[node.id] = 0;
     for (const BucketPlacement& bucket : map.buckets()) {
-      for (NodeId node : bucket.TargetReplicas()) {
-        ++count_[node];
-        // A move in flight to `node` uses its room (as in the Balancer).
-        if (bucket.transition.has_value() && !Holds(bucket.replicas, node)) Use(node, load, bucket);
-      }
+      for (NodeId node : bucket.TargetReplicas()) ++count_[node];
       total_ += bucket.TargetReplicas().size();
     }
   }
@@ -95,8 +89,8 @@ class Holdings {
   }
 
   const ShardMap& map_;
+  std::map<NodeId, uint64_t> room_;  // RoomAfterMovesInFlight, less what this plan gives
   std::map<NodeId, uint64_t> count_;
-  std::map<NodeId, uint64_t> room_;  // LoadReport::node_room_bytes, less what this plan gives
   uint64_t total_ = 0;
   std::set<BucketId> chosen_;
 };
@@ -230,11 +224,7 @@ StatusOr<MigrationPlan> DecommissionPlanner::Plan(const ShardMap& map, const Loa
       if (it != bytes.end()) it->second += load.BytesOf(bucket.id);
     }
   }
-  std::map<NodeId, uint64_t> room;  // LoadReport::node_room_bytes, less what this plan gives
-  for (const auto& [node, held] : bytes) {
-    (void)held;
-    if (auto known = load.RoomOf(node); known.has_value()) room[node] = *known;
-  }
+  std::map<NodeId, uint64_t> room = RoomAfterMovesInFlight(map, load);  // less this plan's
   MigrationPlan plan;
   for (const BucketPlacement& bucket : map.buckets()) {
     // A moving bucket is left for a later plan (rule 1, and one transition per bucket).

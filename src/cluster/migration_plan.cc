@@ -32,10 +32,17 @@ double LoadReport::UtilizationOf(NodeId node) const {
   return it == node_utilization.end() ? 0.0 : it->second;
 }
 
-std::optional<uint64_t> LoadReport::RoomOf(NodeId node) const {
-  auto it = node_room_bytes.find(node);
-  if (it == node_room_bytes.end()) return std::nullopt;
-  return it->second;
+std::map<NodeId, uint64_t> RoomAfterMovesInFlight(const ShardMap& map, const LoadReport& load) {
+  std::map<NodeId, uint64_t> room = load.node_room_bytes;
+  for (const BucketPlacement& bucket : map.buckets()) {
+    if (!bucket.transition.has_value()) continue;
+    for (NodeId node : bucket.TargetReplicas()) {
+      auto it = room.find(node);
+      if (it == room.end() || bucket.HasReplica(node)) continue;
+      it->second -= std::min(it->second, load.BytesOf(bucket.id));
+    }
+  }
+  return room;
 }
 
 std::string_view ToString(MoveReason reason) {

@@ -41,9 +41,13 @@ struct LoadReport {
   [[nodiscard]] uint64_t BytesOf(BucketId bucket) const;
   [[nodiscard]] double HitsOf(BucketId bucket) const;
   [[nodiscard]] double UtilizationOf(NodeId node) const;
-  // node_room_bytes[node], or none when not listed.
-  [[nodiscard]] std::optional<uint64_t> RoomOf(NodeId node) const;
 };
+
+// Each node's LoadReport::node_room_bytes less the bytes of the moves in flight to it (a moving
+// bucket counts at its destination, as the planners count it); nodes without a known room are
+// absent.
+[[nodiscard]] std::map<NodeId, uint64_t> RoomAfterMovesInFlight(const ShardMap& map,
+                                                                const LoadReport& load);
 
 // Why a move is planned; the order is the priority (lower first).
 enum class MoveReason : uint8_t {
