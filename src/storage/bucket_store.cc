@@ -155,9 +155,13 @@ void BucketStore::SyncLoop() {
     sync_cv_.wait_for(lock, options_.sync_interval);
     if (stopping_) break;
     lock.unlock();
-    // A failed background sync is retried at the next tick; Close() reports the final one.
-    rocksdb::Status ignored = db_->SyncWAL();
-    (void)ignored;
+    // A failed background sync is retried at the next tick; Close() reports the final one. A
+    // stopped engine is not synced: RocksDB 7.8 asserts on a sync of a WAL file that failed a
+    // write (bucket_store_recovery.cc), and a write that succeeds resumes the engine first.
+    if (!engine_stopped_.load(std::memory_order_acquire)) {
+      rocksdb::Status ignored = db_->SyncWAL();
+      (void)ignored;
+    }
     lock.lock();
   }
 }
@@ -175,7 +179,13 @@ Status BucketStore::Close() {
     std::lock_guard<std::mutex> lock(wal_cursors_mu_);
     wal_cursors_.clear();  // WAL readers go before the DB
   }
-  Status status = FromRocks(db_->SyncWAL(), "sync WAL at close");
+  // A stopped engine's WAL is not synced (see SyncLoop): what it acknowledged is durable per
+  // the sync policy, and what was not yet synced stays in the OS page cache for the reopen.
+  Status status = engine_stopped_.load(std::memory_order_acquire)
+                      ? StorageError(ErrorReason::kIo,
+                                     "closed with the engine stopped after a failed write; the "
+                                     "WAL was not synced")
+                      : FromRocks(db_->SyncWAL(), "sync WAL at close");
   for (rocksdb::ColumnFamilyHandle* h : handles_) {
     Status destroyed = FromRocks(db_->DestroyColumnFamilyHandle(h), "close column family");
     if (status.ok()) status = destroyed;
@@ -262,13 +272,14 @@ Status BucketStore::CheckCollection(CollectionId id) const {
 // --- engine helpers ---
 
 Status BucketStore::WriteBatchToEngine(rocksdb::WriteBatch* batch, WalSync wal_sync) {
+  SHOAL_RETURN_IF_ERROR(ResumeEngineIfStopped());
   switch (wal_sync) {
     case WalSync::kAsConfigured:
-      return FromRocks(db_->Write(engine_.write, batch), "write");
+      return EngineWriteStatus(db_->Write(engine_.write, batch), "write");
     case WalSync::kDeferred: {
       rocksdb::WriteOptions deferred = engine_.write;
       deferred.sync = false;
-      return FromRocks(db_->Write(deferred, batch), "write");
+      return EngineWriteStatus(db_->Write(deferred, batch), "write");
     }
   }
   return InternalError("unknown WalSync");
@@ -286,7 +297,10 @@ std::unique_ptr<Snapshot> BucketStore::GetSnapshot() const {
 
 uint64_t BucketStore::LatestSequence() const { return db_->GetLatestSequenceNumber(); }
 
-Status BucketStore::SyncWal() { return FromRocks(db_->SyncWAL(), "sync WAL"); }
+Status BucketStore::SyncWal() {
+  SHOAL_RETURN_IF_ERROR(ResumeEngineIfStopped());
+  return EngineWriteStatus(db_->SyncWAL(), "sync WAL");
+}
 
 Status BucketStore::Flush() {
   rocksdb::FlushOptions fo;

@@ -285,6 +285,13 @@ class BucketStore {
   // The free-space check of document writes and exports (StoreOptions::min_free_disk_bytes).
   [[nodiscard]] const DiskSpaceGuard& disk_space() const { return *space_; }
   [[nodiscard]] DiskSpaceGuard& disk_space() { return *space_; }
+  // A write the engine's disk refused (past the guard) stops the engine: every later write
+  // fails with the same error. The store resumes it in place once the disk has its reserve free
+  // again (bucket_store_recovery.cc). For status and tests: whether it is stopped now, and how
+  // often it stopped and resumed since Open.
+  [[nodiscard]] bool engine_stopped() const { return engine_stopped_.load(); }
+  [[nodiscard]] uint64_t engine_stops() const { return engine_stops_.load(); }
+  [[nodiscard]] uint64_t engine_resumes() const { return engine_resumes_.load(); }
   // How much the writes applied since Open changed the live size of the data in `range`: the sum
   // over those writes of |new - old| key + body bytes of the document (a delete counts the bytes
   // it removed, an insert those it added, an overwrite by a body of the same size nothing).
@@ -314,6 +321,13 @@ class BucketStore {
                                                                 std::string* value) const;
   [[nodiscard]] Status WriteBatchToEngine(rocksdb::WriteBatch* batch,
                                           WalSync wal_sync = WalSync::kAsConfigured);
+  // Engine stop and resume (bucket_store_recovery.cc). EngineWriteStatus converts the status of
+  // a call that writes to the engine and notes a stop; ResumeEngineIfStopped runs before such a
+  // call and resumes a stopped engine once the disk has room, or says why it is still stopped;
+  // CheckWalReadableAfter refuses a WAL read that would cross a stop.
+  [[nodiscard]] Status EngineWriteStatus(const rocksdb::Status& status, std::string_view context);
+  [[nodiscard]] Status ResumeEngineIfStopped();
+  [[nodiscard]] Status CheckWalReadableAfter(uint64_t after_sequence) const;
   [[nodiscard]] Status PersistDirectory(const LocalDirectory& next, rocksdb::WriteBatch* batch);
   [[nodiscard]] Status ReclaimRange(const PointRange& range);
   [[nodiscard]] Status CheckWalRetained(uint64_t sequence) const;
@@ -372,6 +386,18 @@ class BucketStore {
   std::array<std::atomic<uint64_t>, kChurnSlots> live_bytes_churn_{};
   mutable std::mutex wal_cursors_mu_;
   mutable std::vector<WalCursor> wal_cursors_;  // oldest first
+
+  // Engine stop and resume: set by EngineWriteStatus, cleared by ResumeEngineIfStopped.
+  std::atomic<bool> engine_stopped_{false};
+  std::atomic<bool> stopped_by_full_disk_{false};  // the stop's cause: ENOSPC or another error
+  std::atomic<uint64_t> engine_stops_{0};
+  std::atomic<uint64_t> engine_resumes_{0};
+  // Set once the engine resumed: WAL reads from at or below this sequence are refused, because
+  // the WAL before the stop may hold records of writes that failed (bucket_store_recovery.cc).
+  std::atomic<bool> engine_resumed_once_{false};
+  std::atomic<uint64_t> resumed_at_sequence_{0};
+  std::mutex resume_mu_;                // one resume attempt at a time
+  int64_t last_resume_attempt_ns_ = 0;  // steady clock; guarded by resume_mu_
 
   std::mutex sync_mu_;
   std::condition_variable sync_cv_;

@@ -1,8 +1,8 @@
 // A store whose disk fills (docs/design/storage.md, "A full disk"): the DiskSpaceGuard refuses
 // document writes and exports with NO_SPACE before the engine sees them, so the engine never
-// meets a refused WAL write (which would stop it until a restart), reads go on, and writes
-// resume by themselves once space is back. The disk is a test file system that reports the free
-// space the test sets and, while full, refuses every write under the store's directory.
+// meets a refused WAL write (which would stop it: bucket_store_engine_stop_test.cc), reads go on,
+// and writes resume by themselves once space is back. The disk is a test file system that reports
+// the free space the test sets and, while full, refuses every write under the store's directory.
 
 #include <gtest/gtest.h>
 

@@ -332,6 +332,10 @@ Status BucketStore::IngestRange(const ExportedRange& exported, const IngestOptio
   // may be a hard link to the source's export (move_files), which must stay byte for byte as the
   // source registered it for a retried transfer.
   io.write_global_seqno = false;
+  // A stopped engine resumes first. An ingest's own failure does not count as a stop (a missing
+  // file fails it alone); a MANIFEST write the disk refused stops the engine, and the next write
+  // notes that.
+  SHOAL_RETURN_IF_ERROR(ResumeEngineIfStopped());
   SHOAL_RETURN_IF_ERROR(
       FromRocks(db_->IngestExternalFile(documents_, exported.files, io), "ingest"));
   // The ingested bytes count as churn spread over the range's slots, so that a served range
@@ -385,6 +389,7 @@ StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
   if (max_changes == 0) {
     return StorageError(ErrorReason::kInvalidArgument, "max_changes must be >= 1");
   }
+  SHOAL_RETURN_IF_ERROR(CheckWalReadableAfter(after_sequence));
   ChangeBatch batch{.next_sequence = after_sequence};
   const uint32_t documents_cf = documents_->GetID();
   // Every sequence below `expected` is accounted for. An ingest consumes a sequence number

@@ -3,10 +3,11 @@
 // DiskSpaceGuard: refuses a write that would leave less than a reserve of free disk space, before
 // the engine sees it (docs/design/storage.md, "A full disk").
 //
-// Why: RocksDB 7.8 keeps the error of a WAL write the disk refused (ENOSPC) and refuses every
-// later write with it, also once space is back, until the process restarts. A write refused here
-// with kNoSpace changes nothing and leaves the engine healthy, so writes resume by themselves as
-// soon as space is freed. The reserve also leaves room for what the engine writes on its own
+// Why: RocksDB 7.8 keeps the error of a write the disk refused (ENOSPC) and refuses every later
+// write with it, also once space is back, until the store resumes it (bucket_store_recovery.cc),
+// which needs the disk to have room again and takes up to about 5 s. A write refused here with
+// kNoSpace changes nothing and leaves the engine healthy, so writes resume by themselves as soon
+// as space is freed. The reserve also leaves room for what the engine writes on its own
 // (flushing memtables, compacting), which no guard can refuse.
 //
 // Invariants:
