@@ -392,10 +392,9 @@ class BucketStore {
   std::atomic<bool> stopped_by_full_disk_{false};  // the stop's cause: ENOSPC or another error
   std::atomic<uint64_t> engine_stops_{0};
   std::atomic<uint64_t> engine_resumes_{0};
-  // Set once the engine resumed: WAL reads from at or below this sequence are refused, because
-  // the WAL before the stop may hold records of writes that failed (bucket_store_recovery.cc).
-  std::atomic<bool> engine_resumed_once_{false};
-  std::atomic<uint64_t> resumed_at_sequence_{0};
+  // WAL reads from below this after_sequence are refused (0: none), because the WAL before
+  // the last stop may hold records of writes that failed (bucket_store_recovery.cc).
+  std::atomic<uint64_t> wal_readable_from_{0};
   std::mutex resume_mu_;                // one resume attempt at a time
   int64_t last_resume_attempt_ns_ = 0;  // steady clock; guarded by resume_mu_
 

@@ -113,10 +113,9 @@ Status BucketStore::ResumeEngineIfStopped() {
   }
   // Stored before the flag clears: no write resumes before WAL reads across the stop are
   // refused. A write that slipped in before this reading only makes the refusal wider.
-  resumed_at_sequence_.store(db_->GetLatestSequenceNumber(), std::memory_order_release);
-  engine_resumed_once_.store(true, std::memory_order_release);
+  wal_readable_from_.store(db_->GetLatestSequenceNumber() + 1, std::memory_order_release);
   // A marker record opens the new WAL file, so that every snapshot taken from now on (a fresh
-  // export) lies above resumed_at and its catch-up is not refused.
+  // export) lies above the refused range and its catch-up is not refused.
   std::string count;
   AppendBigEndian64(engine_resumes_.load(std::memory_order_relaxed) + 1, &count);
   SHOAL_RETURN_IF_ERROR(EngineWriteStatus(
@@ -129,13 +128,12 @@ Status BucketStore::ResumeEngineIfStopped() {
 }
 
 Status BucketStore::CheckWalReadableAfter(uint64_t after_sequence) const {
-  if (!engine_resumed_once_.load(std::memory_order_acquire)) return OkStatus();
-  const uint64_t resumed_at = resumed_at_sequence_.load(std::memory_order_acquire);
-  if (after_sequence > resumed_at) return OkStatus();
+  const uint64_t readable_from = wal_readable_from_.load(std::memory_order_acquire);
+  if (after_sequence >= readable_from) return OkStatus();
   return StorageError(ErrorReason::kUnavailable,
                       fmt::format("WAL from sequence {} crosses an engine stop (resumed at {}); "
                                   "restart from a fresh export",
-                                  after_sequence + 1, resumed_at));
+                                  after_sequence + 1, readable_from - 1));
 }
 
 }  // namespace shoal::storage
