@@ -1,9 +1,10 @@
 // A write the disk refuses past the guard (docs/design/storage.md, "A full disk"): the engine
 // stops, every write fails with NO_SPACE and changes nothing, reads go on, and the store resumes
 // the engine in place once the disk has its reserve free again, with no restart and nothing
-// acknowledged lost. The disk is a test file system that refuses writes under the store's
-// directory, either seen by the guard's reading (SetFull) or not (SetFullUnseen: another
-// process filled the disk between two readings).
+// acknowledged lost. The disk is a test file system that, while full, reads as full and refuses
+// writes under the store's directory. The guard trusts its reading for an hour, so the engine
+// meets a disk that filled since (as after another process's burst), while the store's check
+// before a resume, and RocksDB's own recovery, read the disk afresh, as statvfs would.
 
 #include <gtest/gtest.h>
 
@@ -28,14 +29,12 @@ constexpr uint64_t kReserve = 1u << 20;
 
 class EngineStopTest : public ::testing::TestWithParam<SyncPolicy> {
  protected:
-  // `check_interval` 0: the guard reads the disk before every write.
-  void Open(std::chrono::milliseconds check_interval = std::chrono::milliseconds(0)) {
-    check_interval_ = check_interval;
+  void Open() {
     StoreOptions options = TestOptions(dir_.Sub("db"));
     options.env = env_.get();
     options.sync = GetParam();
     options.min_free_disk_bytes = kReserve;
-    options.disk_check_interval = check_interval;
+    options.disk_check_interval = std::chrono::hours(1);
     // No background WAL sync (TestOptions): a sync that races the write the disk refuses makes
     // the stop permanent (docs/design/storage.md §10).
     store_ = OpenTestStore(options);
@@ -45,7 +44,7 @@ class EngineStopTest : public ::testing::TestWithParam<SyncPolicy> {
   void Reopen() {
     SHOAL_ASSERT_OK(store_->Close());
     store_.reset();
-    Open(check_interval_);
+    Open();
   }
 
   static void ExpectNoSpace(const Status& status) {
@@ -79,23 +78,20 @@ class EngineStopTest : public ::testing::TestWithParam<SyncPolicy> {
   std::shared_ptr<FullDiskFileSystem> disk_ = std::make_shared<FullDiskFileSystem>(dir_.path());
   std::unique_ptr<rocksdb::Env> env_ = FullDiskFileSystem::NewEnv(disk_);
   std::unique_ptr<BucketStore> store_;
-  std::chrono::milliseconds check_interval_{0};
 };
 
 TEST_P(EngineStopTest, ARefusedWriteStopsTheEngineAndItResumesInPlaceOnceSpaceIsBack) {
   Open();
   SHOAL_ASSERT_OK(store_->Upsert(kC, "a", DocBody(1)).status());
 
-  // The disk fills between two readings: the guard admits, the engine meets the refusal.
-  disk_->SetFullUnseen(true);
+  // The disk fills after the guard's reading: the guard admits, the engine meets the refusal.
+  disk_->SetFull(true);
   ExpectNoSpace(store_->Upsert(kC, "b", DocBody(2)).status());
   EXPECT_GT(disk_->refused(), 0u);
   EXPECT_TRUE(store_->engine_stopped());
   EXPECT_EQ(store_->engine_stops(), 1u);
 
-  // The guard's next reading sees the full disk: writes are refused, no resume is tried.
-  disk_->SetFullUnseen(false);
-  disk_->SetFull(true);
+  // The check before a resume reads the full disk: writes are refused, no resume is tried.
   ExpectNoSpace(store_->Upsert(kC, "c", DocBody(3)).status());
   ExpectNoSpace(store_->SetBucketState(kTestBucket, BucketState::kLeaving));
   EXPECT_TRUE(store_->engine_stopped());
@@ -127,9 +123,9 @@ TEST_P(EngineStopTest, ARefusedWriteStopsTheEngineAndItResumesInPlaceOnceSpaceIs
 TEST_P(EngineStopTest, AStoppedEngineClosesAndReopensWithEverythingAcknowledged) {
   Open();
   SHOAL_ASSERT_OK(store_->Upsert(kC, "a", DocBody(1)).status());
-  disk_->SetFullUnseen(true);
+  disk_->SetFull(true);
   ExpectNoSpace(store_->Upsert(kC, "b", DocBody(2)).status());
-  disk_->SetFullUnseen(false);
+  disk_->SetFull(false);
   ASSERT_TRUE(store_->engine_stopped());
   // The close says the WAL was not synced (RocksDB asserts on a sync of a WAL file that failed
   // a write), and does not abort; the reopen recovers what was acknowledged.
@@ -146,9 +142,9 @@ TEST_P(EngineStopTest, ACatchUpAcrossAStopIsRefusedAndOneFromAFreshSnapshotIsNot
   Open();
   SHOAL_ASSERT_OK(store_->Upsert(kC, "a", DocBody(1)).status());
   const uint64_t before_stop = store_->GetSnapshot()->sequence();
-  disk_->SetFullUnseen(true);
+  disk_->SetFull(true);
   ExpectNoSpace(store_->Upsert(kC, "b", DocBody(2)).status());
-  disk_->SetFullUnseen(false);
+  disk_->SetFull(false);
   // A WAL sync resumes the engine without writing a document. The WAL file the engine stopped
   // on may hold a record of the refused write under a sequence number that later writes reuse:
   // a catch-up from before the stop restarts.
@@ -167,12 +163,11 @@ TEST_P(EngineStopTest, ACatchUpAcrossAStopIsRefusedAndOneFromAFreshSnapshotIsNot
   EXPECT_EQ(changes.changes[0].primary_key, "e");
 }
 
-// Writers race a disk that fills and empties under them. The guard reads the disk only once an
-// hour, so the engine meets every refusal, while the store's check before a resume reads it
-// afresh, as statvfs would. Afterwards every acknowledged write is there and no refused one,
+// Writers race a disk that fills and empties under them; the engine meets every refusal.
+// Afterwards every acknowledged write is there and no refused one,
 // before and after a reopen.
 TEST_P(EngineStopTest, WritersRacingADiskThatFillsAndEmptiesLoseNothingAcknowledged) {
-  Open(std::chrono::hours(1));
+  Open();
   constexpr int kWriters = 4;
   std::atomic<bool> flipping{true};
   std::vector<std::vector<std::string>> acked(kWriters), refused(kWriters);

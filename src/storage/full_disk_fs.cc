@@ -67,9 +67,7 @@ std::unique_ptr<rocksdb::Env> FullDiskFileSystem::NewEnv(
 }
 
 bool FullDiskFileSystem::Refuse(const std::string& path) {
-  const bool full =
-      full_.load(std::memory_order_acquire) || full_unseen_.load(std::memory_order_acquire);
-  if (!full || !path.starts_with(prefix_)) return false;
+  if (!full_.load(std::memory_order_acquire) || !path.starts_with(prefix_)) return false;
   refused_.fetch_add(1, std::memory_order_acq_rel);
   return true;
 }

@@ -32,10 +32,6 @@ class FullDiskFileSystem final : public rocksdb::FileSystemWrapper {
       const std::shared_ptr<FullDiskFileSystem>& fs);
 
   void SetFull(bool full) { full_.store(full, std::memory_order_release); }
-  // Refuses writes as a full disk does while its free space still reads as before: a disk that
-  // another process filled between two readings of a store's guard, so that the engine itself
-  // meets the refusal.
-  void SetFullUnseen(bool full) { full_unseen_.store(full, std::memory_order_release); }
   // The free space reported under the prefix while not full; nullopt = the real disk's.
   void SetFreeBytes(std::optional<uint64_t> bytes);
   // Writes refused so far.
@@ -67,7 +63,6 @@ class FullDiskFileSystem final : public rocksdb::FileSystemWrapper {
 
   const std::string prefix_;
   std::atomic<bool> full_{false};
-  std::atomic<bool> full_unseen_{false};
   std::atomic<uint64_t> refused_{0};
   std::mutex free_mu_;
   std::optional<uint64_t> free_bytes_;  // guarded by free_mu_
