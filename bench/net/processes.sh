@@ -1,11 +1,12 @@
-# Shared by bench/net/run.sh and bench/net/ratio.sh (sourced): processes started in the
+# shellcheck shell=bash
+# Shared by bench/net/run.sh, ratio.sh and cpu_split.sh (sourced): processes started in the
 # background on free loopback ports, killed on exit, and the median of a column of numbers.
 # The sourcing script sets `dir` (a scratch directory, removed on exit) before sourcing.
 
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  rm -rf "$dir"
+  rm -rf "${dir:?}"
 }
 trap cleanup EXIT
 

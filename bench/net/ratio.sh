@@ -55,7 +55,7 @@ for nodes in $node_counts; do
   for round in $(seq 1 "$rounds"); do
     for op in get put; do
       redis_op=$op
-      [ "$op" = put ] && redis_op=set
+      [ "$op" = put ] && redis_op="set"
       for style in $styles; do
         s=$(shoal_ops "$coordinator" "$op" "$style")
         r=$(redis_ops "$redis_op")
