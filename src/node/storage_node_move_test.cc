@@ -362,5 +362,124 @@ TEST_F(StorageNodeTest, FenceForAMoveMissingFromTheNodesMapFetchesTheMap) {
   });
 }
 
+// FAILURE-PATTERNS 6 (docs/design/failure-patterns.md): a move of b0 is aborted in kCopy and
+// retried at once as another move; every request of the first attempt that arrives late, while
+// the retry runs, is refused by its move id and changes nothing, and the retry carries every
+// write to the destination.
+TEST_F(StorageNodeTest, LateRequestsOfAnAbortedAttemptAreRefusedDuringItsRetry) {
+  Run([&] {
+    constexpr MoveId kRetry{2};
+    const ShardMapPtr aborted =
+        Next(maps_.copy, [](ShardMapEdit& e) { e.AbortTransition(kB0, kMove); });
+    const ShardMapPtr retry_copy = Next(aborted, [&](ShardMapEdit& e) {
+      e.BeginTransition(kB0, kRetry, {kN2}, cluster::TransitionMode::kCopyThenSwitch);
+    });
+    const ShardMapPtr retry_catch_up = Next(retry_copy, [&](ShardMapEdit& e) {
+      e.AdvanceStage(kB0, kRetry, TransitionStage::kCatchUp);
+    });
+    const ShardMapPtr retry_prepare = Next(retry_catch_up, [&](ShardMapEdit& e) {
+      e.AdvanceStage(kB0, kRetry, TransitionStage::kPrepare);
+    });
+    const ShardMapPtr retry_committed =
+        Next(retry_prepare, [&](ShardMapEdit& e) { e.CommitTransition(kB0, kRetry); });
+
+    std::map<std::string, std::string> expected;  // key -> body ("" = deleted)
+    auto write = [&](const ShardMapPtr& map, WriteOp op, const std::string& key,
+                     const std::string& body) {
+      ASSERT_TRUE(StatusOf(Write(kN1, map, op, key, body)).ok()) << key;
+      expected[key] = op == WriteOp::kDelete ? "" : body;
+    };
+    for (int i = 0; i < 4; ++i) write(maps_.initial, WriteOp::kInsert, KeyIn(kB0, i), R"({"a":1})");
+
+    // The first attempt: snapshot, staged at the destination, one catch-up round.
+    Publish(maps_.copy);
+    auto first_export = Call(kN1, transport::ExportBucketRequest{.move = kMove, .bucket = kB0});
+    ASSERT_TRUE(StatusOf(first_export).ok()) << StatusOf(first_export);
+    const storage::ExportedRange first =
+        std::get<transport::ExportBucketResponse>(first_export->body).exported;
+    ASSERT_TRUE(StatusOf(Call(kN2,
+                              transport::IngestBucketRequest{
+                                  .move = kMove, .bucket = kB0, .exported = first}))
+                    .ok());
+    write(maps_.copy, WriteOp::kUpdate, KeyIn(kB0, 0), R"({"a":"after first snapshot"})");
+
+    // Aborted, and retried at once; the retry takes its own snapshot.
+    Publish(aborted);
+    Publish(retry_copy);
+    write(retry_copy, WriteOp::kDelete, KeyIn(kB0, 1), "");
+    auto retry_export = Call(kN1, transport::ExportBucketRequest{.move = kRetry, .bucket = kB0});
+    ASSERT_TRUE(StatusOf(retry_export).ok()) << StatusOf(retry_export);
+    const storage::ExportedRange second =
+        std::get<transport::ExportBucketResponse>(retry_export->body).exported;
+    ASSERT_TRUE(StatusOf(Call(kN2,
+                              transport::IngestBucketRequest{
+                                  .move = kRetry, .bucket = kB0, .exported = second}))
+                    .ok());
+    write(retry_copy, WriteOp::kInsert, KeyIn(kB0, 4), R"({"a":"after retry snapshot"})");
+
+    // The first attempt's requests, late: each is refused as stale.
+    auto expect_stale = [&](const char* what, const StatusOr<Response>& response) {
+      EXPECT_EQ(transport::ClusterErrorOf(StatusOf(response)), ClusterError::kStaleMove)
+          << what << ": " << StatusOf(response);
+    };
+    expect_stale("ingest", Call(kN2, transport::IngestBucketRequest{
+                                         .move = kMove, .bucket = kB0, .exported = first}));
+    expect_stale("catch-up", Call(kN2, transport::CatchUpRequest{.move = kMove,
+                                                                 .bucket = kB0,
+                                                                 .source = kN1,
+                                                                 .after_sequence = first.sequence,
+                                                                 .until_sequence = {}}));
+    expect_stale("read changes",
+                 Call(kN1, transport::ReadChangesRequest{
+                               .move = kMove, .bucket = kB0, .after_sequence = first.sequence}));
+    expect_stale("fetch file",
+                 Call(kN1, transport::FetchMoveFileRequest{
+                               .move = kMove, .bucket = kB0, .sequence = first.sequence}));
+    expect_stale("transfer", Call(kN2, transport::TransferBucketRequest{
+                                           .move = kMove, .bucket = kB0, .source = kN1}));
+    expect_stale("export", Call(kN1, transport::ExportBucketRequest{.move = kMove, .bucket = kB0}));
+    expect_stale("fence", Fence(kN1, kMove, kB0));
+    // The abort's drop of the destination's copy, late: n2 now receives the range for the retry.
+    auto late_drop = Drop(kN2, aborted, kB0);
+    EXPECT_EQ(StatusOf(late_drop).code(), StatusCode::kFailedPrecondition) << StatusOf(late_drop);
+    // None of them fenced the source or touched the retry's staged copy.
+    EXPECT_TRUE(node(kN1).CanAcknowledgeWrite(PointOf(kDocs, KeyIn(kB0, 2))));
+    write(retry_copy, WriteOp::kUpsert, KeyIn(kB0, 2), R"({"a":"after the late requests"})");
+
+    // The retry completes: catch-up, fence, drain, commit.
+    Publish(retry_catch_up);
+    auto round = Call(kN2, transport::CatchUpRequest{.move = kRetry,
+                                                     .bucket = kB0,
+                                                     .source = kN1,
+                                                     .after_sequence = second.sequence,
+                                                     .until_sequence = {}});
+    ASSERT_TRUE(StatusOf(round).ok()) << StatusOf(round);
+    Publish(retry_prepare);
+    auto fenced = Fence(kN1, kRetry, kB0);
+    ASSERT_TRUE(StatusOf(fenced).ok()) << StatusOf(fenced);
+    auto drained = Call(
+        kN2,
+        transport::CatchUpRequest{
+            .move = kRetry,
+            .bucket = kB0,
+            .source = kN1,
+            .after_sequence = std::get<transport::CatchUpResponse>(round->body).applied_sequence,
+            .until_sequence = std::get<transport::FenceResponse>(fenced->body).sequence,
+            .stop_below = 0});
+    ASSERT_TRUE(StatusOf(drained).ok()) << StatusOf(drained);
+    Publish(retry_committed);
+    for (const auto& [key, body] : expected) {
+      auto got = Get(kN2, retry_committed, key);
+      if (body.empty()) {
+        EXPECT_TRUE(storage::Is(StatusOf(got), storage::ErrorReason::kNotFound))
+            << key << ": " << StatusOf(got);
+      } else {
+        ASSERT_TRUE(StatusOf(got).ok()) << key << ": " << StatusOf(got);
+        EXPECT_EQ(std::get<transport::GetResponse>(got->body).document.body, body) << key;
+      }
+    }
+  });
+}
+
 }  // namespace
 }  // namespace shoal::node
