@@ -11,7 +11,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -144,6 +146,120 @@ INSTANTIATE_TEST_SUITE_P(FillPoints, FullDiskTest,
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            std::string name = info.param;
                            if (name.empty()) return std::string("before_the_move");
+                           std::replace(name.begin(), name.end(), '.', '_');
+                           return name;
+                         });
+
+// The destination's disk reaches its reserve after the ingest (field note C,
+// docs/design/failure-patterns.md): before the catch-up rounds, or before the fence, so that the
+// source is fenced until the move ends. A writer updates b0's documents all through the move.
+// The destination takes no bucket at its reserve: its catch-up refuses (also with nothing to
+// apply), the move aborts, and the abort releases the source: every acknowledged write reads
+// back from it and it takes writes again. Here the disk still has the reserve's bytes, as the
+// guard intends, so the abort's drop of the staged copy succeeds. (On a disk with no byte left,
+// that drop stops the destination's engine until space is back: storage.md, "A full disk".)
+class FullDiskDuringCatchUpTest : public FullDiskTest {};
+
+TEST_P(FullDiskDuringCatchUpTest, TheMoveAbortsAndTheSourceKeepsEveryAcknowledgedWrite) {
+  constexpr uint64_t kReserve = uint64_t{16} << 20;  // node::test::UseSmallTestStore's reserve
+  const std::string fill_at = GetParam();
+  bool filled = false;
+  sim_.SetChaosHook([&](const Address& process, std::string_view failpoint) {
+    if (!filled && process == Address::Coordinator() && failpoint == fill_at) {
+      filled = true;
+      disk_->SetFreeBytes(kReserve / 2);
+    }
+    return false;  // no crash
+  });
+  Run(/*auto_balance=*/false, [&] {
+    const std::vector<int> in_b0 = DocumentsOfB0();
+    ASSERT_FALSE(in_b0.empty());
+    // Per document of b0: the last round whose update was acknowledged, and the last round
+    // tried (an update that failed may still have been applied: its outcome is unknown).
+    struct Writer {
+      bool stop = false;
+      bool done = false;
+      std::map<int, int> acknowledged;
+      std::map<int, int> tried;
+      uint64_t acknowledged_writes = 0;
+    };
+    auto w = std::make_shared<Writer>();
+    auto client = std::make_shared<client::Client>(sim_);
+    sim_.Spawn(Address::Client(2), "writer", [this, w, client, in_b0, c = collection_] {
+      for (int round = 1; !w->stop; ++round) {
+        for (int i : in_b0) {
+          w->tried[i] = round;
+          if (client->Update(c, Key(i), Body(round * kDocuments + i)).ok()) {
+            w->acknowledged[i] = round;
+            ++w->acknowledged_writes;
+          }
+        }
+        if (!sim_.Sleep(2 * kMs).ok()) break;
+      }
+      w->done = true;
+    });
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 0; }));
+    Status moved = Admin([](Coordinator& c) { return c.MoveBucket(kB0, kN2); });
+    const uint64_t during_move = w->acknowledged_writes;
+    ASSERT_TRUE(sim_.Sleep(20 * kMs).ok());  // a few more rounds after the abort
+    w->stop = true;
+    ASSERT_TRUE(WaitFor([&] { return w->done; }));
+
+    EXPECT_TRUE(filled) << fill_at << " was not reached";
+    EXPECT_FALSE(moved.ok()) << "a move whose destination's disk filled committed";
+    EXPECT_GT(w->acknowledged_writes, during_move) << "the source took no write after the abort";
+    EXPECT_GT(cluster_->node(kN2)->store()->disk_space().refused(), 0u)
+        << "the destination's guard refused nothing at its reserve";
+    const MoveProgress progress = coordinator().progress();
+    EXPECT_EQ(progress.committed, 0u);
+    EXPECT_EQ(progress.aborted, 1u);
+    EXPECT_EQ(progress.in_flight, 0u);
+    EXPECT_EQ(map()->Find(kB0)->replicas, std::vector<NodeId>{kN1});
+    EXPECT_FALSE(map()->Find(kB0)->transition.has_value());
+    EXPECT_EQ(StoredIn(kN2, RangeOf(*map()->Find(kB0))), 0u) << "the aborted move left data";
+    ASSERT_TRUE(WaitFor([&] {
+      return cluster_->node(kN1)->epoch() == map()->epoch() &&
+             cluster_->node(kN2)->epoch() == map()->epoch();
+    }));
+    const Point point(map()->Find(kB0)->range.begin());
+    EXPECT_TRUE(cluster_->node(kN1)->CanAcknowledgeWrite(point));
+    EXPECT_FALSE(cluster_->node(kN2)->CanAcknowledgeWrite(point));
+    // Every document of b0 holds its last acknowledged update, or a later one of unknown outcome.
+    client::Client reader(sim_);
+    std::map<int, std::string> at_abort;
+    for (int i : in_b0) {
+      auto got = reader.Get(collection_, Key(i));
+      ASSERT_TRUE(got.ok()) << Key(i) << ": " << got.status();
+      at_abort[i] = got->body;
+      const int acknowledged = w->acknowledged.contains(i) ? w->acknowledged[i] : 0;
+      bool allowed = false;
+      for (int round = acknowledged; round <= w->tried[i] && !allowed; ++round) {
+        allowed = got->body == (round == 0 ? Body(i) : Body(round * kDocuments + i));
+      }
+      EXPECT_TRUE(allowed) << Key(i) << " reads " << got->body << ", last acknowledged round "
+                           << acknowledged << ", last tried " << w->tried[i];
+    }
+
+    // Space is back: the same move commits and carries the source's state.
+    disk_->SetFreeBytes(std::nullopt);
+    Status retried = Admin([](Coordinator& c) { return c.MoveBucket(kB0, kN2); });
+    ASSERT_TRUE(retried.ok()) << retried;
+    for (int i : in_b0) {
+      auto got = reader.Get(collection_, Key(i));
+      ASSERT_TRUE(got.ok()) << Key(i) << ": " << got.status();
+      EXPECT_EQ(got->body, at_abort[i]) << Key(i) << ": the retried move lost a write";
+      auto restored = reader.Update(collection_, Key(i), Body(i));
+      EXPECT_TRUE(restored.ok()) << Key(i) << ": " << restored.status();
+    }
+    ExpectB0EndedOn(/*committed=*/true);
+  });
+  sim_.SetChaosHook(nullptr);
+}
+
+INSTANTIATE_TEST_SUITE_P(FillPoints, FullDiskDuringCatchUpTest,
+                         ::testing::Values("coordinator.after_ingest", "coordinator.before_fence"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string name = info.param;
                            std::replace(name.begin(), name.end(), '.', '_');
                            return name;
                          });

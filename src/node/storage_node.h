@@ -53,6 +53,10 @@
 //     it starts only when no ingest or apply of the bucket runs and forgets the catch-up record,
 //     without which no apply starts, until it has staged the range; a refused ingest is not
 //     serving (retry).
+//   - ROOM: the destination of a copy-then-switch move refuses its ingest, every catch-up and
+//     the drain (NO_SPACE) while its store's free-space guard refuses writes, even when there is
+//     nothing to apply, so the move aborts before the commit hands it a bucket it cannot take
+//     writes for; the abort also releases a fenced source.
 //   - MOVE CPU: export, ingest and the catch-up rounds before the fence run at
 //     NodeOptions::background_nice below request priority; the drain after a fence (or a seal)
 //     and every client request run at the node's own priority, so a fence is not slowed down.

@@ -211,6 +211,7 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
   transport::Micros read_micros = 0;
   transport::Micros apply_micros = 0;
   int idle_rounds = 0;
+  bool copy_then_switch = false;
   // MOVE CPU: the drain to a fence's sequence runs at request priority (clients wait for it).
   const int nice = request.until_sequence.has_value() ? 0 : options_.background_nice;
   while (true) {
@@ -218,6 +219,7 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
       std::lock_guard<std::mutex> lock(mu_);
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
       if (!placement.ok()) return Response::Error(placement.status());
+      copy_then_switch = (*placement)->transition->mode == cluster::TransitionMode::kCopyThenSwitch;
       auto it = moves_.find(request.bucket);
       if ((it == moves_.end() || it->second.move != request.move) &&
           (*placement)->transition->mode == cluster::TransitionMode::kSwitchThenCopy) {
@@ -300,6 +302,14 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
     } else if (changes->changes.size() < request.stop_below) {
       break;
     }
+  }
+  // The commit hands the bucket to this node after its catch-up. As at the ingest, a
+  // destination at its free-space reserve takes no bucket: refusing here aborts the move, before
+  // the fence or, after a drain, releasing the fenced source; a catch-up with nothing to apply
+  // would otherwise not notice the full disk. A switched destination (switch-then-copy) serves
+  // already and rolls forward.
+  if (copy_then_switch) {
+    if (Status s = store_->disk_space().Admit(0); !s.ok()) return Response::Error(s);
   }
   return Response::Ok(transport::CatchUpResponse{.applied_sequence = position,
                                                  .applied = applied,
