@@ -100,6 +100,13 @@ TEST_F(StorageNodeTest, AfterTheCommitTheSourceAnswersWrongShardAndTheDestinatio
     EXPECT_EQ(transport::ClusterErrorOf(at_source->status), ClusterError::kWrongShard);
     ASSERT_NE(at_source->route, nullptr);
     EXPECT_EQ(at_source->route->epoch(), maps_.committed->epoch());
+    // A read from a client with the old map too (FAILURE-PATTERNS 4): the source still holds the
+    // document, but no longer answers for it.
+    auto read_at_source = Get(kN1, maps_.prepare, key);
+    ASSERT_TRUE(read_at_source.ok()) << read_at_source.status();
+    EXPECT_EQ(transport::ClusterErrorOf(read_at_source->status), ClusterError::kWrongShard);
+    ASSERT_NE(read_at_source->route, nullptr);
+    EXPECT_EQ(read_at_source->route->epoch(), maps_.committed->epoch());
 
     auto at_destination = Write(kN2, maps_.committed, WriteOp::kUpsert, key, R"({"v":1})");
     EXPECT_TRUE(StatusOf(at_destination).ok()) << StatusOf(at_destination);
@@ -359,6 +366,108 @@ TEST_F(StorageNodeTest, FenceForAMoveMissingFromTheNodesMapFetchesTheMap) {
     // The other bucket was never fenced.
     EXPECT_TRUE(
         StatusOf(Write(kN2, maps_.copy, WriteOp::kUpsert, KeyIn(kB1, 0), R"({"v":1})")).ok());
+  });
+}
+
+// FAILURE-PATTERNS 3 and 7 (docs/design/failure-patterns.md): a catch-up round that finds
+// nothing to apply is not the end of the move, and compactions of the source and of the
+// destination's staged copy between the rounds change nothing. The destination ends equal to the
+// source's logical state at the fence: every key's version, tombstone and body.
+TEST_F(StorageNodeTest, EmptyRoundsAndCompactionsDuringCatchUpLeaveTheSourcesStateAtTheFence) {
+  Run([&] {
+    std::vector<std::string> keys;
+    for (int i = 0; i < 8; ++i) keys.push_back(KeyIn(kB0, i));
+    for (int i = 0; i < 6; ++i) {
+      ASSERT_TRUE(StatusOf(Write(kN1, maps_.initial, WriteOp::kInsert, keys[i],
+                                 fmt::format(R"({{"v":{}}})", i)))
+                      .ok());
+    }
+    const storage::PointRange range = RangeOf(*maps_.initial, kB0);
+    auto write = [&](WriteOp op, int i, const std::string& body) {
+      ASSERT_TRUE(StatusOf(Write(kN1, maps_.catch_up, op, keys[i], body)).ok()) << keys[i];
+    };
+    auto round = [&](uint64_t after) -> transport::CatchUpResponse {
+      auto caught = Call(kN2, transport::CatchUpRequest{.move = kMove,
+                                                        .bucket = kB0,
+                                                        .source = kN1,
+                                                        .after_sequence = after,
+                                                        .until_sequence = {},
+                                                        .stop_below = 64});
+      EXPECT_TRUE(StatusOf(caught).ok()) << StatusOf(caught);
+      if (!StatusOf(caught).ok()) return {};
+      return std::get<transport::CatchUpResponse>(caught->body);
+    };
+
+    Publish(maps_.copy);
+    auto exported_response =
+        Call(kN1, transport::ExportBucketRequest{.move = kMove, .bucket = kB0});
+    ASSERT_TRUE(StatusOf(exported_response).ok()) << StatusOf(exported_response);
+    const storage::ExportedRange exported =
+        std::get<transport::ExportBucketResponse>(exported_response->body).exported;
+    ASSERT_TRUE(StatusOf(Call(kN2,
+                              transport::IngestBucketRequest{
+                                  .move = kMove, .bucket = kB0, .exported = exported}))
+                    .ok());
+    ASSERT_TRUE(node(kN2).store()->CompactRange(range).ok());
+
+    // Nothing written since the snapshot: an empty round.
+    Publish(maps_.catch_up);
+    const transport::CatchUpResponse empty = round(exported.sequence);
+    EXPECT_EQ(empty.applied, 0u);
+    EXPECT_GE(empty.applied_sequence, exported.sequence);
+
+    // Writes, then a compaction of the source, then a round that finds them.
+    write(WriteOp::kUpdate, 0, R"({"v":"updated"})");
+    write(WriteOp::kDelete, 1, "");
+    write(WriteOp::kInsert, 6, R"({"v":"new"})");
+    write(WriteOp::kUpsert, 2, R"({"v":"first overwrite"})");
+    write(WriteOp::kUpsert, 2, R"({"v":"second overwrite"})");
+    ASSERT_TRUE(node(kN1).store()->CompactRange(range).ok());
+    const transport::CatchUpResponse second = round(empty.applied_sequence);
+    EXPECT_EQ(second.applied, 5u);
+    // Nothing new again: another empty round, and the destination compacts.
+    const transport::CatchUpResponse third = round(second.applied_sequence);
+    EXPECT_EQ(third.applied, 0u);
+    ASSERT_TRUE(node(kN2).store()->CompactRange(range).ok());
+
+    // More writes after the last round, a compaction of both, then fence and drain.
+    write(WriteOp::kDelete, 0, "");
+    write(WriteOp::kInsert, 7, R"({"v":"late"})");
+    write(WriteOp::kDelete, 7, "");
+    ASSERT_TRUE(node(kN1).store()->CompactRange(range).ok());
+    ASSERT_TRUE(node(kN2).store()->CompactRange(range).ok());
+    Publish(maps_.prepare);
+    auto fenced = Fence(kN1, kMove, kB0);
+    ASSERT_TRUE(StatusOf(fenced).ok()) << StatusOf(fenced);
+    auto drained =
+        Call(kN2, transport::CatchUpRequest{
+                      .move = kMove,
+                      .bucket = kB0,
+                      .source = kN1,
+                      .after_sequence = third.applied_sequence,
+                      .until_sequence = std::get<transport::FenceResponse>(fenced->body).sequence,
+                      .stop_below = 0});
+    ASSERT_TRUE(StatusOf(drained).ok()) << StatusOf(drained);
+    EXPECT_EQ(std::get<transport::CatchUpResponse>(drained->body).applied, 3u);
+
+    storage::GetOptions with_tombstones;
+    with_tombstones.include_tombstones = true;
+    for (const std::string& key : keys) {
+      auto at_source = node(kN1).store()->Get(kDocs, key, with_tombstones);
+      auto at_destination = node(kN2).store()->Get(kDocs, key, with_tombstones);
+      ASSERT_EQ(at_source.ok(), at_destination.ok())
+          << key << ": " << at_source.status() << " / " << at_destination.status();
+      if (!at_source.ok()) continue;
+      EXPECT_EQ(at_destination->version, at_source->version) << key;
+      EXPECT_EQ(at_destination->tombstone, at_source->tombstone) << key;
+      EXPECT_EQ(at_destination->body, at_source->body) << key;
+    }
+    // The deletes are tombstones at both ends, the other keys live.
+    for (int i : {0, 1, 7}) {
+      auto tombstone = node(kN2).store()->Get(kDocs, keys[i], with_tombstones);
+      ASSERT_TRUE(tombstone.ok()) << keys[i] << ": " << tombstone.status();
+      EXPECT_TRUE(tombstone->tombstone) << keys[i];
+    }
   });
 }
 
