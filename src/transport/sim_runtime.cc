@@ -104,8 +104,16 @@ StatusOr<Response> SimRuntime::Call(const Address& to, Request request, Micros t
                                              RequestName(request), to.DebugString(), timeout));
   };
 
-  const Micros request_delay = Delay();
-  if (Chance(options_.loss) || Now() + request_delay > deadline) return wait_out();
+  const Address caller = task->acting;
+  auto fate = [&](MessageLeg leg) {
+    return message_hook_ ? message_hook_(caller, to, request, leg) : MessageFate{};
+  };
+  Micros request_delay = Delay();
+  const MessageFate request_fate = fate(MessageLeg::kRequest);
+  request_delay += request_fate.extra_delay;
+  if (request_fate.lose || Chance(options_.loss) || Now() + request_delay > deadline) {
+    return wait_out();
+  }
   SHOAL_RETURN_IF_ERROR(Sleep(request_delay));
 
   std::shared_ptr<Service> service;
@@ -124,7 +132,6 @@ StatusOr<Response> SimRuntime::Call(const Address& to, Request request, Micros t
         fmt::format("{}: {} does not answer", RequestName(request), to.DebugString()));
   }
 
-  const Address caller = task->acting;
   const uint64_t caller_incarnation = task->acting_incarnation;
   task->acting = to;
   task->acting_incarnation = incarnation;
@@ -138,8 +145,12 @@ StatusOr<Response> SimRuntime::Call(const Address& to, Request request, Micros t
         fmt::format("{}: {} stopped while handling it", RequestName(request), to.DebugString()));
   }
 
-  const Micros reply_delay = Delay();
-  if (Chance(options_.loss) || Now() + reply_delay > deadline) return wait_out();
+  Micros reply_delay = Delay();
+  const MessageFate reply_fate = fate(MessageLeg::kReply);
+  reply_delay += reply_fate.extra_delay;
+  if (reply_fate.lose || Chance(options_.loss) || Now() + reply_delay > deadline) {
+    return wait_out();
+  }
   if (reply_delay > 0 || options_.yield_on_reply) SHOAL_RETURN_IF_ERROR(Sleep(reply_delay));
   return response;
 }

@@ -55,6 +55,19 @@ class SimRuntime final : public Runtime {
   // Called at every Failpoint by the running task; returns true to crash (Stop) the process
   // the task acts for at that point.
   using ChaosHook = std::function<bool(const Address& process, std::string_view failpoint)>;
+  // Tests that lose or delay one chosen message: the two legs of a Call are its request and its
+  // reply; a message may be lost, or delivered `extra_delay` later than its drawn delay (past the
+  // caller's deadline it is lost as well).
+  enum class MessageLeg : uint8_t { kRequest, kReply };
+  struct MessageFate {
+    bool lose = false;
+    Micros extra_delay = 0;
+  };
+  // Called by the calling task for each leg of every Call, after its delay is drawn and before
+  // the loss draw (which a lost message skips). `from` is the caller, `to` the callee, for both
+  // legs.
+  using MessageHook = std::function<MessageFate(const Address& from, const Address& to,
+                                                const Request& request, MessageLeg leg)>;
   // Given the names of the tasks whose events are due at the earliest time (at least two, in
   // the order the default scheduler would run them), returns the index of the one to run.
   // Called by the driving thread between events (no task runs); it must not call the runtime.
@@ -77,6 +90,8 @@ class SimRuntime final : public Runtime {
   void Shutdown();
 
   void SetChaosHook(ChaosHook hook) { chaos_ = std::move(hook); }
+  // Set before RunUntil, or by the running task.
+  void SetMessageHook(MessageHook hook) { message_hook_ = std::move(hook); }
   void SetLoss(double loss) { options_.loss = loss; }
   // Set before RunUntil; an empty function restores the default order.
   void SetScheduleChooser(ScheduleChooser chooser) { chooser_ = std::move(chooser); }
@@ -129,6 +144,7 @@ class SimRuntime final : public Runtime {
   SimOptions options_;
   Random random_;
   ChaosHook chaos_;
+  MessageHook message_hook_;
   ScheduleChooser chooser_;
   StepObserver observer_;
 
