@@ -12,7 +12,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -101,28 +100,7 @@ TEST_P(CommitMessageTest, AtMostOneOwnerAndNoAcknowledgedWriteLost) {
     ASSERT_FALSE(in_b0.empty());
     watching = true;
 
-    struct Writer {
-      bool stop = false;
-      bool done = false;
-      std::map<int, int> acknowledged;  // document -> last round acknowledged
-      std::map<int, int> tried;         // document -> last round tried
-      uint64_t acknowledged_writes = 0;
-    };
-    auto w = std::make_shared<Writer>();
-    auto client = std::make_shared<client::Client>(sim_);
-    sim_.Spawn(Address::Client(2), "writer", [this, w, client, in_b0, c = collection_] {
-      for (int round = 1; !w->stop; ++round) {
-        for (int i : in_b0) {
-          w->tried[i] = round;
-          if (client->Update(c, Key(i), Body(round * kDocuments + i)).ok()) {
-            w->acknowledged[i] = round;
-            ++w->acknowledged_writes;
-          }
-        }
-        if (!sim_.Sleep(kMs).ok()) break;
-      }
-      w->done = true;
-    });
+    auto w = StartRoundWriter(in_b0, kMs);
     ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 0; }));
     Status moved = Admin([](Coordinator& c) { return c.MoveBucket(kB0, kN2); });
     EXPECT_EQ(hits, 1) << lost.name << " was not sent";
@@ -135,23 +113,14 @@ TEST_P(CommitMessageTest, AtMostOneOwnerAndNoAcknowledgedWriteLost) {
     // Writes go on after the move, through whichever node the map now names.
     const uint64_t after_move = w->acknowledged_writes;
     ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > after_move; }));
-    w->stop = true;
-    ASSERT_TRUE(WaitFor([&] { return w->done; }));
+    StopRoundWriter(*w);
     watching = false;
     EXPECT_EQ(owners_max, 1) << "two nodes could acknowledge writes to b0 at once";
 
-    client::Client reader(sim_);
+    ExpectNoAcknowledgedRoundLost(*w, in_b0);
+    client::Client restorer(sim_);
     for (int i : in_b0) {
-      auto got = reader.Get(collection_, Key(i));
-      ASSERT_TRUE(got.ok()) << Key(i) << ": " << got.status();
-      const int acknowledged = w->acknowledged.contains(i) ? w->acknowledged[i] : 0;
-      bool allowed = false;
-      for (int round = acknowledged; round <= w->tried[i] && !allowed; ++round) {
-        allowed = got->body == (round == 0 ? Body(i) : Body(round * kDocuments + i));
-      }
-      EXPECT_TRUE(allowed) << Key(i) << " reads " << got->body << ", last acknowledged round "
-                           << acknowledged << ", last tried " << w->tried[i];
-      auto restored = reader.Update(collection_, Key(i), Body(i));
+      auto restored = restorer.Update(collection_, Key(i), Body(i));
       EXPECT_TRUE(restored.ok()) << Key(i) << ": " << restored.status();
     }
     ExpectB0EndedOn(/*committed=*/true);

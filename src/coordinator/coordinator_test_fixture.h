@@ -161,8 +161,20 @@ class CoordinatorTest : public ::testing::Test {
   // and every document takes an update.
   void ExpectB0EndedOn(bool committed) {
     const NodeId owner = committed ? kN2 : kN1;
-    const NodeId other = committed ? kN1 : kN2;
     EXPECT_EQ(map()->Find(kB0)->replicas, std::vector<NodeId>{owner});
+    ExpectOnlyOwnerAcknowledgesB0(owner);
+    ExpectAllDocumentsReadable();
+    client::Client writer(sim_);
+    for (int i = 0; i < kDocuments; ++i) {
+      auto written = writer.Update(collection_, Key(i), Body(i));
+      EXPECT_TRUE(written.ok()) << Key(i) << ": " << written.status();
+    }
+  }
+
+  // Once n1 and n2 hold the coordinator's map, `owner` (n1 or n2) acknowledges writes to b0 and
+  // the other does not.
+  void ExpectOnlyOwnerAcknowledgesB0(NodeId owner) {
+    const NodeId other = owner == kN1 ? kN2 : kN1;
     ASSERT_TRUE(WaitFor([&] {
       return cluster_->node(kN1)->epoch() == map()->epoch() &&
              cluster_->node(kN2)->epoch() == map()->epoch();
@@ -170,12 +182,66 @@ class CoordinatorTest : public ::testing::Test {
     const Point point(map()->Find(kB0)->range.begin());
     EXPECT_TRUE(cluster_->node(owner)->CanAcknowledgeWrite(point));
     EXPECT_FALSE(cluster_->node(other)->CanAcknowledgeWrite(point));
-    ExpectAllDocumentsReadable();
-    client::Client writer(sim_);
-    for (int i = 0; i < kDocuments; ++i) {
-      auto written = writer.Update(collection_, Key(i), Body(i));
-      EXPECT_TRUE(written.ok()) << Key(i) << ": " << written.status();
+  }
+
+  // A client task that updates `documents` in rounds (document i gets Body(round * kDocuments +
+  // i)), `pause` apart, until `stop`. Per document it records the last round acknowledged and the
+  // last round tried: an update that failed may still have been applied.
+  struct RoundWriter {
+    bool stop = false;
+    bool done = false;
+    std::map<int, int> acknowledged;
+    std::map<int, int> tried;
+    uint64_t acknowledged_writes = 0;
+  };
+
+  std::shared_ptr<RoundWriter> StartRoundWriter(const std::vector<int>& documents, Micros pause) {
+    auto w = std::make_shared<RoundWriter>();
+    auto client = std::make_shared<client::Client>(sim_);
+    sim_.Spawn(Address::Client(2), "round-writer",
+               [this, w, client, documents, pause, c = collection_] {
+                 for (int round = 1; !w->stop; ++round) {
+                   for (int i : documents) {
+                     w->tried[i] = round;
+                     if (client->Update(c, Key(i), Body(round * kDocuments + i)).ok()) {
+                       w->acknowledged[i] = round;
+                       ++w->acknowledged_writes;
+                     }
+                   }
+                   if (!sim_.Sleep(pause).ok()) break;
+                 }
+                 w->done = true;
+               });
+    return w;
+  }
+
+  // Stops the writer and waits for its task to end.
+  void StopRoundWriter(RoundWriter& w) {
+    w.stop = true;
+    EXPECT_TRUE(WaitFor([&] { return w.done; }));
+  }
+
+  // Every document of a stopped writer holds the body of its last acknowledged round, or of a
+  // later round tried (outcome unknown); returns the bodies read.
+  std::map<int, std::string> ExpectNoAcknowledgedRoundLost(const RoundWriter& w,
+                                                           const std::vector<int>& documents) {
+    std::map<int, std::string> bodies;
+    client::Client reader(sim_);
+    for (int i : documents) {
+      auto got = reader.Get(collection_, Key(i));
+      EXPECT_TRUE(got.ok()) << Key(i) << ": " << got.status();
+      if (!got.ok()) continue;
+      bodies[i] = got->body;
+      const int acknowledged = w.acknowledged.contains(i) ? w.acknowledged.at(i) : 0;
+      const int tried = w.tried.contains(i) ? w.tried.at(i) : 0;
+      bool allowed = false;
+      for (int round = acknowledged; round <= tried && !allowed; ++round) {
+        allowed = got->body == (round == 0 ? Body(i) : Body(round * kDocuments + i));
+      }
+      EXPECT_TRUE(allowed) << Key(i) << " reads " << got->body << ", last acknowledged round "
+                           << acknowledged << ", last tried " << tried;
     }
+    return bodies;
   }
 
   // Documents of the loaded set whose point lies in `bucket` of `map`.

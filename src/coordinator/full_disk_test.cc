@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -53,6 +54,24 @@ class FullDiskTest : public CoordinatorTest, public ::testing::WithParamInterfac
       if (map()->Lookup(PointOf(collection_, Key(i))).id == kB0) out.push_back(i);
     }
     return out;
+  }
+
+  // Space is back: the same move of b0 to n2 commits, and each document of `in_b0` reads
+  // `expected(i)`; then every document gets its loaded body back and b0 ends on n2.
+  void RetryAndExpectBodies(const std::vector<int>& in_b0,
+                            const std::function<std::string(int)>& expected) {
+    Status retried = Admin([](Coordinator& c) { return c.MoveBucket(kB0, kN2); });
+    ASSERT_TRUE(retried.ok()) << retried;
+    client::Client client(sim_);
+    for (int i : in_b0) {
+      auto got = client.Get(collection_, Key(i));
+      ASSERT_TRUE(got.ok()) << Key(i) << ": " << got.status();
+      EXPECT_EQ(got->body, expected(i)) << Key(i) << ": the move lost a write made before it";
+      // Back to the loaded body, which ExpectB0EndedOn checks for every document.
+      auto restored = client.Update(collection_, Key(i), Body(i));
+      EXPECT_TRUE(restored.ok()) << Key(i) << ": " << restored.status();
+    }
+    ExpectB0EndedOn(/*committed=*/true);
   }
 
   std::shared_ptr<storage::FullDiskFileSystem> disk_;
@@ -124,18 +143,7 @@ TEST_P(FullDiskTest, TheMoveAbortsTheSourceKeepsServingAndARetryCommitsOnceSpace
     EXPECT_TRUE(accepted.ok()) << accepted.status();
     auto restored_n2 = writer.Update(collection_, Key(on_n2), Body(on_n2));
     EXPECT_TRUE(restored_n2.ok()) << restored_n2.status();
-    Status retried = Admin([](Coordinator& c) { return c.MoveBucket(kB0, kN2); });
-    ASSERT_TRUE(retried.ok()) << retried;
-    client::Client reader(sim_);
-    for (int i : in_b0) {
-      auto got = reader.Get(collection_, Key(i));
-      ASSERT_TRUE(got.ok()) << Key(i) << ": " << got.status();
-      EXPECT_EQ(got->body, Body(kDocuments + i)) << Key(i) << ": a write before the move is lost";
-      // Back to the loaded body, which ExpectB0EndedOn checks for every document.
-      auto restored = writer.Update(collection_, Key(i), Body(i));
-      EXPECT_TRUE(restored.ok()) << Key(i) << ": " << restored.status();
-    }
-    ExpectB0EndedOn(/*committed=*/true);
+    RetryAndExpectBodies(in_b0, [](int i) { return Body(kDocuments + i); });
   });
   sim_.SetChaosHook(nullptr);
 }
@@ -174,36 +182,12 @@ TEST_P(FullDiskDuringCatchUpTest, TheMoveAbortsAndTheSourceKeepsEveryAcknowledge
   Run(/*auto_balance=*/false, [&] {
     const std::vector<int> in_b0 = DocumentsOfB0();
     ASSERT_FALSE(in_b0.empty());
-    // Per document of b0: the last round whose update was acknowledged, and the last round
-    // tried (an update that failed may still have been applied: its outcome is unknown).
-    struct Writer {
-      bool stop = false;
-      bool done = false;
-      std::map<int, int> acknowledged;
-      std::map<int, int> tried;
-      uint64_t acknowledged_writes = 0;
-    };
-    auto w = std::make_shared<Writer>();
-    auto client = std::make_shared<client::Client>(sim_);
-    sim_.Spawn(Address::Client(2), "writer", [this, w, client, in_b0, c = collection_] {
-      for (int round = 1; !w->stop; ++round) {
-        for (int i : in_b0) {
-          w->tried[i] = round;
-          if (client->Update(c, Key(i), Body(round * kDocuments + i)).ok()) {
-            w->acknowledged[i] = round;
-            ++w->acknowledged_writes;
-          }
-        }
-        if (!sim_.Sleep(2 * kMs).ok()) break;
-      }
-      w->done = true;
-    });
+    auto w = StartRoundWriter(in_b0, 2 * kMs);
     ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 0; }));
     Status moved = Admin([](Coordinator& c) { return c.MoveBucket(kB0, kN2); });
     const uint64_t during_move = w->acknowledged_writes;
     ASSERT_TRUE(sim_.Sleep(20 * kMs).ok());  // a few more rounds after the abort
-    w->stop = true;
-    ASSERT_TRUE(WaitFor([&] { return w->done; }));
+    StopRoundWriter(*w);
 
     EXPECT_TRUE(filled) << fill_at << " was not reached";
     EXPECT_FALSE(moved.ok()) << "a move whose destination's disk filled committed";
@@ -217,41 +201,13 @@ TEST_P(FullDiskDuringCatchUpTest, TheMoveAbortsAndTheSourceKeepsEveryAcknowledge
     EXPECT_EQ(map()->Find(kB0)->replicas, std::vector<NodeId>{kN1});
     EXPECT_FALSE(map()->Find(kB0)->transition.has_value());
     EXPECT_EQ(StoredIn(kN2, RangeOf(*map()->Find(kB0))), 0u) << "the aborted move left data";
-    ASSERT_TRUE(WaitFor([&] {
-      return cluster_->node(kN1)->epoch() == map()->epoch() &&
-             cluster_->node(kN2)->epoch() == map()->epoch();
-    }));
-    const Point point(map()->Find(kB0)->range.begin());
-    EXPECT_TRUE(cluster_->node(kN1)->CanAcknowledgeWrite(point));
-    EXPECT_FALSE(cluster_->node(kN2)->CanAcknowledgeWrite(point));
+    ExpectOnlyOwnerAcknowledgesB0(kN1);
     // Every document of b0 holds its last acknowledged update, or a later one of unknown outcome.
-    client::Client reader(sim_);
-    std::map<int, std::string> at_abort;
-    for (int i : in_b0) {
-      auto got = reader.Get(collection_, Key(i));
-      ASSERT_TRUE(got.ok()) << Key(i) << ": " << got.status();
-      at_abort[i] = got->body;
-      const int acknowledged = w->acknowledged.contains(i) ? w->acknowledged[i] : 0;
-      bool allowed = false;
-      for (int round = acknowledged; round <= w->tried[i] && !allowed; ++round) {
-        allowed = got->body == (round == 0 ? Body(i) : Body(round * kDocuments + i));
-      }
-      EXPECT_TRUE(allowed) << Key(i) << " reads " << got->body << ", last acknowledged round "
-                           << acknowledged << ", last tried " << w->tried[i];
-    }
+    const std::map<int, std::string> at_abort = ExpectNoAcknowledgedRoundLost(*w, in_b0);
 
     // Space is back: the same move commits and carries the source's state.
     disk_->SetFreeBytes(std::nullopt);
-    Status retried = Admin([](Coordinator& c) { return c.MoveBucket(kB0, kN2); });
-    ASSERT_TRUE(retried.ok()) << retried;
-    for (int i : in_b0) {
-      auto got = reader.Get(collection_, Key(i));
-      ASSERT_TRUE(got.ok()) << Key(i) << ": " << got.status();
-      EXPECT_EQ(got->body, at_abort[i]) << Key(i) << ": the retried move lost a write";
-      auto restored = reader.Update(collection_, Key(i), Body(i));
-      EXPECT_TRUE(restored.ok()) << Key(i) << ": " << restored.status();
-    }
-    ExpectB0EndedOn(/*committed=*/true);
+    RetryAndExpectBodies(in_b0, [&](int i) { return at_abort.at(i); });
   });
   sim_.SetChaosHook(nullptr);
 }

@@ -399,15 +399,8 @@ TEST_F(StorageNodeTest, EmptyRoundsAndCompactionsDuringCatchUpLeaveTheSourcesSta
     };
 
     Publish(maps_.copy);
-    auto exported_response =
-        Call(kN1, transport::ExportBucketRequest{.move = kMove, .bucket = kB0});
-    ASSERT_TRUE(StatusOf(exported_response).ok()) << StatusOf(exported_response);
-    const storage::ExportedRange exported =
-        std::get<transport::ExportBucketResponse>(exported_response->body).exported;
-    ASSERT_TRUE(StatusOf(Call(kN2,
-                              transport::IngestBucketRequest{
-                                  .move = kMove, .bucket = kB0, .exported = exported}))
-                    .ok());
+    const storage::ExportedRange exported = SnapshotToN2(kMove, kB0);
+    ASSERT_FALSE(HasFailure());
     ASSERT_TRUE(node(kN2).store()->CompactRange(range).ok());
 
     // Nothing written since the snapshot: an empty round.
@@ -500,30 +493,18 @@ TEST_F(StorageNodeTest, LateRequestsOfAnAbortedAttemptAreRefusedDuringItsRetry) 
     };
     for (int i = 0; i < 4; ++i) write(maps_.initial, WriteOp::kInsert, KeyIn(kB0, i), R"({"a":1})");
 
-    // The first attempt: snapshot, staged at the destination, one catch-up round.
+    // The first attempt: snapshot, staged at the destination.
     Publish(maps_.copy);
-    auto first_export = Call(kN1, transport::ExportBucketRequest{.move = kMove, .bucket = kB0});
-    ASSERT_TRUE(StatusOf(first_export).ok()) << StatusOf(first_export);
-    const storage::ExportedRange first =
-        std::get<transport::ExportBucketResponse>(first_export->body).exported;
-    ASSERT_TRUE(StatusOf(Call(kN2,
-                              transport::IngestBucketRequest{
-                                  .move = kMove, .bucket = kB0, .exported = first}))
-                    .ok());
+    const storage::ExportedRange first = SnapshotToN2(kMove, kB0);
+    ASSERT_FALSE(HasFailure());
     write(maps_.copy, WriteOp::kUpdate, KeyIn(kB0, 0), R"({"a":"after first snapshot"})");
 
     // Aborted, and retried at once; the retry takes its own snapshot.
     Publish(aborted);
     Publish(retry_copy);
     write(retry_copy, WriteOp::kDelete, KeyIn(kB0, 1), "");
-    auto retry_export = Call(kN1, transport::ExportBucketRequest{.move = kRetry, .bucket = kB0});
-    ASSERT_TRUE(StatusOf(retry_export).ok()) << StatusOf(retry_export);
-    const storage::ExportedRange second =
-        std::get<transport::ExportBucketResponse>(retry_export->body).exported;
-    ASSERT_TRUE(StatusOf(Call(kN2,
-                              transport::IngestBucketRequest{
-                                  .move = kRetry, .bucket = kB0, .exported = second}))
-                    .ok());
+    const storage::ExportedRange second = SnapshotToN2(kRetry, kB0);
+    ASSERT_FALSE(HasFailure());
     write(retry_copy, WriteOp::kInsert, KeyIn(kB0, 4), R"({"a":"after retry snapshot"})");
 
     // The first attempt's requests, late: each is refused as stale.

@@ -258,6 +258,20 @@ class StorageNodeTest : public ::testing::Test {
     return out;
   }
 
+  // A move's snapshot by hand: exports `bucket` for `move` at n1 and ingests it at n2; returns
+  // the export (empty, with a test failure, if either call fails).
+  storage::ExportedRange SnapshotToN2(MoveId move, BucketId bucket) {
+    auto exported = Call(kN1, transport::ExportBucketRequest{.move = move, .bucket = bucket});
+    EXPECT_TRUE(StatusOf(exported).ok()) << StatusOf(exported);
+    if (!StatusOf(exported).ok()) return {};
+    storage::ExportedRange range =
+        std::get<transport::ExportBucketResponse>(exported->body).exported;
+    auto ingested = Call(
+        kN2, transport::IngestBucketRequest{.move = move, .bucket = bucket, .exported = range});
+    EXPECT_TRUE(StatusOf(ingested).ok()) << StatusOf(ingested);
+    return range;
+  }
+
   StatusOr<Response> Fence(NodeId to, MoveId move, BucketId bucket) {
     transport::FenceRequest request;
     request.move = move;
