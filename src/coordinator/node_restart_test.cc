@@ -1,0 +1,105 @@
+// FAILURE-PATTERNS 2 and 5 (docs/design/failure-patterns.md): move state lost at a restart, and
+// cleanup before the commit is durable. The source or the destination of a copy-then-switch move
+// crashes at each named step of the move and restarts on its data directory 50 ms later, while
+// the coordinator goes on with the move. A writer updates the bucket's documents throughout.
+// Checked: the move ends (DONE, or ABORT before the commit) and is not left in flight; the map
+// names one owner and exactly that node acknowledges writes; every document holds its last
+// acknowledged update or a later one of unknown outcome; the other node keeps no live copy that
+// it serves.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/coordinator/coordinator.h"
+#include "src/coordinator/coordinator_test_fixture.h"
+
+namespace shoal::coordinator {
+namespace {
+
+using namespace test;  // NOLINT(google-build-using-namespace): the shared fixture
+
+struct RestartCase {
+  const char* failpoint;  // the coordinator's step at which the victim crashes
+  NodeId victim;          // kN1, the source, or kN2, the destination
+};
+
+class NodeRestartTest : public CoordinatorTest,
+                        public ::testing::WithParamInterface<RestartCase> {};
+
+TEST_P(NodeRestartTest, TheMoveEndsWithOneOwnerAndNoAcknowledgedWriteLost) {
+  const RestartCase c = GetParam();
+  bool crashed = false;
+  bool restarted = false;
+  Status restart_status;
+  sim_.SetChaosHook([&](const Address& process, std::string_view failpoint) {
+    if (crashed || process != Address::Coordinator() || failpoint != c.failpoint) return false;
+    crashed = true;
+    EXPECT_TRUE(cluster_->CrashNode(c.victim).ok());
+    // The restart comes while the coordinator still retries its calls to the victim.
+    sim_.Spawn(Address::Client(3), "restart", [&, victim = c.victim] {
+      if (sim_.Sleep(50 * kMs).ok()) restart_status = cluster_->StartNode(victim);
+      restarted = true;
+    });
+    return false;  // the coordinator itself goes on
+  });
+  Run(/*auto_balance=*/false, [&] {
+    ASSERT_EQ(map()->Find(kB0)->replicas, std::vector<NodeId>{kN1});
+    std::vector<int> in_b0;
+    for (int i = 0; i < kDocuments; ++i) {
+      if (map()->Lookup(PointOf(collection_, Key(i))).id == kB0) in_b0.push_back(i);
+    }
+    ASSERT_FALSE(in_b0.empty());
+    auto w = StartRoundWriter(in_b0, kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 0; }));
+
+    Status moved = Admin([](Coordinator& co) { return co.MoveBucket(kB0, kN2); });
+    ASSERT_TRUE(crashed) << c.failpoint << " was not reached";
+    ASSERT_TRUE(WaitFor([&] { return restarted; }));
+    ASSERT_TRUE(restart_status.ok()) << restart_status;
+    ASSERT_TRUE(WaitFor([&] { return map()->TransitionCount() == 0; }));
+    const bool committed = map()->Find(kB0)->replicas == std::vector<NodeId>{kN2};
+    if (!committed) {
+      EXPECT_FALSE(moved.ok()) << "the move reported success but b0 stayed on n1";
+      EXPECT_EQ(map()->Find(kB0)->replicas, std::vector<NodeId>{kN1});
+    }
+    // Writes go on after the move, through whichever node the map now names.
+    const uint64_t after_move = w->acknowledged_writes;
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > after_move; }));
+    StopRoundWriter(*w);
+
+    ExpectNoAcknowledgedRoundLost(*w, in_b0);
+    ExpectOnlyOwnerAcknowledgesB0(committed ? kN2 : kN1);
+    client::Client restorer(sim_);
+    for (int i : in_b0) {
+      auto restored = restorer.Update(collection_, Key(i), Body(i));
+      EXPECT_TRUE(restored.ok()) << Key(i) << ": " << restored.status();
+    }
+    ExpectB0EndedOn(committed);
+  });
+  sim_.SetChaosHook(nullptr);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Steps, NodeRestartTest,
+    ::testing::Values(
+        RestartCase{"coordinator.after_begin", kN1}, RestartCase{"coordinator.after_export", kN1},
+        RestartCase{"coordinator.after_ingest", kN1}, RestartCase{"coordinator.before_fence", kN1},
+        RestartCase{"coordinator.before_commit", kN1}, RestartCase{"coordinator.after_commit", kN1},
+        RestartCase{"coordinator.before_done", kN1}, RestartCase{"coordinator.after_begin", kN2},
+        RestartCase{"coordinator.after_export", kN2}, RestartCase{"coordinator.after_ingest", kN2},
+        RestartCase{"coordinator.before_fence", kN2}, RestartCase{"coordinator.before_commit", kN2},
+        RestartCase{"coordinator.after_commit", kN2}, RestartCase{"coordinator.before_done", kN2}),
+    [](const ::testing::TestParamInfo<RestartCase>& info) {
+      std::string name =
+          std::string(info.param.victim == kN1 ? "source_" : "destination_") + info.param.failpoint;
+      std::replace(name.begin(), name.end(), '.', '_');
+      return name;
+    });
+
+}  // namespace
+}  // namespace shoal::coordinator
