@@ -139,28 +139,7 @@ TEST_F(ClientTest, QueryReturnsEveryDocumentOnceWhileBucketsMove) {
     if (HasFatalFailure()) return;
 
     // Moves (and a split now and then) in another task until the query is done.
-    bool query_done = false;
-    bool mover_done = false;
-    int moves = 0;
-    std::vector<std::string> failures;
-    sim_.Spawn(Address::Client(2), "mover", [&] {
-      for (uint32_t round = 0; !query_done; ++round) {
-        ShardMapPtr map = coordinator().map();
-        const auto buckets = map->buckets();
-        const BucketId bucket = buckets[round % buckets.size()].id;
-        Status status =
-            round % 5 == 4
-                ? Admin([bucket](coordinator::Coordinator& c) { return c.SplitBucket(bucket); })
-                : MoveToNextNode(bucket);
-        if (status.ok()) {
-          ++moves;
-        } else {
-          failures.push_back(status.ToString());
-        }
-        if (!sim_.Sleep(kMs).ok()) break;
-      }
-      mover_done = true;
-    });
+    auto mover = StartMover();
 
     Client reader(sim_);
     QueryOptions query;
@@ -181,17 +160,86 @@ TEST_F(ClientTest, QueryReturnsEveryDocumentOnceWhileBucketsMove) {
       query.cursor = page->next_cursor;
       ASSERT_TRUE(sim_.Sleep(2 * kMs).ok());
     }
-    query_done = true;
     const uint64_t committed_during = coordinator().progress().committed - committed_before;
-    while (!mover_done) ASSERT_TRUE(sim_.Sleep(kMs).ok());
+    StopMover(*mover);
 
     EXPECT_GE(pages, kDocuments / 3 - 1);
     EXPECT_GE(committed_during, 2u) << "the moves did not overlap the query";
-    EXPECT_TRUE(failures.empty()) << failures.front();
-    EXPECT_GT(moves, 0);
+    EXPECT_TRUE(mover->failures.empty()) << mover->failures.front();
+    EXPECT_GT(mover->moves, 0);
     EXPECT_EQ(seen.size(), static_cast<size_t>(kDocuments));
     for (int i = 0; i < kDocuments; ++i) {
       EXPECT_EQ(seen[Key(i)], 1) << Key(i);
+    }
+  });
+}
+
+// FAILURE-PATTERNS field note B (docs/design/failure-patterns.md): a paged query while buckets
+// move and split AND a writer changes half of the documents (updates, deletes, re-inserts) and
+// adds new ones. No key comes back twice; every document nobody touched comes back exactly once,
+// with its body.
+TEST_F(ClientTest, QueryNeitherSkipsNorRepeatsWhileWritesAndMovesGoOn) {
+  Run([&] {
+    constexpr int kDocuments = 60;
+    constexpr int kStable = 30;  // d0..d29 are never written again; d30..d59 churn
+    Load(kDocuments);
+    if (HasFatalFailure()) return;
+    auto mover = StartMover();
+    bool writer_stop = false;
+    bool writer_done = false;
+    uint64_t writes = 0;
+    sim_.Spawn(Address::Client(3), "writer", [&] {
+      Client writer(sim_);
+      for (int round = 0; !writer_stop; ++round) {
+        const int i = kStable + round % (kDocuments - kStable);
+        switch (round % 3) {
+          case 0:
+            writes += writer.Upsert(collection_, Key(i), Body(1000 + round)).ok() ? 1 : 0;
+            break;
+          case 1:
+            writes += writer.Delete(collection_, Key(i)).ok() ? 1 : 0;
+            break;
+          case 2:
+            writes += writer.Upsert(collection_, fmt::format("n{}", round), Body(round)).ok();
+            break;
+        }
+        if (!sim_.Sleep(kMs / 2).ok()) break;
+      }
+      writer_done = true;
+    });
+
+    Client reader(sim_);
+    QueryOptions query;
+    query.collection = collection_;
+    query.limit = 3;
+    std::map<std::string, int> seen;
+    std::map<std::string, std::string> bodies;
+    const uint64_t committed_before = coordinator().progress().committed;
+    const uint64_t writes_before = writes;
+    for (int pages = 0; pages < 2000; ++pages) {
+      auto page = reader.Query(query);
+      ASSERT_TRUE(page.ok()) << "page " << pages << ": " << page.status();
+      for (const auto& document : page->documents) {
+        ++seen[document.primary_key];
+        bodies[document.primary_key] = document.body;
+      }
+      if (page->next_cursor.empty()) break;
+      query.cursor = page->next_cursor;
+      ASSERT_TRUE(sim_.Sleep(2 * kMs).ok());
+    }
+    const uint64_t committed_during = coordinator().progress().committed - committed_before;
+    const uint64_t writes_during = writes - writes_before;
+    writer_stop = true;
+    while (!writer_done) ASSERT_TRUE(sim_.Sleep(kMs).ok());
+    StopMover(*mover);
+
+    EXPECT_GE(committed_during, 2u) << "the moves did not overlap the query";
+    EXPECT_GE(writes_during, 20u) << "the writes did not overlap the query";
+    EXPECT_TRUE(mover->failures.empty()) << mover->failures.front();
+    for (const auto& [key, count] : seen) EXPECT_EQ(count, 1) << key << " came back twice";
+    for (int i = 0; i < kStable; ++i) {
+      EXPECT_EQ(seen[Key(i)], 1) << Key(i) << " was skipped";
+      EXPECT_EQ(bodies[Key(i)], Body(i)) << Key(i);
     }
   });
 }

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "src/client/client.h"
 #include "src/coordinator/coordinator.h"
@@ -114,6 +115,42 @@ class ClientTest : public ::testing::Test {
     const uint32_t from = placement->replicas.front().value();
     const NodeId to(from % 3 + 1);
     return Admin([bucket, to](coordinator::Coordinator& c) { return c.MoveBucket(bucket, to); });
+  }
+
+  // A task that moves buckets (one to the next node every 1 ms, every fifth round a split
+  // instead) until `stop`; it counts the moves and collects the failures.
+  struct Mover {
+    bool stop = false;
+    bool done = false;
+    int moves = 0;
+    std::vector<std::string> failures;
+  };
+  std::shared_ptr<Mover> StartMover() {
+    auto mover = std::make_shared<Mover>();
+    sim_.Spawn(Address::Client(2), "mover", [this, mover] {
+      for (uint32_t round = 0; !mover->stop; ++round) {
+        const auto buckets = coordinator().map()->buckets();
+        const BucketId bucket = buckets[round % buckets.size()].id;
+        Status status =
+            round % 5 == 4
+                ? Admin([bucket](coordinator::Coordinator& c) { return c.SplitBucket(bucket); })
+                : MoveToNextNode(bucket);
+        if (status.ok()) {
+          ++mover->moves;
+        } else {
+          mover->failures.push_back(status.ToString());
+        }
+        if (!sim_.Sleep(kMs).ok()) break;
+      }
+      mover->done = true;
+    });
+    return mover;
+  }
+  void StopMover(Mover& mover) {
+    mover.stop = true;
+    while (!mover.done) {
+      if (!sim_.Sleep(kMs).ok()) break;
+    }
   }
 
   transport::SimRuntime sim_;
