@@ -265,22 +265,7 @@ TEST_F(ClientTest, QueryStreamReturnsEveryDocumentOnceWhileBucketsMove) {
     ASSERT_EQ(paged.size(), static_cast<size_t>(kDocuments));
     query.cursor.clear();
 
-    bool stream_done = false;
-    bool mover_done = false;
-    std::vector<std::string> failures;
-    sim_.Spawn(Address::Client(2), "mover", [&] {
-      for (uint32_t round = 0; !stream_done; ++round) {
-        const auto buckets = coordinator().map()->buckets();
-        const BucketId bucket = buckets[round % buckets.size()].id;
-        Status status =
-            round % 5 == 4
-                ? Admin([bucket](coordinator::Coordinator& c) { return c.SplitBucket(bucket); })
-                : MoveToNextNode(bucket);
-        if (!status.ok()) failures.push_back(status.ToString());
-        if (!sim_.Sleep(kMs).ok()) break;
-      }
-      mover_done = true;
-    });
+    auto mover = StartMover();
     Client reader(sim_);
     std::vector<std::string> streamed;
     const uint64_t committed_before = coordinator().progress().committed;
@@ -290,12 +275,11 @@ TEST_F(ClientTest, QueryStreamReturnsEveryDocumentOnceWhileBucketsMove) {
       // A slow reader: the moves overlap the stream.
       return sim_.Sleep(kMs);
     });
-    stream_done = true;
     const uint64_t committed_during = coordinator().progress().committed - committed_before;
-    while (!mover_done) ASSERT_TRUE(sim_.Sleep(kMs).ok());
+    StopMover(*mover);
     ASSERT_TRUE(status.ok()) << status;
     EXPECT_GE(committed_during, 2u) << "the moves did not overlap the stream";
-    EXPECT_TRUE(failures.empty()) << failures.front();
+    EXPECT_TRUE(mover->failures.empty()) << mover->failures.front();
     EXPECT_GT(reader.counters().wrong_shard, 0u) << "no stream met a moved bucket";
     EXPECT_EQ(streamed, paged);
 
