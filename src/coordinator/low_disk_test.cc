@@ -24,7 +24,7 @@ namespace {
 using namespace test;  // NOLINT(google-build-using-namespace): the shared fixture
 
 constexpr NodeId kN4{4};
-constexpr uint64_t kReserve = uint64_t{16} << 20;  // node::test::UseSmallTestStore's reserve
+constexpr uint64_t kReserve = node::test::kSmallTestStoreReserve;
 
 class LowDiskTest : public CoordinatorTest {
  protected:

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -25,6 +26,9 @@ inline std::string UniqueTestDir(std::string_view prefix) {
       .string();
 }
 
+// The free-space reserve of UseSmallTestStore: a flush of a small memtable needs little.
+inline constexpr uint64_t kSmallTestStoreReserve = uint64_t{16} << 20;
+
 // Small caches and write buffers and one background job, so that a test opens several stores
 // quickly; a WAL sync is requested at once (interval 0), so no write waits on the simulated clock
 // for the periodic syncer.
@@ -33,7 +37,7 @@ inline void UseSmallTestStore(storage::StoreOptions& store) {
   store.write_buffer_bytes = 1u << 20;
   store.background_jobs = 1;
   store.sync_interval = std::chrono::milliseconds(0);
-  store.min_free_disk_bytes = 16u << 20;  // a flush of a small memtable needs little
+  store.min_free_disk_bytes = kSmallTestStoreReserve;
 }
 
 }  // namespace shoal::node::test
