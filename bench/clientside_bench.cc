@@ -19,7 +19,8 @@
 // number of documents.
 //
 //   clientside_bench [--backend embedded|postgres|remote|both|all] [--repeats N] [--documents N]
-//                    [--postgres-durability off|on|both]
+//                    [--postgres-durability off|on|both] [--ops Query1,Query2,...]
+//                    [--rebalancing-first-page ROWS]
 //   (both = embedded and postgres; all, the default, = the three)
 
 #include <fmt/format.h>
@@ -46,6 +47,12 @@ namespace shoal::clientside {
 namespace {
 
 constexpr int kOpsPerRun = 100;
+
+// --rebalancing-first-page: ShardedCollectionOptions::rebalancing_first_page_size.
+size_t g_rebalancing_first_page = ShardedCollectionOptions{}.rebalancing_first_page_size;
+size_t FirstPageFlag() { return g_rebalancing_first_page; }
+// --ops: the operations to measure ("" = all).
+std::vector<std::string> g_ops;
 
 // Runs fn(i) for i in [0, n) on `threads` persistent workers.
 class Pool {
@@ -150,7 +157,8 @@ class Fixture {
                                       .collection = name,
                                       .client_name = "bench",
                                       .session_ttl = std::chrono::seconds(600),
-                                      .query_page_size = 256});
+                                      .query_page_size = 256,
+                                      .rebalancing_first_page_size = FirstPageFlag()});
     Check(c.status());
     client_ = *std::move(c);
     Load(documents, [&](int i) { Check(client_->Add(Key("d", i), Body(i))); });
@@ -267,9 +275,16 @@ double RunOnce(Fixture& f, Pool& pool, std::string_view op) {
 }
 
 void RunBackend(const Setup& setup, int repeats, int documents, const std::string& dir) {
-  const std::vector<std::string> ops = {"Add",    "Add (duplicate)", "Delete", "Delete (missing)",
-                                        "Get",    "Get (missing)",   "Update", "Update (missing)",
-                                        "Query1", "Query2"};
+  const std::vector<std::string> all_ops = {
+      "Add",           "Add (duplicate)", "Delete",           "Delete (missing)", "Get",
+      "Get (missing)", "Update",          "Update (missing)", "Query1",           "Query2"};
+  for (const std::string& op : g_ops) {
+    if (std::find(all_ops.begin(), all_ops.end(), op) == all_ops.end()) {
+      std::fprintf(stderr, "unknown operation in --ops: %s\n", op.c_str());
+      std::exit(2);
+    }
+  }
+  const std::vector<std::string>& ops = g_ops.empty() ? all_ops : g_ops;
   auto store = metadata::EmbeddedMetadataStore::Open(
       {.path = dir + "/meta-" + setup.backend, .sync = false, .now_micros = {}});
   Fixture::Check(store.status());
@@ -386,6 +401,12 @@ int main(int argc, char** argv) {
   app.add_option("--postgres-durability", durability,
                  "PostgreSQL server: off (fsync off, the default), on (PostgreSQL's durable "
                  "defaults) or both");
+  app.add_option("--rebalancing-first-page", g_rebalancing_first_page,
+                 "a query's first page per shard in rebalancing (rows)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--ops", g_ops,
+                 "operations to measure, comma-separated (default: all), e.g. Query1,Query2")
+      ->delimiter(',');
   app.allow_extras();  // `make bench` passes Google Benchmark flags to every program
   CLI11_PARSE(app, argc, argv);
 

@@ -54,6 +54,11 @@ struct MergeQueryOptions {
   bool consistent = false;   // Algorithm 6 over old and new copies (rebalancing)
   MapVersion new_version{};  // consistent mode: v_new
   size_t page_size = 256;    // per shard request
+  // The first request per shard; 0 = page_size. A consistent query reads more rows per shard
+  // than a plain one (the old shards hold the moving keys' matches, and every shard returns
+  // shadow rows), so a larger first page keeps it at one page per shard when a plain query of
+  // the same documents needs one (ShardedCollectionOptions::rebalancing_first_page_size).
+  size_t first_page_size = 0;
 };
 
 class MergeQuery {
@@ -79,6 +84,7 @@ class MergeQuery {
     std::deque<ShardDocument> buffer{};
     std::optional<std::string> last_key{};       // of the pages received: the next page's cursor
     bool exhausted = false;                      // the last page received was the shard's last
+    bool requested = false;                      // a page was requested (the first one or later)
     std::future<StatusOr<ShardPage>> pending{};  // the next page, requested, not yet received
   };
   // Requests the next page of `s`: on a pool thread when concurrent_, else deferred to Receive.

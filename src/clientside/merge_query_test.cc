@@ -1,7 +1,8 @@
 // MergeQuery (paper 000 Algorithm 6): the concurrent page reads give the sequential merge's
-// result row for row and read the same pages, over randomized shard contents; a shard error ends
-// the query with nothing left running; the first pages are requested at once and the next page
-// is read ahead at half a page; destruction waits for a read in flight.
+// result row for row and read the same pages, over randomized shard contents and first-page
+// sizes; the first page has its own size; a shard error ends the query with nothing left
+// running; the first pages are requested at once and the next page is read ahead at half a
+// page; destruction waits for a read in flight.
 
 #include "src/clientside/merge_query.h"
 
@@ -59,6 +60,11 @@ class ObservedShard final : public testing::ForwardingMemoryShard {
     std::lock_guard lock(mu_);
     return cursors_;
   }
+  // The limit of each Query call, in order.
+  [[nodiscard]] std::vector<size_t> limits() const {
+    std::lock_guard lock(mu_);
+    return limits_;
+  }
   [[nodiscard]] int in_flight() const {
     std::lock_guard lock(mu_);
     return in_flight_;
@@ -75,6 +81,7 @@ class ObservedShard final : public testing::ForwardingMemoryShard {
       std::lock_guard lock(mu_);
       index = cursors_.size();
       cursors_.push_back(q.has_after_key ? std::optional<std::string>(q.after_key) : std::nullopt);
+      limits_.push_back(q.limit);
       max_in_flight_ = std::max(max_in_flight_, ++in_flight_);
     }
     const Status hooked = hook_ ? hook_(index) : OkStatus();
@@ -89,6 +96,7 @@ class ObservedShard final : public testing::ForwardingMemoryShard {
   std::function<Status(size_t)> hook_;
   mutable std::mutex mu_;
   std::vector<std::optional<std::string>> cursors_;  // guarded by mu_
+  std::vector<size_t> limits_;                       // guarded by mu_
   int in_flight_ = 0;                                // guarded by mu_
   int max_in_flight_ = 0;                            // guarded by mu_
 };
@@ -203,6 +211,8 @@ TEST(MergeQueryTest, ConcurrentReadsGiveTheSequentialMerge) {
     }
     std::vector<size_t> maxes;
     for (int i = 0; i < 5; ++i) maxes.push_back(static_cast<size_t>(pick(1, 7)));
+    // A first page smaller, equal to or larger than the later ones (0: the page size).
+    options.first_page_size = static_cast<size_t>(pick(0, 9));
 
     MergeQuery seq_query(Pointers(sequential), options);
     MergeQuery con_query(Pointers(concurrent), options);
@@ -219,6 +229,7 @@ TEST(MergeQueryTest, ConcurrentReadsGiveTheSequentialMerge) {
 
     for (size_t s = 0; s < n; ++s) {
       EXPECT_EQ(concurrent[s]->cursors(), sequential[s]->cursors()) << "shard " << s;
+      EXPECT_EQ(concurrent[s]->limits(), sequential[s]->limits()) << "shard " << s;
       EXPECT_LE(concurrent[s]->max_in_flight(), 1) << "shard " << s;
     }
     std::vector<ShardDocument> flat;
@@ -278,6 +289,36 @@ TEST(MergeQueryTest, NextPageIsReadAheadAtHalfAPage) {
   EXPECT_EQ(rest->back().primary_key, "z");
   EXPECT_EQ(shards[0]->cursors().size(), 2u);  // no page more than the sequential merge's
   EXPECT_EQ(shards[1]->cursors().size(), 1u);
+}
+
+// MergeQueryOptions::first_page_size: each shard's first request asks for that many rows and
+// every later one for page_size, so 10 rows of one shard take a first page of 8 and a second of
+// 3 (2 rows); with no first page size, pages of 3 throughout (4 pages).
+TEST(MergeQueryTest, FirstPageHasItsOwnSize) {
+  for (const bool remote : {false, true}) {
+    SCOPED_TRACE(remote ? "concurrent" : "sequential");
+    for (const size_t first : {size_t{8}, size_t{0}}) {
+      auto shards = MakeShards(2, remote);
+      for (int i = 0; i < 10; ++i)
+        ASSERT_TRUE(shards[0]->Insert(Live(fmt::format("a{}", i), 0, 1)).ok());
+      ASSERT_TRUE(shards[1]->Insert(Live("z", 0, 1)).ok());
+      MergeQueryOptions options = Plain(3);
+      options.first_page_size = first;
+      MergeQuery q(Pointers(shards), options);
+      StatusOr<std::vector<ShardDocument>> all = q.Next(100);
+      ASSERT_TRUE(all.ok()) << all.status();
+      EXPECT_EQ(all->size(), 11u);
+      if (first == 8) {
+        EXPECT_EQ(shards[0]->limits(), (std::vector<size_t>{8, 3}));
+        EXPECT_EQ(shards[0]->cursors(),
+                  (std::vector<std::optional<std::string>>{std::nullopt, "a7"}));
+        EXPECT_EQ(shards[1]->limits(), (std::vector<size_t>{8}));
+      } else {
+        EXPECT_EQ(shards[0]->limits(), (std::vector<size_t>{3, 3, 3, 3}));
+        EXPECT_EQ(shards[1]->limits(), (std::vector<size_t>{3}));
+      }
+    }
+  }
 }
 
 // Destroying the query waits for a page read in flight: the read is held until just before the

@@ -267,10 +267,12 @@ StatusOr<std::unique_ptr<QueryCursor>> ShardedCollection::Query(storage::Documen
   SHOAL_RETURN_IF_ERROR(
       options_.metadata->PutEphemeral(session_, key, s.Encode(), metadata::kMustNotExist).status());
   auto query = std::make_unique<MergeQuery>(
-      std::move(shards), MergeQueryOptions{.filter = std::move(filter),
-                                           .consistent = consistent,
-                                           .new_version = s.version,
-                                           .page_size = options_.query_page_size});
+      std::move(shards),
+      MergeQueryOptions{.filter = std::move(filter),
+                        .consistent = consistent,
+                        .new_version = s.version,
+                        .page_size = options_.query_page_size,
+                        .first_page_size = consistent ? options_.rebalancing_first_page_size : 0});
   return std::unique_ptr<QueryCursor>(
       new QueryCursor(options_.metadata, std::move(key), std::move(query)));
 }

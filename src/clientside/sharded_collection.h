@@ -41,6 +41,12 @@ struct ShardedCollectionOptions {
   std::string client_name{};  // unique among live clients; "" = derived from the session
   std::chrono::milliseconds session_ttl{10000};
   size_t query_page_size = 256;
+  // A query's first page per shard in `rebalancing` (MergeQueryOptions::first_page_size): the
+  // old shards also hold the matches of the keys moving away, and every shard adds a shadow row
+  // (key and version, no body) per new-version copy that does not match, so the first page is
+  // larger there to keep a query that fits in one page per shard in `normal` at one round trip
+  // on its critical path. Later pages are query_page_size.
+  size_t rebalancing_first_page_size = 1024;
 };
 
 class ShardedCollection;

@@ -47,7 +47,9 @@ class ShardedCollectionTest : public ::testing::Test {
                                       .collection = "c",
                                       .client_name = std::move(name),
                                       .session_ttl = std::chrono::seconds(30),
-                                      .query_page_size = 7});
+                                      .query_page_size = 7,
+                                      // Small first pages too: queries span several pages.
+                                      .rebalancing_first_page_size = 11});
     EXPECT_TRUE(c.ok()) << c.status();
     return c.ok() ? *std::move(c) : nullptr;
   }

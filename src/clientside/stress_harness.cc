@@ -48,7 +48,9 @@ std::unique_ptr<ShardedCollection> OpenClient(metadata::MetadataStore& store,
                                     .collection = collection,
                                     .client_name = {},
                                     .session_ttl = std::chrono::seconds(30),
-                                    .query_page_size = 64});
+                                    .query_page_size = 64,
+                                    // Several pages per shard in rebalancing too.
+                                    .rebalancing_first_page_size = 96});
   if (!c.ok()) {
     errors.Add(fmt::format("open: {}", c.status().ToString()));
     return nullptr;
