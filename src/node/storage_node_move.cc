@@ -68,6 +68,9 @@ Response StorageNode::HandleExport(const transport::ExportBucketRequest& request
       if (Status s = exports_.Register(request.bucket, request.move, *exported); !s.ok()) {
         return Response::Error(s);
       }
+      if (Status s = runtime_.Failpoint("source.after_export"); !s.ok()) {
+        return Response::Error(s);
+      }
       return Response::Ok(transport::ExportBucketResponse{.exported = std::move(*exported)});
     }
     if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
@@ -311,6 +314,11 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
   if (copy_then_switch) {
     if (Status s = store_->disk_space().Admit(0); !s.ok()) return Response::Error(s);
   }
+  if (request.until_sequence.has_value()) {
+    if (Status s = runtime_.Failpoint("destination.after_drain"); !s.ok()) {
+      return Response::Error(s);
+    }
+  }
   return Response::Ok(transport::CatchUpResponse{.applied_sequence = position,
                                                  .applied = applied,
                                                  .read_micros = read_micros,
@@ -335,6 +343,9 @@ Response StorageNode::HandleReadChanges(const transport::ReadChangesRequest& req
       auto batch = store_->ReadChangesSince(*range, request.after_sequence,
                                             std::max<uint32_t>(request.max_changes, 1));
       if (!batch.ok()) return Response::Error(batch.status());
+      if (Status s = runtime_.Failpoint("source.after_read_changes"); !s.ok()) {
+        return Response::Error(s);
+      }
       return Response::Ok(transport::ReadChangesResponse{.changes = std::move(batch->changes),
                                                          .next_sequence = batch->next_sequence});
     }
@@ -414,6 +425,7 @@ Response StorageNode::HandleDrop(const transport::DropBucketRequest& request) {
   moves_.erase(request.bucket);
   exports_.Forget(request.bucket);
   lock.unlock();
+  if (Status s = runtime_.Failpoint("source.after_drop"); !s.ok()) return Response::Error(s);
   ForgetLoad(request.bucket);
   // Export files of the move are no longer needed.
   std::error_code ec;

@@ -20,6 +20,7 @@
 // Thread-safety: Parse is pure; a Failpoints object is immutable but for its hit counters,
 // which are atomic, so Hit may be called from any thread.
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -65,5 +66,24 @@ class Failpoints {
   std::string spec_;
   std::map<std::string, Point, std::less<>> points_;
 };
+
+// Failpoints inside a storage node's own handling of a move, added after the randomized
+// simulation's seeds and the interleaving test's turns were recorded: the simulation draws no
+// crash at them and the interleaving explorer makes no turn of them, so that every recorded
+// seed and interleaving replays as before. Deterministic tests crash a node at each of them
+// (src/coordinator/node_restart_test.cc); real processes honour them like any other point.
+inline constexpr std::array<std::string_view, 4> kUnscheduledFailpoints = {
+    "source.after_export",        // the export is registered, not answered
+    "source.after_read_changes",  // a catch-up read is done, not answered
+    "source.after_drop",          // the bucket's range is dropped, not answered
+    "destination.after_drain",    // the drain reached the fence's sequence, not answered
+};
+
+[[nodiscard]] inline bool IsUnscheduledFailpoint(std::string_view name) {
+  for (std::string_view point : kUnscheduledFailpoints) {
+    if (point == name) return true;
+  }
+  return false;
+}
 
 }  // namespace shoal::transport

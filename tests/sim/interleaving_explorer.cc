@@ -10,6 +10,7 @@
 #include "src/common/point.h"
 #include "src/server/embedded_cluster.h"
 #include "src/storage/errors.h"
+#include "src/transport/failpoints.h"
 #include "src/transport/sim_runtime.h"
 
 namespace shoal::sim {
@@ -418,6 +419,8 @@ std::string RunOnce(const InterleavingConfig& config, ChoiceSequence& choices, b
 
     // Every named failpoint becomes a scheduling turn of the move: the move pauses there.
     sim.SetChaosHook([&world, &sim](const Address&, std::string_view name) {
+      // Points added after the interleavings were counted are not turns (failpoints.h).
+      if (transport::IsUnscheduledFailpoint(name)) return false;
       if (!world.done) {
         world.failpoints.emplace_back(std::string(name), world.move_turns);
         (void)sim.Sleep(0);
