@@ -403,6 +403,9 @@ StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
   // reads the WAL file from its start, which costs a read of up to a memtable's worth of log.
   auto [it, parked_at] = TakeWalCursor(expected);
   bool resumed = it != nullptr;
+  // Whether `it` returned a batch, so that it has a log file open. Only such a reader may be
+  // parked: a fresh one that found no WAL file has none, and the engine asserts on its Next().
+  bool read_a_batch = resumed;
   // Bytes of log a reader parked behind `expected` skipped so far.
   uint64_t skipped_bytes = 0;
   bool behind = resumed && parked_at < expected;
@@ -425,13 +428,19 @@ StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
     } else {
       behind = false;
       wal_seeks_.fetch_add(1, std::memory_order_relaxed);
+      read_a_batch = false;
       rocksdb::Status s = db_->GetUpdatesSince(expected, &it);
       if (!s.ok()) {
         return StorageError(ErrorReason::kUnavailable,
                             fmt::format("WAL from sequence {}: {}", expected, s.ToString()));
       }
+      // Nothing to read from `expected` on, which is published: either every sequence from
+      // there is a hole (an ingest's), or the WAL that held them is gone (no file left at all
+      // also gives a reader with nothing and no error). Only the first is an answer.
+      if (!it->Valid() && it->status().ok()) SHOAL_RETURN_IF_ERROR(CheckWalRetained(expected));
     }
     for (; it->Valid(); it->Next()) {
+      read_a_batch = true;
       rocksdb::BatchResult result = it->GetBatch();
       const uint64_t count = std::max<uint64_t>(result.writeBatchPtr->Count(), 1);
       if (result.sequence + count <= expected) {  // fully read before
@@ -481,7 +490,9 @@ StatusOr<ChangeBatch> BucketStore::ReadChangesSince(const PointRange& range,
     if (it->status().ok()) break;  // the end of the WAL
     if (!progressed) it.reset();   // nothing read from it: not worth parking
   }
-  if (it != nullptr && (it->Valid() || it->status().ok())) ParkWalCursor(std::move(it), expected);
+  if (it != nullptr && read_a_batch && (it->Valid() || it->status().ok())) {
+    ParkWalCursor(std::move(it), expected);
+  }
   return batch;
 }
 

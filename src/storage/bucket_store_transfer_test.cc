@@ -363,6 +363,34 @@ TEST_F(TransferTest, CatchUpReadsAcrossAnIngestElsewhere) {
   EXPECT_EQ(got, (std::vector<std::string>{before, after}));
 }
 
+// Regression (a simulation seed of 101-150 aborted in the engine's log iterator): a catch-up read
+// whose fresh log reader found no WAL file at all (here: the store keeps no archived WAL, and the
+// only live one is empty after a flush) must not park that reader, which has no log file open:
+// the next read would resume it with Next(), and the engine asserts (or dereferences null) there.
+// Nor may it answer "no changes": the upsert it asks for is gone with its WAL file, so every read
+// is refused as not retained (a move then restarts from a fresh export).
+TEST_F(TransferTest, AReadFromAWalThatIsGoneIsRefusedAndLeavesNoReaderBehind) {
+  StoreOptions options = TestOptions(dir_.Sub("no-archive"));
+  options.wal_ttl_seconds = 0;  // obsolete WAL files are deleted, not archived
+  options.wal_size_limit_mb = 0;
+  auto opened = BucketStore::Open(options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<BucketStore> store = std::move(opened).value();
+  SHOAL_ASSERT_OK(store->CreateCollection({.id = kC, .name = "docs"}));
+  SHOAL_ASSERT_OK(store->AddBucket({.id = BucketId(1), .range = PointRange::All()}));
+  SHOAL_ASSERT_OK(store->Upsert(kC, "k", DocBody(1)).status());
+  SHOAL_ASSERT_OK(store->Flush());  // the WAL with the upsert is deleted; the new one is empty
+  const uint64_t latest = store->LatestSequence();
+  ASSERT_GT(latest, 0u);
+  for (int read = 0; read < 3; ++read) {
+    StatusOr<ChangeBatch> batch = store->ReadChangesSince(PointRange::All(), latest - 1, 100);
+    ASSERT_FALSE(batch.ok()) << "read " << read << " answered " << batch->changes.size()
+                             << " changes from a WAL that is gone";
+    EXPECT_EQ(ReasonOf(batch.status()), ErrorReason::kUnavailable) << batch.status();
+  }
+  SHOAL_ASSERT_OK(store->Close());
+}
+
 TEST_F(TransferTest, IngestRefusesServedOrNonEmptyRangesAndForeignFiles) {
   Fill(200);
   SHOAL_ASSERT_OK_AND_ASSIGN(ExportedRange exported,
