@@ -32,60 +32,80 @@ struct RestartCase {
   std::optional<bool> commits = std::nullopt;
 };
 
-class NodeRestartTest : public CoordinatorTest,
-                        public ::testing::WithParamInterface<RestartCase> {};
+// Moves b0 from n1 to n2 under a writer while the victim crashes at the case's failpoint and
+// restarts on its data directory 50 ms later (while the coordinator still retries its calls to
+// it), then checks the file comment's outcome.
+class RestartTest : public CoordinatorTest, public ::testing::WithParamInterface<RestartCase> {
+ protected:
+  enum class Where : uint8_t {
+    kCoordinatorStep,  // the coordinator reaches the point; the victim is crashed from outside
+    kVictimsOwnPoint,  // the victim reaches the point and stops there, as in a crash
+  };
+
+  void MoveWithARestart(Where where) {
+    const RestartCase c = GetParam();
+    const bool at_step = where == Where::kCoordinatorStep;
+    const Address watched = at_step ? Address::Coordinator() : Address::Node(c.victim);
+    bool crashed = false;
+    bool restarted = false;
+    Status restart_status;
+    sim_.SetChaosHook([&](const Address& process, std::string_view failpoint) {
+      if (crashed || process != watched || failpoint != c.failpoint) return false;
+      crashed = true;
+      if (at_step) {
+        EXPECT_TRUE(cluster_->CrashNode(c.victim).ok());
+      }
+      sim_.Spawn(Address::Client(3), "restart", [&, victim = c.victim] {
+        if (sim_.Sleep(50 * kMs).ok()) restart_status = cluster_->StartNode(victim);
+        restarted = true;
+      });
+      return !at_step;  // the coordinator itself goes on; a victim at its own point stops
+    });
+    Run(/*auto_balance=*/false, [&] {
+      ASSERT_EQ(map()->Find(kB0)->replicas, std::vector<NodeId>{kN1});
+      std::vector<int> in_b0;
+      for (int i = 0; i < kDocuments; ++i) {
+        if (map()->Lookup(PointOf(collection_, Key(i))).id == kB0) in_b0.push_back(i);
+      }
+      ASSERT_FALSE(in_b0.empty());
+      auto w = StartRoundWriter(in_b0, kMs);
+      ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 0; }));
+
+      Status moved = Admin([](Coordinator& co) { return co.MoveBucket(kB0, kN2); });
+      ASSERT_TRUE(crashed) << c.failpoint << " was not reached";
+      ASSERT_TRUE(WaitFor([&] { return restarted; }));
+      ASSERT_TRUE(restart_status.ok()) << restart_status;
+      ASSERT_TRUE(WaitFor([&] { return map()->TransitionCount() == 0; }));
+      const bool committed = map()->Find(kB0)->replicas == std::vector<NodeId>{kN2};
+      if (!committed) {
+        EXPECT_FALSE(moved.ok()) << "the move reported success but b0 stayed on n1";
+        EXPECT_EQ(map()->Find(kB0)->replicas, std::vector<NodeId>{kN1});
+      }
+      if (c.commits.has_value()) {
+        EXPECT_EQ(committed, *c.commits) << moved;
+      }
+      // Writes go on after the move, through whichever node the map now names.
+      const uint64_t after_move = w->acknowledged_writes;
+      ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > after_move; }));
+      StopRoundWriter(*w);
+
+      ExpectNoAcknowledgedRoundLost(*w, in_b0);
+      ExpectOnlyOwnerAcknowledgesB0(committed ? kN2 : kN1);
+      client::Client restorer(sim_);
+      for (int i : in_b0) {
+        auto restored = restorer.Update(collection_, Key(i), Body(i));
+        EXPECT_TRUE(restored.ok()) << Key(i) << ": " << restored.status();
+      }
+      ExpectB0EndedOn(committed);
+    });
+    sim_.SetChaosHook(nullptr);
+  }
+};
+
+using NodeRestartTest = RestartTest;
 
 TEST_P(NodeRestartTest, TheMoveEndsWithOneOwnerAndNoAcknowledgedWriteLost) {
-  const RestartCase c = GetParam();
-  bool crashed = false;
-  bool restarted = false;
-  Status restart_status;
-  sim_.SetChaosHook([&](const Address& process, std::string_view failpoint) {
-    if (crashed || process != Address::Coordinator() || failpoint != c.failpoint) return false;
-    crashed = true;
-    EXPECT_TRUE(cluster_->CrashNode(c.victim).ok());
-    // The restart comes while the coordinator still retries its calls to the victim.
-    sim_.Spawn(Address::Client(3), "restart", [&, victim = c.victim] {
-      if (sim_.Sleep(50 * kMs).ok()) restart_status = cluster_->StartNode(victim);
-      restarted = true;
-    });
-    return false;  // the coordinator itself goes on
-  });
-  Run(/*auto_balance=*/false, [&] {
-    ASSERT_EQ(map()->Find(kB0)->replicas, std::vector<NodeId>{kN1});
-    std::vector<int> in_b0;
-    for (int i = 0; i < kDocuments; ++i) {
-      if (map()->Lookup(PointOf(collection_, Key(i))).id == kB0) in_b0.push_back(i);
-    }
-    ASSERT_FALSE(in_b0.empty());
-    auto w = StartRoundWriter(in_b0, kMs);
-    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 0; }));
-
-    Status moved = Admin([](Coordinator& co) { return co.MoveBucket(kB0, kN2); });
-    ASSERT_TRUE(crashed) << c.failpoint << " was not reached";
-    ASSERT_TRUE(WaitFor([&] { return restarted; }));
-    ASSERT_TRUE(restart_status.ok()) << restart_status;
-    ASSERT_TRUE(WaitFor([&] { return map()->TransitionCount() == 0; }));
-    const bool committed = map()->Find(kB0)->replicas == std::vector<NodeId>{kN2};
-    if (!committed) {
-      EXPECT_FALSE(moved.ok()) << "the move reported success but b0 stayed on n1";
-      EXPECT_EQ(map()->Find(kB0)->replicas, std::vector<NodeId>{kN1});
-    }
-    // Writes go on after the move, through whichever node the map now names.
-    const uint64_t after_move = w->acknowledged_writes;
-    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > after_move; }));
-    StopRoundWriter(*w);
-
-    ExpectNoAcknowledgedRoundLost(*w, in_b0);
-    ExpectOnlyOwnerAcknowledgesB0(committed ? kN2 : kN1);
-    client::Client restorer(sim_);
-    for (int i : in_b0) {
-      auto restored = restorer.Update(collection_, Key(i), Body(i));
-      EXPECT_TRUE(restored.ok()) << Key(i) << ": " << restored.status();
-    }
-    ExpectB0EndedOn(committed);
-  });
-  sim_.SetChaosHook(nullptr);
+  MoveWithARestart(Where::kCoordinatorStep);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -106,63 +126,12 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // The victim crashes inside its own handling of a move step, at its own failpoint (the step's
-// work is done, its answer not sent), and restarts on its data directory 50 ms later while the
-// coordinator retries or gives up on the step. The same checks as above. Reached before only by
-// the simulation's random crashes; these points are kUnscheduledFailpoints (failpoints.h).
-class NodeFailpointRestartTest : public CoordinatorTest,
-                                 public ::testing::WithParamInterface<RestartCase> {};
+// work is done, its answer not sent). Reached before only by the simulation's random crashes;
+// these points are mostly kUnscheduledFailpoints (failpoints.h).
+using NodeFailpointRestartTest = RestartTest;
 
 TEST_P(NodeFailpointRestartTest, TheMoveEndsWithOneOwnerAndNoAcknowledgedWriteLost) {
-  const RestartCase c = GetParam();
-  bool crashed = false;
-  bool restarted = false;
-  Status restart_status;
-  sim_.SetChaosHook([&](const Address& process, std::string_view failpoint) {
-    if (crashed || process != Address::Node(c.victim) || failpoint != c.failpoint) return false;
-    crashed = true;
-    sim_.Spawn(Address::Client(3), "restart", [&, victim = c.victim] {
-      if (sim_.Sleep(50 * kMs).ok()) restart_status = cluster_->StartNode(victim);
-      restarted = true;
-    });
-    return true;  // the victim stops here, as in a crash
-  });
-  Run(/*auto_balance=*/false, [&] {
-    ASSERT_EQ(map()->Find(kB0)->replicas, std::vector<NodeId>{kN1});
-    std::vector<int> in_b0;
-    for (int i = 0; i < kDocuments; ++i) {
-      if (map()->Lookup(PointOf(collection_, Key(i))).id == kB0) in_b0.push_back(i);
-    }
-    ASSERT_FALSE(in_b0.empty());
-    auto w = StartRoundWriter(in_b0, kMs);
-    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 0; }));
-
-    Status moved = Admin([](Coordinator& co) { return co.MoveBucket(kB0, kN2); });
-    ASSERT_TRUE(crashed) << c.failpoint << " was not reached";
-    ASSERT_TRUE(WaitFor([&] { return restarted; }));
-    ASSERT_TRUE(restart_status.ok()) << restart_status;
-    ASSERT_TRUE(WaitFor([&] { return map()->TransitionCount() == 0; }));
-    const bool committed = map()->Find(kB0)->replicas == std::vector<NodeId>{kN2};
-    if (!committed) {
-      EXPECT_FALSE(moved.ok()) << "the move reported success but b0 stayed on n1";
-      EXPECT_EQ(map()->Find(kB0)->replicas, std::vector<NodeId>{kN1});
-    }
-    if (c.commits.has_value()) {
-      EXPECT_EQ(committed, *c.commits) << moved;
-    }
-    const uint64_t after_move = w->acknowledged_writes;
-    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > after_move; }));
-    StopRoundWriter(*w);
-
-    ExpectNoAcknowledgedRoundLost(*w, in_b0);
-    ExpectOnlyOwnerAcknowledgesB0(committed ? kN2 : kN1);
-    client::Client restorer(sim_);
-    for (int i : in_b0) {
-      auto restored = restorer.Update(collection_, Key(i), Body(i));
-      EXPECT_TRUE(restored.ok()) << Key(i) << ": " << restored.status();
-    }
-    ExpectB0EndedOn(committed);
-  });
-  sim_.SetChaosHook(nullptr);
+  MoveWithARestart(Where::kVictimsOwnPoint);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -45,58 +45,19 @@ class MachineCrashTest : public StorageNodeTest {
     nodes_.clear();
   }
 
-  // Runs `body` on a client task with n1 and n2 started on the initial map, each syncing every
-  // write through its own SyncTrackingFileSystem; closes them afterwards.
-  void RunWithSyncedStores(const std::function<void()>& body) {
-    bool finished = false;
-    sim_.Spawn(Address::Client(1), "test", [&] {
-      sim_.Serve(Address::Coordinator(), coordinator_);
-      bool started = true;
-      for (NodeId id : {kN1, kN2}) {
-        if (!StartNode(id, fmt::format("{}/node-{}", dir_, id.value()))) {
-          started = false;
-          break;
-        }
-      }
-      if (started) {
-        Install(kN1, maps_.initial);
-        Install(kN2, maps_.initial);
-        body();
-      }
-      for (auto& [id, node] : nodes_) EXPECT_TRUE(node->Close().ok());
-      sim_.Stop(Address::Coordinator());
-      finished = true;
-    });
-    sim_.RunUntil(24 * 3600 * kSecond);
-    EXPECT_TRUE(finished) << "the test task did not finish";
-  }
-
-  // Opens and starts node `id` on `data_dir`, with a fresh SyncTrackingFileSystem.
-  bool StartNode(NodeId id, const std::string& data_dir) {
+  // Node `id` on `data_dir` syncs every write, through a fresh SyncTrackingFileSystem (Run
+  // starts both nodes with it).
+  bool StartNode(NodeId id, const std::string& data_dir) override {
     fs_[id] = std::make_shared<storage::SyncTrackingFileSystem>();
     envs_.push_back(storage::SyncTrackingFileSystem::NewEnv(fs_[id]));
     data_dirs_[id] = data_dir;
-    NodeOptions options;
-    options.id = id;
-    options.data_dir = data_dir;
-    test::UseSmallTestStore(options.store);
+    NodeOptions options = TestNodeOptions(id, data_dir);
     options.store.sync = storage::SyncPolicy::kEveryWrite;
     options.store.env = envs_.back().get();
     // Every version a node stamps or observes above the last one needs a new reservation, a WAL
     // write: an ingest or a catch-up must then sync its own reservation before it answers.
     options.store.version_block = 1;
-    options.call_timeout = 100 * kMs;
-    options.fence_timeout = kFenceTimeout;
-    options.heartbeat_interval = 2 * kSecond;
-    options.queue_poll = 500;
-    auto node = StorageNode::Open(sim_, options);
-    if (!node.ok()) {
-      ADD_FAILURE() << "open " << id.DebugString() << ": " << node.status();
-      return false;
-    }
-    (*node)->Start();
-    nodes_[id] = *node;
-    return true;
+    return OpenAndStart(options);
   }
 
   // Node `id`'s store as a machine crash right now would leave it, opened (null, with a test
@@ -285,7 +246,7 @@ class MachineCrashTest : public StorageNodeTest {
 // answers STALE_MOVE and the move aborts, see NodeRestartTest): the copy's directory must equal
 // the live one.
 TEST_F(MachineCrashTest, DestinationCrashAfterItsIngestKeepsTheSnapshot) {
-  RunWithSyncedStores([&] {
+  Run([&] {
     bool crashed = false;
     MoveByHand([&](Ack ack) {
       if (ack != Ack::kIngest) return true;
@@ -310,7 +271,7 @@ TEST_F(MachineCrashTest, DestinationCrashAfterItsIngestKeepsTheSnapshot) {
 // Right after each, its crash copy of b0 equals its live store and the source's state, key by
 // key: every change the round applied is durable, tombstones and versions included.
 TEST_F(MachineCrashTest, DestinationCrashAfterACatchUpRoundOrTheDrainKeepsWhatItApplied) {
-  RunWithSyncedStores([&] {
+  Run([&] {
     int crashes = 0;
     MoveByHand([&](Ack ack) {
       if (ack != Ack::kCatchUpRound && ack != Ack::kDrain) return true;
@@ -339,7 +300,7 @@ TEST_F(MachineCrashTest, DestinationCrashAfterACatchUpRoundOrTheDrainKeepsWhatIt
 // nor a read of b0. The drain then reads the restarted source's log up to the fence's sequence,
 // and the commit hands n2 every acknowledged write.
 TEST_F(MachineCrashTest, SourceCrashAfterItsFenceKeepsItsWritesAndStaysFenced) {
-  RunWithSyncedStores([&] {
+  Run([&] {
     bool crashed = false;
     MoveByHand([&](Ack ack) {
       if (ack != Ack::kFence) return true;
@@ -394,7 +355,7 @@ TEST_F(MachineCrashTest, SourceCrashAfterItsFenceKeepsItsWritesAndStaysFenced) {
 // crash copy holds nothing of b0, not even tombstones. A crash of both machines then leaves b0
 // whole on n2 only: its crash copy equals the source's state at the fence.
 TEST_F(MachineCrashTest, SourceCrashAfterItsDropLeavesNothingAndTheDestinationHoldsTheBucket) {
-  RunWithSyncedStores([&] {
+  Run([&] {
     std::vector<Document> source_at_fence;
     bool crashed = false;
     MoveByHand([&](Ack ack) {

@@ -157,33 +157,17 @@ class StorageNodeTest : public ::testing::Test {
   }
 
   // Runs `body` on a client task of the simulation, with nodes n1 and n2 started on the initial
-  // map; closes them afterwards.
+  // map (StartNode); closes them afterwards.
   void Run(const std::function<void()>& body) {
     bool finished = false;
     sim_.Spawn(Address::Client(1), "test", [&] {
       sim_.Serve(Address::Coordinator(), coordinator_);
       bool started = true;
       for (NodeId id : {kN1, kN2}) {
-        NodeOptions options;
-        options.id = id;
-        options.data_dir = fmt::format("{}/node-{}", dir_, id.value());
-        options.store.sync = storage::SyncPolicy::kPeriodic;
-        test::UseSmallTestStore(options.store);
-        options.call_timeout = 100 * kMs;
-        options.fence_timeout = kFenceTimeout;
-        // Maps arrive only when the test says so: no heartbeat within a test after the first.
-        // (Not longer: a stopped process's sleeping task ends only at its wake-up time, and
-        // Close polls every simulated millisecond until then.)
-        options.heartbeat_interval = 2 * kSecond;
-        options.queue_poll = 500;
-        auto node = StorageNode::Open(sim_, options);
-        if (!node.ok()) {
-          ADD_FAILURE() << "open " << id.DebugString() << ": " << node.status();
+        if (!StartNode(id, fmt::format("{}/node-{}", dir_, id.value()))) {
           started = false;
           break;
         }
-        (*node)->Start();
-        nodes_[id] = *node;
       }
       if (started) {
         Install(kN1, maps_.initial);
@@ -196,6 +180,40 @@ class StorageNodeTest : public ::testing::Test {
     });
     sim_.RunUntil(24 * 3600 * kSecond);
     EXPECT_TRUE(finished) << "the test task did not finish";
+  }
+
+  // The options of node `id` on `data_dir` in these tests.
+  NodeOptions TestNodeOptions(NodeId id, const std::string& data_dir) const {
+    NodeOptions options;
+    options.id = id;
+    options.data_dir = data_dir;
+    options.store.sync = storage::SyncPolicy::kPeriodic;
+    test::UseSmallTestStore(options.store);
+    options.call_timeout = 100 * kMs;
+    options.fence_timeout = kFenceTimeout;
+    // Maps arrive only when the test says so: no heartbeat within a test after the first.
+    // (Not longer: a stopped process's sleeping task ends only at its wake-up time, and
+    // Close polls every simulated millisecond until then.)
+    options.heartbeat_interval = 2 * kSecond;
+    options.queue_poll = 500;
+    return options;
+  }
+
+  // Opens and starts node `id` on `data_dir` (a test fixture may open it differently); false,
+  // with a test failure, if it does not open.
+  virtual bool StartNode(NodeId id, const std::string& data_dir) {
+    return OpenAndStart(TestNodeOptions(id, data_dir));
+  }
+
+  bool OpenAndStart(const NodeOptions& options) {
+    auto node = StorageNode::Open(sim_, options);
+    if (!node.ok()) {
+      ADD_FAILURE() << "open " << options.id.DebugString() << ": " << node.status();
+      return false;
+    }
+    (*node)->Start();
+    nodes_[options.id] = *node;
+    return true;
   }
 
   StorageNode& node(NodeId id) { return *nodes_.at(id); }

@@ -112,13 +112,8 @@ class ZooKeeperClusterTest : public testing::Test {
   }
 
   void WaitBalanced(int seconds) {
-    const auto until = Clock::now() + std::chrono::seconds(seconds);
-    while (Clock::now() < until) {
-      auto progress = cluster_->Progress();
-      if (progress.ok() && progress->balanced()) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    FAIL() << "not balanced after " << seconds << " s";
+    const Status s = cluster_->AwaitBalanced(std::chrono::seconds(seconds));
+    ASSERT_TRUE(s.ok()) << s;
   }
 
   bool LogShows(const std::string& name, const std::string& text) const {

@@ -105,23 +105,9 @@ class ClusterFaultTest : public testing::Test {
 
   // Until every node's statistics show data (the balancer plans with them).
   void WaitForLoad(int seconds) {
-    const auto until = Clock::now() + std::chrono::seconds(seconds);
-    std::string out;
-    while (Clock::now() < until) {
-      (void)RestartTheDead();
-      if (cluster_->RunCli({"status", "--json"}, &out) == 0) {
-        auto status = nlohmann::json::parse(out, nullptr, false);
-        bool loaded = !status.is_discarded() && !status["nodes"].empty();
-        for (const auto& node : status["nodes"]) {
-          if (node["buckets"].get<uint64_t>() > 0 && node["bytes"].get<uint64_t>() == 0) {
-            loaded = false;
-          }
-        }
-        if (loaded) return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    FAIL() << "no load reported after " << seconds << " s: " << out;
+    const Status s = cluster_->AwaitLoadReported(std::chrono::seconds(seconds),
+                                                 [this] { (void)RestartTheDead(); });
+    ASSERT_TRUE(s.ok()) << s;
   }
 
   // Restarts every child that died (without failpoints); returns the ids that died. Every exit
@@ -138,14 +124,9 @@ class ClusterFaultTest : public testing::Test {
 
   // Until the coordinator reports balance (restarting whatever dies meanwhile).
   void WaitBalanced(int seconds) {
-    const auto until = Clock::now() + std::chrono::seconds(seconds);
-    while (Clock::now() < until) {
-      (void)RestartTheDead();
-      auto progress = cluster_->Progress();
-      if (progress.ok() && progress->balanced()) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    FAIL() << "not balanced after " << seconds << " s";
+    const Status s =
+        cluster_->AwaitBalanced(std::chrono::seconds(seconds), [this] { (void)RestartTheDead(); });
+    ASSERT_TRUE(s.ok()) << s;
   }
 
   // The checks after the faults: acknowledged writes, status, map agreement.

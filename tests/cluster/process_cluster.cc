@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
@@ -269,6 +270,43 @@ StatusOr<wire::AdminResponse> ProcessCluster::Progress() {
   wire::AdminRequest request;
   request.mutable_progress();
   return admin->Admin(request, kAdminTimeout);
+}
+
+Status ProcessCluster::AwaitBalanced(std::chrono::seconds timeout,
+                                     const std::function<void()>& each_poll) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  std::string last = "no answer";
+  while (std::chrono::steady_clock::now() < until) {
+    if (each_poll) each_poll();
+    auto progress = Progress();
+    if (progress.ok() && progress->balanced()) return OkStatus();
+    last = progress.ok() ? progress->ShortDebugString() : progress.status().ToString();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return DeadlineExceededError(
+      fmt::format("not balanced after {} s; last: {}", timeout.count(), last));
+}
+
+Status ProcessCluster::AwaitLoadReported(std::chrono::seconds timeout,
+                                         const std::function<void()>& each_poll) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  std::string out;
+  while (std::chrono::steady_clock::now() < until) {
+    if (each_poll) each_poll();
+    if (RunCli({"status", "--json"}, &out) == 0) {
+      auto status = nlohmann::json::parse(out, nullptr, false);
+      bool loaded = !status.is_discarded() && !status["nodes"].empty();
+      for (const auto& node : status["nodes"]) {
+        if (node["buckets"].get<uint64_t>() > 0 && node["bytes"].get<uint64_t>() == 0) {
+          loaded = false;
+        }
+      }
+      if (loaded) return OkStatus();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return DeadlineExceededError(
+      fmt::format("no load reported after {} s: {}", timeout.count(), out));
 }
 
 Status ProcessCluster::SetCoordinatorFailpoints(uint32_t id, const std::string& spec) {

@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -78,6 +79,15 @@ class ProcessCluster {
 
   // The coordinator's admin progress (balanced, moves committed, epoch).
   [[nodiscard]] StatusOr<wire::AdminResponse> Progress();
+  // Polls Progress until the coordinator reports the cluster balanced: OK, or kDeadlineExceeded
+  // naming the last answer. `each_poll` (may be empty) runs before every poll (a test restarts
+  // dead processes there).
+  [[nodiscard]] Status AwaitBalanced(std::chrono::seconds timeout,
+                                     const std::function<void()>& each_poll = {});
+  // Polls `shoal status --json` until every node that holds buckets reports bytes (the balancer
+  // plans with them): OK, or kDeadlineExceeded with the last status.
+  [[nodiscard]] Status AwaitLoadReported(std::chrono::seconds timeout,
+                                         const std::function<void()>& each_poll = {});
   // add-node / remove-node retry while the coordinator is unreachable, calling `hook` between
   // attempts (the test restarts dead processes there: the coordinator may die at a failpoint
   // right after accepting the request).

@@ -212,34 +212,41 @@ class ScanDuringMoveTest : public testing::Test {
     ASSERT_NO_FATAL_FAILURE(WaitBalanced(30));
   }
 
-  // Until every node with buckets reports bytes (the balancer plans with them).
   void WaitForLoad(int seconds) {
-    const auto until = Clock::now() + std::chrono::seconds(seconds);
-    std::string out;
-    while (Clock::now() < until) {
-      if (cluster_->RunCli({"status", "--json"}, &out) == 0) {
-        auto status = nlohmann::json::parse(out, nullptr, false);
-        bool loaded = !status.is_discarded() && !status["nodes"].empty();
-        for (const auto& node : status["nodes"]) {
-          if (node["buckets"].get<uint64_t>() > 0 && node["bytes"].get<uint64_t>() == 0) {
-            loaded = false;
-          }
-        }
-        if (loaded) return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    FAIL() << "no load reported after " << seconds << " s: " << out;
+    const Status s = cluster_->AwaitLoadReported(std::chrono::seconds(seconds));
+    ASSERT_TRUE(s.ok()) << s;
   }
 
   void WaitBalanced(int seconds) {
-    const auto until = Clock::now() + std::chrono::seconds(seconds);
-    while (Clock::now() < until) {
-      auto progress = cluster_->Progress();
-      if (progress.ok() && progress->balanced()) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    FAIL() << "not balanced after " << seconds << " s";
+    const Status s = cluster_->AwaitBalanced(std::chrono::seconds(seconds));
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  // A walk's pacing: the first call adds node 4 (its join moves buckets while the walk is open),
+  // every later one holds the walk at its last key (MovePacer).
+  std::function<void(const std::string&, size_t)> JoinThenPace(MovePacer& pacer) {
+    return [this, &pacer, added = false](const std::string& key, size_t position) mutable {
+      if (!added) {
+        added = true;
+        Status joined = cluster_->AddNode(kJoiner);
+        EXPECT_TRUE(joined.ok()) << joined;
+        return;
+      }
+      pacer.HoldAt(key, position);
+    };
+  }
+
+  // After a walk that moves were paced into: at least one move committed while it was open
+  // (`committed_during`, read as it ended), at least one with the walk inside the moving bucket;
+  // then the cluster settles on one map.
+  void ExpectMovesDuringTheWalk(const MovePacer& pacer, uint64_t committed_during,
+                                const std::string& walk_summary) {
+    std::fprintf(stderr, "%s; %llu moves committed during the query:\n%s", walk_summary.c_str(),
+                 static_cast<unsigned long long>(committed_during), pacer.log().c_str());
+    EXPECT_GE(committed_during, 1u) << "moves committed while the query was open";
+    EXPECT_GE(pacer.commits_inside(), 1) << "moves committed with the walk inside their bucket";
+    ASSERT_NO_FATAL_FAILURE(WaitBalanced(30));
+    ExpectOneMap(*cluster_);
   }
 
   uint64_t MovesCommitted() {
@@ -426,26 +433,15 @@ TEST_F(ScanDuringMoveTest, PagedQueryReturnsEveryKeyOnceWhileMovesCommit) {
   ASSERT_TRUE(cluster_->SetCoordinatorFailpoints(kCoordinator, std::string(kMovePauses)).ok());
   MovePacer pacer(*cluster_, collection_id_, kPageSize);
   const uint64_t committed_before = MovesCommitted();
-  bool added = false;
+  auto join_then_pace = JoinThenPace(pacer);
   const PagedWalk walk = WalkPages([&](const PagedWalk& so_far) {
-    if (!added) {
-      added = true;
-      Status joined = cluster_->AddNode(kJoiner);
-      EXPECT_TRUE(joined.ok()) << joined;
-      return;
-    }
-    pacer.HoldAt(so_far.documents.back().key, so_far.documents.size());
+    join_then_pace(so_far.documents.back().key, so_far.documents.size());
   });
   const uint64_t committed_during = MovesCommitted() - committed_before;
-  std::fprintf(stderr, "%d pages; %llu moves committed during the query:\n%s", walk.pages,
-               static_cast<unsigned long long>(committed_during), pacer.log().c_str());
   EXPECT_TRUE(walk.failures.empty()) << walk.failures.front();
   ExpectSameOrder(CheckWalk(walk.documents, untouched_, false, "paged walk"), reference, true,
                   "paged walk");
-  EXPECT_GE(committed_during, 1u) << "moves committed while the query was open";
-  EXPECT_GE(pacer.commits_inside(), 1) << "moves committed with the walk inside their bucket";
-  ASSERT_NO_FATAL_FAILURE(WaitBalanced(30));
-  ExpectOneMap(*cluster_);
+  ExpectMovesDuringTheWalk(pacer, committed_during, fmt::format("{} pages", walk.pages));
 }
 
 // The same with a streamed query (20 documents a message, one stream per bucket): the walk is
@@ -461,27 +457,16 @@ TEST_F(ScanDuringMoveTest, StreamedQueryReturnsEveryKeyOnceWhileMovesCommit) {
   ASSERT_TRUE(cluster_->SetCoordinatorFailpoints(kCoordinator, std::string(kMovePauses)).ok());
   MovePacer pacer(*cluster_, collection_id_, kPageSize);
   const uint64_t committed_before = MovesCommitted();
-  bool added = false;
+  auto join_then_pace = JoinThenPace(pacer);
   const auto [documents, status] = WalkStream([&](const std::vector<Document>& so_far) {
-    if (!added) {
-      added = true;
-      Status joined = cluster_->AddNode(kJoiner);
-      EXPECT_TRUE(joined.ok()) << joined;
-      return;
-    }
-    pacer.HoldAt(so_far.back().key, so_far.size());
+    join_then_pace(so_far.back().key, so_far.size());
   });
   const uint64_t committed_during = MovesCommitted() - committed_before;
-  std::fprintf(stderr, "%zu documents streamed; %llu moves committed during the query:\n%s",
-               documents.size(), static_cast<unsigned long long>(committed_during),
-               pacer.log().c_str());
   EXPECT_TRUE(status.ok()) << status;
   ExpectSameOrder(CheckWalk(documents, untouched_, false, "streamed walk"), reference, true,
                   "streamed walk");
-  EXPECT_GE(committed_during, 1u) << "moves committed while the query was open";
-  EXPECT_GE(pacer.commits_inside(), 1) << "moves committed with the walk inside their bucket";
-  ASSERT_NO_FATAL_FAILURE(WaitBalanced(30));
-  ExpectOneMap(*cluster_);
+  ExpectMovesDuringTheWalk(pacer, committed_during,
+                           fmt::format("{} documents streamed", documents.size()));
 }
 
 // A paged query across a SIGKILL: writers run on keys of their own in the same collection;

@@ -85,15 +85,8 @@ class ZooKeeperOutageTest : public testing::Test {
   }
 
   void WaitBalanced(int seconds) {
-    const auto until = Clock::now() + std::chrono::seconds(seconds);
-    std::string last = "no answer";
-    while (Clock::now() < until) {
-      auto progress = cluster_->Progress();
-      if (progress.ok() && progress->balanced()) return;
-      last = progress.ok() ? progress->ShortDebugString() : progress.status().ToString();
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    FAIL() << "not balanced after " << seconds << " s; last: " << last;
+    const Status s = cluster_->AwaitBalanced(std::chrono::seconds(seconds));
+    ASSERT_TRUE(s.ok()) << s;
   }
 
   // Expects that node `id` is (or is not) in the leader's map.
