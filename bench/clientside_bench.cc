@@ -50,7 +50,6 @@ constexpr int kOpsPerRun = 100;
 
 // --rebalancing-first-page: ShardedCollectionOptions::rebalancing_first_page_size.
 size_t g_rebalancing_first_page = ShardedCollectionOptions{}.rebalancing_first_page_size;
-size_t FirstPageFlag() { return g_rebalancing_first_page; }
 // --ops: the operations to measure ("" = all).
 std::vector<std::string> g_ops;
 
@@ -158,7 +157,7 @@ class Fixture {
                                       .client_name = "bench",
                                       .session_ttl = std::chrono::seconds(600),
                                       .query_page_size = 256,
-                                      .rebalancing_first_page_size = FirstPageFlag()});
+                                      .rebalancing_first_page_size = g_rebalancing_first_page});
     Check(c.status());
     client_ = *std::move(c);
     Load(documents, [&](int i) { Check(client_->Add(Key("d", i), Body(i))); });

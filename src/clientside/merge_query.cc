@@ -24,9 +24,9 @@ void MergeQuery::Request(Stream& s) {
   if (options_.consistent && !options_.filter.empty()) q.or_version = options_.new_version;
   q.has_after_key = s.last_key.has_value();
   if (s.last_key.has_value()) q.after_key = *s.last_key;
-  q.limit =
-      !s.requested && options_.first_page_size > 0 ? options_.first_page_size : options_.page_size;
-  s.requested = true;
+  // No cursor yet: the first request (a page received empty is the shard's last).
+  q.limit = !s.last_key.has_value() && options_.first_page_size > 0 ? options_.first_page_size
+                                                                    : options_.page_size;
   auto fetch = [shard = s.shard, q = std::move(q),
                 cancelled = &cancelled_]() -> StatusOr<ShardPage> {
     if (cancelled->load(std::memory_order_acquire)) return CancelledError("query ended");

@@ -84,7 +84,6 @@ class MergeQuery {
     std::deque<ShardDocument> buffer{};
     std::optional<std::string> last_key{};       // of the pages received: the next page's cursor
     bool exhausted = false;                      // the last page received was the shard's last
-    bool requested = false;                      // a page was requested (the first one or later)
     std::future<StatusOr<ShardPage>> pending{};  // the next page, requested, not yet received
   };
   // Requests the next page of `s`: on a pool thread when concurrent_, else deferred to Receive.
