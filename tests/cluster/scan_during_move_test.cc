@@ -399,6 +399,27 @@ class ScanDuringMoveTest : public testing::Test {
     return hits;
   }
 
+  // Waits up to 30 s for a copy-then-switch move to node 4 in the coordinator's map (node 4's
+  // bootstrap, switch-then-copy, comes first): the moving bucket, or "" (with a failure).
+  std::string AwaitACopyThenSwitchMoveToTheJoiner() {
+    const auto until = Clock::now() + std::chrono::seconds(30);
+    while (Clock::now() < until) {
+      auto state = cluster_->State();
+      if (state.ok()) {
+        for (const auto& bucket : state->map->buckets()) {
+          if (bucket.transition.has_value() &&
+              bucket.transition->mode == cluster::TransitionMode::kCopyThenSwitch &&
+              bucket.transition->destination.front() == NodeId(kJoiner)) {
+            return bucket.DebugString();
+          }
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ADD_FAILURE() << "no copy-then-switch move to node " << kJoiner << " in 30 s";
+    return {};
+  }
+
   // The end of a test with a workload: balanced, nothing acknowledged lost, every node holding
   // exactly its buckets, no process ended but those the test killed.
   void VerifyEverything() {
@@ -578,6 +599,96 @@ TEST_F(ScanDuringMoveTest, StreamedQueryRunsExactlyAgainAfterASourceKilledMidMov
   EXPECT_GE(committed_first + committed_second, 1u) << "moves committed while a query was open";
   VerifyEverything();
 }
+
+// Which process QueryAcrossAKillTest kills in the middle of a move.
+enum class MidMoveVictim { kCoordinator, kDestination };
+
+// Pages a walk reads with the victim down (unless a read fails first).
+constexpr int kPagesWhileDown = 10;
+
+class QueryAcrossAKillTest : public ScanDuringMoveTest,
+                             public testing::WithParamInterface<MidMoveVictim> {};
+
+// A paged query across a SIGKILL of the coordinator, or of the joining destination, in the
+// middle of a copy-then-switch move to node 4 (held 1 s after its ingest by kMovePauses, the
+// destination holding a full copy and the source serving). Writers run on keys of their own;
+// after the first page node 4 joins; once such a move is in flight the victim is SIGKILLed and
+// restarted on its data directory once a page read fails or the walk has read kPagesWhileDown
+// pages without it (a restarted coordinator recovers the move from its log; a restarted
+// destination has lost the move's catch-up record). A failed read (which must be retryable:
+// node 4 already owns the bucket of its bootstrap) is read again from its cursor; after the
+// restart the walk is paced so that the remaining moves commit while it is open. Every
+// untouched document exactly once with its body, in the quiet cluster's order; at least one
+// move commits while the query is open; then nothing acknowledged is lost and every node holds
+// exactly its buckets.
+TEST_P(QueryAcrossAKillTest, PagedQueryReturnsEveryKeyOnceAcrossAKillMidMove) {
+  const bool coordinator = GetParam() == MidMoveVictim::kCoordinator;
+  const uint32_t victim = coordinator ? kCoordinator : kJoiner;
+  ASSERT_NO_FATAL_FAILURE(StartLoadedCluster(/*workload=*/true));
+  const std::vector<std::string> reference = ReferenceOrder();
+  ASSERT_TRUE(cluster_->SetCoordinatorFailpoints(kCoordinator, std::string(kMovePauses)).ok());
+  MovePacer pacer(*cluster_, collection_id_, kPageSize);
+  const uint64_t committed_before = MovesCommitted();
+  uint64_t committed_before_the_kill = 0;
+  bool joined = false;
+  std::string move;  // the move in flight at the kill
+  bool restarted = false;
+  int pages_while_down = 0;
+  const PagedWalk walk = WalkPages([&](const PagedWalk& so_far) {
+    if (!joined) {
+      joined = true;
+      Status added = cluster_->AddNode(kJoiner);
+      EXPECT_TRUE(added.ok()) << added;
+      return;
+    }
+    if (move.empty()) {
+      move = AwaitACopyThenSwitchMoveToTheJoiner();
+      if (move.empty()) move = "none";
+      committed_before_the_kill = MovesCommitted();
+      cluster_->Kill(victim);
+      std::fprintf(stderr, "%s SIGKILLed in the middle of %s\n",
+                   coordinator ? "the coordinator" : "node 4", move.c_str());
+      return;
+    }
+    if (!restarted) {
+      // Read on while it is down, until a read fails or for kPagesWhileDown pages.
+      if (!so_far.last_read_failed && ++pages_while_down < kPagesWhileDown) return;
+      Status status = cluster_->Restart(victim);
+      EXPECT_TRUE(status.ok()) << status;
+      restarted = true;
+      return;
+    }
+    if (so_far.last_read_failed) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      return;
+    }
+    pacer.HoldAt(so_far.documents.back().key, so_far.documents.size());
+  });
+  // The coordinator counts the moves of its own incarnation.
+  const uint64_t committed_during =
+      coordinator ? committed_before_the_kill - committed_before + MovesCommitted()
+                  : MovesCommitted() - committed_before;
+  std::fprintf(stderr,
+               "%d pages, %d read while it was down, %zu failed reads; %llu moves committed "
+               "during the query:\n%s",
+               walk.pages, pages_while_down, walk.failures.size(),
+               static_cast<unsigned long long>(committed_during), pacer.log().c_str());
+  ASSERT_NE(move, "none");
+  for (const Status& failure : walk.failures) {
+    EXPECT_TRUE(IsRetryable(failure)) << failure;
+  }
+  ExpectSameOrder(CheckWalk(walk.documents, untouched_, true, "paged walk"), reference, true,
+                  "paged walk");
+  EXPECT_GE(committed_during, 1u) << "moves committed while the query was open";
+  VerifyEverything();
+}
+
+INSTANTIATE_TEST_SUITE_P(Victims, QueryAcrossAKillTest,
+                         testing::Values(MidMoveVictim::kCoordinator, MidMoveVictim::kDestination),
+                         [](const testing::TestParamInfo<MidMoveVictim>& info) {
+                           return info.param == MidMoveVictim::kCoordinator ? "Coordinator"
+                                                                            : "Destination";
+                         });
 
 }  // namespace
 }  // namespace shoal::cluster_test
