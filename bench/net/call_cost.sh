@@ -15,12 +15,7 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-call-cost-XXXXXX")
 # shellcheck source=bench/net/processes.sh
 source "$(dirname "$0")/processes.sh"
 
-redis_port=$(free_port)
-mkdir -p "$dir/redis"
-redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$dir/redis" --appendonly yes \
-  --appendfsync everysec --save '' --daemonize no >"$dir/redis.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 50); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+start_redis
 redis_ops() {  # OP (get|set)
   redis-benchmark -p "$redis_port" -t "$1" -d 1024 -c 16 -n $((seconds * 40000)) -r 10000 \
     --csv | grep -i "\"$1\"" | cut -d, -f2 | tr -d '"'

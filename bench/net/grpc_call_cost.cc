@@ -240,6 +240,8 @@ class Worker {
   if (way == "unary" || way == "stream-callback") {
     SyncEchoService service;
     builder.RegisterService(&service);
+    // As Shoal's node (grpc_runtime.cc): enough polling threads that no call starts one.
+    builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 64);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     std::printf("%d\n", port);
     std::fflush(stdout);

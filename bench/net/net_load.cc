@@ -50,6 +50,7 @@ struct Flags {
   int batch = 1;
   bool shared_connection = false;
   bool no_coalesce = false;
+  bool pipe = false;
   bool async = false;
   int async_calls = 1;
 };
@@ -126,7 +127,8 @@ int Run(const Flags& flags) {
   std::vector<shoal::Collection> collections;
   const shoal::ConnectOptions connect{
       .coalesce = !flags.no_coalesce,
-      .async_calls_in_flight = static_cast<size_t>(flags.async_calls)};
+      .async_calls_in_flight = static_cast<size_t>(flags.async_calls),
+      .pipe = flags.pipe};
   for (int c = 0; c < flags.clients; ++c) {
     if ((flags.shared_connection || flags.async) && c > 0) {
       collections.push_back(collections.front());  // the same client for every thread
@@ -240,6 +242,7 @@ int Run(const Flags& flags) {
                      {"batch", flags.batch},
                      {"shared_connection", flags.shared_connection},
                      {"coalesce", !flags.no_coalesce},
+                     {"pipe", flags.pipe},
                      {"async", flags.async},
                      {"operations", operations},
                      {"errors", error_count},
@@ -271,6 +274,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--shared-connection", flags.shared_connection,
                "All client threads share one Database (one connection) instead of one each");
+  app.add_flag("--pipe", flags.pipe,
+               "Asynchronous calls as messages of one stream per node (ConnectOptions::pipe)");
   app.add_flag("--no-coalesce", flags.no_coalesce,
                "Send every operation in its own call (ConnectOptions::coalesce = false)");
   app.add_flag("--async", flags.async,

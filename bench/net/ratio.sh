@@ -4,7 +4,8 @@
 # the figure is the median of the per-round ratios (docs/results/network.md, "Asynchronous
 # operations"). Shoal: a coordinator and NODES `shoal node` processes on loopback with --no-sync,
 # loaded by `net_load --async` (one thread keeping CLIENTS operations in flight, per STYLES:
-# `async1` = one batch call in flight per node and kind, `async2` = two). Redis: redis-server
+# `async1` = one batch call in flight per node and kind, `async2` = two; `pipe1`, `pipe2`: the
+# same with the calls as messages of one stream per node, ConnectOptions::pipe). Redis: redis-server
 # (appendonly yes, appendfsync everysec) and `redis-benchmark -c CLIENTS`. 1 KiB values,
 # 10,000 keys.
 # Usage: [ROUNDS=5] [NODES="1 3"] [CLIENTS=16] [STYLES="async1 async2"] bench/net/ratio.sh \
@@ -23,20 +24,19 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-net-ratio-XXXXXX")
 # shellcheck source=bench/net/processes.sh
 source "$(dirname "$0")/processes.sh"
 
-redis_port=$(free_port)
-mkdir -p "$dir/redis"
-redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$dir/redis" --appendonly yes \
-  --appendfsync everysec --save '' --daemonize no >"$dir/redis.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 50); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+start_redis
 redis_ops() {  # OP (get|set)
   redis-benchmark -p "$redis_port" -t "$1" -d 1024 -c "$clients" -n $((seconds * 40000)) \
     -r 10000 --csv | grep -i "\"$1\"" | cut -d, -f2 | tr -d '"'
 }
 shoal_ops() {  # COORDINATOR OP STYLE
-  local calls=${3#async}
+  local calls=${3#async} pipe=()
+  if [[ $3 == pipe* ]]; then
+    calls=${3#pipe}
+    pipe=(--pipe)
+  fi
   "$load" --cluster "shoal://$1" --op "$2" --clients "$clients" --seconds "$seconds" --async \
-    --async-calls "$calls" | jq .ops_per_second
+    --async-calls "$calls" "${pipe[@]}" | jq .ops_per_second
 }
 
 echo "| nodes | op | style | round | shoal ops/s | redis ops/s | ratio |"

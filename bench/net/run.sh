@@ -147,12 +147,8 @@ echo "|---|---|---|---|---|---|---|---|"
 if [ -n "$baseline" ]; then measure before "$baseline" per; fi
 for mode in $modes; do measure "$mode" "$build" "$connections" --grpc-server "$mode"; done
 
-port=$(free_port)
-mkdir -p "$dir/redis"
-redis-server --port "$port" --bind 127.0.0.1 --dir "$dir/redis" --appendonly yes \
-  --appendfsync everysec --save '' --daemonize no >"$dir/redis.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+start_redis
+port=$redis_port
 # One redis-benchmark point, the median of `runs` runs. Usage: redis_point OP CLIENTS PIPELINE
 redis_point() {
   local op=$1 clients=$2 pipeline=$3

@@ -198,6 +198,9 @@ struct ConnectOptions {
   // Batch calls in flight at once per node and kind for the asynchronous operations (>= 1):
   // while that many are in flight, further operations queue and go out together next.
   size_t async_calls_in_flight = 1;
+  // The asynchronous operations' calls to a node go as messages of one stream per node (a
+  // Shoal.Pipe) instead of one RPC each (docs/design/network.md, "Pipe").
+  bool pipe = false;
 };
 
 class Database {

@@ -214,12 +214,29 @@ TEST_F(NetCoalesceTest, SharedClientKeepsEveryWriteThroughMoves) {
   ExpectReadBack(client, c, acknowledged);
 }
 
+// The client's runtime sends its asynchronous calls as unary calls (false) or over the pipe
+// (true, GrpcRuntimeOptions::pipe).
+class NetAsyncTest : public NetCoalesceTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    NetCoalesceTest::SetUp();
+    if (HasFatalFailure()) return;
+    runtime_.reset();
+    auto runtime = GrpcRuntime::Start({.coordinator = coordinator_->address(), .pipe = GetParam()});
+    ASSERT_TRUE(runtime.ok()) << runtime.status();
+    runtime_ = std::move(*runtime);
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Calls, NetAsyncTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Pipe" : "Unary"; });
+
 // The asynchronous operations (client.h, pipeline.h): many chains of operations in flight from
 // callbacks while every bucket moves, twice. Each chain's operations are ordered (the next one
 // starts from the previous one's callback), so a chain reads its own writes; every acknowledged
 // write reads back; the first attempts that met a moved bucket were finished by the synchronous
 // path.
-TEST_F(NetCoalesceTest, AsyncClientKeepsEveryWriteThroughMoves) {
+TEST_P(NetAsyncTest, AsyncClientKeepsEveryWriteThroughMoves) {
   constexpr int kChains = 32;
   client::ClientOptions options;
   options.call_timeout = 10'000'000;

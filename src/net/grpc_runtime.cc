@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "proto/shoal.grpc.pb.h"
+#include "src/net/grpc_pipe.h"
 #include "src/net/grpc_runtime_internal.h"
 #include "src/net/wire_codec.h"
 
@@ -86,7 +87,8 @@ std::vector<std::string> SplitList(const std::string& list) {
 
 // The Shoal service of one GrpcRuntime's synchronous server: gRPC calls it from many threads
 // at once; it keeps no state.
-class GrpcRuntime::Handler final : public wire::Shoal::Service {
+// Serves Shoal.Pipe on the completion-queue API (PipeServer, grpc_pipe.h).
+class GrpcRuntime::Handler final : public wire::Shoal::WithAsyncMethod_Pipe<wire::Shoal::Service> {
  public:
   explicit Handler(GrpcRuntime* runtime) : runtime_(runtime) {}
 
@@ -160,6 +162,10 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
   grpc::ServerWriteReactor<wire::Response>* Scan(grpc::CallbackServerContext* context,
                                                  const wire::Envelope* envelope) override {
     return runtime_->StartScan(context, *envelope);
+  }
+  grpc::ServerBidiReactor<wire::PipeCall, wire::PipeReply>* Pipe(
+      grpc::CallbackServerContext*) override {
+    return NewPipeReactor(&runtime_->pipe_handle_, runtime_->workers_.get());
   }
 
  private:
@@ -256,6 +262,13 @@ grpc::Status GrpcRuntime::HandleResolve(wire::ResolveResponse* out) const {
   return grpc::Status::OK;
 }
 
+int GrpcRuntime::GrpcMessageLimit() const {
+  // Shoal checks every Envelope and Response against max_message_bytes itself; gRPC's own limit
+  // is a backstop that leaves room for a pipe message's framing around them.
+  return static_cast<int>(std::min<size_t>(options_.max_message_bytes + kPipeFramingBytes,
+                                           std::numeric_limits<int>::max()));
+}
+
 GrpcRuntime::GrpcRuntime(const GrpcRuntimeOptions& options)
     : options_(options), coordinators_(SplitList(options.coordinator)) {}
 
@@ -273,6 +286,7 @@ StatusOr<std::unique_ptr<GrpcRuntime>> GrpcRuntime::Start(const GrpcRuntimeOptio
   std::unique_ptr<GrpcRuntime> runtime(new GrpcRuntime(options));
   runtime->LoadAddressBook();
   if (!options.listen.empty()) SHOAL_RETURN_IF_ERROR(runtime->StartServer());
+  if (options.pipe) runtime->pipe_client_ = std::make_unique<PipeClient>();
   if (!runtime->coordinators_.empty()) {
     for (const auto& address : runtime->coordinators_) {
       if (address.empty()) return InvalidArgumentError("an empty coordinator address");
@@ -288,9 +302,22 @@ Status GrpcRuntime::StartServer() {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port);
+  // Pipe calls are handed to workers in both modes (a handler may block).
+  workers_ = std::make_unique<WorkerPool>(kMaxCallbackWorkers);
+  pipe_handle_ = [this](const wire::PipeCall& call, wire::PipeReply* reply) {
+    const auto deadline = DeadlineAfter(call.timeout_micros() > 0
+                                            ? static_cast<transport::Micros>(call.timeout_micros())
+                                            : kNoDeadline);
+    const grpc::Status status =
+        HandleEnvelope(call.envelope(), deadline, reply->mutable_response());
+    reply->set_code(static_cast<int32_t>(status.error_code()));
+    reply->set_message(status.error_message());
+  };
+  std::unique_ptr<grpc::ServerCompletionQueue> pipe_queue;  // the sync server's pipe
   switch (options_.server_mode) {
     case GrpcServerMode::kSync:
       handler_ = std::make_unique<Handler>(this);
+      pipe_queue = builder.AddCompletionQueue();
       builder.RegisterService(handler_.get());
       // gRPC's default (at most 2 idle polling threads) makes each call beyond the second
       // start a thread and end it afterwards: keep enough threads for the clients instead.
@@ -298,21 +325,36 @@ Status GrpcRuntime::StartServer() {
                                   kSyncServerMaxPollers);
       break;
     case GrpcServerMode::kCallback:
-      workers_ = std::make_unique<WorkerPool>(kMaxCallbackWorkers);
       callback_handler_ = std::make_unique<CallbackHandler>(this);
       builder.RegisterService(callback_handler_.get());
       break;
   }
-  builder.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes));
-  builder.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));
+  builder.SetMaxReceiveMessageSize(GrpcMessageLimit());
+  builder.SetMaxSendMessageSize(GrpcMessageLimit());
   // Without this, gRPC sets SO_REUSEPORT and two servers could share one port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port == 0) {
     server_.reset();
+    if (pipe_queue != nullptr) {
+      pipe_queue->Shutdown();  // gRPC requires a drained queue before its destruction
+      void* tag = nullptr;
+      bool ok = false;
+      while (pipe_queue->Next(&tag, &ok)) {
+      }
+    }
     return UnavailableError(fmt::format("cannot listen on {}", options_.listen));
   }
   advertised_ = options_.advertise.empty() ? WithPort(options_.listen, port) : options_.advertise;
+  if (pipe_queue != nullptr) {
+    pipe_server_ = std::make_unique<PipeServer>(
+        std::move(pipe_queue),
+        [handler = handler_.get()](auto* context, auto* stream, auto* cq, void* tag) {
+          handler->RequestPipe(context, stream, cq, cq, tag);
+        },
+        pipe_handle_, workers_.get());
+    pipe_server_->Start();
+  }
   return OkStatus();
 }
 
@@ -325,9 +367,12 @@ void GrpcRuntime::Shutdown() {
   // Processes first: their sleeps and handlers end, and calls still arriving answer kUnavailable.
   local_.Shutdown();
   EndAsyncCalls();
+  if (pipe_client_ != nullptr) pipe_client_->Shutdown();
   if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   // After the server: its shutdown waits for the handlers the pool still runs.
   if (workers_ != nullptr) workers_->Shutdown();
+  // Last: the pipe's replies are written by the workers.
+  if (pipe_server_ != nullptr) pipe_server_->Shutdown();
 }
 
 void GrpcRuntime::SetAdminHandler(AdminHandler handler) {
@@ -373,8 +418,8 @@ std::shared_ptr<GrpcRuntime::Peer> GrpcRuntime::PeerForLocked(const std::string&
   auto& peer = peers_[host_port];
   if (peer == nullptr) {
     grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes));
-    args.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));
+    args.SetMaxReceiveMessageSize(GrpcMessageLimit());
+    args.SetMaxSendMessageSize(GrpcMessageLimit());
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kReconnectBackoffMs);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kReconnectBackoffMs);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);

@@ -66,6 +66,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -97,11 +98,16 @@ class AdminResponse;
 class WatchMapRequest;
 class WatchMapResponse;
 class Envelope;
+class PipeCall;
+class PipeReply;
 class ResolveResponse;
 class Response;
 }  // namespace shoal::wire
 
 namespace shoal::net {
+
+class PipeClient;  // grpc_pipe.h
+class PipeServer;  // grpc_pipe.h
 
 // 64 MiB: above the largest body (1 MiB) times a full scan page would be too much, so scans
 // are bounded by count; this bound only stops a runaway message.
@@ -170,6 +176,9 @@ struct GrpcRuntimeOptions {
   std::string address_book_path{};
   size_t max_message_bytes = kDefaultMaxMessageBytes;
   GrpcServerMode server_mode = GrpcServerMode::kSync;
+  // CallAsync to a node sends each call as a message of one Shoal.Pipe stream per node
+  // (grpc_pipe.h) instead of one unary Shoal.Call. Every server answers both.
+  bool pipe = false;
 };
 
 class GrpcRuntime final : public transport::Runtime {
@@ -229,8 +238,10 @@ class GrpcRuntime final : public transport::Runtime {
   [[nodiscard]] StatusOr<transport::Response> Call(const transport::Address& to,
                                                    transport::Request request,
                                                    transport::Micros timeout) override;
-  // To a node: one Shoal.Call on gRPC's callback API (no thread waits for the reply); `done`
-  // runs on a gRPC thread, or on the calling thread when the request fails before it is sent.
+  // To a node: one Shoal.Call on gRPC's callback API (no thread waits for the reply), or with
+  // options.pipe one message of the node's Shoal.Pipe stream (grpc_pipe.h); `done` runs on a
+  // gRPC thread (the pipe's queue thread), or on the calling thread when the request fails
+  // before it is sent.
   // To the coordinator: the default (Call on a task), which follows the coordinator list.
   // Shutdown cancels the calls in flight and waits until their `done` returned; calls started
   // after it answer kCancelled at once. grpc_runtime_async.cc.
@@ -265,6 +276,8 @@ class GrpcRuntime final : public transport::Runtime {
 
   explicit GrpcRuntime(const GrpcRuntimeOptions& options);
   [[nodiscard]] Status StartServer();
+  // gRPC's message limit for the server and the channels.
+  [[nodiscard]] int GrpcMessageLimit() const;
   [[nodiscard]] StatusOr<std::string> Resolve(const transport::Address& to);
   // The envelope of `request` from this process to `to`; kResourceExhausted over the limit.
   [[nodiscard]] Status FillEnvelope(const transport::Address& to, const transport::Request& request,
@@ -313,9 +326,14 @@ class GrpcRuntime final : public transport::Runtime {
   transport::ThreadRuntime local_;
   std::unique_ptr<Handler> handler_;
   std::unique_ptr<CallbackHandler> callback_handler_;
-  // The callback server's handler threads; outlives server_, whose shutdown waits for them.
+  // The handler threads of the callback server and of Pipe calls; outlives server_, whose
+  // shutdown waits for them.
   std::unique_ptr<WorkerPool> workers_;
   std::unique_ptr<grpc::Server> server_;
+  // Answers one PipeCall (either server mode); set before the server starts.
+  std::function<void(const wire::PipeCall&, wire::PipeReply*)> pipe_handle_;
+  std::unique_ptr<PipeServer> pipe_server_;  // serves Shoal.Pipe (the sync server)
+  std::unique_ptr<PipeClient> pipe_client_;  // with options_.pipe
   std::string advertised_;
 
   mutable std::mutex mu_;  // guards everything below

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "proto/shoal.grpc.pb.h"
+#include "src/net/grpc_pipe.h"
 #include "src/net/grpc_runtime.h"
 #include "src/net/grpc_runtime_internal.h"
 
@@ -52,6 +53,19 @@ void GrpcRuntime::CallAsync(const Address& to, transport::Request request, Micro
   auto peer = PeerOf(to);
   if (!peer.ok()) {
     done(Prefixed(peer.status(), call->request_name));
+    return;
+  }
+  if (pipe_client_ != nullptr) {
+    // On the node's pipe (grpc_pipe.h): the stub, aliased to its peer, keeps the channel alive.
+    std::shared_ptr<Peer> owner = *std::move(peer);
+    std::shared_ptr<wire::Shoal::Stub> stub(owner, owner->stub.get());
+    pipe_client_->Call(
+        std::move(stub), std::move(call->envelope), DeadlineAfter(timeout),
+        [this, to, name = std::move(call->request_name), done = std::move(done)](
+            const grpc::Status& status, const wire::Response& reply) {
+          done(local_.Alive() ? Answer(status, reply, to, name)
+                              : StatusOr<transport::Response>(CancelledError("process stopped")));
+        });
     return;
   }
   call->peer = *std::move(peer);

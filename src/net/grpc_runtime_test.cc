@@ -7,10 +7,13 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "proto/shoal.pb.h"
+#include "src/net/test_echo_service.h"
 #include "src/net/uri.h"
 
 namespace shoal::net {
@@ -20,40 +23,6 @@ using transport::Address;
 
 // Generous: under a sanitizer on a loaded machine, a first connection can take seconds.
 constexpr transport::Micros kTimeout = 30'000'000;
-
-// Echoes the body length of a write as its version; sleeps on a Get.
-class EchoService : public transport::Service {
- public:
-  explicit EchoService(transport::Runtime& runtime) : runtime_(runtime) {}
-  transport::Response Handle(const Address& from, const transport::Request& request) override {
-    last_from = from;
-    if (const auto* write = std::get_if<transport::WriteRequest>(&request)) {
-      if (write->primary_key == "big-reply") {
-        transport::ScanResponse scan;
-        scan.documents.push_back(storage::Document{.collection = CollectionId(1),
-                                                   .primary_key = "k",
-                                                   .body = std::string(write->body.size() * 2, 'x'),
-                                                   .version = 1,
-                                                   .tombstone = false});
-        return transport::Response::Ok(std::move(scan));
-      }
-      return transport::Response::Ok(transport::WriteResponse{.version = write->body.size()});
-    }
-    if (std::holds_alternative<transport::GetRequest>(request)) {
-      ++sleeping;
-      (void)runtime_.Sleep(2'000'000);
-      --sleeping;
-      return transport::Response::Ok();
-    }
-    return transport::Response::Error(
-        transport::MakeClusterError(transport::ClusterError::kNotServing, "not yet"));
-  }
-  std::atomic<Address> last_from{Address::Client(99)};
-  std::atomic<int> sleeping{0};  // Get handlers now sleeping
-
- private:
-  transport::Runtime& runtime_;
-};
 
 struct Pair {
   std::unique_ptr<GrpcRuntime> server;
@@ -69,12 +38,15 @@ INSTANTIATE_TEST_SUITE_P(ServerModes, GrpcRuntimeTest,
                            return info.param == GrpcServerMode::kSync ? "Sync" : "Callback";
                          });
 
-Pair StartPair(GrpcServerMode mode, size_t max_message_bytes = kDefaultMaxMessageBytes) {
+// `pipe`: the client's CallAsync goes over a Pipe stream.
+Pair StartPair(GrpcServerMode mode, size_t max_message_bytes = kDefaultMaxMessageBytes,
+               bool pipe = false) {
   auto server = GrpcRuntime::Start(
       {.listen = "127.0.0.1:0", .max_message_bytes = max_message_bytes, .server_mode = mode});
   EXPECT_TRUE(server.ok()) << server.status();
-  auto client = GrpcRuntime::Start(
-      {.coordinator = (*server)->advertised_address(), .max_message_bytes = max_message_bytes});
+  auto client = GrpcRuntime::Start({.coordinator = (*server)->advertised_address(),
+                                    .max_message_bytes = max_message_bytes,
+                                    .pipe = pipe});
   EXPECT_TRUE(client.ok()) << client.status();
   return Pair{std::move(*server), std::move(*client)};
 }
@@ -280,7 +252,25 @@ TEST_P(GrpcRuntimeTest, FailpointsAreReplacedByAnAdminCallToTheProcess) {
   EXPECT_EQ(code.load(), static_cast<int>(StatusCode::kOk));
 }
 
-// CallAsync to a node: gRPC's callback API, with Call's results and errors.
+// CallAsync to a node, as a unary call on gRPC's callback API or as a message of the node's
+// Pipe stream (the bool), with Call's results and errors, against both server APIs.
+class AsyncCallTest : public ::testing::TestWithParam<std::tuple<GrpcServerMode, bool>> {
+ protected:
+  Pair Start(size_t max_message_bytes = kDefaultMaxMessageBytes) {
+    return StartPair(std::get<0>(GetParam()), max_message_bytes, std::get<1>(GetParam()));
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    ServerModesAndPipe, AsyncCallTest,
+    ::testing::Combine(::testing::Values(GrpcServerMode::kSync, GrpcServerMode::kCallback),
+                       ::testing::Bool()),
+    [](const auto& info) {
+      return std::string(std::get<0>(info.param) == GrpcServerMode::kSync ? "Sync" : "Callback") +
+             (std::get<1>(info.param) ? "Pipe" : "Unary");
+    });
+
+// CallAsync to a node, and wait for its result.
 StatusOr<transport::Response> CallAsyncAndWait(GrpcRuntime& runtime, const Address& to,
                                                transport::Request request,
                                                transport::Micros timeout) {
@@ -292,8 +282,8 @@ StatusOr<transport::Response> CallAsyncAndWait(GrpcRuntime& runtime, const Addre
   return future.get();
 }
 
-TEST_P(GrpcRuntimeTest, CallAsyncToANodeAnswersLikeCall) {
-  Pair p = StartPair(GetParam(), /*max_message_bytes=*/64 * 1024);
+TEST_P(AsyncCallTest, CallAsyncToANodeAnswersLikeCall) {
+  Pair p = Start(/*max_message_bytes=*/64 * 1024);
   const Address n1 = Address::Node(NodeId(1));
   p.server->Serve(n1, std::make_shared<EchoService>(*p.server));
   p.client->SetAddress(n1, p.server->advertised_address());
@@ -316,8 +306,8 @@ TEST_P(GrpcRuntimeTest, CallAsyncToANodeAnswersLikeCall) {
   EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status();
 }
 
-TEST_P(GrpcRuntimeTest, ShutdownEndsAsyncCallsInFlightAndWaitsForTheirCallbacks) {
-  Pair p = StartPair(GetParam());
+TEST_P(AsyncCallTest, ShutdownEndsAsyncCallsInFlightAndWaitsForTheirCallbacks) {
+  Pair p = Start();
   const Address n1 = Address::Node(NodeId(1));
   auto service = std::make_shared<EchoService>(*p.server);
   p.server->Serve(n1, service);

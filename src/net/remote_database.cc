@@ -41,7 +41,8 @@ StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri,
                                                   .coordinator = coordinator,
                                                   .address_book_path = {},
                                                   .max_message_bytes = net::kDefaultMaxMessageBytes,
-                                                  .server_mode = net::GrpcServerMode::kSync}));
+                                                  .server_mode = net::GrpcServerMode::kSync,
+                                                  .pipe = options.pipe}));
   impl->client = std::make_unique<client::Client>(*runtime, NetworkClientOptions(options));
   impl->remote_runtime = std::move(runtime);
   const auto give_up = std::chrono::steady_clock::now() + kConnectPatience;

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -420,6 +421,31 @@ class ScanDuringMoveTest : public testing::Test {
     return {};
   }
 
+  // A paged walk's steps once `victim` was killed (PagedWalk's before_read): the walk reads on
+  // while it is down until a read fails, or until it has read `max_pages_while_down` pages;
+  // then `victim` is restarted, and the walk is paced (MovePacer) and paused 100 ms after each
+  // failed read.
+  struct AfterAKill {
+    uint32_t victim = 0;
+    int max_pages_while_down = 0;
+    int pages_while_down = 0;
+    bool restarted = false;
+  };
+  void StepAfterAKill(AfterAKill& kill, const PagedWalk& so_far, MovePacer& pacer) {
+    if (!kill.restarted) {
+      if (!so_far.last_read_failed && ++kill.pages_while_down < kill.max_pages_while_down) return;
+      Status status = cluster_->Restart(kill.victim);
+      EXPECT_TRUE(status.ok()) << status;
+      kill.restarted = true;
+      return;
+    }
+    if (so_far.last_read_failed) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      return;
+    }
+    pacer.HoldAt(so_far.documents.back().key, so_far.documents.size());
+  }
+
   // The end of a test with a workload: balanced, nothing acknowledged lost, every node holding
   // exactly its buckets, no process ended but those the test killed.
   void VerifyEverything() {
@@ -508,35 +534,22 @@ TEST_F(ScanDuringMoveTest, PagedQueryResumesAcrossASourceKilledMidMove) {
   MovePacer pacer(*cluster_, collection_id_, kPageSize);
   const uint64_t committed_before = MovesCommitted();
   bool killed = false;
-  uint32_t victim = 0;
-  bool restarted = false;
-  size_t pages_while_down = 0;
+  // Reads on until a read meets the dead node.
+  AfterAKill kill{.max_pages_while_down = std::numeric_limits<int>::max()};
+  const uint32_t& victim = kill.victim;
   const PagedWalk walk = WalkPages([&](const PagedWalk& so_far) {
     if (!killed) {
       killed = true;
-      victim = KillASourceAfterTheFenceOfACopyThenSwitchMove();
+      kill.victim = KillASourceAfterTheFenceOfACopyThenSwitchMove();
       return;
     }
-    if (victim == 0) return;
-    if (!restarted) {
-      if (so_far.failures.empty()) {
-        ++pages_while_down;  // read on, until a read meets the dead node
-        return;
-      }
-      Status status = cluster_->Restart(victim);
-      EXPECT_TRUE(status.ok()) << status;
-      restarted = true;
-      return;
-    }
-    if (so_far.last_read_failed) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      return;
-    }
-    pacer.HoldAt(so_far.documents.back().key, so_far.documents.size());
+    if (victim != 0) StepAfterAKill(kill, so_far, pacer);
   });
+  const bool restarted = kill.restarted;
+  const int pages_while_down = kill.pages_while_down;
   const uint64_t committed_during = MovesCommitted() - committed_before;
   std::fprintf(stderr,
-               "%d pages, %zu read while node %u was down, %zu failed reads; %llu moves "
+               "%d pages, %d read while node %u was down, %zu failed reads; %llu moves "
                "committed during the query:\n%s",
                walk.pages, pages_while_down, victim, walk.failures.size(),
                static_cast<unsigned long long>(committed_during), pacer.log().c_str());
@@ -632,8 +645,7 @@ TEST_P(QueryAcrossAKillTest, PagedQueryReturnsEveryKeyOnceAcrossAKillMidMove) {
   uint64_t committed_before_the_kill = 0;
   bool joined = false;
   std::string move;  // the move in flight at the kill
-  bool restarted = false;
-  int pages_while_down = 0;
+  AfterAKill kill{.victim = victim, .max_pages_while_down = kPagesWhileDown};
   const PagedWalk walk = WalkPages([&](const PagedWalk& so_far) {
     if (!joined) {
       joined = true;
@@ -650,19 +662,7 @@ TEST_P(QueryAcrossAKillTest, PagedQueryReturnsEveryKeyOnceAcrossAKillMidMove) {
                    coordinator ? "the coordinator" : "node 4", move.c_str());
       return;
     }
-    if (!restarted) {
-      // Read on while it is down, until a read fails or for kPagesWhileDown pages.
-      if (!so_far.last_read_failed && ++pages_while_down < kPagesWhileDown) return;
-      Status status = cluster_->Restart(victim);
-      EXPECT_TRUE(status.ok()) << status;
-      restarted = true;
-      return;
-    }
-    if (so_far.last_read_failed) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      return;
-    }
-    pacer.HoldAt(so_far.documents.back().key, so_far.documents.size());
+    StepAfterAKill(kill, so_far, pacer);
   });
   // The coordinator counts the moves of its own incarnation.
   const uint64_t committed_during =
@@ -671,7 +671,7 @@ TEST_P(QueryAcrossAKillTest, PagedQueryReturnsEveryKeyOnceAcrossAKillMidMove) {
   std::fprintf(stderr,
                "%d pages, %d read while it was down, %zu failed reads; %llu moves committed "
                "during the query:\n%s",
-               walk.pages, pages_while_down, walk.failures.size(),
+               walk.pages, kill.pages_while_down, walk.failures.size(),
                static_cast<unsigned long long>(committed_during), pacer.log().c_str());
   ASSERT_NE(move, "none");
   for (const Status& failure : walk.failures) {

@@ -1,0 +1,138 @@
+#pragma once
+
+// The pipe (docs/design/network.md, "Pipe"): a client's data calls to one server as messages of
+// one bidirectional stream (Shoal.Pipe) instead of one RPC each. A unary call costs each side
+// about twice the CPU of a stream message on this machine, and calls pipelined on a stream share
+// wake-ups (docs/results/network.md, "A stream instead of a call").
+//
+// On the server, each PipeCall is handed to a WorkerPool thread (a Shoal handler may block: a
+// write queued behind a fence, a map refresh, a read forwarded to a source), and the replies are
+// written in the order the handlers finish. The synchronous server (the default) serves every
+// Pipe stream on one completion-queue thread that only reads and writes (PipeServer); the
+// callback server, whose service cannot also have a completion-queue method, serves each with
+// a reactor (NewPipeReactor). A stream ends once the client is done sending and every reply
+// has been written.
+//
+// PipeClient keeps one stream per server (per channel), opened at its first call, and drives all
+// of them from one completion-queue thread. Invariants:
+//   - every call's `done` runs exactly once, on the client's queue thread (or on the caller's
+//     thread when the client is shut down), and never under the client's lock;
+//   - a call not yet written when its stream fails gets UNAVAILABLE (certainly not handled, as
+//     a unary call whose connection was refused); a written call whose reply did not come gets
+//     DEADLINE_EXCEEDED (possibly handled), when its stream fails or its deadline passes;
+//   - a reply for a call already ended (its deadline passed) is dropped;
+//   - a failed stream is forgotten at once: the next call opens a new one.
+//
+// Thread-safety: every method is thread-safe. Shutdown must not be called from `done`.
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "proto/shoal.grpc.pb.h"
+#include "src/net/worker_pool.h"
+
+namespace shoal::net {
+
+// What a PipeCall adds to its Envelope, and a PipeReply to its Response, at most when
+// serialized (id, timeout, status code; the status message is empty when there is a response).
+inline constexpr size_t kPipeFramingBytes = 64;
+
+class PipeServer {
+ public:
+  // Asks gRPC for the next Pipe stream of the server (AsyncService::RequestPipe).
+  using RequestStream = std::function<void(
+      grpc::ServerContext*, grpc::ServerAsyncReaderWriter<wire::PipeReply, wire::PipeCall>*,
+      grpc::ServerCompletionQueue*, void* tag)>;
+  // Answers one call on a worker thread.
+  using Handle = std::function<void(const wire::PipeCall&, wire::PipeReply*)>;
+
+  // `cq` comes from the server's builder; `workers` outlives this.
+  PipeServer(std::unique_ptr<grpc::ServerCompletionQueue> cq, RequestStream request_stream,
+             Handle handle, WorkerPool* workers);
+  ~PipeServer();
+  PipeServer(const PipeServer&) = delete;
+  PipeServer& operator=(const PipeServer&) = delete;
+
+  // Starts the queue thread (once the server is built).
+  void Start();
+  // After the server's Shutdown and after the workers finished: drains the queue, joins.
+  void Shutdown();
+
+ private:
+  class Session;
+  void Run();
+
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  const RequestStream request_stream_;
+  const Handle handle_;
+  WorkerPool* const workers_;
+  std::thread thread_;
+  bool shut_down_ = false;
+};
+
+// One Pipe stream of the callback server; it deletes itself when done. `handle` and `workers`
+// outlive it.
+[[nodiscard]] grpc::ServerBidiReactor<wire::PipeCall, wire::PipeReply>* NewPipeReactor(
+    const PipeServer::Handle* handle, WorkerPool* workers);
+
+class PipeClient {
+ public:
+  // The call's gRPC status and, when OK, its response.
+  using Done = std::function<void(const grpc::Status&, const wire::Response&)>;
+
+  PipeClient();
+  ~PipeClient();
+  PipeClient(const PipeClient&) = delete;
+  PipeClient& operator=(const PipeClient&) = delete;
+
+  // Sends `envelope` on the stream of `stub` (one per stub: a server's channel; opened if there
+  // is none); `done` runs once with the answer, or with an error by `deadline`.
+  void Call(std::shared_ptr<wire::Shoal::Stub> stub, wire::Envelope envelope,
+            std::chrono::system_clock::time_point deadline, Done done);
+  // Cancels every stream, ends every call (CANCELLED), joins the queue thread. Idempotent.
+  void Shutdown();
+
+ private:
+  struct Stream;
+  struct Tag;
+  struct Pending {
+    Done done;
+    std::chrono::system_clock::time_point deadline;
+    bool written = false;
+  };
+  // A `done` to run once the lock is released.
+  using Completion = std::function<void()>;
+
+  void Run();
+  // Handles one event of `stream` (mu_ held); appends the completions to run.
+  void OnEvent(Tag* tag, bool ok, std::vector<Completion>* completions);
+  void WriteNextLocked(Stream* stream);
+  // The stream ended (its Finish status known): ends its calls, forgets it.
+  void FailLocked(Stream* stream, const grpc::Status& status, std::vector<Completion>* completions);
+  void ExpireLocked(std::chrono::system_clock::time_point now,
+                    std::vector<Completion>* completions);
+  // Deletes `stream` once it is failed and no operation of it is outstanding.
+  void MaybeDeleteLocked(Stream* stream);
+
+  grpc::CompletionQueue cq_;
+  std::mutex mu_;                                        // guards everything below
+  std::condition_variable idle_;                         // owned_ became empty
+  std::map<const wire::Shoal::Stub*, Stream*> streams_;  // open or opening, by stub
+  std::map<Stream*, std::unique_ptr<Stream>> owned_;     // every stream not yet deleted
+  uint64_t next_id_ = 1;
+  std::chrono::system_clock::time_point next_expiry_check_;
+  bool shut_down_ = false;
+  std::thread thread_;
+};
+
+}  // namespace shoal::net
