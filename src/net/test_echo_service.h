@@ -17,7 +17,8 @@ namespace shoal::net {
 class EchoService final : public transport::Service {
  public:
   explicit EchoService(transport::Runtime& runtime) : runtime_(runtime) {}
-  transport::Response Handle(const transport::Address& from, const transport::Request& request) override {
+  transport::Response Handle(const transport::Address& from,
+                             const transport::Request& request) override {
     last_from = from;
     if (const auto* write = std::get_if<transport::WriteRequest>(&request)) {
       if (write->primary_key == "big-reply") {
