@@ -209,33 +209,55 @@ PipeServer::PipeServer(std::unique_ptr<grpc::ServerCompletionQueue> cq,
 PipeServer::~PipeServer() { Shutdown(); }
 
 void PipeServer::Start() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    AcceptNextLocked();
+  }
   thread_ = std::thread([this] { Run(); });
+}
+
+void PipeServer::AcceptNextLocked() {
+  if (accepting_) sessions_.insert(new Session(this));
+}
+
+void PipeServer::StopAccepting() {
+  std::lock_guard<std::mutex> lock(mu_);
+  accepting_ = false;
 }
 
 void PipeServer::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    accepting_ = false;
+    draining_ = true;
+  }
   cq_->Shutdown();
   if (thread_.joinable()) thread_.join();
 }
 
 void PipeServer::Run() {
-  std::set<Session*> sessions;
-  sessions.insert(new Session(this));
   void* raw = nullptr;
   bool ok = false;
   while (cq_->Next(&raw, &ok)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    // gRPC aborts on an operation started on a queue that is shut down: from then on the
+    // remaining events are only drained, and the sessions deleted below.
+    if (draining_) continue;
     auto* tag = static_cast<Session::Tag*>(raw);
     Session* session = tag->session;
     // Each accepted stream asks for the next one.
-    if (tag->kind == Session::Kind::kAccept && ok) sessions.insert(new Session(this));
+    if (tag->kind == Session::Kind::kAccept && ok) AcceptNextLocked();
     if (session->OnEvent(tag->kind, ok)) {
-      sessions.erase(session);
+      sessions_.erase(session);
       delete session;
     }
   }
   // The queue is drained: no event of any session is outstanding.
-  for (Session* session : sessions) delete session;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Session* session : sessions_) delete session;
+  sessions_.clear();
 }
 
 // ---- PipeClient ------------------------------------------------------------------------------

@@ -368,6 +368,7 @@ void GrpcRuntime::Shutdown() {
   local_.Shutdown();
   EndAsyncCalls();
   if (pipe_client_ != nullptr) pipe_client_->Shutdown();
+  if (pipe_server_ != nullptr) pipe_server_->StopAccepting();
   if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   // After the server: its shutdown waits for the handlers the pool still runs.
   if (workers_ != nullptr) workers_->Shutdown();
