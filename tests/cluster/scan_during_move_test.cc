@@ -400,9 +400,15 @@ class ScanDuringMoveTest : public testing::Test {
     return hits;
   }
 
+  // A copy-then-switch move to node 4 in flight: its bucket, and the node it moves from.
+  struct MoveToTheJoiner {
+    std::string bucket;
+    uint32_t source = 0;
+  };
   // Waits up to 30 s for a copy-then-switch move to node 4 in the coordinator's map (node 4's
-  // bootstrap, switch-then-copy, comes first): the moving bucket, or "" (with a failure).
-  std::string AwaitACopyThenSwitchMoveToTheJoiner() {
+  // bootstrap, switch-then-copy, comes first), with `committed` one past its commit; nullopt
+  // (with a failure) if none comes.
+  std::optional<MoveToTheJoiner> AwaitACopyThenSwitchMoveToTheJoiner(bool committed) {
     const auto until = Clock::now() + std::chrono::seconds(30);
     while (Clock::now() < until) {
       auto state = cluster_->State();
@@ -410,15 +416,18 @@ class ScanDuringMoveTest : public testing::Test {
         for (const auto& bucket : state->map->buckets()) {
           if (bucket.transition.has_value() &&
               bucket.transition->mode == cluster::TransitionMode::kCopyThenSwitch &&
-              bucket.transition->destination.front() == NodeId(kJoiner)) {
-            return bucket.DebugString();
+              bucket.transition->destination.front() == NodeId(kJoiner) &&
+              (!committed || cluster::IsCommitted(bucket.transition->stage))) {
+            return MoveToTheJoiner{.bucket = bucket.DebugString(),
+                                   .source = bucket.transition->source.front().value()};
           }
         }
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    ADD_FAILURE() << "no copy-then-switch move to node " << kJoiner << " in 30 s";
-    return {};
+    ADD_FAILURE() << "no " << (committed ? "committed " : "") << "copy-then-switch move to node "
+                  << kJoiner << " in 30 s";
+    return std::nullopt;
   }
 
   // A paged walk's steps once `victim` was killed (PagedWalk's before_read): the walk reads on
@@ -613,8 +622,12 @@ TEST_F(ScanDuringMoveTest, StreamedQueryRunsExactlyAgainAfterASourceKilledMidMov
   VerifyEverything();
 }
 
-// Which process QueryAcrossAKillTest kills in the middle of a move.
-enum class MidMoveVictim { kCoordinator, kDestination };
+// Which process QueryAcrossAKillTest kills in the middle of a move, and when.
+enum class MidMoveVictim {
+  kCoordinator,        // after the ingest
+  kDestination,        // after the ingest
+  kSourceAfterCommit,  // after the commit, before the source drops its copy
+};
 
 // Pages a walk reads with the victim down (unless a read fails first).
 constexpr int kPagesWhileDown = 10;
@@ -622,30 +635,34 @@ constexpr int kPagesWhileDown = 10;
 class QueryAcrossAKillTest : public ScanDuringMoveTest,
                              public testing::WithParamInterface<MidMoveVictim> {};
 
-// A paged query across a SIGKILL of the coordinator, or of the joining destination, in the
-// middle of a copy-then-switch move to node 4 (held 1 s after its ingest by kMovePauses, the
-// destination holding a full copy and the source serving). Writers run on keys of their own;
-// after the first page node 4 joins; once such a move is in flight the victim is SIGKILLed and
-// restarted on its data directory once a page read fails or the walk has read kPagesWhileDown
-// pages without it (a restarted coordinator recovers the move from its log; a restarted
-// destination has lost the move's catch-up record). A failed read (which must be retryable:
-// node 4 already owns the bucket of its bootstrap) is read again from its cursor; after the
-// restart the walk is paced so that the remaining moves commit while it is open. Every
-// untouched document exactly once with its body, in the quiet cluster's order; at least one
-// move commits while the query is open; then nothing acknowledged is lost and every node holds
-// exactly its buckets.
+// A paged query across a SIGKILL in the middle of a copy-then-switch move to node 4: of the
+// coordinator or of node 4 while the move is held 1 s after its ingest (kMovePauses: the
+// destination holds a full copy, the source serves), or of the move's source while it is held
+// 1 s after its commit (`coordinator.after_commit`: the destination serves, the source has not
+// dropped its copy). Writers run on keys of their own; after the first page node 4 joins; once
+// such a move is there the victim is SIGKILLed, and restarted on its data directory once a page
+// read fails or the walk has read kPagesWhileDown pages without it (a restarted coordinator
+// recovers the move from its log; a restarted destination has lost the move's catch-up record;
+// a restarted source finds the committed map and drops its copy). A failed read (which must be
+// retryable) is read again from its cursor; after the restart the walk is paced so that the
+// remaining moves commit while it is open. Every untouched document exactly once with its body,
+// in the quiet cluster's order; at least one move commits while the query is open; then nothing
+// acknowledged is lost and every node holds exactly its buckets.
 TEST_P(QueryAcrossAKillTest, PagedQueryReturnsEveryKeyOnceAcrossAKillMidMove) {
-  const bool coordinator = GetParam() == MidMoveVictim::kCoordinator;
-  const uint32_t victim = coordinator ? kCoordinator : kJoiner;
+  const MidMoveVictim victim = GetParam();
+  const bool coordinator = victim == MidMoveVictim::kCoordinator;
+  const bool after_commit = victim == MidMoveVictim::kSourceAfterCommit;
   ASSERT_NO_FATAL_FAILURE(StartLoadedCluster(/*workload=*/true));
   const std::vector<std::string> reference = ReferenceOrder();
-  ASSERT_TRUE(cluster_->SetCoordinatorFailpoints(kCoordinator, std::string(kMovePauses)).ok());
+  std::string pauses(kMovePauses);
+  if (after_commit) pauses += ",coordinator.after_commit=pause:1000";
+  ASSERT_TRUE(cluster_->SetCoordinatorFailpoints(kCoordinator, pauses).ok());
   MovePacer pacer(*cluster_, collection_id_, kPageSize);
   const uint64_t committed_before = MovesCommitted();
   uint64_t committed_before_the_kill = 0;
   bool joined = false;
-  std::string move;  // the move in flight at the kill
-  AfterAKill kill{.victim = victim, .max_pages_while_down = kPagesWhileDown};
+  std::string move;  // the move at the kill
+  AfterAKill kill{.max_pages_while_down = kPagesWhileDown};
   const PagedWalk walk = WalkPages([&](const PagedWalk& so_far) {
     if (!joined) {
       joined = true;
@@ -654,15 +671,18 @@ TEST_P(QueryAcrossAKillTest, PagedQueryReturnsEveryKeyOnceAcrossAKillMidMove) {
       return;
     }
     if (move.empty()) {
-      move = AwaitACopyThenSwitchMoveToTheJoiner();
-      if (move.empty()) move = "none";
+      auto found = AwaitACopyThenSwitchMoveToTheJoiner(after_commit);
+      move = found.has_value() ? found->bucket : "none";
+      if (!found.has_value()) return;
+      kill.victim = coordinator ? kCoordinator : after_commit ? found->source : kJoiner;
       committed_before_the_kill = MovesCommitted();
-      cluster_->Kill(victim);
+      cluster_->Kill(kill.victim);
       std::fprintf(stderr, "%s SIGKILLed in the middle of %s\n",
-                   coordinator ? "the coordinator" : "node 4", move.c_str());
+                   coordinator ? "the coordinator" : fmt::format("node {}", kill.victim).c_str(),
+                   move.c_str());
       return;
     }
-    StepAfterAKill(kill, so_far, pacer);
+    if (kill.victim != 0 || coordinator) StepAfterAKill(kill, so_far, pacer);
   });
   // The coordinator counts the moves of its own incarnation.
   const uint64_t committed_during =
@@ -684,10 +704,18 @@ TEST_P(QueryAcrossAKillTest, PagedQueryReturnsEveryKeyOnceAcrossAKillMidMove) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Victims, QueryAcrossAKillTest,
-                         testing::Values(MidMoveVictim::kCoordinator, MidMoveVictim::kDestination),
+                         testing::Values(MidMoveVictim::kCoordinator, MidMoveVictim::kDestination,
+                                         MidMoveVictim::kSourceAfterCommit),
                          [](const testing::TestParamInfo<MidMoveVictim>& info) {
-                           return info.param == MidMoveVictim::kCoordinator ? "Coordinator"
-                                                                            : "Destination";
+                           switch (info.param) {
+                             case MidMoveVictim::kCoordinator:
+                               return "Coordinator";
+                             case MidMoveVictim::kDestination:
+                               return "Destination";
+                             case MidMoveVictim::kSourceAfterCommit:
+                               return "SourceAfterCommit";
+                           }
+                           return "Unknown";
                          });
 
 }  // namespace
