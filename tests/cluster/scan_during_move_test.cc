@@ -213,6 +213,15 @@ class ScanDuringMoveTest : public testing::Test {
     ASSERT_NO_FATAL_FAILURE(WaitBalanced(30));
   }
 
+  // StartLoadedCluster, then the walk order of the quiet cluster in reference_, then the
+  // coordinator's failpoints set to `pauses`, which hold its moves.
+  void StartPausedCluster(bool workload, const std::string& pauses = std::string(kMovePauses)) {
+    ASSERT_NO_FATAL_FAILURE(StartLoadedCluster(workload));
+    reference_ = ReferenceOrder();
+    const Status paused = cluster_->SetCoordinatorFailpoints(kCoordinator, pauses);
+    ASSERT_TRUE(paused.ok()) << paused;
+  }
+
   void WaitForLoad(int seconds) {
     const Status s = cluster_->AwaitLoadReported(std::chrono::seconds(seconds));
     ASSERT_TRUE(s.ok()) << s;
@@ -474,6 +483,7 @@ class ScanDuringMoveTest : public testing::Test {
   Untouched untouched_;
   std::unique_ptr<Workload> workload_;
   std::unique_ptr<net::GrpcRuntime> admin_;  // for the nodes' failpoints
+  std::vector<std::string> reference_;       // StartPausedCluster's walk of the quiet cluster
 };
 
 // A paged query (20 a page, about 120 pages) over 2,400 untouched documents on 3 nodes; after
@@ -484,9 +494,7 @@ class ScanDuringMoveTest : public testing::Test {
 // commits while the query is open, and at least one with the walk inside the moving bucket
 // (the next page is read at the new owner from the cursor).
 TEST_F(ScanDuringMoveTest, PagedQueryReturnsEveryKeyOnceWhileMovesCommit) {
-  ASSERT_NO_FATAL_FAILURE(StartLoadedCluster(/*workload=*/false));
-  const std::vector<std::string> reference = ReferenceOrder();
-  ASSERT_TRUE(cluster_->SetCoordinatorFailpoints(kCoordinator, std::string(kMovePauses)).ok());
+  ASSERT_NO_FATAL_FAILURE(StartPausedCluster(/*workload=*/false));
   MovePacer pacer(*cluster_, collection_id_, kPageSize);
   const uint64_t committed_before = MovesCommitted();
   auto join_then_pace = JoinThenPace(pacer);
@@ -495,7 +503,7 @@ TEST_F(ScanDuringMoveTest, PagedQueryReturnsEveryKeyOnceWhileMovesCommit) {
   });
   const uint64_t committed_during = MovesCommitted() - committed_before;
   EXPECT_TRUE(walk.failures.empty()) << walk.failures.front();
-  ExpectSameOrder(CheckWalk(walk.documents, untouched_, false, "paged walk"), reference, true,
+  ExpectSameOrder(CheckWalk(walk.documents, untouched_, false, "paged walk"), reference_, true,
                   "paged walk");
   ExpectMovesDuringTheWalk(pacer, committed_during, fmt::format("{} pages", walk.pages));
 }
@@ -508,9 +516,7 @@ TEST_F(ScanDuringMoveTest, PagedQueryReturnsEveryKeyOnceWhileMovesCommit) {
 // may already have sent the rest of the paused bucket into the transport's buffers: the test
 // does not force the stream to be cut by WRONG_SHARD and reopened at the new owner.)
 TEST_F(ScanDuringMoveTest, StreamedQueryReturnsEveryKeyOnceWhileMovesCommit) {
-  ASSERT_NO_FATAL_FAILURE(StartLoadedCluster(/*workload=*/false));
-  const std::vector<std::string> reference = ReferenceOrder();
-  ASSERT_TRUE(cluster_->SetCoordinatorFailpoints(kCoordinator, std::string(kMovePauses)).ok());
+  ASSERT_NO_FATAL_FAILURE(StartPausedCluster(/*workload=*/false));
   MovePacer pacer(*cluster_, collection_id_, kPageSize);
   const uint64_t committed_before = MovesCommitted();
   auto join_then_pace = JoinThenPace(pacer);
@@ -519,7 +525,7 @@ TEST_F(ScanDuringMoveTest, StreamedQueryReturnsEveryKeyOnceWhileMovesCommit) {
   });
   const uint64_t committed_during = MovesCommitted() - committed_before;
   EXPECT_TRUE(status.ok()) << status;
-  ExpectSameOrder(CheckWalk(documents, untouched_, false, "streamed walk"), reference, true,
+  ExpectSameOrder(CheckWalk(documents, untouched_, false, "streamed walk"), reference_, true,
                   "streamed walk");
   ExpectMovesDuringTheWalk(pacer, committed_during,
                            fmt::format("{} documents streamed", documents.size()));
@@ -537,9 +543,7 @@ TEST_F(ScanDuringMoveTest, StreamedQueryReturnsEveryKeyOnceWhileMovesCommit) {
 // twice; at least one move commits while the query is open. Then nothing acknowledged is lost
 // and every node holds exactly its buckets.
 TEST_F(ScanDuringMoveTest, PagedQueryResumesAcrossASourceKilledMidMove) {
-  ASSERT_NO_FATAL_FAILURE(StartLoadedCluster(/*workload=*/true));
-  const std::vector<std::string> reference = ReferenceOrder();
-  ASSERT_TRUE(cluster_->SetCoordinatorFailpoints(kCoordinator, std::string(kMovePauses)).ok());
+  ASSERT_NO_FATAL_FAILURE(StartPausedCluster(/*workload=*/true));
   MovePacer pacer(*cluster_, collection_id_, kPageSize);
   const uint64_t committed_before = MovesCommitted();
   bool killed = false;
@@ -567,7 +571,7 @@ TEST_F(ScanDuringMoveTest, PagedQueryResumesAcrossASourceKilledMidMove) {
   for (const Status& failure : walk.failures) {
     EXPECT_TRUE(IsRetryable(failure)) << failure;
   }
-  ExpectSameOrder(CheckWalk(walk.documents, untouched_, true, "paged walk"), reference, true,
+  ExpectSameOrder(CheckWalk(walk.documents, untouched_, true, "paged walk"), reference_, true,
                   "paged walk");
   EXPECT_GE(committed_during, 1u) << "moves committed while the query was open";
   VerifyEverything();
@@ -584,9 +588,7 @@ TEST_F(ScanDuringMoveTest, PagedQueryResumesAcrossASourceKilledMidMove) {
 // untouched document once, in order). At least one move commits while one of the two runs is
 // open. Then nothing acknowledged is lost and every node holds exactly its buckets.
 TEST_F(ScanDuringMoveTest, StreamedQueryRunsExactlyAgainAfterASourceKilledMidMove) {
-  ASSERT_NO_FATAL_FAILURE(StartLoadedCluster(/*workload=*/true));
-  const std::vector<std::string> reference = ReferenceOrder();
-  ASSERT_TRUE(cluster_->SetCoordinatorFailpoints(kCoordinator, std::string(kMovePauses)).ok());
+  ASSERT_NO_FATAL_FAILURE(StartPausedCluster(/*workload=*/true));
   const uint64_t committed_before = MovesCommitted();
   bool killed = false;
   uint32_t victim = 0;
@@ -600,7 +602,7 @@ TEST_F(ScanDuringMoveTest, StreamedQueryRunsExactlyAgainAfterASourceKilledMidMov
   ASSERT_NE(victim, 0u);
   EXPECT_TRUE(IsRetryable(cut_status))
       << "the stream with node " << victim << " down: " << cut_status;
-  ExpectSameOrder(CheckWalk(cut, untouched_, true, "cut stream"), reference, false, "cut stream");
+  ExpectSameOrder(CheckWalk(cut, untouched_, true, "cut stream"), reference_, false, "cut stream");
 
   Status restarted = cluster_->Restart(victim);
   ASSERT_TRUE(restarted.ok()) << restarted;
@@ -616,7 +618,7 @@ TEST_F(ScanDuringMoveTest, StreamedQueryRunsExactlyAgainAfterASourceKilledMidMov
                static_cast<unsigned long long>(committed_first),
                static_cast<unsigned long long>(committed_second), pacer.log().c_str());
   EXPECT_TRUE(again_status.ok()) << again_status;
-  ExpectSameOrder(CheckWalk(again, untouched_, true, "second stream"), reference, true,
+  ExpectSameOrder(CheckWalk(again, untouched_, true, "second stream"), reference_, true,
                   "second stream");
   EXPECT_GE(committed_first + committed_second, 1u) << "moves committed while a query was open";
   VerifyEverything();
@@ -652,11 +654,9 @@ TEST_P(QueryAcrossAKillTest, PagedQueryReturnsEveryKeyOnceAcrossAKillMidMove) {
   const MidMoveVictim victim = GetParam();
   const bool coordinator = victim == MidMoveVictim::kCoordinator;
   const bool after_commit = victim == MidMoveVictim::kSourceAfterCommit;
-  ASSERT_NO_FATAL_FAILURE(StartLoadedCluster(/*workload=*/true));
-  const std::vector<std::string> reference = ReferenceOrder();
   std::string pauses(kMovePauses);
   if (after_commit) pauses += ",coordinator.after_commit=pause:1000";
-  ASSERT_TRUE(cluster_->SetCoordinatorFailpoints(kCoordinator, pauses).ok());
+  ASSERT_NO_FATAL_FAILURE(StartPausedCluster(/*workload=*/true, pauses));
   MovePacer pacer(*cluster_, collection_id_, kPageSize);
   const uint64_t committed_before = MovesCommitted();
   uint64_t committed_before_the_kill = 0;
@@ -697,7 +697,7 @@ TEST_P(QueryAcrossAKillTest, PagedQueryReturnsEveryKeyOnceAcrossAKillMidMove) {
   for (const Status& failure : walk.failures) {
     EXPECT_TRUE(IsRetryable(failure)) << failure;
   }
-  ExpectSameOrder(CheckWalk(walk.documents, untouched_, true, "paged walk"), reference, true,
+  ExpectSameOrder(CheckWalk(walk.documents, untouched_, true, "paged walk"), reference_, true,
                   "paged walk");
   EXPECT_GE(committed_during, 1u) << "moves committed while the query was open";
   VerifyEverything();
