@@ -423,6 +423,8 @@ Status Coordinator::FinishCommitted(BucketId bucket, MoveId move) {
     if (!cleanup.ok()) return cleanup.status();
     map = *cleanup;
   }
+  // A crash here leaves kCleanup stored and the source's copy in place: recovery sends the drop.
+  SHOAL_RETURN_IF_ERROR(runtime_.Failpoint("coordinator.after_cleanup"));
   // Drop the source's copy. A source that stays down keeps garbage it never serves (its map
   // says so); the move is finished anyway.
   auto dropped =

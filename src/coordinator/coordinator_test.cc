@@ -303,6 +303,9 @@ TEST_P(CoordinatorCrashTest, RecoveryFinishesOrAbortsTheMove) {
     ASSERT_TRUE(WaitFor([&] { return coordinator().recovered(); }));
     ASSERT_TRUE(WaitFor([&] { return map()->TransitionCount() == 0; }));
     ExpectB0EndedOn(crash.committed);
+    // Recovery finishes the cleanup: the node that lost the bucket keeps none of it.
+    const storage::PointRange b0 = RangeOf(*map()->Find(kB0));
+    EXPECT_EQ(StoredIn(crash.committed ? kN1 : kN2, b0), 0u);
   });
   sim_.SetChaosHook(nullptr);
   const auto log = MoveLog();
@@ -319,6 +322,8 @@ INSTANTIATE_TEST_SUITE_P(
                       CrashCase{.failpoint = "coordinator.before_fence", .committed = false},
                       CrashCase{.failpoint = "coordinator.before_commit", .committed = false},
                       CrashCase{.failpoint = "coordinator.after_commit", .committed = true},
+                      // kCleanup stored, the source's drop not sent (FAILURE-PATTERNS 5).
+                      CrashCase{.failpoint = "coordinator.after_cleanup", .committed = true},
                       CrashCase{.failpoint = "coordinator.before_done", .committed = true},
                       // Switch-then-copy: aborted before the switch, rolled forward after it.
                       CrashCase{.failpoint = "coordinator.after_begin",
@@ -337,6 +342,9 @@ INSTANTIATE_TEST_SUITE_P(
                                 .committed = true,
                                 .mode = cluster::TransitionMode::kSwitchThenCopy},
                       CrashCase{.failpoint = "coordinator.after_commit",
+                                .committed = true,
+                                .mode = cluster::TransitionMode::kSwitchThenCopy},
+                      CrashCase{.failpoint = "coordinator.after_cleanup",
                                 .committed = true,
                                 .mode = cluster::TransitionMode::kSwitchThenCopy},
                       CrashCase{.failpoint = "coordinator.before_done",

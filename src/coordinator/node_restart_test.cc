@@ -114,10 +114,11 @@ INSTANTIATE_TEST_SUITE_P(
         RestartCase{"coordinator.after_begin", kN1}, RestartCase{"coordinator.after_export", kN1},
         RestartCase{"coordinator.after_ingest", kN1}, RestartCase{"coordinator.before_fence", kN1},
         RestartCase{"coordinator.before_commit", kN1}, RestartCase{"coordinator.after_commit", kN1},
-        RestartCase{"coordinator.before_done", kN1}, RestartCase{"coordinator.after_begin", kN2},
-        RestartCase{"coordinator.after_export", kN2}, RestartCase{"coordinator.after_ingest", kN2},
-        RestartCase{"coordinator.before_fence", kN2}, RestartCase{"coordinator.before_commit", kN2},
-        RestartCase{"coordinator.after_commit", kN2}, RestartCase{"coordinator.before_done", kN2}),
+        RestartCase{"coordinator.after_cleanup", kN1}, RestartCase{"coordinator.before_done", kN1},
+        RestartCase{"coordinator.after_begin", kN2}, RestartCase{"coordinator.after_export", kN2},
+        RestartCase{"coordinator.after_ingest", kN2}, RestartCase{"coordinator.before_fence", kN2},
+        RestartCase{"coordinator.before_commit", kN2}, RestartCase{"coordinator.after_commit", kN2},
+        RestartCase{"coordinator.after_cleanup", kN2}, RestartCase{"coordinator.before_done", kN2}),
     [](const ::testing::TestParamInfo<RestartCase>& info) {
       std::string name =
           std::string(info.param.victim == kN1 ? "source_" : "destination_") + info.param.failpoint;

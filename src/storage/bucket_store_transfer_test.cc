@@ -5,6 +5,7 @@
 #include <rocksdb/table_properties.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <thread>
 #include <vector>
@@ -328,6 +329,109 @@ TEST_F(TransferTest, ATailingReaderIsNeverReplacedWhileWritesGoOn) {
   // Every low write, each writer's in its commit order, and one seek for the whole catch-up.
   for (int w = 0; w < kWriters; ++w) EXPECT_EQ(read[w], written[w]) << "writer " << w;
   EXPECT_EQ(source_->wal_seeks(), seeks + 1);
+}
+
+// FAILURE-PATTERNS 7 with the compactions concurrent, not between steps: while a writer
+// deletes, overwrites and re-inserts keys of the moving range, one thread on each side flushes
+// and compacts that range in a loop, and the catch-up reads the source's changes and applies them
+// at the destination. After the writer stops and a read finds nothing more, the destination holds
+// the source's logical state key by key: version, tombstone and body.
+TEST_F(TransferTest, CompactionsRacingTheCatchUpOnBothSidesLeaveTheSourcesState) {
+  std::vector<std::string> keys;    // keys of the moving range, each written many times
+  std::vector<std::string> others;  // keys of the other bucket
+  for (int i = 0; keys.size() < 64 || others.size() < 64; ++i) {
+    const std::string key = "r" + std::to_string(i);
+    (kLow.Contains(PointOf(kC, key)) ? keys : others).push_back(key);
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    SHOAL_ASSERT_OK(source_->Upsert(kC, keys[i], DocBody(static_cast<int>(i))).status());
+  }
+  SHOAL_ASSERT_OK(source_->Flush());
+  SHOAL_ASSERT_OK(source_->SetBucketState(BucketId(1), BucketState::kLeaving));
+  SHOAL_ASSERT_OK_AND_ASSIGN(ExportedRange exported,
+                             source_->ExportRange(kLow, {.directory = dir_.Sub("ship")}));
+  SHOAL_ASSERT_OK(
+      dest_->AddBucket({.id = BucketId(1), .range = kLow, .state = BucketState::kAdding}));
+  SHOAL_ASSERT_OK(dest_->IngestRange(exported, {}));
+
+  std::atomic<bool> writer_done{false};
+  std::atomic<bool> catch_up_done{false};
+  std::atomic<int> unexpected_errors{0};
+  std::atomic<int> source_rounds{0};
+  std::atomic<int> dest_rounds{0};
+  // The writer works in phases of 300 operations and starts the next one only once both sides
+  // have finished a flush and compaction since the phase began, so that every phase's writes,
+  // reads and applies overlap compactions on both sides.
+  std::thread writer([&] {
+    for (int i = 0; i < 3000; ++i) {
+      if (i % 300 == 0) {
+        const int source_start = source_rounds.load();
+        const int dest_start = dest_rounds.load();
+        while (source_rounds.load() <= source_start || dest_rounds.load() <= dest_start) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      }
+      const std::string& key = keys[(i * 7) % keys.size()];
+      Status s;
+      switch (i % 4) {
+        case 0:
+        case 1:
+          s = source_->Upsert(kC, key, DocBody(-i)).status();
+          break;
+        case 2:
+          s = source_->Delete(kC, key).status();
+          if (ReasonOf(s) == ErrorReason::kNotFound) s = OkStatus();
+          break;
+        case 3:
+          s = source_->Insert(kC, key, DocBody(i)).status();
+          if (ReasonOf(s) == ErrorReason::kDuplicate) s = OkStatus();
+          break;
+      }
+      // Writes outside the range move the sequence on without changing the range.
+      if (s.ok() && i % 5 == 0) s = source_->Upsert(kC, others[i % others.size()], "{}").status();
+      if (!s.ok()) unexpected_errors.fetch_add(1);
+    }
+    writer_done = true;
+  });
+  // Each side flushes and compacts the moving range until the catch-up ends; counts its rounds.
+  auto compactor = [&](BucketStore& store, std::atomic<int>& rounds) {
+    return std::thread([&] {
+      while (!catch_up_done.load()) {
+        if (!store.Flush().ok() || !store.CompactRange(kLow).ok()) unexpected_errors.fetch_add(1);
+        rounds.fetch_add(1);
+      }
+    });
+  };
+  std::thread source_compactor = compactor(*source_, source_rounds);
+  std::thread dest_compactor = compactor(*dest_, dest_rounds);
+
+  uint64_t cursor = exported.sequence;
+  size_t applied = 0;
+  Status catch_up = OkStatus();
+  while (catch_up.ok()) {
+    const bool last_round = writer_done.load();
+    StatusOr<ChangeBatch> batch = source_->ReadChangesSince(kLow, cursor, 20);
+    if (!batch.ok()) {
+      catch_up = batch.status();
+      break;
+    }
+    catch_up = dest_->ApplyChanges(batch->changes).status();
+    applied += batch->changes.size();
+    if (last_round && batch->changes.empty()) break;
+    cursor = batch->next_sequence;
+  }
+  catch_up_done = true;
+  writer.join();
+  source_compactor.join();
+  dest_compactor.join();
+  SHOAL_ASSERT_OK(catch_up);
+  EXPECT_EQ(unexpected_errors.load(), 0);
+  EXPECT_GT(applied, 1000u);
+  EXPECT_GE(source_rounds.load(), 10);
+  EXPECT_GE(dest_rounds.load(), 10);
+  const std::map<std::string, Document> at_source = Content(*source_, kLow);
+  EXPECT_EQ(at_source.size(), keys.size());  // every key: live, or a tombstone
+  EXPECT_EQ(Content(*dest_, kLow), at_source);
 }
 
 TEST_F(TransferTest, CatchUpReadsAcrossAnIngestElsewhere) {

@@ -241,6 +241,8 @@ INSTANTIATE_TEST_SUITE_P(
         FaultCase{"coordinator.after_begin", Victim::kCoordinator, Death::kCrash, false, false},
         FaultCase{"coordinator.before_commit", Victim::kCoordinator, Death::kCrash, false, false},
         FaultCase{"coordinator.after_commit", Victim::kCoordinator, Death::kCrash, false, false},
+        // kCleanup stored, the source's drop not sent: the restarted coordinator sends it.
+        FaultCase{"coordinator.after_cleanup", Victim::kCoordinator, Death::kCrash, false, false},
         FaultCase{"coordinator.after_switch", Victim::kCoordinator, Death::kCrash, true, false},
         FaultCase{"source.after_fence", Victim::kSources, Death::kCrash, false, false},
         FaultCase{"destination.after_ingest", Victim::kJoiner, Death::kCrash, false, false},
