@@ -270,6 +270,106 @@ TEST_F(CoordinatorTest, PlanReportsMovesWithoutChangingTheMap) {
   });
 }
 
+// FAILURE-PATTERNS 3 at the coordinator: a catch-up round that finds nothing, then writes before
+// the fence. Nothing is written after the export, so the first round of b0's move reads an empty
+// batch; while the destination holds that answer, a writer changes b0 and other buckets (or, in
+// the second case, only other buckets: the drain then reads nothing of b0 yet must reach the
+// fence's sequence). The coordinator ends its rounds on the empty one and fences; the drain must
+// carry every write to b0, and the move commits.
+enum class WritesAfterTheEmptyRound : uint8_t { kInTheMovingBucket, kElsewhereOnly };
+
+class EmptyRoundTest : public CoordinatorTest,
+                       public ::testing::WithParamInterface<WritesAfterTheEmptyRound> {};
+
+TEST_P(EmptyRoundTest, WritesAfterAnEmptyRoundReachTheDestinationThroughTheDrain) {
+  const bool into_b0 = GetParam() == WritesAfterTheEmptyRound::kInTheMovingBucket;
+  Run(/*auto_balance=*/false, [&] {
+    std::vector<int> in_b0;
+    std::vector<int> elsewhere;
+    for (int i = 0; i < kDocuments; ++i) {
+      (map()->Lookup(PointOf(collection_, Key(i))).id == kB0 ? in_b0 : elsewhere).push_back(i);
+    }
+    ASSERT_GE(in_b0.size(), 2u);
+    ASSERT_FALSE(elsewhere.empty());
+    std::string fresh_in_b0;  // a key that b0 does not hold yet
+    for (int j = 0; fresh_in_b0.empty(); ++j) {
+      const std::string key = fmt::format("fresh{}", j);
+      if (map()->Lookup(PointOf(collection_, key)).id == kB0) fresh_in_b0 = key;
+    }
+
+    // What the writer does, and what each document must read afterwards (nullopt: deleted).
+    std::map<std::string, std::optional<std::string>> expected;
+    for (int i = 0; i < kDocuments; ++i) expected[Key(i)] = Body(i);
+    uint64_t writes_to_b0 = 0;
+    int hits = 0;
+    uint64_t applied_before_the_writes = 1;
+    bool written = false;
+    Status write_status;
+    sim_.SetChaosHook([&](const Address& process, std::string_view failpoint) {
+      if (process != Address::Node(kN2) || failpoint != "destination.after_apply") return false;
+      if (hits++ > 0) return false;
+      applied_before_the_writes = cluster_->node(kN2)->counters().changes_applied;
+      sim_.Spawn(Address::Client(5), "writer", [&] {
+        client::Client writer(sim_);
+        auto check = [&](const Status& s) {
+          if (write_status.ok() && !s.ok()) write_status = s;
+        };
+        if (into_b0) {
+          const std::string updated = Key(in_b0[0]);
+          const std::string deleted = Key(in_b0[1]);
+          check(writer.Update(collection_, updated, Body(1000)).status());
+          check(writer.Delete(collection_, deleted).status());
+          check(writer.Insert(collection_, fresh_in_b0, Body(1001)).status());
+          expected[updated] = Body(1000);
+          expected[deleted] = std::nullopt;
+          expected[fresh_in_b0] = Body(1001);
+          writes_to_b0 = 3;
+        }
+        for (int i : elsewhere) {
+          check(writer.Update(collection_, Key(i), Body(2000 + i)).status());
+          expected[Key(i)] = Body(2000 + i);
+        }
+        written = true;
+      });
+      // The destination's empty answer waits until the writes are acknowledged.
+      while (!written) {
+        if (!sim_.Sleep(kMs).ok()) break;
+      }
+      return false;
+    });
+
+    Status moved = Admin([](Coordinator& c) { return c.MoveBucket(kB0, kN2); });
+    sim_.SetChaosHook(nullptr);
+    ASSERT_TRUE(moved.ok()) << moved;
+    ASSERT_TRUE(written);
+    ASSERT_TRUE(write_status.ok()) << write_status;
+    EXPECT_EQ(applied_before_the_writes, 0u) << "the first catch-up round was not empty";
+    // Every change the destination applied came after the empty round, so through the drain.
+    EXPECT_EQ(cluster_->node(kN2)->counters().changes_applied, writes_to_b0);
+    EXPECT_EQ(map()->Find(kB0)->replicas, std::vector<NodeId>{kN2});
+    ExpectOnlyOwnerAcknowledgesB0(kN2);
+    client::Client reader(sim_);
+    for (const auto& [key, body] : expected) {
+      auto got = reader.Get(collection_, key);
+      if (body.has_value()) {
+        ASSERT_TRUE(got.ok()) << key << ": " << got.status();
+        EXPECT_EQ(got->body, *body) << key;
+      } else {
+        EXPECT_EQ(got.status().code(), StatusCode::kNotFound) << key << ": " << got.status();
+      }
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Writes, EmptyRoundTest,
+                         ::testing::Values(WritesAfterTheEmptyRound::kInTheMovingBucket,
+                                           WritesAfterTheEmptyRound::kElsewhereOnly),
+                         [](const ::testing::TestParamInfo<WritesAfterTheEmptyRound>& info) {
+                           return info.param == WritesAfterTheEmptyRound::kInTheMovingBucket
+                                      ? std::string("InTheMovingBucket")
+                                      : std::string("ElsewhereOnly");
+                         });
+
 // A coordinator crash at a failpoint of a move, then a new coordinator incarnation: recovery
 // ends with no transition in the map, every document readable, and one owner per bucket.
 struct CrashCase {
