@@ -10,6 +10,8 @@
 #include <set>
 #include <utility>
 
+#include "src/net/grpc_status.h"
+
 namespace shoal::net {
 
 using SystemClock = std::chrono::system_clock;
@@ -360,7 +362,7 @@ void PipeClient::OnEvent(Tag* tag, bool ok, std::vector<Completion>* completions
           completions->push_back(
               [done = std::move(it->second.done),
                status = grpc::Status(static_cast<grpc::StatusCode>(stream->reply.code()),
-                                     stream->reply.message()),
+                                     stream->reply.message(), stream->reply.details()),
                response = std::move(*stream->reply.mutable_response())] {
                 done(status, response);
               });
@@ -408,8 +410,7 @@ void PipeClient::FailLocked(Stream* stream, const grpc::Status& status,
       result = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                             fmt::format("pipe ended before the reply: {}", status.error_message()));
     } else {
-      result = grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                            fmt::format("pipe failed: {}", status.error_message()));
+      result = NotHandled(fmt::format("pipe failed: {}", status.error_message()));
     }
     completions->push_back(
         [done = std::move(pending.done), result] { done(result, wire::Response()); });

@@ -46,7 +46,8 @@
 namespace shoal::net {
 
 // What a PipeCall adds to its Envelope, and a PipeReply to its Response, at most when
-// serialized (id, timeout, status code; the status message is empty when there is a response).
+// serialized (id, timeout, status code; the status message and details are empty when there is
+// a response).
 inline constexpr size_t kPipeFramingBytes = 64;
 
 class PipeServer {

@@ -53,7 +53,9 @@ Status FromGrpc(const grpc::Status& status, std::string_view what_call) {
     case grpc::StatusCode::OK:
       return OkStatus();
     case grpc::StatusCode::UNAVAILABLE:
-      return UnavailableError(what);
+      if (CertainlyNotHandled(status)) return UnavailableError(what);
+      return DeadlineExceededError(
+          fmt::format("{} (the connection broke; the request may have been handled)", what));
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
       return ResourceExhaustedError(what);
     case grpc::StatusCode::INVALID_ARGUMENT:
@@ -198,10 +200,8 @@ grpc::Status GrpcRuntime::HandleEnvelope(const wire::Envelope& envelope,
   }
   if (!response.ok()) {
     const std::string message(MessageOf(response.status()));
-    return grpc::Status(response.status().code() == StatusCode::kUnavailable
-                            ? grpc::StatusCode::UNAVAILABLE
-                            : grpc::StatusCode::ABORTED,
-                        message);
+    if (response.status().code() == StatusCode::kUnavailable) return NotHandled(message);
+    return grpc::Status(grpc::StatusCode::ABORTED, message);
   }
   ToWire(*response, out);
   const size_t bytes = out->ByteSizeLong();
@@ -312,6 +312,7 @@ Status GrpcRuntime::StartServer() {
         HandleEnvelope(call.envelope(), deadline, reply->mutable_response());
     reply->set_code(static_cast<int32_t>(status.error_code()));
     reply->set_message(status.error_message());
+    reply->set_details(status.error_details());
   };
   std::unique_ptr<grpc::ServerCompletionQueue> pipe_queue;  // the sync server's pipe
   switch (options_.server_mode) {
@@ -395,9 +396,8 @@ void GrpcRuntime::SetStandby(bool standby, std::string leader) {
 grpc::Status GrpcRuntime::StandbyStatus() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!standby_) return grpc::Status::OK;
-  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                      fmt::format("not the leader coordinator (leader: {})",
-                                  leader_.empty() ? std::string("unknown") : leader_));
+  return NotHandled(fmt::format("not the leader coordinator (leader: {})",
+                                leader_.empty() ? std::string("unknown") : leader_));
 }
 
 std::shared_ptr<GrpcRuntime::Peer> GrpcRuntime::PeerFor(const std::string& host_port) {
@@ -547,7 +547,7 @@ StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Re
     if (status.ok()) break;
     if (to_coordinator) {
       NextCoordinator(host_port);
-      if (status.error_code() == grpc::StatusCode::UNAVAILABLE) continue;
+      if (CertainlyNotHandled(status)) continue;
     }
     break;
   }

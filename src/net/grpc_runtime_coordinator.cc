@@ -70,6 +70,10 @@ StatusOr<std::optional<transport::ClusterState>> GrpcRuntime::WatchMap(
     } else if (status.error_code() == grpc::StatusCode::CANCELLED) {
       result = UnavailableError(fmt::format("map watch at {}: cancelled by the server: {}",
                                             coordinator, status.error_message()));
+    } else if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      // A watch only reads: whether or not the coordinator saw it, it may be sent again.
+      result =
+          UnavailableError(fmt::format("map watch at {}: {}", coordinator, status.error_message()));
     } else {
       result = FromGrpc(status, fmt::format("map watch at {}", coordinator));
     }
@@ -112,7 +116,7 @@ StatusOr<wire::AdminResponse> GrpcRuntime::Admin(const wire::AdminRequest& reque
     // request goes to the next one. Only an unreachable or standby coordinator is worth another
     // try now: anything else may have been handled.
     NextCoordinator(coordinator);
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+    if (!CertainlyNotHandled(status)) break;
   }
   if (!status.ok()) {
     return FromGrpc(status, "admin request to the coordinator");

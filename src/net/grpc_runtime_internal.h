@@ -12,6 +12,7 @@
 #include "proto/shoal.grpc.pb.h"
 #include "src/common/status.h"
 #include "src/net/grpc_runtime.h"
+#include "src/net/grpc_status.h"
 
 namespace shoal::net {
 
@@ -33,6 +34,8 @@ struct GrpcRuntime::Peer {
 // The time left until `deadline` (kNoDeadline for none); negative once it passed.
 [[nodiscard]] transport::Micros TimeoutUntil(std::chrono::system_clock::time_point deadline);
 // A gRPC status as Call's errors; `what_call` names the call ("Get to n2") for the message.
+// UNAVAILABLE becomes kUnavailable (resend) only if CertainlyNotHandled, else kDeadlineExceeded
+// (the request may have been handled: a write's outcome is unknown; src/client/client.h).
 [[nodiscard]] Status FromGrpc(const grpc::Status& status, std::string_view what_call);
 
 }  // namespace shoal::net

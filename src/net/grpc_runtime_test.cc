@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "proto/shoal.pb.h"
+#include "src/net/grpc_runtime_internal.h"
 #include "src/net/test_echo_service.h"
 #include "src/net/uri.h"
 
@@ -110,6 +111,27 @@ TEST_P(GrpcRuntimeTest, ConnectionRefusedIsUnavailable) {
   auto client = *GrpcRuntime::Start({.coordinator = address});
   auto r = client->Call(Address::Coordinator(), transport::WriteRequest{}, kTimeout);
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status();
+}
+
+// gRPC answers UNAVAILABLE also when the connection breaks after the request left ("Socket
+// closed": the server died handling it). Only a Shoal server's own refusal (NotHandled) and a
+// channel that never connected (the test above, with gRPC's own words) mean "not handled";
+// anything else may have been handled, so a write's outcome is unknown rather than resent.
+TEST(GrpcStatusTest, UnavailableMeansNotHandledOnlyWhenNothingWasDelivered) {
+  const auto code = [](const grpc::Status& status) { return FromGrpc(status, "Put").code(); };
+  EXPECT_EQ(code(NotHandled("not the leader coordinator")), StatusCode::kUnavailable);
+  EXPECT_EQ(code(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                              "failed to connect to all addresses; last error: UNKNOWN: "
+                              "ipv4:127.0.0.1:1: Failed to connect to remote host")),
+            StatusCode::kUnavailable);
+  for (const char* broke : {"Socket closed", "Connection reset by peer", "Broken pipe", ""}) {
+    EXPECT_EQ(code(grpc::Status(grpc::StatusCode::UNAVAILABLE, broke)),
+              StatusCode::kDeadlineExceeded)
+        << broke;
+  }
+  // The details mark a refusal only on UNAVAILABLE.
+  const grpc::Status aborted(grpc::StatusCode::ABORTED, "stopped", NotHandled("x").error_details());
+  EXPECT_FALSE(CertainlyNotHandled(aborted));
 }
 
 TEST_P(GrpcRuntimeTest, SlowHandlerIsDeadlineExceeded) {

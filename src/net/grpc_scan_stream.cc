@@ -82,10 +82,10 @@ class GrpcRuntime::ScanStream {
         response = runtime_->local_.Call(to_, request_, left);
       }
       if (!response.ok()) {
-        *final = grpc::Status(response.status().code() == StatusCode::kUnavailable
-                                  ? grpc::StatusCode::UNAVAILABLE
-                                  : grpc::StatusCode::ABORTED,
-                              std::string(MessageOf(response.status())));
+        std::string message(MessageOf(response.status()));
+        *final = response.status().code() == StatusCode::kUnavailable
+                     ? NotHandled(std::move(message))
+                     : grpc::Status(grpc::StatusCode::ABORTED, std::move(message));
         return false;
       }
       auto* page = std::get_if<transport::ScanResponse>(&response->body);

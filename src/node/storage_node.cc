@@ -453,6 +453,8 @@ Response StorageNode::HandleWrite(const transport::WriteRequest& request,
   }
   Release(bucket, /*write=*/true);
   if (!version.ok()) return Response::Error(version.status());
+  // A crash here loses the answer of a write that is applied (tests of the client's retries).
+  if (Status s = runtime_.Failpoint("node.after_write"); !s.ok()) return Response::Error(s);
   // A write run for a switch-then-copy destination counts there, where it is acknowledged.
   if (!request.via_move.has_value()) RecordWrite(request.collection, request.primary_key);
   return Response::Ok(transport::WriteResponse{.version = *version});

@@ -162,6 +162,8 @@ std::optional<Response> StorageNode::ApplyBatchAtOnce(const transport::BatchWrit
     out.results.push_back(
         transport::BatchWriteResult{.status = OkStatus(), .version = slot->version});
   }
+  // A crash here loses the answer of applied writes, as in HandleWrite.
+  if (Status s = runtime_.Failpoint("node.after_write"); !s.ok()) return Response::Error(s);
   return Response::Ok(std::move(out));
 }
 
