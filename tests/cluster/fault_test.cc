@@ -17,13 +17,18 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "include/shoal/shoal.h"
 #include "proto/shoal.pb.h"
+#include "src/client/client.h"
+#include "src/common/point.h"
+#include "src/net/grpc_runtime.h"
 #include "tests/cluster/process_cluster.h"
 #include "tests/cluster/workload.h"
 #include "tests/cluster/workload_check.h"
@@ -329,6 +334,84 @@ TEST_F(ClusterFaultTest, NodeDownAcrossTwoMovesRejoins) {
   auto after = cluster_->Progress();
   ASSERT_TRUE(after.ok() && epoch_while_down.ok());
   EXPECT_GE(after->epoch(), epoch_while_down->epoch());
+  VerifyEverything();
+}
+
+// FAILURE-PATTERNS 4 between processes with the old owner running: clients whose map predates a
+// move (bare clients, no map watch) read, write and page the moved buckets after node 4 took
+// them. Each first reaches an old owner, which is up and must refuse with WRONG_SHARD and its
+// map; the client follows to node 4. Nothing is read from or written to an old owner's copy: a
+// fresh client then reads every stale write, and the stale walk returns every key once.
+TEST_F(ClusterFaultTest, RunningOldOwnerRefusesStaleClients) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster("", ""));
+  ASSERT_TRUE(cluster_->StartNode(kJoiner).ok());
+  ASSERT_NO_FATAL_FAILURE(StartWorkload());
+  ASSERT_NO_FATAL_FAILURE(WaitForLoad(20));
+  ASSERT_NO_FATAL_FAILURE(WaitBalanced(30));
+
+  constexpr int kKeys = 120;
+  auto db = Database::Connect(cluster_->uri());
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto fresh = (*db)->GetCollection("stale");
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  for (int i = 0; i < kKeys; ++i) {
+    ASSERT_TRUE(fresh->Upsert(fmt::format("s{}", i), fmt::format(R"({{"v":{}}})", i)).ok());
+  }
+  // Three clients that learn the map now and never watch it: for gets, writes and the walk.
+  auto runtime = net::GrpcRuntime::Start({.listen = {},
+                                          .advertise = {},
+                                          .coordinator = cluster_->coordinators(),
+                                          .address_book_path = {},
+                                          .max_message_bytes = net::kDefaultMaxMessageBytes});
+  ASSERT_TRUE(runtime.ok()) << runtime.status();
+  client::Client reader(**runtime);
+  client::Client writer(**runtime);
+  client::Client walker(**runtime);
+  for (client::Client* stale : {&reader, &writer, &walker}) ASSERT_TRUE(stale->Refresh().ok());
+  auto collection = reader.OpenCollection("stale");
+  ASSERT_TRUE(collection.ok()) << collection.status();
+  auto before = cluster_->State();
+  ASSERT_TRUE(before.ok()) << before.status();
+
+  ASSERT_TRUE(cluster_->AddNode(kJoiner).ok());
+  ASSERT_NO_FATAL_FAILURE(WaitBalanced(60));
+  auto after = cluster_->State();
+  ASSERT_TRUE(after.ok()) << after.status();
+  std::vector<int> moved;  // keys whose owner changed, from a node that still runs
+  for (int i = 0; i < kKeys; ++i) {
+    const Point point = PointOf(*collection, fmt::format("s{}", i));
+    if (before->map->Lookup(point).replicas != after->map->Lookup(point).replicas) {
+      moved.push_back(i);
+    }
+  }
+  ASSERT_FALSE(moved.empty()) << "node 4 took no bucket holding a test key";
+  for (uint32_t id = 1; id <= kInitialNodes; ++id) ASSERT_TRUE(cluster_->Running(id));
+
+  for (int i : moved) {
+    auto got = reader.Get(*collection, fmt::format("s{}", i));
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->body, fmt::format(R"({{"v":{}}})", i));
+    auto written = writer.Upsert(*collection, fmt::format("s{}", i), R"({"v":"stale"})");
+    EXPECT_TRUE(written.ok()) << written.status();
+  }
+  EXPECT_GE(reader.counters().wrong_shard, 1u);
+  EXPECT_GE(writer.counters().wrong_shard, 1u);
+  for (int i : moved) {
+    auto got = fresh->Get(fmt::format("s{}", i));
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->json, R"({"v":"stale"})") << "s" << i;
+  }
+  std::map<std::string, int> seen;
+  client::QueryOptions page{.collection = *collection, .filter = {}, .limit = 7, .cursor = {}};
+  do {
+    auto read = walker.Query(page);
+    ASSERT_TRUE(read.ok()) << read.status();
+    for (const auto& document : read->documents) ++seen[document.primary_key];
+    page.cursor = read->next_cursor;
+  } while (!page.cursor.empty());
+  EXPECT_GE(walker.counters().wrong_shard, 1u);
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kKeys));
+  for (const auto& [key, times] : seen) EXPECT_EQ(times, 1) << key;
   VerifyEverything();
 }
 
