@@ -470,27 +470,11 @@ TEST_F(StorageNodeTest, EmptyRoundsAndCompactionsDuringCatchUpLeaveTheSourcesSta
 // write to the destination.
 TEST_F(StorageNodeTest, LateRequestsOfAnAbortedAttemptAreRefusedDuringItsRetry) {
   Run([&] {
-    constexpr MoveId kRetry{2};
-    const ShardMapPtr aborted =
-        Next(maps_.copy, [](ShardMapEdit& e) { e.AbortTransition(kB0, kMove); });
-    const ShardMapPtr retry_copy = Next(aborted, [&](ShardMapEdit& e) {
-      e.BeginTransition(kB0, kRetry, {kN2}, cluster::TransitionMode::kCopyThenSwitch);
-    });
-    const ShardMapPtr retry_catch_up = Next(retry_copy, [&](ShardMapEdit& e) {
-      e.AdvanceStage(kB0, kRetry, TransitionStage::kCatchUp);
-    });
-    const ShardMapPtr retry_prepare = Next(retry_catch_up, [&](ShardMapEdit& e) {
-      e.AdvanceStage(kB0, kRetry, TransitionStage::kPrepare);
-    });
-    const ShardMapPtr retry_committed =
-        Next(retry_prepare, [&](ShardMapEdit& e) { e.CommitTransition(kB0, kRetry); });
+    const RetryMaps retry = BuildRetryMaps(maps_, kRetry);
 
     std::map<std::string, std::string> expected;  // key -> body ("" = deleted)
     auto write = [&](const ShardMapPtr& map, WriteOp op, const std::string& key,
-                     const std::string& body) {
-      ASSERT_TRUE(StatusOf(Write(kN1, map, op, key, body)).ok()) << key;
-      expected[key] = op == WriteOp::kDelete ? "" : body;
-    };
+                     const std::string& body) { WriteExpecting(expected, map, op, key, body); };
     for (int i = 0; i < 4; ++i) write(maps_.initial, WriteOp::kInsert, KeyIn(kB0, i), R"({"a":1})");
 
     // The first attempt: snapshot, staged at the destination.
@@ -500,12 +484,12 @@ TEST_F(StorageNodeTest, LateRequestsOfAnAbortedAttemptAreRefusedDuringItsRetry) 
     write(maps_.copy, WriteOp::kUpdate, KeyIn(kB0, 0), R"({"a":"after first snapshot"})");
 
     // Aborted, and retried at once; the retry takes its own snapshot.
-    Publish(aborted);
-    Publish(retry_copy);
-    write(retry_copy, WriteOp::kDelete, KeyIn(kB0, 1), "");
+    Publish(retry.aborted);
+    Publish(retry.copy);
+    write(retry.copy, WriteOp::kDelete, KeyIn(kB0, 1), "");
     const storage::ExportedRange second = SnapshotToN2(kRetry, kB0);
     ASSERT_FALSE(HasFailure());
-    write(retry_copy, WriteOp::kInsert, KeyIn(kB0, 4), R"({"a":"after retry snapshot"})");
+    write(retry.copy, WriteOp::kInsert, KeyIn(kB0, 4), R"({"a":"after retry snapshot"})");
 
     // The first attempt's requests, late: each is refused as stale.
     auto expect_stale = [&](const char* what, const StatusOr<Response>& response) {
@@ -530,44 +514,14 @@ TEST_F(StorageNodeTest, LateRequestsOfAnAbortedAttemptAreRefusedDuringItsRetry) 
     expect_stale("export", Call(kN1, transport::ExportBucketRequest{.move = kMove, .bucket = kB0}));
     expect_stale("fence", Fence(kN1, kMove, kB0));
     // The abort's drop of the destination's copy, late: n2 now receives the range for the retry.
-    auto late_drop = Drop(kN2, aborted, kB0);
+    auto late_drop = Drop(kN2, retry.aborted, kB0);
     EXPECT_EQ(StatusOf(late_drop).code(), StatusCode::kFailedPrecondition) << StatusOf(late_drop);
     // None of them fenced the source or touched the retry's staged copy.
     EXPECT_TRUE(node(kN1).CanAcknowledgeWrite(PointOf(kDocs, KeyIn(kB0, 2))));
-    write(retry_copy, WriteOp::kUpsert, KeyIn(kB0, 2), R"({"a":"after the late requests"})");
+    write(retry.copy, WriteOp::kUpsert, KeyIn(kB0, 2), R"({"a":"after the late requests"})");
 
     // The retry completes: catch-up, fence, drain, commit.
-    Publish(retry_catch_up);
-    auto round = Call(kN2, transport::CatchUpRequest{.move = kRetry,
-                                                     .bucket = kB0,
-                                                     .source = kN1,
-                                                     .after_sequence = second.sequence,
-                                                     .until_sequence = {}});
-    ASSERT_TRUE(StatusOf(round).ok()) << StatusOf(round);
-    Publish(retry_prepare);
-    auto fenced = Fence(kN1, kRetry, kB0);
-    ASSERT_TRUE(StatusOf(fenced).ok()) << StatusOf(fenced);
-    auto drained = Call(
-        kN2,
-        transport::CatchUpRequest{
-            .move = kRetry,
-            .bucket = kB0,
-            .source = kN1,
-            .after_sequence = std::get<transport::CatchUpResponse>(round->body).applied_sequence,
-            .until_sequence = std::get<transport::FenceResponse>(fenced->body).sequence,
-            .stop_below = 0});
-    ASSERT_TRUE(StatusOf(drained).ok()) << StatusOf(drained);
-    Publish(retry_committed);
-    for (const auto& [key, body] : expected) {
-      auto got = Get(kN2, retry_committed, key);
-      if (body.empty()) {
-        EXPECT_TRUE(storage::Is(StatusOf(got), storage::ErrorReason::kNotFound))
-            << key << ": " << StatusOf(got);
-      } else {
-        ASSERT_TRUE(StatusOf(got).ok()) << key << ": " << StatusOf(got);
-        EXPECT_EQ(std::get<transport::GetResponse>(got->body).document.body, body) << key;
-      }
-    }
+    CommitRetryAndExpect(kRetry, retry, second.sequence, expected);
   });
 }
 

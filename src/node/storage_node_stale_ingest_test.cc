@@ -49,27 +49,11 @@ int ChunksOf(const storage::ExportedRange& exported) {
 
 TEST_F(StaleIngestTest, AnIngestOfTheAbortedAttemptStillStagingHoldsOffTheRetryAndIsDiscarded) {
   Run([&] {
-    constexpr MoveId kRetry{2};
-    const ShardMapPtr aborted =
-        Next(maps_.copy, [](ShardMapEdit& e) { e.AbortTransition(kB0, kMove); });
-    const ShardMapPtr retry_copy = Next(aborted, [&](ShardMapEdit& e) {
-      e.BeginTransition(kB0, kRetry, {kN2}, cluster::TransitionMode::kCopyThenSwitch);
-    });
-    const ShardMapPtr retry_catch_up = Next(retry_copy, [&](ShardMapEdit& e) {
-      e.AdvanceStage(kB0, kRetry, TransitionStage::kCatchUp);
-    });
-    const ShardMapPtr retry_prepare = Next(retry_catch_up, [&](ShardMapEdit& e) {
-      e.AdvanceStage(kB0, kRetry, TransitionStage::kPrepare);
-    });
-    const ShardMapPtr retry_committed =
-        Next(retry_prepare, [&](ShardMapEdit& e) { e.CommitTransition(kB0, kRetry); });
+    const RetryMaps retry = BuildRetryMaps(maps_, kRetry);
 
     std::map<std::string, std::string> expected;  // key -> body ("" = deleted)
     auto write = [&](const ShardMapPtr& map, WriteOp op, const std::string& key,
-                     const std::string& body) {
-      ASSERT_TRUE(StatusOf(Write(kN1, map, op, key, body)).ok()) << key;
-      expected[key] = op == WriteOp::kDelete ? "" : body;
-    };
+                     const std::string& body) { WriteExpecting(expected, map, op, key, body); };
     for (int i = 0; i < 30; ++i) {
       write(maps_.initial, WriteOp::kInsert, KeyIn(kB0, i),
             fmt::format(R"({{"i":{},"pad":"{}"}})", i, std::string(64, 'x')));
@@ -109,8 +93,8 @@ TEST_F(StaleIngestTest, AnIngestOfTheAbortedAttemptStillStagingHoldsOffTheRetryA
     while (!held) ASSERT_TRUE(sim_.Sleep(kMs).ok());
 
     // Aborted and retried while it stages: the retry's ingest must wait for it.
-    Publish(aborted);
-    Publish(retry_copy);
+    Publish(retry.aborted);
+    Publish(retry.copy);
     exported = Call(kN1, transport::ExportBucketRequest{.move = kRetry, .bucket = kB0});
     ASSERT_TRUE(StatusOf(exported).ok()) << StatusOf(exported);
     const storage::ExportedRange second =
@@ -137,38 +121,8 @@ TEST_F(StaleIngestTest, AnIngestOfTheAbortedAttemptStillStagingHoldsOffTheRetryA
     // The retry, sent again, replaces them with its own snapshot and completes the move.
     auto ingested = Call(kN2, retry_ingest);
     ASSERT_TRUE(StatusOf(ingested).ok()) << StatusOf(ingested);
-    write(retry_copy, WriteOp::kUpsert, KeyIn(kB0, 2), R"({"a":"after the retry's snapshot"})");
-    Publish(retry_catch_up);
-    auto round = Call(kN2, transport::CatchUpRequest{.move = kRetry,
-                                                     .bucket = kB0,
-                                                     .source = kN1,
-                                                     .after_sequence = second.sequence,
-                                                     .until_sequence = {}});
-    ASSERT_TRUE(StatusOf(round).ok()) << StatusOf(round);
-    Publish(retry_prepare);
-    auto fenced = Fence(kN1, kRetry, kB0);
-    ASSERT_TRUE(StatusOf(fenced).ok()) << StatusOf(fenced);
-    auto drained = Call(
-        kN2,
-        transport::CatchUpRequest{
-            .move = kRetry,
-            .bucket = kB0,
-            .source = kN1,
-            .after_sequence = std::get<transport::CatchUpResponse>(round->body).applied_sequence,
-            .until_sequence = std::get<transport::FenceResponse>(fenced->body).sequence,
-            .stop_below = 0});
-    ASSERT_TRUE(StatusOf(drained).ok()) << StatusOf(drained);
-    Publish(retry_committed);
-    for (const auto& [key, body] : expected) {
-      auto got = Get(kN2, retry_committed, key);
-      if (body.empty()) {
-        EXPECT_TRUE(storage::Is(StatusOf(got), storage::ErrorReason::kNotFound))
-            << key << ": " << StatusOf(got);
-      } else {
-        ASSERT_TRUE(StatusOf(got).ok()) << key << ": " << StatusOf(got);
-        EXPECT_EQ(std::get<transport::GetResponse>(got->body).document.body, body) << key;
-      }
-    }
+    write(retry.copy, WriteOp::kUpsert, KeyIn(kB0, 2), R"({"a":"after the retry's snapshot"})");
+    CommitRetryAndExpect(kRetry, retry, second.sequence, expected);
   });
 }
 

@@ -47,6 +47,7 @@ constexpr NodeId kN2{2};
 constexpr BucketId kB0{0};
 constexpr BucketId kB1{1};
 constexpr MoveId kMove{1};
+constexpr MoveId kRetry{2};  // a retry of kMove
 
 // Answers GetMap and Heartbeat with the state the test sets; counts the map requests.
 class FakeCoordinator final : public transport::Service {
@@ -131,6 +132,30 @@ MoveMaps BuildMoveMaps() {
   maps.committed = Next(maps.prepare, [](ShardMapEdit& e) { e.CommitTransition(kB0, kMove); });
   maps.aborted = Next(maps.prepare, [](ShardMapEdit& e) { e.AbortTransition(kB0, kMove); });
   return maps;
+}
+
+// m1 aborted in kCopy and retried at once as `retry` (b0 from n1 to n2), stage by stage.
+struct RetryMaps {
+  ShardMapPtr aborted;   // m1 aborted in kCopy
+  ShardMapPtr copy;      // the retry in kCopy
+  ShardMapPtr catch_up;  // kCatchUp
+  ShardMapPtr prepare;   // kPrepare
+  ShardMapPtr committed;
+};
+
+inline RetryMaps BuildRetryMaps(const MoveMaps& maps, MoveId retry) {
+  RetryMaps out;
+  out.aborted = Next(maps.copy, [](ShardMapEdit& e) { e.AbortTransition(kB0, kMove); });
+  out.copy = Next(out.aborted, [&](ShardMapEdit& e) {
+    e.BeginTransition(kB0, retry, {kN2}, cluster::TransitionMode::kCopyThenSwitch);
+  });
+  out.catch_up = Next(
+      out.copy, [&](ShardMapEdit& e) { e.AdvanceStage(kB0, retry, TransitionStage::kCatchUp); });
+  out.prepare = Next(out.catch_up, [&](ShardMapEdit& e) {
+    e.AdvanceStage(kB0, retry, TransitionStage::kPrepare);
+  });
+  out.committed = Next(out.prepare, [&](ShardMapEdit& e) { e.CommitTransition(kB0, retry); });
+  return out;
 }
 
 // Status of a response, or of the transport if the call itself failed.
@@ -303,6 +328,52 @@ class StorageNodeTest : public ::testing::Test {
       std::string key = fmt::format("k{}", i);
       if (maps_.initial->Lookup(PointOf(kDocs, key)).id != bucket) continue;
       if (index-- == 0) return key;
+    }
+  }
+
+  // A write through n1 under `map` that must succeed; `expected` records the key's body ("" =
+  // deleted) for CommitRetryAndExpect.
+  void WriteExpecting(std::map<std::string, std::string>& expected, const ShardMapPtr& map,
+                      WriteOp op, const std::string& key, const std::string& body) {
+    ASSERT_TRUE(StatusOf(Write(kN1, map, op, key, body)).ok()) << key;
+    expected[key] = op == WriteOp::kDelete ? "" : body;
+  }
+
+  // Carries `retry` (its snapshot ingested at n2 from `snapshot_sequence`) to its commit by
+  // hand: one catch-up round, the fence, the drain to the fence's sequence, the commit. Then
+  // every key of `expected` reads back at n2 with its body ("" = deleted).
+  void CommitRetryAndExpect(MoveId retry, const RetryMaps& maps, uint64_t snapshot_sequence,
+                            const std::map<std::string, std::string>& expected) {
+    Publish(maps.catch_up);
+    auto round = Call(kN2, transport::CatchUpRequest{.move = retry,
+                                                     .bucket = kB0,
+                                                     .source = kN1,
+                                                     .after_sequence = snapshot_sequence,
+                                                     .until_sequence = {}});
+    ASSERT_TRUE(StatusOf(round).ok()) << StatusOf(round);
+    Publish(maps.prepare);
+    auto fenced = Fence(kN1, retry, kB0);
+    ASSERT_TRUE(StatusOf(fenced).ok()) << StatusOf(fenced);
+    auto drained = Call(
+        kN2,
+        transport::CatchUpRequest{
+            .move = retry,
+            .bucket = kB0,
+            .source = kN1,
+            .after_sequence = std::get<transport::CatchUpResponse>(round->body).applied_sequence,
+            .until_sequence = std::get<transport::FenceResponse>(fenced->body).sequence,
+            .stop_below = 0});
+    ASSERT_TRUE(StatusOf(drained).ok()) << StatusOf(drained);
+    Publish(maps.committed);
+    for (const auto& [key, body] : expected) {
+      auto got = Get(kN2, maps.committed, key);
+      if (body.empty()) {
+        EXPECT_TRUE(storage::Is(StatusOf(got), storage::ErrorReason::kNotFound))
+            << key << ": " << StatusOf(got);
+      } else {
+        ASSERT_TRUE(StatusOf(got).ok()) << key << ": " << StatusOf(got);
+        EXPECT_EQ(std::get<transport::GetResponse>(got->body).document.body, body) << key;
+      }
     }
   }
 

@@ -208,11 +208,7 @@ TEST_F(ZooKeeperClusterTest, WatchingClientFollowsTheNewLeader) {
   ASSERT_TRUE(cluster_->StartStandbyCoordinator(3, 12).ok());
   ASSERT_NO_FATAL_FAILURE(StartNodesUnderTheLeader());
 
-  auto runtime = net::GrpcRuntime::Start({.listen = {},
-                                          .advertise = {},
-                                          .coordinator = cluster_->coordinators(),
-                                          .address_book_path = {},
-                                          .max_message_bytes = net::kDefaultMaxMessageBytes});
+  auto runtime = cluster_->ClientRuntime();
   ASSERT_TRUE(runtime.ok()) << runtime.status();
   client::Client watching(**runtime);
   ASSERT_TRUE(watching.Refresh().ok());

@@ -358,11 +358,7 @@ TEST_F(ClusterFaultTest, RunningOldOwnerRefusesStaleClients) {
     ASSERT_TRUE(fresh->Upsert(fmt::format("s{}", i), fmt::format(R"({{"v":{}}})", i)).ok());
   }
   // Three clients that learn the map now and never watch it: for gets, writes and the walk.
-  auto runtime = net::GrpcRuntime::Start({.listen = {},
-                                          .advertise = {},
-                                          .coordinator = cluster_->coordinators(),
-                                          .address_book_path = {},
-                                          .max_message_bytes = net::kDefaultMaxMessageBytes});
+  auto runtime = cluster_->ClientRuntime();
   ASSERT_TRUE(runtime.ok()) << runtime.status();
   client::Client reader(**runtime);
   client::Client writer(**runtime);

@@ -188,6 +188,14 @@ std::string ProcessCluster::coordinators() const {
                                   : coordinator_address_ + "," + standby_address_;
 }
 
+StatusOr<std::unique_ptr<net::GrpcRuntime>> ProcessCluster::ClientRuntime() const {
+  return net::GrpcRuntime::Start({.listen = {},
+                                  .advertise = {},
+                                  .coordinator = coordinators(),
+                                  .address_book_path = {},
+                                  .max_message_bytes = net::kDefaultMaxMessageBytes});
+}
+
 std::string ProcessCluster::CoordinatorAddress(uint32_t id) const {
   return id == kStandbyCoordinator ? standby_address_ : coordinator_address_;
 }

@@ -109,6 +109,9 @@ class ProcessCluster {
   [[nodiscard]] std::string uri() const { return "shoal://" + coordinators(); }
   // The coordinators' addresses, comma-separated (the standby's after the first's).
   [[nodiscard]] std::string coordinators() const;
+  // A client-only gRPC runtime (it serves nothing) that knows the coordinators, for a test's
+  // own client::Client or admin calls.
+  [[nodiscard]] StatusOr<std::unique_ptr<net::GrpcRuntime>> ClientRuntime() const;
   // The address of coordinator `id` (kCoordinator or kStandbyCoordinator).
   [[nodiscard]] std::string CoordinatorAddress(uint32_t id) const;
   [[nodiscard]] const std::string& dir() const { return dir_; }

@@ -334,11 +334,7 @@ class ScanDuringMoveTest : public testing::Test {
   // Replaces the failpoints of running node `id` (`shoal failpoint`).
   Status SetNodeFailpoints(uint32_t id, std::string_view spec) {
     if (admin_ == nullptr) {
-      auto runtime = net::GrpcRuntime::Start({.listen = {},
-                                              .advertise = {},
-                                              .coordinator = cluster_->coordinators(),
-                                              .address_book_path = {},
-                                              .max_message_bytes = net::kDefaultMaxMessageBytes});
+      auto runtime = cluster_->ClientRuntime();
       if (!runtime.ok()) return runtime.status();
       admin_ = std::move(*runtime);
     }
