@@ -35,6 +35,13 @@ class ReplyQueue {
   ReplyQueue(std::function<void(const wire::PipeReply*)> write, std::function<void()> finish)
       : write_(std::move(write)), finish_(std::move(finish)) {}
 
+  // The stream's initial metadata is being sent (on accepting the stream, before any read): it
+  // counts as the write in flight, so that no reply is written before it. Its completion is a
+  // WriteDone like any reply's.
+  void MetadataInFlight() {
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = true;
+  }
   // A call was handed to a worker, which will Reply.
   void HandlerStarted() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -112,6 +119,8 @@ class PipeReactor final : public grpc::ServerBidiReactor<wire::PipeCall, wire::P
         workers_(workers),
         replies_([this](const wire::PipeReply* reply) { StartWrite(reply); },
                  [this] { Finish(grpc::Status::OK); }) {
+    replies_.MetadataInFlight();
+    StartSendInitialMetadata();
     StartRead(&call_);
   }
 
@@ -126,6 +135,7 @@ class PipeReactor final : public grpc::ServerBidiReactor<wire::PipeCall, wire::P
     StartRead(&call_);
     Dispatch(std::move(call), handle_, workers_, &replies_);
   }
+  void OnSendInitialMetadataDone(bool ok) override { replies_.WriteDone(ok); }
   void OnWriteDone(bool ok) override { replies_.WriteDone(ok); }
   void OnDone() override { delete this; }
 
@@ -167,6 +177,9 @@ class PipeServer::Session {
     switch (kind) {
       case Kind::kAccept:
         if (!ok) return true;  // the server is shutting down: no stream came
+        // The client sends calls only once this arrives (PipeClient).
+        replies_.MetadataInFlight();
+        stream_.SendInitialMetadata(&write_);
         stream_.Read(&call_, &read_);
         return false;
       case Kind::kRead: {
@@ -265,7 +278,7 @@ void PipeServer::Run() {
 // ---- PipeClient ------------------------------------------------------------------------------
 
 struct PipeClient::Tag {
-  enum class Kind { kStart, kRead, kWrite, kFinish };
+  enum class Kind { kStart, kMetadata, kRead, kWrite, kFinish };
   Stream* stream;
   Kind kind;
 };
@@ -277,6 +290,7 @@ struct PipeClient::Stream {
   grpc::ClientContext context;
   std::unique_ptr<grpc::ClientAsyncReaderWriter<wire::PipeCall, wire::PipeReply>> rw;
   Tag start{this, Tag::Kind::kStart};
+  Tag metadata{this, Tag::Kind::kMetadata};
   Tag read{this, Tag::Kind::kRead};
   Tag write{this, Tag::Kind::kWrite};
   Tag finish{this, Tag::Kind::kFinish};
@@ -286,7 +300,7 @@ struct PipeClient::Stream {
   std::deque<wire::PipeCall> unsent;
   std::map<uint64_t, Pending> pending;  // every call not yet ended, written or not
   int outstanding = 0;                  // operations whose tag has not come back
-  bool open = false;
+  bool open = false;  // the server's initial metadata arrived: calls may be written
   bool writing = false;
   bool reads_done = false;  // the stream failed or ended: Finish once no write is in flight
   bool finishing = false;
@@ -346,6 +360,17 @@ void PipeClient::OnEvent(Tag* tag, bool ok, std::vector<Completion>* completions
   --stream->outstanding;
   switch (tag->kind) {
     case Tag::Kind::kStart:
+      // No call is written before the server has accepted the stream (its initial metadata):
+      // a stream that fails before then, on a connection that was dying when the stream
+      // started, carried nothing the server could have handled.
+      if (ok) {
+        ++stream->outstanding;
+        stream->rw->ReadInitialMetadata(&stream->metadata);
+      } else {
+        stream->reads_done = true;
+      }
+      break;
+    case Tag::Kind::kMetadata:
       if (ok) {
         stream->open = true;
         ++stream->outstanding;
@@ -406,8 +431,10 @@ void PipeClient::FailLocked(Stream* stream, const grpc::Status& status,
     if (cancelled) {
       result = grpc::Status(grpc::StatusCode::CANCELLED, "pipe cancelled");
     } else if (pending.written) {
-      // Sent, unanswered: it may have been handled.
-      result = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+      // Sent, unanswered: it may have been handled. UNAVAILABLE without NotHandled's mark, as a
+      // unary call whose connection broke: the caller learns kDeadlineExceeded and forgets the
+      // address.
+      result = grpc::Status(grpc::StatusCode::UNAVAILABLE,
                             fmt::format("pipe ended before the reply: {}", status.error_message()));
     } else {
       result = NotHandled(fmt::format("pipe failed: {}", status.error_message()));

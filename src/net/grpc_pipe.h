@@ -11,16 +11,21 @@
 // written in the order the handlers finish. The synchronous server (the default) serves every
 // Pipe stream on one completion-queue thread that only reads and writes (PipeServer); the
 // callback server, whose service cannot also have a completion-queue method, serves each with
-// a reactor (NewPipeReactor). A stream ends once the client is done sending and every reply
-// has been written.
+// a reactor (NewPipeReactor). Both send the stream's initial metadata as soon as they accept
+// it. A stream ends once the client is done sending and every reply has been written.
 //
 // PipeClient keeps one stream per server (per channel), opened at its first call, and drives all
 // of them from one completion-queue thread. Invariants:
 //   - every call's `done` runs exactly once, on the client's queue thread (or on the caller's
 //     thread when the client is shut down), and never under the client's lock;
-//   - a call not yet written when its stream fails gets UNAVAILABLE (certainly not handled, as
-//     a unary call whose connection was refused); a written call whose reply did not come gets
-//     DEADLINE_EXCEEDED (possibly handled), when its stream fails or its deadline passes;
+//   - no call is written before the server's initial metadata arrived, so a stream that fails
+//     before the server accepted it (a connection dying as the stream started) carried nothing
+//     the server could have handled;
+//   - a call not yet written when its stream fails gets NotHandled's UNAVAILABLE (certainly not
+//     handled, as a unary call whose connection was refused); a written call whose reply did
+//     not come gets a plain UNAVAILABLE when its stream fails (possibly handled, as a unary
+//     call whose connection broke: grpc_status.h) and DEADLINE_EXCEEDED when its deadline
+//     passes;
 //   - a reply for a call already ended (its deadline passed) is dropped;
 //   - a failed stream is forgotten at once: the next call opens a new one.
 //

@@ -425,6 +425,7 @@ std::shared_ptr<GrpcRuntime::Peer> GrpcRuntime::PeerForLocked(const std::string&
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kReconnectBackoffMs);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
     peer = std::make_shared<Peer>();
+    peer->host_port = host_port;
     peer->channel = grpc::CreateCustomChannel(host_port, grpc::InsecureChannelCredentials(), args);
     peer->stub = wire::Shoal::NewStub(peer->channel);
   }
@@ -497,13 +498,15 @@ Status GrpcRuntime::FillEnvelope(const Address& to, const transport::Request& re
 
 StatusOr<transport::Response> GrpcRuntime::Answer(const grpc::Status& status,
                                                   const wire::Response& reply, const Address& to,
+                                                  std::string_view host_port,
                                                   std::string_view request_name) {
   if (!status.ok()) {
     if (to.kind != Address::Kind::kCoordinator &&
         status.error_code() == grpc::StatusCode::UNAVAILABLE) {
       Forget(to);
     }
-    return FromGrpc(status, fmt::format("{} to {}", request_name, to.DebugString()));
+    return FromGrpc(status,
+                    fmt::format("{} to {} at {}", request_name, to.DebugString(), host_port));
   }
   auto response = FromWire(reply);
   if (!response.ok()) {
@@ -526,6 +529,7 @@ StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Re
   const auto deadline = DeadlineAfter(timeout);
   grpc::Status status;
   wire::Response reply;
+  std::string called;  // the address of the last attempt
   for (size_t attempt = 0; attempt < attempts; ++attempt) {
     std::string host_port;  // of the coordinator tried (only a coordinator's is needed)
     std::shared_ptr<Peer> peer;
@@ -539,6 +543,7 @@ StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Re
       if (!found.ok()) return Prefixed(found.status(), RequestName(request));
       peer = *std::move(found);
     }
+    called = peer->host_port;
     grpc::ClientContext context;
     context.set_deadline(deadline);
     reply.Clear();
@@ -551,7 +556,7 @@ StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Re
     }
     break;
   }
-  return Answer(status, reply, to, RequestName(request));
+  return Answer(status, reply, to, called, RequestName(request));
 }
 
 }  // namespace shoal::net

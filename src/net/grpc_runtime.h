@@ -282,10 +282,11 @@ class GrpcRuntime final : public transport::Runtime {
   // The envelope of `request` from this process to `to`; kResourceExhausted over the limit.
   [[nodiscard]] Status FillEnvelope(const transport::Address& to, const transport::Request& request,
                                     wire::Envelope* envelope) const;
-  // Call's result for a reply `reply` that came with `status`.
+  // Call's result for a reply `reply` that came with `status` from `to` at `host_port`.
   [[nodiscard]] StatusOr<transport::Response> Answer(const grpc::Status& status,
                                                      const wire::Response& reply,
                                                      const transport::Address& to,
+                                                     std::string_view host_port,
                                                      std::string_view request_name);
   // Shutdown: cancels the async calls in flight and waits for their callbacks.
   void EndAsyncCalls();
@@ -300,6 +301,7 @@ class GrpcRuntime final : public transport::Runtime {
   [[nodiscard]] std::shared_ptr<Peer> PeerForLocked(const std::string& host_port);  // mu_ held
   // The peer of `to`, resolving its address when it is not in the book.
   [[nodiscard]] StatusOr<std::shared_ptr<Peer>> PeerOf(const transport::Address& to);
+  // After UNAVAILABLE from `who`: its address is resolved again next time (unless fixed).
   void Forget(const transport::Address& who);
   void LoadAddressBook();
   void SaveAddressBookLocked() const;

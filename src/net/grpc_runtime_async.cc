@@ -61,9 +61,9 @@ void GrpcRuntime::CallAsync(const Address& to, transport::Request request, Micro
     std::shared_ptr<wire::Shoal::Stub> stub(owner, owner->stub.get());
     pipe_client_->Call(
         std::move(stub), std::move(call->envelope), DeadlineAfter(timeout),
-        [this, to, name = std::move(call->request_name), done = std::move(done)](
-            const grpc::Status& status, const wire::Response& reply) {
-          done(local_.Alive() ? Answer(status, reply, to, name)
+        [this, to, host_port = owner->host_port, name = std::move(call->request_name),
+         done = std::move(done)](const grpc::Status& status, const wire::Response& reply) {
+          done(local_.Alive() ? Answer(status, reply, to, host_port, name)
                               : StatusOr<transport::Response>(CancelledError("process stopped")));
         });
     return;
@@ -88,7 +88,8 @@ void GrpcRuntime::CallAsync(const Address& to, transport::Request request, Micro
       &raw->context, &raw->envelope, &raw->reply, [this, raw](grpc::Status status) {
         std::unique_ptr<AsyncCall> owned(raw);
         StatusOr<transport::Response> result =
-            local_.Alive() ? Answer(status, owned->reply, owned->to, owned->request_name)
+            local_.Alive() ? Answer(status, owned->reply, owned->to, owned->peer->host_port,
+                                    owned->request_name)
                            : StatusOr<transport::Response>(CancelledError("process stopped"));
         owned->done(std::move(result));
         std::lock_guard<std::mutex> lock(mu_);

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "proto/shoal.grpc.pb.h"
@@ -26,6 +27,7 @@ inline constexpr transport::Micros kResolveTimeout = 1'000'000;
 // One channel per host:port, shared by every call to it (gRPC channels are thread-safe and
 // multiplex calls over one connection).
 struct GrpcRuntime::Peer {
+  std::string host_port;  // for error messages
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<wire::Shoal::Stub> stub;
 };
