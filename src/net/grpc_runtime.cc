@@ -529,10 +529,9 @@ StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Re
   const auto deadline = DeadlineAfter(timeout);
   grpc::Status status;
   wire::Response reply;
-  std::string called;  // the address of the last attempt
+  std::shared_ptr<Peer> peer;  // of the last attempt
   for (size_t attempt = 0; attempt < attempts; ++attempt) {
     std::string host_port;  // of the coordinator tried (only a coordinator's is needed)
-    std::shared_ptr<Peer> peer;
     if (to_coordinator) {
       auto resolved = Resolve(to);
       if (!resolved.ok()) return Prefixed(resolved.status(), RequestName(request));
@@ -543,7 +542,6 @@ StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Re
       if (!found.ok()) return Prefixed(found.status(), RequestName(request));
       peer = *std::move(found);
     }
-    called = peer->host_port;
     grpc::ClientContext context;
     context.set_deadline(deadline);
     reply.Clear();
@@ -556,7 +554,7 @@ StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Re
     }
     break;
   }
-  return Answer(status, reply, to, called, RequestName(request));
+  return Answer(status, reply, to, peer->host_port, RequestName(request));
 }
 
 }  // namespace shoal::net

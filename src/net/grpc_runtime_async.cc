@@ -61,9 +61,9 @@ void GrpcRuntime::CallAsync(const Address& to, transport::Request request, Micro
     std::shared_ptr<wire::Shoal::Stub> stub(owner, owner->stub.get());
     pipe_client_->Call(
         std::move(stub), std::move(call->envelope), DeadlineAfter(timeout),
-        [this, to, host_port = owner->host_port, name = std::move(call->request_name),
-         done = std::move(done)](const grpc::Status& status, const wire::Response& reply) {
-          done(local_.Alive() ? Answer(status, reply, to, host_port, name)
+        [this, to, owner, name = std::move(call->request_name), done = std::move(done)](
+            const grpc::Status& status, const wire::Response& reply) {
+          done(local_.Alive() ? Answer(status, reply, to, owner->host_port, name)
                               : StatusOr<transport::Response>(CancelledError("process stopped")));
         });
     return;
