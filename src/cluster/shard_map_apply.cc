@@ -176,7 +176,7 @@ class Draft {
     SHOAL_ASSIGN_OR_RETURN(BucketTransition * t, Transition(op.bucket, op.move));
     if (!CanAbort(t->stage, t->mode)) {
       return FailedPreconditionError(
-          fmt::format("{} has committed or switched and cannot abort", t->DebugString()));
+          fmt::format("{} has committed and cannot abort", t->DebugString()));
     }
     buckets_[*BucketIndex(op.bucket)].transition.reset();
     return OkStatus();

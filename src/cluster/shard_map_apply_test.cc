@@ -74,13 +74,16 @@ TEST(ShardMapApplyTest, SwitchThenCopyMoveLifecycle) {
   ExpectRejected(map, ShardMapEdit().AdvanceStage(b, m, TransitionStage::kCatchUp));
   ExpectRejected(map, ShardMapEdit().CommitTransition(b, m));  // not switched yet
   map = MustApply(map, ShardMapEdit().AdvanceStage(b, m, TransitionStage::kCopy));
-  // Switched: the destination serves, so the move only rolls forward.
-  ExpectRejected(map, ShardMapEdit().AbortTransition(b, m));
+  // Switched: the source still holds every write, so a lost destination can be rolled back.
+  EXPECT_EQ(MustApply(map, ShardMapEdit().AbortTransition(b, m)).buckets()[0],
+            Initial({1, 2}, 1).buckets()[0]);
   ExpectRejected(map, ShardMapEdit().CommitTransition(b, m));  // not sealed yet
   map = MustApply(map, ShardMapEdit().AdvanceStage(b, m, TransitionStage::kCatchUp));
-  ExpectRejected(map, ShardMapEdit().AbortTransition(b, m));
+  EXPECT_EQ(MustApply(map, ShardMapEdit().AbortTransition(b, m)).buckets()[0],
+            Initial({1, 2}, 1).buckets()[0]);
   EXPECT_EQ(map.Find(b)->replicas, Nodes({1}));
   map = MustApply(map, ShardMapEdit().CommitTransition(b, m));
+  ExpectRejected(map, ShardMapEdit().AbortTransition(b, m));  // committed
   map = MustApply(map, ShardMapEdit().AdvanceStage(b, m, TransitionStage::kCleanup));
   map = MustApply(map, ShardMapEdit().FinishTransition(b, m));
   EXPECT_EQ(map.Find(b)->replicas, Nodes({2}));

@@ -187,6 +187,22 @@ std::optional<TransitionStage> NextStage(TransitionStage stage, TransitionMode m
 }
 
 bool CanAbort(TransitionStage stage, TransitionMode mode) {
+  (void)mode;  // the same in both modes (see the header)
+  switch (stage) {
+    case TransitionStage::kPrepare:
+    case TransitionStage::kCopy:
+    case TransitionStage::kCatchUp:
+      return true;
+    case TransitionStage::kCommitted:
+    case TransitionStage::kCleanup:
+    case TransitionStage::kDone:
+    case TransitionStage::kAborted:
+      return false;
+  }
+  return false;
+}
+
+bool AbortsOnFailure(TransitionStage stage, TransitionMode mode) {
   switch (stage) {
     case TransitionStage::kPrepare:
       return true;
@@ -196,8 +212,7 @@ bool CanAbort(TransitionStage stage, TransitionMode mode) {
         case TransitionMode::kCopyThenSwitch:
           return true;
         case TransitionMode::kSwitchThenCopy:
-          // The destination already serves; it might still answer reads from its own copy after
-          // an abort reached the source, so the move only rolls forward.
+          // The destination already serves: the move rolls forward.
           return false;
       }
       break;

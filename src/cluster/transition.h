@@ -11,10 +11,10 @@
 //     with kAborted reachable from kCopy, kCatchUp and kPrepare.
 //   switch-then-copy (paper 002 §5.3-5.4; paper 001 §3.2 read/write ownership tokens):
 //     kPrepare -> kCopy -> kCatchUp -> kCommitted -> kCleanup -> kDone, with kAborted reachable
-//     from kPrepare only. The source is fenced in kPrepare; the destination owns the bucket from
-//     kCopy on, so the move only rolls forward from there (an abort could not reach a destination
-//     that is cut off, and it would go on serving reads from its own copy). kCatchUp seals the
-//     source before the commit (see the stage).
+//     from every stage before kCommitted. The source is fenced in kPrepare; the destination owns
+//     the bucket from kCopy on, so a failed step no longer aborts the move but rolls it forward
+//     (AbortsOnFailure); only the loss of the destination rolls it back (CanAbort). kCatchUp
+//     seals the source before the commit (see the stage).
 // kDone and kAborted are terminal and never stored in a ShardMap: the edit that reaches them
 // drops the transition (they exist for move logs and node-local state).
 //
@@ -52,7 +52,8 @@ enum class TransitionStage : uint8_t {
   // and serves reads, falling back to the source for keys not yet transferred; every write is
   // applied at the source first (which never acknowledges it on its own and decides its outcome,
   // being the complete copy), then at the destination; transferred documents never overwrite a
-  // newer version at the destination. Not abortable: the move rolls forward.
+  // newer version at the destination. Rolls forward on failure; rolled back only when the
+  // destination is lost (CanAbort).
   kCopy = 0,
   // copy-then-switch: the snapshot is staged at the destination; writes the source accepted
   // after the snapshot are forwarded in order and applied after the snapshot data. The source
@@ -61,7 +62,8 @@ enum class TransitionStage : uint8_t {
   // forwarded writes (it is sealed and drains those in flight), so its copy of the bucket no
   // longer changes; the destination queues writes and still reads through the source, and
   // pulls the source's changes since the switch, so that a forwarded write whose reply was lost
-  // but which took effect at the source reaches it before the commit. Not abortable.
+  // but which took effect at the source reaches it before the commit. Rolls forward on
+  // failure; rolled back only when the destination is lost (CanAbort).
   kCatchUp = 1,
   // copy-then-switch: the source fences writes to the bucket (queues them for a bounded time;
   // the move aborts if the bound passes), drains the backlog, and the destination confirms it
@@ -127,9 +129,18 @@ struct WriteRoute {
 [[nodiscard]] TransitionStage FirstStage(TransitionMode mode);
 // The next non-abort stage of `mode` after `stage`; none for terminal stages.
 [[nodiscard]] std::optional<TransitionStage> NextStage(TransitionStage stage, TransitionMode mode);
-// True when the abort (rollback) is allowed from `stage`: before the commit, and in
-// switch-then-copy only before the switch (kPrepare).
+// True when the abort (rollback to the source) is safe from `stage`: every stage before the
+// commit, in both modes. In a switched switch-then-copy move (kCopy, kCatchUp) the destination
+// acknowledges only writes the source has applied first and answers only what the source read,
+// so the source's copy is complete until the commit; once the map drops the transition the
+// source refuses the move's forwarded requests, and a destination that is cut off can answer
+// nothing on its own.
 [[nodiscard]] bool CanAbort(TransitionStage stage, TransitionMode mode);
+// True when a failed step (or recovery after a coordinator restart) aborts the move: before the
+// commit, and in switch-then-copy only before the switch (kPrepare). A switched move rolls
+// forward instead, since its destination already serves (it is rolled back only when the
+// destination is lost: docs/design/cluster.md, "Switch-then-copy").
+[[nodiscard]] bool AbortsOnFailure(TransitionStage stage, TransitionMode mode);
 
 [[nodiscard]] std::string_view ToString(TransitionStage stage);
 [[nodiscard]] std::string_view ToString(TransitionMode mode);

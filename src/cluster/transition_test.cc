@@ -96,10 +96,12 @@ TEST(TransitionTest, StageSequences) {
     std::optional<TransitionStage> stage = FirstStage(mode);
     while (stage.has_value()) {
       walked.push_back(*stage);
-      // Abort only before ownership moves to the destination.
+      // A failed step aborts only before ownership moves to the destination; a rollback is safe
+      // at every stage before the commit.
       EXPECT_EQ(
-          CanAbort(*stage, mode),
+          AbortsOnFailure(*stage, mode),
           WriteRouting(*stage, mode).acknowledger == ReplicaRole::kSource && !IsTerminal(*stage));
+      EXPECT_EQ(CanAbort(*stage, mode), !IsCommitted(*stage) && !IsTerminal(*stage));
       EXPECT_EQ(IsStorable(*stage, mode), *stage != kDone);
       stage = NextStage(*stage, mode);
     }

@@ -144,6 +144,33 @@ bool Coordinator::IsDown(NodeId node) const {
   return runtime_.Now() - seen > options_.node_timeout;
 }
 
+bool Coordinator::HeardFrom(NodeId node) const {
+  auto it = last_heartbeat_.find(node);
+  return it != last_heartbeat_.end() && runtime_.Now() - it->second <= options_.node_timeout;
+}
+
+Status Coordinator::CheckIn(NodeId node) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (HeardFrom(node)) return OkStatus();
+  }
+  // No recent heartbeat: ask the node itself (it may have started a moment ago). It answers
+  // with the map it now holds.
+  auto answer = runtime_.Call(Address::Node(node), transport::InstallMapRequest{.state = State()},
+                              options_.call_timeout);
+  const Status status = answer.ok() ? answer->status : answer.status();
+  if (status.code() == StatusCode::kCancelled) return status;
+  if (!status.ok()) {
+    return FailedPreconditionError(fmt::format(
+        "{} has not checked in with the coordinator and does not answer ({}); start its process "
+        "(shoal node --id {} --coordinator ...) before giving it buckets",
+        node.DebugString(), status.ToString(), node.value()));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  last_heartbeat_[node] = runtime_.Now();
+  return OkStatus();
+}
+
 std::set<NodeId> Coordinator::DownNodes() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::set<NodeId> down;
@@ -304,6 +331,12 @@ StatusOr<Response> Coordinator::CallNode(NodeId node, transport::Request request
 }
 
 Status Coordinator::AddNode(NodeId node) {
+  if (ShardMapPtr current = map(); current != nullptr && current->HasNode(node)) {
+    return AlreadyExistsError(fmt::format("{} is a member already", node.DebugString()));
+  }
+  // A node id with no process behind it (a typo, a node that failed to start) would be given
+  // buckets nobody serves.
+  SHOAL_RETURN_IF_ERROR(CheckIn(node));
   SHOAL_RETURN_IF_ERROR(CommitEdit([&](const ShardMap& map, ShardMapEdit* edit) {
                           if (map.HasNode(node)) {
                             return AlreadyExistsError(
@@ -314,7 +347,6 @@ Status Coordinator::AddNode(NodeId node) {
                         }).status());
   std::lock_guard<std::mutex> lock(mu_);
   joining_.insert(node);
-  last_heartbeat_[node] = runtime_.Now();
   planner_idle_at_.reset();
   ++admin_generation_;
   return OkStatus();
@@ -375,7 +407,7 @@ Status Coordinator::MoveBucket(BucketId bucket, NodeId destination, cluster::Tra
 Status Coordinator::Resolve(BucketId bucket, const cluster::BucketTransition& transition,
                             std::string_view why) {
   if (cluster::IsCommitted(transition.stage)) return FinishCommitted(bucket, transition.move);
-  if (cluster::CanAbort(transition.stage, transition.mode)) {
+  if (cluster::AbortsOnFailure(transition.stage, transition.mode)) {
     return AbortMove(bucket, transition.move, AbortedError(why));
   }
   return RollForwardSwitched(bucket, transition.move, std::nullopt);  // switched: no way back
@@ -467,7 +499,12 @@ StatusOr<cluster::MigrationPlan> Coordinator::PlanNow(const ShardMap& map,
   // Two-phase bootstrap (paper 001 §3.2): a joining node first takes a small share from heavily
   // loaded nodes, then the balancer brings it to the average.
   for (NodeId node : joining) {
-    if (!map.HasNode(node)) continue;
+    if (!map.HasNode(node)) {
+      // Removed before its pre-bootstrap was planned: nothing to bootstrap any more.
+      std::lock_guard<std::mutex> lock(mu_);
+      joining_.erase(node);
+      continue;
+    }
     cluster::BootstrapOptions bootstrap;
     bootstrap.pre_bootstrap_mode = cluster::TransitionMode::kSwitchThenCopy;
     auto pre = cluster::BootstrapPlanner::PreBootstrap(map, load, node, bootstrap);

@@ -30,7 +30,12 @@
 // Recovery (paper 004 §5.4 cases 1-6): on start, every transition that may abort (not committed,
 // not switched) is aborted (ABORT, the destination drops its staged data); every switched one is
 // rolled forward and every committed one finished (cleanup, DONE). A failure of any step before
-// COMMIT (or SWITCH) aborts the move; the balancer plans again later.
+// COMMIT (or SWITCH) aborts the move; the balancer plans again later. A switched move whose
+// destination is down (no heartbeat for node_timeout) before the commit is aborted too: the
+// bucket goes back to its source, which holds every write (cluster::CanAbort).
+// Destinations: a node receives a bucket only once it has checked in (CheckIn: a heartbeat
+// within node_timeout, or an answer to the coordinator now), and a switch-then-copy move
+// switches only after its destination has taken the map with the move in kPrepare.
 // Orphans: a move's task may end with its transition still in the map (the metadata store was
 // unreachable, so even its ABORT could not be stored, or a roll-forward step failed). Invariant:
 // every transition in the map is either run by a task of this incarnation (its bucket is in
@@ -176,10 +181,13 @@ class Coordinator final : public transport::Service,
                              const transport::Request& request) override;
 
   // --- admin; call from a task or an outside thread of the runtime ---
+  // kFailedPrecondition unless the node has checked in (a heartbeat within node_timeout, or it
+  // answers the coordinator now): a node id with no process behind it is never added.
   [[nodiscard]] Status AddNode(NodeId node);
   // Decommission: no new buckets; the balancer drains it, then removes it from the map.
   [[nodiscard]] Status RemoveNode(NodeId node);
-  // Runs one move to completion (or abort) on the calling task.
+  // Runs one move to completion (or abort) on the calling task. The destination must have
+  // checked in, as for AddNode.
   [[nodiscard]] Status MoveBucket(
       BucketId bucket, NodeId destination,
       cluster::TransitionMode mode = cluster::TransitionMode::kCopyThenSwitch);
@@ -245,10 +253,19 @@ class Coordinator final : public transport::Service,
   [[nodiscard]] Status RollForwardSwitched(BucketId bucket, MoveId move,
                                            std::optional<uint64_t> switch_sequence);
   // Pulls the whole bucket into the destination while the move stays in `stage`, waiting out
-  // nodes that do not answer; false when the move left that stage. Adds to *bytes.
-  [[nodiscard]] StatusOr<bool> TransferSwitched(BucketId bucket, MoveId move, NodeId source,
-                                                NodeId destination, cluster::TransitionStage stage,
-                                                uint64_t* bytes);
+  // nodes that do not answer. Adds to *bytes.
+  enum class TransferOutcome {
+    kDone,             // the destination holds the whole bucket as of each page
+    kNotOurs,          // the move left `stage` (another task finished or resolved it)
+    kDestinationLost,  // the destination does not answer and is down (IsDown)
+  };
+  [[nodiscard]] StatusOr<TransferOutcome> TransferSwitched(BucketId bucket, MoveId move,
+                                                           NodeId source, NodeId destination,
+                                                           cluster::TransitionStage stage,
+                                                           uint64_t* bytes);
+  // A switched move whose destination is down goes back to its source (cluster::CanAbort says
+  // why that is safe before the commit): ABORT, and the bucket is served by the source again.
+  [[nodiscard]] Status RollBackSwitched(BucketId bucket, MoveId move, NodeId destination);
   // The seal's fence at the source (kCatchUp), retried until it answers: the source's last
   // sequence, after which it takes no write of the bucket. kAborted if the move left kCatchUp.
   [[nodiscard]] StatusOr<uint64_t> SealSource(BucketId bucket, MoveId move, NodeId source);
@@ -280,7 +297,11 @@ class Coordinator final : public transport::Service,
   void Recover();
   void BalanceLoop();
   [[nodiscard]] Status BalanceOnce();
-  [[nodiscard]] bool IsDown(NodeId node) const;
+  [[nodiscard]] bool IsDown(NodeId node) const;     // mu_ held
+  [[nodiscard]] bool HeardFrom(NodeId node) const;  // a heartbeat within node_timeout; mu_ held
+  // OK once `node` has checked in: heard from lately, or it answers an InstallMap now (which
+  // counts as a heartbeat). kFailedPrecondition otherwise, naming the node and the error.
+  [[nodiscard]] Status CheckIn(NodeId node);
 
   transport::Runtime& runtime_;
   metadata::MetadataStore& store_;

@@ -35,6 +35,10 @@ const cluster::BucketPlacement* MovingBucket(const ShardMap& map, BucketId bucke
 
 Status Coordinator::RunMove(BucketId bucket, NodeId destination, cluster::TransitionMode mode,
                             uint64_t planned_bytes) {
+  // The destination must have checked in (the BEGIN below refuses a node that is no member).
+  if (ShardMapPtr current = map(); current != nullptr && current->HasNode(destination)) {
+    SHOAL_RETURN_IF_ERROR(CheckIn(destination));
+  }
   // BEGIN.
   MoveId move;
   NodeId source;
@@ -225,6 +229,12 @@ Status Coordinator::CopyThenSwitch(BucketId bucket, MoveId move, NodeId source, 
 Status Coordinator::SwitchThenCopy(BucketId bucket, MoveId move, NodeId source,
                                    NodeId destination) {
   auto fail = [&](const Status& status) { return FailMove(bucket, move, status); };
+  // No switch toward a node that has not answered for this move: the destination takes the map
+  // with the move in kPrepare (abortable) before the source is fenced.
+  auto answered =
+      CallNode(destination, transport::InstallMapRequest{.state = State()}, options_.call_attempts);
+  if (!answered.ok()) return fail(answered.status());
+  if (!answered->status.ok()) return fail(answered->status);
   // The map is in kPrepare since BEGIN, so a restarted source fences by its map alone.
   const transport::Micros fence_start = runtime_.Now();
   auto fenced = CallNode(source, transport::FenceRequest{.move = move, .bucket = bucket},
@@ -258,11 +268,14 @@ Status Coordinator::SwitchThenCopy(BucketId bucket, MoveId move, NodeId source,
   return finished;
 }
 
-StatusOr<bool> Coordinator::TransferSwitched(BucketId bucket, MoveId move, NodeId source,
-                                             NodeId destination, TransitionStage stage,
-                                             uint64_t* bytes) {
-  // There is no way back, so a node that does not answer is waited for (retries with backoff)
-  // rather than given up on.
+StatusOr<Coordinator::TransferOutcome> Coordinator::TransferSwitched(BucketId bucket, MoveId move,
+                                                                     NodeId source,
+                                                                     NodeId destination,
+                                                                     TransitionStage stage,
+                                                                     uint64_t* bytes) {
+  // A node that does not answer is waited for (retries with backoff): the source as long as it
+  // takes, since only it holds the whole bucket; the destination until it is down, and then
+  // the move goes back to the source.
   std::string cursor;
   int failures = 0;
   while (true) {
@@ -275,7 +288,11 @@ StatusOr<bool> Coordinator::TransferSwitched(BucketId bucket, MoveId move, NodeI
     if (status.code() == StatusCode::kCancelled) return status;
     if (!status.ok()) {
       const cluster::BucketPlacement* now = MovingBucket(*this->map(), bucket, move);
-      if (now == nullptr || now->transition->stage != stage) return false;  // not ours now
+      if (now == nullptr || now->transition->stage != stage) return TransferOutcome::kNotOurs;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (IsDown(destination)) return TransferOutcome::kDestinationLost;
+      }
       SHOAL_RETURN_IF_ERROR(runtime_.Sleep(options_.retry_backoff << std::min(failures++, 6)));
       continue;
     }
@@ -288,8 +305,17 @@ StatusOr<bool> Coordinator::TransferSwitched(BucketId bucket, MoveId move, NodeI
       std::lock_guard<std::mutex> lock(mu_);
       progress_.bytes_copied += body->bytes;
     }
-    if (cursor.empty()) return true;
+    if (cursor.empty()) return TransferOutcome::kDone;
   }
+}
+
+Status Coordinator::RollBackSwitched(BucketId bucket, MoveId move, NodeId destination) {
+  return AbortMove(
+      bucket, move,
+      UnavailableError(fmt::format("the destination {} is down (no heartbeat for {} ms); {} goes "
+                                   "back to its source",
+                                   destination.DebugString(), options_.node_timeout / 1000,
+                                   bucket.DebugString())));
 }
 
 StatusOr<uint64_t> Coordinator::SealSource(BucketId bucket, MoveId move, NodeId source) {
@@ -348,9 +374,17 @@ Status Coordinator::RollForwardSwitched(BucketId bucket, MoveId move,
   std::optional<uint64_t> caught_up_to = switch_sequence;
   if (placement->transition->stage == TransitionStage::kCopy) {
     // Transfer until the destination holds the whole bucket as of each page.
-    SHOAL_ASSIGN_OR_RETURN(const bool ours, TransferSwitched(bucket, move, source, destination,
-                                                             TransitionStage::kCopy, &bytes));
-    if (!ours) return OkStatus();
+    SHOAL_ASSIGN_OR_RETURN(
+        const TransferOutcome outcome,
+        TransferSwitched(bucket, move, source, destination, TransitionStage::kCopy, &bytes));
+    switch (outcome) {
+      case TransferOutcome::kDone:
+        break;
+      case TransferOutcome::kNotOurs:
+        return OkStatus();
+      case TransferOutcome::kDestinationLost:
+        return RollBackSwitched(bucket, move, destination);
+    }
     // While the source still takes forwarded writes: most of the log, so that the sealed
     // window below is short.
     if (caught_up_to.has_value()) {
@@ -382,9 +416,17 @@ Status Coordinator::RollForwardSwitched(BucketId bucket, MoveId move,
     caught_up_to = caught.ok() ? std::optional<uint64_t>(*caught) : std::nullopt;
   }
   if (!caught_up_to.has_value()) {
-    SHOAL_ASSIGN_OR_RETURN(const bool ours, TransferSwitched(bucket, move, source, destination,
-                                                             TransitionStage::kCatchUp, &bytes));
-    if (!ours) return OkStatus();
+    SHOAL_ASSIGN_OR_RETURN(
+        const TransferOutcome outcome,
+        TransferSwitched(bucket, move, source, destination, TransitionStage::kCatchUp, &bytes));
+    switch (outcome) {
+      case TransferOutcome::kDone:
+        break;
+      case TransferOutcome::kNotOurs:
+        return OkStatus();
+      case TransferOutcome::kDestinationLost:
+        return RollBackSwitched(bucket, move, destination);
+    }
   }
   if (Status s = runtime_.Failpoint("coordinator.before_commit"); !s.ok()) return s;
   auto committed = CommitEdit(

@@ -39,6 +39,11 @@
 //     them. The destination queues client writes in kCatchUp. So the source's copy no longer
 //     changes, and the destination's catch-up to that sequence leaves it with every write that
 //     took effect at the source, including forwarded ones whose reply was lost.
+//   - ROLLBACK OF A SWITCHED MOVE: by the two rules above, the source's copy holds every write
+//     the destination acknowledged and every value it returned, so the coordinator may abort a
+//     switched move before its commit (it does when the destination is down). The source serves
+//     clients again only from a map without the move, and from then on refuses the move's
+//     forwarded requests, so a destination that is cut off answers nothing of the bucket.
 //   - Data of a range is dropped only when the node's map (durable at the coordinator) shows the
 //     node neither serves it nor takes part in a move of it.
 //   - HOT KEYS: every write this node acknowledges to a client (not one it executes for the
