@@ -32,7 +32,9 @@ build: deps $(BUILD_DIR)/build.ninja
 build-asan: deps $(ASAN_BUILD_DIR)/build.ninja
 	cmake --build $(ASAN_BUILD_DIR) -j $(JOBS)
 
-demo: build
+# Only the `shoal` binary and what it links: a newcomer's first run builds no test or benchmark.
+demo: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target shoal
 	./$(BUILD_DIR)/tools/shoal/shoal demo
 
 test-release: build
