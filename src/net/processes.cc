@@ -234,7 +234,11 @@ void CoordinatorProcess::AnswerWatch(const wire::WatchMapRequest& request,
     ToWire(state.status(), out->mutable_status());
     return;
   }
-  if (state->has_value()) ToWire(**state, out->mutable_state());
+  if (!state->has_value()) return;
+  ToWire(**state, out->mutable_state());
+  if (request.structured() && (*state)->map != nullptr) {
+    ToWire(*(*state)->map, out->mutable_map());
+  }
 }
 
 void CoordinatorProcess::Stop() {
