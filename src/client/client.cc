@@ -54,14 +54,6 @@ storage::PointRange RestOfBucket(const cluster::BucketPlacement& bucket, uint64_
 
 }  // namespace
 
-NodeId OwnerOf(const cluster::BucketPlacement& bucket) {
-  if (!bucket.transition.has_value()) return bucket.replicas.front();
-  // The one replica set that acknowledges writes in this stage (transition.h); it also answers
-  // reads (falling back to the source itself in switch-then-copy).
-  const cluster::BucketTransition& t = *bucket.transition;
-  return t.Replicas(cluster::WriteRouting(t.stage, t.mode).acknowledger).front();
-}
-
 Client::Client(transport::Runtime& runtime, const ClientOptions& options)
     : runtime_(runtime),
       options_(options),

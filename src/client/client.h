@@ -213,6 +213,6 @@ class Client {
 };
 
 // The node that acknowledges writes (and serves reads) of `bucket` at its map's epoch.
-[[nodiscard]] NodeId OwnerOf(const cluster::BucketPlacement& bucket);
+using cluster::OwnerOf;
 
 }  // namespace shoal::client

@@ -58,6 +58,13 @@ std::string_view ToString(NodeState state) {
   return "invalid-node-state";
 }
 
+NodeId OwnerOf(const BucketPlacement& bucket) {
+  if (!bucket.transition.has_value()) return bucket.replicas.front();
+  // A switch-then-copy destination also answers reads, falling back to the source itself.
+  const BucketTransition& t = *bucket.transition;
+  return t.Replicas(WriteRouting(t.stage, t.mode).acknowledger).front();
+}
+
 bool BucketPlacement::HasReplica(NodeId node) const {
   return std::find(replicas.begin(), replicas.end(), node) != replicas.end();
 }

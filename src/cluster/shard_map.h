@@ -64,6 +64,11 @@ struct BucketPlacement {
   friend bool operator==(const BucketPlacement&, const BucketPlacement&) = default;
 };
 
+// The node that serves reads and acknowledges writes of `bucket` at its map's epoch: the primary
+// of the one replica set that acknowledges writes in the transition's stage and mode
+// (WriteRouting), else the first stable replica. Clients route every single-key request here.
+[[nodiscard]] NodeId OwnerOf(const BucketPlacement& bucket);
+
 class ShardMap {
  public:
   struct InitialOptions {

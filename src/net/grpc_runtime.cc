@@ -203,7 +203,7 @@ grpc::Status GrpcRuntime::HandleEnvelope(const wire::Envelope& envelope,
     if (response.status().code() == StatusCode::kUnavailable) return NotHandled(message);
     return grpc::Status(grpc::StatusCode::ABORTED, message);
   }
-  ToWire(*response, out);
+  ToWireAnswering(envelope.request(), *response, out);
   const size_t bytes = out->ByteSizeLong();
   if (bytes > options_.max_message_bytes) {
     out->Clear();

@@ -229,9 +229,15 @@ class GrpcRuntime final : public transport::Runtime {
   // nothing changes) for a zero limit.
   [[nodiscard]] Status SetStreamLimits(const StreamLimits& limits);
   [[nodiscard]] StreamLimits stream_limits() const;
-  // Sends an admin request to the coordinator (trying each configured one in turn).
+  // Sends an admin request to the coordinator (trying each configured one in turn); the
+  // answer's own error status is returned as the error.
   [[nodiscard]] StatusOr<wire::AdminResponse> Admin(const wire::AdminRequest& request,
                                                     transport::Micros timeout);
+  // As Admin, but returns the answer whatever its status: an error means that no coordinator
+  // answered, kUnavailable when certainly none handled it (unreachable, or a standby) and
+  // kDeadlineExceeded when one may have (no answer in time, or the connection broke).
+  [[nodiscard]] StatusOr<wire::AdminResponse> AdminAnswer(const wire::AdminRequest& request,
+                                                          transport::Micros timeout);
 
   [[nodiscard]] transport::Micros Now() const override { return local_.Now(); }
   [[nodiscard]] Status Sleep(transport::Micros micros) override { return local_.Sleep(micros); }

@@ -101,6 +101,14 @@ void GrpcRuntime::NextCoordinator(const std::string& failed) {
 
 StatusOr<wire::AdminResponse> GrpcRuntime::Admin(const wire::AdminRequest& request,
                                                  Micros timeout) {
+  SHOAL_ASSIGN_OR_RETURN(wire::AdminResponse response, AdminAnswer(request, timeout));
+  Status result = FromWire(response.status());
+  if (!result.ok()) return result;
+  return response;
+}
+
+StatusOr<wire::AdminResponse> GrpcRuntime::AdminAnswer(const wire::AdminRequest& request,
+                                                       Micros timeout) {
   grpc::Status status;
   wire::AdminResponse response;
   // Each configured coordinator once, starting with the one in use.
@@ -118,11 +126,7 @@ StatusOr<wire::AdminResponse> GrpcRuntime::Admin(const wire::AdminRequest& reque
     NextCoordinator(coordinator);
     if (!CertainlyNotHandled(status)) break;
   }
-  if (!status.ok()) {
-    return FromGrpc(status, "admin request to the coordinator");
-  }
-  Status result = FromWire(response.status());
-  if (!result.ok()) return result;
+  if (!status.ok()) return FromGrpc(status, "admin request to the coordinator");
   return response;
 }
 

@@ -215,6 +215,11 @@ void CoordinatorProcess::AnswerAdmin(const wire::AdminRequest& request, wire::Ad
     return;
   }
   HandleAdmin(*coordinator, request, out);
+  // A change is committed (or refused) and not answered yet: a crash here loses the answer of a
+  // change that took effect (tests/cluster/admin_repeat_test.cc).
+  if (!request.has_progress() && !request.has_plan()) {
+    (void)runtime_->Failpoint("coordinator.before_admin_reply");
+  }
   out->set_leader(address());
   out->set_leader_epoch(leader_epoch().value_or(0));
 }
@@ -234,7 +239,11 @@ void CoordinatorProcess::AnswerWatch(const wire::WatchMapRequest& request,
     ToWire(state.status(), out->mutable_status());
     return;
   }
-  if (state->has_value()) ToWire(**state, out->mutable_state());
+  if (!state->has_value()) return;
+  ToWire(**state, out->mutable_state());
+  if (request.structured() && (*state)->map != nullptr) {
+    ToWire(*(*state)->map, out->mutable_map());
+  }
 }
 
 void CoordinatorProcess::Stop() {

@@ -40,5 +40,15 @@ void ToWire(const storage::DocumentFilter& filter, wire::DocumentFilter* out);
 // A map in shard_map_codec bytes; "" decodes to nullptr.
 [[nodiscard]] std::string EncodeMap(const cluster::ShardMapPtr& map);
 [[nodiscard]] StatusOr<cluster::ShardMapPtr> DecodeMap(const std::string& bytes);
+// The same map as messages (wire::ShardMap), for clients in other languages. Decoding checks
+// every rule the byte form's decoder checks (ShardMap::Create), the enum values, and that each
+// bucket's owner is cluster::OwnerOf of the bucket.
+void ToWire(const cluster::ShardMap& map, wire::ShardMap* out);
+[[nodiscard]] StatusOr<cluster::ShardMapPtr> FromWire(const wire::ShardMap& map);
+
+// ToWire(response), plus what only the wire request asks for: the map as messages when a
+// GetMapRequest has `structured` set. What a server answers to `request`.
+void ToWireAnswering(const wire::Request& request, const transport::Response& response,
+                     wire::Response* out);
 
 }  // namespace shoal::net

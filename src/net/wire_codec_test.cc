@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "src/cluster/shard_map_codec.h"
+#include "src/cluster/shard_map_edit.h"
 #include "src/storage/errors.h"
 
 namespace shoal::net {
@@ -235,6 +237,186 @@ TEST(WireCodecTest, MalformedInputIsRejected) {
   wire::Response bad_map;
   bad_map.set_route("not a map");
   EXPECT_EQ(FromWire(bad_map).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Every storable stage of both modes on buckets of their own, a leaving node, a split that
+// leaves the last bucket ending at 2^64 and ids near their limits.
+cluster::ShardMapPtr MapWithTransitions() {
+  const auto nodes = [](std::initializer_list<uint32_t> ids) {
+    std::vector<NodeId> out;
+    for (uint32_t id : ids) out.emplace_back(id);
+    return out;
+  };
+  auto initial = cluster::ShardMap::Initial(
+      {.nodes = nodes({1, 2, 3, 4, 5, UINT32_MAX}), .bucket_count = 12, .replication_factor = 2});
+  EXPECT_TRUE(initial.ok()) << initial.status();
+  using cluster::TransitionMode;
+  using cluster::TransitionStage;
+  cluster::ShardMapEdit edit(initial->epoch());
+  edit.SetNodeState(NodeId(5), cluster::NodeState::kLeaving)
+      .BeginTransition(BucketId(0), MoveId(10), nodes({3, 4}), TransitionMode::kCopyThenSwitch)
+      .BeginTransition(BucketId(1), MoveId(11), nodes({4, 3}), TransitionMode::kCopyThenSwitch)
+      .AdvanceStage(BucketId(1), MoveId(11), TransitionStage::kCatchUp)
+      .BeginTransition(BucketId(2), MoveId(12), nodes({4, 1}), TransitionMode::kCopyThenSwitch)
+      .AdvanceStage(BucketId(2), MoveId(12), TransitionStage::kCatchUp)
+      .AdvanceStage(BucketId(2), MoveId(12), TransitionStage::kPrepare)
+      .BeginTransition(BucketId(3), MoveId(13), nodes({1, 2}), TransitionMode::kCopyThenSwitch)
+      .AdvanceStage(BucketId(3), MoveId(13), TransitionStage::kCatchUp)
+      .AdvanceStage(BucketId(3), MoveId(13), TransitionStage::kPrepare)
+      .CommitTransition(BucketId(3), MoveId(13))
+      .AdvanceStage(BucketId(3), MoveId(13), TransitionStage::kCleanup)
+      .BeginTransition(BucketId(4), MoveId(14), nodes({1, 2}), TransitionMode::kSwitchThenCopy)
+      .BeginTransition(BucketId(5), MoveId(15), nodes({2, 3}), TransitionMode::kSwitchThenCopy)
+      .AdvanceStage(BucketId(5), MoveId(15), TransitionStage::kCopy)
+      .BeginTransition(BucketId(6), MoveId(16), nodes({3, 1}), TransitionMode::kSwitchThenCopy)
+      .AdvanceStage(BucketId(6), MoveId(16), TransitionStage::kCopy)
+      .AdvanceStage(BucketId(6), MoveId(16), TransitionStage::kCatchUp)
+      .BeginTransition(BucketId(7), MoveId(uint64_t{1} << 40), nodes({4, 2}),
+                       TransitionMode::kSwitchThenCopy)
+      .AdvanceStage(BucketId(7), MoveId(uint64_t{1} << 40), TransitionStage::kCopy)
+      .AdvanceStage(BucketId(7), MoveId(uint64_t{1} << 40), TransitionStage::kCatchUp)
+      .CommitTransition(BucketId(7), MoveId(uint64_t{1} << 40))
+      .SplitBucket(BucketId(11), uint64_t{0xF000000000000001}, BucketId(UINT32_MAX));
+  auto map = cluster::Apply(*initial, edit);
+  EXPECT_TRUE(map.ok()) << map.status();
+  return std::make_shared<const cluster::ShardMap>(*std::move(map));
+}
+
+// The map as messages, serialized and parsed as a peer would, decoded again.
+StatusOr<cluster::ShardMapPtr> ThroughMessages(const cluster::ShardMap& map) {
+  wire::ShardMap message;
+  ToWire(map, &message);
+  wire::ShardMap parsed;
+  EXPECT_TRUE(parsed.ParseFromString(message.SerializeAsString()));
+  return FromWire(parsed);
+}
+
+TEST(WireCodecTest, MapMessagesDecodeToTheMapOfTheBytes) {
+  const cluster::ShardMapPtr map = MapWithTransitions();
+  ASSERT_NE(map, nullptr);
+  ASSERT_EQ(map->TransitionCount(), 8u);
+  auto from_bytes = DecodeMap(EncodeMap(map));
+  ASSERT_TRUE(from_bytes.ok()) << from_bytes.status();
+  auto from_messages = ThroughMessages(*map);
+  ASSERT_TRUE(from_messages.ok()) << from_messages.status();
+  EXPECT_EQ(**from_messages, **from_bytes) << (*from_messages)->DebugString();
+  EXPECT_EQ(**from_messages, *map);
+  EXPECT_EQ(EncodeMap(*from_messages), EncodeMap(map));
+
+  // Each bucket names the node a client sends to: the source before a copy-then-switch commit,
+  // the destination from a switch-then-copy switch (kCopy) or any commit on.
+  wire::ShardMap message;
+  ToWire(*map, &message);
+  ASSERT_EQ(message.buckets_size(), 13);
+  EXPECT_EQ(message.buckets(0).owner(), map->buckets()[0].replicas.front().value());
+  EXPECT_EQ(message.buckets(0).transition().stage(), wire::MapTransition::COPY);
+  EXPECT_EQ(message.buckets(3).owner(), 1u);  // committed and in cleanup: the destination
+  EXPECT_EQ(message.buckets(3).transition().stage(), wire::MapTransition::CLEANUP);
+  EXPECT_EQ(message.buckets(4).owner(), map->buckets()[4].replicas.front().value());  // prepare
+  EXPECT_EQ(message.buckets(5).owner(), 2u);  // switched: the destination
+  EXPECT_EQ(message.buckets(5).transition().mode(), wire::MapTransition::SWITCH_THEN_COPY);
+  EXPECT_EQ(message.nodes(4).state(), wire::MapNode::LEAVING);
+  EXPECT_TRUE(message.buckets(12).range().end_is_max());
+  EXPECT_FALSE(message.buckets(11).range().end_is_max());
+  EXPECT_EQ(message.buckets(11).range().end(), message.buckets(12).range().begin());
+}
+
+TEST(WireCodecTest, MapMessagesOfInitialMapsRoundTrip) {
+  for (uint32_t buckets : {1u, 32u, 4096u}) {
+    auto initial = cluster::ShardMap::Initial({.nodes = {NodeId(1), NodeId(2), NodeId(3)},
+                                               .bucket_count = buckets,
+                                               .replication_factor = 1});
+    ASSERT_TRUE(initial.ok()) << initial.status();
+    auto decoded = ThroughMessages(*initial);
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    EXPECT_EQ(**decoded, *initial);
+  }
+}
+
+TEST(WireCodecTest, GetMapAnswersTheMapAsMessagesOnRequest) {
+  const cluster::ShardMapPtr map = MapWithTransitions();
+  const transport::Response response = transport::Response::Ok(transport::GetMapResponse{
+      .state = {.map = map, .collections = {{.id = CollectionId(2), .name = "users"}}}});
+  wire::Request plain;
+  plain.mutable_get_map();
+  wire::Response without;
+  ToWireAnswering(plain, response, &without);
+  EXPECT_FALSE(without.get_map().has_map());
+  EXPECT_FALSE(without.get_map().state().map().empty());
+
+  wire::Request structured;
+  structured.mutable_get_map()->set_structured(true);
+  wire::Response with;
+  ToWireAnswering(structured, response, &with);
+  ASSERT_TRUE(with.get_map().has_map());
+  EXPECT_EQ(with.get_map().state().map(), without.get_map().state().map());
+  auto decoded = FromWire(with.get_map().map());
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(**decoded, *map);
+  // The C++ decoder of the response still reads the bytes.
+  auto back = FromWire(with);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*std::get<transport::GetMapResponse>(back->body).state.map, *map);
+}
+
+TEST(WireCodecTest, MalformedMapMessagesAreRejected) {
+  wire::ShardMap good;
+  ToWire(*MapWithTransitions(), &good);
+  const auto expect_invalid = [](const wire::ShardMap& message, std::string_view what) {
+    auto decoded = FromWire(message);
+    EXPECT_EQ(decoded.status().code(), StatusCode::kInvalidArgument) << what;
+  };
+  {
+    wire::ShardMap m = good;
+    m.mutable_buckets(0)->mutable_transition()->set_stage(
+        static_cast<wire::MapTransition::Stage>(5));
+    expect_invalid(m, "a terminal stage");
+  }
+  {
+    wire::ShardMap m = good;
+    m.mutable_buckets(0)->mutable_transition()->set_mode(static_cast<wire::MapTransition::Mode>(2));
+    expect_invalid(m, "an unknown mode");
+  }
+  {
+    wire::ShardMap m = good;
+    m.mutable_nodes(0)->set_state(static_cast<wire::MapNode::State>(2));
+    expect_invalid(m, "an unknown node state");
+  }
+  {
+    wire::ShardMap m = good;
+    m.mutable_buckets(5)->set_owner(m.buckets(5).transition().source(0));
+    expect_invalid(m, "the owner is not the acknowledging replica");
+  }
+  {
+    wire::ShardMap m = good;
+    m.mutable_buckets()->SwapElements(1, 2);
+    expect_invalid(m, "buckets out of order");
+  }
+  {
+    wire::ShardMap m = good;
+    m.mutable_nodes()->SwapElements(0, 1);
+    expect_invalid(m, "nodes out of order");
+  }
+  {
+    wire::ShardMap m = good;
+    m.mutable_buckets(3)->mutable_range()->set_end(m.buckets(3).range().end() - 1);
+    expect_invalid(m, "a gap in the hash space");
+  }
+  {
+    wire::ShardMap m = good;
+    m.mutable_buckets(2)->mutable_range()->set_end(m.buckets(2).range().begin());
+    expect_invalid(m, "an empty range");
+  }
+  {
+    wire::ShardMap m = good;
+    m.mutable_buckets(1)->clear_replicas();
+    expect_invalid(m, "no replica");
+  }
+  {
+    wire::ShardMap m = good;
+    m.set_epoch(0);
+    expect_invalid(m, "epoch 0");
+  }
 }
 
 }  // namespace

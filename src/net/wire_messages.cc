@@ -397,6 +397,16 @@ void ToWire(const transport::Response& response, wire::Response* out) {
              response.body);
 }
 
+void ToWireAnswering(const wire::Request& request, const transport::Response& response,
+                     wire::Response* out) {
+  ToWire(response, out);
+  if (!request.has_get_map() || !request.get_map().structured()) return;
+  const auto* body = std::get_if<transport::GetMapResponse>(&response.body);
+  if (body != nullptr && body->state.map != nullptr) {
+    ToWire(*body->state.map, out->mutable_get_map()->mutable_map());
+  }
+}
+
 StatusOr<transport::Response> FromWire(const wire::Response& response) {
   transport::Response out;
   out.status = FromWire(response.status());

@@ -129,6 +129,136 @@ StatusOr<cluster::ShardMapPtr> DecodeMap(const std::string& bytes) {
   return std::make_shared<const cluster::ShardMap>(std::move(*map));
 }
 
+void ToWire(const cluster::ShardMap& map, wire::ShardMap* out) {
+  out->set_epoch(map.epoch().value());
+  out->set_replication_factor(map.replication_factor());
+  out->mutable_nodes()->Reserve(static_cast<int>(map.nodes().size()));
+  for (const cluster::NodeInfo& node : map.nodes()) {
+    auto* n = out->add_nodes();
+    n->set_id(node.id.value());
+    switch (node.state) {
+      case cluster::NodeState::kActive:
+        n->set_state(wire::MapNode::ACTIVE);
+        break;
+      case cluster::NodeState::kLeaving:
+        n->set_state(wire::MapNode::LEAVING);
+        break;
+    }
+  }
+  out->mutable_buckets()->Reserve(static_cast<int>(map.buckets().size()));
+  for (const cluster::BucketPlacement& bucket : map.buckets()) {
+    auto* b = out->add_buckets();
+    b->set_id(bucket.id.value());
+    auto* range = b->mutable_range();
+    range->set_begin(bucket.range.begin());
+    range->set_end(bucket.range.end());
+    range->set_end_is_max(bucket.range.end_is_max());
+    for (NodeId node : bucket.replicas) b->add_replicas(node.value());
+    b->set_owner(cluster::OwnerOf(bucket).value());
+    if (!bucket.transition.has_value()) continue;
+    const cluster::BucketTransition& t = *bucket.transition;
+    auto* w = b->mutable_transition();
+    w->set_move(t.move.value());
+    for (NodeId node : t.source) w->add_source(node.value());
+    for (NodeId node : t.destination) w->add_destination(node.value());
+    // Stored stages and the modes have the same numbers on the wire and in transition.h.
+    w->set_stage(static_cast<wire::MapTransition::Stage>(t.stage));
+    w->set_mode(static_cast<wire::MapTransition::Mode>(t.mode));
+  }
+}
+
+namespace {
+
+std::vector<NodeId> NodesOf(const google::protobuf::RepeatedField<uint32_t>& ids) {
+  std::vector<NodeId> out;
+  out.reserve(ids.size());
+  for (uint32_t id : ids) out.emplace_back(id);
+  return out;
+}
+
+StatusOr<cluster::BucketTransition> FromWire(const wire::MapTransition& t) {
+  if (!wire::MapTransition::Stage_IsValid(t.stage())) {
+    return InvalidArgumentError(fmt::format("unknown transition stage {}", t.stage()));
+  }
+  if (!wire::MapTransition::Mode_IsValid(t.mode())) {
+    return InvalidArgumentError(fmt::format("unknown transition mode {}", t.mode()));
+  }
+  return cluster::BucketTransition{.move = MoveId(t.move()),
+                                   .source = NodesOf(t.source()),
+                                   .destination = NodesOf(t.destination()),
+                                   .stage = static_cast<cluster::TransitionStage>(t.stage()),
+                                   .mode = static_cast<cluster::TransitionMode>(t.mode())};
+}
+
+StatusOr<cluster::BucketPlacement> FromWire(const wire::MapBucket& b) {
+  cluster::BucketPlacement out;
+  out.id = BucketId(b.id());
+  if (b.range().end_is_max()) {
+    out.range = cluster::BucketRange::ToMax(b.range().begin());
+  } else {
+    SHOAL_ASSIGN_OR_RETURN(out.range,
+                           cluster::BucketRange::Make(b.range().begin(), b.range().end()));
+  }
+  out.replicas = NodesOf(b.replicas());
+  if (b.has_transition()) {
+    SHOAL_ASSIGN_OR_RETURN(out.transition, FromWire(b.transition()));
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<cluster::ShardMapPtr> FromWire(const wire::ShardMap& map) {
+  std::vector<cluster::NodeInfo> nodes;
+  nodes.reserve(map.nodes().size());
+  for (const wire::MapNode& n : map.nodes()) {
+    cluster::NodeInfo node{.id = NodeId(n.id()), .state = cluster::NodeState::kActive};
+    switch (n.state()) {
+      case wire::MapNode::ACTIVE:
+        break;
+      case wire::MapNode::LEAVING:
+        node.state = cluster::NodeState::kLeaving;
+        break;
+      default:
+        return InvalidArgumentError(fmt::format("map: unknown node state {}", n.state()));
+    }
+    // Strict order, as in the byte form (Create would sort silently).
+    if (!nodes.empty() && !(nodes.back().id < node.id)) {
+      return InvalidArgumentError(fmt::format("map: node {} out of order", n.id()));
+    }
+    nodes.push_back(node);
+  }
+  std::vector<cluster::BucketPlacement> buckets;
+  buckets.reserve(map.buckets().size());
+  for (const wire::MapBucket& b : map.buckets()) {
+    auto bucket = FromWire(b);
+    if (!bucket.ok())
+      return InvalidArgumentError(fmt::format("map: {}", MessageOf(bucket.status())));
+    buckets.push_back(*std::move(bucket));
+  }
+  auto created = cluster::ShardMap::Create(MapEpoch(map.epoch()), map.replication_factor(),
+                                           std::move(nodes), std::move(buckets));
+  if (!created.ok()) {
+    return InvalidArgumentError(fmt::format("map: {}", MessageOf(created.status())));
+  }
+  // Create sorted the buckets by begin; the message's must have been in that order already.
+  // The owners are checked against the map as built, whose transitions Create has checked.
+  const auto placed = created->buckets();
+  for (size_t i = 0; i < placed.size(); ++i) {
+    const wire::MapBucket& b = map.buckets(static_cast<int>(i));
+    if (b.id() != placed[i].id.value()) {
+      return InvalidArgumentError(
+          fmt::format("map: bucket {} out of order", placed[i].id.DebugString()));
+    }
+    if (b.owner() != cluster::OwnerOf(placed[i]).value()) {
+      return InvalidArgumentError(fmt::format("map: {} names owner {}, not {}",
+                                              placed[i].id.DebugString(), b.owner(),
+                                              cluster::OwnerOf(placed[i]).DebugString()));
+    }
+  }
+  return std::make_shared<const cluster::ShardMap>(*std::move(created));
+}
+
 void ToWire(const transport::ClusterState& state, wire::ClusterState* out) {
   out->set_map(EncodeMap(state.map));
   for (const auto& collection : state.collections) {

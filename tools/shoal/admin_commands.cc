@@ -1,5 +1,7 @@
 // `shoal add-node|remove-node|plan|rebalance --cluster shoal://HOST:PORT`: cluster
-// administration through the coordinator's Admin RPC, with a progress line until balanced;
+// administration through the coordinator's Admin RPC, with a progress line until balanced. A
+// request whose answer is lost (the coordinator died, or the leader changed) is repeated against
+// the leader as net::RepeatOf allows, and the true outcome is reported (net/admin_client.h);
 // `shoal thresholds [--split-bytes N] [--merge-bytes N]`: reads or sets the balancer's split and
 // merge thresholds; and
 // `shoal failpoint --target HOST:PORT SPEC`, answered by the process at that address itself.
@@ -18,6 +20,7 @@
 #include <thread>
 
 #include "proto/shoal.pb.h"
+#include "src/net/admin_client.h"
 #include "src/net/grpc_runtime.h"
 #include "src/net/uri.h"
 #include "tools/shoal/net_commands.h"
@@ -51,17 +54,29 @@ struct ExpectedWork {
   uint64_t bytes = 0;
 };
 
+// A progress counter since the command began. The counters are the answering coordinator's
+// since it started: after a failover or a restart they start again from 0.
+uint64_t Since(uint64_t now, uint64_t start) { return now >= start ? now - start : now; }
+
 nlohmann::json ProgressJson(const wire::AdminResponse& now, const wire::AdminResponse& start,
                             double seconds) {
   return {{"balanced", now.balanced()},
           {"epoch", now.epoch()},
-          {"moves_committed", now.moves_committed() - start.moves_committed()},
-          {"moves_aborted", now.moves_aborted() - start.moves_aborted()},
+          {"moves_committed", Since(now.moves_committed(), start.moves_committed())},
+          {"moves_aborted", Since(now.moves_aborted(), start.moves_aborted())},
           {"moves_in_flight", now.moves_in_flight()},
-          {"bytes_moved", now.bytes_moved() - start.bytes_moved()},
-          {"bytes_planned", now.bytes_planned() - start.bytes_planned()},
-          {"bytes_copied", now.bytes_copied() - start.bytes_copied()},
+          {"bytes_moved", Since(now.bytes_moved(), start.bytes_moved())},
+          {"bytes_planned", Since(now.bytes_planned(), start.bytes_planned())},
+          {"bytes_copied", Since(now.bytes_copied(), start.bytes_copied())},
           {"seconds", seconds}};
+}
+
+// Every admin call of the CLI: repeated across a lost answer or a change of leader.
+StatusOr<wire::AdminResponse> AdminCall(net::GrpcRuntime& runtime,
+                                        const wire::AdminRequest& request) {
+  SHOAL_ASSIGN_OR_RETURN(net::AdminOutcome outcome,
+                         net::AdminWithRepeat(runtime, request, {.call_timeout = kAdminTimeout}));
+  return std::move(outcome.response);
 }
 
 // Polls the coordinator until it reports balanced, drawing one progress line (buckets, bytes,
@@ -77,21 +92,22 @@ StatusOr<nlohmann::json> WaitBalanced(net::GrpcRuntime& runtime, const wire::Adm
   int polls = 0;
   while (true) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    SHOAL_ASSIGN_OR_RETURN(wire::AdminResponse now, runtime.Admin(request, kAdminTimeout));
+    SHOAL_ASSIGN_OR_RETURN(wire::AdminResponse now, AdminCall(runtime, request));
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    const double copied = static_cast<double>(now.bytes_copied() - start.bytes_copied());
+    const double copied = static_cast<double>(Since(now.bytes_copied(), start.bytes_copied()));
     const double total =
         std::max({static_cast<double>(expected.bytes),
-                  static_cast<double>(now.bytes_planned() - start.bytes_planned()), copied});
-    const uint64_t committed = now.moves_committed() - start.moves_committed();
-    const uint64_t moves = std::max(expected.moves, now.moves_started() - start.moves_started());
+                  static_cast<double>(Since(now.bytes_planned(), start.bytes_planned())), copied});
+    const uint64_t committed = Since(now.moves_committed(), start.moves_committed());
+    const uint64_t moves =
+        std::max(expected.moves, Since(now.moves_started(), start.moves_started()));
     const double rate = seconds > 0 ? copied / seconds : 0;
     const std::string eta =
         rate > 0 && total > copied ? fmt::format("{:.0f} s", (total - copied) / rate) : "-";
     const std::string line = fmt::format(
         "buckets moved {} of {} (in flight {}, aborted {}) | {} of {} | {}/s | ETA {} | {:.1f} s",
-        committed, moves, now.moves_in_flight(), now.moves_aborted() - start.moves_aborted(),
+        committed, moves, now.moves_in_flight(), Since(now.moves_aborted(), start.moves_aborted()),
         Bytes(copied), Bytes(total), Bytes(rate), eta, seconds);
     if (!flags.json && (tty || ++polls % 4 == 0 || now.balanced())) {
       std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line.c_str());
@@ -113,7 +129,7 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
   if (!runtime.ok()) return FailCommand(runtime.status());
   wire::AdminRequest progress;
   progress.mutable_progress();
-  auto start = (*runtime)->Admin(progress, kAdminTimeout);
+  auto start = AdminCall(**runtime, progress);
   if (!start.ok()) return FailCommand(start.status());
 
   // The plan of the change, for the progress line's totals: asked for before the change, since
@@ -125,7 +141,7 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
     plan.mutable_plan();
     if (command == "add-node") plan.mutable_plan()->set_add(flags.node);
     if (command == "remove-node") plan.mutable_plan()->set_remove(flags.node);
-    auto planned = (*runtime)->Admin(plan, kAdminTimeout);
+    auto planned = AdminCall(**runtime, plan);
     if (planned.ok())
       expected = {.moves = static_cast<uint64_t>(planned->moves().size()),
                   .bytes = planned->plan_bytes()};
@@ -139,8 +155,9 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
     request.mutable_plan()->set_add(flags.add);
     request.mutable_plan()->set_remove(flags.remove);
   }
-  auto reply = (*runtime)->Admin(request, kAdminTimeout);
-  if (!reply.ok()) return FailCommand(reply.status());
+  auto outcome = net::AdminWithRepeat(**runtime, request, {.call_timeout = kAdminTimeout});
+  if (!outcome.ok()) return FailCommand(outcome.status());
+  const wire::AdminResponse* reply = &outcome->response;
 
   if (command == "plan") {
     nlohmann::json moves = nlohmann::json::array();
@@ -171,12 +188,19 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
     }
     return 0;
   }
-  nlohmann::json out{{"command", command}, {"epoch", reply->epoch()}};
+  // What the coordinator did, with how it was learned when the first answer was lost.
+  std::string done = command == "add-node"      ? fmt::format("node {} added", flags.node)
+                     : command == "remove-node" ? fmt::format("node {} is leaving", flags.node)
+                                                : std::string("the balancer runs");
+  if (!outcome->recovered.empty()) done += fmt::format(" ({})", outcome->recovered);
+  nlohmann::json out{{"command", command}, {"epoch", reply->epoch()}, {"outcome", done}};
   if (flags.node != 0) out["node"] = flags.node;
+  if (!outcome->recovered.empty()) out["recovered"] = outcome->recovered;
+  if (!flags.json) std::printf("%s: %s\n", command.c_str(), done.c_str());
   if (!flags.no_wait) {
-    auto done = WaitBalanced(**runtime, *start, expected, flags);
-    if (!done.ok()) return FailCommand(done.status());
-    out["progress"] = *done;
+    auto balanced = WaitBalanced(**runtime, *start, expected, flags);
+    if (!balanced.ok()) return FailCommand(balanced.status());
+    out["progress"] = *balanced;
   }
   if (flags.json) {
     std::printf("%s\n", out.dump().c_str());
@@ -221,7 +245,7 @@ int RunThresholds(const ThresholdFlags& flags) {
   } else {
     request.mutable_progress();
   }
-  auto reply = (*runtime)->Admin(request, kAdminTimeout);
+  auto reply = AdminCall(**runtime, request);
   if (!reply.ok()) return FailCommand(reply.status());
   if (flags.json) {
     std::printf("%s\n", nlohmann::json{{"split_bytes", reply->split_bytes()},
