@@ -5,6 +5,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <cstdlib>
 
 #include "proto/shoal.grpc.pb.h"
 #include "src/net/grpc_pipe.h"
@@ -19,9 +20,21 @@ using transport::Micros;
 namespace {
 
 // Reconnect quickly to a process that restarts: gRPC's default backoff (1 s growing to 120 s)
-// would keep failing calls long after the peer is back.
+// would keep failing calls long after the peer is back. A call that finds its channel unable to
+// connect also resets the backoff (ReconnectSoon), so the caller's own retries pace reconnects.
 constexpr int kReconnectBackoffMs = 100;
 constexpr int kMaxReconnectBackoffMs = 1000;
+// gRPC's GRPC_ARG_MIN_RECONNECT_BACKOFF_MS is the shortest time a connection attempt may take
+// (TCP and HTTP/2 handshake), not a backoff. At 100 ms, attempts to a process that was starting
+// on a loaded machine were cut off ("tcp handshaker shutdown") again and again.
+constexpr int kMinConnectTimeoutMs = 2000;
+// gRPC drives a connection attempt (its TCP connect and HTTP/2 handshake) only while some
+// thread polls: a call in flight, or the client channel's backup poller, every 5 s by default.
+// A client whose calls fail fast while a peer restarts has none in flight, so its channel
+// reconnected only at the next backup poll; polling every 50 ms (one short wake-up per interval
+// and process) makes it reconnect as soon as the peer answers (docs/results/network.md).
+constexpr char kBackupPollVariable[] = "GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS";
+constexpr char kBackupPollMs[] = "50";
 // Handlers still running when the server shuts down are cancelled after this.
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
 // Idle threads the sync server keeps polling for calls (see StartServer).
@@ -283,6 +296,9 @@ StatusOr<std::unique_ptr<GrpcRuntime>> GrpcRuntime::Start(const GrpcRuntimeOptio
   // lock-order cycles, a debug aid that cost ~3% of a node and of a client in the profile
   // (docs/results/network.md). Process-wide; Shoal's own locks are std::mutex.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // Read when gRPC initializes, i.e. before the first runtime's first channel or server; a value
+  // set in the environment is kept.
+  ::setenv(kBackupPollVariable, kBackupPollMs, /*overwrite=*/0);
   std::unique_ptr<GrpcRuntime> runtime(new GrpcRuntime(options));
   runtime->LoadAddressBook();
   if (!options.listen.empty()) SHOAL_RETURN_IF_ERROR(runtime->StartServer());
@@ -422,7 +438,7 @@ std::shared_ptr<GrpcRuntime::Peer> GrpcRuntime::PeerForLocked(const std::string&
     args.SetMaxReceiveMessageSize(GrpcMessageLimit());
     args.SetMaxSendMessageSize(GrpcMessageLimit());
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kReconnectBackoffMs);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kReconnectBackoffMs);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kMinConnectTimeoutMs);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
     peer = std::make_shared<Peer>();
     peer->host_port = host_port;
@@ -457,6 +473,7 @@ Status GrpcRuntime::FetchAddressBookFrom(const std::string& coordinator) {
   wire::ResolveResponse response;
   const grpc::Status status = peer->stub->Resolve(&context, request, &response);
   if (!status.ok()) {
+    ReconnectSoon(coordinator, status);
     return UnavailableError(
         fmt::format("address book from {}: {}", coordinator, status.error_message()));
   }
@@ -467,6 +484,18 @@ Status GrpcRuntime::FetchAddressBookFrom(const std::string& coordinator) {
     SetAddress(*who, entry.host_port());
   }
   return OkStatus();
+}
+
+void GrpcRuntime::ReconnectSoon(const std::string& host_port, const grpc::Status& status) {
+  if (!NeverConnected(status)) return;
+  std::shared_ptr<Peer> peer;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = peers_.find(host_port);
+    if (it == peers_.end()) return;
+    peer = it->second;
+  }
+  grpc::experimental::ChannelResetConnectionBackoff(peer->channel.get());
 }
 
 StatusOr<std::string> GrpcRuntime::Resolve(const Address& to) {
@@ -501,6 +530,7 @@ StatusOr<transport::Response> GrpcRuntime::Answer(const grpc::Status& status,
                                                   std::string_view host_port,
                                                   std::string_view request_name) {
   if (!status.ok()) {
+    ReconnectSoon(std::string(host_port), status);
     if (to.kind != Address::Kind::kCoordinator &&
         status.error_code() == grpc::StatusCode::UNAVAILABLE) {
       Forget(to);

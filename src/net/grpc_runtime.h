@@ -309,6 +309,10 @@ class GrpcRuntime final : public transport::Runtime {
   [[nodiscard]] StatusOr<std::shared_ptr<Peer>> PeerOf(const transport::Address& to);
   // After UNAVAILABLE from `who`: its address is resolved again next time (unless fixed).
   void Forget(const transport::Address& who);
+  // After a call to `host_port` failed with `status`: if its channel could not connect, the
+  // channel's reconnect backoff is reset, so that it connects again now rather than after the
+  // backoff (docs/design/network.md, "Reconnecting").
+  void ReconnectSoon(const std::string& host_port, const grpc::Status& status);
   void LoadAddressBook();
   void SaveAddressBookLocked() const;
   // Serves one envelope (both server modes): decodes it, runs the callee's handler in local_.

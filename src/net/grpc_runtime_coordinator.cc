@@ -60,6 +60,7 @@ StatusOr<std::optional<transport::ClusterState>> GrpcRuntime::WatchMap(
     }
     response.Clear();
     status = peer->stub->WatchMap(&context, request, &response);
+    ReconnectSoon(coordinator, status);
     const bool cancelled = canceller != nullptr && canceller->Detach();
     if (cancelled) return CancelledError("map watch cancelled");
     // CANCELLED that the canceller did not cause came from the server (it shut down holding the
@@ -120,6 +121,7 @@ StatusOr<wire::AdminResponse> GrpcRuntime::AdminAnswer(const wire::AdminRequest&
     response.Clear();
     status = peer->stub->Admin(&context, request, &response);
     if (status.ok()) break;
+    ReconnectSoon(coordinator, status);
     // A coordinator that did not answer in time may be a paused former leader: the next
     // request goes to the next one. Only an unreachable or standby coordinator is worth another
     // try now: anything else may have been handled.
@@ -138,7 +140,10 @@ StatusOr<wire::AdminResponse> GrpcRuntime::AdminAt(const std::string& host_port,
   context.set_deadline(DeadlineAfter(timeout));
   wire::AdminResponse response;
   const grpc::Status status = peer->stub->Admin(&context, request, &response);
-  if (!status.ok()) return FromGrpc(status, fmt::format("admin request to {}", host_port));
+  if (!status.ok()) {
+    ReconnectSoon(host_port, status);
+    return FromGrpc(status, fmt::format("admin request to {}", host_port));
+  }
   Status result = FromWire(response.status());
   if (!result.ok()) return result;
   return response;

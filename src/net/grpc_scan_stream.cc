@@ -271,6 +271,7 @@ Status GrpcRuntime::StreamScan(const Address& to, transport::ScanRequest request
   const grpc::Status status = reader->Finish();
   if (!stopped.ok()) return stopped;
   if (!status.ok()) {
+    ReconnectSoon((*peer)->host_port, status);
     if (status.error_code() == grpc::StatusCode::UNAVAILABLE) Forget(to);
     return FromGrpc(status, what);
   }

@@ -15,7 +15,11 @@ constexpr std::string_view kNeverConnected = "failed to connect to all addresses
 
 bool CertainlyNotHandled(const grpc::Status& status) {
   if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return false;
-  return status.error_details() == kNotHandledDetails ||
+  return status.error_details() == kNotHandledDetails || NeverConnected(status);
+}
+
+bool NeverConnected(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE &&
          status.error_message().starts_with(kNeverConnected);
 }
 

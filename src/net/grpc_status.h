@@ -17,6 +17,10 @@ namespace shoal::net {
 
 [[nodiscard]] bool CertainlyNotHandled(const grpc::Status& status);
 
+// The call failed because its channel could not connect (nothing was sent): the channel is
+// waiting out its reconnect backoff, or its last attempt failed.
+[[nodiscard]] bool NeverConnected(const grpc::Status& status);
+
 // An UNAVAILABLE answer of a Shoal server (or of the pipe for a call it never sent): the
 // request was not handled, so the caller may resend it.
 [[nodiscard]] grpc::Status NotHandled(std::string message);

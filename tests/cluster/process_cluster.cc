@@ -105,6 +105,12 @@ std::string ProcessCluster::NameOf(uint32_t id) const {
 
 Status ProcessCluster::Launch(uint32_t id, const std::vector<std::string>& args,
                               const std::string& failpoints) {
+  SHOAL_RETURN_IF_ERROR(Begin(id, args, failpoints));
+  return AwaitListening(id);
+}
+
+Status ProcessCluster::Begin(uint32_t id, const std::vector<std::string>& args,
+                             const std::string& failpoints) {
   if (dir_.empty()) return InternalError("no temporary directory");
   const std::string out = fmt::format("{}/{}.out", dir_, NameOf(id));
   const std::string log = fmt::format("{}/{}.log", dir_, NameOf(id));
@@ -116,6 +122,12 @@ Status ProcessCluster::Launch(uint32_t id, const std::vector<std::string>& args,
   const pid_t pid = Spawn(binary_, args, ChildEnvironment(failpoints), out, log);
   if (pid < 0) return InternalError("fork failed");
   children_[id] = Child{.pid = pid, .args = args};
+  return OkStatus();
+}
+
+Status ProcessCluster::AwaitListening(uint32_t id) {
+  const std::string out = fmt::format("{}/{}.out", dir_, NameOf(id));
+  const pid_t pid = children_[id].pid;
   // The first stdout line names the bound address.
   for (int i = 0; i < 200; ++i) {
     const std::string text = ReadFile(out);
@@ -123,8 +135,13 @@ Status ProcessCluster::Launch(uint32_t id, const std::vector<std::string>& args,
       const size_t begin = at + 10;
       const size_t end = text.find('"', begin);
       if (end != std::string::npos) {
-        if (id == kCoordinator) coordinator_address_ = text.substr(begin, end - begin);
-        if (id == kStandbyCoordinator) standby_address_ = text.substr(begin, end - begin);
+        const std::string bound = text.substr(begin, end - begin);
+        if (id == kCoordinator) coordinator_address_ = bound;
+        if (id == kStandbyCoordinator) standby_address_ = bound;
+        // A node's listen address stays at index 6 (StartNode).
+        if (id != kCoordinator && id != kStandbyCoordinator && keep_node_ports_) {
+          children_[id].args[6] = bound;
+        }
         return OkStatus();
       }
     }
@@ -220,6 +237,19 @@ Status ProcessCluster::Restart(uint32_t id) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   return status;
+}
+
+Status ProcessCluster::RestartTogether(const std::vector<uint32_t>& ids) {
+  for (uint32_t id : ids) {
+    if (!children_.contains(id)) return NotFoundError(NameOf(id));
+    Kill(id);
+  }
+  for (uint32_t id : ids) SHOAL_RETURN_IF_ERROR(Begin(id, children_[id].args, {}));
+  for (uint32_t id : ids) {
+    // One that could not start (its port not free yet) is started again on its own.
+    if (!AwaitListening(id).ok()) SHOAL_RETURN_IF_ERROR(Restart(id));
+  }
+  return OkStatus();
 }
 
 void ProcessCluster::Kill(uint32_t id) {

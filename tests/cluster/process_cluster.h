@@ -63,6 +63,13 @@ class ProcessCluster {
   [[nodiscard]] Status StartNode(uint32_t id, const std::string& failpoints = {});
   // Starts `id` again on its data directory, without failpoints.
   [[nodiscard]] Status Restart(uint32_t id);
+  // Kills every process of `ids` that runs, then starts them all again at once (as Restart),
+  // and waits until each serves.
+  [[nodiscard]] Status RestartTogether(const std::vector<uint32_t>& ids);
+  // Nodes started from now on keep their first port across restarts, as with the fixed ports of
+  // `shoal local`; by default a restarted node binds a new port (and the coordinator learns it
+  // from the node's heartbeat).
+  void KeepNodePorts() { keep_node_ports_ = true; }
   // SIGKILL, then waits for the process to end.
   void Kill(uint32_t id);
   [[nodiscard]] bool Running(uint32_t id) const;
@@ -130,6 +137,10 @@ class ProcessCluster {
   [[nodiscard]] std::string NameOf(uint32_t id) const;
   [[nodiscard]] Status Launch(uint32_t id, const std::vector<std::string>& args,
                               const std::string& failpoints);
+  // Launch's two halves: start the process; wait until it printed the address it serves on.
+  [[nodiscard]] Status Begin(uint32_t id, const std::vector<std::string>& args,
+                             const std::string& failpoints);
+  [[nodiscard]] Status AwaitListening(uint32_t id);
   [[nodiscard]] net::GrpcRuntime* Admin();
   [[nodiscard]] Status RunAdminCommand(const std::vector<std::string>& args);
   [[nodiscard]] std::vector<std::string> CoordinatorArgs(const std::string& data, uint32_t nodes,
@@ -144,6 +155,7 @@ class ProcessCluster {
   std::map<uint32_t, Child> children_;
   std::unique_ptr<net::GrpcRuntime> admin_;
   std::function<void()> between_attempts_;
+  bool keep_node_ports_ = false;
 };
 
 }  // namespace shoal::cluster_test
