@@ -11,7 +11,8 @@
 //
 // Errors are shoal::Status values, never exceptions. Codes and what they mean:
 //   kAlreadyExists        Insert of a key that holds a live document (DUPLICATE)
-//   kNotFound             Get/Update/Delete of an absent key; an unknown collection
+//   kNotFound             Get/Update/Delete of an absent key; an operation that does not
+//                         create a collection, on one that does not exist (GetCollection)
 //   kFailedPrecondition   CompareAndSet whose expected version does not match
 //   kInvalidArgument      malformed JSON, a body that is not an object, an empty key, a bad
 //                         filter or cursor
@@ -217,8 +218,14 @@ class Database {
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
 
-  // Creates the collection if it does not exist.
+  // A handle of the collection `name`. A collection that does not exist is created by
+  // CreateCollection or by the first Insert, Upsert, CompareAndSet with expected version 0, Batch
+  // holding one of those, or Declare; every other operation on it (Get, Query, QueryStream,
+  // Update, Delete, ...) fails with kNotFound, reason UNKNOWN_COLLECTION, naming it, and creates
+  // nothing.
   [[nodiscard]] StatusOr<Collection> GetCollection(std::string_view name);
+  // GetCollection's handle, with the collection created now if it does not exist.
+  [[nodiscard]] StatusOr<Collection> CreateCollection(std::string_view name);
   // Adds a storage node; buckets move to it in the background.
   [[nodiscard]] StatusOr<uint32_t> AddNode();
   // Decommissions a node: its buckets move away in the background, then it leaves.

@@ -86,7 +86,7 @@ ClientCounters Client::counters() const {
   return out;
 }
 
-Status Client::Refresh() {
+StatusOr<transport::ClusterState> Client::FetchState() {
   SHOAL_ASSIGN_OR_RETURN(
       auto response,
       runtime_.Call(Address::Coordinator(), transport::GetMapRequest{}, options_.call_timeout));
@@ -96,8 +96,10 @@ Status Client::Refresh() {
   if (body.state.map != nullptr && (map_ == nullptr || body.state.map->epoch() > map_->epoch())) {
     map_ = body.state.map;
   }
-  return OkStatus();
+  return std::move(body.state);
 }
+
+Status Client::Refresh() { return FetchState().status(); }
 
 bool Client::Adopt(const cluster::ShardMapPtr& map) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -151,6 +153,23 @@ StatusOr<CollectionId> Client::OpenCollection(std::string_view name) {
       return body->collection.id;
     }
     if (!IsTransportFailure(status) || attempt + 1 >= options_.max_attempts) return status;
+    SHOAL_RETURN_IF_ERROR(Backoff(attempt));
+  }
+}
+
+StatusOr<CollectionId> Client::FindCollection(std::string_view name) {
+  for (int attempt = 0;; ++attempt) {
+    auto state = FetchState();
+    if (state.ok()) {
+      for (const storage::CollectionSpec& spec : state->collections) {
+        if (spec.name == name) return spec.id;
+      }
+      return storage::StorageError(storage::ErrorReason::kUnknownCollection,
+                                   fmt::format("collection \"{}\" does not exist", name));
+    }
+    if (!IsTransportFailure(state.status()) || attempt + 1 >= options_.max_attempts) {
+      return state.status();
+    }
     SHOAL_RETURN_IF_ERROR(Backoff(attempt));
   }
 }

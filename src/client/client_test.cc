@@ -88,6 +88,26 @@ TEST_F(ClientTest, SingleKeyOperationsAndTheirErrorReasons) {
   });
 }
 
+// FindCollection looks a collection up without creating it.
+TEST_F(ClientTest, FindCollectionNeverCreatesACollection) {
+  Run([&] {
+    auto found = client_->FindCollection("docs");
+    ASSERT_TRUE(found.ok()) << found.status();
+    EXPECT_EQ(*found, collection_);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      auto missing = client_->FindCollection("nocoll");
+      EXPECT_TRUE(storage::Is(missing, ErrorReason::kUnknownCollection)) << missing.status();
+      EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+      EXPECT_EQ(MessageOf(missing.status()), R"(collection "nocoll" does not exist)");
+    }
+    auto created = client_->OpenCollection("nocoll");
+    ASSERT_TRUE(created.ok()) << created.status();
+    auto now_found = client_->FindCollection("nocoll");
+    ASSERT_TRUE(now_found.ok()) << now_found.status();
+    EXPECT_EQ(*now_found, *created);
+  });
+}
+
 TEST_F(ClientTest, AClientWithAStaleMapFollowsMoves) {
   Run([&] {
     constexpr int kDocuments = 40;
