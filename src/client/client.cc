@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "src/common/point.h"
+#include "src/storage/collection_name.h"
 #include "src/storage/errors.h"
 
 namespace shoal::client {
@@ -142,6 +143,7 @@ Status Client::Backoff(int attempt) {
 }
 
 StatusOr<CollectionId> Client::OpenCollection(std::string_view name) {
+  SHOAL_RETURN_IF_ERROR(storage::ValidateCollectionName(name));
   for (int attempt = 0;; ++attempt) {
     auto response = runtime_.Call(Address::Coordinator(),
                                   transport::CreateCollectionRequest{.name = std::string(name)},
@@ -158,6 +160,7 @@ StatusOr<CollectionId> Client::OpenCollection(std::string_view name) {
 }
 
 StatusOr<CollectionId> Client::FindCollection(std::string_view name) {
+  SHOAL_RETURN_IF_ERROR(storage::ValidateCollectionName(name));
   for (int attempt = 0;; ++attempt) {
     auto state = FetchState();
     if (state.ok()) {

@@ -88,7 +88,8 @@ TEST_F(ClientTest, SingleKeyOperationsAndTheirErrorReasons) {
   });
 }
 
-// FindCollection looks a collection up without creating it.
+// FindCollection looks a collection up without creating it; both calls refuse a name outside
+// the rule before sending it.
 TEST_F(ClientTest, FindCollectionNeverCreatesACollection) {
   Run([&] {
     auto found = client_->FindCollection("docs");
@@ -105,6 +106,12 @@ TEST_F(ClientTest, FindCollectionNeverCreatesACollection) {
     auto now_found = client_->FindCollection("nocoll");
     ASSERT_TRUE(now_found.ok()) << now_found.status();
     EXPECT_EQ(*now_found, *created);
+    const uint64_t refreshes = client_->counters().map_refreshes;
+    for (const std::string& bad : {std::string("bad\nname"), std::string("a\0b", 3)}) {
+      EXPECT_EQ(client_->FindCollection(bad).status().code(), StatusCode::kInvalidArgument);
+      EXPECT_EQ(client_->OpenCollection(bad).status().code(), StatusCode::kInvalidArgument);
+    }
+    EXPECT_EQ(client_->counters().map_refreshes, refreshes);  // nothing was sent
   });
 }
 

@@ -248,7 +248,22 @@ TEST_F(NetClusterTest, ReadOfAnUnknownCollectionDoesNotCreateIt) {
   ASSERT_TRUE(db.ok()) << db.status();
   collection_test::ExpectReadsOfAMissingCollectionCreateNothing(**db, "nocoll");
   collection_test::ExpectCreatingWritesCreateAMissingCollection(**db, "fresh");
+  collection_test::ExpectNameRuleIsEnforced(**db);
 
+  // A name outside the rule sent by hand is refused by the coordinator too.
+  auto runtime = GrpcRuntime::Start({.listen = {},
+                                     .advertise = {},
+                                     .coordinator = coordinator_->address(),
+                                     .address_book_path = {},
+                                     .max_message_bytes = kDefaultMaxMessageBytes,
+                                     .server_mode = GrpcServerMode::kSync});
+  ASSERT_TRUE(runtime.ok()) << runtime.status();
+  auto answer =
+      (*runtime)->Call(transport::Address::Coordinator(),
+                       transport::CreateCollectionRequest{.name = "bad\nname"}, 5'000'000);
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->status.code(), StatusCode::kInvalidArgument) << answer->status;
+  EXPECT_TRUE(storage::Is(answer->status, storage::ErrorReason::kInvalidArgument));
   EXPECT_TRUE((*db)->Close().ok());
 }
 

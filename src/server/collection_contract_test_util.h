@@ -1,11 +1,11 @@
 #pragma once
 
-// The contract of Database::GetCollection (include/shoal/shoal.h) for collections that do not
-// exist, checked the same way on an embedded Database (database_test.cc) and over the network
-// (src/net/net_cluster_test.cc): every operation that does not create a collection fails on a
-// missing one with UNKNOWN_COLLECTION naming it and creates nothing; Insert, Upsert,
-// CompareAndSet with version 0 and a Batch holding one of those create it. Test-only; gtest
-// assertions.
+// The contract of Database::GetCollection (include/shoal/shoal.h) for names and for collections
+// that do not exist, checked the same way on an embedded Database (database_test.cc) and over the
+// network (src/net/net_cluster_test.cc): a name outside the rule is refused; every operation
+// that does not create a collection fails on a missing one with UNKNOWN_COLLECTION naming it and
+// creates nothing; Insert, Upsert, CompareAndSet with version 0 and a Batch holding one of those
+// create it. Test-only; gtest assertions.
 
 #include <gtest/gtest.h>
 
@@ -26,6 +26,16 @@ inline void ExpectUnknownCollection(const Status& status, std::string_view name,
       << operation << ": " << status;
   EXPECT_NE(MessageOf(status).find("\"" + std::string(name) + "\""), std::string_view::npos)
       << operation << ": " << status;
+}
+
+inline void ExpectNameRuleIsEnforced(Database& db) {
+  for (const std::string& name : {std::string("bad\nname"), std::string("a\0b", 3), std::string(),
+                                  std::string(257, 'x'), std::string("a b"), std::string("-rf")}) {
+    auto refused = db.GetCollection(name);
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status();
+  }
+  EXPECT_TRUE(db.GetCollection(std::string(256, 'x')).ok());
+  EXPECT_TRUE(db.GetCollection("split-move.v2_A").ok());
 }
 
 // Operations on the missing collection `name` (unused by the caller) that may not create it.

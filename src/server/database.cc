@@ -6,6 +6,7 @@
 
 #include "include/shoal/shoal.h"
 #include "src/server/database_impl.h"
+#include "src/storage/collection_name.h"
 #include "src/storage/errors.h"
 
 namespace shoal {
@@ -267,6 +268,7 @@ StatusOr<std::unique_ptr<Database>> Database::OpenEmbedded(const EmbeddedOptions
 }
 
 StatusOr<Collection> Database::GetCollection(std::string_view name) {
+  SHOAL_RETURN_IF_ERROR(storage::ValidateCollectionName(name));
   if (name.starts_with(hotspot::kSystemPrefix)) {
     return InvalidArgumentError(
         fmt::format("collection names starting with {} are reserved", hotspot::kSystemPrefix));

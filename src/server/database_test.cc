@@ -181,6 +181,15 @@ TEST(DatabaseTest, ReadOfAnUnknownCollectionDoesNotCreateIt) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(DatabaseTest, ACollectionNameOutsideTheRuleIsRefused) {
+  const std::string dir = TempDir("names");
+  auto db = Database::OpenEmbedded({.data_dir = dir, .nodes = 1, .buckets = 4, .sync = false});
+  ASSERT_TRUE(db.ok()) << db.status();
+  collection_test::ExpectNameRuleIsEnforced(**db);
+  ASSERT_TRUE((*db)->Close().ok());
+  std::filesystem::remove_all(dir);
+}
+
 TEST(DatabaseTest, BadOptionsAreRejected) {
   EXPECT_EQ(Database::OpenEmbedded({.data_dir = ""}).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(Database::OpenEmbedded({.data_dir = TempDir("bad"), .nodes = 0}).status().code(),

@@ -78,13 +78,18 @@ if "$shoal" put --cluster "$cluster" users alice '{}' --mode insert 2>"$dir/err"
   fail "a second insert succeeded"
 fi
 grep -q ALREADY_EXISTS "$dir/err" || fail "duplicate insert: $(cat "$dir/err")"
-# A read, query or delete of a collection that does not exist names it and creates nothing.
+# A read, query or delete of a collection that does not exist names it and creates nothing; a
+# name outside the rule is refused before it is sent.
 for command in "get nocoll x" "query nocoll" "delete nocoll x"; do
   # shellcheck disable=SC2086 # the command's words
   if "$shoal" $command --cluster "$cluster" 2>"$dir/err"; then fail "$command succeeded"; fi
   grep -qF 'error: NOT_FOUND (UNKNOWN_COLLECTION): collection "nocoll" does not exist' "$dir/err" ||
     fail "$command: $(cat "$dir/err")"
 done
+if "$shoal" put --cluster "$cluster" $'bad\nname' k '{}' 2>"$dir/err"; then
+  fail "a collection name with a newline was accepted"
+fi
+grep -q 'error: INVALID_ARGUMENT: invalid collection name' "$dir/err" || fail "bad name: $(cat "$dir/err")"
 
 # Batch: one result per line in order; a failed write (exit 1) does not stop the others; a
 # malformed line fails the command before anything is sent.
