@@ -323,7 +323,7 @@ class EntityMapper {
   // The mapper's collection in `db`, created if missing, with the sharded members declared.
   [[nodiscard]] StatusOr<Collection> Open(Database& db) const {
     SHOAL_RETURN_IF_ERROR(Ready());
-    SHOAL_ASSIGN_OR_RETURN(Collection collection, db.GetCollection(model_->collection));
+    SHOAL_ASSIGN_OR_RETURN(Collection collection, db.CreateCollection(model_->collection));
     SHOAL_RETURN_IF_ERROR(Declare(collection));
     return collection;
   }

@@ -11,10 +11,11 @@
 //
 // Errors are shoal::Status values, never exceptions. Codes and what they mean:
 //   kAlreadyExists        Insert of a key that holds a live document (DUPLICATE)
-//   kNotFound             Get/Update/Delete of an absent key; an unknown collection
+//   kNotFound             Get/Update/Delete of an absent key; an operation that does not
+//                         create a collection, on one that does not exist (GetCollection)
 //   kFailedPrecondition   CompareAndSet whose expected version does not match
 //   kInvalidArgument      malformed JSON, a body that is not an object, an empty key, a bad
-//                         filter or cursor
+//                         filter, cursor or collection name
 //   kResourceExhausted    key > 8 KiB, body > 1 MiB, nesting > 64
 //   kUnknown              a write whose outcome is unknown (its request or reply was lost):
 //                         read the key to find out
@@ -217,8 +218,15 @@ class Database {
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
 
-  // Creates the collection if it does not exist.
+  // A handle of the collection `name`: 1 to 256 bytes of letters, digits, '_', '.' and '-',
+  // starting with a letter, a digit or '_' (otherwise kInvalidArgument). A collection that does
+  // not exist is created by CreateCollection or by the first Insert, Upsert, CompareAndSet with
+  // expected version 0, Batch holding one of those, or Declare; every other operation on it (Get,
+  // Query, QueryStream, Update, Delete, ...) fails with kNotFound, reason UNKNOWN_COLLECTION,
+  // naming it, and creates nothing.
   [[nodiscard]] StatusOr<Collection> GetCollection(std::string_view name);
+  // GetCollection's handle, with the collection created now if it does not exist.
+  [[nodiscard]] StatusOr<Collection> CreateCollection(std::string_view name);
   // Adds a storage node; buckets move to it in the background.
   [[nodiscard]] StatusOr<uint32_t> AddNode();
   // Decommissions a node: its buckets move away in the background, then it leaves.

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "src/common/point.h"
+#include "src/storage/collection_name.h"
 #include "src/storage/errors.h"
 
 namespace shoal::client {
@@ -78,7 +79,7 @@ ClientCounters Client::counters() const {
   return out;
 }
 
-Status Client::Refresh() {
+StatusOr<transport::ClusterState> Client::FetchState() {
   SHOAL_ASSIGN_OR_RETURN(
       auto response,
       runtime_.Call(Address::Coordinator(), transport::GetMapRequest{}, options_.call_timeout));
@@ -88,8 +89,10 @@ Status Client::Refresh() {
   if (body.state.map != nullptr && (map_ == nullptr || body.state.map->epoch() > map_->epoch())) {
     map_ = body.state.map;
   }
-  return OkStatus();
+  return std::move(body.state);
 }
+
+Status Client::Refresh() { return FetchState().status(); }
 
 bool Client::Adopt(const cluster::ShardMapPtr& map) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -132,6 +135,7 @@ Status Client::Backoff(int attempt) {
 }
 
 StatusOr<CollectionId> Client::OpenCollection(std::string_view name) {
+  SHOAL_RETURN_IF_ERROR(storage::ValidateCollectionName(name));
   for (int attempt = 0;; ++attempt) {
     auto response = runtime_.Call(Address::Coordinator(),
                                   transport::CreateCollectionRequest{.name = std::string(name)},
@@ -143,6 +147,24 @@ StatusOr<CollectionId> Client::OpenCollection(std::string_view name) {
       return body->collection.id;
     }
     if (!IsTransportFailure(status) || attempt + 1 >= options_.max_attempts) return status;
+    SHOAL_RETURN_IF_ERROR(Backoff(attempt));
+  }
+}
+
+StatusOr<CollectionId> Client::FindCollection(std::string_view name) {
+  SHOAL_RETURN_IF_ERROR(storage::ValidateCollectionName(name));
+  for (int attempt = 0;; ++attempt) {
+    auto state = FetchState();
+    if (state.ok()) {
+      for (const storage::CollectionSpec& spec : state->collections) {
+        if (spec.name == name) return spec.id;
+      }
+      return storage::StorageError(storage::ErrorReason::kUnknownCollection,
+                                   fmt::format("collection \"{}\" does not exist", name));
+    }
+    if (!IsTransportFailure(state.status()) || attempt + 1 >= options_.max_attempts) {
+      return state.status();
+    }
     SHOAL_RETURN_IF_ERROR(Backoff(attempt));
   }
 }

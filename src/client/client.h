@@ -105,8 +105,13 @@ class Client {
   [[nodiscard]] Status Refresh();
   // Adopts `map` if it is newer than the cached one (epochs only go up); true if it did.
   bool Adopt(const cluster::ShardMapPtr& map);
-  // Creates the collection if needed and returns its id.
+  // Creates the collection if needed and returns its id. A name outside
+  // storage::ValidateCollectionName is kInvalidArgument, and is not sent.
   [[nodiscard]] StatusOr<CollectionId> OpenCollection(std::string_view name);
+  // The id of the existing collection `name`, from the coordinator's current state; never
+  // creates it. A collection that does not exist is kNotFound with storage reason
+  // kUnknownCollection, naming it; a name outside the rule is kInvalidArgument, and is not sent.
+  [[nodiscard]] StatusOr<CollectionId> FindCollection(std::string_view name);
 
   [[nodiscard]] StatusOr<uint64_t> Insert(CollectionId c, std::string_view pk,
                                           std::string_view json);
@@ -187,6 +192,8 @@ class Client {
   // Adopts `route` if it is newer than the cached map, else refreshes from the coordinator.
   void LearnRoute(const cluster::ShardMapPtr& route);
   [[nodiscard]] Status Backoff(int attempt);
+  // The coordinator's state (one GetMap call); adopts its map if newer than the cached one.
+  [[nodiscard]] StatusOr<transport::ClusterState> FetchState();
   [[nodiscard]] StatusOr<cluster::ShardMapPtr> CurrentMap();
   // Sends each of `calls` (node, request) and returns the answers in that order: the first on
   // the calling task, the others on tasks of their own that run concurrently.

@@ -88,6 +88,33 @@ TEST_F(ClientTest, SingleKeyOperationsAndTheirErrorReasons) {
   });
 }
 
+// FindCollection looks a collection up without creating it; both calls refuse a name outside
+// the rule before sending it.
+TEST_F(ClientTest, FindCollectionNeverCreatesACollection) {
+  Run([&] {
+    auto found = client_->FindCollection("docs");
+    ASSERT_TRUE(found.ok()) << found.status();
+    EXPECT_EQ(*found, collection_);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      auto missing = client_->FindCollection("nocoll");
+      EXPECT_TRUE(storage::Is(missing, ErrorReason::kUnknownCollection)) << missing.status();
+      EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+      EXPECT_EQ(MessageOf(missing.status()), R"(collection "nocoll" does not exist)");
+    }
+    auto created = client_->OpenCollection("nocoll");
+    ASSERT_TRUE(created.ok()) << created.status();
+    auto now_found = client_->FindCollection("nocoll");
+    ASSERT_TRUE(now_found.ok()) << now_found.status();
+    EXPECT_EQ(*now_found, *created);
+    const uint64_t refreshes = client_->counters().map_refreshes;
+    for (const std::string& bad : {std::string("bad\nname"), std::string("a\0b", 3)}) {
+      EXPECT_EQ(client_->FindCollection(bad).status().code(), StatusCode::kInvalidArgument);
+      EXPECT_EQ(client_->OpenCollection(bad).status().code(), StatusCode::kInvalidArgument);
+    }
+    EXPECT_EQ(client_->counters().map_refreshes, refreshes);  // nothing was sent
+  });
+}
+
 TEST_F(ClientTest, AClientWithAStaleMapFollowsMoves) {
   Run([&] {
     constexpr int kDocuments = 40;

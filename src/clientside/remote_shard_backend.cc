@@ -77,7 +77,7 @@ Condition AnyShardDocument() { return {.path = "v", .op = Op::kGe, .json_value =
 
 StatusOr<std::unique_ptr<RemoteShardBackend>> RemoteShardBackend::Create(
     Database& db, const std::string& collection) {
-  SHOAL_ASSIGN_OR_RETURN(Collection c, db.GetCollection(collection));
+  SHOAL_ASSIGN_OR_RETURN(Collection c, db.CreateCollection(collection));
   return std::unique_ptr<RemoteShardBackend>(new RemoteShardBackend(std::move(c), collection));
 }
 

@@ -10,6 +10,7 @@
 #include "src/cluster/shard_map_codec.h"
 #include "src/common/log.h"
 #include "src/coordinator/coordinator_internal.h"
+#include "src/storage/collection_name.h"
 
 namespace shoal::coordinator {
 
@@ -208,9 +209,8 @@ Response Coordinator::Handle(const Address& from, const transport::Request& requ
 }
 
 StatusOr<storage::CollectionSpec> Coordinator::CreateCollection(std::string_view name) {
-  if (name.empty() || name.size() > 256) {
-    return InvalidArgumentError("a collection name has 1 to 256 bytes");
-  }
+  // Checked before anything is recorded: the name becomes a metadata key.
+  SHOAL_RETURN_IF_ERROR(storage::ValidateCollectionName(name));
   ShardMapPtr map;
   storage::CollectionSpec spec;
   {

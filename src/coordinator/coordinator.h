@@ -198,6 +198,8 @@ class Coordinator final : public transport::Service,
   // splits and merges (coordinator_plan.cc). Changes nothing.
   [[nodiscard]] StatusOr<PlanSummary> Plan(std::optional<NodeId> add = std::nullopt,
                                            std::optional<NodeId> remove = std::nullopt);
+  // The collection `name`, created (recorded and published) if it does not exist. A name that
+  // breaks storage::ValidateCollectionName is kInvalidArgument and records nothing.
   [[nodiscard]] StatusOr<storage::CollectionSpec> CreateCollection(std::string_view name);
   // True once no transition is in flight and a balancer round on the current map (its epoch)
   // found nothing to do.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "src/coordinator/coordinator_test_fixture.h"
+#include "src/storage/collection_name.h"
 #include "src/storage/errors.h"
 
 namespace shoal::coordinator {
@@ -140,6 +141,40 @@ TEST_F(CoordinatorTest, SplitAndMergeChangeTheMap) {
     EXPECT_EQ(map()->epoch(), merged->epoch());
     ExpectAllDocumentsReadable();
   });
+}
+
+// The coordinator itself refuses a collection name outside storage::ValidateCollectionName,
+// whichever client sends it, before anything reaches the metadata store.
+TEST_F(CoordinatorTest, CreateCollectionRefusesANameOutsideTheRuleAndRecordsNothing) {
+  Run(/*auto_balance=*/false, [&] {
+    for (const std::string& name :
+         {std::string("bad\nname"), std::string("a\0b", 3), std::string(), std::string(257, 'x'),
+          std::string("a b"), std::string("../x")}) {
+      auto answer = sim_.Call(Address::Coordinator(),
+                              transport::CreateCollectionRequest{.name = name}, kSecond);
+      ASSERT_TRUE(answer.ok()) << answer.status();
+      EXPECT_EQ(answer->status.code(), StatusCode::kInvalidArgument) << answer->status;
+      EXPECT_TRUE(storage::Is(answer->status, storage::ErrorReason::kInvalidArgument));
+    }
+    auto longest = Admin([](Coordinator& c) {
+      return c.CreateCollection(std::string(storage::kMaxCollectionNameBytes, 'x')).status();
+    });
+    EXPECT_TRUE(longest.ok()) << longest;
+    ASSERT_TRUE(
+        Admin([](Coordinator& c) { return c.CreateCollection("split-move.v2").status(); }).ok());
+    std::vector<std::string> names;
+    for (const auto& spec : coordinator().State().collections) names.push_back(spec.name);
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names,
+              (std::vector<std::string>{"docs", "split-move.v2",
+                                        std::string(storage::kMaxCollectionNameBytes, 'x')}));
+  });
+  EXPECT_EQ(
+      MetadataEntries("cluster/collections/"),
+      (std::map<std::string, std::string>{
+          {"cluster/collections/docs", "1"},
+          {"cluster/collections/split-move.v2", "3"},
+          {"cluster/collections/" + std::string(storage::kMaxCollectionNameBytes, 'x'), "2"}}));
 }
 
 TEST(ThresholdsTest, BoundsAndGapAreCheckedToTheByte) {

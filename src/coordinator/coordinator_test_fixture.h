@@ -261,7 +261,10 @@ class CoordinatorTest : public ::testing::Test {
   }
 
   // The move log (moves/<id> -> record), read from the metadata store once the cluster is gone.
-  std::map<std::string, std::string> MoveLog() {
+  std::map<std::string, std::string> MoveLog() { return MetadataEntries("moves/"); }
+
+  // The metadata store's keys under `prefix` with their values, read once the cluster is gone.
+  std::map<std::string, std::string> MetadataEntries(const std::string& prefix) {
     cluster_.reset();
     metadata::EmbeddedMetadataOptions options;
     options.path = dir_ + "/metadata";
@@ -269,13 +272,13 @@ class CoordinatorTest : public ::testing::Test {
     auto store = metadata::EmbeddedMetadataStore::Open(options);
     EXPECT_TRUE(store.ok()) << store.status();
     if (!store.ok()) return {};
-    auto entries = (*store)->List("moves/");
+    auto entries = (*store)->List(prefix);
     EXPECT_TRUE(entries.ok()) << entries.status();
-    std::map<std::string, std::string> log;
+    std::map<std::string, std::string> out;
     if (entries.ok()) {
-      for (const auto& [key, value] : *entries) log[key] = value.value;
+      for (const auto& [key, value] : *entries) out[key] = value.value;
     }
-    return log;
+    return out;
   }
 
   static std::string LogKey(uint64_t move) { return fmt::format("moves/{:020}", move); }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "src/storage/collection_name.h"
 #include "src/storage/predicate.h"
 
 namespace shoal::hotspot {
@@ -27,10 +28,10 @@ constexpr size_t kMaxActivityKeys = 4096;
 
 StatusOr<std::string> HiddenCollectionName(std::string_view collection) {
   std::string name = fmt::format("{}hot.{}", kSystemPrefix, collection);
-  if (name.size() > 256) {
+  if (name.size() > storage::kMaxCollectionNameBytes) {
     return InvalidArgumentError(
         fmt::format("a collection with sharded fields has a name of at most {} bytes",
-                    256 - (name.size() - collection.size())));
+                    storage::kMaxCollectionNameBytes - (name.size() - collection.size())));
   }
   return name;
 }

@@ -42,7 +42,10 @@ class GrpcRuntime::ScanStream {
     if (scan == nullptr) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a stream carries a ScanRequest");
     }
-    if (scan->max_documents == 0 || scan->max_documents > limits_.max_documents) {
+    if (Status valid = transport::ValidateScan(*scan); !valid.ok()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(MessageOf(valid)));
+    }
+    if (scan->max_documents > limits_.max_documents) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           fmt::format("max_documents {} per streamed message is outside [1, {}]",
                                       scan->max_documents, limits_.max_documents));

@@ -21,6 +21,7 @@
 #include "src/client/client.h"
 #include "src/net/processes.h"
 #include "src/server/batch_contract_test_util.h"
+#include "src/server/collection_contract_test_util.h"
 
 namespace shoal::net {
 namespace {
@@ -238,6 +239,32 @@ TEST_F(NetClusterTest, BatchOverTheNetwork) {
   ASSERT_TRUE(answer.ok()) << answer.status();
   EXPECT_EQ(answer->status.code(), StatusCode::kResourceExhausted) << answer->status;
   EXPECT_EQ(docs->Get("crafted").status().code(), StatusCode::kNotFound);
+}
+
+// The same contract as the embedded Database's (database_test.cc), over gRPC.
+TEST_F(NetClusterTest, ReadOfAnUnknownCollectionDoesNotCreateIt) {
+  StartCluster(/*nodes=*/2);
+  auto db = Database::Connect("shoal://" + coordinator_->address());
+  ASSERT_TRUE(db.ok()) << db.status();
+  collection_test::ExpectReadsOfAMissingCollectionCreateNothing(**db, "nocoll");
+  collection_test::ExpectCreatingWritesCreateAMissingCollection(**db, "fresh");
+  collection_test::ExpectNameRuleIsEnforced(**db);
+
+  // A name outside the rule sent by hand is refused by the coordinator too.
+  auto runtime = GrpcRuntime::Start({.listen = {},
+                                     .advertise = {},
+                                     .coordinator = coordinator_->address(),
+                                     .address_book_path = {},
+                                     .max_message_bytes = kDefaultMaxMessageBytes,
+                                     .server_mode = GrpcServerMode::kSync});
+  ASSERT_TRUE(runtime.ok()) << runtime.status();
+  auto answer =
+      (*runtime)->Call(transport::Address::Coordinator(),
+                       transport::CreateCollectionRequest{.name = "bad\nname"}, 5'000'000);
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->status.code(), StatusCode::kInvalidArgument) << answer->status;
+  EXPECT_TRUE(storage::Is(answer->status, storage::ErrorReason::kInvalidArgument));
+  EXPECT_TRUE((*db)->Close().ok());
 }
 
 // QueryStream over a 3-node gRPC cluster: the documents of paged Query, in its order, with and

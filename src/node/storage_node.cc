@@ -296,52 +296,56 @@ void StorageNode::Release(BucketId bucket, bool write) {
   }
 }
 
-StatusOr<StorageNode::Admitted> StorageNode::AwaitRangeAdmission(MapEpoch client_epoch,
-                                                                 const storage::PointRange& range,
-                                                                 std::optional<MoveId> via_move) {
+StatusOr<StorageNode::Admission> StorageNode::ScanBucketLocked(
+    MapEpoch client_epoch, BucketId bucket, const storage::PointRange& range) const {
+  const BucketPlacement* named = map_->Find(bucket);
+  if (named != nullptr && ToPointRange(named->range).Covers(range)) return Admission::kServe;
+  if (client_epoch < map_->epoch()) return Admission::kWrongShard;
+  if (client_epoch > map_->epoch()) return Admission::kNotYet;
+  return InvalidArgumentError(
+      named == nullptr
+          ? fmt::format("scan of {} names {}, which {} does not have", range.DebugString(),
+                        bucket.DebugString(), map_->epoch().DebugString())
+          : fmt::format("scan of {} names {}, which holds {} at {}", range.DebugString(),
+                        bucket.DebugString(), named->range.DebugString(),
+                        map_->epoch().DebugString()));
+}
+
+StatusOr<StorageNode::Admitted> StorageNode::AwaitScanAdmission(MapEpoch client_epoch,
+                                                                BucketId bucket,
+                                                                const storage::PointRange& range,
+                                                                std::optional<MoveId> via_move) {
   const transport::Micros start = runtime_.Now();
   if (client_epoch > epoch()) (void)RefreshMap();
   while (true) {
-    Admission worst = Admission::kNotYet;
+    Admission admission = Admission::kNotYet;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (map_ != nullptr) {
-        worst = Admission::kServe;
-        int overlapping = 0;
-        const BucketPlacement* switched = nullptr;
-        for (const BucketPlacement& bucket : map_->buckets()) {
-          if (!Overlaps(bucket.range, range)) continue;
-          ++overlapping;
-          const Admission a = AdmitLocked(bucket, via_move, Access::kRead);
-          if (a == Admission::kWrongShard) {
-            ++counters_.wrong_shard;
-            return Admitted{.admission = a, .bucket = bucket.id, .move = {}, .source = {}};
-          }
-          if (a == Admission::kServeViaSource) {
-            switched = &bucket;
-          } else if (a != Admission::kServe) {
-            worst = a;
-          }
+        SHOAL_ASSIGN_OR_RETURN(admission, ScanBucketLocked(client_epoch, bucket, range));
+        // The range lies in the named bucket: its admission is the scan's.
+        const BucketPlacement* named = map_->Find(bucket);
+        if (admission == Admission::kServe) {
+          admission = AdmitLocked(*named, via_move, Access::kRead);
         }
-        if (switched != nullptr && worst == Admission::kServe) {
-          if (overlapping != 1) {
-            // Part of the range is served here, part through a source: the caller's map is
-            // older than ours; it splits its scan again with ours.
+        Admitted admitted{.admission = admission, .bucket = bucket, .move = {}, .source = {}};
+        switch (admission) {
+          case Admission::kWrongShard:
             ++counters_.wrong_shard;
-            return Admitted{
-                .admission = Admission::kWrongShard, .bucket = {}, .move = {}, .source = {}};
-          }
-          return Admitted{.admission = Admission::kServeViaSource,
-                          .bucket = switched->id,
-                          .move = switched->transition->move,
-                          .source = switched->transition->source.front()};
-        }
-        if (worst == Admission::kServe) {
-          return Admitted{.admission = worst, .bucket = {}, .move = {}, .source = {}};
+            return admitted;
+          case Admission::kServeViaSource:
+            admitted.move = named->transition->move;
+            admitted.source = named->transition->source.front();
+            return admitted;
+          case Admission::kServe:
+            return admitted;
+          case Admission::kQueue:
+          case Admission::kNotYet:
+            break;
         }
       }
     }
-    if (worst == Admission::kNotYet || client_epoch > epoch()) (void)RefreshMap();
+    if (admission == Admission::kNotYet || client_epoch > epoch()) (void)RefreshMap();
     if (runtime_.Now() - start > options_.fence_timeout) {
       return Admitted{.admission = Admission::kNotYet, .bucket = {}, .move = {}, .source = {}};
     }
@@ -476,7 +480,9 @@ Response StorageNode::HandleGet(const transport::GetRequest& request) {
 }
 
 Response StorageNode::HandleScan(const transport::ScanRequest& request) {
-  auto admitted = AwaitRangeAdmission(request.epoch, request.range, request.via_move);
+  if (Status valid = transport::ValidateScan(request); !valid.ok()) return Response::Error(valid);
+  auto admitted =
+      AwaitScanAdmission(request.epoch, request.bucket, request.range, request.via_move);
   if (!admitted.ok()) return Response::Error(admitted.status());
   if (admitted->admission == Admission::kServeViaSource) return ForwardScan(request, *admitted);
   if (admitted->admission != Admission::kServe) return Refuse(admitted->admission);
@@ -486,7 +492,7 @@ Response StorageNode::HandleScan(const transport::ScanRequest& request) {
   scan.collection = request.collection;
   scan.filter = request.filter;
   scan.cursor = request.cursor;
-  scan.max_documents = std::clamp<uint32_t>(request.max_documents, 1, options_.max_scan_documents);
+  scan.max_documents = std::min(request.max_documents, options_.max_scan_documents);
   scan.max_page_bytes = request.max_bytes;
   StatusOr<storage::ScanPage> page = store_->Scan(scan);
   {

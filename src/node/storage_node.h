@@ -259,11 +259,18 @@ class StorageNode final : public transport::Service,
   // the bucket's in-flight requests (the caller calls Release).
   [[nodiscard]] StatusOr<Admitted> AwaitAdmission(MapEpoch client_epoch, Point point,
                                                   std::optional<MoveId> via_move, Access access);
-  // The same for every bucket overlapping `range`: kServeViaSource only when one switch-then-
-  // copy bucket holds the whole range. Counts nothing in flight.
-  [[nodiscard]] StatusOr<Admitted> AwaitRangeAdmission(MapEpoch client_epoch,
-                                                       const storage::PointRange& range,
-                                                       std::optional<MoveId> via_move);
+  // The same for a scan of `range` in `bucket`, which must fit the node's map
+  // (ScanBucketLocked; kInvalidArgument otherwise). Counts nothing in flight.
+  [[nodiscard]] StatusOr<Admitted> AwaitScanAdmission(MapEpoch client_epoch, BucketId bucket,
+                                                      const storage::PointRange& range,
+                                                      std::optional<MoveId> via_move);
+  // Whether a scan of `range` naming `bucket`, sent at `client_epoch`, fits this node's map: kServe
+  // when the map has `bucket` and its range holds `range`. Otherwise the client's map decides:
+  // older, kWrongShard (the id may name a bucket since split or merged, or none; the client
+  // learns ours); newer, kNotYet (we learn the client's); the same, kInvalidArgument (the
+  // request does not match the map it was built from).
+  [[nodiscard]] StatusOr<Admission> ScanBucketLocked(MapEpoch client_epoch, BucketId bucket,
+                                                     const storage::PointRange& range) const;
   void Release(BucketId bucket, bool write);
   [[nodiscard]] transport::Response Refuse(Admission admission);
   [[nodiscard]] Status RefreshMap();

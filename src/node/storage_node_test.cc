@@ -61,6 +61,83 @@ TEST_F(StorageNodeTest, ClientWithAnOlderEpochIsServedWhereTheNodeOwnsTheBucket)
   });
 }
 
+// A plain scan asks for at least one document per page, as a streamed one does: 0 is refused,
+// not served as 1.
+TEST_F(StorageNodeTest, AScanOfZeroDocumentsIsRefused) {
+  Run([&] {
+    InsertInto(kB0, 3);
+    const storage::PointRange b0 = RangeOf(*maps_.initial, kB0);
+    auto zero = Scan(kN1, maps_.initial->epoch(), kB0, b0, /*max_documents=*/0);
+    ASSERT_TRUE(zero.ok()) << zero.status();
+    EXPECT_EQ(zero->status.code(), StatusCode::kInvalidArgument) << zero->status;
+    EXPECT_FALSE(std::holds_alternative<transport::ScanResponse>(zero->body));
+
+    auto one = Scan(kN1, maps_.initial->epoch(), kB0, b0, /*max_documents=*/1);
+    ASSERT_TRUE(StatusOf(one).ok()) << StatusOf(one);
+    const auto& page = std::get<transport::ScanResponse>(one->body);
+    EXPECT_EQ(page.documents.size(), 1u);
+    EXPECT_FALSE(page.next_cursor.empty());
+  });
+}
+
+// A scan names a bucket of the node's map whose range holds the scan's range. A client at the
+// node's epoch that names another bucket built a wrong request (kInvalidArgument); a client with
+// an older map may name a bucket since split (or one that never existed: the node cannot tell)
+// and learns the node's map (WRONG_SHARD); a client with a newer map waits for the node to learn
+// it (NOT_SERVING once the wait is over).
+TEST_F(StorageNodeTest, AScanMustNameABucketWhoseRangeHoldsItsRange) {
+  Run([&] {
+    InsertInto(kB0, 3);
+    const MapEpoch e1 = maps_.initial->epoch();
+    const storage::PointRange b0 = RangeOf(*maps_.initial, kB0);
+    const storage::PointRange b1 = RangeOf(*maps_.initial, kB1);
+    const auto expect_invalid = [&](BucketId bucket, const storage::PointRange& range) {
+      auto answer = Scan(kN1, e1, bucket, range);
+      ASSERT_TRUE(answer.ok()) << answer.status();
+      EXPECT_EQ(answer->status.code(), StatusCode::kInvalidArgument)
+          << bucket.DebugString() << " " << range.DebugString() << ": " << answer->status;
+    };
+    expect_invalid(BucketId(999999), b0);             // no such bucket
+    expect_invalid(kB1, b0);                          // another bucket's range
+    expect_invalid(kB0, storage::PointRange::All());  // more than the bucket
+    auto served = Scan(kN1, e1, kB0, b0);
+    ASSERT_TRUE(StatusOf(served).ok()) << StatusOf(served);
+    EXPECT_EQ(std::get<transport::ScanResponse>(served->body).documents.size(), 3u);
+    auto part = Scan(kN1, e1, kB0, *storage::PointRange::Make(b0.begin(), b0.begin() + 1));
+    EXPECT_TRUE(StatusOf(part).ok()) << StatusOf(part);
+    EXPECT_EQ(node(kN1).counters().wrong_shard, 0u);
+
+    // b0 splits: its id now names the lower half only.
+    const uint64_t middle = maps_.initial->Find(kB0)->range.Midpoint();
+    const ShardMapPtr split =
+        Next(maps_.initial, [&](ShardMapEdit& e) { e.SplitBucket(kB0, middle, BucketId(2)); });
+    Publish(split);
+    for (const BucketId stale : {kB0, BucketId(999999)}) {
+      auto answer = Scan(kN1, e1, stale, b0);
+      ASSERT_TRUE(answer.ok()) << answer.status();
+      EXPECT_EQ(transport::ClusterErrorOf(answer->status), ClusterError::kWrongShard)
+          << stale.DebugString() << ": " << answer->status;
+      ASSERT_NE(answer->route, nullptr);
+      EXPECT_EQ(answer->route->epoch(), split->epoch());
+    }
+    EXPECT_EQ(node(kN1).counters().wrong_shard, 2u);
+    // What still fits the named bucket is served at the older epoch.
+    auto lower = Scan(kN1, e1, kB0, *storage::PointRange::Make(b0.begin(), middle));
+    EXPECT_TRUE(StatusOf(lower).ok()) << StatusOf(lower);
+    // The split map's own requests: the halves are served, the old range is not.
+    EXPECT_TRUE(
+        StatusOf(Scan(kN1, split->epoch(), BucketId(2), RangeOf(*split, BucketId(2)))).ok());
+    auto old_range = Scan(kN1, split->epoch(), kB0, b0);
+    ASSERT_TRUE(old_range.ok()) << old_range.status();
+    EXPECT_EQ(old_range->status.code(), StatusCode::kInvalidArgument) << old_range->status;
+
+    // A client ahead of the node (and of the coordinator) naming a bucket it does not know.
+    auto ahead = Scan(kN1, MapEpoch(split->epoch().value() + 5), BucketId(7), b1);
+    ASSERT_TRUE(ahead.ok()) << ahead.status();
+    EXPECT_EQ(transport::ClusterErrorOf(ahead->status), ClusterError::kNotServing) << ahead->status;
+  });
+}
+
 TEST_F(StorageNodeTest, BackgroundNiceOutsideItsRangeIsRefused) {
   for (const int nice : {-1, kMaxBackgroundNice + 1}) {
     NodeOptions options;

@@ -280,6 +280,18 @@ class StorageNodeTest : public ::testing::Test {
     return Call(to, std::move(request));
   }
 
+  // One scan page of `range`, naming `bucket`, from a client at `epoch`.
+  StatusOr<Response> Scan(NodeId to, MapEpoch epoch, BucketId bucket,
+                          const storage::PointRange& range, uint32_t max_documents = 1000) {
+    transport::ScanRequest request;
+    request.epoch = epoch;
+    request.bucket = bucket;
+    request.range = range;
+    request.collection = kDocs;
+    request.max_documents = max_documents;
+    return Call(to, std::move(request));
+  }
+
   StatusOr<Response> Drop(NodeId to, const ShardMapPtr& justifying_map, BucketId bucket) {
     transport::DropBucketRequest request;
     request.epoch = justifying_map->epoch();

@@ -6,6 +6,8 @@
 
 #include "include/shoal/shoal.h"
 #include "src/server/database_impl.h"
+#include "src/storage/collection_name.h"
+#include "src/storage/errors.h"
 
 namespace shoal {
 
@@ -65,58 +67,116 @@ Document ToPublic(storage::Document d) {
   return Document{.key = std::move(d.primary_key), .json = std::move(d.body), .version = d.version};
 }
 
+// The use of a write that can store a document where none is (CollectionUse).
+CollectionUse UseOf(BatchOp op, uint64_t expected_version) {
+  switch (op) {
+    case BatchOp::kInsert:
+    case BatchOp::kUpsert:
+      return CollectionUse::kCreateIfMissing;
+    case BatchOp::kCompareAndSet:
+      return expected_version == 0 ? CollectionUse::kCreateIfMissing : CollectionUse::kMustExist;
+    case BatchOp::kUpdate:
+    case BatchOp::kDelete:
+      return CollectionUse::kMustExist;
+  }
+  return CollectionUse::kMustExist;
+}
+
 }  // namespace
+
+StatusOr<ResolvedCollection> Collection::Impl::Resolve(CollectionUse use) {
+  if (auto known = Known(); known.has_value()) return *known;
+  StatusOr<CollectionId> id = InternalError("unset");
+  switch (use) {
+    case CollectionUse::kCreateIfMissing:
+      id = client->OpenCollection(name);
+      break;
+    case CollectionUse::kMustExist:
+      id = client->FindCollection(name);
+      break;
+  }
+  if (!id.ok()) return id.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!known_.load(std::memory_order_relaxed)) {
+    id_ = *id;
+    hot_ = hot_for_(*id);
+    known_.store(true, std::memory_order_release);
+  }
+  return ResolvedCollection{.id = id_, .hot = hot_.get()};
+}
+
+std::optional<ResolvedCollection> Collection::Impl::Known() const {
+  if (!known_.load(std::memory_order_acquire)) return std::nullopt;
+  return ResolvedCollection{.id = id_, .hot = hot_.get()};
+}
 
 // Writes refuse bodies that set a declared sharded field (CheckWrite): those change by Apply.
 StatusOr<uint64_t> Collection::Insert(std::string_view key, std::string_view json) {
-  SHOAL_RETURN_IF_ERROR(impl_->hot->CheckWrite(json));
-  return impl_->client->Insert(impl_->id, key, json);
+  SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kCreateIfMissing));
+  SHOAL_RETURN_IF_ERROR(c.hot->CheckWrite(json));
+  return impl_->client->Insert(c.id, key, json);
 }
 StatusOr<uint64_t> Collection::Update(std::string_view key, std::string_view json) {
-  SHOAL_RETURN_IF_ERROR(impl_->hot->CheckWrite(json));
-  return impl_->client->Update(impl_->id, key, json);
+  SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kMustExist));
+  SHOAL_RETURN_IF_ERROR(c.hot->CheckWrite(json));
+  return impl_->client->Update(c.id, key, json);
 }
 StatusOr<uint64_t> Collection::Upsert(std::string_view key, std::string_view json) {
-  SHOAL_RETURN_IF_ERROR(impl_->hot->CheckWrite(json));
-  return impl_->client->Upsert(impl_->id, key, json);
+  SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kCreateIfMissing));
+  SHOAL_RETURN_IF_ERROR(c.hot->CheckWrite(json));
+  return impl_->client->Upsert(c.id, key, json);
 }
 StatusOr<uint64_t> Collection::Delete(std::string_view key) {
-  SHOAL_ASSIGN_OR_RETURN(uint64_t version, impl_->client->Delete(impl_->id, key));
+  SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kMustExist));
+  SHOAL_ASSIGN_OR_RETURN(uint64_t version, impl_->client->Delete(c.id, key));
   // The document is gone: its sharded fields start again from neutral.
-  SHOAL_RETURN_IF_ERROR(impl_->hot->AfterDelete(key));
+  SHOAL_RETURN_IF_ERROR(c.hot->AfterDelete(key));
   return version;
 }
 StatusOr<uint64_t> Collection::CompareAndSet(std::string_view key, uint64_t expected_version,
                                              std::string_view json) {
-  SHOAL_RETURN_IF_ERROR(impl_->hot->CheckWrite(json));
-  return impl_->client->CompareAndSet(impl_->id, key, expected_version, json);
+  SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(UseOf(BatchOp::kCompareAndSet, expected_version)));
+  SHOAL_RETURN_IF_ERROR(c.hot->CheckWrite(json));
+  return impl_->client->CompareAndSet(c.id, key, expected_version, json);
 }
 StatusOr<std::vector<StatusOr<uint64_t>>> Collection::Batch(std::span<const BatchWrite> writes) {
   std::vector<transport::WriteRequest> requests;
   requests.reserve(writes.size());
+  CollectionUse use = CollectionUse::kMustExist;
   for (const BatchWrite& write : writes) {
     const bool del = write.op == BatchOp::kDelete;
     requests.push_back(transport::WriteRequest{.epoch = {},
                                                .op = ToWriteOp(write.op),
-                                               .collection = impl_->id,
+                                               .collection = {},
                                                .primary_key = write.key,
                                                .body = del ? std::string() : write.json,
                                                .expected_version = write.expected_version,
                                                .via_move = std::nullopt});
+    if (UseOf(write.op, write.expected_version) == CollectionUse::kCreateIfMissing) {
+      use = CollectionUse::kCreateIfMissing;
+    }
   }
   // A bad batch fails whole before anything is sent.
   SHOAL_RETURN_IF_ERROR(transport::ValidateBatch(requests));
+  auto c = impl_->Resolve(use);
+  if (!c.ok()) {
+    // A missing collection that none of the writes may create fails each write, as it would
+    // fail each of them alone; any other failure is the call's.
+    if (!storage::Is(c.status(), storage::ErrorReason::kUnknownCollection)) return c.status();
+    return std::vector<StatusOr<uint64_t>>(writes.size(), c.status());
+  }
   // As single writes: a write that sets a declared sharded field fails in its own slot.
   std::vector<std::optional<StatusOr<uint64_t>>> results(writes.size());
   std::vector<size_t> sent_index;
   std::vector<transport::WriteRequest> sent;
   for (size_t i = 0; i < writes.size(); ++i) {
     if (writes[i].op != BatchOp::kDelete) {
-      if (Status s = impl_->hot->CheckWrite(writes[i].json); !s.ok()) {
+      if (Status s = c->hot->CheckWrite(writes[i].json); !s.ok()) {
         results[i] = std::move(s);
         continue;
       }
     }
+    requests[i].collection = c->id;
     sent_index.push_back(i);
     sent.push_back(std::move(requests[i]));
   }
@@ -126,7 +186,7 @@ StatusOr<std::vector<StatusOr<uint64_t>>> Collection::Batch(std::span<const Batc
       const size_t i = sent_index[k];
       if (answers[k].ok() && writes[i].op == BatchOp::kDelete) {
         // As Delete: the document is gone, its sharded fields start again from neutral.
-        if (Status s = impl_->hot->AfterDelete(writes[i].key); !s.ok()) answers[k] = std::move(s);
+        if (Status s = c->hot->AfterDelete(writes[i].key); !s.ok()) answers[k] = std::move(s);
       }
       results[i] = std::move(answers[k]);
     }
@@ -140,9 +200,10 @@ StatusOr<std::vector<StatusOr<uint64_t>>> Collection::Batch(std::span<const Batc
 StatusOr<Document> Collection::Get(std::string_view key) { return Get(key, ReadOptions{}); }
 namespace {
 
-StatusOr<client::QueryOptions> ToClientQuery(CollectionId collection, const QueryOptions& options) {
+// The query without its collection, which the caller sets once the collection is resolved.
+StatusOr<client::QueryOptions> ToClientQuery(const QueryOptions& options) {
   client::QueryOptions query{
-      .collection = collection, .filter = {}, .limit = options.limit, .cursor = options.cursor};
+      .collection = {}, .filter = {}, .limit = options.limit, .cursor = options.cursor};
   for (const Condition& condition : options.filter) {
     SHOAL_ASSIGN_OR_RETURN(storage::FieldValue value, ParseLiteral(condition.json_value));
     query.filter.all_of.push_back(storage::FieldPredicate{
@@ -154,8 +215,10 @@ StatusOr<client::QueryOptions> ToClientQuery(CollectionId collection, const Quer
 }  // namespace
 
 StatusOr<QueryPage> Collection::Query(const QueryOptions& options) {
-  SHOAL_ASSIGN_OR_RETURN(client::QueryOptions query, ToClientQuery(impl_->id, options));
-  SHOAL_ASSIGN_OR_RETURN(client::QueryPage page, impl_->hot->Query(std::move(query)));
+  SHOAL_ASSIGN_OR_RETURN(client::QueryOptions query, ToClientQuery(options));
+  SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kMustExist));
+  query.collection = c.id;
+  SHOAL_ASSIGN_OR_RETURN(client::QueryPage page, c.hot->Query(std::move(query)));
   QueryPage out;
   out.next_cursor = std::move(page.next_cursor);
   for (auto& document : page.documents) out.documents.push_back(ToPublic(std::move(document)));
@@ -164,8 +227,10 @@ StatusOr<QueryPage> Collection::Query(const QueryOptions& options) {
 
 Status Collection::QueryStream(const QueryOptions& options,
                                const std::function<Status(const Document&)>& fn) {
-  SHOAL_ASSIGN_OR_RETURN(client::QueryOptions query, ToClientQuery(impl_->id, options));
-  return impl_->hot->QueryStream(std::move(query), [&fn](storage::Document document) {
+  SHOAL_ASSIGN_OR_RETURN(client::QueryOptions query, ToClientQuery(options));
+  SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kMustExist));
+  query.collection = c.id;
+  return c.hot->QueryStream(std::move(query), [&fn](storage::Document document) {
     return fn(ToPublic(std::move(document)));
   });
 }
@@ -203,13 +268,27 @@ StatusOr<std::unique_ptr<Database>> Database::OpenEmbedded(const EmbeddedOptions
 }
 
 StatusOr<Collection> Database::GetCollection(std::string_view name) {
+  SHOAL_RETURN_IF_ERROR(storage::ValidateCollectionName(name));
   if (name.starts_with(hotspot::kSystemPrefix)) {
     return InvalidArgumentError(
         fmt::format("collection names starting with {} are reserved", hotspot::kSystemPrefix));
   }
-  SHOAL_ASSIGN_OR_RETURN(CollectionId id, impl_->client->OpenCollection(name));
-  return Collection(std::make_shared<Collection::Impl>(
-      Collection::Impl{impl_->client.get(), id, impl_->HotFor(name, id)}));
+  auto collection =
+      std::make_shared<Collection::Impl>(impl_->client.get(), std::string(name),
+                                         [db = impl_.get(), name = std::string(name)](
+                                             CollectionId id) { return db->HotFor(name, id); });
+  // An existing collection is resolved now; a missing one by its first operation (Resolve).
+  if (auto found = collection->Resolve(CollectionUse::kMustExist);
+      !found.ok() && !storage::Is(found.status(), storage::ErrorReason::kUnknownCollection)) {
+    return found.status();
+  }
+  return Collection(std::move(collection));
+}
+
+StatusOr<Collection> Database::CreateCollection(std::string_view name) {
+  SHOAL_ASSIGN_OR_RETURN(Collection collection, GetCollection(name));
+  SHOAL_RETURN_IF_ERROR(collection.impl_->Resolve(CollectionUse::kCreateIfMissing).status());
+  return collection;
 }
 
 StatusOr<uint32_t> Database::AddNode() {

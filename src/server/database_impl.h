@@ -6,10 +6,14 @@
 //
 // Thread-safety: as Database's; `mu` guards next_node and closed.
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -21,10 +25,41 @@
 
 namespace shoal {
 
-struct Collection::Impl {
-  client::Client* client;
+// How an operation of Collection needs its collection. Only an operation that can store a
+// document where none is (Insert, Upsert, CompareAndSet with expected version 0, a Batch holding
+// one of those), Declare and Database::CreateCollection create a collection that does not exist;
+// every other one fails with kNotFound (storage reason kUnknownCollection, naming it) and creates
+// nothing.
+enum class CollectionUse : uint8_t { kCreateIfMissing, kMustExist };
+
+// A collection known to exist: its id and its HotCollection (declared fields; shared per name,
+// owned by Collection::Impl).
+struct ResolvedCollection {
   CollectionId id;
-  std::shared_ptr<hotspot::HotCollection> hot;  // declared fields; shared per name
+  hotspot::HotCollection* hot;
+};
+
+struct Collection::Impl {
+  // `hot_for` gives the collection's shared HotCollection once its id is known.
+  Impl(client::Client* client, std::string name,
+       std::function<std::shared_ptr<hotspot::HotCollection>(CollectionId)> hot_for)
+      : client(client), name(std::move(name)), hot_for_(std::move(hot_for)) {}
+
+  // The collection's id and HotCollection, asking the cluster the first time (and, while the
+  // collection does not exist, every time): `use` says whether a missing collection is created.
+  [[nodiscard]] StatusOr<ResolvedCollection> Resolve(CollectionUse use);
+  // Resolve's answer if it is known without asking the cluster.
+  [[nodiscard]] std::optional<ResolvedCollection> Known() const;
+
+  client::Client* const client;
+  const std::string name;
+
+ private:
+  const std::function<std::shared_ptr<hotspot::HotCollection>(CollectionId)> hot_for_;
+  std::mutex mu_;                   // serializes the first resolution
+  std::atomic<bool> known_{false};  // set, with release, once id_ and hot_ are
+  CollectionId id_{};
+  std::shared_ptr<hotspot::HotCollection> hot_;
 };
 
 struct Database::Impl {

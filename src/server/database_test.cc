@@ -8,6 +8,7 @@
 
 #include "include/shoal/shoal.h"
 #include "src/server/batch_contract_test_util.h"
+#include "src/server/collection_contract_test_util.h"
 
 namespace shoal {
 namespace {
@@ -153,6 +154,38 @@ TEST(DatabaseTest, QueryStreamMatchesQueryAndFoldsShardedFields) {
                               [](const Document&) { return OkStatus(); })
                 .code(),
             StatusCode::kInvalidArgument);
+  ASSERT_TRUE((*db)->Close().ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DatabaseTest, ReadOfAnUnknownCollectionDoesNotCreateIt) {
+  const std::string dir = TempDir("unknown");
+  {
+    auto db = Database::OpenEmbedded({.data_dir = dir, .nodes = 2, .buckets = 8, .sync = false});
+    ASSERT_TRUE(db.ok()) << db.status();
+    collection_test::ExpectReadsOfAMissingCollectionCreateNothing(**db, "nocoll");
+    collection_test::ExpectCreatingWritesCreateAMissingCollection(**db, "fresh");
+    ASSERT_TRUE((*db)->Close().ok());
+  }
+  // Reopened: still only the collections a write created.
+  auto reopened =
+      Database::OpenEmbedded({.data_dir = dir, .nodes = 2, .buckets = 8, .sync = false});
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  auto never = (*reopened)->GetCollection("never");
+  ASSERT_TRUE(never.ok()) << never.status();
+  collection_test::ExpectUnknownCollection(never->Get("k").status(), "never", "Get");
+  auto created = (*reopened)->GetCollection("nocoll");
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_TRUE(created->Get("k").ok());
+  ASSERT_TRUE((*reopened)->Close().ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DatabaseTest, ACollectionNameOutsideTheRuleIsRefused) {
+  const std::string dir = TempDir("names");
+  auto db = Database::OpenEmbedded({.data_dir = dir, .nodes = 1, .buckets = 4, .sync = false});
+  ASSERT_TRUE(db.ok()) << db.status();
+  collection_test::ExpectNameRuleIsEnforced(**db);
   ASSERT_TRUE((*db)->Close().ok());
   std::filesystem::remove_all(dir);
 }

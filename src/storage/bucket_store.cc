@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "src/storage/codec.h"
+#include "src/storage/collection_name.h"
 #include "src/storage/errors.h"
 #include "src/storage/json.h"
 
@@ -210,9 +211,7 @@ Status BucketStore::CreateCollection(const CollectionSpec& spec) {
     return StorageError(ErrorReason::kInvalidArgument,
                         fmt::format("collection id {} is reserved", spec.id.value()));
   }
-  if (spec.name.empty() || spec.name.size() > 256) {
-    return StorageError(ErrorReason::kInvalidArgument, "collection name must have 1-256 bytes");
-  }
+  SHOAL_RETURN_IF_ERROR(ValidateCollectionName(spec.name));
   std::unique_lock<std::shared_mutex> lock(collections_mu_);
   auto by_id = collections_.find(spec.id);
   auto by_name = collection_by_name_.find(spec.name);

@@ -20,7 +20,7 @@ namespace shoal::storage {
 struct DocumentLimits {
   size_t max_primary_key_bytes = size_t{8} << 10;
   size_t max_body_bytes = size_t{1} << 20;
-  // Nesting of JSON arrays and objects; the top-level object is depth 1.
+  // Nesting of JSON arrays and objects, empty or not; the top-level object is depth 1.
   size_t max_depth = 64;
 };
 

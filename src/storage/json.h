@@ -4,8 +4,9 @@
 //
 // A body must be a well-formed JSON object (RFC 8259, UTF-8 validated), at most
 // DocumentLimits::max_body_bytes long, with arrays and objects nested at most
-// DocumentLimits::max_depth deep (the top-level object is depth 1). The library is simdjson,
-// chosen by the measurement in docs/results/storage.md; no exceptions cross this boundary.
+// DocumentLimits::max_depth deep (the top-level object is depth 1; every array or object, empty
+// or not, adds one). The library is simdjson, chosen by the measurement in
+// docs/results/storage.md; no exceptions cross this boundary.
 //
 // Thread-safe: each thread uses its own parser.
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
 
 #include "src/storage/errors.h"
 
@@ -15,6 +16,26 @@ std::string Nested(size_t depth) {
   s += "1";
   for (size_t i = 0; i < depth; ++i) s += "}";
   return s;
+}
+
+// A body nesting `depth` containers: the top-level object, then depth - 1 containers, each an
+// array where `kinds` (read cyclically) says 'a' and an object otherwise. The innermost holds
+// `innermost`, or nothing when it is empty.
+std::string Nest(size_t depth, std::string_view kinds, std::string_view innermost) {
+  std::string opening;
+  std::string closing;
+  for (size_t level = 1; level <= depth; ++level) {
+    const bool array = level > 1 && kinds[(level - 2) % kinds.size()] == 'a';
+    const bool innermost_level = level == depth;
+    if (array) {
+      opening += "[";
+      closing.insert(0, "]");
+    } else {
+      opening += innermost_level && innermost.empty() ? "{" : "{\"a\":";
+      closing.insert(0, "}");
+    }
+  }
+  return opening + std::string(innermost) + closing;
 }
 
 TEST(JsonTest, AcceptsObjects) {
@@ -42,6 +63,36 @@ TEST(JsonTest, DepthLimitIsExact) {
   // Arrays count too.
   EXPECT_FALSE(ValidateJsonBody("{\"a\":[[1]]}", {.max_depth = 2}).ok());
   EXPECT_TRUE(ValidateJsonBody("{\"a\":[1]}", {.max_depth = 2}).ok());
+}
+
+TEST(JsonTest, DepthLimitCountsEveryArrayAndObjectEmptyOrNot) {
+  for (const size_t max_depth : {size_t{1}, size_t{2}, size_t{3}, size_t{64}}) {
+    const DocumentLimits limits{.max_depth = max_depth};
+    for (std::string_view kinds : {"o", "a", "ao", "oa"}) {
+      for (std::string_view innermost : {"1", ""}) {
+        const std::string at_limit = Nest(max_depth, kinds, innermost);
+        EXPECT_TRUE(ValidateJsonBody(at_limit, limits).ok()) << at_limit;
+        const std::string deeper = Nest(max_depth + 1, kinds, innermost);
+        const Status refused = ValidateJsonBody(deeper, limits);
+        EXPECT_TRUE(Is(refused, ErrorReason::kInvalidDocument)) << deeper << ": " << refused;
+        EXPECT_EQ(MessageOf(refused), "body nests deeper than " + std::to_string(max_depth))
+            << deeper;
+      }
+    }
+  }
+  const DocumentLimits limits{.max_depth = 64};
+  // {"a":[[...]]} with 63 brackets nests 64 deep, with 64 brackets 65.
+  EXPECT_TRUE(
+      ValidateJsonBody("{\"a\":" + std::string(63, '[') + std::string(63, ']') + "}", limits).ok());
+  EXPECT_FALSE(
+      ValidateJsonBody("{\"a\":" + std::string(64, '[') + std::string(64, ']') + "}", limits).ok());
+  // Empty containers at the smallest limits, and a deep one after shallow siblings.
+  EXPECT_TRUE(ValidateJsonBody("{}", {.max_depth = 1}).ok());
+  EXPECT_FALSE(ValidateJsonBody("{\"a\":[]}", {.max_depth = 1}).ok());
+  EXPECT_FALSE(ValidateJsonBody("{\"a\":{}}", {.max_depth = 1}).ok());
+  const std::string siblings = R"({"x":1,"y":[1,[2]],"z":[{},{"w":[]}]})";
+  EXPECT_TRUE(ValidateJsonBody(siblings, {.max_depth = 4}).ok());
+  EXPECT_FALSE(ValidateJsonBody(siblings, {.max_depth = 3}).ok());
 }
 
 TEST(JsonTest, SizeLimits) {

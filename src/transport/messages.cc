@@ -108,6 +108,13 @@ Status ValidateBatchGet(const std::vector<GetRequest>& gets) {
   return OkStatus();
 }
 
+Status ValidateScan(const ScanRequest& scan) {
+  if (scan.max_documents == 0) {
+    return InvalidArgumentError("a scan asks for at least 1 document per page, not 0");
+  }
+  return OkStatus();
+}
+
 std::string_view RequestName(const Request& request) {
   return std::visit(
       Overloaded{

@@ -151,14 +151,19 @@ struct BatchGetResponse {
 // OK iff `gets` is a batch within the limits above.
 [[nodiscard]] Status ValidateBatchGet(const std::vector<GetRequest>& gets);
 
-// One page of a bucket's documents, in (point, collection, primary key) order.
+// One page of a bucket's documents, in (point, collection, primary key) order. The node serves
+// it only if `bucket` is a bucket of its map whose range holds `range` (StorageNode::HandleScan):
+// otherwise WRONG_SHARD for a client with an older map, kInvalidArgument for one at the node's
+// epoch.
 struct ScanRequest {
   MapEpoch epoch{};
   BucketId bucket{};
-  storage::PointRange range{};  // the bucket's range at the client's epoch
+  storage::PointRange range{};  // the bucket's range at the client's epoch, or part of it
   std::optional<CollectionId> collection{};
   storage::DocumentFilter filter{};
   std::string cursor{};  // "" = from the start of the range
+  // At least 1 (ValidateScan); a node cuts a page at its own limit, a stream refuses more than
+  // its limit.
   uint32_t max_documents = 1000;
   std::optional<MoveId> via_move{};
   bool include_tombstones = false;  // only with via_move
@@ -170,6 +175,9 @@ struct ScanResponse {
   std::vector<storage::Document> documents{};
   std::string next_cursor{};  // "" = the range is exhausted
 };
+// OK iff `scan` asks for at least one document per page; checked by the node for every scan and
+// by a stream before its first page.
+[[nodiscard]] Status ValidateScan(const ScanRequest& scan);
 
 // ---- maps and membership: anyone -> coordinator, coordinator -> node ----
 

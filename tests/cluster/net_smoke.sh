@@ -78,6 +78,18 @@ if "$shoal" put --cluster "$cluster" users alice '{}' --mode insert 2>"$dir/err"
   fail "a second insert succeeded"
 fi
 grep -q ALREADY_EXISTS "$dir/err" || fail "duplicate insert: $(cat "$dir/err")"
+# A read, query or delete of a collection that does not exist names it and creates nothing; a
+# name outside the rule is refused before it is sent.
+for command in "get nocoll x" "query nocoll" "delete nocoll x"; do
+  # shellcheck disable=SC2086 # the command's words
+  if "$shoal" $command --cluster "$cluster" 2>"$dir/err"; then fail "$command succeeded"; fi
+  grep -qF 'error: NOT_FOUND (UNKNOWN_COLLECTION): collection "nocoll" does not exist' "$dir/err" ||
+    fail "$command: $(cat "$dir/err")"
+done
+if "$shoal" put --cluster "$cluster" $'bad\nname' k '{}' 2>"$dir/err"; then
+  fail "a collection name with a newline was accepted"
+fi
+grep -q 'error: INVALID_ARGUMENT: invalid collection name' "$dir/err" || fail "bad name: $(cat "$dir/err")"
 
 # Batch: one result per line in order; a failed write (exit 1) does not stop the others; a
 # malformed line fails the command before anything is sent.
@@ -147,6 +159,8 @@ for i in $(seq 1 29); do
   [ "$got" = "{\"i\": $i, \"even\": $((i % 2 == 0))}" ] || fail "u$i is $got"
 done
 if "$shoal" get --cluster "$cluster" users u30 2>/dev/null; then fail "u30 resurrected"; fi
+if "$shoal" get --cluster "$cluster" nocoll x 2>"$dir/err"; then fail "nocoll exists after restart"; fi
+grep -q UNKNOWN_COLLECTION "$dir/err" || fail "nocoll after restart: $(cat "$dir/err")"
 [ "$("$shoal" get --cluster "$cluster" questions q1)" = '{"text":"why?","votes":6}' ] ||
   fail "votes after restart: $("$shoal" get --cluster "$cluster" questions q1)"
 stop_cluster

@@ -404,7 +404,7 @@ Status ProcessCluster::WaitServing(int seconds) {
     auto progress = Progress();
     auto db = progress.ok() ? Database::Connect(uri()) : progress.status();
     if (db.ok()) {
-      auto probe = (*db)->GetCollection("_probe");
+      auto probe = (*db)->CreateCollection("_probe");
       last = probe.status();
       for (int i = 0; last.ok() && i < 64; ++i) {
         auto doc = probe->Get(fmt::format("probe-{}", i));

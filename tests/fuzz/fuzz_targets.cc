@@ -1,5 +1,6 @@
 #include "tests/fuzz/fuzz_targets.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -19,6 +20,35 @@ void Check(bool condition, const char* what) {
     std::fprintf(stderr, "fuzz property failed: %s\n", what);
     std::abort();
   }
+}
+
+// The deepest nesting of arrays and objects in the valid JSON `body`, counted over its brackets
+// outside strings, independently of the parser.
+size_t BracketDepth(std::string_view body) {
+  size_t depth = 0;
+  size_t deepest = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (const char c : body) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
 }
 
 }  // namespace
@@ -62,6 +92,7 @@ int FuzzJsonIntake(const uint8_t* data, size_t size) {
           "intake errors are invalid-document or too-large");
     return 0;
   }
+  Check(BracketDepth(body) <= limits.max_depth, "an accepted body nests at most max_depth deep");
   // Paths taken from the input's first bytes, so the fuzzer can steer them.
   std::string path = "a";
   for (size_t i = 0; i < size && i < 8; ++i) {

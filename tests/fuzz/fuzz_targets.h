@@ -15,8 +15,9 @@ namespace shoal::storage::fuzz {
 // decodes re-encodes to bytes that decode to the same value.
 int FuzzDocumentDecode(const uint8_t* data, size_t size);
 
-// JSON intake: never crashes; a body that passes intake is never reported corrupt by the
-// predicate evaluator, whatever the path.
+// JSON intake: never crashes; a body that passes intake nests within the depth limit (every
+// array and object counted, empty or not) and is never reported corrupt by the predicate
+// evaluator, whatever the path.
 int FuzzJsonIntake(const uint8_t* data, size_t size);
 
 }  // namespace shoal::storage::fuzz

@@ -89,7 +89,9 @@ void AddBatchCommand(CLI::App& app) {
   cmd->add_option("--cluster", flags->cluster, "shoal://HOST:PORT of the coordinator")
       ->capture_default_str();
   cmd->add_flag("--json", flags->json, "Print one JSON object per line");
-  cmd->add_option("collection", flags->collection, "Collection (created if missing)")->required();
+  cmd->add_option("collection", flags->collection,
+                  "Collection (created if missing when a line puts or inserts)")
+      ->required();
   cmd->add_option("--file", flags->file, "Read this file instead of stdin");
   cmd->add_option("--batch-size", flags->batch_size, "Writes per batch")
       ->check(CLI::Range(size_t{1}, kMaxBatchWrites))

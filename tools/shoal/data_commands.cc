@@ -24,6 +24,7 @@
 #include "src/client/client.h"
 #include "src/net/grpc_runtime.h"
 #include "src/net/uri.h"
+#include "src/storage/errors.h"
 #include "tools/shoal/net_commands.h"
 
 namespace shoal::tools {
@@ -391,16 +392,22 @@ StatusOr<std::unique_ptr<net::GrpcRuntime>> StartCommandRuntime(const std::strin
 }
 
 int FailCommand(const Status& status) {
-  std::fprintf(stderr, "error: %s: %s\n",
-               std::string(absl::StatusCodeToString(status.code())).c_str(),
-               std::string(MessageOf(status)).c_str());
+  const std::string code(absl::StatusCodeToString(status.code()));
+  const auto reason = storage::ReasonOf(status);
+  const std::string_view reason_name =
+      reason.has_value() ? storage::ErrorReasonName(*reason) : std::string_view();
+  const std::string shown =
+      reason_name.empty() || reason_name == code ? code : fmt::format("{} ({})", code, reason_name);
+  std::fprintf(stderr, "error: %s: %s\n", shown.c_str(), std::string(MessageOf(status)).c_str());
   return 1;
 }
 
 void AddDataCommands(CLI::App& app) {
   auto put = std::make_shared<DataFlags>();
   CLI::App* p = DataCommand(app, "put", "Write a JSON document (from the argument or stdin)", put);
-  p->add_option("collection", put->collection, "Collection (created if missing)")->required();
+  p->add_option("collection", put->collection,
+                "Collection (created by an upsert or insert if missing)")
+      ->required();
   p->add_option("key", put->key, "Primary key")->required();
   p->add_option("json", put->json_body, "JSON object; '-' or nothing reads stdin");
   p->add_option("--mode", put->mode,
@@ -412,13 +419,13 @@ void AddDataCommands(CLI::App& app) {
   auto get = std::make_shared<DataFlags>();
   CLI::App* g =
       DataCommand(app, "get", "Read a document: its JSON (--json: key, version, document)", get);
-  g->add_option("collection", get->collection, "Collection")->required();
+  g->add_option("collection", get->collection, "Collection (must exist)")->required();
   g->add_option("key", get->key, "Primary key")->required();
   g->callback([get] { std::exit(RunGet(*get)); });
 
   auto del = std::make_shared<DataFlags>();
   CLI::App* d = DataCommand(app, "delete", "Delete a document", del);
-  d->add_option("collection", del->collection, "Collection")->required();
+  d->add_option("collection", del->collection, "Collection (must exist)")->required();
   d->add_option("key", del->key, "Primary key")->required();
   d->callback([del] { std::exit(RunDelete(*del)); });
 
@@ -426,7 +433,7 @@ void AddDataCommands(CLI::App& app) {
   CLI::App* q = DataCommand(
       app, "query", "Every document matching all --where conditions, streamed: KEY<TAB>JSON lines",
       query);
-  q->add_option("collection", query->collection, "Collection")->required();
+  q->add_option("collection", query->collection, "Collection (must exist)")->required();
   q->add_option("--where", query->where, "PATH OP JSON, e.g. 'age>=30' (repeatable)");
   q->add_option("--limit", query->limit, "Stop after this many documents (0 = all)")
       ->check(CLI::Range(0u, std::numeric_limits<uint32_t>::max()))

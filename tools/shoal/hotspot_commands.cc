@@ -72,7 +72,8 @@ CLI::App* HotspotCommand(CLI::App& app, const std::string& name, const std::stri
   cmd->add_option("--cluster", flags->cluster, "shoal://HOST:PORT of the coordinator")
       ->capture_default_str();
   cmd->add_flag("--json", flags->json, "Print one JSON object");
-  cmd->add_option("collection", flags->collection, "Collection (created if missing)")->required();
+  cmd->add_option("collection", flags->collection, "Collection (declare creates it if missing)")
+      ->required();
   return cmd;
 }
 

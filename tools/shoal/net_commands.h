@@ -27,7 +27,9 @@ void AddHotspotCommands(CLI::App& app);
 [[nodiscard]] StatusOr<std::unique_ptr<net::GrpcRuntime>> StartCommandRuntime(
     const std::string& cluster);
 
-// Prints "error: NOT_FOUND: ..." (without the payloads ToString appends) and returns exit code 1.
+// Prints "error: NOT_FOUND: ..." (without the payloads ToString appends), with the storage reason
+// when it says more than the code ("error: NOT_FOUND (UNKNOWN_COLLECTION): ..."), and returns
+// exit code 1.
 int FailCommand(const Status& status);
 
 }  // namespace shoal::tools

@@ -208,7 +208,7 @@ bool WaitUntilServing(const std::string& coordinator, uint32_t nodes,
   while (std::chrono::steady_clock::now() < until) {
     auto db = Database::Connect(coordinator);
     if (db.ok()) {
-      auto probe = (*db)->GetCollection("_probe");
+      auto probe = (*db)->CreateCollection("_probe");
       // Reads of keys spread over the hash space reach every node that holds a bucket.
       bool all = probe.ok();
       for (uint32_t i = 0; all && i < nodes * 16; ++i) {
