@@ -372,19 +372,23 @@ Status Coordinator::RollForwardSwitched(BucketId bucket, MoveId move,
   // Where the source's change log holds every write the destination may lack (see below);
   // unknown after a coordinator restart.
   std::optional<uint64_t> caught_up_to = switch_sequence;
-  if (placement->transition->stage == TransitionStage::kCopy) {
-    // Transfer until the destination holds the whole bucket as of each page.
-    SHOAL_ASSIGN_OR_RETURN(
-        const TransferOutcome outcome,
-        TransferSwitched(bucket, move, source, destination, TransitionStage::kCopy, &bytes));
-    switch (outcome) {
+  // A whole transfer in `stage`: nullopt to go on, else what the roll-forward returns.
+  auto transfer = [&](TransitionStage stage) -> std::optional<Status> {
+    auto outcome = TransferSwitched(bucket, move, source, destination, stage, &bytes);
+    if (!outcome.ok()) return outcome.status();
+    switch (*outcome) {
       case TransferOutcome::kDone:
-        break;
+        return std::nullopt;
       case TransferOutcome::kNotOurs:
         return OkStatus();
       case TransferOutcome::kDestinationLost:
         return RollBackSwitched(bucket, move, destination);
     }
+    return std::nullopt;
+  };
+  if (placement->transition->stage == TransitionStage::kCopy) {
+    // Transfer until the destination holds the whole bucket as of each page.
+    if (auto end = transfer(TransitionStage::kCopy); end.has_value()) return *end;
     // While the source still takes forwarded writes: most of the log, so that the sealed
     // window below is short.
     if (caught_up_to.has_value()) {
@@ -416,17 +420,7 @@ Status Coordinator::RollForwardSwitched(BucketId bucket, MoveId move,
     caught_up_to = caught.ok() ? std::optional<uint64_t>(*caught) : std::nullopt;
   }
   if (!caught_up_to.has_value()) {
-    SHOAL_ASSIGN_OR_RETURN(
-        const TransferOutcome outcome,
-        TransferSwitched(bucket, move, source, destination, TransitionStage::kCatchUp, &bytes));
-    switch (outcome) {
-      case TransferOutcome::kDone:
-        break;
-      case TransferOutcome::kNotOurs:
-        return OkStatus();
-      case TransferOutcome::kDestinationLost:
-        return RollBackSwitched(bucket, move, destination);
-    }
+    if (auto end = transfer(TransitionStage::kCatchUp); end.has_value()) return *end;
   }
   if (Status s = runtime_.Failpoint("coordinator.before_commit"); !s.ok()) return s;
   auto committed = CommitEdit(
