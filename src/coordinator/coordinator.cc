@@ -150,10 +150,17 @@ bool Coordinator::HeardFrom(NodeId node) const {
   return it != last_heartbeat_.end() && runtime_.Now() - it->second <= options_.node_timeout;
 }
 
-Status Coordinator::CheckIn(NodeId node) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (HeardFrom(node)) return OkStatus();
+Status Coordinator::CheckIn(NodeId node, transport::Micros grace) {
+  // A node whose process is starting sends its first heartbeat (and with it its address) within
+  // moments; wait up to `grace` for it, polling the heartbeat record.
+  const transport::Micros give_up = runtime_.Now() + grace;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (HeardFrom(node)) return OkStatus();
+    }
+    if (runtime_.Now() >= give_up) break;
+    SHOAL_RETURN_IF_ERROR(runtime_.Sleep(kCheckInPoll));
   }
   // No recent heartbeat: ask the node itself (it may have started a moment ago). It answers
   // with the map it now holds.
@@ -336,7 +343,7 @@ Status Coordinator::AddNode(NodeId node) {
   }
   // A node id with no process behind it (a typo, a node that failed to start) would be given
   // buckets nobody serves.
-  SHOAL_RETURN_IF_ERROR(CheckIn(node));
+  SHOAL_RETURN_IF_ERROR(CheckIn(node, kAddNodeGrace));
   SHOAL_RETURN_IF_ERROR(CommitEdit([&](const ShardMap& map, ShardMapEdit* edit) {
                           if (map.HasNode(node)) {
                             return AlreadyExistsError(

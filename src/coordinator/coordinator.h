@@ -73,6 +73,11 @@ namespace shoal::coordinator {
 // (docs/results/rebalance.md, fifteenth session).
 inline constexpr uint64_t kDefaultMoveBytesPerSecond = uint64_t{16} << 20;
 
+// AddNode waits this long for a node whose process just started to send its first heartbeat,
+// polling every kCheckInPoll; a node id with no process behind it fails after the grace.
+inline constexpr transport::Micros kAddNodeGrace = 2'000'000;
+inline constexpr transport::Micros kCheckInPoll = 20'000;
+
 struct CoordinatorOptions {
   transport::Micros call_timeout = 2'000'000;
   // An ingest copies the bucket's files from the source (over the network between machines):
@@ -182,7 +187,8 @@ class Coordinator final : public transport::Service,
 
   // --- admin; call from a task or an outside thread of the runtime ---
   // kFailedPrecondition unless the node has checked in (a heartbeat within node_timeout, or it
-  // answers the coordinator now): a node id with no process behind it is never added.
+  // answers the coordinator now): a node id with no process behind it is never added. A node
+  // started a moment ago gets kAddNodeGrace to send its first heartbeat.
   [[nodiscard]] Status AddNode(NodeId node);
   // Decommission: no new buckets; the balancer drains it, then removes it from the map.
   [[nodiscard]] Status RemoveNode(NodeId node);
@@ -303,7 +309,7 @@ class Coordinator final : public transport::Service,
   [[nodiscard]] bool HeardFrom(NodeId node) const;  // a heartbeat within node_timeout; mu_ held
   // OK once `node` has checked in: heard from lately, or it answers an InstallMap now (which
   // counts as a heartbeat). kFailedPrecondition otherwise, naming the node and the error.
-  [[nodiscard]] Status CheckIn(NodeId node);
+  [[nodiscard]] Status CheckIn(NodeId node, transport::Micros grace = 0);
 
   transport::Runtime& runtime_;
   metadata::MetadataStore& store_;
