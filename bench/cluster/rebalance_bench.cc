@@ -73,6 +73,7 @@
 #include "src/server/embedded_cluster.h"
 #include "src/storage/errors.h"
 #include "src/storage/point_range.h"
+#include "src/transport/point_ranges.h"
 #include "src/transport/thread_runtime.h"
 
 namespace shoal::bench {
@@ -116,11 +117,6 @@ struct Options {
   std::string dir = "/tmp/shoal-rebalance-bench";
 };
 
-storage::PointRange ToPointRange(const cluster::BucketRange& range) {
-  return range.end_is_max() ? storage::PointRange::From(range.begin())
-                            : *storage::PointRange::Make(range.begin(), range.end());
-}
-
 // Exact key + value bytes and documents of the buckets each node serves, from the stores.
 struct NodeData {
   uint64_t bytes = 0;
@@ -135,7 +131,7 @@ std::map<NodeId, NodeData> DataByNode(const server::EmbeddedCluster& cluster,
     const NodeId owner = client::OwnerOf(bucket);
     auto node = cluster.node(owner);
     if (node == nullptr) Die("sizing", NotFoundError(owner.DebugString()));
-    auto stats = node->store()->ComputeStats(ToPointRange(bucket.range));
+    auto stats = node->store()->ComputeStats(transport::ToPointRange(bucket.range));
     if (!stats.ok()) Die("sizing", stats.status());
     NodeData& data = out[owner];
     data.bytes += stats->live_bytes + stats->tombstone_bytes;

@@ -8,17 +8,20 @@
 #include "src/common/point.h"
 #include "src/storage/collection_name.h"
 #include "src/storage/errors.h"
+#include "src/transport/point_ranges.h"
 
 namespace shoal::client {
 
 using transport::Address;
-using transport::ClusterError;
+using transport::RetryAction;
+using transport::StatusOrigin;
 
 namespace {
 
+// A coordinator request (each is safe to repeat): resend when the call failed in transit.
 bool IsTransportFailure(const Status& status) {
-  return status.code() == StatusCode::kUnavailable ||
-         status.code() == StatusCode::kDeadlineExceeded;
+  return transport::Classify(status, transport::StatusOrigin::kCall, /*idempotent=*/true) ==
+         transport::RetryAction::kResend;
 }
 
 // Query cursor: [1 byte: 1][8 bytes: point BE][node scan cursor].
@@ -49,8 +52,7 @@ uint64_t PointOfScanCursor(std::string_view scan_cursor) {
 
 // The rest of the bucket that holds `point` in `map`: [point, end of the bucket).
 storage::PointRange RestOfBucket(const cluster::BucketPlacement& bucket, uint64_t point) {
-  return bucket.range.end_is_max() ? storage::PointRange::From(point)
-                                   : *storage::PointRange::Make(point, bucket.range.end());
+  return transport::RestOf(bucket.range, point);
 }
 
 }  // namespace
@@ -170,27 +172,22 @@ StatusOr<CollectionId> Client::FindCollection(std::string_view name) {
 }
 
 Client::Attempt Client::Judge(const StatusOr<transport::Response>& response, bool idempotent) {
-  if (!response.ok()) {
-    const Status& status = response.status();
-    if (status.code() == StatusCode::kCancelled) return {AttemptVerdict::kDone, status};
-    if (!idempotent && status.code() == StatusCode::kDeadlineExceeded) {
-      // The request may have been applied. Retrying could apply it a second time after other
-      // writes (not linearizable), so the caller learns that the outcome is unknown.
-      return {AttemptVerdict::kDone,
-              MakeStatus(StatusCode::kUnknown,
-                         fmt::format("outcome unknown: {}", std::string(status.message())))};
-    }
-    return {AttemptVerdict::kResend, OkStatus()};  // not delivered (or a read): safe to resend
+  const bool answered = response.ok();
+  const Status& status = answered ? response->status : response.status();
+  const RetryAction action = transport::Classify(
+      status, answered ? StatusOrigin::kAnswer : StatusOrigin::kCall, idempotent);
+  switch (action) {
+    case RetryAction::kUnknownOutcome:
+      return {action, transport::OutcomeUnknown(status)};
+    case RetryAction::kGiveUp:
+      return {action, status};
+    case RetryAction::kDone:
+    case RetryAction::kLearnRoute:
+    case RetryAction::kResend:
+    case RetryAction::kBackOff:
+      return {action, OkStatus()};
   }
-  const Status& status = response->status;
-  if (status.ok()) return {AttemptVerdict::kDone, OkStatus()};
-  const auto cluster_error = transport::ClusterErrorOf(status);
-  if (cluster_error == ClusterError::kWrongShard) return {AttemptVerdict::kWrongShard, OkStatus()};
-  if (cluster_error == ClusterError::kNotServing ||
-      storage::Is(status, storage::ErrorReason::kUnavailable)) {
-    return {AttemptVerdict::kBackoff, OkStatus()};
-  }
-  return {AttemptVerdict::kDone, status};
+  return {RetryAction::kGiveUp, status};
 }
 
 StatusOr<transport::Response> Client::CallOwner(
@@ -205,18 +202,20 @@ StatusOr<transport::Response> Client::CallOwner(
                                         options_.call_timeout);
     last = response.ok() ? response->status : response.status();
     const Attempt judged = Judge(response, idempotent);
-    switch (judged.verdict) {
-      case AttemptVerdict::kDone:
-        if (!judged.error.ok()) return judged.error;
+    switch (judged.action) {
+      case RetryAction::kDone:
         return response;
-      case AttemptVerdict::kWrongShard:
+      case RetryAction::kUnknownOutcome:
+      case RetryAction::kGiveUp:
+        return judged.error;
+      case RetryAction::kLearnRoute:
         LearnRoute(response->route);
         continue;
-      case AttemptVerdict::kResend:
+      case RetryAction::kResend:
         (void)Refresh();
         SHOAL_RETURN_IF_ERROR(Backoff(attempt));
         continue;
-      case AttemptVerdict::kBackoff:
+      case RetryAction::kBackOff:
         SHOAL_RETURN_IF_ERROR(Backoff(attempt));
         continue;
     }
@@ -309,19 +308,17 @@ StatusOr<QueryPage> Client::Query(const QueryOptions& options) {
     auto response = runtime_.Call(Address::Node(OwnerOf(bucket)), request, options_.call_timeout);
     Status status = response.ok() ? response->status : response.status();
     if (!status.ok()) {
-      if (status.code() == StatusCode::kCancelled) return status;
+      const RetryAction action = transport::Classify(
+          status, response.ok() ? StatusOrigin::kAnswer : StatusOrigin::kCall, /*idempotent=*/true);
+      if (!transport::BacksOff(action) && action != RetryAction::kLearnRoute) return status;
       if (++attempt >= options_.max_attempts) return status;
-      if (transport::ClusterErrorOf(status) == ClusterError::kWrongShard) {
+      if (action == RetryAction::kLearnRoute) {
         LearnRoute(response->route);
         continue;
       }
-      if (IsTransportFailure(status) ||
-          transport::ClusterErrorOf(status) == ClusterError::kNotServing) {
-        if (!response.ok()) (void)Refresh();
-        SHOAL_RETURN_IF_ERROR(Backoff(attempt));
-        continue;
-      }
-      return status;
+      if (action == RetryAction::kResend) (void)Refresh();
+      SHOAL_RETURN_IF_ERROR(Backoff(attempt));
+      continue;
     }
     attempt = 0;
     auto body = transport::BodyAs<transport::ScanResponse>(std::move(*response));
@@ -343,22 +340,19 @@ StatusOr<QueryPage> Client::Query(const QueryOptions& options) {
   return page;
 }
 
-Status Client::AfterScanFailure(const Status& status, const cluster::ShardMapPtr& route,
-                                bool delivered, int* attempt) {
-  if (status.code() == StatusCode::kCancelled) return status;
+Status Client::AfterScanFailure(const Status& status, transport::StatusOrigin origin,
+                                const cluster::ShardMapPtr& route, bool delivered, int* attempt) {
+  const RetryAction action = transport::Classify(status, origin, /*idempotent=*/true);
+  if (!transport::BacksOff(action) && action != RetryAction::kLearnRoute) return status;
   // A stream that delivered pages before it broke made progress: its retries start afresh.
   if (delivered) *attempt = 0;
   if (++*attempt >= options_.max_attempts) return status;
-  const auto cluster_error = transport::ClusterErrorOf(status);
-  if (cluster_error == ClusterError::kWrongShard) {
+  if (action == RetryAction::kLearnRoute) {
     LearnRoute(route);
     return OkStatus();
   }
-  if (IsTransportFailure(status) || cluster_error == ClusterError::kNotServing) {
-    if (cluster_error != ClusterError::kNotServing) (void)Refresh();
-    return Backoff(*attempt);
-  }
-  return status;
+  if (action == RetryAction::kResend) (void)Refresh();
+  return Backoff(*attempt);
 }
 
 Status Client::QueryStream(const QueryOptions& options,
@@ -414,9 +408,13 @@ Status Client::QueryStream(const QueryOptions& options,
           return OkStatus();
         });
     if (!stopped.ok()) return stopped;
-    if (status.ok() && !refused.ok()) status = refused;
+    StatusOrigin origin = StatusOrigin::kCall;
+    if (status.ok() && !refused.ok()) {
+      status = refused;
+      origin = StatusOrigin::kAnswer;
+    }
     if (!status.ok()) {
-      SHOAL_RETURN_IF_ERROR(AfterScanFailure(status, route, delivered, &attempt));
+      SHOAL_RETURN_IF_ERROR(AfterScanFailure(status, origin, route, delivered, &attempt));
       continue;
     }
     if (!exhausted) {

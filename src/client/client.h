@@ -52,6 +52,7 @@
 #include "src/common/status.h"
 #include "src/storage/document.h"
 #include "src/storage/predicate.h"
+#include "src/transport/classify.h"
 #include "src/transport/runtime.h"
 
 namespace shoal::client {
@@ -162,17 +163,11 @@ class Client {
 
  private:
   [[nodiscard]] StatusOr<uint64_t> Write(transport::WriteRequest request);
-  // What one attempt of CallOwner came to; shared by CallOwner and CallOwnerAsync so that both
-  // judge an answer by the same rules.
-  enum class AttemptVerdict : uint8_t {
-    kDone,        // the operation's result: the OK response, or `error`
-    kWrongShard,  // learn the response's route and resend at once
-    kResend,      // certainly not handled, or a read: refresh the map, back off, resend
-    kBackoff,     // NOT_SERVING or an unavailable bucket: back off, resend
-  };
+  // What one attempt of CallOwner came to (transport::Classify); shared by CallOwner and
+  // CallOwnerAsync. `error`: for kUnknownOutcome and kGiveUp, the status to return.
   struct Attempt {
-    AttemptVerdict verdict;
-    Status error;  // kDone with an error: the error to return (else OK)
+    transport::RetryAction action;
+    Status error;
   };
   [[nodiscard]] static Attempt Judge(const StatusOr<transport::Response>& response,
                                      bool idempotent);
@@ -201,8 +196,9 @@ class Client {
       std::vector<std::pair<NodeId, transport::Request>> calls);
   // What to do after a scan of the walk failed with `status` (`route`: its WRONG_SHARD map):
   // OK to retry (after learning the route or backing off), else the error to return.
-  [[nodiscard]] Status AfterScanFailure(const Status& status, const cluster::ShardMapPtr& route,
-                                        bool delivered, int* attempt);
+  [[nodiscard]] Status AfterScanFailure(const Status& status, transport::StatusOrigin origin,
+                                        const cluster::ShardMapPtr& route, bool delivered,
+                                        int* attempt);
 
   transport::Runtime& runtime_;
   const ClientOptions options_;

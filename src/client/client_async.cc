@@ -64,16 +64,17 @@ void Client::CallOwnerAsync(Point point, std::function<Request(MapEpoch)> make_r
   pipeline_->Submit(OwnerOf(map->Lookup(point)), make_request(map->epoch()), options_.call_timeout,
                     [this, idempotent, done, retry](StatusOr<Response> response) {
                       const Attempt judged = Judge(response, idempotent);
-                      switch (judged.verdict) {
-                        case AttemptVerdict::kDone:
-                          if (judged.error.ok()) {
-                            done(std::move(response));
-                          } else {
-                            done(judged.error);
-                          }
+                      switch (judged.action) {
+                        case transport::RetryAction::kDone:
+                          done(std::move(response));
                           EndAsync();
                           return;
-                        case AttemptVerdict::kWrongShard: {
+                        case transport::RetryAction::kUnknownOutcome:
+                        case transport::RetryAction::kGiveUp:
+                          done(judged.error);
+                          EndAsync();
+                          return;
+                        case transport::RetryAction::kLearnRoute: {
                           std::lock_guard<std::mutex> lock(mu_);
                           ++counters_.wrong_shard;
                         }
@@ -81,8 +82,8 @@ void Client::CallOwnerAsync(Point point, std::function<Request(MapEpoch)> make_r
                           (void)Adopt(response->route);
                           retry();
                           return;
-                        case AttemptVerdict::kResend:
-                        case AttemptVerdict::kBackoff:
+                        case transport::RetryAction::kResend:
+                        case transport::RetryAction::kBackOff:
                           retry();  // CallOwner refreshes and backs off as it needs
                           return;
                       }

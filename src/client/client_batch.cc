@@ -10,12 +10,12 @@
 
 #include "src/client/client.h"
 #include "src/common/point.h"
-#include "src/storage/errors.h"
 
 namespace shoal::client {
 
+using transport::RetryAction;
+
 using transport::Address;
-using transport::ClusterError;
 using transport::Response;
 
 namespace {
@@ -30,11 +30,6 @@ struct CallAllState {
   std::vector<std::optional<StatusOr<Response>>> answers;
   size_t answered = 0;
 };
-
-Status OutcomeUnknown(const Status& lost) {
-  return MakeStatus(StatusCode::kUnknown,
-                    fmt::format("outcome unknown: {}", std::string(lost.message())));
-}
 
 }  // namespace
 
@@ -114,16 +109,34 @@ StatusOr<std::vector<StatusOr<uint64_t>>> Client::Batch(
       auto settle_all = [&](const Status& status) {
         for (size_t index : group) results[index] = status;
       };
+      // What to do with every write of the group (Classify), or with one slot.
+      auto settle = [&](const Status& status, transport::StatusOrigin origin,
+                        const std::vector<size_t>& indexes) {
+        switch (transport::Classify(status, origin, /*idempotent=*/false)) {
+          case RetryAction::kDone:
+            return;
+          case RetryAction::kLearnRoute:
+            wrong_shard = true;
+            retry.insert(retry.end(), indexes.begin(), indexes.end());
+            return;
+          case RetryAction::kResend:
+          case RetryAction::kBackOff:
+            back_off = true;
+            retry.insert(retry.end(), indexes.begin(), indexes.end());
+            return;
+          case RetryAction::kUnknownOutcome:
+            // Some of these writes may have been applied: never resend them blindly.
+            for (size_t index : indexes) results[index] = transport::OutcomeUnknown(status);
+            return;
+          case RetryAction::kGiveUp:
+            for (size_t index : indexes) results[index] = status;
+            return;
+        }
+      };
       if (!answers[g].ok()) {
         last = answers[g].status();
         if (last.code() == StatusCode::kCancelled) return last;
-        if (last.code() == StatusCode::kDeadlineExceeded) {
-          // Some of these writes may have been applied: never resend them blindly.
-          settle_all(OutcomeUnknown(last));
-          continue;
-        }
-        retry.insert(retry.end(), group.begin(), group.end());  // certainly not handled
-        back_off = true;
+        settle(last, transport::StatusOrigin::kCall, group);
         continue;
       }
       Response& response = *answers[g];
@@ -131,22 +144,13 @@ StatusOr<std::vector<StatusOr<uint64_t>>> Client::Batch(
       if (!response.status.ok()) {
         // The whole request was refused before any write.
         last = response.status;
-        const auto cluster_error = transport::ClusterErrorOf(last);
-        if (cluster_error == ClusterError::kWrongShard) {
-          wrong_shard = true;
-          retry.insert(retry.end(), group.begin(), group.end());
-        } else if (cluster_error == ClusterError::kNotServing) {
-          back_off = true;
-          retry.insert(retry.end(), group.begin(), group.end());
-        } else {
-          settle_all(last);
-        }
+        settle(last, transport::StatusOrigin::kAnswer, group);
         continue;
       }
       auto* body = std::get_if<transport::BatchWriteResponse>(&response.body);
       if (body == nullptr || body->results.size() != group.size()) {
         // Cannot tell which writes were applied.
-        settle_all(OutcomeUnknown(InternalError("malformed batch response")));
+        settle_all(transport::OutcomeUnknown(InternalError("malformed batch response")));
         continue;
       }
       for (size_t k = 0; k < group.size(); ++k) {
@@ -156,19 +160,8 @@ StatusOr<std::vector<StatusOr<uint64_t>>> Client::Batch(
           results[index] = result.version;
           continue;
         }
-        const auto cluster_error = transport::ClusterErrorOf(result.status);
-        if (cluster_error == ClusterError::kWrongShard) {
-          wrong_shard = true;
-          last = result.status;
-          retry.push_back(index);
-        } else if (cluster_error == ClusterError::kNotServing ||
-                   storage::Is(result.status, storage::ErrorReason::kUnavailable)) {
-          back_off = true;
-          last = result.status;
-          retry.push_back(index);
-        } else {
-          results[index] = std::move(result.status);
-        }
+        last = result.status;
+        settle(result.status, transport::StatusOrigin::kAnswer, {index});
       }
     }
     // Resend in input order, so that two writes to one key keep their order across rounds.

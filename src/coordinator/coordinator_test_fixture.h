@@ -21,6 +21,7 @@
 #include "src/metadata/embedded_metadata_store.h"
 #include "src/node/sim_test_options.h"
 #include "src/server/embedded_cluster.h"
+#include "src/transport/point_ranges.h"
 #include "src/transport/sim_runtime.h"
 
 namespace shoal::coordinator::test {
@@ -41,8 +42,7 @@ inline std::string Key(int i) { return fmt::format("d{}", i); }
 inline std::string Body(int i) { return fmt::format(R"({{"i":{}}})", i); }
 
 inline storage::PointRange RangeOf(const cluster::BucketPlacement& bucket) {
-  if (bucket.range.end_is_max()) return storage::PointRange::From(bucket.range.begin());
-  return *storage::PointRange::Make(bucket.range.begin(), bucket.range.end());
+  return transport::ToPointRange(bucket.range);
 }
 
 class CoordinatorTest : public ::testing::Test {

@@ -2,15 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "src/common/overloaded.h"
 #include "src/net/wire_codec.h"
 
 namespace shoal::net {
 namespace {
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
 
 std::optional<MoveId> MoveOf(bool has, const wire::MoveRef& ref) {
   return has ? std::optional<MoveId>(MoveId(ref.id())) : std::nullopt;

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "src/common/crc32c.h"
+#include "src/transport/classify.h"
 
 namespace shoal::node {
 namespace {
@@ -73,9 +74,10 @@ Status WriteAll(int fd, const std::string& path, std::string_view data) {
   return OkStatus();
 }
 
+// A chunk fetch is idempotent: a call that failed in transit is fetched again (Classify).
 bool Transient(const Status& status) {
-  return status.code() == StatusCode::kUnavailable ||
-         status.code() == StatusCode::kDeadlineExceeded;
+  return transport::Classify(status, transport::StatusOrigin::kCall, /*idempotent=*/true) ==
+         transport::RetryAction::kResend;
 }
 
 Status ChecksumError(std::string_view message) {

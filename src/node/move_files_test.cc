@@ -26,6 +26,7 @@
 #include "src/node/sim_test_options.h"
 #include "src/node/storage_node.h"
 #include "src/transport/messages.h"
+#include "src/transport/point_ranges.h"
 #include "src/transport/sim_runtime.h"
 
 namespace shoal::node {
@@ -261,9 +262,7 @@ class MoveFilesTest : public ::testing::Test {
   // Documents of b0 stored at n2.
   uint64_t DocumentsAtDestination() {
     const cluster::BucketRange& range = initial_->Find(kB0)->range;
-    auto stats = node(kN2).store()->ComputeStats(
-        range.end_is_max() ? storage::PointRange::From(range.begin())
-                           : *storage::PointRange::Make(range.begin(), range.end()));
+    auto stats = node(kN2).store()->ComputeStats(transport::ToPointRange(range));
     EXPECT_TRUE(stats.ok()) << stats.status();
     return stats.ok() ? stats->documents : 0;
   }

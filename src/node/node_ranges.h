@@ -9,13 +9,11 @@
 #include "src/cluster/bucket_range.h"
 #include "src/common/ids.h"
 #include "src/storage/point_range.h"
+#include "src/transport/point_ranges.h"
 
 namespace shoal::node {
 
-[[nodiscard]] inline storage::PointRange ToPointRange(const cluster::BucketRange& range) {
-  if (range.end_is_max()) return storage::PointRange::From(range.begin());
-  return *storage::PointRange::Make(range.begin(), range.end());
-}
+using transport::ToPointRange;
 
 [[nodiscard]] inline bool Overlaps(const cluster::BucketRange& bucket,
                                    const storage::PointRange& range) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "absl/container/flat_hash_set.h"
+#include "src/common/overloaded.h"
 #include "src/common/point.h"
 #include "src/node/node_ranges.h"
 #include "src/storage/errors.h"
@@ -16,15 +17,6 @@ using cluster::BucketPlacement;
 using cluster::TransitionStage;
 using transport::Address;
 using transport::Response;
-
-namespace {
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-
-}  // namespace
 
 std::string_view ToString(LocalRole role) {
   switch (role) {
@@ -150,59 +142,18 @@ LocalRole StorageNode::RoleOf(BucketId bucket) const {
 StorageNode::Admission StorageNode::AdmitLocked(const BucketPlacement& bucket,
                                                 std::optional<MoveId> via_move,
                                                 Access access) const {
-  const NodeId self = options_.id;
-  if (!bucket.transition.has_value()) {
-    if (via_move.has_value()) return Admission::kWrongShard;  // that move is over
-    return Contains(bucket.replicas, self) ? Admission::kServe : Admission::kWrongShard;
+  std::optional<cluster::LocalMoveState> local;
+  if (auto it = moves_.find(bucket.id); it != moves_.end()) {
+    local = cluster::LocalMoveState{
+        .move = it->second.move, .fenced = it->second.fenced, .sealed = it->second.sealed};
   }
-  const auto& t = *bucket.transition;
-  const bool source = Contains(t.source, self);
-  const bool destination = Contains(t.destination, self);
-  const bool switched = t.mode == cluster::TransitionMode::kSwitchThenCopy &&
-                        (t.stage == TransitionStage::kCopy || t.stage == TransitionStage::kCatchUp);
-  if (via_move.has_value()) {
-    // Only the source of that very move serves forwarded requests, and only once switched; in
-    // kPrepare it is still fenced (our map may be behind the destination's). Once sealed
-    // (kCatchUp, or the seal's fence reached us first) it serves reads only: its copy of the
-    // bucket must not change while the destination catches up with it.
-    if (!source || t.move != *via_move) return Admission::kWrongShard;
-    if (switched) {
-      if (access == Access::kRead) return Admission::kServe;
-      auto it = moves_.find(bucket.id);
-      const bool sealed = t.stage == TransitionStage::kCatchUp ||
-                          (it != moves_.end() && it->second.move == t.move && it->second.sealed);
-      return sealed ? Admission::kWrongShard : Admission::kServe;
-    }
-    return t.stage == TransitionStage::kPrepare ? Admission::kQueue : Admission::kWrongShard;
-  }
-  if (cluster::IsCommitted(t.stage)) {
-    return destination ? Admission::kServe : Admission::kWrongShard;
-  }
-  if (switched) {
-    if (!destination) return Admission::kWrongShard;  // the destination owns the bucket now
-    // Sealed: writes wait for the commit; reads still go through the source.
-    if (t.stage == TransitionStage::kCatchUp && access == Access::kWrite) return Admission::kQueue;
-    return Admission::kServeViaSource;
-  }
-  // Before the commit (copy-then-switch) or the switch (switch-then-copy) the source serves,
-  // until it is fenced.
-  if (source) {
-    if (t.stage == TransitionStage::kPrepare) return Admission::kQueue;
-    auto it = moves_.find(bucket.id);
-    if (it != moves_.end() && it->second.move == t.move && it->second.fenced) {
-      return Admission::kQueue;
-    }
-    return Admission::kServe;
-  }
-  // A client that routes here knows a newer map than ours (the commit or switch): learn it.
-  return destination ? Admission::kNotYet : Admission::kWrongShard;
+  return cluster::Admit(bucket, options_.id, local, access, via_move);
 }
 
 bool StorageNode::CanAcknowledgeWrite(Point point) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (map_ == nullptr) return false;
-  const Admission admission = AdmitLocked(map_->Lookup(point), std::nullopt, Access::kWrite);
-  return admission == Admission::kServe || admission == Admission::kServeViaSource;
+  return cluster::Admits(AdmitLocked(map_->Lookup(point), std::nullopt, Access::kWrite));
 }
 
 Status StorageNode::RefreshMap() {

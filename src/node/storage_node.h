@@ -86,6 +86,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "src/cluster/admission.h"
 #include "src/cluster/shard_map.h"
 #include "src/common/ids.h"
 #include "src/common/status.h"
@@ -202,17 +203,10 @@ class StorageNode final : public transport::Service,
   [[nodiscard]] storage::BucketStore* store() { return store_.get(); }
 
  private:
-  // What the node does with a data request for a point or a bucket right now.
-  enum class Admission : uint8_t {
-    kServe,           // serve from the local store
-    kServeViaSource,  // destination of a switched switch-then-copy move: serve through the source
-    kQueue,           // fenced: wait
-    kWrongShard,      // not ours at our epoch
-    kNotYet,          // ours at a newer epoch than we know: learn it
-  };
-  // Whether a request reads or writes: a sealed switch-then-copy source still serves the
-  // destination's reads but no longer its writes.
-  enum class Access : uint8_t { kRead, kWrite };
+  // What the node does with a data request for a point or a bucket right now, and whether the
+  // request reads or writes: decided by the routing table (cluster::Admit, admission.h).
+  using Admission = cluster::Admission;
+  using Access = cluster::Access;
   // What an admitted request needs: its bucket and, for kServeViaSource, the move and source.
   struct Admitted {
     Admission admission = Admission::kNotYet;
@@ -250,6 +244,7 @@ class StorageNode final : public transport::Service,
 
   StorageNode(transport::Runtime& runtime, const NodeOptions& options);
 
+  // cluster::Admit for this node, with its own record of the bucket's move.
   // `via_move`: the request was forwarded by the destination of that switch-then-copy move.
   [[nodiscard]] Admission AdmitLocked(const cluster::BucketPlacement& bucket,
                                       std::optional<MoveId> via_move, Access access) const;

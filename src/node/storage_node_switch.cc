@@ -10,6 +10,7 @@
 #include "src/node/node_ranges.h"
 #include "src/node/storage_node.h"
 #include "src/storage/errors.h"
+#include "src/transport/classify.h"
 
 namespace shoal::node {
 
@@ -20,18 +21,16 @@ using transport::Response;
 Response StorageNode::ForwardFailure(const StatusOr<Response>& response, bool idempotent) {
   if (!response.ok()) {
     const Status& status = response.status();
-    switch (status.code()) {
-      case StatusCode::kCancelled:
-        return Response::Error(status);
-      case StatusCode::kDeadlineExceeded:
-        if (!idempotent) {
-          // The source may have applied the write: the client must not retry it blindly.
-          return Response::Error(
-              MakeStatus(StatusCode::kUnknown,
-                         fmt::format("outcome unknown: {}", std::string(status.message()))));
-        }
-        [[fallthrough]];
-      default:
+    if (status.code() == StatusCode::kCancelled) return Response::Error(status);
+    switch (transport::Classify(status, transport::StatusOrigin::kCall, idempotent)) {
+      case transport::RetryAction::kUnknownOutcome:
+        // The source may have applied the write: the client must not retry it blindly.
+        return Response::Error(transport::OutcomeUnknown(status));
+      case transport::RetryAction::kDone:
+      case transport::RetryAction::kLearnRoute:
+      case transport::RetryAction::kResend:
+      case transport::RetryAction::kBackOff:
+      case transport::RetryAction::kGiveUp:
         return Response::Error(transport::MakeClusterError(
             transport::ClusterError::kNotServing,
             fmt::format("n{}: the source does not answer ({}); retry", options_.id.value(),

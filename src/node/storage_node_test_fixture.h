@@ -23,6 +23,7 @@
 #include "src/node/storage_node.h"
 #include "src/storage/errors.h"
 #include "src/transport/messages.h"
+#include "src/transport/point_ranges.h"
 #include "src/transport/sim_runtime.h"
 
 namespace shoal::node::test {
@@ -101,9 +102,7 @@ ShardMapPtr Next(const ShardMapPtr& map, const std::function<void(ShardMapEdit&)
 }
 
 storage::PointRange RangeOf(const ShardMap& map, BucketId bucket) {
-  const cluster::BucketRange& range = map.Find(bucket)->range;
-  if (range.end_is_max()) return storage::PointRange::From(range.begin());
-  return *storage::PointRange::Make(range.begin(), range.end());
+  return transport::ToPointRange(map.Find(bucket)->range);
 }
 
 // The maps of one move of b0 from n1 to n2, stage by stage.

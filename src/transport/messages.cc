@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "absl/strings/cord.h"
+#include "src/common/overloaded.h"
 
 namespace shoal::transport {
 namespace {
@@ -21,11 +22,6 @@ StatusCode CodeOf(ClusterError error) {
   }
   return StatusCode::kUnknown;
 }
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
 
 }  // namespace
 
