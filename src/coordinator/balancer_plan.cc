@@ -1,4 +1,4 @@
-// Coordinator::Plan: what a rebalance would do, computed on a copy of the map. Invariants:
+// BalancerLoop::Plan: what a rebalance would do, computed on a copy of the map. Invariants:
 //   - the balancer runs with the thresholds in force (the ones `shoal thresholds` stored), the
 //     same ones the balancer rounds use (PlanNow), so splits and merges are part of the plan;
 //   - it runs round after round on its own result, as the coordinator would: the moves of a
@@ -12,7 +12,7 @@
 
 #include "src/cluster/balancer.h"
 #include "src/common/point.h"
-#include "src/coordinator/coordinator.h"
+#include "src/coordinator/balancer_loop.h"
 
 namespace shoal::coordinator {
 namespace {
@@ -85,8 +85,8 @@ void SplitAndMergeLoads(const cluster::MigrationPlan& plan, const ShardMap& afte
 
 }  // namespace
 
-StatusOr<PlanSummary> Coordinator::Plan(std::optional<NodeId> add, std::optional<NodeId> remove) {
-  cluster::ShardMapPtr current = map();
+StatusOr<PlanSummary> BalancerLoop::Plan(std::optional<NodeId> add, std::optional<NodeId> remove) {
+  cluster::ShardMapPtr current = committer_->map();
   if (current == nullptr) return FailedPreconditionError("the cluster is not initialized");
   ShardMapEdit edit(current->epoch());
   if (add.has_value()) edit.AddNode(*add);

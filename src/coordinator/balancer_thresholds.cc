@@ -5,7 +5,7 @@
 #include <charconv>
 #include <string>
 
-#include "src/coordinator/coordinator.h"
+#include "src/coordinator/balancer_loop.h"
 
 namespace shoal::coordinator {
 namespace {
@@ -54,45 +54,36 @@ Status ValidateThresholds(const Thresholds& thresholds) {
   return OkStatus();
 }
 
-Status Coordinator::LoadThresholds() {
+Status BalancerLoop::LoadThresholds() {
   auto stored = store_.Get(kThresholdsKey);
   if (!stored.ok()) {
     return stored.status().code() == StatusCode::kNotFound ? OkStatus() : stored.status();
   }
   SHOAL_ASSIGN_OR_RETURN(Thresholds thresholds, DecodeThresholds(stored->value));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   thresholds_ = thresholds;
   return OkStatus();
 }
 
-Thresholds Coordinator::thresholds() const {
-  std::lock_guard<std::mutex> lock(mu_);
+Thresholds BalancerLoop::thresholds() const {
+  absl::MutexLock lock(&mu_);
   return thresholds_;
 }
 
-Status Coordinator::SetThresholds(std::optional<uint64_t> split_bytes,
-                                  std::optional<uint64_t> merge_bytes) {
-  // edit_mu_ orders concurrent setters, so that what is stored last is what is in effect.
-  std::lock_guard<std::mutex> edit_lock(edit_mu_);
+Status BalancerLoop::SetThresholds(std::optional<uint64_t> split_bytes,
+                                   std::optional<uint64_t> merge_bytes) {
+  absl::MutexLock setter_lock(&set_thresholds_mu_);
   Thresholds next = thresholds();
   if (split_bytes.has_value()) next.split_bytes = *split_bytes;
   if (merge_bytes.has_value()) next.merge_bytes = *merge_bytes;
   SHOAL_RETURN_IF_ERROR(ValidateThresholds(next));
   SHOAL_RETURN_IF_ERROR(
       store_.Put(kThresholdsKey, EncodeThresholds(next), metadata::kAnyVersion).status());
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   thresholds_ = next;
-  planner_idle_at_.reset();
-  ++admin_generation_;  // the balancer loop starts its next round now
+  idle_at_.reset();
+  ++admin_generation_;  // the loop starts its next round now
   return OkStatus();
-}
-
-void Coordinator::SetStateObserver(StateObserver observer) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    observer_ = observer;
-  }
-  if (observer) observer(State());
 }
 
 }  // namespace shoal::coordinator

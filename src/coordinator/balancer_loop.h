@@ -1,0 +1,101 @@
+#pragma once
+
+// BalancerLoop: the coordinator's background task. It recovers the transitions a previous
+// incarnation left (MoveExecutor::Resolve), then, every balance_interval (sooner when a move it
+// started ends or an operator changed the membership or the thresholds), resolves orphans,
+// removes drained leaving nodes, collects the nodes' loads, plans with cluster::Balancer
+// (two-phase bootstrap for joining nodes first, paper 001 §3.2) and starts the planned moves,
+// splits and merges. It also holds the split and merge thresholds (durable key
+// cluster/thresholds: "<split_bytes> <merge_bytes>") and computes plan previews (Plan).
+//
+// Invariants:
+//   - at most max_moves_in_flight moves run at once, and a node takes part in at most
+//     max_moves_per_node moves, counting moves whose BEGIN is not stored yet;
+//   - a node that is down is neither a source nor a destination of a new move;
+//   - Balanced() holds only when the last round planned on the current map (its epoch) found
+//     nothing to do, no move runs or waits, no node waits for its bootstrap, and no operator
+//     change came after that round began;
+//   - a plan preview changes nothing: no edit is stored, no node is asked for more than its
+//     bucket sizes.
+//
+// Thread-safety: thread-safe; mu_ is never held while calling out.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "src/cluster/migration_plan.h"
+#include "src/cluster/shard_map.h"
+#include "src/common/ids.h"
+#include "src/common/status.h"
+#include "src/coordinator/coordinator_options.h"
+#include "src/coordinator/map_committer.h"
+#include "src/coordinator/membership.h"
+#include "src/coordinator/move_executor.h"
+#include "src/metadata/metadata_store.h"
+#include "src/transport/runtime.h"
+
+namespace shoal::coordinator {
+
+class BalancerLoop : public std::enable_shared_from_this<BalancerLoop> {
+ public:
+  BalancerLoop(transport::Runtime& runtime, metadata::MetadataStore& store,
+               std::shared_ptr<MapCommitter> committer, std::shared_ptr<Membership> membership,
+               std::shared_ptr<MoveExecutor> executor, const CoordinatorOptions& options);
+
+  // Reads the stored thresholds (at open).
+  [[nodiscard]] Status LoadThresholds();
+  // Recovery, then the loop, on the calling task, until the runtime stops it.
+  void Run();
+
+  [[nodiscard]] bool recovered() const;
+  [[nodiscard]] bool Balanced() const;
+  void SetAutoBalance(bool enabled);
+  // An operator changed the membership: the next round starts now and no earlier round may
+  // declare the cluster balanced.
+  void NoteAdminChange();
+  // Replaces the thresholds (an absent value keeps the current one), stores them, and wakes the
+  // loop. kInvalidArgument (ValidateThresholds) or a failed metadata write changes nothing.
+  [[nodiscard]] Status SetThresholds(std::optional<uint64_t> split_bytes,
+                                     std::optional<uint64_t> merge_bytes);
+  [[nodiscard]] Thresholds thresholds() const;
+  // What a rebalance would do now (or after adding / removing a node): every round of the
+  // balancer with the thresholds in force, moves first, then splits and merges
+  // (balancer_plan.cc). Changes nothing.
+  [[nodiscard]] StatusOr<PlanSummary> Plan(std::optional<NodeId> add, std::optional<NodeId> remove);
+
+ private:
+  void Recover();
+  [[nodiscard]] Status BalanceOnce();
+  [[nodiscard]] StatusOr<cluster::LoadReport> CollectLoads();
+  [[nodiscard]] StatusOr<cluster::MigrationPlan> PlanNow(const cluster::ShardMap& map,
+                                                         const cluster::LoadReport& load);
+  [[nodiscard]] uint64_t generation() const;
+
+  transport::Runtime& runtime_;
+  metadata::MetadataStore& store_;
+  const std::shared_ptr<MapCommitter> committer_;
+  const std::shared_ptr<Membership> membership_;
+  const std::shared_ptr<MoveExecutor> executor_;
+  const CoordinatorOptions options_;
+
+  absl::Mutex set_thresholds_mu_;  // orders setters: what is stored last is in effect
+  mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(set_thresholds_mu_);
+  bool auto_balance_ ABSL_GUARDED_BY(mu_);
+  Thresholds thresholds_ ABSL_GUARDED_BY(mu_);
+  bool recovered_ ABSL_GUARDED_BY(mu_) = false;
+  bool wake_ ABSL_GUARDED_BY(mu_) = false;  // a balancer move ended: start the next round now
+  // Bumped by operator changes: a round that saw an older map may not declare the cluster
+  // balanced.
+  uint64_t admin_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  // The epoch of the map on which the last round found nothing to do.
+  std::optional<MapEpoch> idle_at_ ABSL_GUARDED_BY(mu_);
+  // Moves this loop started and still running: bucket -> (source, destination).
+  std::map<BucketId, std::pair<NodeId, NodeId>> moves_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace shoal::coordinator

@@ -1,0 +1,150 @@
+#include "src/coordinator/move_executor.h"
+
+#include <fmt/format.h>
+
+#include "src/common/log.h"
+#include "src/coordinator/coordinator_internal.h"
+#include "src/coordinator/move.h"
+
+namespace shoal::coordinator {
+
+using cluster::ShardMap;
+using cluster::ShardMapEdit;
+using cluster::ShardMapPtr;
+using internal::MoveLogKey;
+using internal::Retryable;
+
+MoveExecutor::MoveExecutor(transport::Runtime& runtime, metadata::MetadataStore& store,
+                           std::shared_ptr<MapCommitter> committer,
+                           std::shared_ptr<Membership> membership,
+                           std::shared_ptr<ProgressCounters> progress,
+                           const CoordinatorOptions& options)
+    : runtime_(runtime),
+      store_(store),
+      committer_(std::move(committer)),
+      membership_(std::move(membership)),
+      progress_(std::move(progress)),
+      options_(options) {}
+
+bool MoveExecutor::Claim(BucketId bucket, size_t max_claims) {
+  absl::MutexLock lock(&mu_);
+  if (max_claims > 0 && claimed_.size() >= max_claims) return false;
+  return claimed_.insert(bucket).second;
+}
+
+void MoveExecutor::Release(BucketId bucket) {
+  absl::MutexLock lock(&mu_);
+  claimed_.erase(bucket);
+}
+
+size_t MoveExecutor::Claimed() const {
+  absl::MutexLock lock(&mu_);
+  return claimed_.size();
+}
+
+bool MoveExecutor::IsClaimed(BucketId bucket) const {
+  absl::MutexLock lock(&mu_);
+  return claimed_.count(bucket) != 0;
+}
+
+StatusOr<transport::Response> MoveExecutor::CallNode(NodeId node, transport::Request request,
+                                                     int attempts, transport::Micros timeout) {
+  if (timeout <= 0) timeout = options_.call_timeout;
+  Status last;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    auto response = runtime_.Call(transport::Address::Node(node), request, timeout);
+    if (response.ok() && !Retryable(response->status)) return response;
+    last = response.ok() ? response->status : response.status();
+    if (last.code() == StatusCode::kCancelled) return last;
+    if (!Retryable(last)) return last;
+    SHOAL_RETURN_IF_ERROR(runtime_.Sleep(options_.retry_backoff << attempt));
+  }
+  return last;
+}
+
+Status MoveExecutor::Run(BucketId bucket, NodeId destination, cluster::TransitionMode mode,
+                         uint64_t planned_bytes) {
+  // The destination must have checked in (the BEGIN below refuses a node that is no member).
+  if (ShardMapPtr current = committer_->map();
+      current != nullptr && current->HasNode(destination)) {
+    SHOAL_RETURN_IF_ERROR(membership_->CheckIn(destination, committer_->State()));
+  }
+  // BEGIN.
+  MoveId move;
+  NodeId source;
+  auto begun = committer_->CommitEdit([&](const ShardMap& map, ShardMapEdit* edit) {
+    const auto* placement = map.Find(bucket);
+    if (placement == nullptr) return NotFoundError(bucket.DebugString());
+    if (placement->transition.has_value()) {
+      return FailedPreconditionError(fmt::format("{} is moving", bucket.DebugString()));
+    }
+    const auto* info = map.FindNode(destination);
+    if (info == nullptr || info->state != cluster::NodeState::kActive) {
+      return FailedPreconditionError(
+          fmt::format("{} cannot receive buckets", destination.DebugString()));
+    }
+    if (placement->HasReplica(destination)) {
+      return FailedPreconditionError(
+          fmt::format("{} holds {} already", destination.DebugString(), bucket.DebugString()));
+    }
+    move = committer_->NextMoveId();
+    source = placement->replicas.front();
+    edit->BeginTransition(bucket, move, {destination}, mode);
+    return OkStatus();
+  });
+  if (!begun.ok()) return begun.status();
+  internal::Move steps(*this, bucket, move, source, destination);
+  // The log record goes with the map in the next edits; BEGIN is written on its own here so
+  // that the record exists even if nothing else is ever written.
+  auto logged =
+      store_.Put(MoveLogKey(move),
+                 fmt::format("BEGIN {} {} -> {} {}", bucket.DebugString(), source.DebugString(),
+                             destination.DebugString(), cluster::ToString(mode)),
+                 metadata::kAnyVersion);
+  if (!logged.ok()) return steps.Abort(logged.status());
+  log::Info("move.begin", {{"move", move.value()},
+                           {"bucket", bucket.value()},
+                           {"source", source.value()},
+                           {"destination", destination.value()},
+                           {"mode", cluster::ToString(mode)}});
+  progress_->Started(planned_bytes);
+  SHOAL_RETURN_IF_ERROR(runtime_.Failpoint("coordinator.after_begin"));
+  switch (mode) {
+    case cluster::TransitionMode::kCopyThenSwitch:
+      return steps.CopyThenSwitch(planned_bytes);
+    case cluster::TransitionMode::kSwitchThenCopy:
+      return steps.SwitchThenCopy();
+  }
+  return InternalError("unknown transition mode");
+}
+
+Status MoveExecutor::Resolve(BucketId bucket, const cluster::BucketTransition& transition,
+                             std::string_view why) {
+  internal::Move steps(*this, bucket, transition.move, transition.source.front(),
+                       transition.destination.front());
+  if (cluster::IsCommitted(transition.stage)) return steps.FinishCommitted();
+  if (cluster::AbortsOnFailure(transition.stage, transition.mode)) {
+    return steps.Abort(AbortedError(why));
+  }
+  return steps.RollForwardSwitched(std::nullopt);  // switched: no way back
+}
+
+Status MoveExecutor::ResolveOrphans() {
+  const ShardMapPtr map = committer_->map();
+  if (map == nullptr) return OkStatus();
+  for (const auto& bucket : map->buckets()) {
+    if (!bucket.transition.has_value()) continue;
+    // A task of this incarnation runs it: not an orphan.
+    if (!Claim(bucket.id)) continue;
+    const auto& t = *bucket.transition;
+    log::Info("move.orphan", {{"move", t.move.value()},
+                              {"bucket", bucket.id.value()},
+                              {"stage", cluster::ToString(t.stage)}});
+    const Status status = Resolve(bucket.id, t, "the move's task ended before the move");
+    Release(bucket.id);
+    if (status.code() == StatusCode::kCancelled) return status;
+  }
+  return OkStatus();
+}
+
+}  // namespace shoal::coordinator
