@@ -593,7 +593,7 @@ Status Coordinator::BalanceOnce() {
                      std::lock_guard<std::mutex> lock(self->mu_);
                      self->moving_.erase(bucket);
                      self->balancer_moves_.erase(bucket);
-                     // After a failure the next round waits for balance_interval as before.
+                     // After a failure the next round waits for balance_interval.
                      if (status.ok()) self->balance_wake_ = true;
                    });
   }
