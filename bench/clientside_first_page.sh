@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The queries of paper 000's Tables 2 and 3 with the old and the new first page of a query in
+# The queries of paper 000's Tables 2 and 3 with two first page sizes of a query in
 # `rebalancing` (docs/results/client-side-sharding.md, "A larger first page in rebalancing"):
 # `clientside_bench --ops Query1,Query2` with --rebalancing-first-page BEFORE and then AFTER, in
 # alternation, ROUNDS times, so that both see the same load on the shared machine. Prints each

@@ -1,4 +1,4 @@
-// Rebalance benchmarks of the cluster issue (docs/results/rebalance.md).
+// Rebalance benchmarks (docs/results/rebalance.md).
 //
 // One run on an embedded cluster (ThreadRuntime, 3 storage nodes, sync=false):
 //   1. load --mb MiB of --doc-bytes JSON documents through the client (--clients threads,
@@ -33,8 +33,8 @@
 //   --moves-per-node, --moves-in-flight: the coordinator's max_moves_per_node and
 //       max_moves_in_flight (default: the coordinator's defaults);
 //   --stats-max-age-ms: the nodes' load_stats_max_age; --exact-every-report: 0 (every load
-//       report scans every bucket, as before the cache); --no-early-rounds: balance_poll 0 (a
-//       round only every balance_interval, as before); --max-mib-per-s: the coordinator's move
+//       report scans every bucket, no size cache); --no-early-rounds: balance_poll 0 (a
+//       round only every balance_interval); --max-mib-per-s: the coordinator's move
 //       throttle, max_bytes_per_second (default: the coordinator's, kDefaultMoveBytesPerSecond;
 //       0: unthrottled); --background-nice: the nodes'
 //       background_nice (0 runs the move work at the clients' priority; default: the node's);
@@ -426,8 +426,8 @@ int Bench::Run() {
   sampler.Start();
   // Warm-up, not measured. The engines start it with no flush or compaction pending (step 2);
   // the default 30 s lets the workload's own flushes and compactions set in before the steady
-  // window. A 1 s warm-up gave steady windows 20-25% faster than after 30 s in the twelfth
-  // session's runs (docs/results/rebalance.md).
+  // window. A 1 s warm-up gives steady windows 20-25% faster than after 30 s
+  // (docs/results/rebalance.md).
   std::this_thread::sleep_for(std::chrono::duration<double>(options_.warmup_seconds));
   const Micros steady_start = runtime_.Now();
   Progress("steady window");

@@ -68,7 +68,7 @@ struct Flags {
   std::vector<uint32_t> node_counts = {1, 3};
   uint32_t runs = 3;
   bool sync = false;
-  bool shared_cluster = false;  // throughput: hot and independent in one cluster (as before)
+  bool shared_cluster = false;  // throughput: hot and independent in one cluster
   bool combine = false;         // ApplyOptions::combine of every sharded update
   std::string out;
   uint64_t seed = 1;
@@ -339,7 +339,7 @@ struct Figure6Config {
   for (uint32_t nodes : flags.node_counts) {
     SHOAL_ASSIGN_OR_RETURN(auto cluster, TempCluster::Open(nodes, flags.sync));
     // The baseline's documents get a cluster of their own, so that they share no storage engine
-    // (memtable, WAL) with the hot counter's cells: in one cluster the cells' versions made the
+    // (memtable, WAL) with the hot counter's cells: in one cluster the cells' versions make the
     // baseline's memtable accesses dearer (docs/results/hotspot.md, S = 1).
     std::unique_ptr<TempCluster> own_plain_cluster;
     if (!flags.shared_cluster) {

@@ -6,7 +6,7 @@
 // instead of a call".
 //
 // Ways (--ways, each as WAY/DEPTH/KIB):
-//   unary            Shoal's data path today: the synchronous gRPC server, a unary call on the
+//   unary            Shoal's Call: the synchronous gRPC server, a unary call on the
 //                    client's callback API, the caller waiting for the completions.
 //   stream-callback  one bidirectional stream on gRPC's callback API on both sides (reactors).
 //   stream-handoff   one stream on the completion-queue API; the server's queue thread hands each

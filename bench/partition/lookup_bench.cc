@@ -1,6 +1,6 @@
 // Lookup cost per key of every placement scheme at 10, 100 and 1000 nodes, as a ratio to the cost
-// of hashing the key alone, both measured in the same run (issue "Foundation and placement",
-// benchmark 7). Each case computes the point of an 8-byte key and asks the scheme for its owner;
+// of hashing the key alone, both measured in the same run (docs/results/partitioning.md, "Lookup
+// cost per key"). Each case computes the point of an 8-byte key and asks the scheme for its owner;
 // the baseline only computes the point. Keys are 1M random 8-byte keys visited in order, so table
 // lookups pay realistic cache misses. Ring uses 200 vnodes; range and extendible are loaded with
 // the keys (100-byte records) and sized for about 50 partitions per node.

@@ -1,7 +1,7 @@
 // One WAL sync per batch against one per write: what a storage node's batch of N writes costs
-// in its store with SyncPolicy::kEveryWrite, before (N writes that each sync the WAL, as the
-// batch handler did) and after (N writes with WalSync::kDeferred, then one SyncWal, as it does
-// now). Upserts of 1 KiB to random keys of a store on the working directory's filesystem. The
+// in its store with SyncPolicy::kEveryWrite: N writes that each sync the WAL, against N writes
+// with WalSync::kDeferred, then one SyncWal (what the batch handler does). Upserts of 1 KiB to
+// random keys of a store on the working directory's filesystem. The
 // two variants alternate run by run (A B A B ...), so that a change of the machine's load hits
 // both; prints each run and the median writes/s of each. Not a Google Benchmark: run by hand.
 // Results: docs/results/network.md ("Batched writes").

@@ -18,7 +18,7 @@ namespace shoal::coordinator {
 // The default move throttle (CoordinatorOptions::max_bytes_per_second): 16 MiB/s. On the 2-core
 // machine a 1 GiB join then keeps the clients at >= 0.9 of their steady throughput on fast and
 // slow days alike, for about 18 s to balance instead of 11 at 32 MiB/s
-// (docs/results/rebalance.md, fifteenth session).
+// (docs/results/rebalance.md, "Half the rate as the default").
 inline constexpr uint64_t kDefaultMoveBytesPerSecond = uint64_t{16} << 20;
 
 // AddNode waits this long for a node whose process just started to send its first heartbeat,

@@ -25,8 +25,8 @@ namespace {
 constexpr int kReconnectBackoffMs = 100;
 constexpr int kMaxReconnectBackoffMs = 1000;
 // gRPC's GRPC_ARG_MIN_RECONNECT_BACKOFF_MS is the shortest time a connection attempt may take
-// (TCP and HTTP/2 handshake), not a backoff. At 100 ms, attempts to a process that was starting
-// on a loaded machine were cut off ("tcp handshaker shutdown") again and again.
+// (TCP and HTTP/2 handshake), not a backoff. At 100 ms, attempts to a process that is starting
+// on a loaded machine are cut off ("tcp handshaker shutdown") again and again.
 constexpr int kMinConnectTimeoutMs = 2000;
 // gRPC drives a connection attempt (its TCP connect and HTTP/2 handshake) only while some
 // thread polls: a call in flight, or the client channel's backup poller, every 5 s by default.

@@ -211,8 +211,8 @@ TEST_F(MapWatchTest, WatchesBeyondTheLimitAreRefused) {
 }
 
 // A coordinator answers CANCELLED (as a server shutting down does for a poll it received or
-// held): the watcher must go on to the next coordinator, not end. It used to take any CANCELLED
-// for its own Stop, so after a failover it stayed at its map for good.
+// held): the watcher must go on to the next coordinator, not end. A watcher that took any
+// CANCELLED for its own Stop would stay at its map for good after a failover.
 class CancellingCoordinator final : public wire::Shoal::Service {
  public:
   grpc::Status WatchMap(grpc::ServerContext*, const wire::WatchMapRequest*,

@@ -5,7 +5,7 @@
 // and hands every newer map to Client::Adopt, which keeps only a newer one: the cached epoch
 // never goes down. A failed poll (no coordinator reachable, a standby, the coordinator's watcher
 // limit) is retried after a backoff that doubles from min_backoff to max_backoff and resets after
-// an answer. WRONG_SHARD still refreshes the map as before: the watch only makes it rarer.
+// an answer. WRONG_SHARD still refreshes the map: the watch only makes it rarer.
 //
 // Invariant: only Stop ends the watch. Every other error, kCancelled included (a server that
 // shuts down cancels the polls it holds), is retried; each poll tries every configured

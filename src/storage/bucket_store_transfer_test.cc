@@ -467,12 +467,11 @@ TEST_F(TransferTest, CatchUpReadsAcrossAnIngestElsewhere) {
   EXPECT_EQ(got, (std::vector<std::string>{before, after}));
 }
 
-// Regression (a simulation seed of 101-150 aborted in the engine's log iterator): a catch-up read
-// whose fresh log reader found no WAL file at all (here: the store keeps no archived WAL, and the
-// only live one is empty after a flush) must not park that reader, which has no log file open:
-// the next read would resume it with Next(), and the engine asserts (or dereferences null) there.
-// Nor may it answer "no changes": the upsert it asks for is gone with its WAL file, so every read
-// is refused as not retained (a move then restarts from a fresh export).
+// A catch-up read whose fresh log reader found no WAL file at all (here: the store keeps no
+// archived WAL, and the only live one is empty after a flush) must not park that reader, which has
+// no log file open: the next read would resume it with Next(), and the engine asserts (or
+// dereferences null) there. Nor may it answer "no changes": the upsert it asks for is gone with its
+// WAL file, so every read is refused as not retained (a move then restarts from a fresh export).
 TEST_F(TransferTest, AReadFromAWalThatIsGoneIsRefusedAndLeavesNoReaderBehind) {
   StoreOptions options = TestOptions(dir_.Sub("no-archive"));
   options.wal_ttl_seconds = 0;  // obsolete WAL files are deleted, not archived

@@ -67,10 +67,10 @@ class Failpoints {
   std::map<std::string, Point, std::less<>> points_;
 };
 
-// Failpoints added after the randomized simulation's seeds and the interleaving test's turns
-// were recorded (most lie inside a storage node's own handling of a move): the simulation draws
+// Failpoints that the randomized simulation's recorded seeds and the interleaving test's turns
+// leave out (most lie inside a storage node's own handling of a move): the simulation draws
 // no crash at them and the interleaving explorer makes no turn of them, so that every recorded
-// seed and interleaving replays as before. Deterministic tests crash a process at each of them
+// seed and interleaving replays unchanged. Deterministic tests crash a process at each of them
 // (src/coordinator/node_restart_test.cc, coordinator_test.cc); real processes honour them like
 // any other point.
 inline constexpr std::array<std::string_view, 6> kUnscheduledFailpoints = {

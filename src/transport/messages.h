@@ -3,7 +3,7 @@
 // The typed messages between Shoal processes: client -> node (data), coordinator -> node (moves,
 // maps), node -> node (catch-up), anyone -> coordinator (maps, membership). One Request variant
 // and one Response (a status, a body variant and, for WRONG_SHARD, the route). The gRPC
-// transport of the networked issue maps each struct onto a proto message one to one; in-process
+// transport (src/net/wire_codec.h) maps each struct onto a proto message one to one; in-process
 // transports pass them as values. docs/design/cluster.md describes the protocol that uses them.
 //
 // Value types; thread-compatible.

@@ -7,7 +7,7 @@
 //     clusters),
 //   - in a deterministic simulation (SimRuntime, sim_runtime.h: one task runs at a time, chosen by
 //     a seeded scheduler on a simulated clock, with random delays, loss, reordering and crashes),
-//   - over gRPC (the networked issue: Call becomes a unary RPC, Serve a server).
+//   - over gRPC (GrpcRuntime, src/net/grpc_runtime.h: Call is a unary RPC, Serve a server).
 // ARCHITECTURE.md §5; docs/design/cluster.md.
 //
 // Programming model: code is written in blocking style. A *task* belongs to one *process*

@@ -180,7 +180,7 @@ TEST_P(MoveFaultTest, KilledAtPointRecoversWithoutLoss) {
   ASSERT_NO_FATAL_FAILURE(StartWorkload());
   ASSERT_NO_FATAL_FAILURE(WaitForLoad(20));  // data in every bucket, and the balancer knows
   // The initial map may be moved a little first (the balancer weighs bytes): let it settle, so
-  // that node 4's bootstrap plans with today's loads.
+  // that node 4's bootstrap plans with the current loads.
   ASSERT_NO_FATAL_FAILURE(WaitBalanced(30));
   ASSERT_NO_FATAL_FAILURE(WaitForLoad(20));
   Status added = cluster_->AddNode(kJoiner);

@@ -326,7 +326,7 @@ ClusterSimResult RunClusterSim(const ClusterSimOptions& options) {
     server::EmbeddedCluster cluster(sim, cluster_options);
 
     sim.SetChaosHook([&world](const Address&, std::string_view name) {
-      // Points added after the seeds were recorded: no draw, so each seed keeps its schedule.
+      // Unscheduled points (failpoints.h): no draw, so each recorded seed keeps its schedule.
       if (transport::IsUnscheduledFailpoint(name)) return false;
       ++world.result.failpoint_hits[std::string(name)];
       if (world.chaos.stop_chaos || !world.options.crashes) return false;

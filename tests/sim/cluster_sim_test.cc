@@ -33,11 +33,11 @@ TEST(ClusterSimTest, SameSeedReplaysTheSameRun) {
   EXPECT_EQ(a.crashes, b.crashes);
 }
 
-// Seeds that once failed, each run on its own so that a regression names its seed.
-// 125: a write forwarded by the destination of a switch-then-copy move before it crashed ran at
-// the source after the restart; the destination then answered reads from its own, older copy.
-// 161: the catch-up of a move lost an acknowledged write: the source's change log reader,
-// resumed from its parked position across a sequence an ingest had consumed, skipped it.
+// Seeds that reach rare failure paths, each run on its own so that a regression names its seed.
+// 125: a write forwarded by the destination of a switch-then-copy move before it crashes runs at
+// the source after the restart; the destination must not answer reads from its own, older copy.
+// 161: the source's change log reader, resumed from its parked position across a sequence an
+// ingest consumed, must not skip it: the catch-up of a move would lose an acknowledged write.
 TEST(ClusterSimTest, RegressionSeeds) {
   for (uint64_t seed : {uint64_t{125}, uint64_t{161}}) {
     ClusterSimOptions options;

@@ -22,7 +22,7 @@ std::string ScratchDir() {
   return dir.path();
 }
 
-// Seeds that once failed or cover a rare path; each must keep passing.
+// Seeds that cover rare paths; each must keep passing.
 constexpr uint64_t kRegressionSeeds[] = {1, 2, 3};
 
 TEST(HotspotSimTest, SameSeedReplaysTheSameRun) {

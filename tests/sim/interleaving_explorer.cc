@@ -419,7 +419,7 @@ std::string RunOnce(const InterleavingConfig& config, ChoiceSequence& choices, b
 
     // Every named failpoint becomes a scheduling turn of the move: the move pauses there.
     sim.SetChaosHook([&world, &sim](const Address&, std::string_view name) {
-      // Points added after the interleavings were counted are not turns (failpoints.h).
+      // Unscheduled points are not turns (failpoints.h): the counted interleavings leave them out.
       if (transport::IsUnscheduledFailpoint(name)) return false;
       if (!world.done) {
         world.failpoints.emplace_back(std::string(name), world.move_turns);

@@ -89,7 +89,7 @@ struct InterleavingConfig {
   int move_budget = 2;
   // False: a Call is one scheduling turn (request delivery, handler, reply), not two.
   bool yield_on_reply = false;
-  // The move protocol. Only copy-then-switch exists in the coordinator for now.
+  // The protocol of the move under test.
   cluster::TransitionMode mode = cluster::TransitionMode::kCopyThenSwitch;
   std::string dir;  // scratch directory; each run uses and removes a subdirectory
 
