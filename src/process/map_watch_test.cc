@@ -17,8 +17,8 @@
 #include "proto/shoal.grpc.pb.h"
 #include "proto/shoal.pb.h"
 #include "src/client/client.h"
-#include "src/net/map_watcher.h"
 #include "src/process/processes.h"
+#include "src/remote/map_watcher.h"
 
 namespace shoal::process {
 namespace {
@@ -145,7 +145,7 @@ TEST_F(MapWatchTest, WatcherLearnsTheNewMapWithoutADataRequest) {
   client::Client client(*runtime);
   ASSERT_TRUE(client.Refresh().ok());
   const MapEpoch before = client.map()->epoch();
-  net::MapWatcher watcher(*runtime, client, net::MapWatcherOptions{});
+  remote::MapWatcher watcher(*runtime, client, remote::MapWatcherOptions{});
   ASSERT_TRUE(WaitFor([&] { return coordinator_->map_watchers() == 1; }));
 
   wire::AdminRequest add;
@@ -255,7 +255,7 @@ TEST_F(MapWatchTest, WatcherMovesOnWhenAServerCancelsItsPoll) {
   auto watching = start_client_runtime(port);
   ASSERT_TRUE(watching.ok()) << watching.status();
   client::Client client(**watching);
-  net::MapWatcher watcher(**watching, client, net::MapWatcherOptions{});
+  remote::MapWatcher watcher(**watching, client, remote::MapWatcherOptions{});
   const MapEpoch current = coordinator_->coordinator().map()->epoch();
   ASSERT_TRUE(WaitFor([&] { return client.map() != nullptr && client.map()->epoch() >= current; }))
       << "the watcher did not reach the leader";

@@ -18,8 +18,8 @@
 #include "src/metadata/leader_election.h"
 #include "src/metadata/zookeeper_metadata_store.h"
 #include "src/metadata/zookeeper_test_server.h"
-#include "src/net/map_watcher.h"
 #include "src/process/processes.h"
+#include "src/remote/map_watcher.h"
 
 namespace shoal::process {
 namespace {
@@ -179,7 +179,7 @@ TEST_F(ZooKeeperCoordinatorTest, StandbyTakesOverWhenTheLeaderStops) {
   ASSERT_TRUE(watch_runtime.ok()) << watch_runtime.status();
   client::Client watching(**watch_runtime);
   ASSERT_TRUE(watching.Refresh().ok());
-  net::MapWatcher watcher(**watch_runtime, watching, net::MapWatcherOptions{});
+  remote::MapWatcher watcher(**watch_runtime, watching, remote::MapWatcherOptions{});
 
   coordinator_->Stop();  // resigns: the standby need not wait for the session timeout
   ASSERT_TRUE(standby->WaitLeader(std::chrono::seconds(30)));

@@ -8,7 +8,7 @@
 
 #include "include/shoal/hotspot.h"
 #include "include/shoal/shoal.h"
-#include "src/server/database_impl.h"
+#include "src/api/database_impl.h"
 
 namespace shoal {
 namespace {
@@ -22,7 +22,7 @@ std::shared_ptr<hotspot::HotCollection> Database::Impl::HotFor(std::string_view 
                                                                CollectionId id) {
   std::lock_guard lock(mu);
   if (auto it = hot.find(name); it != hot.end()) return it->second;
-  transport::Runtime& rt = ActiveRuntime();
+  transport::Runtime& rt = backend->runtime();
   auto collection = std::make_shared<hotspot::HotCollection>(
       *client, std::string(name), id, [&rt] { return rt.Now(); },
       /*seed=*/static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
