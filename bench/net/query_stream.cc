@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "include/shoal/shoal.h"
-#include "src/net/processes.h"
+#include "src/process/processes.h"
 
 namespace {
 
@@ -50,23 +50,23 @@ double Median(std::vector<double> values) {
 int Run(const Flags& flags) {
   std::string dir = (std::filesystem::temp_directory_path() / "shoal-query-stream-XXXXXX").string();
   if (mkdtemp(dir.data()) == nullptr) return Fail(shoal::InternalError("mkdtemp"));
-  shoal::net::CoordinatorProcessOptions coordinator_options;
+  shoal::process::CoordinatorProcessOptions coordinator_options;
   coordinator_options.data_dir = dir + "/coordinator";
   coordinator_options.listen = "127.0.0.1:0";
   coordinator_options.initial_nodes = flags.nodes;
   coordinator_options.buckets = 32;
   coordinator_options.sync = false;
   coordinator_options.coordinator.auto_balance = false;
-  auto coordinator = shoal::net::CoordinatorProcess::Start(coordinator_options);
+  auto coordinator = shoal::process::CoordinatorProcess::Start(coordinator_options);
   if (!coordinator.ok()) return Fail(coordinator.status());
-  std::vector<std::unique_ptr<shoal::net::NodeProcess>> nodes;
+  std::vector<std::unique_ptr<shoal::process::NodeProcess>> nodes;
   for (uint32_t id = 1; id <= flags.nodes; ++id) {
-    shoal::net::NodeProcessOptions options;
+    shoal::process::NodeProcessOptions options;
     options.id = id;
     options.data_dir = fmt::format("{}/node-{}", dir, id);
     options.listen = "127.0.0.1:0";
     options.coordinator = (*coordinator)->address();
-    auto node = shoal::net::NodeProcess::Start(options);
+    auto node = shoal::process::NodeProcess::Start(options);
     if (!node.ok()) return Fail(node.status());
     nodes.push_back(std::move(*node));
   }

@@ -67,7 +67,7 @@
 #include <utility>
 #include <vector>
 
-#include "include/shoal/hotspot.h"
+#include "include/shoal/hotspot_json.h"
 #include "include/shoal/shoal.h"
 
 namespace shoal {

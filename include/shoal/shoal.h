@@ -206,11 +206,12 @@ struct ConnectOptions {
 
 class Database {
  public:
-  // A coordinator and `nodes` storage nodes in this process, on `data_dir`.
+  // A coordinator and `nodes` storage nodes in this process, on `data_dir`. Link shoal_server
+  // for it.
   [[nodiscard]] static StatusOr<std::unique_ptr<Database>> OpenEmbedded(
       const EmbeddedOptions& options);
   // A client of a running cluster: "shoal://HOST:PORT" (or "HOST:PORT") of its coordinator.
-  // Link shoal_net_client for it. The same data API as embedded; AddNode and RemoveNode answer
+  // Link shoal_remote for it. The same data API as embedded; AddNode and RemoveNode answer
   // kUnimplemented over the network (use the coordinator's admin commands).
   [[nodiscard]] static StatusOr<std::unique_ptr<Database>> Connect(
       std::string_view uri, const ConnectOptions& options = {});

@@ -6,7 +6,7 @@
 //     the coordinator) and retries at once; NOT_SERVING (a fenced source, a destination that has
 //     not learned the commit) and transport failures are retried with bounded exponential
 //     backoff.
-//   - A map watch (src/net/map_watcher.h, over the network) hands newer maps to Adopt, so the
+//   - A map watch (src/remote/map_watcher.h, over the network) hands newer maps to Adopt, so the
 //     client usually learns a move's commit before a request of it hits WRONG_SHARD.
 //   - A write whose request or reply was lost in transit (kDeadlineExceeded from the transport)
 //     may have been applied; retrying it could apply it again after other writes, so the client

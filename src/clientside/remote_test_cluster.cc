@@ -10,21 +10,21 @@ StatusOr<std::unique_ptr<RemoteTestCluster>> RemoteTestCluster::Start(const std:
                                                                       uint32_t nodes,
                                                                       std::string name) {
   std::unique_ptr<RemoteTestCluster> cluster(new RemoteTestCluster(std::move(name)));
-  net::CoordinatorProcessOptions options;
+  process::CoordinatorProcessOptions options;
   options.data_dir = dir + "/coordinator";
   options.listen = "127.0.0.1:0";  // a free port: parallel runs never collide
   options.initial_nodes = nodes;
   options.buckets = 8;
   options.sync = false;
   options.coordinator.auto_balance = false;
-  SHOAL_ASSIGN_OR_RETURN(cluster->coordinator_, net::CoordinatorProcess::Start(options));
+  SHOAL_ASSIGN_OR_RETURN(cluster->coordinator_, process::CoordinatorProcess::Start(options));
   for (uint32_t id = 1; id <= nodes; ++id) {
-    net::NodeProcessOptions node;
+    process::NodeProcessOptions node;
     node.id = id;
     node.data_dir = fmt::format("{}/node-{}", dir, id);
     node.listen = "127.0.0.1:0";
     node.coordinator = cluster->coordinator_->address();
-    SHOAL_ASSIGN_OR_RETURN(cluster->nodes_[id], net::NodeProcess::Start(node));
+    SHOAL_ASSIGN_OR_RETURN(cluster->nodes_[id], process::NodeProcess::Start(node));
   }
   SHOAL_ASSIGN_OR_RETURN(cluster->db_,
                          Database::Connect("shoal://" + cluster->coordinator_->address()));

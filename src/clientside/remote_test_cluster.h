@@ -15,7 +15,7 @@
 
 #include "include/shoal/shoal.h"
 #include "src/clientside/shard_backend.h"
-#include "src/net/processes.h"
+#include "src/process/processes.h"
 
 namespace shoal::clientside::testing {
 
@@ -37,8 +37,8 @@ class RemoteTestCluster {
 
   const std::string name_;
   int next_shard_ = 0;
-  std::unique_ptr<net::CoordinatorProcess> coordinator_;
-  std::map<uint32_t, std::unique_ptr<net::NodeProcess>> nodes_;
+  std::unique_ptr<process::CoordinatorProcess> coordinator_;
+  std::map<uint32_t, std::unique_ptr<process::NodeProcess>> nodes_;
   std::unique_ptr<Database> db_;
 };
 

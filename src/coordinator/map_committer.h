@@ -36,7 +36,7 @@
 #include "src/common/status.h"
 #include "src/coordinator/membership.h"
 #include "src/metadata/metadata_store.h"
-#include "src/storage/bucket_store.h"
+#include "src/storage/bucket_values.h"
 #include "src/transport/messages.h"
 #include "src/transport/runtime.h"
 

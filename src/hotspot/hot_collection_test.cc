@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "include/shoal/hotspot.h"
+#include "include/shoal/hotspot_json.h"
 #include "include/shoal/shoal.h"
 
 namespace shoal {
@@ -310,6 +310,34 @@ TEST_F(HotCollectionTest, CustomFoldFromCxx) {
                            return Json(a.get<int>() - b.get<int>());
                          },
                          {1, 2, 3})
+                .code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST_F(HotCollectionTest, CustomFoldOnJsonText) {
+  ASSERT_TRUE(RegisterFoldText("text_max_for_test", "0",
+                               [](std::string_view a, std::string_view b) -> StatusOr<std::string> {
+                                 return std::string(
+                                     std::stoll(std::string(a)) >= std::stoll(std::string(b)) ? a
+                                                                                              : b);
+                               },
+                               {"1", "5", "3", "0"})
+                  .ok());
+  Collection c = Open("custom_text");
+  ASSERT_TRUE(c.Declare(R"({"top": {"fold": "text_max_for_test", "shards": 3}})").ok());
+  ASSERT_TRUE(c.Insert("k", "{}").ok());
+  for (const char* s : {"4", "9", "2"}) ASSERT_TRUE(c.Apply("k", "top", s).ok());
+  EXPECT_EQ(Body(*c.Get("k"))["top"], 9);
+  EXPECT_EQ(*FoldValuesText("sum", "2", "3"), "5");
+  EXPECT_EQ(*LiftOperandText("count", R"("anything")"), "1");
+  EXPECT_EQ(*NeutralOfText("text_max_for_test"), "0");
+  EXPECT_EQ(FoldValuesText("sum", "2", "{").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(RegisterFoldText("text_minus_for_test", "0",
+                             [](std::string_view a, std::string_view b) -> StatusOr<std::string> {
+                               return std::to_string(std::stoll(std::string(a)) -
+                                                     std::stoll(std::string(b)));
+                             },
+                             {"1", "2", "3"})
                 .code(),
             StatusCode::kInvalidArgument);
 }

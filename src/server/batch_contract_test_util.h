@@ -1,7 +1,7 @@
 #pragma once
 
 // The contract of Collection::Batch (include/shoal/shoal.h), checked the same way on an
-// embedded Database (database_test.cc) and over the network (src/net/net_cluster_test.cc):
+// embedded Database (database_test.cc) and over the network (src/process/net_cluster_test.cc):
 // results in input order, per-write errors that do not stop the others, the same-key order,
 // a batch over all nodes, and each limit exactly at and one past it with nothing written.
 // Test-only; gtest assertions.

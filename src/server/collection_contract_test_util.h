@@ -2,7 +2,7 @@
 
 // The contract of Database::GetCollection (include/shoal/shoal.h) for names and for collections
 // that do not exist, checked the same way on an embedded Database (database_test.cc) and over the
-// network (src/net/net_cluster_test.cc): a name outside the rule is refused; every operation
+// network (src/process/net_cluster_test.cc): a name outside the rule is refused; every operation
 // that does not create a collection fails on a missing one with UNKNOWN_COLLECTION naming it and
 // creates nothing; Insert, Upsert, CompareAndSet with version 0 and a Batch holding one of those
 // create it. Test-only; gtest assertions.

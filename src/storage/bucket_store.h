@@ -49,6 +49,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "src/common/ids.h"
 #include "src/common/status.h"
+#include "src/storage/bucket_values.h"
 #include "src/storage/disk_space_guard.h"
 #include "src/storage/document.h"
 #include "src/storage/local_directory.h"
@@ -59,13 +60,6 @@
 #include "src/storage/version_clock.h"
 
 namespace shoal::storage {
-
-struct CollectionSpec {
-  CollectionId id{};
-  std::string name{};
-
-  friend bool operator==(const CollectionSpec&, const CollectionSpec&) = default;
-};
 
 // A consistent point-in-time view. Released on destruction, which must happen before the store
 // is closed. Thread-safe to share.
@@ -132,20 +126,6 @@ struct ExportOptions {
   std::string directory{};                  // created if missing; files are named export-N.sst
   uint64_t target_file_bytes = 256u << 20;  // key + value bytes per file before a new one
   const Snapshot* snapshot = nullptr;       // one is taken (and released) if null
-};
-
-// What ExportRange wrote. Catch-up continues from `sequence` (ReadChangesSince).
-struct ExportedRange {
-  PointRange range{};
-  std::vector<std::string> files{};  // absolute paths, key-ordered, non-overlapping
-  uint64_t sequence = 0;
-  uint64_t entries = 0;  // documents and tombstones
-  uint64_t bytes = 0;    // key + value bytes
-  uint64_t max_version = 0;
-  // The live part, counted as ComputeStats counts it at the same snapshot, so that a
-  // destination knows the size of what it ingested without scanning it again.
-  uint64_t live_documents = 0;
-  uint64_t live_bytes = 0;
 };
 
 struct IngestOptions {

@@ -18,7 +18,7 @@
 #include "src/cluster/shard_map.h"
 #include "src/common/ids.h"
 #include "src/common/status.h"
-#include "src/storage/bucket_store.h"
+#include "src/storage/bucket_values.h"
 #include "src/storage/document.h"
 #include "src/storage/mutation.h"
 #include "src/storage/point_range.h"

@@ -25,7 +25,7 @@
 #include "proto/shoal.pb.h"
 #include "src/client/client.h"
 #include "src/metadata/zookeeper_test_server.h"
-#include "src/net/map_watcher.h"
+#include "src/remote/map_watcher.h"
 #include "tests/cluster/process_cluster.h"
 #include "tests/cluster/workload.h"
 #include "tests/cluster/workload_check.h"
@@ -213,7 +213,7 @@ TEST_F(ZooKeeperClusterTest, WatchingClientFollowsTheNewLeader) {
   client::Client watching(**runtime);
   ASSERT_TRUE(watching.Refresh().ok());
   const MapEpoch first = watching.map()->epoch();
-  net::MapWatcher watcher(**runtime, watching, net::MapWatcherOptions{});
+  remote::MapWatcher watcher(**runtime, watching, remote::MapWatcherOptions{});
 
   cluster_->Kill(kCoordinator);
   ASSERT_NO_FATAL_FAILURE(WaitLeader(kStandbyCoordinator, 2, 30));

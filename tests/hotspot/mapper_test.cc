@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "include/shoal/hotspot.h"
+#include "include/shoal/hotspot_json.h"
 #include "include/shoal/shoal.h"
 
 namespace shoal {

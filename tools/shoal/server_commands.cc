@@ -17,7 +17,7 @@
 
 #include "include/shoal/shoal.h"
 #include "src/common/log.h"
-#include "src/net/processes.h"
+#include "src/process/processes.h"
 #include "tools/shoal/net_commands.h"
 
 namespace shoal::tools {
@@ -73,8 +73,8 @@ struct NodeFlags {
   uint32_t id = 0;
   std::string grpc_server = "sync";
   bool no_sync = false;
-  int background_nice = net::NodeProcessOptions{}.background_nice;
-  uint64_t min_free_disk_mib = net::NodeProcessOptions{}.min_free_disk_bytes >> 20;
+  int background_nice = process::NodeProcessOptions{}.background_nice;
+  uint64_t min_free_disk_mib = process::NodeProcessOptions{}.min_free_disk_bytes >> 20;
   bool json = false;
   LogFlags log;
 };
@@ -100,8 +100,8 @@ void PrintReady(bool json, const std::string& role, const std::string& address) 
 
 int RunCoordinator(const CoordinatorFlags& flags) {
   if (!StartLog(flags.log, "coordinator")) return 2;
-  net::BlockTerminationSignals();
-  net::CoordinatorProcessOptions options;
+  process::BlockTerminationSignals();
+  process::CoordinatorProcessOptions options;
   options.data_dir = flags.data;
   options.listen = flags.listen;
   options.initial_nodes = flags.initial_nodes;
@@ -117,29 +117,29 @@ int RunCoordinator(const CoordinatorFlags& flags) {
     return 2;
   }
   options.server_mode = *server_mode;
-  auto process = net::CoordinatorProcess::Start(options);
-  if (!process.ok()) {
-    log::Error("process.fail", {{"error", process.status().ToString()}});
-    std::fprintf(stderr, "error: %s\n", process.status().ToString().c_str());
+  auto started = process::CoordinatorProcess::Start(options);
+  if (!started.ok()) {
+    log::Error("process.fail", {{"error", started.status().ToString()}});
+    std::fprintf(stderr, "error: %s\n", started.status().ToString().c_str());
     return 1;
   }
   log::Info("process.start", {{"role", "coordinator"},
-                              {"listen", (*process)->address()},
+                              {"listen", (*started)->address()},
                               {"data", flags.data},
                               {"metadata", flags.metadata},
                               {"sync", !flags.no_sync}});
-  PrintReady(flags.json, "coordinator", (*process)->address());
-  const int signal = net::WaitForTermination();
+  PrintReady(flags.json, "coordinator", (*started)->address());
+  const int signal = process::WaitForTermination();
   log::Info("process.stop", {{"signal", signal}});
-  (*process)->Stop();
+  (*started)->Stop();
   log::Info("process.stopped");
   return 0;
 }
 
 int RunNode(const NodeFlags& flags) {
   if (!StartLog(flags.log, flags.id == 0 ? "node" : fmt::format("node-{}", flags.id))) return 2;
-  net::BlockTerminationSignals();
-  net::NodeProcessOptions options;
+  process::BlockTerminationSignals();
+  process::NodeProcessOptions options;
   options.id = flags.id;
   options.data_dir = flags.data;
   options.listen = flags.listen;
@@ -154,25 +154,25 @@ int RunNode(const NodeFlags& flags) {
     return 2;
   }
   options.server_mode = *server_mode;
-  auto process = net::NodeProcess::Start(options);
-  if (!process.ok()) {
-    log::Error("process.fail", {{"error", process.status().ToString()}});
-    std::fprintf(stderr, "error: %s\n", process.status().ToString().c_str());
+  auto started = process::NodeProcess::Start(options);
+  if (!started.ok()) {
+    log::Error("process.fail", {{"error", started.status().ToString()}});
+    std::fprintf(stderr, "error: %s\n", started.status().ToString().c_str());
     return 1;
   }
-  const uint32_t id = (*process)->id().value();
+  const uint32_t id = (*started)->id().value();
   // A node whose id was assigned at its first start learns its name only now.
   if (flags.id == 0 && !StartLog(flags.log, fmt::format("node-{}", id))) return 2;
   log::Info("process.start", {{"role", "node"},
                               {"node", id},
-                              {"listen", (*process)->address()},
+                              {"listen", (*started)->address()},
                               {"coordinator", flags.coordinator},
                               {"data", flags.data},
                               {"sync", !flags.no_sync}});
-  PrintReady(flags.json, fmt::format("node {}", id), (*process)->address());
-  const int signal = net::WaitForTermination();
+  PrintReady(flags.json, fmt::format("node {}", id), (*started)->address());
+  const int signal = process::WaitForTermination();
   log::Info("process.stop", {{"signal", signal}});
-  Status status = (*process)->Stop();
+  Status status = (*started)->Stop();
   if (!status.ok()) {
     log::Error("process.fail", {{"error", status.ToString()}});
     std::fprintf(stderr, "error: %s\n", status.ToString().c_str());
@@ -223,7 +223,7 @@ bool WaitUntilServing(const std::string& coordinator, uint32_t nodes,
 }
 
 int RunLocal(const LocalFlags& flags) {
-  net::BlockTerminationSignals();
+  process::BlockTerminationSignals();
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGCHLD);

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "include/shoal/shoal.h"
-#include "src/server/database_impl.h"
+#include "src/api/database_impl.h"
 
 namespace shoal {
 

@@ -19,11 +19,11 @@
 #include "include/shoal/shoal.h"
 #include "proto/shoal.pb.h"
 #include "src/client/client.h"
-#include "src/net/processes.h"
+#include "src/process/processes.h"
 #include "src/server/batch_contract_test_util.h"
 #include "src/server/collection_contract_test_util.h"
 
-namespace shoal::net {
+namespace shoal::process {
 namespace {
 
 std::string MakeTempDir() {
@@ -213,12 +213,12 @@ TEST_F(NetClusterTest, BatchOverTheNetwork) {
   shoal::batch_test::ExpectBatchContract(*docs);
 
   // The node refuses a hand-crafted batch past a limit before writing anything.
-  auto runtime = GrpcRuntime::Start({.listen = {},
-                                     .advertise = {},
-                                     .coordinator = coordinator_->address(),
-                                     .address_book_path = {},
-                                     .max_message_bytes = kDefaultMaxMessageBytes,
-                                     .server_mode = GrpcServerMode::kSync});
+  auto runtime = net::GrpcRuntime::Start({.listen = {},
+                                          .advertise = {},
+                                          .coordinator = coordinator_->address(),
+                                          .address_book_path = {},
+                                          .max_message_bytes = net::kDefaultMaxMessageBytes,
+                                          .server_mode = net::GrpcServerMode::kSync});
   ASSERT_TRUE(runtime.ok()) << runtime.status();
   client::Client client(**runtime);
   ASSERT_TRUE(client.Refresh().ok());
@@ -251,12 +251,12 @@ TEST_F(NetClusterTest, ReadOfAnUnknownCollectionDoesNotCreateIt) {
   collection_test::ExpectNameRuleIsEnforced(**db);
 
   // A name outside the rule sent by hand is refused by the coordinator too.
-  auto runtime = GrpcRuntime::Start({.listen = {},
-                                     .advertise = {},
-                                     .coordinator = coordinator_->address(),
-                                     .address_book_path = {},
-                                     .max_message_bytes = kDefaultMaxMessageBytes,
-                                     .server_mode = GrpcServerMode::kSync});
+  auto runtime = net::GrpcRuntime::Start({.listen = {},
+                                          .advertise = {},
+                                          .coordinator = coordinator_->address(),
+                                          .address_book_path = {},
+                                          .max_message_bytes = net::kDefaultMaxMessageBytes,
+                                          .server_mode = net::GrpcServerMode::kSync});
   ASSERT_TRUE(runtime.ok()) << runtime.status();
   auto answer =
       (*runtime)->Call(transport::Address::Coordinator(),
@@ -403,11 +403,11 @@ TEST_F(NetClusterTest, AdminAddsANodeOverTheNetwork) {
     ASSERT_TRUE(c->Upsert(fmt::format("k{}", i), fmt::format(R"({{"i": {}}})", i)).ok());
   }
   StartNode(2);
-  auto admin = GrpcRuntime::Start({.listen = {},
-                                   .advertise = {},
-                                   .coordinator = coordinator_->address(),
-                                   .address_book_path = {},
-                                   .max_message_bytes = kDefaultMaxMessageBytes});
+  auto admin = net::GrpcRuntime::Start({.listen = {},
+                                        .advertise = {},
+                                        .coordinator = coordinator_->address(),
+                                        .address_book_path = {},
+                                        .max_message_bytes = net::kDefaultMaxMessageBytes});
   ASSERT_TRUE(admin.ok()) << admin.status();
   wire::AdminRequest add;
   add.mutable_add_node()->set_node(2);
@@ -434,11 +434,11 @@ TEST_F(NetClusterTest, AdminAddsANodeOverTheNetwork) {
     EXPECT_EQ(doc->json, fmt::format(R"({{"i": {}}})", i));
   }
   // An admin request to a process that is not a coordinator is refused cleanly.
-  auto node_admin = GrpcRuntime::Start({.listen = {},
-                                        .advertise = {},
-                                        .coordinator = nodes_[1]->address(),
-                                        .address_book_path = {},
-                                        .max_message_bytes = kDefaultMaxMessageBytes});
+  auto node_admin = net::GrpcRuntime::Start({.listen = {},
+                                             .advertise = {},
+                                             .coordinator = nodes_[1]->address(),
+                                             .address_book_path = {},
+                                             .max_message_bytes = net::kDefaultMaxMessageBytes});
   ASSERT_TRUE(node_admin.ok());
   EXPECT_EQ((*node_admin)->Admin(progress, 5'000'000).status().code(), StatusCode::kUnimplemented);
   // A bad id comes back as a typed error.
@@ -448,4 +448,4 @@ TEST_F(NetClusterTest, AdminAddsANodeOverTheNetwork) {
 }
 
 }  // namespace
-}  // namespace shoal::net
+}  // namespace shoal::process

@@ -1,12 +1,12 @@
-#include "src/net/map_watcher.h"
+#include "src/remote/map_watcher.h"
 
 #include <algorithm>
 
 #include "src/common/log.h"
 
-namespace shoal::net {
+namespace shoal::remote {
 
-MapWatcher::MapWatcher(GrpcRuntime& runtime, client::Client& client,
+MapWatcher::MapWatcher(net::GrpcRuntime& runtime, client::Client& client,
                        const MapWatcherOptions& options)
     : runtime_(runtime), client_(client), options_(options), thread_([this] { Run(); }) {}
 
@@ -50,4 +50,4 @@ void MapWatcher::Run() {
   }
 }
 
-}  // namespace shoal::net
+}  // namespace shoal::remote

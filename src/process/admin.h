@@ -9,9 +9,9 @@
 #include "proto/shoal.pb.h"
 #include "src/coordinator/coordinator.h"
 
-namespace shoal::net {
+namespace shoal::process {
 
 void HandleAdmin(coordinator::Coordinator& coordinator, const wire::AdminRequest& request,
                  wire::AdminResponse* out);
 
-}  // namespace shoal::net
+}  // namespace shoal::process

@@ -18,10 +18,10 @@
 #include "src/metadata/leader_election.h"
 #include "src/metadata/zookeeper_metadata_store.h"
 #include "src/metadata/zookeeper_test_server.h"
-#include "src/net/map_watcher.h"
-#include "src/net/processes.h"
+#include "src/process/processes.h"
+#include "src/remote/map_watcher.h"
 
-namespace shoal::net {
+namespace shoal::process {
 namespace {
 
 class ZooKeeperCoordinatorTest : public ::testing::Test {
@@ -151,11 +151,11 @@ TEST_F(ZooKeeperCoordinatorTest, StandbyTakesOverWhenTheLeaderStops) {
   StartNode(2, both);
   {
     // The standby answers admin requests with kUnavailable; a client of both finds the leader.
-    auto admin = GrpcRuntime::Start({.listen = {},
-                                     .advertise = {},
-                                     .coordinator = standby->address(),
-                                     .address_book_path = {},
-                                     .max_message_bytes = kDefaultMaxMessageBytes});
+    auto admin = net::GrpcRuntime::Start({.listen = {},
+                                          .advertise = {},
+                                          .coordinator = standby->address(),
+                                          .address_book_path = {},
+                                          .max_message_bytes = net::kDefaultMaxMessageBytes});
     ASSERT_TRUE(admin.ok()) << admin.status();
     wire::AdminRequest request;
     request.mutable_progress();
@@ -171,15 +171,15 @@ TEST_F(ZooKeeperCoordinatorTest, StandbyTakesOverWhenTheLeaderStops) {
   }
   const cluster::ShardMapPtr before = coordinator_->coordinator().map();
   // A client that only watches the map (it sends no data request): it must follow the new leader.
-  auto watch_runtime = GrpcRuntime::Start({.listen = {},
-                                           .advertise = {},
-                                           .coordinator = both,
-                                           .address_book_path = {},
-                                           .max_message_bytes = kDefaultMaxMessageBytes});
+  auto watch_runtime = net::GrpcRuntime::Start({.listen = {},
+                                                .advertise = {},
+                                                .coordinator = both,
+                                                .address_book_path = {},
+                                                .max_message_bytes = net::kDefaultMaxMessageBytes});
   ASSERT_TRUE(watch_runtime.ok()) << watch_runtime.status();
   client::Client watching(**watch_runtime);
   ASSERT_TRUE(watching.Refresh().ok());
-  MapWatcher watcher(**watch_runtime, watching, MapWatcherOptions{});
+  remote::MapWatcher watcher(**watch_runtime, watching, remote::MapWatcherOptions{});
 
   coordinator_->Stop();  // resigns: the standby need not wait for the session timeout
   ASSERT_TRUE(standby->WaitLeader(std::chrono::seconds(30)));
@@ -224,11 +224,11 @@ TEST_F(ZooKeeperCoordinatorTest, StaleLeaderCoordinatorCannotCommit) {
   metadata::LeaderElection fresh(*store, "coordinator/", "fresh", std::chrono::milliseconds(2'000));
   ASSERT_EQ(stale.TryAcquire(), StatusOr<bool>(true));
   metadata::FencedMetadataStore fenced(*store, [&] { return stale.Fence(); });
-  auto runtime = GrpcRuntime::Start({.listen = "127.0.0.1:0",
-                                     .advertise = {},
-                                     .coordinator = {},
-                                     .address_book_path = {},
-                                     .max_message_bytes = kDefaultMaxMessageBytes});
+  auto runtime = net::GrpcRuntime::Start({.listen = "127.0.0.1:0",
+                                          .advertise = {},
+                                          .coordinator = {},
+                                          .address_book_path = {},
+                                          .max_message_bytes = net::kDefaultMaxMessageBytes});
   ASSERT_TRUE(runtime.ok()) << runtime.status();
   coordinator::CoordinatorOptions options;
   options.auto_balance = false;
@@ -258,4 +258,4 @@ TEST_F(ZooKeeperCoordinatorTest, StaleLeaderCoordinatorCannotCommit) {
 }
 
 }  // namespace
-}  // namespace shoal::net
+}  // namespace shoal::process

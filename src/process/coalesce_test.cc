@@ -21,9 +21,9 @@
 #include "src/client/client.h"
 #include "src/common/point.h"
 #include "src/net/grpc_runtime.h"
-#include "src/net/processes.h"
+#include "src/process/processes.h"
 
-namespace shoal::net {
+namespace shoal::process {
 namespace {
 
 constexpr uint32_t kNodes = 3;
@@ -56,12 +56,12 @@ class NetCoalesceTest : public ::testing::Test {
       ASSERT_TRUE(process.ok()) << process.status();
       nodes_.push_back(std::move(*process));
     }
-    auto runtime = GrpcRuntime::Start({.listen = {},
-                                       .advertise = {},
-                                       .coordinator = coordinator_->address(),
-                                       .address_book_path = {},
-                                       .max_message_bytes = kDefaultMaxMessageBytes,
-                                       .server_mode = GrpcServerMode::kSync});
+    auto runtime = net::GrpcRuntime::Start({.listen = {},
+                                            .advertise = {},
+                                            .coordinator = coordinator_->address(),
+                                            .address_book_path = {},
+                                            .max_message_bytes = net::kDefaultMaxMessageBytes,
+                                            .server_mode = net::GrpcServerMode::kSync});
     ASSERT_TRUE(runtime.ok()) << runtime.status();
     runtime_ = std::move(*runtime);
   }
@@ -102,7 +102,7 @@ class NetCoalesceTest : public ::testing::Test {
   std::string dir_;
   std::unique_ptr<CoordinatorProcess> coordinator_;
   std::vector<std::unique_ptr<NodeProcess>> nodes_;
-  std::unique_ptr<GrpcRuntime> runtime_;
+  std::unique_ptr<net::GrpcRuntime> runtime_;
 };
 
 TEST_F(NetCoalesceTest, SharedClientKeepsEveryWriteThroughMoves) {
@@ -222,7 +222,8 @@ class NetAsyncTest : public NetCoalesceTest, public ::testing::WithParamInterfac
     NetCoalesceTest::SetUp();
     if (HasFatalFailure()) return;
     runtime_.reset();
-    auto runtime = GrpcRuntime::Start({.coordinator = coordinator_->address(), .pipe = GetParam()});
+    auto runtime =
+        net::GrpcRuntime::Start({.coordinator = coordinator_->address(), .pipe = GetParam()});
     ASSERT_TRUE(runtime.ok()) << runtime.status();
     runtime_ = std::move(*runtime);
   }
@@ -390,4 +391,4 @@ TEST_F(NetCoalesceTest, NodeChecksTheBatchGetLimit) {
 }
 
 }  // namespace
-}  // namespace shoal::net
+}  // namespace shoal::process

@@ -1,10 +1,13 @@
 #pragma once
 
-// The state behind include/shoal/shoal.h's Database and Collection, shared by the embedded
-// Database (database.cc) and the network one (src/net/remote_database.cc), which defines
-// Database::Connect without making this library depend on gRPC.
+// The state behind include/shoal/shoal.h's Database and Collection. One implementation of the
+// public API (database.cc, database_async.cc, database_hotspot.cc) runs on the smart client of a
+// DatabaseBackend, which says how the cluster is reached: in this process
+// (src/server/embedded_database.cc, Database::OpenEmbedded) or over the network
+// (src/remote/remote_database.cc, Database::Connect). This library links neither: an application
+// that only connects links no server library, and one that only embeds links no gRPC.
 //
-// Thread-safety: as Database's; `mu` guards next_node and closed.
+// Thread-safety: as Database's; `mu` guards closed, hot and the maintenance thread's start.
 
 #include <atomic>
 #include <condition_variable>
@@ -20,8 +23,7 @@
 #include "include/shoal/shoal.h"
 #include "src/client/client.h"
 #include "src/hotspot/hot_collection.h"
-#include "src/server/embedded_cluster.h"
-#include "src/transport/thread_runtime.h"
+#include "src/transport/runtime.h"
 
 namespace shoal {
 
@@ -62,36 +64,47 @@ struct Collection::Impl {
   std::shared_ptr<hotspot::HotCollection> hot_;
 };
 
+// How a Database reaches its cluster. The backend owns the runtime, the client and whatever
+// serves them (an embedded cluster, a map watch); Database owns the backend.
+class DatabaseBackend {
+ public:
+  virtual ~DatabaseBackend() = default;
+
+  // The runtime the client runs on (the hot collections' clock).
+  [[nodiscard]] virtual transport::Runtime& runtime() = 0;
+  // The smart client every operation goes through; valid until the backend is destroyed.
+  [[nodiscard]] virtual client::Client& client() = 0;
+  // Database::AddNode and Database::RemoveNode (kUnimplemented where the backend cannot).
+  [[nodiscard]] virtual StatusOr<uint32_t> AddNode() = 0;
+  [[nodiscard]] virtual Status RemoveNode(uint32_t node) = 0;
+  // Stops what the backend runs, once, after Database::Close waited for the asynchronous
+  // operations and stopped the maintenance thread. The client stays until destruction.
+  [[nodiscard]] virtual Status Shutdown() = 0;
+};
+
 struct Database::Impl {
-  // Embedded: the runtime of the in-process cluster (unused by a network client).
-  transport::ThreadRuntime runtime;
-  // Network: the client's runtime; null when embedded.
-  std::unique_ptr<transport::Runtime> remote_runtime;
-  std::unique_ptr<server::EmbeddedCluster> cluster;  // null for a network client
-  std::unique_ptr<client::Client> client;
-  // Network: the client's map watch (src/net/map_watcher.h; opaque here, so that this library
-  // does not depend on gRPC). Close ends it before the client and the runtime go.
-  std::shared_ptr<void> map_watcher;
+  explicit Impl(std::unique_ptr<DatabaseBackend> backend_in)
+      : backend(std::move(backend_in)), client(&backend->client()) {}
+
+  const std::unique_ptr<DatabaseBackend> backend;
+  client::Client* const client;  // the backend's
   std::mutex mu;
-  uint32_t next_node = 0;
   bool closed = false;
   // Collections opened so far, by name; the maintenance thread works through them.
   std::map<std::string, std::shared_ptr<hotspot::HotCollection>, std::less<>> hot;
   std::thread maintainer;
   std::condition_variable maintainer_wake;
 
-  [[nodiscard]] transport::Runtime& ActiveRuntime() {
-    return remote_runtime != nullptr ? *remote_runtime : static_cast<transport::Runtime&>(runtime);
-  }
   // The collection's shared HotCollection, and the maintenance thread on first use.
   [[nodiscard]] std::shared_ptr<hotspot::HotCollection> HotFor(std::string_view name,
                                                                CollectionId id);
   // Stops the maintenance thread (Close).
   void StopMaintainer();
 
-  // Database's constructor is private: this is how the network client builds one.
-  [[nodiscard]] static std::unique_ptr<Database> Wrap(std::unique_ptr<Impl> impl) {
-    return std::unique_ptr<Database>(new Database(std::move(impl)));
+  // Database's constructor is private: this is how a backend's entry point (OpenEmbedded,
+  // Connect) builds one.
+  [[nodiscard]] static std::unique_ptr<Database> Wrap(std::unique_ptr<DatabaseBackend> backend) {
+    return std::unique_ptr<Database>(new Database(std::make_unique<Impl>(std::move(backend))));
   }
 };
 

@@ -1,4 +1,4 @@
-#include "src/net/processes.h"
+#include "src/process/processes.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -9,10 +9,10 @@
 #include "src/common/log.h"
 #include "src/metadata/embedded_metadata_store.h"
 #include "src/metadata/zookeeper_metadata_store.h"
-#include "src/net/admin.h"
 #include "src/net/wire_codec.h"
+#include "src/process/admin.h"
 
-namespace shoal::net {
+namespace shoal::process {
 namespace {
 
 Status CreateDirectory(const std::string& dir) {
@@ -54,13 +54,14 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
   std::unique_ptr<CoordinatorProcess> process(new CoordinatorProcess());
   process->options_ = options;
   process->watch_hub_ = std::make_unique<MapWatchHub>(options.max_map_watchers);
-  SHOAL_ASSIGN_OR_RETURN(process->runtime_,
-                         GrpcRuntime::Start({.listen = options.listen,
-                                             .advertise = {},
-                                             .coordinator = {},
-                                             .address_book_path = options.data_dir + "/addresses",
-                                             .max_message_bytes = options.max_message_bytes,
-                                             .server_mode = options.server_mode}));
+  SHOAL_ASSIGN_OR_RETURN(
+      process->runtime_,
+      net::GrpcRuntime::Start({.listen = options.listen,
+                               .advertise = {},
+                               .coordinator = {},
+                               .address_book_path = options.data_dir + "/addresses",
+                               .max_message_bytes = options.max_message_bytes,
+                               .server_mode = options.server_mode}));
   CoordinatorProcess* self = process.get();
   process->runtime_->SetAdminHandler(
       [self](const wire::AdminRequest& request, wire::AdminResponse* out) {
@@ -73,7 +74,7 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
     metadata::EmbeddedMetadataOptions meta;
     meta.path = options.data_dir + "/metadata";
     meta.sync = options.sync;
-    GrpcRuntime* runtime = process->runtime_.get();
+    net::GrpcRuntime* runtime = process->runtime_.get();
     meta.now_micros = [runtime] { return runtime->Now(); };
     SHOAL_ASSIGN_OR_RETURN(process->metadata_, metadata::EmbeddedMetadataStore::Open(meta));
     SHOAL_RETURN_IF_ERROR(process->Lead());
@@ -211,7 +212,7 @@ void CoordinatorProcess::ElectionLoop() {
 void CoordinatorProcess::AnswerAdmin(const wire::AdminRequest& request, wire::AdminResponse* out) {
   std::shared_ptr<coordinator::Coordinator> coordinator = current();
   if (coordinator == nullptr) {
-    ToWire(UnavailableError("not the leader coordinator"), out->mutable_status());
+    net::ToWire(UnavailableError("not the leader coordinator"), out->mutable_status());
     return;
   }
   HandleAdmin(*coordinator, request, out);
@@ -227,22 +228,22 @@ void CoordinatorProcess::AnswerAdmin(const wire::AdminRequest& request, wire::Ad
 void CoordinatorProcess::AnswerWatch(const wire::WatchMapRequest& request,
                                      const std::function<bool()>& cancelled,
                                      wire::WatchMapResponse* out) {
-  if (request.hold_millis() > kMaxWatchHoldMillis) {
-    ToWire(InvalidArgumentError(fmt::format("a map watch holds at most {} ms, not {}",
-                                            kMaxWatchHoldMillis, request.hold_millis())),
-           out->mutable_status());
+  if (request.hold_millis() > net::kMaxWatchHoldMillis) {
+    net::ToWire(InvalidArgumentError(fmt::format("a map watch holds at most {} ms, not {}",
+                                                 net::kMaxWatchHoldMillis, request.hold_millis())),
+                out->mutable_status());
     return;
   }
   auto state = watch_hub_->Wait(MapEpoch(request.known_epoch()),
                                 std::chrono::milliseconds(request.hold_millis()), cancelled);
   if (!state.ok()) {
-    ToWire(state.status(), out->mutable_status());
+    net::ToWire(state.status(), out->mutable_status());
     return;
   }
   if (!state->has_value()) return;
-  ToWire(**state, out->mutable_state());
+  net::ToWire(**state, out->mutable_state());
   if (request.structured() && (*state)->map != nullptr) {
-    ToWire(*(*state)->map, out->mutable_map());
+    net::ToWire(*(*state)->map, out->mutable_map());
   }
 }
 
@@ -277,12 +278,12 @@ StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeProcessOptio
     return InvalidArgumentError("the coordinator's address is required");
   std::unique_ptr<NodeProcess> process(new NodeProcess());
   SHOAL_ASSIGN_OR_RETURN(process->runtime_,
-                         GrpcRuntime::Start({.listen = options.listen,
-                                             .advertise = options.advertise,
-                                             .coordinator = options.coordinator,
-                                             .address_book_path = {},
-                                             .max_message_bytes = options.max_message_bytes,
-                                             .server_mode = options.server_mode}));
+                         net::GrpcRuntime::Start({.listen = options.listen,
+                                                  .advertise = options.advertise,
+                                                  .coordinator = options.coordinator,
+                                                  .address_book_path = {},
+                                                  .max_message_bytes = options.max_message_bytes,
+                                                  .server_mode = options.server_mode}));
   node::NodeOptions node;
   node.id = NodeId(id);
   node.data_dir = options.data_dir;
@@ -324,4 +325,4 @@ int WaitForTermination() {
   return signal;
 }
 
-}  // namespace shoal::net
+}  // namespace shoal::process

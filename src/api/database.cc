@@ -1,11 +1,11 @@
-// The public API of include/shoal/shoal.h over an embedded cluster on ThreadRuntime.
+// The public API of include/shoal/shoal.h over a DatabaseBackend's client (database_impl.h).
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
 #include "include/shoal/shoal.h"
-#include "src/server/database_impl.h"
+#include "src/api/database_impl.h"
 #include "src/storage/collection_name.h"
 #include "src/storage/errors.h"
 
@@ -239,34 +239,6 @@ Database::Database(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Database::~Database() { (void)Close(); }
 
-StatusOr<std::unique_ptr<Database>> Database::OpenEmbedded(const EmbeddedOptions& options) {
-  if (options.data_dir.empty()) return InvalidArgumentError("data_dir is required");
-  if (options.nodes == 0 || options.buckets == 0) {
-    return InvalidArgumentError("a cluster needs at least one node and one bucket");
-  }
-  auto impl = std::make_unique<Impl>();
-  server::EmbeddedClusterOptions cluster;
-  cluster.data_dir = options.data_dir;
-  cluster.initial_nodes = options.nodes;
-  cluster.buckets = options.buckets;
-  cluster.sync = options.sync;
-  impl->cluster = std::make_unique<server::EmbeddedCluster>(impl->runtime, cluster);
-  SHOAL_RETURN_IF_ERROR(impl->cluster->Start());
-  // A reopened cluster may have more nodes than `nodes`: start every member of its map.
-  auto map = impl->cluster->coordinator()->map();
-  uint32_t highest = options.nodes;
-  for (const auto& node : map->nodes()) {
-    highest = std::max(highest, node.id.value());
-    if (impl->cluster->node(node.id) == nullptr) {
-      SHOAL_RETURN_IF_ERROR(impl->cluster->StartNode(node.id));
-    }
-  }
-  impl->next_node = highest + 1;
-  impl->client = std::make_unique<client::Client>(impl->runtime);
-  SHOAL_RETURN_IF_ERROR(impl->client->Refresh());
-  return std::unique_ptr<Database>(new Database(std::move(impl)));
-}
-
 StatusOr<Collection> Database::GetCollection(std::string_view name) {
   SHOAL_RETURN_IF_ERROR(storage::ValidateCollectionName(name));
   if (name.starts_with(hotspot::kSystemPrefix)) {
@@ -274,7 +246,7 @@ StatusOr<Collection> Database::GetCollection(std::string_view name) {
         fmt::format("collection names starting with {} are reserved", hotspot::kSystemPrefix));
   }
   auto collection =
-      std::make_shared<Collection::Impl>(impl_->client.get(), std::string(name),
+      std::make_shared<Collection::Impl>(impl_->client, std::string(name),
                                          [db = impl_.get(), name = std::string(name)](
                                              CollectionId id) { return db->HotFor(name, id); });
   // An existing collection is resolved now; a missing one by its first operation (Resolve).
@@ -291,21 +263,9 @@ StatusOr<Collection> Database::CreateCollection(std::string_view name) {
   return collection;
 }
 
-StatusOr<uint32_t> Database::AddNode() {
-  if (impl_->cluster == nullptr) return UnimplementedError("AddNode over the network");
-  uint32_t id;
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    id = impl_->next_node++;
-  }
-  SHOAL_RETURN_IF_ERROR(impl_->cluster->AddNode(NodeId(id)));
-  return id;
-}
+StatusOr<uint32_t> Database::AddNode() { return impl_->backend->AddNode(); }
 
-Status Database::RemoveNode(uint32_t node) {
-  if (impl_->cluster == nullptr) return UnimplementedError("RemoveNode over the network");
-  return impl_->cluster->coordinator()->RemoveNode(NodeId(node));
-}
+Status Database::RemoveNode(uint32_t node) { return impl_->backend->RemoveNode(node); }
 
 void Database::WaitAsync() { impl_->client->WaitAsync(); }
 
@@ -315,14 +275,9 @@ Status Database::Close() {
     if (impl_->closed) return OkStatus();
     impl_->closed = true;
   }
-  if (impl_->client != nullptr) impl_->client->WaitAsync();
+  impl_->client->WaitAsync();
   impl_->StopMaintainer();
-  Status status = impl_->cluster != nullptr ? impl_->cluster->StopAll() : OkStatus();
-  impl_->runtime.Shutdown();
-  impl_->map_watcher.reset();
-  // A network client's runtime closes its channels and joins its threads here.
-  impl_->remote_runtime.reset();
-  return status;
+  return impl_->backend->Shutdown();
 }
 
 }  // namespace shoal

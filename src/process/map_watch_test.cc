@@ -17,10 +17,10 @@
 #include "proto/shoal.grpc.pb.h"
 #include "proto/shoal.pb.h"
 #include "src/client/client.h"
-#include "src/net/map_watcher.h"
-#include "src/net/processes.h"
+#include "src/process/processes.h"
+#include "src/remote/map_watcher.h"
 
-namespace shoal::net {
+namespace shoal::process {
 namespace {
 
 constexpr transport::Micros kAdminTimeout = 10'000'000;
@@ -63,13 +63,13 @@ class MapWatchTest : public ::testing::Test {
     coordinator_ = *std::move(process);
   }
 
-  std::unique_ptr<GrpcRuntime> ClientRuntime() {
-    auto runtime = GrpcRuntime::Start({.listen = {},
-                                       .advertise = {},
-                                       .coordinator = coordinator_->address(),
-                                       .address_book_path = {},
-                                       .max_message_bytes = kDefaultMaxMessageBytes,
-                                       .server_mode = GrpcServerMode::kSync});
+  std::unique_ptr<net::GrpcRuntime> ClientRuntime() {
+    auto runtime = net::GrpcRuntime::Start({.listen = {},
+                                            .advertise = {},
+                                            .coordinator = coordinator_->address(),
+                                            .address_book_path = {},
+                                            .max_message_bytes = net::kDefaultMaxMessageBytes,
+                                            .server_mode = net::GrpcServerMode::kSync});
     EXPECT_TRUE(runtime.ok()) << runtime.status();
     return runtime.ok() ? *std::move(runtime) : nullptr;
   }
@@ -145,7 +145,7 @@ TEST_F(MapWatchTest, WatcherLearnsTheNewMapWithoutADataRequest) {
   client::Client client(*runtime);
   ASSERT_TRUE(client.Refresh().ok());
   const MapEpoch before = client.map()->epoch();
-  MapWatcher watcher(*runtime, client, MapWatcherOptions{});
+  remote::MapWatcher watcher(*runtime, client, remote::MapWatcherOptions{});
   ASSERT_TRUE(WaitFor([&] { return coordinator_->map_watchers() == 1; }));
 
   wire::AdminRequest add;
@@ -172,7 +172,7 @@ TEST_F(MapWatchTest, WatchesBeyondTheLimitAreRefused) {
   auto runtime = ClientRuntime();
   ASSERT_NE(runtime, nullptr);
   const MapEpoch current = coordinator_->coordinator().map()->epoch();
-  std::array<CallCanceller, kLimit> cancellers;  // one per call in flight
+  std::array<net::CallCanceller, kLimit> cancellers;  // one per call in flight
   std::vector<std::thread> waiting;
   std::vector<StatusOr<std::optional<transport::ClusterState>>> results(kLimit - 1,
                                                                         InternalError("not run"));
@@ -201,7 +201,7 @@ TEST_F(MapWatchTest, WatchesBeyondTheLimitAreRefused) {
   EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status();
   // A hold above the bound is bad input.
   auto too_long =
-      runtime->WatchMap(current, std::chrono::milliseconds(kMaxWatchHoldMillis + 1), nullptr);
+      runtime->WatchMap(current, std::chrono::milliseconds(net::kMaxWatchHoldMillis + 1), nullptr);
   EXPECT_EQ(too_long.status().code(), StatusCode::kInvalidArgument) << too_long.status();
 
   for (auto& canceller : cancellers) canceller.Cancel();
@@ -227,13 +227,13 @@ TEST_F(MapWatchTest, WatcherMovesOnWhenAServerCancelsItsPoll) {
   StartCoordinator();
   // A client-only runtime whose coordinator list puts the server on `port` before the leader.
   const auto start_client_runtime = [&](int port) {
-    return GrpcRuntime::Start(
+    return net::GrpcRuntime::Start(
         {.listen = {},
          .advertise = {},
          .coordinator = fmt::format("127.0.0.1:{},{}", port, coordinator_->address()),
          .address_book_path = {},
-         .max_message_bytes = kDefaultMaxMessageBytes,
-         .server_mode = GrpcServerMode::kSync});
+         .max_message_bytes = net::kDefaultMaxMessageBytes,
+         .server_mode = net::GrpcServerMode::kSync});
   };
   CancellingCoordinator cancelling;
   int port = 0;
@@ -255,7 +255,7 @@ TEST_F(MapWatchTest, WatcherMovesOnWhenAServerCancelsItsPoll) {
   auto watching = start_client_runtime(port);
   ASSERT_TRUE(watching.ok()) << watching.status();
   client::Client client(**watching);
-  MapWatcher watcher(**watching, client, MapWatcherOptions{});
+  remote::MapWatcher watcher(**watching, client, remote::MapWatcherOptions{});
   const MapEpoch current = coordinator_->coordinator().map()->epoch();
   ASSERT_TRUE(WaitFor([&] { return client.map() != nullptr && client.map()->epoch() >= current; }))
       << "the watcher did not reach the leader";
@@ -269,4 +269,4 @@ TEST_F(MapWatchTest, WatcherMovesOnWhenAServerCancelsItsPoll) {
 }
 
 }  // namespace
-}  // namespace shoal::net
+}  // namespace shoal::process

@@ -7,8 +7,9 @@
 #include <chrono>
 
 #include "include/shoal/hotspot.h"
+#include "include/shoal/hotspot_json.h"
 #include "include/shoal/shoal.h"
-#include "src/server/database_impl.h"
+#include "src/api/database_impl.h"
 
 namespace shoal {
 namespace {
@@ -16,13 +17,31 @@ namespace {
 // How often the maintenance thread folds dynamic cells and considers shrinking auto fields.
 constexpr auto kMaintainEvery = std::chrono::milliseconds(250);
 
+// One JSON value from text; kInvalidArgument naming `what` if it is not one.
+StatusOr<Json> ParseValue(std::string_view text, std::string_view what) {
+  Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) {
+    return InvalidArgumentError(fmt::format("{} is not a JSON value: {}", what, text));
+  }
+  return json;
+}
+
+// JSON text; invalid UTF-8 in a string is kInvalidArgument.
+StatusOr<std::string> DumpValue(const Json& json) {
+  try {
+    return json.dump();
+  } catch (const Json::exception& e) {
+    return InvalidArgumentError(fmt::format("a fold value is not valid JSON: {}", e.what()));
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<hotspot::HotCollection> Database::Impl::HotFor(std::string_view name,
                                                                CollectionId id) {
   std::lock_guard lock(mu);
   if (auto it = hot.find(name); it != hot.end()) return it->second;
-  transport::Runtime& rt = ActiveRuntime();
+  transport::Runtime& rt = backend->runtime();
   auto collection = std::make_shared<hotspot::HotCollection>(
       *client, std::string(name), id, [&rt] { return rt.Now(); },
       /*seed=*/static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
@@ -137,6 +156,46 @@ StatusOr<Json> LiftOperand(std::string_view fold, const Json& operand) {
 StatusOr<Json> NeutralOf(std::string_view fold) {
   SHOAL_ASSIGN_OR_RETURN(hotspot::FoldPtr f, hotspot::FoldRegistry::Global().Find(fold));
   return f->neutral();
+}
+
+Status RegisterFoldText(std::string_view name, std::string_view neutral, FoldTextFunction combine,
+                        const std::vector<std::string>& samples) {
+  if (!combine) return InvalidArgumentError("a fold needs a combine function");
+  SHOAL_ASSIGN_OR_RETURN(Json neutral_json, ParseValue(neutral, "the neutral element"));
+  std::vector<Json> sample_jsons;
+  sample_jsons.reserve(samples.size());
+  for (const std::string& sample : samples) {
+    SHOAL_ASSIGN_OR_RETURN(Json json, ParseValue(sample, "a sample"));
+    sample_jsons.push_back(std::move(json));
+  }
+  return RegisterFold(
+      name, neutral_json,
+      [combine = std::move(combine)](const Json& a, const Json& b) -> StatusOr<Json> {
+        SHOAL_ASSIGN_OR_RETURN(std::string a_text, DumpValue(a));
+        SHOAL_ASSIGN_OR_RETURN(std::string b_text, DumpValue(b));
+        SHOAL_ASSIGN_OR_RETURN(std::string folded, combine(a_text, b_text));
+        return ParseValue(folded, "the fold's result");
+      },
+      sample_jsons);
+}
+
+StatusOr<std::string> FoldValuesText(std::string_view fold, std::string_view a,
+                                     std::string_view b) {
+  SHOAL_ASSIGN_OR_RETURN(Json a_json, ParseValue(a, "a fold operand"));
+  SHOAL_ASSIGN_OR_RETURN(Json b_json, ParseValue(b, "a fold operand"));
+  SHOAL_ASSIGN_OR_RETURN(Json folded, FoldValues(fold, a_json, b_json));
+  return DumpValue(folded);
+}
+
+StatusOr<std::string> LiftOperandText(std::string_view fold, std::string_view operand) {
+  SHOAL_ASSIGN_OR_RETURN(Json operand_json, ParseValue(operand, "the operand"));
+  SHOAL_ASSIGN_OR_RETURN(Json lifted, LiftOperand(fold, operand_json));
+  return DumpValue(lifted);
+}
+
+StatusOr<std::string> NeutralOfText(std::string_view fold) {
+  SHOAL_ASSIGN_OR_RETURN(Json neutral, NeutralOf(fold));
+  return DumpValue(neutral);
 }
 
 }  // namespace shoal

@@ -24,7 +24,7 @@
 #include "src/client/client.h"
 #include "src/net/grpc_runtime.h"
 
-namespace shoal::net {
+namespace shoal::remote {
 
 struct MapWatcherOptions {
   std::chrono::milliseconds hold{10'000};  // per poll, at most kMaxWatchHoldMillis
@@ -34,7 +34,7 @@ struct MapWatcherOptions {
 
 class MapWatcher {
  public:
-  MapWatcher(GrpcRuntime& runtime, client::Client& client, const MapWatcherOptions& options);
+  MapWatcher(net::GrpcRuntime& runtime, client::Client& client, const MapWatcherOptions& options);
   ~MapWatcher();
   MapWatcher(const MapWatcher&) = delete;
   MapWatcher& operator=(const MapWatcher&) = delete;
@@ -47,10 +47,10 @@ class MapWatcher {
  private:
   void Run();
 
-  GrpcRuntime& runtime_;
+  net::GrpcRuntime& runtime_;
   client::Client& client_;
   const MapWatcherOptions options_;
-  CallCanceller canceller_;
+  net::CallCanceller canceller_;
   mutable std::mutex mu_;  // guards the fields below
   std::condition_variable stop_cv_;
   bool stopping_ = false;
@@ -58,4 +58,4 @@ class MapWatcher {
   std::thread thread_;  // last: starts once the fields above exist
 };
 
-}  // namespace shoal::net
+}  // namespace shoal::remote

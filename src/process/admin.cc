@@ -1,10 +1,10 @@
-#include "src/net/admin.h"
+#include "src/process/admin.h"
 
 #include <optional>
 
 #include "src/net/wire_codec.h"
 
-namespace shoal::net {
+namespace shoal::process {
 namespace {
 
 std::optional<NodeId> NodeOrNone(uint32_t id) {
@@ -90,8 +90,8 @@ void HandleAdmin(coordinator::Coordinator& coordinator, const wire::AdminRequest
       status = InvalidArgumentError("admin request without a body");
       break;
   }
-  ToWire(status, out->mutable_status());
+  net::ToWire(status, out->mutable_status());
   FillProgress(coordinator, out);
 }
 
-}  // namespace shoal::net
+}  // namespace shoal::process

@@ -38,11 +38,11 @@
 #include "src/metadata/leader_election.h"
 #include "src/metadata/metadata_store.h"
 #include "src/net/grpc_runtime.h"
-#include "src/net/map_watch_hub.h"
 #include "src/node/storage_node.h"
+#include "src/process/map_watch_hub.h"
 #include "src/storage/store_options.h"
 
-namespace shoal::net {
+namespace shoal::process {
 
 struct CoordinatorProcessOptions {
   std::string data_dir{};  // metadata in data_dir/metadata, the address book in data_dir/addresses
@@ -56,7 +56,7 @@ struct CoordinatorProcessOptions {
   // "zk://HOST:PORT[,HOST:PORT...]/PATH" (a ZooKeeper ensemble, under the znode PATH).
   std::string metadata = "embedded";
   coordinator::CoordinatorOptions coordinator{};
-  size_t max_message_bytes = kDefaultMaxMessageBytes;
+  size_t max_message_bytes = net::kDefaultMaxMessageBytes;
   // Leader election (zk:// only). The session timeout bounds how long a dead leader holds the
   // role (ZooKeeper clamps it to [2, 20] x its tickTime).
   std::chrono::milliseconds election_session_timeout{4'000};
@@ -64,7 +64,7 @@ struct CoordinatorProcessOptions {
   // A new leader waits up to this long to learn the address of every node of the map (from the
   // nodes' heartbeats, which reach standbys too) before its Coordinator starts recovering moves.
   std::chrono::milliseconds learn_addresses_timeout{3'000};
-  GrpcServerMode server_mode = GrpcServerMode::kSync;
+  net::GrpcServerMode server_mode = net::GrpcServerMode::kSync;
   // Map watches held at once (docs/design/network.md "Map watch"); one more: kResourceExhausted.
   size_t max_map_watchers = kDefaultMaxMapWatchers;
 };
@@ -81,7 +81,7 @@ class CoordinatorProcess {
   [[nodiscard]] std::string address() const { return runtime_->advertised_address(); }
   // The running Coordinator; only while leader() (a standby has none).
   [[nodiscard]] coordinator::Coordinator& coordinator() { return *current(); }
-  [[nodiscard]] GrpcRuntime& runtime() { return *runtime_; }
+  [[nodiscard]] net::GrpcRuntime& runtime() { return *runtime_; }
   // True while this process leads (always with the embedded store).
   [[nodiscard]] bool leader() const { return current() != nullptr; }
   // The leader epoch of this process's current leadership (nullopt: a standby, or no election).
@@ -103,7 +103,7 @@ class CoordinatorProcess {
                    wire::WatchMapResponse* out);
 
   CoordinatorProcessOptions options_;
-  std::unique_ptr<GrpcRuntime> runtime_;
+  std::unique_ptr<net::GrpcRuntime> runtime_;
   std::unique_ptr<MapWatchHub> watch_hub_;
   std::unique_ptr<metadata::MetadataStore> metadata_;
   std::unique_ptr<metadata::LeaderElection> election_;  // zk:// only
@@ -125,11 +125,11 @@ struct NodeProcessOptions {
   uint32_t id = 0;
   std::string data_dir{};
   std::string listen = "127.0.0.1:0";
-  std::string advertise{};  // see GrpcRuntimeOptions::advertise
+  std::string advertise{};  // see net::GrpcRuntimeOptions::advertise
   std::string coordinator{};
   bool sync = false;  // fsync every acknowledged write
-  size_t max_message_bytes = kDefaultMaxMessageBytes;
-  GrpcServerMode server_mode = GrpcServerMode::kSync;
+  size_t max_message_bytes = net::kDefaultMaxMessageBytes;
+  net::GrpcServerMode server_mode = net::GrpcServerMode::kSync;
   // node::NodeOptions::background_nice: move work this many nice steps below requests (Linux).
   int background_nice = node::NodeOptions{}.background_nice;
   // storage::StoreOptions::min_free_disk_bytes: document writes stop (NO_SPACE) while they
@@ -153,7 +153,7 @@ class NodeProcess {
  private:
   NodeProcess() = default;
 
-  std::unique_ptr<GrpcRuntime> runtime_;
+  std::unique_ptr<net::GrpcRuntime> runtime_;
   std::shared_ptr<node::StorageNode> node_;
   bool stopped_ = false;
 };
@@ -163,4 +163,4 @@ class NodeProcess {
 void BlockTerminationSignals();
 [[nodiscard]] int WaitForTermination();
 
-}  // namespace shoal::net
+}  // namespace shoal::process

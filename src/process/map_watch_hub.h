@@ -21,7 +21,7 @@
 #include "src/common/status.h"
 #include "src/transport/messages.h"
 
-namespace shoal::net {
+namespace shoal::process {
 
 // Watch requests one coordinator holds at once by default (each holds a server thread).
 inline constexpr size_t kDefaultMaxMapWatchers = 256;
@@ -55,4 +55,4 @@ class MapWatchHub {
   size_t watchers_ = 0;
 };
 
-}  // namespace shoal::net
+}  // namespace shoal::process

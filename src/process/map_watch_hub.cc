@@ -1,10 +1,10 @@
-#include "src/net/map_watch_hub.h"
+#include "src/process/map_watch_hub.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-namespace shoal::net {
+namespace shoal::process {
 
 void MapWatchHub::Publish(const transport::ClusterState& state) {
   if (state.map == nullptr) return;
@@ -59,4 +59,4 @@ StatusOr<std::optional<transport::ClusterState>> MapWatchHub::Wait(
   return std::optional<transport::ClusterState>(state_);
 }
 
-}  // namespace shoal::net
+}  // namespace shoal::process

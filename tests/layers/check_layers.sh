@@ -1,0 +1,65 @@
+#!/bin/sh
+# layers_check: each folder includes only itself and the folders below it (README, "Layout"), so
+# that each library links only downwards. Tests and their fixtures (*_test.cc, test_*, *_test_*,
+# fake_*, *_fixture.h) may reach higher to build what they exercise.
+#
+# Usage: check_layers.sh SOURCE_DIR
+set -eu
+cd "$1"
+
+# The folders a folder may include, besides itself.
+allowed() {
+  case "$1" in
+    include/shoal) echo "src/common" ;;
+    src/common) echo "" ;;
+    src/partition) echo "src/common" ;;
+    src/cluster) echo "src/common src/partition" ;;
+    src/storage) echo "src/common" ;;
+    src/metadata) echo "src/common" ;;
+    src/transport) echo "src/common src/partition src/cluster src/storage" ;;
+    # The storage node uses the hot-key sketch of src/hotspot (shoal_hotspot_sketch), which
+    # needs nothing above src/common.
+    src/node) echo "src/common src/cluster src/storage src/transport src/hotspot" ;;
+    src/coordinator) echo "src/common src/cluster src/storage src/metadata src/transport" ;;
+    src/client) echo "src/common src/cluster src/storage src/transport" ;;
+    src/hotspot) echo "src/common src/storage src/transport src/client" ;;
+    src/api) echo "include/shoal src/common src/storage src/transport src/client src/hotspot" ;;
+    src/server)
+      echo "include/shoal src/common src/cluster src/storage src/metadata src/transport src/node"
+      echo "src/coordinator src/client src/hotspot src/api"
+      ;;
+    src/net) echo "proto src/common src/cluster src/storage src/transport" ;;
+    src/remote) echo "include/shoal src/common src/transport src/client src/api src/net" ;;
+    src/process)
+      echo "proto src/common src/cluster src/storage src/metadata src/transport src/node"
+      echo "src/coordinator src/net"
+      ;;
+    examples) echo "include/shoal" ;;
+    *) echo "?" ;;
+  esac
+}
+
+status=0
+for dir in include/shoal src/common src/partition src/cluster src/storage src/metadata \
+    src/transport src/node src/coordinator src/client src/hotspot src/api src/server src/net \
+    src/remote src/process examples; do
+  ok=" $dir $(allowed "$dir" | tr '\n' ' ') "
+  for file in "$dir"/*.h "$dir"/*.cc; do
+    [ -e "$file" ] || continue
+    case "$(basename "$file")" in
+      *_test.cc | test_* | *_test_* | fake_* | *_fixture.h) continue ;;
+    esac
+    for used in $(sed -n -E 's,^#include "(src/[a-z_]+|include/shoal|proto)/.*,\1,p' "$file" |
+                  sort -u); do
+      case "$ok" in
+        *" $used "*) ;;
+        *)
+          echo "$file includes $used, which is not below $dir"
+          status=1
+          ;;
+      esac
+    done
+  done
+done
+[ "$status" -eq 0 ] && echo "every folder includes only itself and the folders below it"
+exit "$status"
