@@ -148,14 +148,16 @@ TEST_F(MapWatchTest, WatcherLearnsTheNewMapWithoutADataRequest) {
   remote::MapWatcher watcher(*runtime, client, remote::MapWatcherOptions{});
   ASSERT_TRUE(WaitFor([&] { return coordinator_->map_watchers() == 1; }));
 
-  wire::AdminRequest add;
-  add.mutable_add_node()->set_node(3);
-  auto added = runtime->Admin(add, kAdminTimeout);
-  ASSERT_TRUE(added.ok()) << added.status();
-  ASSERT_GT(added->epoch(), before.value());
-  ASSERT_TRUE(WaitFor([&] { return client.map()->epoch().value() >= added->epoch(); }))
+  // A map edit that needs no node process: node 2 starts to leave.
+  wire::AdminRequest remove;
+  remove.mutable_remove_node()->set_node(2);
+  auto removed = runtime->Admin(remove, kAdminTimeout);
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  ASSERT_GT(removed->epoch(), before.value());
+  ASSERT_TRUE(WaitFor([&] { return client.map()->epoch().value() >= removed->epoch(); }))
       << "the client still has epoch " << client.map()->epoch().value();
-  EXPECT_TRUE(client.map()->HasNode(NodeId(3)));
+  ASSERT_NE(client.map()->FindNode(NodeId(2)), nullptr);
+  EXPECT_EQ(client.map()->FindNode(NodeId(2))->state, cluster::NodeState::kLeaving);
   const client::ClientCounters counters = client.counters();
   EXPECT_GE(counters.maps_adopted, 1u);
   EXPECT_EQ(counters.wrong_shard, 0u);

@@ -20,8 +20,8 @@
 #include "proto/shoal.pb.h"
 #include "src/client/client.h"
 #include "src/process/processes.h"
-#include "src/server/batch_contract_test_util.h"
-#include "src/server/collection_contract_test_util.h"
+#include "tests/support/batch_contract_test_util.h"
+#include "tests/support/collection_contract_test_util.h"
 
 namespace shoal::process {
 namespace {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "include/shoal/shoal.h"
-#include "src/server/batch_contract_test_util.h"
-#include "src/server/collection_contract_test_util.h"
+#include "tests/support/batch_contract_test_util.h"
+#include "tests/support/collection_contract_test_util.h"
 
 namespace shoal {
 namespace {

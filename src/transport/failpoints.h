@@ -71,7 +71,7 @@ class Failpoints {
 // leave out (most lie inside a storage node's own handling of a move): the simulation draws
 // no crash at them and the interleaving explorer makes no turn of them, so that every recorded
 // seed and interleaving replays unchanged. Deterministic tests crash a process at each of them
-// (src/coordinator/node_restart_test.cc, coordinator_test.cc); real processes honour them like
+// (tests/coordinator/node_restart_test.cc, coordinator_test.cc); real processes honour them like
 // any other point.
 inline constexpr std::array<std::string_view, 6> kUnscheduledFailpoints = {
     "source.after_export",        // the export is registered, not answered

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "src/coordinator/coordinator.h"
-#include "src/coordinator/coordinator_test_fixture.h"
+#include "tests/support/coordinator_test_fixture.h"
 #include "src/storage/errors.h"
 #include "src/storage/full_disk_fs.h"
 

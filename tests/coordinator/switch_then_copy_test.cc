@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "src/coordinator/coordinator_test_fixture.h"
+#include "tests/support/coordinator_test_fixture.h"
 #include "src/storage/errors.h"
 
 namespace shoal::coordinator {

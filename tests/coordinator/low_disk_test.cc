@@ -15,7 +15,7 @@
 #include <string>
 
 #include "src/coordinator/coordinator.h"
-#include "src/coordinator/coordinator_test_fixture.h"
+#include "tests/support/coordinator_test_fixture.h"
 #include "src/storage/full_disk_fs.h"
 
 namespace shoal::coordinator {

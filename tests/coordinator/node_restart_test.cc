@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "src/coordinator/coordinator.h"
-#include "src/coordinator/coordinator_test_fixture.h"
+#include "tests/support/coordinator_test_fixture.h"
 
 namespace shoal::coordinator {
 namespace {

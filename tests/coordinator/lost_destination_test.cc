@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "src/coordinator/coordinator_test_fixture.h"
+#include "tests/support/coordinator_test_fixture.h"
 
 namespace shoal::coordinator {
 namespace {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "src/client/client_test_fixture.h"
+#include "tests/support/client_test_fixture.h"
 
 namespace shoal::client {
 namespace {
