@@ -11,6 +11,9 @@ template <class... Ts>
 struct Overloaded : Ts... {
   using Ts::operator()...;
 };
+// clang 14, which runs the thread-safety check, does not deduce an aggregate's template arguments.
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
 
 std::optional<MoveId> MoveOf(bool has, const wire::MoveRef& ref) {
   return has ? std::optional<MoveId>(MoveId(ref.id())) : std::nullopt;
