@@ -88,7 +88,7 @@ class GrpcRuntime::ScanStream {
         std::string message(MessageOf(response.status()));
         *final = response.status().code() == StatusCode::kUnavailable
                      ? NotHandled(std::move(message))
-                     : grpc::Status(grpc::StatusCode::ABORTED, std::move(message));
+                     : grpc::Status(grpc::StatusCode::ABORTED, message);
         return false;
       }
       auto* page = std::get_if<transport::ScanResponse>(&response->body);

@@ -279,8 +279,9 @@ void CoordinatorProcess::Stop() {
 StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeProcessOptions& options) {
   SHOAL_RETURN_IF_ERROR(CreateDirectory(options.data_dir));
   SHOAL_ASSIGN_OR_RETURN(uint32_t id, ResolveNodeId(options.data_dir, options.id));
-  if (options.coordinator.empty())
+  if (options.coordinator.empty()) {
     return InvalidArgumentError("the coordinator's address is required");
+  }
   std::unique_ptr<NodeProcess> process(new NodeProcess());
   SHOAL_ASSIGN_OR_RETURN(process->runtime_,
                          GrpcRuntime::Start({.listen = options.listen,

@@ -427,8 +427,9 @@ Response StorageNode::HandleWrite(const transport::WriteRequest& request,
   const Point point = PointOf(request.collection, request.primary_key);
   auto admitted = AwaitAdmission(request.epoch, point, request.via_move, Access::kWrite);
   if (!admitted.ok()) return Response::Error(admitted.status());
-  if (admitted->admission == Admission::kServeViaSource)
+  if (admitted->admission == Admission::kServeViaSource) {
     return ForwardWrite(request, *admitted, wal_sync);
+  }
   if (admitted->admission != Admission::kServe) return Refuse(admitted->admission);
   const BucketId bucket = admitted->bucket;
   if (request.via_move.has_value()) {

@@ -22,7 +22,8 @@ struct Context {
   Address acting = Address::Client(0);
   uint64_t incarnation = 1;
 };
-thread_local Context context;
+// Address::Client is not noexcept but cannot throw.
+thread_local Context context;  // NOLINT(cert-err58-cpp)
 // Set on a thread of RunAtLowerPriority: a nested call runs inline.
 thread_local bool lowered = false;
 
