@@ -66,14 +66,14 @@ Client::Client(transport::Runtime& runtime, const ClientOptions& options)
           PipelineOptions{.limits = {}, .max_calls_in_flight = options.async_calls_in_flight})) {}
 
 cluster::ShardMapPtr Client::map() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return map_;
 }
 
 ClientCounters Client::counters() const {
   ClientCounters out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     out = counters_;
   }
   if (coalescer_ != nullptr) out.coalescer = coalescer_->counters();
@@ -86,7 +86,7 @@ StatusOr<transport::ClusterState> Client::FetchState() {
       auto response,
       runtime_.Call(Address::Coordinator(), transport::GetMapRequest{}, options_.call_timeout));
   SHOAL_ASSIGN_OR_RETURN(auto body, transport::BodyAs<transport::GetMapResponse>(response));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ++counters_.map_refreshes;
   if (body.state.map != nullptr && (map_ == nullptr || body.state.map->epoch() > map_->epoch())) {
     map_ = body.state.map;
@@ -97,7 +97,7 @@ StatusOr<transport::ClusterState> Client::FetchState() {
 Status Client::Refresh() { return FetchState().status(); }
 
 bool Client::Adopt(const cluster::ShardMapPtr& map) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (map == nullptr || (map_ != nullptr && map->epoch() <= map_->epoch())) return false;
   map_ = map;
   ++counters_.maps_adopted;
@@ -113,7 +113,7 @@ StatusOr<cluster::ShardMapPtr> Client::CurrentMap() {
 
 void Client::LearnRoute(const cluster::ShardMapPtr& route) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++counters_.wrong_shard;
     if (route != nullptr && (map_ == nullptr || route->epoch() > map_->epoch())) {
       map_ = route;
@@ -125,7 +125,7 @@ void Client::LearnRoute(const cluster::ShardMapPtr& route) {
 
 Status Client::Backoff(int attempt) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++counters_.retries;
   }
   const transport::Micros cap =

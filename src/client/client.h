@@ -33,17 +33,17 @@
 // Thread-safety: all methods are thread-safe; calls must come from runtime tasks (or, with
 // ThreadRuntime, from any thread).
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "src/client/coalescer.h"
 #include "src/client/pipeline.h"
 #include "src/cluster/shard_map.h"
@@ -204,15 +204,15 @@ class Client {
   const ClientOptions options_;
   const std::unique_ptr<Coalescer> coalescer_;  // null unless options_.coalesce
   const std::unique_ptr<Pipeline> pipeline_;
-  mutable std::mutex mu_;
-  cluster::ShardMapPtr map_;
-  ClientCounters counters_;
-  std::mutex async_mu_;  // guards async_outstanding_
-  std::condition_variable async_idle_;
-  uint64_t async_outstanding_ = 0;
+  mutable absl::Mutex mu_;
+  cluster::ShardMapPtr map_ ABSL_GUARDED_BY(mu_);
+  ClientCounters counters_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex async_mu_;
+  absl::CondVar async_idle_;  // async_outstanding_ became 0
+  uint64_t async_outstanding_ ABSL_GUARDED_BY(async_mu_) = 0;
   // The process the client's tasks act for: the first asynchronous caller's (not known at
   // construction: the simulation has no process outside its tasks).
-  std::optional<transport::Address> self_;
+  std::optional<transport::Address> self_ ABSL_GUARDED_BY(async_mu_);
 };
 
 // The node that acknowledges writes (and serves reads) of `bucket` at its map's epoch.

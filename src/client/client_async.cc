@@ -14,7 +14,7 @@ using transport::Response;
 Client::~Client() { WaitAsync(); }
 
 transport::Address Client::BeginAsync() {
-  std::lock_guard<std::mutex> lock(async_mu_);
+  absl::MutexLock lock(&async_mu_);
   ++async_outstanding_;
   if (!self_.has_value()) self_ = runtime_.Self();
   return *self_;
@@ -29,27 +29,27 @@ void Client::RunAsync(std::function<void()> fn) {
 }
 
 void Client::EndAsync() {
-  std::lock_guard<std::mutex> lock(async_mu_);
-  if (--async_outstanding_ == 0) async_idle_.notify_all();
+  absl::MutexLock lock(&async_mu_);
+  if (--async_outstanding_ == 0) async_idle_.SignalAll();
 }
 
 void Client::WaitAsync() {
-  std::unique_lock<std::mutex> lock(async_mu_);
-  async_idle_.wait(lock, [this] { return async_outstanding_ == 0; });
+  absl::MutexLock lock(&async_mu_);
+  while (async_outstanding_ != 0) async_idle_.Wait(&async_mu_);
 }
 
 void Client::CallOwnerAsync(Point point, std::function<Request(MapEpoch)> make_request,
                             bool idempotent, std::function<void(StatusOr<Response>)> done) {
   cluster::ShardMapPtr map;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     map = map_;
   }
   (void)BeginAsync();
   // CallOwner from the start, on a task: it may fetch the map, back off and retry.
   auto retry = [this, point, make_request, idempotent, done] {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       ++counters_.async_retried;
     }
     RunAsync([this, point, make_request, idempotent, done] {
@@ -75,7 +75,7 @@ void Client::CallOwnerAsync(Point point, std::function<Request(MapEpoch)> make_r
                           EndAsync();
                           return;
                         case transport::RetryAction::kLearnRoute: {
-                          std::lock_guard<std::mutex> lock(mu_);
+                          absl::MutexLock lock(&mu_);
                           ++counters_.wrong_shard;
                         }
                           // Adopting a newer route never waits; CallOwner learns it otherwise.

@@ -8,6 +8,8 @@
 #include <memory>
 #include <optional>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "src/client/client.h"
 #include "src/common/point.h"
 
@@ -26,9 +28,11 @@ constexpr transport::Micros kCallAllPoll = 50;
 // The answers of CallAll's spawned tasks; shared, so that a task may finish after its caller
 // gave up (stopped process).
 struct CallAllState {
-  std::mutex mu;
-  std::vector<std::optional<StatusOr<Response>>> answers;
-  size_t answered = 0;
+  explicit CallAllState(size_t calls) : answers(calls) {}
+
+  absl::Mutex mu;
+  std::vector<std::optional<StatusOr<Response>>> answers ABSL_GUARDED_BY(mu);
+  size_t answered ABSL_GUARDED_BY(mu) = 0;
 };
 
 }  // namespace
@@ -38,8 +42,7 @@ std::vector<StatusOr<Response>> Client::CallAll(
   std::vector<StatusOr<Response>> out;
   out.reserve(calls.size());
   if (calls.empty()) return out;
-  auto state = std::make_shared<CallAllState>();
-  state->answers.resize(calls.size());
+  auto state = std::make_shared<CallAllState>(calls.size());
   transport::Runtime* runtime = &runtime_;
   const transport::Micros timeout = options_.call_timeout;
   for (size_t i = 1; i < calls.size(); ++i) {
@@ -47,7 +50,7 @@ std::vector<StatusOr<Response>> Client::CallAll(
                    [state, runtime, timeout, i, to = calls[i].first,
                     request = std::move(calls[i].second)]() mutable {
                      auto answer = runtime->Call(Address::Node(to), std::move(request), timeout);
-                     std::lock_guard<std::mutex> lock(state->mu);
+                     absl::MutexLock lock(&state->mu);
                      state->answers[i] = std::move(answer);
                      ++state->answered;
                    });
@@ -57,12 +60,12 @@ std::vector<StatusOr<Response>> Client::CallAll(
   Status slept;
   while (slept.ok()) {
     {
-      std::lock_guard<std::mutex> lock(state->mu);
+      absl::MutexLock lock(&state->mu);
       if (state->answered + 1 == calls.size()) break;
     }
     slept = runtime_.Sleep(kCallAllPoll);
   }
-  std::lock_guard<std::mutex> lock(state->mu);
+  absl::MutexLock lock(&state->mu);
   for (size_t i = 1; i < calls.size(); ++i) {
     if (state->answers[i].has_value()) {
       out.push_back(std::move(*state->answers[i]));

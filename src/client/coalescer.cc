@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <optional>
 #include <variant>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace shoal::client {
 
@@ -34,7 +36,7 @@ CoalescerOptions Clamped(CoalescerOptions options) {
 struct Coalescer::Op {
   Request request;
   Clock::time_point deadline;
-  std::condition_variable wake;
+  absl::CondVar wake;
   bool leader = false;  // this operation's thread sends the lane's next call
   bool sent = false;    // taken into a call
   std::optional<StatusOr<Response>> result;
@@ -51,7 +53,7 @@ Coalescer::Coalescer(transport::Runtime& runtime, const CoalescerOptions& option
 Coalescer::~Coalescer() = default;
 
 CoalescerCounters Coalescer::counters() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return counters_;
 }
 
@@ -59,16 +61,16 @@ StatusOr<Response> Coalescer::Call(NodeId node, Request request, transport::Micr
   const std::optional<BatchKind> kind = BatchKindOf(request);
   if (!kind.has_value()) return runtime_.Call(Address::Node(node), std::move(request), timeout);
 
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // std::map: the reference stays valid while other lanes are added.
   Lane& lane = lanes_[LaneKey(node.value(), *kind)];
   if (!lane.busy) {
     // Nothing in flight: go at once, alone.
     lane.busy = true;
     ++counters_.single_calls;
-    lock.unlock();
+    mu_.Unlock();
     StatusOr<Response> result = runtime_.Call(Address::Node(node), std::move(request), timeout);
-    lock.lock();
+    mu_.Lock();
     PassOnLocked(lane);
     return result;
   }
@@ -99,7 +101,9 @@ StatusOr<Response> Coalescer::Call(NodeId node, Request request, transport::Micr
       return DeadlineExceededError(
           fmt::format("no response from n{} within {} us (batched)", node.value(), timeout));
     }
-    op->wake.wait_until(lock, std::min(op->deadline, now + kAlivePoll));
+    const Clock::duration wait = std::min(op->deadline, now + kAlivePoll) - now;
+    op->wake.WaitWithTimeout(
+        &mu_, absl::FromChrono(std::chrono::duration_cast<std::chrono::nanoseconds>(wait)));
   }
 
   // Our turn: send the head of the queue (starting with this operation) as one call.
@@ -111,12 +115,12 @@ StatusOr<Response> Coalescer::Call(NodeId node, Request request, transport::Micr
     ++counters_.batch_calls;
     counters_.batched_operations += batch.size();
   }
-  lock.unlock();
+  mu_.Unlock();
   std::vector<StatusOr<Response>> results = Send(node, *kind, batch);
-  lock.lock();
+  mu_.Lock();
   for (size_t i = 0; i < batch.size(); ++i) {
     batch[i]->result = std::move(results[i]);
-    if (batch[i] != op) batch[i]->wake.notify_one();
+    if (batch[i] != op) batch[i]->wake.Signal();
   }
   PassOnLocked(lane);
   return std::move(*op->result);
@@ -126,7 +130,7 @@ void Coalescer::PassOnLocked(Lane& lane) {
   lane.busy = !lane.queue.empty();
   if (lane.busy) {
     lane.queue.front()->leader = true;
-    lane.queue.front()->wake.notify_one();
+    lane.queue.front()->wake.Signal();
   }
 }
 

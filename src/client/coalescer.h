@@ -36,10 +36,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "src/client/batch_slots.h"
 #include "src/common/ids.h"
 #include "src/common/status.h"
@@ -86,16 +87,18 @@ class Coalescer {
   // Sends `ops` (taken from one lane, sent = true) as one call and returns each one's result.
   [[nodiscard]] std::vector<StatusOr<transport::Response>> Send(
       NodeId node, BatchKind kind, const std::vector<std::shared_ptr<Op>>& ops);
-  // The lane's call ended: the oldest queued operation's thread sends next (mu_ held).
-  static void PassOnLocked(Lane& lane);
-  // Takes the batch at the head of `lane` (mu_ held).
-  [[nodiscard]] std::vector<std::shared_ptr<Op>> TakeBatchLocked(Lane& lane, BatchKind kind) const;
+  // The lane's call ended: the oldest queued operation's thread sends next.
+  void PassOnLocked(Lane& lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the batch at the head of `lane`.
+  [[nodiscard]] std::vector<std::shared_ptr<Op>> TakeBatchLocked(Lane& lane, BatchKind kind) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   transport::Runtime& runtime_;
   const CoalescerOptions options_;
-  mutable std::mutex mu_;
-  std::map<LaneKey, Lane> lanes_;
-  CoalescerCounters counters_;
+  // Guards lanes_ and counters_, and the fields of every Op and Lane they hold.
+  mutable absl::Mutex mu_;
+  std::map<LaneKey, Lane> lanes_ ABSL_GUARDED_BY(mu_);
+  CoalescerCounters counters_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shoal::client

@@ -41,23 +41,23 @@ Pipeline::Pipeline(transport::Runtime& runtime, const PipelineOptions& options)
 
 Pipeline::~Pipeline() {
   // A call's completion may still be delivering or flushing after the last `done` returned.
-  std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait(lock, [this] { return calls_running_ == 0; });
+  absl::MutexLock lock(&mu_);
+  while (calls_running_ != 0) idle_.Wait(&mu_);
 }
 
 void Pipeline::CallRunning() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ++calls_running_;
 }
 
 void Pipeline::CallEnded() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (--calls_running_ == 0) idle_.notify_all();
+  absl::MutexLock lock(&mu_);
+  if (--calls_running_ == 0) idle_.SignalAll();
   // Nothing of the pipeline is touched after the lock is released: the destructor may run.
 }
 
 PipelineCounters Pipeline::counters() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return counters_;
 }
 
@@ -78,7 +78,7 @@ void Pipeline::Submit(NodeId node, Request request, transport::Micros timeout, D
   std::vector<Batch> batches;
   std::vector<Result> expired;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     // std::map: the reference stays valid while other lanes are added.
     Lane& lane = lanes_[key];
     lane.queue.push_back(Op{.request = std::move(request),
@@ -185,7 +185,7 @@ void Pipeline::Send(Batch batch) {
 
 void Pipeline::Returned(const LaneKey& key, std::vector<Result> results) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     Lane& lane = lanes_[key];
     --lane.in_flight;
     lane.ops_in_flight -= results.size();
@@ -226,7 +226,7 @@ void Pipeline::Deliver(std::vector<Result> results, std::vector<LaneKey> flush) 
 void Pipeline::Flush(const LaneKey& key, std::vector<Result>* expired) {
   std::vector<Batch> batches;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     TakeLocked(key, lanes_[key], &batches, expired);
   }
   for (Batch& batch : batches) Send(std::move(batch));

@@ -35,17 +35,17 @@
 // completions, which may still be finishing their delivery.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "src/client/batch_slots.h"
 #include "src/client/coalescer.h"
 #include "src/common/ids.h"
@@ -105,9 +105,9 @@ class Pipeline {
   // The delivery running on a thread (thread_local; see the trampoline invariant).
   struct Delivery;
 
-  // Takes what `lane` may send now, and the queued operations that expired (mu_ held).
+  // Takes what `lane` may send now, and the queued operations that expired.
   void TakeLocked(const LaneKey& key, Lane& lane, std::vector<Batch>* batches,
-                  std::vector<Result>* expired);
+                  std::vector<Result>* expired) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends one batch; its results are delivered when the call returns.
   void Send(Batch batch);
   // A call of lane `key` returned with `results`: deliver them, then send what the lane may.
@@ -123,11 +123,11 @@ class Pipeline {
 
   transport::Runtime& runtime_;
   const PipelineOptions options_;
-  mutable std::mutex mu_;
-  std::map<LaneKey, Lane> lanes_;
-  PipelineCounters counters_;
-  size_t calls_running_ = 0;
-  std::condition_variable idle_;  // calls_running_ became 0
+  mutable absl::Mutex mu_;
+  std::map<LaneKey, Lane> lanes_ ABSL_GUARDED_BY(mu_);
+  PipelineCounters counters_ ABSL_GUARDED_BY(mu_);
+  size_t calls_running_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::CondVar idle_;  // calls_running_ became 0
 };
 
 }  // namespace shoal::client

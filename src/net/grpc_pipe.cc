@@ -10,6 +10,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/synchronization/mutex.h"
 #include "src/net/grpc_status.h"
 
 namespace shoal::net {
@@ -39,16 +40,16 @@ class ReplyQueue {
   // counts as the write in flight, so that no reply is written before it. Its completion is a
   // WriteDone like any reply's.
   void MetadataInFlight() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     writing_ = true;
   }
   // A call was handed to a worker, which will Reply.
   void HandlerStarted() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++handlers_;
   }
   void Reply(wire::PipeReply reply) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     --handlers_;
     if (!broken_) {
       replies_.push_back(std::move(reply));
@@ -57,7 +58,7 @@ class ReplyQueue {
     MaybeFinishLocked();
   }
   void WriteDone(bool ok) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     writing_ = false;
     if (!ok) {  // the client is gone: nothing more can be written
       broken_ = true;
@@ -69,19 +70,19 @@ class ReplyQueue {
   }
   // The client is done sending (or gone).
   void ReadsDone() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     reads_done_ = true;
     MaybeFinishLocked();
   }
 
  private:
-  void WriteNextLocked() {
+  void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     writing_ = true;
     writing_reply_ = std::move(replies_.front());
     replies_.pop_front();
     write_(&writing_reply_);
   }
-  void MaybeFinishLocked() {
+  void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finishing_ || !reads_done_ || handlers_ > 0 || writing_ || !replies_.empty()) return;
     finishing_ = true;
     finish_();
@@ -89,14 +90,14 @@ class ReplyQueue {
 
   const std::function<void(const wire::PipeReply*)> write_;
   const std::function<void()> finish_;
-  std::mutex mu_;  // guards everything below
-  wire::PipeReply writing_reply_;
-  std::deque<wire::PipeReply> replies_;
-  int handlers_ = 0;
-  bool writing_ = false;
-  bool reads_done_ = false;
-  bool broken_ = false;
-  bool finishing_ = false;
+  absl::Mutex mu_;
+  wire::PipeReply writing_reply_ ABSL_GUARDED_BY(mu_);
+  std::deque<wire::PipeReply> replies_ ABSL_GUARDED_BY(mu_);
+  int handlers_ ABSL_GUARDED_BY(mu_) = 0;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // Hands `call` to a worker, whose reply goes to `replies`.
@@ -225,7 +226,7 @@ PipeServer::~PipeServer() { Shutdown(); }
 
 void PipeServer::Start() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     AcceptNextLocked();
   }
   thread_ = std::thread([this] { Run(); });
@@ -236,7 +237,7 @@ void PipeServer::AcceptNextLocked() {
 }
 
 void PipeServer::StopAccepting() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   accepting_ = false;
 }
 
@@ -244,7 +245,7 @@ void PipeServer::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     accepting_ = false;
     draining_ = true;
   }
@@ -256,7 +257,7 @@ void PipeServer::Run() {
   void* raw = nullptr;
   bool ok = false;
   while (cq_->Next(&raw, &ok)) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     // gRPC aborts on an operation started on a queue that is shut down: from then on the
     // remaining events are only drained, and the sessions deleted below.
     if (draining_) continue;
@@ -270,7 +271,7 @@ void PipeServer::Run() {
     }
   }
   // The queue is drained: no event of any session is outstanding.
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (Session* session : sessions_) delete session;
   sessions_.clear();
 }
@@ -313,9 +314,9 @@ PipeClient::~PipeClient() { Shutdown(); }
 
 void PipeClient::Call(std::shared_ptr<wire::Shoal::Stub> stub, wire::Envelope envelope,
                       SystemClock::time_point deadline, Done done) {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::ReleasableMutexLock lock(&mu_);
   if (shut_down_) {
-    lock.unlock();
+    lock.Release();
     done(grpc::Status(grpc::StatusCode::CANCELLED, "pipe shut down"), wire::Response());
     return;
   }
@@ -465,7 +466,7 @@ void PipeClient::ExpireLocked(SystemClock::time_point now, std::vector<Completio
 void PipeClient::MaybeDeleteLocked(Stream* stream) {
   if (!stream->failed || stream->outstanding > 0) return;
   owned_.erase(stream);
-  if (owned_.empty()) idle_.notify_all();
+  if (owned_.empty()) idle_.SignalAll();
 }
 
 void PipeClient::Run() {
@@ -476,7 +477,7 @@ void PipeClient::Run() {
     if (next == grpc::CompletionQueue::SHUTDOWN) return;
     std::vector<Completion> completions;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (next == grpc::CompletionQueue::GOT_EVENT) {
         OnEvent(static_cast<Tag*>(raw), ok, &completions);
       }
@@ -492,12 +493,12 @@ void PipeClient::Run() {
 
 void PipeClient::Shutdown() {
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!shut_down_) {
       shut_down_ = true;
       for (auto& [stream, owned] : owned_) stream->context.TryCancel();
     }
-    idle_.wait(lock, [this] { return owned_.empty(); });
+    while (!owned_.empty()) idle_.Wait(&mu_);
   }
   if (!thread_.joinable()) return;  // shut down before
   cq_.Shutdown();

@@ -34,17 +34,17 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "proto/shoal.grpc.pb.h"
 #include "src/net/worker_pool.h"
 
@@ -82,8 +82,8 @@ class PipeServer {
  private:
   class Session;
   void Run();
-  // Asks gRPC for the next stream, unless StopAccepting was called (mu_ held).
-  void AcceptNextLocked();
+  // Asks gRPC for the next stream, unless StopAccepting was called.
+  void AcceptNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   const RequestStream request_stream_;
@@ -93,10 +93,10 @@ class PipeServer {
   bool shut_down_ = false;
   // Guards the three below; held while the queue thread handles an event (so that nothing is
   // started on the queue once it is shut down) and while a stream is requested.
-  std::mutex mu_;
-  bool accepting_ = true;
-  bool draining_ = false;        // the queue is shut down: events are only drained
-  std::set<Session*> sessions_;  // every session not yet ended
+  absl::Mutex mu_;
+  bool accepting_ ABSL_GUARDED_BY(mu_) = true;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;  // the queue is shut down: events are only drained
+  std::set<Session*> sessions_ ABSL_GUARDED_BY(mu_);  // every session not yet ended
 };
 
 // One Pipe stream of the callback server; it deletes itself when done. `handle` and `workers`
@@ -133,24 +133,29 @@ class PipeClient {
   using Completion = std::function<void()>;
 
   void Run();
-  // Handles one event of `stream` (mu_ held); appends the completions to run.
-  void OnEvent(Tag* tag, bool ok, std::vector<Completion>* completions);
-  void WriteNextLocked(Stream* stream);
+  // Handles one event of `stream`; appends the completions to run.
+  void OnEvent(Tag* tag, bool ok, std::vector<Completion>* completions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WriteNextLocked(Stream* stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The stream ended (its Finish status known): ends its calls, forgets it.
-  void FailLocked(Stream* stream, const grpc::Status& status, std::vector<Completion>* completions);
-  void ExpireLocked(std::chrono::system_clock::time_point now,
-                    std::vector<Completion>* completions);
+  void FailLocked(Stream* stream, const grpc::Status& status, std::vector<Completion>* completions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ExpireLocked(std::chrono::system_clock::time_point now, std::vector<Completion>* completions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes `stream` once it is failed and no operation of it is outstanding.
-  void MaybeDeleteLocked(Stream* stream);
+  void MaybeDeleteLocked(Stream* stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   grpc::CompletionQueue cq_;
-  std::mutex mu_;                                        // guards everything below
-  std::condition_variable idle_;                         // owned_ became empty
-  std::map<const wire::Shoal::Stub*, Stream*> streams_;  // open or opening, by stub
-  std::map<Stream*, std::unique_ptr<Stream>> owned_;     // every stream not yet deleted
-  uint64_t next_id_ = 1;
-  std::chrono::system_clock::time_point next_expiry_check_;
-  bool shut_down_ = false;
+  // Guards everything below, and the fields of the streams.
+  absl::Mutex mu_;
+  absl::CondVar idle_;  // owned_ became empty
+  // Open or opening, by stub.
+  std::map<const wire::Shoal::Stub*, Stream*> streams_ ABSL_GUARDED_BY(mu_);
+  // Every stream not yet deleted.
+  std::map<Stream*, std::unique_ptr<Stream>> owned_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::chrono::system_clock::time_point next_expiry_check_ ABSL_GUARDED_BY(mu_);
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -64,18 +64,18 @@
 // from a task or a handler.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "src/net/worker_pool.h"
 #include "src/transport/runtime.h"
 #include "src/transport/thread_runtime.h"
@@ -143,9 +143,9 @@ class CallCanceller {
   // that shuts down cancels the calls it still holds too).
   [[nodiscard]] bool Detach();
 
-  std::mutex mu_;
-  grpc::ClientContext* context_ = nullptr;
-  bool cancelled_ = false;
+  absl::Mutex mu_;
+  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // The longest a coordinator holds a map watch without news (WatchMapRequest::hold_millis).
@@ -303,8 +303,10 @@ class GrpcRuntime final : public transport::Runtime {
   void NextCoordinator(const std::string& failed);
   // UNAVAILABLE naming the leader if this is a standby coordinator, else OK.
   [[nodiscard]] grpc::Status StandbyStatus() const;
-  [[nodiscard]] std::shared_ptr<Peer> PeerFor(const std::string& host_port);
-  [[nodiscard]] std::shared_ptr<Peer> PeerForLocked(const std::string& host_port);  // mu_ held
+  [[nodiscard]] std::shared_ptr<Peer> PeerFor(const std::string& host_port)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  [[nodiscard]] std::shared_ptr<Peer> PeerForLocked(const std::string& host_port)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The peer of `to`, resolving its address when it is not in the book.
   [[nodiscard]] StatusOr<std::shared_ptr<Peer>> PeerOf(const transport::Address& to);
   // After UNAVAILABLE from `who`: its address is resolved again next time (unless fixed).
@@ -314,7 +316,7 @@ class GrpcRuntime final : public transport::Runtime {
   // backoff (docs/design/network.md, "Reconnecting").
   void ReconnectSoon(const std::string& host_port, const grpc::Status& status);
   void LoadAddressBook();
-  void SaveAddressBookLocked() const;
+  void SaveAddressBookLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Serves one envelope (both server modes): decodes it, runs the callee's handler in local_.
   grpc::Status HandleEnvelope(const wire::Envelope& envelope,
                               std::chrono::system_clock::time_point deadline, wire::Response* out);
@@ -348,19 +350,19 @@ class GrpcRuntime final : public transport::Runtime {
   std::unique_ptr<PipeClient> pipe_client_;  // with options_.pipe
   std::string advertised_;
 
-  mutable std::mutex mu_;  // guards everything below
-  std::map<transport::Address, std::string> book_;
-  std::map<std::string, std::shared_ptr<Peer>> peers_;
-  std::shared_ptr<AdminHandler> admin_;
-  std::shared_ptr<MapWatchHandler> map_watch_;
-  size_t coordinator_index_ = 0;  // into coordinators_: the one in use
-  bool standby_ = false;
-  std::string leader_;  // the leader a standby knows of
-  bool shut_down_ = false;
-  StreamLimits stream_limits_;
-  uint32_t open_streams_ = 0;
-  std::set<AsyncCall*> async_calls_;    // CallAsync calls in flight
-  std::condition_variable async_idle_;  // async_calls_ became empty
+  mutable absl::Mutex mu_;
+  std::map<transport::Address, std::string> book_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<Peer>> peers_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<AdminHandler> admin_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<MapWatchHandler> map_watch_ ABSL_GUARDED_BY(mu_);
+  size_t coordinator_index_ ABSL_GUARDED_BY(mu_) = 0;  // into coordinators_: the one in use
+  bool standby_ ABSL_GUARDED_BY(mu_) = false;
+  std::string leader_ ABSL_GUARDED_BY(mu_);  // the leader a standby knows of
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  StreamLimits stream_limits_ ABSL_GUARDED_BY(mu_);
+  uint32_t open_streams_ ABSL_GUARDED_BY(mu_) = 0;
+  std::set<AsyncCall*> async_calls_ ABSL_GUARDED_BY(mu_);  // CallAsync calls in flight
+  absl::CondVar async_idle_;                               // async_calls_ became empty
 };
 
 }  // namespace shoal::net

@@ -21,7 +21,7 @@ StatusOr<GrpcServerMode> ParseGrpcServerMode(std::string_view text) {
 }
 
 void GrpcRuntime::SetAddress(const Address& who, const std::string& host_port) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto [it, inserted] = book_.try_emplace(who, host_port);
   if (!inserted) {
     if (it->second == host_port) return;
@@ -31,7 +31,7 @@ void GrpcRuntime::SetAddress(const Address& who, const std::string& host_port) {
 }
 
 std::map<Address, std::string> GrpcRuntime::AddressBook() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return book_;
 }
 
@@ -39,7 +39,7 @@ void GrpcRuntime::Forget(const Address& who) {
   // The coordinator's book is the source of truth: it changes only when a process announces a
   // new address. Elsewhere a refused address may be stale: resolve it again next time.
   if (options_.coordinator.empty() || who.kind == Address::Kind::kCoordinator) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   book_.erase(who);
 }
 
@@ -47,7 +47,7 @@ void GrpcRuntime::LoadAddressBook() {
   if (options_.address_book_path.empty()) return;
   std::ifstream in(options_.address_book_path);
   std::string line;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   while (std::getline(in, line)) {
     std::istringstream fields(line);
     unsigned kind = 0;

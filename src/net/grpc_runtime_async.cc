@@ -72,7 +72,7 @@ void GrpcRuntime::CallAsync(const Address& to, transport::Request request, Micro
   call->done = std::move(done);
   call->context.set_deadline(DeadlineAfter(timeout));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!shut_down_) {
       async_calls_.insert(call.get());
     } else {
@@ -92,20 +92,20 @@ void GrpcRuntime::CallAsync(const Address& to, transport::Request request, Micro
                                     owned->request_name)
                            : StatusOr<transport::Response>(CancelledError("process stopped"));
         owned->done(std::move(result));
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         async_calls_.erase(raw);
         // Ended under the lock, while the runtime (whose book holds the channel too) still
         // lives: Shutdown cannot return, and the runtime cannot go, before this.
         owned.reset();
-        if (async_calls_.empty()) async_idle_.notify_all();
+        if (async_calls_.empty()) async_idle_.SignalAll();
         // Nothing of the runtime is touched after the lock is released: Shutdown may end it.
       });
 }
 
 void GrpcRuntime::EndAsyncCalls() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (AsyncCall* call : async_calls_) call->context.TryCancel();
-  async_idle_.wait(lock, [this] { return async_calls_.empty(); });
+  while (!async_calls_.empty()) async_idle_.Wait(&mu_);
 }
 
 }  // namespace shoal::net

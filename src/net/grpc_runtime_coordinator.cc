@@ -17,20 +17,20 @@ using transport::Address;
 using transport::Micros;
 
 void CallCanceller::Cancel() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   cancelled_ = true;
   if (context_ != nullptr) context_->TryCancel();
 }
 
 bool CallCanceller::Attach(grpc::ClientContext* context) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (cancelled_) return false;
   context_ = context;
   return true;
 }
 
 bool CallCanceller::Detach() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   context_ = nullptr;
   return cancelled_;
 }
@@ -92,7 +92,7 @@ StatusOr<std::optional<transport::ClusterState>> GrpcRuntime::WatchMap(
 
 void GrpcRuntime::NextCoordinator(const std::string& failed) {
   if (coordinators_.size() < 2) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = book_.find(Address::Coordinator());
   // Another thread moved on already.
   if (it == book_.end() || it->second != failed) return;

@@ -88,7 +88,7 @@ class GrpcRuntime::ScanStream {
         std::string message(MessageOf(response.status()));
         *final = response.status().code() == StatusCode::kUnavailable
                      ? NotHandled(std::move(message))
-                     : grpc::Status(grpc::StatusCode::ABORTED, std::move(message));
+                     : grpc::Status(grpc::StatusCode::ABORTED, message);
         return false;
       }
       auto* page = std::get_if<transport::ScanResponse>(&response->body);
@@ -176,7 +176,7 @@ class GrpcRuntime::ScanReactor final : public grpc::ServerWriteReactor<wire::Res
 };
 
 grpc::Status GrpcRuntime::AdmitStream() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (open_streams_ >= stream_limits_.max_streams) {
     return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                         fmt::format("this server already serves {} streams (the limit)",
@@ -187,7 +187,7 @@ grpc::Status GrpcRuntime::AdmitStream() {
 }
 
 void GrpcRuntime::EndStream() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   --open_streams_;
 }
 
@@ -196,13 +196,13 @@ Status GrpcRuntime::SetStreamLimits(const StreamLimits& limits) {
       limits.max_duration <= 0) {
     return InvalidArgumentError("every stream limit must be at least 1");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   stream_limits_ = limits;
   return OkStatus();
 }
 
 StreamLimits GrpcRuntime::stream_limits() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stream_limits_;
 }
 

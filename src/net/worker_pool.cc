@@ -10,7 +10,7 @@ WorkerPool::~WorkerPool() { Shutdown(); }
 
 void WorkerPool::Submit(std::function<void()> fn) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!stopping_) {
       queue_.push_back(std::move(fn));
       // Every queued function needs a thread of its own unless enough are idle: a function
@@ -18,7 +18,7 @@ void WorkerPool::Submit(std::function<void()> fn) {
       if (queue_.size() > idle_ && threads_.size() < max_threads_) {
         threads_.emplace_back([this] { Work(); });
       } else {
-        ready_.notify_one();
+        ready_.Signal();
       }
       return;
     }
@@ -29,31 +29,31 @@ void WorkerPool::Submit(std::function<void()> fn) {
 void WorkerPool::Shutdown() {
   std::vector<std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
     threads.swap(threads_);
   }
-  ready_.notify_all();
+  ready_.SignalAll();
   for (auto& thread : threads) thread.join();
 }
 
 size_t WorkerPool::threads() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return threads_.size();
 }
 
 void WorkerPool::Work() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   while (true) {
     ++idle_;
-    ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    while (!stopping_ && queue_.empty()) ready_.Wait(&mu_);
     --idle_;
     if (queue_.empty()) return;  // stopping, and nothing left to run
     std::function<void()> fn = std::move(queue_.front());
     queue_.pop_front();
-    lock.unlock();
+    mu_.Unlock();
     fn();
-    lock.lock();
+    mu_.Lock();
   }
 }
 

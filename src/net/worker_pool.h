@@ -17,13 +17,14 @@
 //
 // Thread-safety: Submit is thread-safe; Shutdown must not be called from a pool thread.
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace shoal::net {
 
@@ -45,12 +46,12 @@ class WorkerPool {
   void Work();
 
   const size_t max_threads_;
-  mutable std::mutex mu_;  // guards everything below
-  std::condition_variable ready_;
-  std::deque<std::function<void()>> queue_;
-  std::vector<std::thread> threads_;
-  size_t idle_ = 0;  // threads waiting for work
-  bool stopping_ = false;
+  mutable absl::Mutex mu_;
+  absl::CondVar ready_;  // queue_ gained a function, or stopping_ was set
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
+  size_t idle_ ABSL_GUARDED_BY(mu_) = 0;  // threads waiting for work
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace shoal::net

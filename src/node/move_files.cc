@@ -94,7 +94,7 @@ Status MoveExports::Register(BucketId bucket, MoveId move, const storage::Export
     if (ec) return IoError(fmt::format("size of {}: {}", path, ec.message()));
     record.files.push_back(File{.path = path, .bytes = bytes, .crc32c = std::nullopt});
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<Export>& exports = exports_[bucket];
   std::erase_if(exports,
                 [&](const Export& e) { return e.move != move || e.sequence == record.sequence; });
@@ -103,12 +103,12 @@ Status MoveExports::Register(BucketId bucket, MoveId move, const storage::Export
 }
 
 void MoveExports::Forget(BucketId bucket) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   exports_.erase(bucket);
 }
 
 void MoveExports::Retain(const std::function<bool(BucketId, MoveId)>& live) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto it = exports_.begin(); it != exports_.end();) {
     if (!it->second.empty() && live(it->first, it->second.front().move)) {
       ++it;
@@ -153,7 +153,7 @@ StatusOr<transport::FetchMoveFileResponse> MoveExports::Read(
   File file;
   uint32_t file_count = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     const Export* found = FindLocked(request);
     if (found == nullptr) {
       return transport::MakeClusterError(
@@ -172,7 +172,7 @@ StatusOr<transport::FetchMoveFileResponse> MoveExports::Read(
   if (!file.crc32c.has_value()) {
     // Two first reads at once both compute it: the same value, from an immutable file.
     SHOAL_ASSIGN_OR_RETURN(file.crc32c, FileChecksum(file));
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (Export* kept = FindLocked(request); kept != nullptr) {
       kept->files[request.file_index].crc32c = file.crc32c;
     }

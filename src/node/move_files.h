@@ -21,12 +21,13 @@
 
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "src/common/ids.h"
 #include "src/common/status.h"
 #include "src/storage/bucket_store.h"
@@ -42,15 +43,15 @@ class MoveExports {
   // Serves the files of `exported` (their sizes taken now) as the export of (bucket, move) at
   // exported.sequence; exports of the bucket for other moves are forgotten.
   [[nodiscard]] Status Register(BucketId bucket, MoveId move,
-                                const storage::ExportedRange& exported);
-  void Forget(BucketId bucket);
+                                const storage::ExportedRange& exported) ABSL_LOCKS_EXCLUDED(mu_);
+  void Forget(BucketId bucket) ABSL_LOCKS_EXCLUDED(mu_);
   // Keeps only the exports for which `live(bucket, move)` holds.
-  void Retain(const std::function<bool(BucketId, MoveId)>& live);
+  void Retain(const std::function<bool(BucketId, MoveId)>& live) ABSL_LOCKS_EXCLUDED(mu_);
   // One chunk, read outside the mutex (the first chunk of a file also reads the whole file for
   // its checksum). The caller checked that the node is the source of the request's move in
   // flight.
   [[nodiscard]] StatusOr<transport::FetchMoveFileResponse> Read(
-      const transport::FetchMoveFileRequest& request);
+      const transport::FetchMoveFileRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct File {
@@ -67,10 +68,12 @@ class MoveExports {
   // The whole file's CRC-32C, read from disk; checks that the size is the registered one.
   [[nodiscard]] static StatusOr<uint32_t> FileChecksum(const File& file);
   // The export the request names, or null.
-  [[nodiscard]] Export* FindLocked(const transport::FetchMoveFileRequest& request);
+  [[nodiscard]] Export* FindLocked(const transport::FetchMoveFileRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable std::mutex mu_;
-  absl::flat_hash_map<BucketId, std::vector<Export>> exports_;  // all of one move
+  mutable absl::Mutex mu_;
+  // All of one move.
+  absl::flat_hash_map<BucketId, std::vector<Export>> exports_ ABSL_GUARDED_BY(mu_);
 };
 
 struct FetchOptions {

@@ -36,11 +36,11 @@ std::string_view ToString(LocalRole role) {
 class StorageNode::ActiveGuard {
  public:
   explicit ActiveGuard(StorageNode* node) : node_(node) {
-    std::lock_guard<std::mutex> lock(node_->mu_);
+    absl::MutexLock lock(&node_->mu_);
     ++node_->active_;
   }
   ~ActiveGuard() {
-    std::lock_guard<std::mutex> lock(node_->mu_);
+    absl::MutexLock lock(&node_->mu_);
     --node_->active_;
   }
   ActiveGuard(const ActiveGuard&) = delete;
@@ -82,7 +82,10 @@ StatusOr<std::shared_ptr<StorageNode>> StorageNode::Open(transport::Runtime& run
   // A fetch cut short by a crash is never ingested: its copies go.
   SHOAL_RETURN_IF_ERROR(RemoveStagingDirectories(options.data_dir));
   SHOAL_ASSIGN_OR_RETURN(node->store_, storage::BucketStore::Open(store_options));
-  for (const auto& spec : node->store_->ListCollections()) node->collections_[spec.id] = true;
+  {
+    absl::MutexLock lock(&node->mu_);
+    for (const auto& spec : node->store_->ListCollections()) node->collections_[spec.id] = true;
+  }
   return node;
 }
 
@@ -102,17 +105,17 @@ Status StorageNode::Close() {
 }
 
 MapEpoch StorageNode::epoch() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return map_ == nullptr ? MapEpoch(0) : map_->epoch();
 }
 
 int StorageNode::active() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return active_;
 }
 
 NodeCounters StorageNode::counters() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return counters_;
 }
 
@@ -133,7 +136,7 @@ LocalRole StorageNode::RoleLocked(const BucketPlacement& bucket) const {
 }
 
 LocalRole StorageNode::RoleOf(BucketId bucket) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (map_ == nullptr) return LocalRole::kNotAssigned;
   const BucketPlacement* placement = map_->Find(bucket);
   return placement == nullptr ? LocalRole::kNotAssigned : RoleLocked(*placement);
@@ -151,7 +154,7 @@ StorageNode::Admission StorageNode::AdmitLocked(const BucketPlacement& bucket,
 }
 
 bool StorageNode::CanAcknowledgeWrite(Point point) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (map_ == nullptr) return false;
   return cluster::Admits(AdmitLocked(map_->Lookup(point), std::nullopt, Access::kWrite));
 }
@@ -161,7 +164,7 @@ Status StorageNode::RefreshMap() {
       auto response,
       runtime_.Call(Address::Coordinator(), transport::GetMapRequest{}, options_.call_timeout));
   SHOAL_ASSIGN_OR_RETURN(auto body, transport::BodyAs<transport::GetMapResponse>(response));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   InstallLocked(body.state);
   return OkStatus();
 }
@@ -187,8 +190,9 @@ void StorageNode::InstallLocked(const transport::ClusterState& state) {
     }
   }
   // The exports of moves no longer in flight are served no more.
-  exports_.Retain([&](BucketId bucket, MoveId move) {
-    const BucketPlacement* placement = map_->Find(bucket);
+  const cluster::ShardMap* map = map_.get();
+  exports_.Retain([map](BucketId bucket, MoveId move) {
+    const BucketPlacement* placement = map->Find(bucket);
     return placement != nullptr && placement->transition.has_value() &&
            placement->transition->move == move;
   });
@@ -204,7 +208,7 @@ StatusOr<StorageNode::Admitted> StorageNode::AwaitAdmission(MapEpoch client_epoc
   while (true) {
     Admission admission = Admission::kNotYet;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (map_ != nullptr) {
         const BucketPlacement& bucket = map_->Lookup(point);
         admission = AdmitLocked(bucket, via_move, access);
@@ -229,7 +233,7 @@ StatusOr<StorageNode::Admitted> StorageNode::AwaitAdmission(MapEpoch client_epoc
     }
     if (admission == Admission::kNotYet || client_epoch > epoch()) (void)RefreshMap();
     if (runtime_.Now() - start > options_.fence_timeout) {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       ++counters_.fence_timeouts;
       return Admitted{.admission = Admission::kNotYet, .bucket = {}, .move = {}, .source = {}};
     }
@@ -238,7 +242,7 @@ StatusOr<StorageNode::Admitted> StorageNode::AwaitAdmission(MapEpoch client_epoc
 }
 
 void StorageNode::Release(BucketId bucket, bool write) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   --inflight_writes_[bucket];
   if (write) {
     ++counters_.writes;
@@ -271,7 +275,7 @@ StatusOr<StorageNode::Admitted> StorageNode::AwaitScanAdmission(MapEpoch client_
   while (true) {
     Admission admission = Admission::kNotYet;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (map_ != nullptr) {
         SHOAL_ASSIGN_OR_RETURN(admission, ScanBucketLocked(client_epoch, bucket, range));
         // The range lies in the named bucket: its admission is the scan's.
@@ -305,7 +309,7 @@ StatusOr<StorageNode::Admitted> StorageNode::AwaitScanAdmission(MapEpoch client_
 }
 
 Response StorageNode::Refuse(Admission admission) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   switch (admission) {
     case Admission::kWrongShard:
       return Response::Error(
@@ -355,7 +359,7 @@ Response StorageNode::Handle(const Address& from, const transport::Request& requ
 
 Status StorageNode::EnsureCollection(CollectionId collection) {
   auto known = [&] {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return collections_.count(collection) != 0;
   };
   if (known()) return OkStatus();
@@ -371,8 +375,9 @@ Response StorageNode::HandleWrite(const transport::WriteRequest& request,
   const Point point = PointOf(request.collection, request.primary_key);
   auto admitted = AwaitAdmission(request.epoch, point, request.via_move, Access::kWrite);
   if (!admitted.ok()) return Response::Error(admitted.status());
-  if (admitted->admission == Admission::kServeViaSource)
+  if (admitted->admission == Admission::kServeViaSource) {
     return ForwardWrite(request, *admitted, wal_sync);
+  }
   if (admitted->admission != Admission::kServe) return Refuse(admitted->admission);
   const BucketId bucket = admitted->bucket;
   if (request.via_move.has_value()) {
@@ -447,7 +452,7 @@ Response StorageNode::HandleScan(const transport::ScanRequest& request) {
   scan.max_page_bytes = request.max_bytes;
   StatusOr<storage::ScanPage> page = store_->Scan(scan);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++counters_.reads;
   }
   if (!page.ok()) return Response::Error(page.status());
@@ -456,7 +461,7 @@ Response StorageNode::HandleScan(const transport::ScanRequest& request) {
 }
 
 Response StorageNode::HandleInstallMap(const transport::InstallMapRequest& request) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   InstallLocked(request.state);
   return Response::Ok();
 }

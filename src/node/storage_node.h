@@ -77,7 +77,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -85,7 +84,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "src/cluster/admission.h"
 #include "src/cluster/shard_map.h"
 #include "src/common/ids.h"
@@ -247,8 +248,10 @@ class StorageNode final : public transport::Service,
   // cluster::Admit for this node, with its own record of the bucket's move.
   // `via_move`: the request was forwarded by the destination of that switch-then-copy move.
   [[nodiscard]] Admission AdmitLocked(const cluster::BucketPlacement& bucket,
-                                      std::optional<MoveId> via_move, Access access) const;
-  [[nodiscard]] LocalRole RoleLocked(const cluster::BucketPlacement& bucket) const;
+                                      std::optional<MoveId> via_move, Access access) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  [[nodiscard]] LocalRole RoleLocked(const cluster::BucketPlacement& bucket) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits while the admission is kQueue or kNotYet (fetching the map when the client is ahead);
   // returns the final admission and what it was decided for. kServe and kServeViaSource count
   // the bucket's in-flight requests (the caller calls Release).
@@ -265,16 +268,18 @@ class StorageNode final : public transport::Service,
   // learns ours); newer, kNotYet (we learn the client's); the same, kInvalidArgument (the
   // request does not match the map it was built from).
   [[nodiscard]] StatusOr<Admission> ScanBucketLocked(MapEpoch client_epoch, BucketId bucket,
-                                                     const storage::PointRange& range) const;
+                                                     const storage::PointRange& range) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Release(BucketId bucket, bool write);
   [[nodiscard]] transport::Response Refuse(Admission admission);
   [[nodiscard]] Status RefreshMap();
   [[nodiscard]] Status EnsureCollection(CollectionId collection);
-  void InstallLocked(const transport::ClusterState& state);
+  void InstallLocked(const transport::ClusterState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   [[nodiscard]] Status RegisterCollections(const transport::ClusterState& state);
   [[nodiscard]] StatusOr<const cluster::BucketPlacement*> MoveBucketLocked(BucketId bucket,
                                                                            MoveId move,
-                                                                           bool as_source) const;
+                                                                           bool as_source) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The exact sizes of `served` (bucket, range), from the cache where it is fresh enough. The
   // cache keeps the entries of `served` and of `adding` (buckets being moved in) only.
   [[nodiscard]] std::vector<transport::BucketLoad> ExactLoads(
@@ -286,9 +291,9 @@ class StorageNode final : public transport::Service,
   // (tombstones only, or from a binary that did not count it) seeds nothing: the report scans.
   // Never called with mu_ held.
   void SeedLoad(BucketId bucket, const storage::PointRange& range,
-                const storage::ExportedRange& exported, uint64_t churn);
+                const storage::ExportedRange& exported, uint64_t churn) ABSL_LOCKS_EXCLUDED(mu_);
   // Drops the cached size of `bucket` (its range was dropped). Never called with mu_ held.
-  void ForgetLoad(BucketId bucket);
+  void ForgetLoad(BucketId bucket) ABSL_LOCKS_EXCLUDED(mu_);
   void HeartbeatLoop();
   // Counts an acknowledged write of (collection, primary key) in the hot-key sketch.
   void RecordWrite(CollectionId collection, std::string_view primary_key);
@@ -346,22 +351,24 @@ class StorageNode final : public transport::Service,
   const NodeOptions options_;
   std::unique_ptr<storage::BucketStore> store_;
 
-  mutable std::mutex mu_;
-  cluster::ShardMapPtr map_;                            // latest installed
-  absl::flat_hash_map<BucketId, MoveRecord> moves_;     // by bucket
-  absl::flat_hash_map<BucketId, int> inflight_writes_;  // admitted, not yet written
-  absl::flat_hash_map<BucketId, int> move_io_;          // destination ingest/apply running
-  std::map<CollectionId, bool> collections_;            // registered in the store
-  NodeCounters counters_;
-  int active_ = 0;
-  uint64_t export_counter_ = 0;
-  MoveExports exports_;  // source: the export files FetchMoveFile serves
+  mutable absl::Mutex mu_;
+  cluster::ShardMapPtr map_ ABSL_GUARDED_BY(mu_);                         // latest installed
+  absl::flat_hash_map<BucketId, MoveRecord> moves_ ABSL_GUARDED_BY(mu_);  // by bucket
+  // Admitted, not yet written.
+  absl::flat_hash_map<BucketId, int> inflight_writes_ ABSL_GUARDED_BY(mu_);
+  // Destination ingest/apply running.
+  absl::flat_hash_map<BucketId, int> move_io_ ABSL_GUARDED_BY(mu_);
+  std::map<CollectionId, bool> collections_ ABSL_GUARDED_BY(mu_);  // registered in the store
+  NodeCounters counters_ ABSL_GUARDED_BY(mu_);
+  int active_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t export_counter_ ABSL_GUARDED_BY(mu_) = 0;
+  MoveExports exports_;  // source: the export files FetchMoveFile serves (its own lock)
 
-  std::mutex load_mu_;  // guards load_cache_; never taken with mu_ held
-  absl::flat_hash_map<BucketId, CachedLoad> load_cache_;
+  absl::Mutex load_mu_;  // never taken with mu_ held
+  absl::flat_hash_map<BucketId, CachedLoad> load_cache_ ABSL_GUARDED_BY(load_mu_);
 
-  std::mutex hot_keys_mu_;  // guards hot_keys_; never taken with mu_ held
-  hotspot::TopKSketch hot_keys_;
+  absl::Mutex hot_keys_mu_;  // never taken with mu_ held
+  hotspot::TopKSketch hot_keys_ ABSL_GUARDED_BY(hot_keys_mu_);
 };
 
 }  // namespace shoal::node

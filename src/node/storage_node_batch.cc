@@ -100,7 +100,7 @@ std::optional<std::vector<BucketId>> StorageNode::AdmitAtOnce(
     MapEpoch epoch, std::span<const storage::DocumentKey> keys, Access access) {
   std::vector<BucketId> buckets;
   buckets.reserve(keys.size());
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (map_ == nullptr || epoch > map_->epoch()) return std::nullopt;
   for (const storage::DocumentKey& key : keys) {
     if (collections_.count(key.collection) == 0) return std::nullopt;
@@ -114,7 +114,7 @@ std::optional<std::vector<BucketId>> StorageNode::AdmitAtOnce(
 }
 
 void StorageNode::ReleaseAtOnce(const std::vector<BucketId>& buckets, Access access) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (BucketId bucket : buckets) --inflight_writes_[bucket];
   switch (access) {
     case Access::kWrite:
@@ -169,7 +169,7 @@ std::optional<Response> StorageNode::ApplyBatchAtOnce(const transport::BatchWrit
 
 Response StorageNode::ApplyBatchOneByOne(const transport::BatchWriteRequest& request) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++counters_.batches_one_by_one;
   }
   transport::BatchWriteResponse out;

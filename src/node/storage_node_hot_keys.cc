@@ -33,7 +33,7 @@ std::string HotKeyOf(CollectionId collection, std::string_view primary_key) {
 void StorageNode::RecordWrite(CollectionId collection, std::string_view primary_key) {
   const std::string key = HotKeyOf(collection, primary_key);
   const auto now = static_cast<uint64_t>(std::max<transport::Micros>(0, runtime_.Now()));
-  std::lock_guard<std::mutex> lock(hot_keys_mu_);
+  absl::MutexLock lock(&hot_keys_mu_);
   hot_keys_.Add(key, now);
 }
 
@@ -41,7 +41,7 @@ std::vector<transport::HotKeyStat> StorageNode::HotKeys() {
   const auto now = static_cast<uint64_t>(std::max<transport::Micros>(0, runtime_.Now()));
   std::vector<hotspot::HotKey> top;
   {
-    std::lock_guard<std::mutex> lock(hot_keys_mu_);
+    absl::MutexLock lock(&hot_keys_mu_);
     top = hot_keys_.Top(kReportedHotKeys, now);
   }
   std::vector<transport::HotKeyStat> out;

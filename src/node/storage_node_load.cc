@@ -19,7 +19,7 @@ Response StorageNode::HandleLoad() {
   std::vector<std::pair<BucketId, storage::PointRange>> served;
   std::vector<BucketId> adding;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (map_ != nullptr) {
       for (const BucketPlacement& bucket : map_->buckets()) {
         const LocalRole role = RoleLocked(bucket);
@@ -69,7 +69,7 @@ std::vector<transport::BucketLoad> StorageNode::ExactLoads(
   // steady update load causes no rescans.
   std::vector<size_t> scan;
   {
-    std::lock_guard<std::mutex> lock(load_mu_);
+    absl::MutexLock lock(&load_mu_);
     absl::flat_hash_set<BucketId> ids;
     for (const auto& [id, range] : served) ids.insert(id);
     ids.insert(adding.begin(), adding.end());
@@ -110,11 +110,11 @@ std::vector<transport::BucketLoad> StorageNode::ExactLoads(
     if (stats.ok()) scanned.emplace_back(i, *stats);
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     counters_.load_scans += scan.size();
   }
   std::vector<transport::BucketLoad> loads;
-  std::lock_guard<std::mutex> lock(load_mu_);
+  absl::MutexLock lock(&load_mu_);
   for (const auto& [i, stats] : scanned) {
     load_cache_[served[i].first] = CachedLoad{.range = served[i].second,
                                               .bytes = stats.live_bytes,
@@ -133,7 +133,7 @@ std::vector<transport::BucketLoad> StorageNode::ExactLoads(
 
 void StorageNode::SeedLoad(BucketId bucket, const storage::PointRange& range,
                            const storage::ExportedRange& exported, uint64_t churn) {
-  std::lock_guard<std::mutex> lock(load_mu_);
+  absl::MutexLock lock(&load_mu_);
   // Entries but no live part: tombstones only, or an export from a binary that did not count
   // its live part (the fields read as 0 on the wire). Either way the next report scans.
   if (exported.entries > 0 && exported.live_documents == 0) {
@@ -148,7 +148,7 @@ void StorageNode::SeedLoad(BucketId bucket, const storage::PointRange& range,
 }
 
 void StorageNode::ForgetLoad(BucketId bucket) {
-  std::lock_guard<std::mutex> lock(load_mu_);
+  absl::MutexLock lock(&load_mu_);
   load_cache_.erase(bucket);
 }
 

@@ -45,7 +45,7 @@ Response StorageNode::HandleExport(const transport::ExportBucketRequest& request
     storage::PointRange range;
     std::string directory;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/true);
       if (placement.ok()) {
         range = ToPointRange((*placement)->range);
@@ -83,7 +83,7 @@ Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request
     std::optional<storage::PointRange> range;
     NodeId source;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
       if (placement.ok()) {
         if (RoleLocked(**placement) != LocalRole::kAdding) {
@@ -116,7 +116,7 @@ Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request
       // Read before any catch-up can apply (none runs until the record below exists).
       const uint64_t churn = store_->LiveBytesChurn(*range);
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         --move_io_[request.bucket];
         if (!staged.ok()) return Response::Error(staged);
         // The move may have ended while the files went in; its DropBucket waited for us.
@@ -162,7 +162,7 @@ Status StorageNode::StageIngest(const storage::PointRange& range,
     std::error_code ec;
     if (!exported.files.empty()) std::filesystem::remove_all(staging, ec);
     SHOAL_RETURN_IF_ERROR(ingested);
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     counters_.move_files_read_locally += exported.files.size();
     if (ingest.move_files) counters_.move_files_linked += exported.files.size();
   } else {
@@ -176,7 +176,7 @@ Status StorageNode::StageIngest(const storage::PointRange& range,
                                         .retry_pause = 10'000},
                            &stats);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       counters_.move_files_fetched += stats.files;
       counters_.move_bytes_fetched += stats.bytes;
       counters_.move_chunk_retries += stats.retries;
@@ -195,7 +195,7 @@ Status StorageNode::StageIngest(const storage::PointRange& range,
 Response StorageNode::HandleFetchMoveFile(const transport::FetchMoveFileRequest& request) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/true);
       if (placement.ok()) break;
       if (attempt == 1) return Response::Error(placement.status());
@@ -219,7 +219,7 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
   const int nice = request.until_sequence.has_value() ? 0 : options_.background_nice;
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
       if (!placement.ok()) return Response::Error(placement.status());
       copy_then_switch = (*placement)->transition->mode == cluster::TransitionMode::kCopyThenSwitch;
@@ -253,14 +253,14 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
     if (!response.ok()) return Response::Error(response.status());
     auto changes = transport::BodyAs<transport::ReadChangesResponse>(std::move(*response));
     if (!changes.ok()) return Response::Error(changes.status());
-    auto move_live = [&]() -> MoveRecord* {
+    auto move_live = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> MoveRecord* {
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
       auto it = moves_.find(request.bucket);
       if (!placement.ok() || it == moves_.end() || it->second.move != request.move) return nullptr;
       return &it->second;
     };
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (move_live() == nullptr) {
         return Response::Error(transport::MakeClusterError(transport::ClusterError::kStaleMove,
                                                            "move ended during catch-up"));
@@ -277,7 +277,7 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
       apply_micros += runtime_.Now() - apply_start;
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       --move_io_[request.bucket];
       if (!applied_status.ok()) return Response::Error(applied_status);
       MoveRecord* record = move_live();
@@ -329,7 +329,7 @@ Response StorageNode::HandleReadChanges(const transport::ReadChangesRequest& req
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::optional<storage::PointRange> range;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/true);
       if (placement.ok()) {
         range = ToPointRange((*placement)->range);
@@ -359,7 +359,7 @@ Response StorageNode::HandleFence(const transport::FenceRequest& request) {
   bool fenced = false;
   for (int attempt = 0; attempt < 2 && !fenced; ++attempt) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/true);
       if (placement.ok()) {
         auto& record = moves_[request.bucket];
@@ -383,7 +383,7 @@ Response StorageNode::HandleFence(const transport::FenceRequest& request) {
   // Writes admitted before the fence finish before it reports the sequence.
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       auto it = inflight_writes_.find(request.bucket);
       if (it == inflight_writes_.end() || it->second == 0) {
         return Response::Ok(transport::FenceResponse{.sequence = store_->LatestSequence()});
@@ -397,8 +397,10 @@ Response StorageNode::HandleDrop(const transport::DropBucketRequest& request) {
   if (epoch() < request.epoch) {
     if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
   }
-  std::unique_lock<std::mutex> lock(mu_);
+  // Locked and unlocked by hand: the wait below releases mu_ while it sleeps.
+  mu_.Lock();
   if (map_ == nullptr || map_->epoch() < request.epoch) {
+    mu_.Unlock();
     return Response::Error(UnavailableError("map behind the drop's epoch"));
   }
   for (const BucketPlacement& bucket : map_->buckets()) {
@@ -408,23 +410,28 @@ Response StorageNode::HandleDrop(const transport::DropBucketRequest& request) {
         role == LocalRole::kLeaving && cluster::IsCommitted(bucket.transition->stage);
     if (role == LocalRole::kReadWrite || role == LocalRole::kAdding ||
         (role == LocalRole::kLeaving && !committed_source)) {
-      return Response::Error(FailedPreconditionError(
+      Response refused = Response::Error(FailedPreconditionError(
           fmt::format("n{} still {} {} at {}", options_.id.value(), ToString(role),
                       bucket.id.DebugString(), map_->epoch().DebugString())));
+      mu_.Unlock();
+      return refused;
     }
   }
   // An ingest or apply of the ended move that passed its check before our map arrived finishes
   // first (MOVE I/O OUTSIDE THE LOCK); none can start now: the map no longer holds the move.
   while (move_io_[request.bucket] > 0) {
-    lock.unlock();
+    mu_.Unlock();
     if (Status s = runtime_.Sleep(options_.queue_poll); !s.ok()) return Response::Error(s);
-    lock.lock();
+    mu_.Lock();
   }
   move_io_.erase(request.bucket);
-  if (Status s = store_->DropRange(request.range); !s.ok()) return Response::Error(s);
-  moves_.erase(request.bucket);
-  exports_.Forget(request.bucket);
-  lock.unlock();
+  const Status dropped = store_->DropRange(request.range);
+  if (dropped.ok()) {
+    moves_.erase(request.bucket);
+    exports_.Forget(request.bucket);
+  }
+  mu_.Unlock();
+  if (!dropped.ok()) return Response::Error(dropped);
   if (Status s = runtime_.Failpoint("source.after_drop"); !s.ok()) return Response::Error(s);
   ForgetLoad(request.bucket);
   // Export files of the move are no longer needed.

@@ -39,7 +39,7 @@ Response StorageNode::ForwardFailure(const StatusOr<Response>& response, bool id
   }
   const Response& answer = *response;
   if (answer.route != nullptr) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     InstallLocked(transport::ClusterState{.map = answer.route, .collections = {}});
   }
   const auto cluster_error = transport::ClusterErrorOf(answer.status);
@@ -144,7 +144,7 @@ Response StorageNode::ForwardScan(const transport::ScanRequest& request, const A
     return ForwardFailure(response, /*idempotent=*/true);
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++counters_.reads;
   }
   response->route = nullptr;
@@ -155,7 +155,7 @@ Response StorageNode::HandleTransfer(const transport::TransferBucketRequest& req
   // Checks, under mu_, that this node is the destination of the move, switched (kCopy, or
   // kCatchUp for a pass after the seal).
   auto check = [&]() -> StatusOr<storage::PointRange> {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     SHOAL_ASSIGN_OR_RETURN(const BucketPlacement* placement,
                            MoveBucketLocked(request.bucket, request.move, /*as_source=*/false));
     const auto& t = *placement->transition;
@@ -206,7 +206,7 @@ Response StorageNode::HandleTransfer(const transport::TransferBucketRequest& req
     out.bytes += page_bytes;
     out.next_cursor = std::move(body->next_cursor);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       counters_.bytes_ingested += page_bytes;
     }
     if (Status s = runtime_.Failpoint("destination.after_transfer_page"); !s.ok()) {

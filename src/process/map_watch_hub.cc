@@ -9,35 +9,35 @@ namespace shoal::process {
 void MapWatchHub::Publish(const transport::ClusterState& state) {
   if (state.map == nullptr) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (state_.map != nullptr && state.map->epoch() < state_.map->epoch()) return;
     state_ = state;
   }
-  changed_.notify_all();
+  changed_.SignalAll();
 }
 
 void MapWatchHub::Open() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   state_ = transport::ClusterState{.map = nullptr, .collections = {}};
   open_ = true;
 }
 
 void MapWatchHub::Close() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     open_ = false;
   }
-  changed_.notify_all();
+  changed_.SignalAll();
 }
 
 size_t MapWatchHub::watchers() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return watchers_;
 }
 
 StatusOr<std::optional<transport::ClusterState>> MapWatchHub::Wait(
     MapEpoch known, std::chrono::milliseconds hold, const std::function<bool()>& cancelled) {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!open_) return UnavailableError("not the leader coordinator");
   if (watchers_ >= max_watchers_) {
     return ResourceExhaustedError(
@@ -45,13 +45,17 @@ StatusOr<std::optional<transport::ClusterState>> MapWatchHub::Wait(
   }
   ++watchers_;
   const auto deadline = std::chrono::steady_clock::now() + hold;
-  const auto answerable = [&] {
+  const auto answerable = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !open_ || (state_.map != nullptr && state_.map->epoch() > known);
   };
   bool newer = answerable();
   while (!newer && std::chrono::steady_clock::now() < deadline && !cancelled()) {
-    newer = changed_.wait_until(
-        lock, std::min(deadline, std::chrono::steady_clock::now() + kCancelPoll), answerable);
+    const std::chrono::nanoseconds wait = std::min<std::chrono::nanoseconds>(
+        deadline - std::chrono::steady_clock::now(), kCancelPoll);
+    const absl::Time until = absl::Now() + absl::FromChrono(wait);
+    while (!answerable() && !changed_.WaitWithDeadline(&mu_, until)) {
+    }
+    newer = answerable();
   }
   --watchers_;
   if (!open_) return UnavailableError("the coordinator stopped leading");

@@ -12,12 +12,12 @@
 // Thread-safety: every method is thread-safe. Wait blocks its (gRPC) thread; Publish never blocks.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <functional>
-#include <mutex>
 #include <optional>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "src/common/status.h"
 #include "src/transport/messages.h"
 
@@ -48,11 +48,11 @@ class MapWatchHub {
 
  private:
   const size_t max_watchers_;
-  mutable std::mutex mu_;  // guards everything below
-  std::condition_variable changed_;
-  transport::ClusterState state_;
-  bool open_ = false;
-  size_t watchers_ = 0;
+  mutable absl::Mutex mu_;
+  absl::CondVar changed_;  // state_ or open_ changed
+  transport::ClusterState state_ ABSL_GUARDED_BY(mu_);
+  bool open_ ABSL_GUARDED_BY(mu_) = false;
+  size_t watchers_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace shoal::process

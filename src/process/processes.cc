@@ -104,7 +104,7 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
 CoordinatorProcess::~CoordinatorProcess() { Stop(); }
 
 std::shared_ptr<coordinator::Coordinator> CoordinatorProcess::current() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return coordinator_;
 }
 
@@ -114,8 +114,11 @@ std::optional<uint64_t> CoordinatorProcess::leader_epoch() const {
 }
 
 bool CoordinatorProcess::WaitLeader(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return coordinator_ != nullptr; });
+  const absl::Time until = absl::Now() + absl::FromChrono(timeout);
+  absl::MutexLock lock(&mu_);
+  while (coordinator_ == nullptr && !cv_.WaitWithDeadline(&mu_, until)) {
+  }
+  return coordinator_ != nullptr;
 }
 
 Status CoordinatorProcess::Lead() {
@@ -152,10 +155,10 @@ Status CoordinatorProcess::Lead() {
       [hub = watch_hub_.get()](const transport::ClusterState& state) { hub->Publish(state); });
   coordinator->Start();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     coordinator_ = std::move(coordinator);
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   runtime_->SetStandby(false, "");
   return OkStatus();
 }
@@ -167,7 +170,7 @@ void CoordinatorProcess::LoseLead() {
   watch_hub_->Close();
   runtime_->Stop(transport::Address::Coordinator());
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     coordinator_.reset();
   }
   election_->Resign();
@@ -180,8 +183,11 @@ void CoordinatorProcess::ElectionLoop() {
   if (leader()) leading();
   while (true) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (cv_.wait_for(lock, options_.election_poll, [&] { return stopping_; })) return;
+      const absl::Time until = absl::Now() + absl::FromChrono(options_.election_poll);
+      absl::MutexLock lock(&mu_);
+      while (!stopping_ && !cv_.WaitWithDeadline(&mu_, until)) {
+      }
+      if (stopping_) return;
     }
     if (leader()) {
       // The client library renews the session; this only learns whether it ended.
@@ -249,19 +255,19 @@ void CoordinatorProcess::AnswerWatch(const wire::WatchMapRequest& request,
 
 void CoordinatorProcess::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopped_) return;
     stopped_ = true;
     stopping_ = true;
   }
   watch_hub_->Close();  // the waiting watches end now, not at the server's shutdown grace
-  cv_.notify_all();
+  cv_.SignalAll();
   if (election_thread_.joinable()) election_thread_.join();
   runtime_->Stop(transport::Address::Coordinator());
   // The runtime joins the coordinator's tasks before the store they use closes.
   runtime_->Shutdown();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     coordinator_.reset();
   }
   // Resigning ends the session: a standby takes over without waiting for the timeout.
@@ -274,8 +280,9 @@ void CoordinatorProcess::Stop() {
 StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeProcessOptions& options) {
   SHOAL_RETURN_IF_ERROR(CreateDirectory(options.data_dir));
   SHOAL_ASSIGN_OR_RETURN(uint32_t id, ResolveNodeId(options.data_dir, options.id));
-  if (options.coordinator.empty())
+  if (options.coordinator.empty()) {
     return InvalidArgumentError("the coordinator's address is required");
+  }
   std::unique_ptr<NodeProcess> process(new NodeProcess());
   SHOAL_ASSIGN_OR_RETURN(process->runtime_,
                          net::GrpcRuntime::Start({.listen = options.listen,

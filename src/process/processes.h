@@ -24,15 +24,15 @@
 // Thread-safety: Start and Stop are called by the owner; the accessors are thread-safe.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "src/coordinator/coordinator.h"
 #include "src/metadata/fenced_metadata_store.h"
 #include "src/metadata/leader_election.h"
@@ -113,11 +113,12 @@ class CoordinatorProcess {
   std::vector<std::unique_ptr<metadata::FencedMetadataStore>> fenced_;
   std::thread election_thread_;
 
-  mutable std::mutex mu_;  // guards the fields below
-  std::condition_variable cv_;
-  std::shared_ptr<coordinator::Coordinator> coordinator_;  // set while leading
-  bool stopping_ = false;
-  bool stopped_ = false;
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;  // coordinator_ was set, or stopping_
+  // Set while leading.
+  std::shared_ptr<coordinator::Coordinator> coordinator_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 struct NodeProcessOptions {

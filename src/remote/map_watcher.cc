@@ -14,16 +14,16 @@ MapWatcher::~MapWatcher() { Stop(); }
 
 void MapWatcher::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  stop_cv_.notify_all();
+  stop_cv_.SignalAll();
   canceller_.Cancel();
   if (thread_.joinable()) thread_.join();
 }
 
 uint64_t MapWatcher::failures() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return failures_;
 }
 
@@ -38,14 +38,17 @@ void MapWatcher::Run() {
       if (state->has_value()) (void)client_.Adopt((*state)->map);
       continue;
     }
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     // Only Stop ends the watch: any other failure (kCancelled included) is retried.
     if (stopping_) return;
     ++failures_;
     if (log::Enabled(log::Level::kDebug)) {
       log::Debug("client.map_watch_failed", {{"error", state.status().ToString()}});
     }
-    if (stop_cv_.wait_for(lock, backoff, [&] { return stopping_; })) return;
+    const absl::Time until = absl::Now() + absl::FromChrono(backoff);
+    while (!stopping_ && !stop_cv_.WaitWithDeadline(&mu_, until)) {
+    }
+    if (stopping_) return;
     backoff = std::min(backoff * 2, options_.max_backoff);
   }
 }

@@ -16,11 +16,11 @@
 // cancels the poll in flight and joins the thread. The runtime and the client must outlive it.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "src/client/client.h"
 #include "src/net/grpc_runtime.h"
 
@@ -51,10 +51,10 @@ class MapWatcher {
   client::Client& client_;
   const MapWatcherOptions options_;
   net::CallCanceller canceller_;
-  mutable std::mutex mu_;  // guards the fields below
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;
-  uint64_t failures_ = 0;
+  mutable absl::Mutex mu_;
+  absl::CondVar stop_cv_;  // stopping_ was set
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;  // last: starts once the fields above exist
 };
 

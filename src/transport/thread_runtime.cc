@@ -22,7 +22,8 @@ struct Context {
   Address acting = Address::Client(0);
   uint64_t incarnation = 1;
 };
-thread_local Context context;
+// Address::Client is not noexcept but cannot throw.
+thread_local Context context;  // NOLINT(cert-err58-cpp)
 // Set on a thread of RunAtLowerPriority: a nested call runs inline.
 thread_local bool lowered = false;
 
@@ -42,12 +43,12 @@ ThreadRuntime::~ThreadRuntime() { Shutdown(); }
 void ThreadRuntime::Shutdown() {
   std::map<uint64_t, std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     shutting_down_ = true;
     threads.swap(threads_);
     finished_.clear();
   }
-  stop_cv_.notify_all();
+  stop_cv_.SignalAll();
   for (auto& [serial, thread] : threads) {
     if (thread.joinable()) thread.join();
   }
@@ -56,7 +57,7 @@ void ThreadRuntime::Shutdown() {
 void ThreadRuntime::JoinTasks() {
   std::map<uint64_t, std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     threads.swap(threads_);
     finished_.clear();
   }
@@ -72,7 +73,7 @@ Micros ThreadRuntime::Now() const {
 }
 
 uint64_t ThreadRuntime::IncarnationOf(const Address& who) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return processes_[who].incarnation;
 }
 
@@ -89,16 +90,16 @@ Address ThreadRuntime::Self() const {
 
 bool ThreadRuntime::Alive() const {
   const Context c = context.runtime == this ? context : Context{this, Address::Client(0), 1};
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return AliveLocked(c.acting, c.incarnation);
 }
 
 Status ThreadRuntime::Sleep(Micros micros) {
   const Context c = context.runtime == this ? context : Context{this, Address::Client(0), 1};
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
-  std::unique_lock<std::mutex> lock(mu_);
+  const absl::Time until = absl::Now() + absl::Microseconds(micros);
+  absl::MutexLock lock(&mu_);
   while (AliveLocked(c.acting, c.incarnation)) {
-    if (stop_cv_.wait_until(lock, until) == std::cv_status::timeout) {
+    if (stop_cv_.WaitWithDeadline(&mu_, until)) {
       return AliveLocked(c.acting, c.incarnation) ? OkStatus() : CancelledError("process stopped");
     }
   }
@@ -110,7 +111,7 @@ StatusOr<Response> ThreadRuntime::Call(const Address& to, Request request, Micro
   std::shared_ptr<Service> service;
   uint64_t incarnation = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = processes_.find(to);
     if (it != processes_.end() && it->second.alive && it->second.service != nullptr &&
         !shutting_down_) {
@@ -128,7 +129,7 @@ StatusOr<Response> ThreadRuntime::Call(const Address& to, Request request, Micro
   Response response = service->Handle(caller, request);
   bool callee_alive = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     callee_alive = AliveLocked(to, incarnation);
   }
   context = saved;
@@ -145,7 +146,7 @@ void ThreadRuntime::Spawn(const Address& owner, std::string name, std::function<
   const uint64_t incarnation = IncarnationOf(owner);
   std::vector<std::thread> done;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (uint64_t serial : finished_) {
       // Absent when Shutdown or JoinTasks took the thread meanwhile.
       if (auto it = threads_.find(serial); it != threads_.end()) {
@@ -159,7 +160,7 @@ void ThreadRuntime::Spawn(const Address& owner, std::string name, std::function<
       threads_.emplace(serial, std::thread([this, owner, incarnation, serial, fn = std::move(fn)] {
                          context = Context{this, owner, incarnation};
                          fn();
-                         std::lock_guard<std::mutex> lock(mu_);
+                         absl::MutexLock lock(&mu_);
                          finished_.push_back(serial);
                        }));
     }
@@ -194,7 +195,7 @@ void ThreadRuntime::RunAtLowerPriority(int nice_steps, const std::function<void(
 }
 
 void ThreadRuntime::Serve(const Address& self, std::shared_ptr<Service> service) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Process& process = processes_[self];
   if (process.service != nullptr || !process.alive) ++process.incarnation;
   process.alive = true;
@@ -203,16 +204,16 @@ void ThreadRuntime::Serve(const Address& self, std::shared_ptr<Service> service)
 
 void ThreadRuntime::Stop(const Address& self) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     Process& process = processes_[self];
     process.alive = false;
     process.service = nullptr;
   }
-  stop_cv_.notify_all();
+  stop_cv_.SignalAll();
 }
 
 uint64_t ThreadRuntime::RandomU64() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // SplitMix64 step: quality is ample for jitter and ids.
   uint64_t z = (random_state_ += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -224,7 +225,7 @@ Status ThreadRuntime::Failpoint(std::string_view name) {
   if (any_failpoints_.load(std::memory_order_acquire)) {
     std::shared_ptr<const Failpoints> failpoints;
     {
-      std::lock_guard<std::mutex> lock(failpoints_mu_);
+      absl::MutexLock lock(&failpoints_mu_);
       failpoints = failpoints_;
     }
     // Crashes the process here, or asks for a pause.
@@ -241,7 +242,7 @@ Status ThreadRuntime::SetFailpoints(std::string_view spec) {
   SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<Failpoints> parsed, Failpoints::Parse(spec));
   std::shared_ptr<const Failpoints> next;
   if (parsed->size() > 0) next = std::move(parsed);
-  std::lock_guard<std::mutex> lock(failpoints_mu_);
+  absl::MutexLock lock(&failpoints_mu_);
   any_failpoints_.store(next != nullptr, std::memory_order_release);
   failpoints_ = std::move(next);
   std::fprintf(stderr, "failpoints: %s\n",
@@ -250,7 +251,7 @@ Status ThreadRuntime::SetFailpoints(std::string_view spec) {
 }
 
 std::string ThreadRuntime::FailpointSpec() const {
-  std::lock_guard<std::mutex> lock(failpoints_mu_);
+  absl::MutexLock lock(&failpoints_mu_);
   return failpoints_ == nullptr ? std::string() : failpoints_->spec();
 }
 

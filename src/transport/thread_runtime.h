@@ -10,11 +10,12 @@
 // Thread-safety: every method is thread-safe. Shutdown (or the destructor) stops every process
 // and joins the tasks; it must not be called from a task.
 
+#include <absl/base/thread_annotations.h>
+#include <absl/synchronization/mutex.h>
+
 #include <atomic>
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -78,24 +79,25 @@ class ThreadRuntime final : public Runtime {
     bool alive = true;
     std::shared_ptr<Service> service;
   };
-  [[nodiscard]] uint64_t IncarnationOf(const Address& who);
-  [[nodiscard]] bool AliveLocked(const Address& who, uint64_t incarnation) const;
+  [[nodiscard]] uint64_t IncarnationOf(const Address& who) ABSL_LOCKS_EXCLUDED(mu_);
+  [[nodiscard]] bool AliveLocked(const Address& who, uint64_t incarnation) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::chrono::steady_clock::time_point start_;
-  mutable std::mutex mu_;
-  std::condition_variable stop_cv_;  // wakes sleepers when a process stops
-  std::map<Address, Process> processes_;
+  mutable absl::Mutex mu_;
+  absl::CondVar stop_cv_;  // wakes sleepers when a process stops
+  std::map<Address, Process> processes_ ABSL_GUARDED_BY(mu_);
   // Task threads by serial; a task that returns lists its serial in finished_, and the next
   // Spawn joins those, so that short tasks (a batch's concurrent calls) do not pile up.
-  std::map<uint64_t, std::thread> threads_;
-  std::vector<uint64_t> finished_;
-  uint64_t next_task_ = 0;
-  bool shutting_down_ = false;
-  uint64_t random_state_;
+  std::map<uint64_t, std::thread> threads_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> finished_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_task_ ABSL_GUARDED_BY(mu_) = 0;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t random_state_ ABSL_GUARDED_BY(mu_);
   // SHOAL_FAILPOINTS at start, or the last SetFailpoints; nullptr when none. `any_failpoints_`
   // lets Failpoint skip the lock when there are none.
-  mutable std::mutex failpoints_mu_;
-  std::shared_ptr<const Failpoints> failpoints_;  // guarded by failpoints_mu_
+  mutable absl::Mutex failpoints_mu_;
+  std::shared_ptr<const Failpoints> failpoints_ ABSL_GUARDED_BY(failpoints_mu_);
   std::atomic<bool> any_failpoints_{false};
 };
 
