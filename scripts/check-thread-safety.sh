@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks the thread-safety annotations (ABSL_GUARDED_BY, ABSL_EXCLUSIVE_LOCKS_REQUIRED, ...) of the
-# node, coordinator, client, transport and network layers with clang's -Wthread-safety.
+# node, coordinator, client, transport, network, remote-client and process layers with clang's
+# -Wthread-safety.
 #
 # usage: scripts/check-thread-safety.sh <build-dir> [path-regex]
 #
@@ -92,7 +93,7 @@ while IFS=$'\t' read -r file command; do
   done > "$tmp/$n.rsp"
   printf '%s\n' "$file" > "$tmp/$n.file"
 done < <(jq -r --arg only "$only" '.[]
-    | select(.file | test("/src/(node|client|transport|net|coordinator)/[^/]+\\.cc$"))
+    | select(.file | test("/src/(node|client|transport|net|coordinator|remote|process)/[^/]+\\.cc$"))
     | select(.file | test("_test\\.cc$") | not)
     | select(.file | test($only))
     | .file + "\t" + .command' "$db" | sort -u)
