@@ -29,6 +29,15 @@ class MoveExecutorTest : public PartsTest {
     return status;
   }
 
+  // The requests `id` received, but for the map publications.
+  std::vector<std::string> MoveCalls(NodeId id) {
+    std::vector<std::string> calls;
+    for (const auto& name : node(id).received()) {
+      if (name != "InstallMap") calls.push_back(name);
+    }
+    return calls;
+  }
+
   // Stores a transition of b0 from n1 to n2 in `stage`, as a task that ended left it.
   void LeaveTransition(TransitionMode mode, TransitionStage stage) {
     const MoveId move = committer_->NextMoveId();
@@ -63,11 +72,7 @@ TEST_F(MoveExecutorTest, CopyThenSwitchRunsEveryStepInOrderAndCommits) {
     EXPECT_EQ(b0.replicas, std::vector<NodeId>{kN2});
     EXPECT_FALSE(b0.transition.has_value());
     // The source exports, is fenced, and drops its copy once the commit is durable.
-    std::vector<std::string> source;
-    for (const auto& name : node(kN1).received()) {
-      if (name != "InstallMap") source.push_back(name);
-    }
-    EXPECT_EQ(source, (std::vector<std::string>{"ExportBucket", "Fence", "DropBucket"}));
+    EXPECT_EQ(MoveCalls(kN1), (std::vector<std::string>{"ExportBucket", "Fence", "DropBucket"}));
     // The destination checks in, ingests, catches up (rounds, then the drain to the fence).
     EXPECT_EQ(node(kN2).Count("IngestBucket"), 1);
     EXPECT_GE(node(kN2).Count("CatchUp"), 2);
@@ -107,11 +112,7 @@ TEST_F(MoveExecutorTest, SwitchThenCopyChecksInTheDestinationBeforeTheFenceAndCo
     EXPECT_EQ(b0.replicas, std::vector<NodeId>{kN2});
     EXPECT_FALSE(b0.transition.has_value());
     // The source: the fence before the switch, the seal before the commit, the drop.
-    std::vector<std::string> source;
-    for (const auto& name : node(kN1).received()) {
-      if (name != "InstallMap") source.push_back(name);
-    }
-    EXPECT_EQ(source, (std::vector<std::string>{"Fence", "Fence", "DropBucket"}));
+    EXPECT_EQ(MoveCalls(kN1), (std::vector<std::string>{"Fence", "Fence", "DropBucket"}));
     // The destination took the kPrepare map before anything else happened to the move.
     const auto destination = node(kN2).received();
     ASSERT_FALSE(destination.empty());
