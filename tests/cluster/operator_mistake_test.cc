@@ -104,13 +104,20 @@ TEST_F(OperatorMistakeTest, AddNodeWithoutAProcessIsRefused) {
   ExpectNoLoss(*workload_, nullptr);
 }
 
-// Node 4 checks in, is added, and is killed at once: whatever moves toward it began end without
-// it (at its check of the move, or at the transfer once it is down).
+// Node 4 checks in, is added, and is killed as soon as the first move toward it began (each move
+// is held 1.5 s after its BEGIN, so the kill lands before any switch however slow the build):
+// whatever moves toward it began end without it, at its check of the move.
 TEST_F(OperatorMistakeTest, NodeKilledRightAfterItWasAdded) {
-  ASSERT_NO_FATAL_FAILURE(StartCluster(""));
+  ASSERT_NO_FATAL_FAILURE(StartCluster("coordinator.after_begin=pause:1500"));
   ASSERT_TRUE(cluster_->StartNode(kJoiner).ok());
   ASSERT_TRUE(cluster_->AddNode(kJoiner).ok());
+  const std::string toward_joiner = "destination=" + std::to_string(kJoiner);
+  const auto until = Clock::now() + std::chrono::seconds(30);
+  while (!cluster_->LogShows(kCoordinator, toward_joiner) && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   cluster_->Kill(kJoiner);
+  EXPECT_TRUE(cluster_->LogShows(kCoordinator, toward_joiner)) << "no move toward node 4 began";
   ASSERT_NO_FATAL_FAILURE(ExpectNodeFourGoneWithoutLoss());
 }
 

@@ -325,6 +325,25 @@ Status ProcessCluster::AwaitBalanced(std::chrono::seconds timeout,
       fmt::format("not balanced after {} s; last: {}", timeout.count(), last));
 }
 
+Status ProcessCluster::AwaitReachable(uint32_t id, std::chrono::seconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  Status last = UnavailableError("not tried");
+  while (std::chrono::steady_clock::now() < until) {
+    // A fresh runtime asks the coordinator for its address book, as a new client would.
+    auto runtime = ClientRuntime();
+    if (runtime.ok()) {
+      auto answer = (*runtime)->Call(transport::Address::Node(NodeId(id)),
+                                     transport::GetMapRequest{}, 1'000'000);
+      if (answer.ok()) return OkStatus();
+      last = answer.status();
+    } else {
+      last = runtime.status();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return DeadlineExceededError(fmt::format("{} not reachable: {}", NameOf(id), last.ToString()));
+}
+
 Status ProcessCluster::AwaitLoadReported(std::chrono::seconds timeout,
                                          const std::function<void()>& each_poll) {
   const auto until = std::chrono::steady_clock::now() + timeout;

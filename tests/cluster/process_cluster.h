@@ -95,6 +95,9 @@ class ProcessCluster {
   // plans with them): OK, or kDeadlineExceeded with the last status.
   [[nodiscard]] Status AwaitLoadReported(std::chrono::seconds timeout,
                                          const std::function<void()>& each_poll = {});
+  // Until node `id` answers a call addressed through the coordinator's address book (a restarted
+  // node listens on a new port and is known there once it checked in): OK, or kDeadlineExceeded.
+  [[nodiscard]] Status AwaitReachable(uint32_t id, std::chrono::seconds timeout);
   // add-node / remove-node retry while the coordinator is unreachable, calling `hook` between
   // attempts (the test restarts dead processes there: the coordinator may die at a failpoint
   // right after accepting the request).

@@ -602,6 +602,9 @@ TEST_F(ScanDuringMoveTest, StreamedQueryRunsExactlyAgainAfterASourceKilledMidMov
 
   Status restarted = cluster_->Restart(victim);
   ASSERT_TRUE(restarted.ok()) << restarted;
+  // The second run starts once clients can find the node at its new port.
+  Status reachable = cluster_->AwaitReachable(victim, std::chrono::seconds(30));
+  ASSERT_TRUE(reachable.ok()) << reachable;
   MovePacer pacer(*cluster_, collection_id_, kPageSize);
   const uint64_t committed_between = MovesCommitted();
   const auto [again, again_status] = WalkStream(
