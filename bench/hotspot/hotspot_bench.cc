@@ -47,6 +47,7 @@
 #include "bench/hotspot/closed_loop.h"
 #include "include/shoal/shoal.h"
 #include "src/common/random.h"
+#include "src/common/status.h"
 
 namespace shoal::bench {
 namespace {

@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-#include "src/common/status.h"
+#include "include/shoal/status.h"
 
 namespace shoal {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "include/shoal/hotspot.h"
-#include "src/common/status.h"
+#include "include/shoal/status.h"
 
 namespace shoal {
 

@@ -451,7 +451,7 @@ class EntityMapper {
         binding.neutral = *options->neutral;
       } else {
         auto neutral = NeutralOf(options->fold);
-        if (!neutral.ok()) return fail(MessageOf(neutral.status()));
+        if (!neutral.ok()) return fail(neutral.status().message());
         binding.neutral = *std::move(neutral);
       }
       binding.options = *std::move(options);

@@ -175,7 +175,7 @@ struct Outcome {
 };
 
 std::string Show(const Outcome& o) {
-  std::string s = absl::StatusCodeToString(o.code);
+  std::string s = StatusCodeToString(o.code);
   for (const auto& v : o.values) s += " " + v;
   return s;
 }

@@ -152,7 +152,7 @@ StressReport RunStress(const StressConfig& config, metadata::MetadataStore& stor
         if (s.code() != want) {
           wrong.fetch_add(1);
           errors.Add(fmt::format("writer {} op {} on {}: got {} want {} ({})", w, op, key,
-                                 absl::StatusCodeToString(s.code()), absl::StatusCodeToString(want),
+                                 StatusCodeToString(s.code()), StatusCodeToString(want),
                                  s.ToString()));
         }
         operations.fetch_add(1);

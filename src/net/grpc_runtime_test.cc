@@ -417,8 +417,8 @@ TEST_P(GrpcRuntimeTest, CoordinatorListSkipsDeadAndStandbyCoordinators) {
 }
 
 TEST(CoordinatorsOfTest, ChecksEveryAddress) {
-  EXPECT_EQ(CoordinatorsOf("shoal://a:1,b:65535"), StatusOr<std::string>("a:1,b:65535"));
-  EXPECT_EQ(CoordinatorsOf("a:1"), StatusOr<std::string>("a:1"));
+  EXPECT_EQ(CoordinatorsOf("shoal://a:1,b:65535").value_or(std::string()), "a:1,b:65535");
+  EXPECT_EQ(CoordinatorsOf("a:1").value_or(std::string()), "a:1");
   EXPECT_EQ(CoordinatorsOf("shoal://a:1,").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(CoordinatorsOf("shoal://a:1,b").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(CoordinatorsOf("shoal://a:1,b:65536").status().code(), StatusCode::kInvalidArgument);

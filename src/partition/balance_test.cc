@@ -343,7 +343,7 @@ TEST(BalanceTest, SafetyCapReturnsInternal) {
   std::vector<BalanceBucket> buckets;
   for (uint32_t i = 0; i < 8; ++i) buckets.push_back(B(i, 1, 1));
   auto capped = Balance(buckets, Nodes({1, 2}), BalanceOptions{.max_steps = 2, .room = {}});
-  EXPECT_EQ(capped.status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(capped.status().code(), StatusCode::kInternal);
   auto enough = Balance(buckets, Nodes({1, 2}), BalanceOptions{.max_steps = 4, .room = {}});
   ASSERT_TRUE(enough.ok());
   EXPECT_EQ(enough->step2_moves, 4u);
@@ -351,13 +351,13 @@ TEST(BalanceTest, SafetyCapReturnsInternal) {
 
 TEST(BalanceTest, RejectsBadInputs) {
   const std::vector<BalanceBucket> one = {B(1, 1, 1)};
-  EXPECT_EQ(Balance(one, {}).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(Balance(one, Nodes({1, 1})).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Balance(one, {}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Balance(one, Nodes({1, 1})).status().code(), StatusCode::kInvalidArgument);
   const std::vector<BalanceBucket> same_id = {B(1, 1, 1), B(1, 2, 1)};
-  EXPECT_EQ(Balance(same_id, Nodes({1})).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Balance(same_id, Nodes({1})).status().code(), StatusCode::kInvalidArgument);
   const uint64_t max = std::numeric_limits<uint64_t>::max();
   const std::vector<BalanceBucket> overflow = {B(1, max, 1), B(2, 1, 1)};
-  EXPECT_EQ(Balance(overflow, Nodes({1})).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Balance(overflow, Nodes({1})).status().code(), StatusCode::kInvalidArgument);
   auto empty = Balance({}, Nodes({1}));
   ASSERT_TRUE(empty.ok());
   EXPECT_TRUE(empty->owners.empty());

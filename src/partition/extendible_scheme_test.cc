@@ -216,9 +216,9 @@ TEST(ExtendibleSchemeTest, SplitsStayOnTheirNodeUntilBalance) {
 
 TEST(ExtendibleSchemeTest, AddAndRemoveReportErrors) {
   auto scheme = Make(Options(1000), NodeRange(1, 1));
-  EXPECT_EQ(scheme->AddNode(NodeId(1)).code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(scheme->RemoveNode(NodeId(2)).code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(scheme->RemoveNode(NodeId(1)).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(scheme->AddNode(NodeId(1)).code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(scheme->RemoveNode(NodeId(2)).code(), StatusCode::kNotFound);
+  EXPECT_EQ(scheme->RemoveNode(NodeId(1)).code(), StatusCode::kFailedPrecondition);
   ASSERT_TRUE(scheme->AddNode(NodeId(2)).ok());
   EXPECT_EQ(scheme->Nodes(), NodeRange(1, 2));
   EXPECT_TRUE(scheme->CheckInvariants().ok());
@@ -299,12 +299,12 @@ TEST(ExtendibleSchemeTest, ConstructorRejectsBadInputs) {
   SchemeOptions options = Options(1000);
   options.theta_min_bytes = 600;  // theta max < 2 theta min
   EXPECT_EQ(NewExtendibleScheme(options, NodeRange(1, 1)).status().code(),
-            absl::StatusCode::kInvalidArgument);
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(NewExtendibleScheme(Options(1000), {}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+            StatusCode::kInvalidArgument);
   const std::vector<NodeId> twice = {NodeId(1), NodeId(1)};
   EXPECT_EQ(NewExtendibleScheme(Options(1000), twice).status().code(),
-            absl::StatusCode::kInvalidArgument);
+            StatusCode::kInvalidArgument);
   auto scheme = NewExtendibleScheme(Options(1000), NodeRange(1, 2));
   ASSERT_TRUE(scheme.ok());
   EXPECT_EQ((*scheme)->kind(), SchemeKind::kExtendible);

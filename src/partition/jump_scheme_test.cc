@@ -97,9 +97,9 @@ TEST(JumpSchemeTest, RemovingAnEarlierNodeMovesItsKeysToTheLastSlotNode) {
 
 TEST(JumpSchemeTest, AddAndRemoveReportErrors) {
   JumpScheme scheme(std::vector<NodeId>{NodeId(1)});
-  EXPECT_EQ(scheme.AddNode(NodeId(1)).code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(scheme.RemoveNode(NodeId(2)).code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(scheme.RemoveNode(NodeId(1)).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(scheme.AddNode(NodeId(1)).code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(scheme.RemoveNode(NodeId(2)).code(), StatusCode::kNotFound);
+  EXPECT_EQ(scheme.RemoveNode(NodeId(1)).code(), StatusCode::kFailedPrecondition);
   ASSERT_TRUE(scheme.AddNode(NodeId(2)).ok());
   EXPECT_EQ(scheme.Nodes(), (std::vector<NodeId>{NodeId(1), NodeId(2)}));
 }
@@ -107,9 +107,9 @@ TEST(JumpSchemeTest, AddAndRemoveReportErrors) {
 TEST(JumpSchemeTest, NewJumpSchemeValidates) {
   SchemeOptions options;
   options.kind = SchemeKind::kJump;
-  EXPECT_EQ(NewJumpScheme(options, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(NewJumpScheme(options, {}).status().code(), StatusCode::kInvalidArgument);
   const std::vector<NodeId> dup = {NodeId(3), NodeId(3)};
-  EXPECT_EQ(NewJumpScheme(options, dup).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(NewJumpScheme(options, dup).status().code(), StatusCode::kInvalidArgument);
   auto scheme = NewJumpScheme(options, NodeRange(1, 3));
   ASSERT_TRUE(scheme.ok());
   EXPECT_EQ((*scheme)->kind(), SchemeKind::kJump);

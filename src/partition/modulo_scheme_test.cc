@@ -17,9 +17,9 @@ TEST(ModuloSchemeTest, OwnerIsPointModN) {
 
 TEST(ModuloSchemeTest, AddAndRemoveReportErrors) {
   ModuloScheme scheme({NodeId(1)});
-  EXPECT_EQ(scheme.AddNode(NodeId(1)).code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(scheme.RemoveNode(NodeId(2)).code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(scheme.RemoveNode(NodeId(1)).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(scheme.AddNode(NodeId(1)).code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(scheme.RemoveNode(NodeId(2)).code(), StatusCode::kNotFound);
+  EXPECT_EQ(scheme.RemoveNode(NodeId(1)).code(), StatusCode::kFailedPrecondition);
   ASSERT_TRUE(scheme.AddNode(NodeId(2)).ok());
   EXPECT_EQ(scheme.Nodes(), (std::vector<NodeId>{NodeId(1), NodeId(2)}));
 }

@@ -248,18 +248,18 @@ TEST(RangeSchemeTest, ReinsertReplacesTheSizeAndUnknownEraseIsIgnored) {
 
 TEST(RangeSchemeTest, AddAndRemoveReportErrors) {
   auto scheme = Make(Options(1000, 500), NodeRange(1, 1));
-  EXPECT_EQ(scheme->AddNode(NodeId(1)).code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(scheme->RemoveNode(NodeId(2)).code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(scheme->RemoveNode(NodeId(1)).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(scheme->AddNode(NodeId(1)).code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(scheme->RemoveNode(NodeId(2)).code(), StatusCode::kNotFound);
+  EXPECT_EQ(scheme->RemoveNode(NodeId(1)).code(), StatusCode::kFailedPrecondition);
   ASSERT_TRUE(scheme->AddNode(NodeId(2)).ok());
   EXPECT_EQ(scheme->Nodes(), NodeRange(1, 2));
 }
 
 TEST(RangeSchemeTest, ConstructorRejectsBadInputs) {
   EXPECT_EQ(NewRangeScheme(Options(1000, 501), NodeRange(1, 1)).status().code(),
-            absl::StatusCode::kInvalidArgument);
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(NewRangeScheme(Options(1000, 500), {}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+            StatusCode::kInvalidArgument);
   auto scheme = NewRangeScheme(Options(1000, 500), NodeRange(1, 2));
   ASSERT_TRUE(scheme.ok());
   EXPECT_EQ((*scheme)->kind(), SchemeKind::kRange);

@@ -149,9 +149,9 @@ TEST(RendezvousSchemeTest, AddAndRemoveReportErrors) {
   for (uint32_t buckets : {0u, 16u}) {
     const std::array<NodeId, 1> nodes = {NodeId(1)};
     RendezvousScheme scheme(RendezvousOptions(buckets), nodes);
-    EXPECT_EQ(scheme.AddNode(NodeId(1)).code(), absl::StatusCode::kAlreadyExists);
-    EXPECT_EQ(scheme.RemoveNode(NodeId(2)).code(), absl::StatusCode::kNotFound);
-    EXPECT_EQ(scheme.RemoveNode(NodeId(1)).code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(scheme.AddNode(NodeId(1)).code(), StatusCode::kAlreadyExists);
+    EXPECT_EQ(scheme.RemoveNode(NodeId(2)).code(), StatusCode::kNotFound);
+    EXPECT_EQ(scheme.RemoveNode(NodeId(1)).code(), StatusCode::kFailedPrecondition);
     ASSERT_TRUE(scheme.AddNode(NodeId(2)).ok());
     EXPECT_EQ(scheme.Nodes(), (std::vector<NodeId>{NodeId(1), NodeId(2)}));
     ASSERT_TRUE(scheme.CheckInvariants().ok());
@@ -160,12 +160,12 @@ TEST(RendezvousSchemeTest, AddAndRemoveReportErrors) {
 
 TEST(RendezvousSchemeTest, NewRendezvousSchemeValidates) {
   EXPECT_EQ(NewRendezvousScheme(RendezvousOptions(0), {}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+            StatusCode::kInvalidArgument);
   const std::vector<NodeId> dup = {NodeId(3), NodeId(3)};
   EXPECT_EQ(NewRendezvousScheme(RendezvousOptions(0), dup).status().code(),
-            absl::StatusCode::kInvalidArgument);
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(NewRendezvousScheme(RendezvousOptions((1u << 20) + 1), NodeRange(1, 2)).status().code(),
-            absl::StatusCode::kInvalidArgument);
+            StatusCode::kInvalidArgument);
   auto scheme = NewRendezvousScheme(RendezvousOptions(4, 1), NodeRange(1, 2));
   ASSERT_TRUE(scheme.ok());
   EXPECT_EQ((*scheme)->kind(), SchemeKind::kRendezvous);

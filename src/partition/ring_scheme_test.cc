@@ -271,10 +271,10 @@ TEST(RingSchemeTest, InitialOrderDoesNotMatter) {
 TEST(RingSchemeTest, AddAndRemoveReportErrors) {
   const std::array<NodeId, 1> nodes = {NodeId(1)};
   RingScheme ring(RingOptions(4), nodes);
-  EXPECT_EQ(ring.AddNode(NodeId(1)).code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(ring.RemoveNode(NodeId(2)).code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(ring.RemoveNode(NodeId(1)).code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(ring.AddNodeWithTokens(NodeId(2), {}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ring.AddNode(NodeId(1)).code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(ring.RemoveNode(NodeId(2)).code(), StatusCode::kNotFound);
+  EXPECT_EQ(ring.RemoveNode(NodeId(1)).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ring.AddNodeWithTokens(NodeId(2), {}).code(), StatusCode::kInvalidArgument);
   ASSERT_TRUE(ring.AddNode(NodeId(2)).ok());
   EXPECT_EQ(ring.Nodes(), (std::vector<NodeId>{NodeId(1), NodeId(2)}));
   EXPECT_EQ(ring.tokens().size(), 8u);
@@ -286,12 +286,12 @@ TEST(RingSchemeTest, AddAndRemoveReportErrors) {
 
 TEST(RingSchemeTest, NewRingSchemeValidates) {
   SchemeOptions options = RingOptions(8);
-  EXPECT_EQ(NewRingScheme(options, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(NewRingScheme(options, {}).status().code(), StatusCode::kInvalidArgument);
   const std::vector<NodeId> dup = {NodeId(1), NodeId(1)};
-  EXPECT_EQ(NewRingScheme(options, dup).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(NewRingScheme(options, dup).status().code(), StatusCode::kInvalidArgument);
   options.vnodes = 0;
   EXPECT_EQ(NewRingScheme(options, NodeRange(1, 2)).status().code(),
-            absl::StatusCode::kInvalidArgument);
+            StatusCode::kInvalidArgument);
   auto scheme = NewRingScheme(RingOptions(8), NodeRange(1, 2));
   ASSERT_TRUE(scheme.ok());
   EXPECT_EQ((*scheme)->kind(), SchemeKind::kRing);

@@ -137,9 +137,9 @@ TEST(StaticSchemeTest, StaysBalancedThroughChurn) {
 
 TEST(StaticSchemeTest, AddAndRemoveReportErrors) {
   StaticScheme scheme(StaticOptions(16), std::vector<NodeId>{NodeId(1)});
-  EXPECT_EQ(scheme.AddNode(NodeId(1)).code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(scheme.RemoveNode(NodeId(2)).code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(scheme.RemoveNode(NodeId(1)).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(scheme.AddNode(NodeId(1)).code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(scheme.RemoveNode(NodeId(2)).code(), StatusCode::kNotFound);
+  EXPECT_EQ(scheme.RemoveNode(NodeId(1)).code(), StatusCode::kFailedPrecondition);
   ASSERT_TRUE(scheme.AddNode(NodeId(2)).ok());
   EXPECT_EQ(scheme.Nodes(), (std::vector<NodeId>{NodeId(1), NodeId(2)}));
   EXPECT_EQ(Counts(scheme), (std::vector<uint32_t>{8, 8}));
@@ -147,12 +147,12 @@ TEST(StaticSchemeTest, AddAndRemoveReportErrors) {
 
 TEST(StaticSchemeTest, NewStaticSchemeValidates) {
   EXPECT_EQ(NewStaticScheme(StaticOptions(8), {}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+            StatusCode::kInvalidArgument);
   const std::vector<NodeId> dup = {NodeId(3), NodeId(3)};
   EXPECT_EQ(NewStaticScheme(StaticOptions(8), dup).status().code(),
-            absl::StatusCode::kInvalidArgument);
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(NewStaticScheme(StaticOptions(0), NodeRange(1, 2)).status().code(),
-            absl::StatusCode::kInvalidArgument);
+            StatusCode::kInvalidArgument);
   auto scheme = NewStaticScheme(StaticOptions(8), NodeRange(1, 2));
   ASSERT_TRUE(scheme.ok());
   EXPECT_EQ((*scheme)->kind(), SchemeKind::kStatic);

@@ -222,7 +222,7 @@ TEST_F(ZooKeeperCoordinatorTest, StaleLeaderCoordinatorCannotCommit) {
   std::unique_ptr<metadata::ZooKeeperMetadataStore> store = *std::move(opened);
   metadata::LeaderElection stale(*store, "coordinator/", "stale", std::chrono::milliseconds(2'000));
   metadata::LeaderElection fresh(*store, "coordinator/", "fresh", std::chrono::milliseconds(2'000));
-  ASSERT_EQ(stale.TryAcquire(), StatusOr<bool>(true));
+  ASSERT_EQ(stale.TryAcquire().value_or(false), true);
   metadata::FencedMetadataStore fenced(*store, [&] { return stale.Fence(); });
   auto runtime = net::GrpcRuntime::Start({.listen = "127.0.0.1:0",
                                           .advertise = {},
@@ -242,7 +242,7 @@ TEST_F(ZooKeeperCoordinatorTest, StaleLeaderCoordinatorCannotCommit) {
   // The stale leader's session ends behind its back (as when it is paused for longer than the
   // session timeout); the other candidate takes over.
   ASSERT_TRUE(store->CloseSession(*stale.session()).ok());
-  ASSERT_EQ(fresh.TryAcquire(), StatusOr<bool>(true));
+  ASSERT_EQ(fresh.TryAcquire().value_or(false), true);
   EXPECT_EQ(fresh.epoch(), std::optional<uint64_t>(2));
 
   const Status added = coordinator->AddNode(NodeId(3));

@@ -4,14 +4,11 @@
 
 #include <string>
 
-#include "absl/strings/cord.h"
 
 namespace shoal::storage {
 namespace {
 
 constexpr std::string_view kPayloadUrl = "shoal.storage/ErrorReason";
-
-absl::string_view ToAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 }  // namespace
 
@@ -77,15 +74,14 @@ StatusCode CodeOf(ErrorReason reason) {
 Status StorageError(ErrorReason reason, std::string_view message) {
   Status status = MakeStatus(CodeOf(reason), message);
   const char tag = static_cast<char>(reason);
-  status.SetPayload(ToAbsl(kPayloadUrl), absl::Cord(absl::string_view(&tag, 1)));
+  status.SetPayload(kPayloadUrl, std::string_view(&tag, 1));
   return status;
 }
 
 std::optional<ErrorReason> ReasonOf(const Status& status) {
-  auto payload = status.GetPayload(ToAbsl(kPayloadUrl));
+  auto payload = status.GetPayload(kPayloadUrl);
   if (!payload.has_value() || payload->size() != 1) return std::nullopt;
-  const std::string bytes(*payload);
-  const auto value = static_cast<uint8_t>(bytes[0]);
+  const auto value = static_cast<uint8_t>((*payload)[0]);
   if (value > static_cast<uint8_t>(kLastErrorReason)) return std::nullopt;
   return static_cast<ErrorReason>(value);
 }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "src/storage/errors.h"
 
 namespace shoal::storage {

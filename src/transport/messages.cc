@@ -2,15 +2,12 @@
 
 #include <fmt/format.h>
 
-#include "absl/strings/cord.h"
 #include "src/common/overloaded.h"
 
 namespace shoal::transport {
 namespace {
 
 constexpr std::string_view kPayloadUrl = "shoal.cluster/ClusterError";
-
-absl::string_view ToAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 StatusCode CodeOf(ClusterError error) {
   switch (error) {
@@ -40,15 +37,14 @@ std::string Address::DebugString() const {
 Status MakeClusterError(ClusterError error, std::string_view message) {
   Status status = MakeStatus(CodeOf(error), message);
   const char tag = static_cast<char>(error);
-  status.SetPayload(ToAbsl(kPayloadUrl), absl::Cord(absl::string_view(&tag, 1)));
+  status.SetPayload(kPayloadUrl, std::string_view(&tag, 1));
   return status;
 }
 
 std::optional<ClusterError> ClusterErrorOf(const Status& status) {
-  auto payload = status.GetPayload(ToAbsl(kPayloadUrl));
+  auto payload = status.GetPayload(kPayloadUrl);
   if (!payload.has_value() || payload->size() != 1) return std::nullopt;
-  const std::string bytes(*payload);
-  const auto value = static_cast<uint8_t>(bytes[0]);
+  const auto value = static_cast<uint8_t>((*payload)[0]);
   if (value < 1 || value > static_cast<uint8_t>(ClusterError::kStaleMove)) return std::nullopt;
   return static_cast<ClusterError>(value);
 }

@@ -45,7 +45,7 @@ std::vector<std::string> Trace(uint64_t seed, double loss) {
         auto r = sim.Call(Address::Node(NodeId(1)), Get(std::to_string(c * 100 + i)), 20000);
         trace.push_back(r.ok() ? std::get<GetResponse>(r->body).document.primary_key + "@" +
                                      std::to_string(sim.Now())
-                               : std::string(absl::StatusCodeToString(r.status().code())));
+                               : std::string(StatusCodeToString(r.status().code())));
       }
     });
   }

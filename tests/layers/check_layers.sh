@@ -10,8 +10,10 @@ cd "$1"
 # The folders a folder may include, besides itself.
 allowed() {
   case "$1" in
-    include/shoal) echo "src/common" ;;
-    src/common) echo "" ;;
+    # Public headers include only public headers (and standard ones: see below).
+    include/shoal) echo "" ;;
+    # The implementation of the public status type (include/shoal/status.h).
+    src/common) echo "include/shoal" ;;
     src/partition) echo "src/common" ;;
     src/cluster) echo "src/common src/partition" ;;
     src/storage) echo "src/common" ;;
@@ -59,6 +61,19 @@ for dir in include/shoal src/common src/partition src/cluster src/storage src/me
           ;;
       esac
     done
+  done
+done
+# Public headers name no third-party type: besides public headers they include only standard
+# headers (no extension, no folder), except the opt-in JSON forms of hotspot_json.h.
+for file in include/shoal/*.h; do
+  for used in $(sed -n -E 's,^#include <([^>]+)>.*,\1,p' "$file"); do
+    case "$(basename "$file"):$used" in
+      hotspot_json.h:nlohmann/json.hpp) ;;
+      *.h:*/* | *.h:*.h | *.h:*.hpp)
+        echo "$file includes <$used>, which is not a standard header"
+        status=1
+        ;;
+    esac
   done
 done
 [ "$status" -eq 0 ] && echo "every folder includes only itself and the folders below it"

@@ -32,7 +32,7 @@ void PrintResult(const BatchLine& line, const StatusOr<uint64_t>& result, bool j
     if (result.ok()) {
       out["version"] = *result;
     } else {
-      out["error"] = {{"code", std::string(absl::StatusCodeToString(result.status().code()))},
+      out["error"] = {{"code", std::string(StatusCodeToString(result.status().code()))},
                       {"message", std::string(MessageOf(result.status()))}};
     }
     std::printf("%s\n", out.dump().c_str());
@@ -41,7 +41,7 @@ void PrintResult(const BatchLine& line, const StatusOr<uint64_t>& result, bool j
                 static_cast<unsigned long long>(*result));
   } else {
     std::printf("line %zu %s: error %s: %s\n", line.line, line.write.key.c_str(),
-                std::string(absl::StatusCodeToString(result.status().code())).c_str(),
+                std::string(StatusCodeToString(result.status().code())).c_str(),
                 std::string(MessageOf(result.status())).c_str());
   }
 }

@@ -392,7 +392,7 @@ StatusOr<std::unique_ptr<net::GrpcRuntime>> StartCommandRuntime(const std::strin
 }
 
 int FailCommand(const Status& status) {
-  const std::string code(absl::StatusCodeToString(status.code()));
+  const std::string code(StatusCodeToString(status.code()));
   const auto reason = storage::ReasonOf(status);
   const std::string_view reason_name =
       reason.has_value() ? storage::ErrorReasonName(*reason) : std::string_view();
