@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <random>
 
 #include "src/storage/codec.h"
 #include "src/storage/collection_name.h"
@@ -17,6 +18,7 @@ namespace {
 // Meta column family keys (bucket entries: local_directory.h).
 constexpr std::string_view kFormatKey = "F";
 constexpr std::string_view kVersionKey = "V";
+constexpr std::string_view kStoreIdKey = "I";
 constexpr char kCollectionPrefix = 'c';
 constexpr uint8_t kStoreFormatV1 = 1;
 constexpr uint8_t kCollectionFormatV1 = 1;
@@ -115,6 +117,8 @@ Status BucketStore::LoadMeta() {
     }
   }
 
+  SHOAL_RETURN_IF_ERROR(LoadStoreId());
+
   uint64_t reserved = 0;
   s = db_->Get(rocksdb::ReadOptions(), meta_, ToSlice(kVersionKey), &value);
   if (s.ok()) {
@@ -148,6 +152,29 @@ Status BucketStore::LoadMeta() {
     }
   }
   return FromRocks(it->status(), "load meta");
+}
+
+Status BucketStore::LoadStoreId() {
+  std::string value;
+  const rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta_, ToSlice(kStoreIdKey), &value);
+  if (s.ok()) {
+    if (value.size() != 8) return StorageError(ErrorReason::kCorruption, "bad store id record");
+    store_id_ = DecodeBigEndian64(value.data());
+    if (store_id_ == 0) return StorageError(ErrorReason::kCorruption, "store id 0");
+    return OkStatus();
+  }
+  if (!s.IsNotFound()) return FromRocks(s, "read store id");
+  // A new store, or one created before stores had ids: draw one and make it durable before the
+  // store is used, so that no write is ever acknowledged under an id a crash could change.
+  std::random_device random;
+  while (store_id_ == 0) {
+    store_id_ = (static_cast<uint64_t>(random()) << 32) ^ static_cast<uint64_t>(random());
+  }
+  std::string encoded;
+  AppendBigEndian64(store_id_, &encoded);
+  rocksdb::WriteOptions sync_write;
+  sync_write.sync = true;
+  return FromRocks(db_->Put(sync_write, meta_, ToSlice(kStoreIdKey), encoded), "write store id");
 }
 
 void BucketStore::SyncLoop() {

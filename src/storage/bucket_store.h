@@ -4,9 +4,9 @@
 // range of points) is one contiguous key range. Design and measurements: docs/design/storage.md.
 //
 // Layout. Column family "documents": key [point BE 8][collection id BE 4][primary key], value
-// [format][flags][version BE 8][JSON body] (codec.h). Column family "meta": the store format, the
-// version reservation, the collection registry and the local directory. A bucket is therefore
-// one range over all collections: one SST set per move, one DeleteRange per drop; a collection
+// [format][flags][version BE 8][JSON body] (codec.h). Column family "meta": the store format,
+// the store id, the version reservation, the collection registry and the local directory. A
+// bucket is therefore one range over all collections: one SST set per move, one DeleteRange per drop; a collection
 // scan filters on the collection id.
 //
 // Contract:
@@ -157,6 +157,12 @@ class BucketStore {
   // Idempotent. Other calls after Close are programmer errors.
   [[nodiscard]] Status Close();
 
+  // A random non-zero id drawn when the store is created (or first opened without one) and
+  // durable before Open returns; it never changes. A wiped or replaced data directory has another
+  // id, so that a copy it once held is never taken for one it still holds
+  // (docs/design/replication.md §4.6).
+  [[nodiscard]] uint64_t store_id() const { return store_id_; }
+
   // --- collections (idempotent create; ids are assigned by the cluster) ---
   [[nodiscard]] Status CreateCollection(const CollectionSpec& spec);
   [[nodiscard]] StatusOr<CollectionSpec> GetCollection(CollectionId id) const;
@@ -289,6 +295,8 @@ class BucketStore {
   explicit BucketStore(const StoreOptions& options);
   [[nodiscard]] Status OpenEngine();
   [[nodiscard]] Status LoadMeta();
+  // Reads the store id, or draws and writes one (sync) when the store has none.
+  [[nodiscard]] Status LoadStoreId();
   void SyncLoop();
 
   [[nodiscard]] Status CheckCollection(CollectionId id) const;
@@ -321,6 +329,7 @@ class BucketStore {
   rocksdb::ColumnFamilyHandle* meta_ = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   std::unique_ptr<VersionClock> clock_;
+  uint64_t store_id_ = 0;  // set by Open, constant after
   std::unique_ptr<DiskSpaceGuard> space_;
 
   struct alignas(64) Stripe {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -165,6 +166,29 @@ TEST_F(BucketStoreTest, VersionsAndDataSurviveReopen) {
   }
   SHOAL_ASSERT_OK_AND_ASSIGN(uint64_t next, store_->Upsert(kC, "k0", DocBody(0)));
   EXPECT_GT(next, last);
+}
+
+// The store id is drawn at creation and kept: the same after reopening, another in another
+// directory, and another once the directory is wiped and created again.
+TEST_F(BucketStoreTest, StoreIdIsKeptUntilTheDirectoryIsWiped) {
+  const uint64_t id = store_->store_id();
+  EXPECT_NE(id, 0u);
+  Reopen();
+  EXPECT_EQ(store_->store_id(), id);
+
+  auto other = OpenTestStore(TestOptions(dir_.Sub("other")));
+  ASSERT_NE(other, nullptr);
+  EXPECT_NE(other->store_id(), 0u);
+  EXPECT_NE(other->store_id(), id);
+  SHOAL_ASSERT_OK(other->Close());
+
+  SHOAL_ASSERT_OK(store_->Close());
+  store_.reset();
+  std::filesystem::remove_all(dir_.Sub("db"));
+  store_ = OpenTestStore(TestOptions(dir_.Sub("db")));
+  ASSERT_NE(store_, nullptr);
+  EXPECT_NE(store_->store_id(), 0u);
+  EXPECT_NE(store_->store_id(), id);
 }
 
 TEST_F(BucketStoreTest, CollectionRegistry) {
