@@ -37,12 +37,23 @@ TEST(StatusTest, ErrorsCarryCodeAndMessage) {
 
 // The codes are gRPC's, number for number: a status crosses the wire as its number.
 TEST(StatusTest, CodesHaveGrpcNumbersAndNames) {
-  const std::vector<std::string> names = {
-      "OK",        "CANCELLED",        "UNKNOWN",           "INVALID_ARGUMENT",
-      "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",   "PERMISSION_DENIED",
-      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL",     "UNAVAILABLE",       "DATA_LOSS",
-      "UNAUTHENTICATED"};
+  const std::vector<std::string> names = {"OK",
+                                          "CANCELLED",
+                                          "UNKNOWN",
+                                          "INVALID_ARGUMENT",
+                                          "DEADLINE_EXCEEDED",
+                                          "NOT_FOUND",
+                                          "ALREADY_EXISTS",
+                                          "PERMISSION_DENIED",
+                                          "RESOURCE_EXHAUSTED",
+                                          "FAILED_PRECONDITION",
+                                          "ABORTED",
+                                          "OUT_OF_RANGE",
+                                          "UNIMPLEMENTED",
+                                          "INTERNAL",
+                                          "UNAVAILABLE",
+                                          "DATA_LOSS",
+                                          "UNAUTHENTICATED"};
   for (int code = 0; code < static_cast<int>(names.size()); ++code) {
     EXPECT_EQ(StatusCodeToString(static_cast<StatusCode>(code)), names[code]);
   }

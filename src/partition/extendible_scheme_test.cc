@@ -300,8 +300,7 @@ TEST(ExtendibleSchemeTest, ConstructorRejectsBadInputs) {
   options.theta_min_bytes = 600;  // theta max < 2 theta min
   EXPECT_EQ(NewExtendibleScheme(options, NodeRange(1, 1)).status().code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(NewExtendibleScheme(Options(1000), {}).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(NewExtendibleScheme(Options(1000), {}).status().code(), StatusCode::kInvalidArgument);
   const std::vector<NodeId> twice = {NodeId(1), NodeId(1)};
   EXPECT_EQ(NewExtendibleScheme(Options(1000), twice).status().code(),
             StatusCode::kInvalidArgument);

@@ -258,8 +258,7 @@ TEST(RangeSchemeTest, AddAndRemoveReportErrors) {
 TEST(RangeSchemeTest, ConstructorRejectsBadInputs) {
   EXPECT_EQ(NewRangeScheme(Options(1000, 501), NodeRange(1, 1)).status().code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(NewRangeScheme(Options(1000, 500), {}).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(NewRangeScheme(Options(1000, 500), {}).status().code(), StatusCode::kInvalidArgument);
   auto scheme = NewRangeScheme(Options(1000, 500), NodeRange(1, 2));
   ASSERT_TRUE(scheme.ok());
   EXPECT_EQ((*scheme)->kind(), SchemeKind::kRange);

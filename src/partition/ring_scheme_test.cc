@@ -290,8 +290,7 @@ TEST(RingSchemeTest, NewRingSchemeValidates) {
   const std::vector<NodeId> dup = {NodeId(1), NodeId(1)};
   EXPECT_EQ(NewRingScheme(options, dup).status().code(), StatusCode::kInvalidArgument);
   options.vnodes = 0;
-  EXPECT_EQ(NewRingScheme(options, NodeRange(1, 2)).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(NewRingScheme(options, NodeRange(1, 2)).status().code(), StatusCode::kInvalidArgument);
   auto scheme = NewRingScheme(RingOptions(8), NodeRange(1, 2));
   ASSERT_TRUE(scheme.ok());
   EXPECT_EQ((*scheme)->kind(), SchemeKind::kRing);

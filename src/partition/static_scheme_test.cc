@@ -146,11 +146,9 @@ TEST(StaticSchemeTest, AddAndRemoveReportErrors) {
 }
 
 TEST(StaticSchemeTest, NewStaticSchemeValidates) {
-  EXPECT_EQ(NewStaticScheme(StaticOptions(8), {}).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(NewStaticScheme(StaticOptions(8), {}).status().code(), StatusCode::kInvalidArgument);
   const std::vector<NodeId> dup = {NodeId(3), NodeId(3)};
-  EXPECT_EQ(NewStaticScheme(StaticOptions(8), dup).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(NewStaticScheme(StaticOptions(8), dup).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(NewStaticScheme(StaticOptions(0), NodeRange(1, 2)).status().code(),
             StatusCode::kInvalidArgument);
   auto scheme = NewStaticScheme(StaticOptions(8), NodeRange(1, 2));
