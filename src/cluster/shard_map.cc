@@ -76,10 +76,11 @@ std::string BucketPlacement::DebugString() const {
   return text;
 }
 
-ShardMap::ShardMap(MapEpoch epoch, uint32_t replication_factor, std::vector<NodeInfo> nodes,
-                   std::vector<BucketPlacement> buckets)
+ShardMap::ShardMap(MapEpoch epoch, uint32_t replication_factor, uint32_t min_in_sync,
+                   std::vector<NodeInfo> nodes, std::vector<BucketPlacement> buckets)
     : epoch_(epoch),
       replication_factor_(replication_factor),
+      min_in_sync_(min_in_sync),
       nodes_(std::move(nodes)),
       buckets_(std::move(buckets)) {
   std::sort(nodes_.begin(), nodes_.end(),
@@ -123,13 +124,16 @@ StatusOr<ShardMap> ShardMap::Initial(const InitialOptions& options) {
                        .replicas = std::move(replicas),
                        .transition = std::nullopt});
   }
-  return Create(MapEpoch(1), options.replication_factor, std::move(nodes), std::move(buckets));
+  return Create(MapEpoch(1), options.replication_factor, std::move(nodes), std::move(buckets),
+                options.min_in_sync);
 }
 
 StatusOr<ShardMap> ShardMap::Create(MapEpoch epoch, uint32_t replication_factor,
                                     std::vector<NodeInfo> nodes,
-                                    std::vector<BucketPlacement> buckets) {
-  ShardMap map(epoch, replication_factor, std::move(nodes), std::move(buckets));
+                                    std::vector<BucketPlacement> buckets,
+                                    uint32_t min_in_sync) {
+  if (min_in_sync == 0) min_in_sync = DefaultMinInSync(replication_factor);
+  ShardMap map(epoch, replication_factor, min_in_sync, std::move(nodes), std::move(buckets));
   Status status = map.CheckInvariants();
   if (!status.ok()) return InvalidArgumentError(MessageOf(status));
   return map;
@@ -215,6 +219,10 @@ MoveId ShardMap::NextMoveId() const {
 Status ShardMap::CheckInvariants() const {
   if (epoch_.value() == 0) return InternalError("shard map: epoch must be at least 1");
   if (replication_factor_ == 0) return InternalError("shard map: replication factor is 0");
+  if (min_in_sync_ == 0 || min_in_sync_ > replication_factor_) {
+    return InternalError(fmt::format("shard map: min_in_sync {} not in [1, K={}]", min_in_sync_,
+                                     replication_factor_));
+  }
   if (nodes_.empty()) return InternalError("shard map: no nodes");
   for (size_t i = 1; i < nodes_.size(); ++i) {
     if (nodes_[i - 1].id == nodes_[i].id) {
@@ -242,6 +250,10 @@ Status ShardMap::CheckInvariants() const {
   std::set<MoveId> moves;
   for (const BucketPlacement& bucket : buckets_) {
     SHOAL_RETURN_IF_ERROR(CheckReplicaList(*this, bucket, bucket.replicas, "replicas"));
+    if (bucket.term.value() == 0 || bucket.term.value() > epoch_.value()) {
+      return InternalError(fmt::format("bucket {}: term {} not in [1, {}]", bucket.id.DebugString(),
+                                       bucket.term.value(), epoch_.value()));
+    }
     if (!bucket.transition.has_value()) continue;
     const BucketTransition& t = *bucket.transition;
     const std::string name = bucket.id.DebugString();
@@ -278,8 +290,12 @@ std::string ShardMap::DebugString() const {
                         : fmt::format("{}({})", info.id.DebugString(), ToString(info.state)));
   }
   std::string text =
-      fmt::format("ShardMap{{{} K={} nodes=[{}] buckets={}}}\n", epoch_.DebugString(),
-                  replication_factor_, fmt::join(nodes, ","), buckets_.size());
+      fmt::format("ShardMap{{{} K={}{} nodes=[{}] buckets={}}}\n", epoch_.DebugString(),
+                  replication_factor_,
+                  min_in_sync_ == DefaultMinInSync(replication_factor_)
+                      ? std::string()
+                      : fmt::format(" min_in_sync={}", min_in_sync_),
+                  fmt::join(nodes, ","), buckets_.size());
   for (const BucketPlacement& bucket : buckets_) {
     text += "  ";
     text += bucket.DebugString();

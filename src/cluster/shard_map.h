@@ -14,6 +14,9 @@
 //     on they equal its destination. Rolling back is dropping the transition. Move ids are
 //     distinct. Only storable stages (transition.h) appear.
 //   - The epoch is at least 1 and changes only through Apply (shard_map_edit.h), by exactly one.
+//   - Every bucket's term is in [1, epoch]; 1 <= min_in_sync <= K (docs/design/replication.md
+//     §2: the term is the epoch at which the bucket's primary was appointed; min_in_sync is the
+//     fewest in-sync copies a write may be acknowledged with).
 //
 // Readers share a std::shared_ptr<const ShardMap> and never lock: the object is immutable after
 // construction, so every const method is thread-safe.
@@ -44,6 +47,8 @@ enum class NodeState : uint8_t {
 struct NodeInfo {
   NodeId id;
   NodeState state = NodeState::kActive;
+  // The store incarnation (BucketStore::store_id) whose copies the map lists; 0 = not bound yet.
+  uint64_t store_id = 0;
   friend bool operator==(const NodeInfo&, const NodeInfo&) = default;
 };
 
@@ -53,6 +58,7 @@ struct BucketPlacement {
   BucketRange range;
   std::vector<NodeId> replicas;                // stable placement, primary first
   std::optional<BucketTransition> transition;  // the in-flight move, beside `replicas`
+  Term term{1};                                // the epoch at which replicas[0] became primary
 
   // The replicas the bucket will have once its move (if any) completes: the destination of a
   // transition, else the stable replicas. Planners treat moves in flight as done with this.
@@ -75,19 +81,26 @@ class ShardMap {
     std::vector<NodeId> nodes;        // non-empty, distinct
     uint32_t bucket_count = 1;        // >= 1; equal ranges
     uint32_t replication_factor = 1;  // K, 1 <= K <= nodes.size()
+    uint32_t min_in_sync = 0;         // 1..K; 0 = DefaultMinInSync(K)
   };
+  // A majority of K: floor(K / 2) + 1.
+  [[nodiscard]] static uint32_t DefaultMinInSync(uint32_t replication_factor) {
+    return replication_factor / 2 + 1;
+  }
   // The first map, epoch e1: bucket_count equal ranges with ids b0, b1, ... in point order,
   // replicas of bucket i = nodes (sorted) i, i+1, ..., i+K-1 modulo n.
   [[nodiscard]] static StatusOr<ShardMap> Initial(const InitialOptions& options);
 
   // A map from its parts (nodes and buckets in any order; they are sorted). InvalidArgument if
-  // the result would violate the contract above.
+  // the result would violate the contract above. min_in_sync 0 = DefaultMinInSync(K).
   [[nodiscard]] static StatusOr<ShardMap> Create(MapEpoch epoch, uint32_t replication_factor,
                                                  std::vector<NodeInfo> nodes,
-                                                 std::vector<BucketPlacement> buckets);
+                                                 std::vector<BucketPlacement> buckets,
+                                                 uint32_t min_in_sync = 0);
 
   [[nodiscard]] MapEpoch epoch() const { return epoch_; }
   [[nodiscard]] uint32_t replication_factor() const { return replication_factor_; }
+  [[nodiscard]] uint32_t min_in_sync() const { return min_in_sync_; }
   // Sorted by id.
   [[nodiscard]] std::span<const NodeInfo> nodes() const { return nodes_; }
   // Sorted by range begin; covers the hash space.
@@ -122,15 +135,16 @@ class ShardMap {
 
   friend bool operator==(const ShardMap& a, const ShardMap& b) {
     return a.epoch_ == b.epoch_ && a.replication_factor_ == b.replication_factor_ &&
-           a.nodes_ == b.nodes_ && a.buckets_ == b.buckets_;
+           a.min_in_sync_ == b.min_in_sync_ && a.nodes_ == b.nodes_ && a.buckets_ == b.buckets_;
   }
 
  private:
-  ShardMap(MapEpoch epoch, uint32_t replication_factor, std::vector<NodeInfo> nodes,
-           std::vector<BucketPlacement> buckets);
+  ShardMap(MapEpoch epoch, uint32_t replication_factor, uint32_t min_in_sync,
+           std::vector<NodeInfo> nodes, std::vector<BucketPlacement> buckets);
 
   MapEpoch epoch_;
   uint32_t replication_factor_ = 1;
+  uint32_t min_in_sync_ = 1;
   std::vector<NodeInfo> nodes_;                  // sorted by id, distinct
   std::vector<BucketPlacement> buckets_;         // sorted by begin, total
   absl::flat_hash_map<BucketId, size_t> by_id_;  // id -> index in buckets_

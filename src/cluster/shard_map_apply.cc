@@ -11,13 +11,16 @@ namespace shoal::cluster {
 namespace {
 
 // The parts of a map while an edit is applied to them; turned into a ShardMap (which checks
-// every invariant) at the end.
+// every invariant) at the end. A bucket whose primary changes gets the new epoch as its term
+// (docs/design/replication.md §2): a commit that puts another node first, and a merge.
 class Draft {
  public:
-  explicit Draft(const ShardMap& map)
+  Draft(const ShardMap& map, MapEpoch next_epoch)
       : nodes_(map.nodes().begin(), map.nodes().end()),
         buckets_(map.buckets().begin(), map.buckets().end()),
-        replication_factor_(map.replication_factor()) {}
+        replication_factor_(map.replication_factor()),
+        min_in_sync_(map.min_in_sync()),
+        next_term_(next_epoch.value()) {}
 
   Status operator()(const edit::AddNode& op) {
     if (FindNode(op.node) != nullptr) {
@@ -91,6 +94,8 @@ class Draft {
     }
     SHOAL_ASSIGN_OR_RETURN(buckets_[left].range,
                            buckets_[left].range.MergeWith(buckets_[right].range));
+    // The merged bucket starts a history of its own.
+    buckets_[left].term = next_term_;
     buckets_.erase(buckets_.begin() + static_cast<ptrdiff_t>(right));
     return OkStatus();
   }
@@ -158,7 +163,9 @@ class Draft {
       return FailedPreconditionError(fmt::format("{} cannot commit yet", t->DebugString()));
     }
     t->stage = TransitionStage::kCommitted;
-    buckets_[*BucketIndex(op.bucket)].replicas = t->destination;
+    BucketPlacement& bucket = buckets_[*BucketIndex(op.bucket)];
+    if (t->destination.front() != t->source.front()) bucket.term = next_term_;
+    bucket.replicas = t->destination;
     return OkStatus();
   }
 
@@ -183,7 +190,8 @@ class Draft {
   }
 
   StatusOr<ShardMap> Finish(MapEpoch epoch) && {
-    return ShardMap::Create(epoch, replication_factor_, std::move(nodes_), std::move(buckets_));
+    return ShardMap::Create(epoch, replication_factor_, std::move(nodes_), std::move(buckets_),
+                            min_in_sync_);
   }
 
  private:
@@ -222,6 +230,8 @@ class Draft {
   std::vector<NodeInfo> nodes_;
   std::vector<BucketPlacement> buckets_;
   uint32_t replication_factor_;
+  uint32_t min_in_sync_;
+  Term next_term_;  // the epoch the edit makes
 };
 
 }  // namespace
@@ -232,14 +242,15 @@ StatusOr<ShardMap> Apply(const ShardMap& map, const ShardMapEdit& edit) {
                                                edit.base_epoch().DebugString(),
                                                map.epoch().DebugString()));
   }
-  Draft draft(map);
+  const MapEpoch next(map.epoch().value() + 1);
+  Draft draft(map, next);
   for (size_t i = 0; i < edit.ops().size(); ++i) {
     Status status = std::visit(draft, edit.ops()[i]);
     if (!status.ok()) {
       return Prefixed(status, fmt::format("operation {} {}", i, DebugString(edit.ops()[i])));
     }
   }
-  return std::move(draft).Finish(MapEpoch(map.epoch().value() + 1));
+  return std::move(draft).Finish(next);
 }
 
 }  // namespace shoal::cluster

@@ -203,5 +203,45 @@ RC_GTEST_PROP(ShardMapApplyProperty, EveryResultSatisfiesTheInvariants, ()) {
   RC_TAG(accepted > 0 ? "some accepted" : "none accepted");
 }
 
+// A bucket's term is the epoch at which its primary was appointed: a commit that puts another
+// node first and a merge start a new term; a commit that keeps the primary, a split and every
+// other stage keep it.
+TEST(ShardMapApplyTest, TermsChangeWithThePrimary) {
+  ShardMap map = Initial({1, 2, 3}, 2, 2);  // b0 [n1, n2], b1 [n2, n3]
+  const BucketId b(0);
+  EXPECT_EQ(map.Find(b)->term, Term(1));
+  // Replace the backup: the primary stays, and so does the term.
+  map = MustApply(map, ShardMapEdit().BeginTransition(b, MoveId(1), Nodes({1, 3}),
+                                                      TransitionMode::kCopyThenSwitch));
+  map = MustApply(map, ShardMapEdit().AdvanceStage(b, MoveId(1), TransitionStage::kCatchUp));
+  map = MustApply(map, ShardMapEdit().AdvanceStage(b, MoveId(1), TransitionStage::kPrepare));
+  map = MustApply(map, ShardMapEdit().CommitTransition(b, MoveId(1)));
+  EXPECT_EQ(map.Find(b)->replicas, Nodes({1, 3}));
+  EXPECT_EQ(map.Find(b)->term, Term(1));
+  map = MustApply(map, ShardMapEdit().AdvanceStage(b, MoveId(1), TransitionStage::kCleanup));
+  map = MustApply(map, ShardMapEdit().FinishTransition(b, MoveId(1)));
+  // Another primary: the commit's epoch becomes the term.
+  map = MustApply(map, ShardMapEdit().BeginTransition(b, MoveId(2), Nodes({3, 1}),
+                                                      TransitionMode::kCopyThenSwitch));
+  map = MustApply(map, ShardMapEdit().AdvanceStage(b, MoveId(2), TransitionStage::kCatchUp));
+  map = MustApply(map, ShardMapEdit().AdvanceStage(b, MoveId(2), TransitionStage::kPrepare));
+  EXPECT_EQ(map.Find(b)->term, Term(1));
+  map = MustApply(map, ShardMapEdit().CommitTransition(b, MoveId(2)));
+  const Term appointed(map.epoch().value());
+  EXPECT_EQ(map.Find(b)->term, appointed);
+  map = MustApply(map, ShardMapEdit().AdvanceStage(b, MoveId(2), TransitionStage::kCleanup));
+  map = MustApply(map, ShardMapEdit().FinishTransition(b, MoveId(2)));
+  EXPECT_EQ(map.Find(b)->term, appointed);
+  // A split keeps the term in both halves; merging them starts a new one.
+  const BucketRange range = map.Find(b)->range;
+  map = MustApply(map, ShardMapEdit().SplitBucket(b, range.begin() + (range.end() - range.begin()) / 2,
+                                                  BucketId(7)));
+  EXPECT_EQ(map.Find(b)->term, appointed);
+  EXPECT_EQ(map.Find(BucketId(7))->term, appointed);
+  map = MustApply(map, ShardMapEdit().MergeBuckets(b, BucketId(7)));
+  EXPECT_EQ(map.Find(b)->term, Term(map.epoch().value()));
+  EXPECT_EQ(map.min_in_sync(), 2u);  // every edit keeps the floor
+}
+
 }  // namespace
 }  // namespace shoal::cluster

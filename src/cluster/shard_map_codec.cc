@@ -63,7 +63,7 @@ Status ReadTransition(VarintReader& in, BucketTransition* t) {
   return OkStatus();
 }
 
-Status ReadBucket(VarintReader& in, BucketPlacement* bucket) {
+Status ReadBucket(VarintReader& in, uint8_t version, BucketPlacement* bucket) {
   SHOAL_RETURN_IF_ERROR(in.Read("bucket id", &bucket->id));
   uint64_t begin = 0;
   SHOAL_RETURN_IF_ERROR(in.Varint64("bucket begin", &begin));
@@ -80,6 +80,7 @@ Status ReadBucket(VarintReader& in, BucketPlacement* bucket) {
     bucket->range = *range;
   }
   SHOAL_RETURN_IF_ERROR(ReadNodeList(in, "replica", &bucket->replicas));
+  if (version >= 2) SHOAL_RETURN_IF_ERROR(in.Read("term", &bucket->term));
   uint8_t has_transition = 0;
   SHOAL_RETURN_IF_ERROR(ReadEnum(in, "transition flag", 1, &has_transition));
   if (has_transition == 1) {
@@ -97,10 +98,12 @@ std::string EncodeShardMap(const ShardMap& map) {
   PutByte(&out, kShardMapFormatVersion);
   PutVarint(&out, map.epoch().value());
   PutVarint(&out, map.replication_factor());
+  PutVarint(&out, map.min_in_sync());
   PutVarint(&out, map.nodes().size());
   for (const NodeInfo& node : map.nodes()) {
     PutVarint(&out, node.id.value());
     PutByte(&out, static_cast<uint8_t>(node.state));
+    PutVarint(&out, node.store_id);
   }
   PutVarint(&out, map.buckets().size());
   for (const BucketPlacement& bucket : map.buckets()) {
@@ -113,6 +116,7 @@ std::string EncodeShardMap(const ShardMap& map) {
       PutVarint(&out, bucket.range.end());
     }
     PutNodeList(&out, bucket.replicas);
+    PutVarint(&out, bucket.term.value());
     PutByte(&out, bucket.transition.has_value() ? 1 : 0);
     if (bucket.transition.has_value()) {
       const BucketTransition& t = *bucket.transition;
@@ -130,13 +134,19 @@ StatusOr<ShardMap> DecodeShardMap(std::string_view bytes) {
   VarintReader in(bytes, "shard map");
   uint8_t version = 0;
   SHOAL_RETURN_IF_ERROR(in.Byte("format version", &version));
-  if (version != kShardMapFormatVersion) {
+  if (version < kOldestShardMapFormatVersion || version > kShardMapFormatVersion) {
     return in.Error(fmt::format("unknown format version {}", version));
   }
   MapEpoch epoch;
   SHOAL_RETURN_IF_ERROR(in.Read("epoch", &epoch));
   uint32_t replication_factor = 0;
   SHOAL_RETURN_IF_ERROR(in.Varint32("replication factor", &replication_factor));
+  uint32_t min_in_sync = 0;  // format 1: the default for K
+  if (version >= 2) {
+    SHOAL_RETURN_IF_ERROR(in.Varint32("min_in_sync", &min_in_sync));
+    // 0 would mean "the default" to Create: the encoding names the floor itself.
+    if (min_in_sync == 0) return in.Error("min_in_sync 0");
+  }
 
   uint64_t node_count = 0;
   SHOAL_RETURN_IF_ERROR(in.Varint64("node count", &node_count));
@@ -150,6 +160,7 @@ StatusOr<ShardMap> DecodeShardMap(std::string_view bytes) {
     SHOAL_RETURN_IF_ERROR(
         ReadEnum(in, "node state", static_cast<uint8_t>(NodeState::kLeaving), &state));
     nodes[i].state = static_cast<NodeState>(state);
+    if (version >= 2) SHOAL_RETURN_IF_ERROR(in.Varint64("store id", &nodes[i].store_id));
     // Strict order keeps the encoding canonical (Create would sort silently).
     if (i > 0 && !(nodes[i - 1].id < nodes[i].id)) {
       return in.Error(fmt::format("node {} out of order", nodes[i].id.DebugString()));
@@ -163,7 +174,7 @@ StatusOr<ShardMap> DecodeShardMap(std::string_view bytes) {
   }
   std::vector<BucketPlacement> buckets(bucket_count);
   for (size_t i = 0; i < buckets.size(); ++i) {
-    Status status = ReadBucket(in, &buckets[i]);
+    Status status = ReadBucket(in, version, &buckets[i]);
     if (!status.ok()) return Prefixed(status, fmt::format("bucket {}", i));
     if (i > 0 && buckets[i - 1].range.begin() >= buckets[i].range.begin()) {
       return in.Error(fmt::format("bucket {} out of order", buckets[i].id.DebugString()));
@@ -171,7 +182,8 @@ StatusOr<ShardMap> DecodeShardMap(std::string_view bytes) {
   }
   if (in.remaining() != 0) return in.Error(fmt::format("{} trailing bytes", in.remaining()));
 
-  return ShardMap::Create(epoch, replication_factor, std::move(nodes), std::move(buckets));
+  return ShardMap::Create(epoch, replication_factor, std::move(nodes), std::move(buckets),
+                          min_in_sync);
 }
 
 }  // namespace shoal::cluster

@@ -140,18 +140,65 @@ TEST(ShardMapCodecTest, RoundTripsExtremeValues) {
 // The encoding is durable: these bytes must keep decoding to the same map forever.
 TEST(ShardMapCodecTest, GoldenEncoding) {
   const ShardMap map = MakeInitial(Nodes({1, 2}), 2, 1);
-  // version, e1, K=1, 2 nodes (n1 active, n2 active), 2 buckets:
-  // b0 [0, 2^63) finite end, replicas [n1], no transition;
-  // b1 [2^63, 2^64) end at max, replicas [n2], no transition.
+  // version 2, e1, K=1, min_in_sync 1, 2 nodes (n1 active store 0, n2 active store 0),
+  // 2 buckets: b0 [0, 2^63) finite end, replicas [n1], term 1, no transition;
+  // b1 [2^63, 2^64) end at max, replicas [n2], term 1, no transition.
   const std::string expected(
-      "\x01\x01\x01\x02\x01\x00\x02\x00\x02"
-      "\x00\x00\x00\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01\x01\x01\x00"
-      "\x01\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01\x01\x01\x02\x00",
-      40);
+      "\x02\x01\x01\x01\x02\x01\x00\x00\x02\x00\x00\x02"
+      "\x00\x00\x00\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01\x01\x01\x01\x00"
+      "\x01\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01\x01\x01\x02\x01\x00",
+      45);
   EXPECT_EQ(EncodeShardMap(map), expected);
   auto decoded = DecodeShardMap(expected);
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_EQ(*decoded, map);
+}
+
+// Format 1 (no min_in_sync, store ids or terms) still decodes: the default floor for K, store
+// ids 0, terms 1; the map re-encodes as format 2.
+TEST(ShardMapCodecTest, FormatOneStillDecodes) {
+  const ShardMap map = MakeInitial(Nodes({1, 2}), 2, 1);
+  const std::string format_one(
+      "\x01\x01\x01\x02\x01\x00\x02\x00\x02"
+      "\x00\x00\x00\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01\x01\x01\x00"
+      "\x01\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01\x01\x01\x02\x00",
+      40);
+  auto decoded = DecodeShardMap(format_one);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(*decoded, map);
+  EXPECT_EQ(decoded->min_in_sync(), 1u);
+  for (const BucketPlacement& bucket : decoded->buckets()) EXPECT_EQ(bucket.term, Term(1));
+  for (const NodeInfo& node : decoded->nodes()) EXPECT_EQ(node.store_id, 0u);
+  EXPECT_EQ(EncodeShardMap(*decoded)[0], static_cast<char>(kShardMapFormatVersion));
+}
+
+// Terms, store ids and the floor round-trip; a term 0 or beyond the epoch, and a floor of 0 or
+// above K, are refused.
+TEST(ShardMapCodecTest, RoundTripsReplicationFields) {
+  const ShardMap initial = MakeInitial(Nodes({1, 2, 3}), 4, 3);
+  std::vector<NodeInfo> nodes(initial.nodes().begin(), initial.nodes().end());
+  nodes[0].store_id = 0xfeedfacecafebeefull;
+  nodes[2].store_id = 7;
+  std::vector<BucketPlacement> buckets(initial.buckets().begin(), initial.buckets().end());
+  buckets[1].term = Term(9);
+  auto map = ShardMap::Create(MapEpoch(9), 3, nodes, buckets, /*min_in_sync=*/3);
+  ASSERT_TRUE(map.ok()) << map.status();
+  ExpectRoundTrip(*map);
+  EXPECT_EQ(map->min_in_sync(), 3u);
+
+  buckets[1].term = Term(10);
+  EXPECT_FALSE(ShardMap::Create(MapEpoch(9), 3, nodes, buckets).ok()) << "term beyond the epoch";
+  buckets[1].term = Term(0);
+  EXPECT_FALSE(ShardMap::Create(MapEpoch(9), 3, nodes, buckets).ok()) << "term 0";
+  buckets[1].term = Term(1);
+  EXPECT_FALSE(ShardMap::Create(MapEpoch(9), 3, nodes, buckets, 4).ok()) << "floor above K";
+  EXPECT_EQ(ShardMap::Create(MapEpoch(9), 3, nodes, buckets)->min_in_sync(), 2u);
+
+  // The encoded floor 0 is refused, not read as "the default".
+  std::string bytes = EncodeShardMap(*map);
+  ASSERT_EQ(bytes[3], '\x03');
+  bytes[3] = '\x00';
+  EXPECT_EQ(DecodeShardMap(bytes).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(ShardMapCodecTest, EveryTruncationIsRejected) {
@@ -178,7 +225,8 @@ TEST(ShardMapCodecTest, RejectsGarbage) {
     return bytes;
   };
   rejects("", "empty");
-  rejects(with(0, '\x02'), "unknown version");
+  rejects(with(0, '\x03'), "unknown version");
+  rejects(with(0, '\x00'), "version 0");
   rejects(good + '\0', "trailing byte");
   rejects(with(1, '\x00'), "epoch 0");
   rejects(with(2, '\x00'), "K = 0");

@@ -23,6 +23,9 @@ struct MoveIdTag {
 struct CollectionIdTag {
   static constexpr const char* kPrefix = "c";
 };
+struct TermTag {
+  static constexpr const char* kPrefix = "t";
+};
 
 // A storage node of the cluster.
 using NodeId = StrongId<NodeIdTag, uint32_t>;
@@ -34,5 +37,8 @@ using MapEpoch = StrongId<MapEpochTag, uint64_t>;
 using MoveId = StrongId<MoveIdTag, uint64_t>;
 // A collection of documents.
 using CollectionId = StrongId<CollectionIdTag, uint32_t>;
+// The reign of one primary of one bucket: the map epoch at which that primary was appointed
+// (docs/design/replication.md §2). It only grows along a bucket's lineage.
+using Term = StrongId<TermTag, uint64_t>;
 
 }  // namespace shoal

@@ -132,10 +132,12 @@ StatusOr<cluster::ShardMapPtr> DecodeMap(const std::string& bytes) {
 void ToWire(const cluster::ShardMap& map, wire::ShardMap* out) {
   out->set_epoch(map.epoch().value());
   out->set_replication_factor(map.replication_factor());
+  out->set_min_in_sync(map.min_in_sync());
   out->mutable_nodes()->Reserve(static_cast<int>(map.nodes().size()));
   for (const cluster::NodeInfo& node : map.nodes()) {
     auto* n = out->add_nodes();
     n->set_id(node.id.value());
+    n->set_store_id(node.store_id);
     switch (node.state) {
       case cluster::NodeState::kActive:
         n->set_state(wire::MapNode::ACTIVE);
@@ -155,6 +157,7 @@ void ToWire(const cluster::ShardMap& map, wire::ShardMap* out) {
     range->set_end_is_max(bucket.range.end_is_max());
     for (NodeId node : bucket.replicas) b->add_replicas(node.value());
     b->set_owner(cluster::OwnerOf(bucket).value());
+    b->set_term(bucket.term.value());
     if (!bucket.transition.has_value()) continue;
     const cluster::BucketTransition& t = *bucket.transition;
     auto* w = b->mutable_transition();
@@ -200,6 +203,7 @@ StatusOr<cluster::BucketPlacement> FromWire(const wire::MapBucket& b) {
                            cluster::BucketRange::Make(b.range().begin(), b.range().end()));
   }
   out.replicas = NodesOf(b.replicas());
+  out.term = Term(b.term());
   if (b.has_transition()) {
     SHOAL_ASSIGN_OR_RETURN(out.transition, FromWire(b.transition()));
   }
@@ -212,7 +216,8 @@ StatusOr<cluster::ShardMapPtr> FromWire(const wire::ShardMap& map) {
   std::vector<cluster::NodeInfo> nodes;
   nodes.reserve(map.nodes().size());
   for (const wire::MapNode& n : map.nodes()) {
-    cluster::NodeInfo node{.id = NodeId(n.id()), .state = cluster::NodeState::kActive};
+    cluster::NodeInfo node{
+        .id = NodeId(n.id()), .state = cluster::NodeState::kActive, .store_id = n.store_id()};
     switch (n.state()) {
       case wire::MapNode::ACTIVE:
         break;
@@ -236,8 +241,10 @@ StatusOr<cluster::ShardMapPtr> FromWire(const wire::ShardMap& map) {
       return InvalidArgumentError(fmt::format("map: {}", MessageOf(bucket.status())));
     buckets.push_back(*std::move(bucket));
   }
+  if (map.min_in_sync() == 0) return InvalidArgumentError("map: min_in_sync 0");
   auto created = cluster::ShardMap::Create(MapEpoch(map.epoch()), map.replication_factor(),
-                                           std::move(nodes), std::move(buckets));
+                                           std::move(nodes), std::move(buckets),
+                                           map.min_in_sync());
   if (!created.ok()) {
     return InvalidArgumentError(fmt::format("map: {}", MessageOf(created.status())));
   }
