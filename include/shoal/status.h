@@ -283,6 +283,21 @@ class [[nodiscard]] StatusOr {
   std::optional<T> value_;
 };
 
+// Equal when both hold equal values, or both the same error.
+template <typename T>
+[[nodiscard]] bool operator==(const StatusOr<T>& a, const StatusOr<T>& b) {
+  if (a.ok() != b.ok()) return false;
+  return a.ok() ? *a == *b : a.status() == b.status();
+}
+
+// The value, or the error; for test failure messages.
+template <typename T>
+  requires requires(std::ostream& out, const T& value) { out << value; }
+std::ostream& operator<<(std::ostream& out, const StatusOr<T>& value) {
+  if (!value.ok()) return out << value.status();
+  return out << *value;
+}
+
 }  // namespace shoal
 
 // Returns from the enclosing function if `expr` (a Status) is not OK.

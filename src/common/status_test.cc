@@ -141,6 +141,16 @@ TEST(StatusOrTest, AssignsAndConverts) {
   EXPECT_FALSE(none->has_value());
 }
 
+TEST(StatusOrTest, ComparesAndPrints) {
+  EXPECT_EQ(StatusOr<int>(3), StatusOr<int>(3));
+  EXPECT_NE(StatusOr<int>(3), StatusOr<int>(4));
+  EXPECT_NE(StatusOr<int>(3), StatusOr<int>(NotFoundError("3")));
+  EXPECT_EQ(StatusOr<int>(NotFoundError("x")), StatusOr<int>(NotFoundError("x")));
+  std::ostringstream out;
+  out << StatusOr<int>(3) << " " << StatusOr<int>(AbortedError("no"));
+  EXPECT_EQ(out.str(), "3 ABORTED: no");
+}
+
 StatusOr<int> Half(int n) {
   if (n % 2 != 0) return InvalidArgumentError("odd");
   return n / 2;
