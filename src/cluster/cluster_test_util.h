@@ -97,8 +97,16 @@ inline rc::Gen<EditOp> GenOp() {
                    [](std::pair<BucketId, MoveId> p) {
                      return EditOp(edit::FinishTransition{p.first, p.second});
                    }),
-      rc::gen::map(rc::gen::pair(GenBucketId(), GenMoveId()), [](std::pair<BucketId, MoveId> p) {
-        return EditOp(edit::AbortTransition{p.first, p.second});
+      rc::gen::map(rc::gen::pair(GenBucketId(), GenMoveId()),
+                   [](std::pair<BucketId, MoveId> p) {
+                     return EditOp(edit::AbortTransition{p.first, p.second});
+                   }),
+      rc::gen::map(rc::gen::pair(GenBucketId(), GenNodeId()),
+                   [](std::pair<BucketId, NodeId> p) {
+                     return EditOp(edit::RemoveReplica{p.first, p.second});
+                   }),
+      rc::gen::map(rc::gen::pair(GenBucketId(), GenNodeId()), [](std::pair<BucketId, NodeId> p) {
+        return EditOp(edit::PromoteReplica{p.first, p.second});
       }));
 }
 

@@ -189,6 +189,50 @@ class Draft {
     return OkStatus();
   }
 
+  Status operator()(const edit::RemoveReplica& op) {
+    SHOAL_ASSIGN_OR_RETURN(size_t index, BucketIndex(op.bucket));
+    BucketPlacement& bucket = buckets_[index];
+    SHOAL_RETURN_IF_ERROR(IsBackup(bucket, op.node));
+    if (bucket.replicas.size() - 1 < min_in_sync_) {
+      return FailedPreconditionError(fmt::format(
+          "bucket {} keeps {} replicas, fewer than min_in_sync {} without {}",
+          op.bucket.DebugString(), bucket.replicas.size() - 1, min_in_sync_,
+          op.node.DebugString()));
+    }
+    std::erase(bucket.replicas, op.node);
+    if (bucket.transition.has_value()) {
+      BucketTransition& t = *bucket.transition;
+      // The stable replicas are the source before the commit and the destination after it.
+      std::erase(t.source, op.node);
+      std::erase(t.destination, op.node);
+      if (t.destination.empty() && !CanAbort(t.stage, t.mode)) {
+        return FailedPreconditionError(fmt::format("{} of bucket {} would have no destination",
+                                                   t.DebugString(), op.bucket.DebugString()));
+      }
+      // A move left with nothing to move, or nowhere to go before its commit, is over.
+      if (t.destination.empty() || t.source == t.destination) bucket.transition.reset();
+    }
+    return OkStatus();
+  }
+
+  Status operator()(const edit::PromoteReplica& op) {
+    SHOAL_ASSIGN_OR_RETURN(size_t index, BucketIndex(op.bucket));
+    BucketPlacement& bucket = buckets_[index];
+    SHOAL_RETURN_IF_ERROR(IsBackup(bucket, op.node));
+    if (bucket.transition.has_value()) {
+      return FailedPreconditionError(
+          fmt::format("bucket {} is moving ({}): abort the move before a promotion",
+                      op.bucket.DebugString(), bucket.transition->DebugString()));
+    }
+    std::vector<NodeId> replicas{op.node};
+    for (size_t i = 1; i < bucket.replicas.size(); ++i) {
+      if (bucket.replicas[i] != op.node) replicas.push_back(bucket.replicas[i]);
+    }
+    bucket.replicas = std::move(replicas);
+    bucket.term = next_term_;
+    return OkStatus();
+  }
+
   StatusOr<ShardMap> Finish(MapEpoch epoch) && {
     return ShardMap::Create(epoch, replication_factor_, std::move(nodes_), std::move(buckets_),
                             min_in_sync_);
@@ -225,6 +269,19 @@ class Draft {
                                                  move.DebugString()));
     }
     return &*t;
+  }
+
+  // OK when `node` is a replica of `bucket` other than its primary.
+  static Status IsBackup(const BucketPlacement& bucket, NodeId node) {
+    if (!bucket.HasReplica(node)) {
+      return NotFoundError(fmt::format("node {} is not a replica of bucket {}",
+                                       node.DebugString(), bucket.id.DebugString()));
+    }
+    if (bucket.replicas.front() == node) {
+      return FailedPreconditionError(fmt::format("node {} is the primary of bucket {}",
+                                                 node.DebugString(), bucket.id.DebugString()));
+    }
+    return OkStatus();
   }
 
   std::vector<NodeInfo> nodes_;

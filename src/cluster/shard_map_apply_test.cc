@@ -243,5 +243,46 @@ TEST(ShardMapApplyTest, TermsChangeWithThePrimary) {
   EXPECT_EQ(map.min_in_sync(), 2u);  // every edit keeps the floor
 }
 
+// RemoveReplica takes a backup out, never the primary, never below min_in_sync, and takes it out
+// of the bucket's move too; PromoteReplica makes a backup the primary under a new term, drops the
+// old primary, and waits for the bucket's move to end.
+TEST(ShardMapApplyTest, ReplicaRemovalAndPromotion) {
+  ShardMap map = Initial({1, 2, 3, 4}, 1, 3);  // b0 [n1, n2, n3], min_in_sync 2
+  const BucketId b(0);
+  ASSERT_EQ(map.min_in_sync(), 2u);
+  ExpectRejected(map, ShardMapEdit().RemoveReplica(b, NodeId(1)));  // the primary
+  ExpectRejected(map, ShardMapEdit().RemoveReplica(b, NodeId(4)));  // not a replica
+  ExpectRejected(map, ShardMapEdit().RemoveReplica(BucketId(9), NodeId(2)));
+  // Replacing backup n3 by n4; n2 then leaves: the move keeps going without it.
+  map = MustApply(map, ShardMapEdit().BeginTransition(b, MoveId(1), Nodes({1, 2, 4}),
+                                                      TransitionMode::kCopyThenSwitch));
+  map = MustApply(map, ShardMapEdit().RemoveReplica(b, NodeId(2)));
+  EXPECT_EQ(map.Find(b)->replicas, Nodes({1, 3}));
+  ASSERT_TRUE(map.Find(b)->transition.has_value());
+  EXPECT_EQ(map.Find(b)->transition->source, Nodes({1, 3}));
+  EXPECT_EQ(map.Find(b)->transition->destination, Nodes({1, 4}));
+  EXPECT_EQ(map.Find(b)->term, Term(1));
+  // At the floor: n3 stays.
+  ExpectRejected(map, ShardMapEdit().RemoveReplica(b, NodeId(3)));
+  // No promotion while moving; with the move aborted in the same edit, n3 takes over.
+  ExpectRejected(map, ShardMapEdit().PromoteReplica(b, NodeId(3)));
+  map = MustApply(map, ShardMapEdit().AbortTransition(b, MoveId(1)).PromoteReplica(b, NodeId(3)));
+  EXPECT_EQ(map.Find(b)->replicas, Nodes({3}));
+  EXPECT_EQ(map.Find(b)->term, Term(map.epoch().value()));
+  EXPECT_FALSE(map.Find(b)->transition.has_value());
+  ExpectRejected(map, ShardMapEdit().PromoteReplica(b, NodeId(3)));  // already the primary
+}
+
+// A backup that leaves a move which then moves nothing ends the move.
+TEST(ShardMapApplyTest, RemoveReplicaEndsAMoveLeftMovingNothing) {
+  ShardMap map = Initial({1, 2, 3, 4}, 1, 3);  // b0 [n1, n2, n3]
+  const BucketId b(0);
+  map = MustApply(map, ShardMapEdit().BeginTransition(b, MoveId(1), Nodes({1, 2}),
+                                                      TransitionMode::kCopyThenSwitch));
+  map = MustApply(map, ShardMapEdit().RemoveReplica(b, NodeId(3)));
+  EXPECT_EQ(map.Find(b)->replicas, Nodes({1, 2}));
+  EXPECT_FALSE(map.Find(b)->transition.has_value());
+}
+
 }  // namespace
 }  // namespace shoal::cluster

@@ -27,6 +27,8 @@ enum class Tag : uint8_t {
   kCommitTransition = 8,
   kFinishTransition = 9,
   kAbortTransition = 10,
+  kRemoveReplica = 11,
+  kPromoteReplica = 12,
 };
 
 // Longest accepted destination list in an encoded edit (far above any sane K).
@@ -100,6 +102,15 @@ struct OpEncoder {
   void operator()(const edit::CommitTransition& op) const { Move(Tag::kCommitTransition, op); }
   void operator()(const edit::FinishTransition& op) const { Move(Tag::kFinishTransition, op); }
   void operator()(const edit::AbortTransition& op) const { Move(Tag::kAbortTransition, op); }
+  void operator()(const edit::RemoveReplica& op) const { Replica(Tag::kRemoveReplica, op); }
+  void operator()(const edit::PromoteReplica& op) const { Replica(Tag::kPromoteReplica, op); }
+
+  template <typename Op>
+  void Replica(Tag tag, const Op& op) const {
+    PutByte(out, static_cast<uint8_t>(tag));
+    PutVarint(out, op.bucket.value());
+    PutVarint(out, op.node.value());
+  }
 
   template <typename Op>
   void Move(Tag tag, const Op& op) const {
@@ -115,11 +126,17 @@ Status DecodeMoveOp(VarintReader& in, Op* op) {
   return in.Read("move", &op->move);
 }
 
+template <typename Op>
+Status DecodeReplicaOp(VarintReader& in, Op* op) {
+  SHOAL_RETURN_IF_ERROR(in.Read("bucket", &op->bucket));
+  return in.Read("node", &op->node);
+}
+
 StatusOr<EditOp> DecodeOp(VarintReader& in) {
   uint8_t raw_tag = 0;
   SHOAL_RETURN_IF_ERROR(in.Byte("operation tag", &raw_tag));
   if (raw_tag < static_cast<uint8_t>(Tag::kAddNode) ||
-      raw_tag > static_cast<uint8_t>(Tag::kAbortTransition)) {
+      raw_tag > static_cast<uint8_t>(Tag::kPromoteReplica)) {
     return InvalidArgumentError(fmt::format("shard map edit: unknown operation tag {}", raw_tag));
   }
   uint8_t byte = 0;
@@ -191,6 +208,16 @@ StatusOr<EditOp> DecodeOp(VarintReader& in) {
       SHOAL_RETURN_IF_ERROR(DecodeMoveOp(in, &op));
       return EditOp(op);
     }
+    case Tag::kRemoveReplica: {
+      edit::RemoveReplica op;
+      SHOAL_RETURN_IF_ERROR(DecodeReplicaOp(in, &op));
+      return EditOp(op);
+    }
+    case Tag::kPromoteReplica: {
+      edit::PromoteReplica op;
+      SHOAL_RETURN_IF_ERROR(DecodeReplicaOp(in, &op));
+      return EditOp(op);
+    }
   }
   return InvalidArgumentError(fmt::format("shard map edit: unknown operation tag {}", raw_tag));
 }
@@ -234,6 +261,12 @@ struct OpPrinter {
   }
   std::string operator()(const edit::AbortTransition& op) const {
     return fmt::format("AbortTransition({}, {})", op.bucket.DebugString(), op.move.DebugString());
+  }
+  std::string operator()(const edit::RemoveReplica& op) const {
+    return fmt::format("RemoveReplica({}, {})", op.bucket.DebugString(), op.node.DebugString());
+  }
+  std::string operator()(const edit::PromoteReplica& op) const {
+    return fmt::format("PromoteReplica({}, {})", op.bucket.DebugString(), op.node.DebugString());
   }
 };
 

@@ -12,8 +12,10 @@
 //   (paper 001 §3.1 sharding: both halves keep the replicas), MergeBuckets (adjacent, same
 //   replicas), BeginTransition, AdvanceStage, CommitTransition (the commit point: replicas :=
 //   destination), FinishTransition (DONE: drop a transition in cleanup), AbortTransition (drop a
-//   transition that has not committed). Rule 1 of paper 001 §3.2: moving buckets are never split
-//   or merged.
+//   transition that has not committed), RemoveReplica (a backup that stopped answering leaves
+//   the bucket, never below min_in_sync), PromoteReplica (failover: a backup becomes the primary
+//   under a new term). Rule 1 of paper 001 §3.2: moving buckets are never split or merged.
+//   docs/design/replication.md §2 has the replica operations' rules.
 //
 // Encoding (stable; Encode -> Decode -> Encode is the identity, and so is Decode -> Encode on
 // every accepted input): a format-version byte (kFormatVersion), then LEB128 varints (minimal
@@ -99,12 +101,29 @@ struct AbortTransition {
   MoveId move;
   friend bool operator==(const AbortTransition&, const AbortTransition&) = default;
 };
+// A backup (a replica other than the primary) leaves the bucket's in-sync set, which keeps at
+// least min_in_sync replicas; it also leaves the bucket's transition (a transition left moving
+// nothing is dropped). The term stays.
+struct RemoveReplica {
+  BucketId bucket;
+  NodeId node;
+  friend bool operator==(const RemoveReplica&, const RemoveReplica&) = default;
+};
+// Failover: backup `node` becomes the primary, the old primary leaves the replicas, and the
+// bucket's term becomes the new epoch. Refused while the bucket moves (abort the move first, in
+// the same edit). May leave fewer than min_in_sync replicas: writes then wait for a repair.
+struct PromoteReplica {
+  BucketId bucket;
+  NodeId node;
+  friend bool operator==(const PromoteReplica&, const PromoteReplica&) = default;
+};
 
 }  // namespace edit
 
 using EditOp = std::variant<edit::AddNode, edit::RemoveNode, edit::SetNodeState, edit::SplitBucket,
                             edit::MergeBuckets, edit::BeginTransition, edit::AdvanceStage,
-                            edit::CommitTransition, edit::FinishTransition, edit::AbortTransition>;
+                            edit::CommitTransition, edit::FinishTransition, edit::AbortTransition,
+                            edit::RemoveReplica, edit::PromoteReplica>;
 
 [[nodiscard]] std::string DebugString(const EditOp& op);
 
@@ -152,6 +171,12 @@ class ShardMapEdit {
   }
   ShardMapEdit& AbortTransition(BucketId bucket, MoveId move) {
     return Add(edit::AbortTransition{bucket, move});
+  }
+  ShardMapEdit& RemoveReplica(BucketId bucket, NodeId node) {
+    return Add(edit::RemoveReplica{bucket, node});
+  }
+  ShardMapEdit& PromoteReplica(BucketId bucket, NodeId node) {
+    return Add(edit::PromoteReplica{bucket, node});
   }
 
   // Appends the encoding to `out`.
