@@ -171,8 +171,7 @@ class [[nodiscard]] StatusOr {
 
   template <typename U>
   static constexpr bool kFromValue =
-      std::is_constructible_v<T, U&&> &&
-      !std::is_same_v<std::remove_cvref_t<U>, Status> &&
+      std::is_constructible_v<T, U&&> && !std::is_same_v<std::remove_cvref_t<U>, Status> &&
       !status_internal::IsStatusOr<std::remove_cvref_t<U>>::value &&
       !std::is_same_v<std::remove_cvref_t<U>, std::in_place_t>;
 
@@ -190,9 +189,8 @@ class [[nodiscard]] StatusOr {
   explicit StatusOr(std::in_place_t, Args&&... args)
       : value_(std::in_place, std::forward<Args>(args)...) {}
   // From a StatusOr of another type whose value converts.
-  template <typename U, std::enable_if_t<!std::is_same_v<U, T> &&
-                                             std::is_constructible_v<T, const U&>,
-                                         int> = 0>
+  template <typename U, std::enable_if_t<
+                            !std::is_same_v<U, T> && std::is_constructible_v<T, const U&>, int> = 0>
   explicit(!std::is_convertible_v<const U&, T>) StatusOr(const StatusOr<U>& other)  // NOLINT
       : status_(other.status()) {
     if (other.ok()) value_.emplace(*other);
@@ -210,8 +208,8 @@ class [[nodiscard]] StatusOr {
   StatusOr& operator=(StatusOr&&) noexcept(std::is_nothrow_move_assignable_v<T>) = default;
   ~StatusOr() = default;
 
-  template <typename U = T, std::enable_if_t<kFromValue<U> && std::is_assignable_v<T&, U&&>,
-                                             int> = 0>
+  template <typename U = T,
+            std::enable_if_t<kFromValue<U> && std::is_assignable_v<T&, U&&>, int> = 0>
   StatusOr& operator=(U&& value) {
     status_ = Status();
     if (value_.has_value()) {
@@ -292,7 +290,7 @@ template <typename T>
 
 // The value, or the error; for test failure messages.
 template <typename T>
-  requires requires(std::ostream& out, const T& value) { out << value; }
+requires requires(std::ostream& out, const T& value) { out << value; }
 std::ostream& operator<<(std::ostream& out, const StatusOr<T>& value) {
   if (!value.ok()) return out << value.status();
   return out << *value;

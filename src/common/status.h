@@ -32,8 +32,9 @@ namespace shoal {
   message += ": ";
   message += MessageOf(status);
   Status result = MakeStatus(status.code(), message);
-  status.ForEachPayload(
-      [&result](std::string_view url, std::string_view payload) { result.SetPayload(url, payload); });
+  status.ForEachPayload([&result](std::string_view url, std::string_view payload) {
+    result.SetPayload(url, payload);
+  });
   return result;
 }
 

@@ -6,8 +6,8 @@
 // Layout. Column family "documents": key [point BE 8][collection id BE 4][primary key], value
 // [format][flags][version BE 8][JSON body] (codec.h). Column family "meta": the store format,
 // the store id, the version reservation, the collection registry and the local directory. A
-// bucket is therefore one range over all collections: one SST set per move, one DeleteRange per drop; a collection
-// scan filters on the collection id.
+// bucket is therefore one range over all collections: one SST set per move, one DeleteRange per
+// drop; a collection scan filters on the collection id.
 //
 // Contract:
 //  - Every single-document operation is atomic with respect to every other operation on the same
