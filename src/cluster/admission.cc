@@ -10,6 +10,10 @@ bool Contains(const std::vector<NodeId>& nodes, NodeId node) {
   return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
 }
 
+bool IsPrimaryOf(const std::vector<NodeId>& nodes, NodeId node) {
+  return !nodes.empty() && nodes.front() == node;
+}
+
 // A forwarded request: served by the set the table names as the second set for the access.
 Admission AdmitForwarded(const BucketTransition& t, NodeId self, bool sealed, Access access,
                          MoveId via_move) {
@@ -17,11 +21,13 @@ Admission AdmitForwarded(const BucketTransition& t, NodeId self, bool sealed, Ac
   const std::optional<ReplicaRole> target = access == Access::kWrite
                                                 ? WriteRouting(t.stage, t.mode).mirror
                                                 : ReadRouting(t.stage, t.mode).fallback;
-  if (target.has_value() && Contains(t.Replicas(*target), self)) {
+  if (target.has_value() && IsPrimaryOf(t.Replicas(*target), self)) {
     return access == Access::kWrite && sealed ? Admission::kWrongShard : Admission::kServe;
   }
   // The acknowledger has seen the switch and we have not: wait for the map.
-  if (t.stage == TransitionStage::kPrepare && Contains(t.source, self)) return Admission::kQueue;
+  if (t.stage == TransitionStage::kPrepare && IsPrimaryOf(t.source, self)) {
+    return Admission::kQueue;
+  }
   return Admission::kWrongShard;
 }
 
@@ -30,9 +36,15 @@ Admission AdmitForwarded(const BucketTransition& t, NodeId self, bool sealed, Ac
 Admission Admit(const BucketPlacement& bucket, NodeId self,
                 const std::optional<LocalMoveState>& local, Access access,
                 std::optional<MoveId> via_move) {
+  if (access == Access::kReadAnyReplica) {
+    if (via_move.has_value()) return Admission::kWrongShard;  // never forwarded
+    // The stable replicas hold complete copies: a copy being built is never among them.
+    if (Contains(bucket.replicas, self)) return Admission::kServe;
+    access = Access::kRead;
+  }
   if (!bucket.transition.has_value()) {
     if (via_move.has_value()) return Admission::kWrongShard;  // that move is over
-    return Contains(bucket.replicas, self) ? Admission::kServe : Admission::kWrongShard;
+    return IsPrimaryOf(bucket.replicas, self) ? Admission::kServe : Admission::kWrongShard;
   }
   const BucketTransition& t = *bucket.transition;
   const bool this_move = local.has_value() && local->move == t.move;
@@ -42,7 +54,7 @@ Admission Admit(const BucketPlacement& bucket, NodeId self,
   const WriteRoute write = WriteRouting(t.stage, t.mode);
   const ReadRoute read = ReadRouting(t.stage, t.mode);
   const ReplicaRole role = access == Access::kWrite ? write.acknowledger : read.first;
-  if (Contains(t.Replicas(role), self)) {
+  if (IsPrimaryOf(t.Replicas(role), self)) {
     if (access == Access::kWrite && write.admission == WriteAdmission::kQueue) {
       return Admission::kQueue;
     }
@@ -55,7 +67,7 @@ Admission Admit(const BucketPlacement& bucket, NodeId self,
     return second_set ? Admission::kServeViaSource : Admission::kServe;
   }
   // A client that routes here knows a newer map than ours (the commit or the switch): learn it.
-  if (role == ReplicaRole::kSource && Contains(t.destination, self)) return Admission::kNotYet;
+  if (role == ReplicaRole::kSource && IsPrimaryOf(t.destination, self)) return Admission::kNotYet;
   return Admission::kWrongShard;
 }
 
@@ -94,6 +106,8 @@ std::string_view ToString(Access access) {
       return "read";
     case Access::kWrite:
       return "write";
+    case Access::kReadAnyReplica:
+      return "read-any-replica";
   }
   return "?";
 }

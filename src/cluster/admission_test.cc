@@ -16,7 +16,7 @@ constexpr std::array kStages = {TransitionStage::kCopy, TransitionStage::kCatchU
                                 TransitionStage::kPrepare, TransitionStage::kCommitted,
                                 TransitionStage::kCleanup};
 constexpr std::array kModes = {TransitionMode::kCopyThenSwitch, TransitionMode::kSwitchThenCopy};
-constexpr std::array kAccesses = {Access::kRead, Access::kWrite};
+constexpr std::array kAccesses = {Access::kRead, Access::kWrite, Access::kReadAnyReplica};
 
 constexpr NodeId kSourceNode(1);
 constexpr NodeId kDestinationNode(2);
@@ -29,7 +29,9 @@ constexpr MoveId kOtherMove(8);
 BucketPlacement Moving(TransitionStage stage, TransitionMode mode) {
   BucketPlacement bucket;
   bucket.id = BucketId(0);
-  bucket.replicas = {kSourceNode, kBothNode};
+  // The stable replicas are the source until the commit and the destination from then on.
+  bucket.replicas = IsCommitted(stage) ? std::vector<NodeId>{kDestinationNode, kBothNode}
+                                       : std::vector<NodeId>{kSourceNode, kBothNode};
   bucket.transition = BucketTransition{.move = kMove,
                                        .source = {kSourceNode, kBothNode},
                                        .destination = {kDestinationNode, kBothNode},
@@ -42,6 +44,13 @@ BucketPlacement Stable() {
   BucketPlacement bucket;
   bucket.id = BucketId(0);
   bucket.replicas = {kSourceNode};
+  return bucket;
+}
+
+// Primary kSourceNode, backup kBothNode.
+BucketPlacement StableReplicated() {
+  BucketPlacement bucket = Stable();
+  bucket.replicas = {kSourceNode, kBothNode};
   return bucket;
 }
 
@@ -68,13 +77,19 @@ bool In(const std::vector<NodeId>& nodes, NodeId node) {
 Admission CaseByCase(const BucketPlacement& bucket, NodeId self,
                      const std::optional<LocalMoveState>& local, Access access,
                      std::optional<MoveId> via_move) {
+  if (access == Access::kReadAnyReplica) {
+    if (via_move.has_value()) return Admission::kWrongShard;
+    if (In(bucket.replicas, self)) return Admission::kServe;
+    access = Access::kRead;
+  }
   if (!bucket.transition.has_value()) {
     if (via_move.has_value()) return Admission::kWrongShard;
-    return In(bucket.replicas, self) ? Admission::kServe : Admission::kWrongShard;
+    return bucket.replicas.front() == self ? Admission::kServe : Admission::kWrongShard;
   }
   const auto& t = *bucket.transition;
-  const bool source = In(t.source, self);
-  const bool destination = In(t.destination, self);
+  // Only a set's primary takes latest reads, writes and forwarded requests.
+  const bool source = t.source.front() == self;
+  const bool destination = t.destination.front() == self;
   const bool switched = t.mode == TransitionMode::kSwitchThenCopy &&
                         (t.stage == TransitionStage::kCopy || t.stage == TransitionStage::kCatchUp);
   const bool ours = local.has_value() && local->move == t.move;
@@ -115,7 +130,7 @@ std::string Describe(const BucketPlacement& bucket, NodeId self,
 // Every stage × mode × role of the node × access × forwarding × local record, and a bucket
 // with no move: the table-driven Admit decides as the case-by-case rules do.
 TEST(AdmissionTest, AgreesWithTheCaseByCaseRulesOnEveryInput) {
-  std::vector<BucketPlacement> buckets = {Stable()};
+  std::vector<BucketPlacement> buckets = {Stable(), StableReplicated()};
   for (TransitionMode mode : kModes) {
     for (TransitionStage stage : kStages) buckets.push_back(Moving(stage, mode));
   }
@@ -134,7 +149,7 @@ TEST(AdmissionTest, AgreesWithTheCaseByCaseRulesOnEveryInput) {
       }
     }
   }
-  EXPECT_EQ(cases, 11 * 4 * 6 * 2 * 3);
+  EXPECT_EQ(cases, 12 * 4 * 6 * 3 * 3);
 }
 
 // FAILURE-PATTERNS.md #1 at the node: in every stage and mode, the nodes that admit a client's
@@ -184,7 +199,7 @@ TEST(AdmissionTest, AForwardedWriteIsAdmittedOnlyWhileTheAcknowledgerMirrors) {
 // of the table's acknowledging set) never answers WRONG_SHARD or "not yet" at the same map;
 // it serves the request or holds it.
 TEST(AdmissionTest, TheClientsOwnerNeverRefusesAtTheSameMap) {
-  std::vector<BucketPlacement> buckets = {Stable()};
+  std::vector<BucketPlacement> buckets = {Stable(), StableReplicated()};
   for (TransitionMode mode : kModes) {
     for (TransitionStage stage : kStages) buckets.push_back(Moving(stage, mode));
   }
@@ -226,7 +241,8 @@ TEST(AdmissionTest, OneSetAnswersAClientRead) {
 TEST(AdmissionTest, AFencedSourceHoldsReadsAndWrites) {
   const BucketPlacement copying = Moving(TransitionStage::kCopy, TransitionMode::kCopyThenSwitch);
   const LocalMoveState fenced{.move = kMove, .fenced = true, .sealed = false};
-  for (Access access : kAccesses) {
+  // (A read that accepts any replica may be stale and is not held.)
+  for (Access access : {Access::kRead, Access::kWrite}) {
     EXPECT_EQ(Admit(copying, kSourceNode, fenced, access, std::nullopt), Admission::kQueue);
     EXPECT_EQ(Admit(copying, kSourceNode, std::nullopt, access, std::nullopt), Admission::kServe);
     for (TransitionMode mode : kModes) {
@@ -238,6 +254,33 @@ TEST(AdmissionTest, AFencedSourceHoldsReadsAndWrites) {
   // A record of another move does not fence this one.
   const LocalMoveState other{.move = kOtherMove, .fenced = true, .sealed = true};
   EXPECT_EQ(Admit(copying, kSourceNode, other, Access::kWrite, std::nullopt), Admission::kServe);
+}
+
+// A backup of a replicated bucket takes neither writes nor latest reads, in every stage; a read
+// that accepts any replica is served by every stable replica and never by a copy being built.
+TEST(AdmissionTest, BackupsServeOnlyReadsThatAcceptAnyReplica) {
+  std::vector<BucketPlacement> buckets = {StableReplicated()};
+  for (TransitionMode mode : kModes) {
+    for (TransitionStage stage : kStages) buckets.push_back(Moving(stage, mode));
+  }
+  for (const BucketPlacement& bucket : buckets) {
+    for (Access access : {Access::kRead, Access::kWrite}) {
+      SCOPED_TRACE(Describe(bucket, kBothNode, std::nullopt, access, std::nullopt));
+      EXPECT_FALSE(Admits(Admit(bucket, kBothNode, std::nullopt, access, std::nullopt)));
+    }
+    for (NodeId self : kNodes) {
+      SCOPED_TRACE(Describe(bucket, self, std::nullopt, Access::kReadAnyReplica, std::nullopt));
+      const Admission any =
+          Admit(bucket, self, std::nullopt, Access::kReadAnyReplica, std::nullopt);
+      if (In(bucket.replicas, self)) {
+        EXPECT_EQ(any, Admission::kServe);
+      } else {
+        EXPECT_EQ(any, Admit(bucket, self, std::nullopt, Access::kRead, std::nullopt));
+      }
+      EXPECT_EQ(Admit(bucket, self, std::nullopt, Access::kReadAnyReplica, kMove),
+                Admission::kWrongShard);
+    }
+  }
 }
 
 }  // namespace

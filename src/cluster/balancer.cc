@@ -109,6 +109,22 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
     }
   }
 
+  // Bytes and copies per node with the moves in flight counted as done: a replicated bucket's
+  // balance step is taken only if it strictly lowers the sum of squared loads (or, for an empty
+  // bucket, of copy counts), so that one-replica steps cannot undo one another.
+  std::map<NodeId, uint64_t> held_bytes;
+  std::map<NodeId, uint64_t> held_copies;
+  for (const BucketPlacement& bucket : map.buckets()) {
+    for (NodeId node : bucket.TargetReplicas()) {
+      held_bytes[node] += load.BytesOf(bucket.id);
+      ++held_copies[node];
+    }
+  }
+  const auto improves = [&](NodeId from, NodeId to, uint64_t size) {
+    if (size > 0) return held_bytes[to] + size < held_bytes[from];
+    return held_copies[to] + 1 < held_copies[from];
+  };
+
   std::vector<MoveIntent> moves;
   size_t u = 0;
   for (size_t i = 0; i < map.buckets().size(); ++i) {
@@ -129,24 +145,47 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
       if (r < target.size() && Holds(active, target[r]) && !Holds(proposed, target[r])) {
         pick = target[r];
       }
+      std::optional<NodeId> least_loaded;  // else the least loaded node without a copy
       for (const auto& [node, node_load] : loads) {
-        if (pick.has_value()) break;
-        (void)node_load;
-        if (!Holds(proposed, node)) pick = node;
+        if (Holds(proposed, node)) continue;
+        if (!least_loaded.has_value() || node_load < loads[*least_loaded]) least_loaded = node;
       }
+      if (!pick.has_value()) pick = least_loaded;
       if (!pick.has_value()) return InternalError("balancer: no distinct node for a replica");
       proposed[r] = *pick;
     }
-    if (proposed.empty() || proposed == bucket.replicas) continue;
+    // Algorithm 2 balances copies, not primaries: the same members in another order is no move.
+    if (std::is_permutation(proposed.begin(), proposed.end(), bucket.replicas.begin(),
+                            bucket.replicas.end())) {
+      continue;
+    }
+    // One replica changes per move; the next plan takes the next step.
+    std::optional<std::vector<NodeId>> step = OneReplicaStep(bucket.replicas, proposed);
+    if (!step.has_value()) continue;
     MoveReason reason = MoveReason::kBalance;
-    if (bucket.replicas.size() < proposed.size()) reason = MoveReason::kRepair;
+    if (bucket.replicas.size() < step->size()) reason = MoveReason::kRepair;
     for (NodeId node : bucket.replicas) {
       if (!Holds(active, node)) reason = MoveReason::kDrain;
     }
+    if (k > 1 && reason == MoveReason::kBalance && step->size() == bucket.replicas.size()) {
+      const auto from = std::find_if(bucket.replicas.begin(), bucket.replicas.end(),
+                                     [&](NodeId node) { return !Holds(*step, node); });
+      const auto to = std::find_if(step->begin(), step->end(),
+                                   [&](NodeId node) { return !Holds(bucket.replicas, node); });
+      if (from != bucket.replicas.end() && to != step->end()) {
+        const uint64_t size = load.BytesOf(bucket.id);
+        if (!improves(*from, *to, size)) continue;
+        held_bytes[*from] -= size;
+        held_bytes[*to] += size;
+        --held_copies[*from];
+        ++held_copies[*to];
+      }
+    }
+    const TransitionMode mode = ModeFor(bucket.replicas, *step, options.mode);
     moves.push_back({.bucket = bucket.id,
                      .source = bucket.replicas,
-                     .destination = std::move(proposed),
-                     .mode = options.mode,
+                     .destination = *std::move(step),
+                     .mode = mode,
                      .reason = reason,
                      .bytes = load.BytesOf(bucket.id)});
   }

@@ -30,9 +30,11 @@ std::map<NodeId, uint64_t> Loads(const ShardMap& map, const LoadReport& load) {
 ShardMap RunToFixedPoint(ShardMap map, LoadReport* load, const BalancerOptions& options,
                          int* rounds) {
   IdSource ids{.next_move = MoveId(1), .next_bucket = BucketId(0)};
+  std::string last;  // the last rounds' plans, for a failure's message
   for (*rounds = 0; *rounds < kMaxRounds; ++*rounds) {
     auto plan = Balancer::Plan(map, *load, options);
     RC_ASSERT(plan.ok());
+    if (*rounds >= kMaxRounds - 4) last += plan->DebugString() + "\n";
     // Pure and idempotent: the same inputs give the same plan.
     RC_ASSERT(*Balancer::Plan(map, *load, options) == *plan);
     if (plan->empty()) return map;
@@ -41,7 +43,7 @@ ShardMap RunToFixedPoint(ShardMap map, LoadReport* load, const BalancerOptions& 
     map = *std::move(next);
     RC_ASSERT(map.CheckInvariants().ok());
   }
-  RC_FAIL("balancer did not converge");
+  RC_FAIL("balancer did not converge; its last plans:\n" + last + map.DebugString());
 }
 
 TEST(BalancerTest, MovesInFlightCountAsDone) {
@@ -203,6 +205,41 @@ RC_GTEST_PROP(BalancerProperty, PlanApplyLoopConvergesToABalancedFixedPoint, ())
     if (split_merge) RC_ASSERT(load.BytesOf(bucket.id) <= options.theta_max_bytes);
   }
   if (max_load > 0) RC_ASSERT(max_load - min_load <= smallest);
+}
+
+// With K = 2 or 3 the loop still converges while every move changes one replica (Apply
+// refuses anything else): each bucket ends with min(K, active) distinct active replicas, and a
+// drained node holds none.
+RC_GTEST_PROP(BalancerProperty, ReplicatedPlanApplyLoopKeepsKDistinctCopies, ()) {
+  const uint32_t k = *rc::gen::inRange<uint32_t>(2, 4);
+  const uint32_t nodes = *rc::gen::inRange<uint32_t>(k, 6);
+  const uint32_t buckets = *rc::gen::inRange<uint32_t>(1, 30);
+  std::vector<NodeId> ids;
+  for (uint32_t n = 0; n < nodes; ++n) ids.push_back(NodeId(n));
+  ShardMap map =
+      *ShardMap::Initial({.nodes = ids, .bucket_count = buckets, .replication_factor = k});
+  ShardMapEdit change(map.epoch());
+  const uint32_t added = *rc::gen::inRange<uint32_t>(0, 3);
+  for (uint32_t n = 0; n < added; ++n) change.AddNode(NodeId(100 + n));
+  const bool drain = nodes + added > k && *rc::gen::arbitrary<bool>();
+  if (drain) change.SetNodeState(NodeId(0), NodeState::kLeaving);
+  map = *Apply(map, change);
+  LoadReport load;
+  for (uint32_t b = 0; b < buckets; ++b) {
+    load.buckets[BucketId(b)].bytes = *rc::gen::inRange<uint64_t>(0, 1000);
+  }
+  const BalancerOptions options{
+      .max_moves_per_node = *rc::gen::inRange<uint32_t>(1, 4),
+      .mode = *rc::gen::element(TransitionMode::kCopyThenSwitch, TransitionMode::kSwitchThenCopy)};
+  int rounds = 0;
+  map = RunToFixedPoint(std::move(map), &load, options, &rounds);
+  RC_TAG(rounds);
+  const size_t copies = std::min<size_t>(k, map.ActiveNodes().size());
+  for (const BucketPlacement& bucket : map.buckets()) {
+    RC_ASSERT(bucket.replicas.size() == copies);
+    for (NodeId node : bucket.replicas) RC_ASSERT(map.FindNode(node)->state == NodeState::kActive);
+  }
+  if (drain) RC_ASSERT(map.BucketsOf(NodeId(0)).empty());
 }
 
 }  // namespace

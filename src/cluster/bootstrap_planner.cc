@@ -70,6 +70,7 @@ class Holdings {
     Use(receiver, load, bucket);
     std::vector<NodeId> destination = bucket.replicas;
     std::replace(destination.begin(), destination.end(), giver, receiver);
+    mode = ModeFor(bucket.replicas, destination, mode);
     return {.bucket = bucket.id,
             .source = bucket.replicas,
             .destination = std::move(destination),
@@ -252,10 +253,11 @@ StatusOr<MigrationPlan> DecommissionPlanner::Plan(const ShardMap& map, const Loa
     if (auto it = room.find(*target); it != room.end()) it->second -= std::min(it->second, size);
     std::vector<NodeId> destination = bucket.replicas;
     std::replace(destination.begin(), destination.end(), leaving, *target);
+    const TransitionMode mode = ModeFor(bucket.replicas, destination, options.mode);
     plan.moves.push_back({.bucket = bucket.id,
                           .source = bucket.replicas,
                           .destination = std::move(destination),
-                          .mode = options.mode,
+                          .mode = mode,
                           .reason = MoveReason::kDrain,
                           .bytes = load.BytesOf(bucket.id)});
   }

@@ -105,9 +105,27 @@ inline rc::Gen<EditOp> GenOp() {
                    [](std::pair<BucketId, NodeId> p) {
                      return EditOp(edit::RemoveReplica{p.first, p.second});
                    }),
-      rc::gen::map(rc::gen::pair(GenBucketId(), GenNodeId()), [](std::pair<BucketId, NodeId> p) {
-        return EditOp(edit::PromoteReplica{p.first, p.second});
-      }));
+      rc::gen::map(rc::gen::pair(GenBucketId(), GenNodeId()),
+                   [](std::pair<BucketId, NodeId> p) {
+                     return EditOp(edit::PromoteReplica{p.first, p.second});
+                   }),
+      rc::gen::map(rc::gen::pair(GenBucketId(), GenNodeId()),
+                   [](std::pair<BucketId, NodeId> p) {
+                     return EditOp(edit::ForcePrimary{p.first, p.second});
+                   }),
+      rc::gen::map(
+          rc::gen::pair(rc::gen::inRange<uint32_t>(0, 5), rc::gen::inRange<uint32_t>(0, 4)),
+          [](std::pair<uint32_t, uint32_t> p) {
+            return EditOp(edit::SetReplication{p.first, p.second});
+          }),
+      rc::gen::map(rc::gen::pair(GenNodeId(), rc::gen::inRange<uint64_t>(0, 4)),
+                   [](std::pair<NodeId, uint64_t> p) {
+                     return EditOp(edit::BindStore{p.first, p.second});
+                   }),
+      rc::gen::map(rc::gen::pair(GenNodeId(), rc::gen::inRange<uint64_t>(0, 4)),
+                   [](std::pair<NodeId, uint64_t> p) {
+                     return EditOp(edit::ResetNode{p.first, p.second});
+                   }));
 }
 
 inline rc::Gen<ShardMapEdit> GenEdit(MapEpoch base) {

@@ -79,6 +79,40 @@ std::string MigrationPlan::DebugString() const {
   return fmt::format("MigrationPlan{{{}}}", fmt::join(parts, "; "));
 }
 
+std::optional<std::vector<NodeId>> OneReplicaStep(const std::vector<NodeId>& source,
+                                                  const std::vector<NodeId>& target) {
+  if (target.empty() || target == source) return std::nullopt;
+  if (source.size() <= 1 && target.size() <= 1) return target;
+  const auto absent = [](const std::vector<NodeId>& from, const std::vector<NodeId>& in) {
+    return std::find_if(from.begin(), from.end(), [&](NodeId node) {
+      return std::find(in.begin(), in.end(), node) == in.end();
+    });
+  };
+  const auto added = absent(target, source);
+  const auto removed = absent(source, target);
+  std::vector<NodeId> step = source;
+  if (added != target.end() && source.size() < target.size()) {
+    step.push_back(*added);  // an under-replicated bucket gains a copy before anything else
+  } else if (added != target.end() && removed != source.end()) {
+    step[static_cast<size_t>(removed - source.begin())] = *added;
+  } else if (removed == source.end()) {
+    step = target;  // the same members in another order
+  } else {
+    return std::nullopt;
+  }
+  return step;
+}
+
+TransitionMode ModeFor(const std::vector<NodeId>& source, const std::vector<NodeId>& destination,
+                       TransitionMode requested) {
+  const bool replicated = source.size() > 1 || destination.size() > 1;
+  if (replicated && requested == TransitionMode::kSwitchThenCopy &&
+      source.front() != destination.front()) {
+    return TransitionMode::kCopyThenSwitch;
+  }
+  return requested;
+}
+
 StatusOr<ShardMapEdit> ToBeginEdit(const ShardMap& map, const MigrationPlan& plan, IdSource* ids) {
   ShardMapEdit edit(map.epoch());
   ids->next_bucket = std::max(ids->next_bucket, map.NextBucketId());

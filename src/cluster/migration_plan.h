@@ -72,6 +72,21 @@ struct MoveIntent {
   friend bool operator==(const MoveIntent&, const MoveIntent&) = default;
 };
 
+// The first step from `source` toward `target` (primary first) that changes one replica, as
+// a transition of a replicated bucket must (docs/design/replication.md §2 rule 11): add one copy
+// at the end (first, when `source` has fewer), replace one member in its position, or, with the
+// same members, take `target`'s order (a handoff). None when `target` equals `source` or only drops
+// copies (RemoveReplica and SetReplication do that). With one replica on both sides it is `target`
+// itself.
+[[nodiscard]] std::optional<std::vector<NodeId>> OneReplicaStep(const std::vector<NodeId>& source,
+                                                                const std::vector<NodeId>& target);
+
+// `requested`, except that a switch-then-copy move never changes the primary of a replicated
+// bucket (rule 12): such a move is copy-then-switch, a fenced handoff.
+[[nodiscard]] TransitionMode ModeFor(const std::vector<NodeId>& source,
+                                     const std::vector<NodeId>& destination,
+                                     TransitionMode requested);
+
 // Split `bucket` at `at` (paper 001 §3.1: above Θmax).
 struct SplitIntent {
   BucketId bucket;

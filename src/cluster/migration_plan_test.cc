@@ -57,5 +57,25 @@ TEST(MigrationPlanTest, LoadReportDefaultsToZero) {
   EXPECT_EQ(load.UtilizationOf(NodeId(2)), 0.0);
 }
 
+// One replica at a time toward a target: replace in place, add at the end, or reorder.
+TEST(MigrationPlanTest, OneReplicaStepChangesOneReplica) {
+  using testing::Nodes;
+  EXPECT_EQ(OneReplicaStep(Nodes({1}), Nodes({2})), Nodes({2}));
+  EXPECT_EQ(OneReplicaStep(Nodes({1, 2, 3}), Nodes({1, 2, 3})), std::nullopt);
+  EXPECT_EQ(OneReplicaStep(Nodes({1, 2, 3}), Nodes({1, 4, 5})), Nodes({1, 4, 3}));
+  EXPECT_EQ(OneReplicaStep(Nodes({1, 2, 3}), Nodes({4, 2, 3})), Nodes({4, 2, 3}));
+  EXPECT_EQ(OneReplicaStep(Nodes({1, 2}), Nodes({1, 2, 3})), Nodes({1, 2, 3}));
+  EXPECT_EQ(OneReplicaStep(Nodes({1}), Nodes({2, 3, 4})), Nodes({1, 2}));
+  EXPECT_EQ(OneReplicaStep(Nodes({1, 2, 3}), Nodes({2, 1, 3})), Nodes({2, 1, 3}));
+  EXPECT_EQ(OneReplicaStep(Nodes({1, 2, 3}), Nodes({1, 2})), std::nullopt);
+  EXPECT_EQ(OneReplicaStep(Nodes({1, 2}), {}), std::nullopt);
+  constexpr auto kSwitch = TransitionMode::kSwitchThenCopy;
+  constexpr auto kCopy = TransitionMode::kCopyThenSwitch;
+  EXPECT_EQ(ModeFor(Nodes({1}), Nodes({2}), kSwitch), kSwitch);
+  EXPECT_EQ(ModeFor(Nodes({1, 2}), Nodes({1, 3}), kSwitch), kSwitch);
+  EXPECT_EQ(ModeFor(Nodes({1, 2}), Nodes({3, 2}), kSwitch), kCopy);
+  EXPECT_EQ(ModeFor(Nodes({1, 2}), Nodes({3, 2}), kCopy), kCopy);
+}
+
 }  // namespace
 }  // namespace shoal::cluster

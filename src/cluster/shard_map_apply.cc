@@ -126,6 +126,7 @@ class Draft {
     if (op.destination == bucket.replicas) {
       return InvalidArgumentError(fmt::format("{} moves nothing", op.move.DebugString()));
     }
+    SHOAL_RETURN_IF_ERROR(OneReplicaChanges(bucket.replicas, op));
     for (NodeId node : op.destination) {
       SHOAL_RETURN_IF_ERROR(NodeExists(node));
       if (!bucket.HasReplica(node) && FindNode(node)->state != NodeState::kActive) {
@@ -194,10 +195,10 @@ class Draft {
     BucketPlacement& bucket = buckets_[index];
     SHOAL_RETURN_IF_ERROR(IsBackup(bucket, op.node));
     if (bucket.replicas.size() - 1 < min_in_sync_) {
-      return FailedPreconditionError(fmt::format(
-          "bucket {} keeps {} replicas, fewer than min_in_sync {} without {}",
-          op.bucket.DebugString(), bucket.replicas.size() - 1, min_in_sync_,
-          op.node.DebugString()));
+      return FailedPreconditionError(
+          fmt::format("bucket {} keeps {} replicas, fewer than min_in_sync {} without {}",
+                      op.bucket.DebugString(), bucket.replicas.size() - 1, min_in_sync_,
+                      op.node.DebugString()));
     }
     std::erase(bucket.replicas, op.node);
     if (bucket.transition.has_value()) {
@@ -230,6 +231,88 @@ class Draft {
     }
     bucket.replicas = std::move(replicas);
     bucket.term = next_term_;
+    return OkStatus();
+  }
+
+  Status operator()(const edit::ForcePrimary& op) {
+    SHOAL_ASSIGN_OR_RETURN(size_t index, BucketIndex(op.bucket));
+    SHOAL_RETURN_IF_ERROR(NodeExists(op.node));
+    BucketPlacement& bucket = buckets_[index];
+    if (bucket.transition.has_value()) {
+      return FailedPreconditionError(
+          fmt::format("bucket {} is moving ({}): abort the move before forcing a primary",
+                      op.bucket.DebugString(), bucket.transition->DebugString()));
+    }
+    bucket.replicas = {op.node};
+    bucket.term = next_term_;
+    return OkStatus();
+  }
+
+  Status operator()(const edit::SetReplication& op) {
+    const uint32_t k = op.replication_factor;
+    const uint32_t min = op.min_in_sync == 0 ? ShardMap::DefaultMinInSync(k) : op.min_in_sync;
+    const auto active =
+        static_cast<uint32_t>(std::count_if(nodes_.begin(), nodes_.end(), [](const NodeInfo& info) {
+          return info.state == NodeState::kActive;
+        }));
+    if (k == 0 || k > active) {
+      return InvalidArgumentError(
+          fmt::format("replication factor {} must be in [1, {}] (the active nodes)", k, active));
+    }
+    if (min > k) {
+      return InvalidArgumentError(fmt::format("min_in_sync {} exceeds K = {}", min, k));
+    }
+    for (const BucketPlacement& bucket : buckets_) {
+      if (bucket.transition.has_value()) {
+        return FailedPreconditionError(
+            fmt::format("bucket {} is moving ({}): K changes only while nothing moves",
+                        bucket.id.DebugString(), bucket.transition->DebugString()));
+      }
+    }
+    for (BucketPlacement& bucket : buckets_) {
+      if (bucket.replicas.size() > k) bucket.replicas.resize(k);
+    }
+    replication_factor_ = k;
+    min_in_sync_ = min;
+    return OkStatus();
+  }
+
+  Status operator()(const edit::BindStore& op) {
+    SHOAL_RETURN_IF_ERROR(NodeExists(op.node));
+    SHOAL_RETURN_IF_ERROR(NonZeroStore(op.store_id));
+    NodeInfo* info = FindNode(op.node);
+    if (info->store_id != 0) {
+      return FailedPreconditionError(
+          fmt::format("node {} is bound to store {:#x}; a new store is a ResetNode",
+                      op.node.DebugString(), info->store_id));
+    }
+    info->store_id = op.store_id;
+    return OkStatus();
+  }
+
+  Status operator()(const edit::ResetNode& op) {
+    SHOAL_RETURN_IF_ERROR(NodeExists(op.node));
+    SHOAL_RETURN_IF_ERROR(NonZeroStore(op.store_id));
+    NodeInfo* info = FindNode(op.node);
+    if (info->store_id == op.store_id) {
+      return FailedPreconditionError(
+          fmt::format("node {} already has store {:#x}", op.node.DebugString(), op.store_id));
+    }
+    for (BucketPlacement& bucket : buckets_) {
+      if (bucket.transition.has_value() && bucket.transition->Involves(op.node)) {
+        const BucketTransition& t = *bucket.transition;
+        if (!CanAbort(t.stage, t.mode)) {
+          return FailedPreconditionError(
+              fmt::format("{} of bucket {} has committed; let it finish first", t.DebugString(),
+                          bucket.id.DebugString()));
+        }
+        bucket.transition.reset();
+      }
+      if (!bucket.HasReplica(op.node) || bucket.replicas.size() == 1) continue;
+      if (bucket.replicas.front() == op.node) bucket.term = next_term_;
+      std::erase(bucket.replicas, op.node);
+    }
+    info->store_id = op.store_id;
     return OkStatus();
   }
 
@@ -271,11 +354,47 @@ class Draft {
     return &*t;
   }
 
+  static Status NonZeroStore(uint64_t store_id) {
+    if (store_id == 0) return InvalidArgumentError("store id 0 is reserved for \"not bound\"");
+    return OkStatus();
+  }
+
+  // Rules 11 and 12 of docs/design/replication.md §2: with more than one replica on either side
+  // a transition replaces one member, adds one copy or hands the primary over, and a
+  // switch-then-copy move keeps the primary.
+  static Status OneReplicaChanges(const std::vector<NodeId>& source,
+                                  const edit::BeginTransition& op) {
+    const std::vector<NodeId>& destination = op.destination;
+    if (source.size() <= 1 && destination.size() <= 1) return OkStatus();  // a K = 1 move
+    auto missing_from = [](const std::vector<NodeId>& from, const std::vector<NodeId>& in) {
+      return std::count_if(from.begin(), from.end(), [&](NodeId node) {
+        return std::find(in.begin(), in.end(), node) == in.end();
+      });
+    };
+    const auto added = missing_from(destination, source);
+    const auto removed = missing_from(source, destination);
+    const bool replace = destination.size() == source.size() && added == 1 && removed == 1;
+    const bool grow = destination.size() == source.size() + 1 && added == 1 && removed == 0;
+    const bool handoff = added == 0 && removed == 0;
+    if (!replace && !grow && !handoff) {
+      return InvalidArgumentError(
+          fmt::format("{} changes more than one replica of bucket {} (one at a time: replace "
+                      "one, add one, or hand the primary over)",
+                      op.move.DebugString(), op.bucket.DebugString()));
+    }
+    if (op.mode == TransitionMode::kSwitchThenCopy && destination.front() != source.front()) {
+      return InvalidArgumentError(
+          fmt::format("{} would change the primary of replicated bucket {} by switch-then-copy",
+                      op.move.DebugString(), op.bucket.DebugString()));
+    }
+    return OkStatus();
+  }
+
   // OK when `node` is a replica of `bucket` other than its primary.
   static Status IsBackup(const BucketPlacement& bucket, NodeId node) {
     if (!bucket.HasReplica(node)) {
-      return NotFoundError(fmt::format("node {} is not a replica of bucket {}",
-                                       node.DebugString(), bucket.id.DebugString()));
+      return NotFoundError(fmt::format("node {} is not a replica of bucket {}", node.DebugString(),
+                                       bucket.id.DebugString()));
     }
     if (bucket.replicas.front() == node) {
       return FailedPreconditionError(fmt::format("node {} is the primary of bucket {}",

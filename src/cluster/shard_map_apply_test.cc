@@ -234,8 +234,8 @@ TEST(ShardMapApplyTest, TermsChangeWithThePrimary) {
   EXPECT_EQ(map.Find(b)->term, appointed);
   // A split keeps the term in both halves; merging them starts a new one.
   const BucketRange range = map.Find(b)->range;
-  map = MustApply(map, ShardMapEdit().SplitBucket(b, range.begin() + (range.end() - range.begin()) / 2,
-                                                  BucketId(7)));
+  map = MustApply(map, ShardMapEdit().SplitBucket(
+                           b, range.begin() + (range.end() - range.begin()) / 2, BucketId(7)));
   EXPECT_EQ(map.Find(b)->term, appointed);
   EXPECT_EQ(map.Find(BucketId(7))->term, appointed);
   map = MustApply(map, ShardMapEdit().MergeBuckets(b, BucketId(7)));
@@ -273,15 +273,107 @@ TEST(ShardMapApplyTest, ReplicaRemovalAndPromotion) {
   ExpectRejected(map, ShardMapEdit().PromoteReplica(b, NodeId(3)));  // already the primary
 }
 
-// A backup that leaves a move which then moves nothing ends the move.
-TEST(ShardMapApplyTest, RemoveReplicaEndsAMoveLeftMovingNothing) {
+// With several replicas a move changes one of them: it replaces one member, adds one copy or
+// hands the primary over; switch-then-copy keeps the primary (replication.md §2 rules 11, 12).
+TEST(ShardMapApplyTest, AReplicatedMoveChangesOneReplicaAtATime) {
+  ShardMap map = Initial({1, 2, 3, 4, 5}, 1, 3);  // b0 [n1, n2, n3]
+  const BucketId b(0);
+  auto begin = [&](std::initializer_list<uint32_t> to, TransitionMode mode) {
+    return ShardMapEdit().BeginTransition(b, MoveId(1), Nodes(to), mode);
+  };
+  constexpr auto kCopy = TransitionMode::kCopyThenSwitch;
+  constexpr auto kSwitch = TransitionMode::kSwitchThenCopy;
+  ExpectRejected(map, begin({1, 4, 5}, kCopy));  // two replaced
+  ExpectRejected(map, begin({4, 5, 3}, kCopy));
+  ExpectRejected(map, begin({1, 2}, kCopy));       // a shrink is RemoveReplica or SetReplication
+  ExpectRejected(map, begin({2, 1, 4}, kSwitch));  // switch-then-copy of the primary
+  MustApply(map, begin({1, 2, 4}, kCopy));         // a backup replaced
+  MustApply(map, begin({1, 2, 4}, kSwitch));
+  MustApply(map, begin({4, 2, 3}, kCopy));  // the primary replaced: a fenced handoff
+  MustApply(map, begin({2, 1, 3}, kCopy));  // a handoff inside the set
+  // Under-replicated: one copy added at a time.
+  map = MustApply(map, ShardMapEdit().RemoveReplica(b, NodeId(3)));
+  ExpectRejected(map, begin({1, 2, 4, 5}, kCopy));  // above K
+  map = MustApply(map, begin({1, 2, 4}, kCopy));
+  // Adding a copy keeps the primary and its term.
+  const Term term = map.Find(b)->term;
+  map = MustApply(map, ShardMapEdit()
+                           .AdvanceStage(b, MoveId(1), TransitionStage::kCatchUp)
+                           .AdvanceStage(b, MoveId(1), TransitionStage::kPrepare)
+                           .CommitTransition(b, MoveId(1)));
+  EXPECT_EQ(map.Find(b)->replicas, Nodes({1, 2, 4}));
+  EXPECT_EQ(map.Find(b)->term, term);
+}
+
+// A backup removed from a move that replaces another member: the move now adds a copy.
+TEST(ShardMapApplyTest, RemoveReplicaKeepsTheMoveItTakesPartIn) {
   ShardMap map = Initial({1, 2, 3, 4}, 1, 3);  // b0 [n1, n2, n3]
   const BucketId b(0);
-  map = MustApply(map, ShardMapEdit().BeginTransition(b, MoveId(1), Nodes({1, 2}),
+  map = MustApply(map, ShardMapEdit().BeginTransition(b, MoveId(1), Nodes({1, 2, 4}),
                                                       TransitionMode::kCopyThenSwitch));
   map = MustApply(map, ShardMapEdit().RemoveReplica(b, NodeId(3)));
   EXPECT_EQ(map.Find(b)->replicas, Nodes({1, 2}));
-  EXPECT_FALSE(map.Find(b)->transition.has_value());
+  ASSERT_TRUE(map.Find(b)->transition.has_value());
+  EXPECT_EQ(map.Find(b)->transition->destination, Nodes({1, 2, 4}));
+}
+
+// ForcePrimary names any member the only replica under a new term, never during a move.
+TEST(ShardMapApplyTest, ForcePrimaryNamesTheOnlyCopy) {
+  ShardMap map = Initial({1, 2, 3, 4}, 2, 3);
+  const BucketId b(0);
+  ExpectRejected(map, ShardMapEdit().ForcePrimary(b, NodeId(9)));   // not a member
+  map = MustApply(map, ShardMapEdit().ForcePrimary(b, NodeId(4)));  // a copy outside the replicas
+  EXPECT_EQ(map.Find(b)->replicas, Nodes({4}));
+  EXPECT_EQ(map.Find(b)->term, Term(map.epoch().value()));
+  map = MustApply(map, ShardMapEdit().BeginTransition(b, MoveId(1), Nodes({4, 1}),
+                                                      TransitionMode::kCopyThenSwitch));
+  ExpectRejected(map, ShardMapEdit().ForcePrimary(b, NodeId(1)));
+}
+
+// SetReplication: bounds, no moves in flight, lowering K trims the last backups.
+TEST(ShardMapApplyTest, SetReplicationChangesKAndTheFloor) {
+  ShardMap map = Initial({1, 2, 3}, 3, 1);
+  ExpectRejected(map, ShardMapEdit().SetReplication(4));  // more than the active nodes
+  ExpectRejected(map, ShardMapEdit().SetReplication(0));
+  ExpectRejected(map, ShardMapEdit().SetReplication(2, 3));  // floor above K
+  map = MustApply(map, ShardMapEdit().SetReplication(3));
+  EXPECT_EQ(map.replication_factor(), 3u);
+  EXPECT_EQ(map.min_in_sync(), 2u);
+  EXPECT_EQ(map.Find(BucketId(0))->replicas.size(), 1u);  // under-replicated until repaired
+  map = MustApply(map, ShardMapEdit().BeginTransition(BucketId(0), MoveId(1), Nodes({1, 2}),
+                                                      TransitionMode::kCopyThenSwitch));
+  ExpectRejected(map, ShardMapEdit().SetReplication(1));  // a move is in flight
+  map = MustApply(map, ShardMapEdit().AbortTransition(BucketId(0), MoveId(1)));
+  map = MustApply(map, ShardMapEdit().SetReplication(3, 3));
+  EXPECT_EQ(map.min_in_sync(), 3u);
+  map = Initial({1, 2, 3}, 3, 3);
+  map = MustApply(map, ShardMapEdit().SetReplication(2, 1));
+  for (const BucketPlacement& bucket : map.buckets()) EXPECT_EQ(bucket.replicas.size(), 2u);
+  EXPECT_EQ(map.min_in_sync(), 1u);
+}
+
+// BindStore binds once; ResetNode replaces the id and takes the node out of every bucket it
+// does not hold alone, promoting the next replica under a new term where it was the primary.
+TEST(ShardMapApplyTest, StoreBindingAndReset) {
+  ShardMap map = Initial({1, 2, 3}, 3, 2);  // b0 [1,2] b1 [2,3] b2 [3,1]
+  ExpectRejected(map, ShardMapEdit().BindStore(NodeId(1), 0));
+  ExpectRejected(map, ShardMapEdit().BindStore(NodeId(9), 7));
+  map = MustApply(map, ShardMapEdit().BindStore(NodeId(1), 7));
+  EXPECT_EQ(map.FindNode(NodeId(1))->store_id, 7u);
+  ExpectRejected(map, ShardMapEdit().BindStore(NodeId(1), 8));  // bound: that is a reset
+  ExpectRejected(map, ShardMapEdit().ResetNode(NodeId(1), 7));  // the same store
+  map = MustApply(map, ShardMapEdit().BeginTransition(BucketId(1), MoveId(1), Nodes({2, 1}),
+                                                      TransitionMode::kCopyThenSwitch));
+  map = MustApply(map, ShardMapEdit().ForcePrimary(BucketId(2), NodeId(1)));  // b2 [1] alone
+  const Term before = map.Find(BucketId(1))->term;
+  map = MustApply(map, ShardMapEdit().ResetNode(NodeId(1), 8));
+  EXPECT_EQ(map.FindNode(NodeId(1))->store_id, 8u);
+  EXPECT_EQ(map.Find(BucketId(0))->replicas, Nodes({2}));
+  EXPECT_EQ(map.Find(BucketId(0))->term, Term(map.epoch().value()));  // the primary changed
+  EXPECT_EQ(map.Find(BucketId(1))->replicas, Nodes({2, 3}));
+  EXPECT_EQ(map.Find(BucketId(1))->term, before);
+  EXPECT_FALSE(map.Find(BucketId(1))->transition.has_value());  // its move toward n1 aborted
+  EXPECT_EQ(map.Find(BucketId(2))->replicas, Nodes({1}));       // the only copy stays listed
 }
 
 }  // namespace

@@ -33,26 +33,27 @@ void ExpectRoundTrip(const ShardMap& map) {
 }
 
 // Every storable stage of both modes, each on its own bucket, plus a leaving node: one map.
+// (Each move changes one replica, as K > 1 requires.)
 ShardMap MapWithTransitions() {
   ShardMap map = MakeInitial(Nodes({1, 2, 3, 4, 5}), 16, 2);
   ShardMapEdit begin(map.epoch());
   begin.SetNodeState(NodeId(5), NodeState::kLeaving)
-      .BeginTransition(BucketId(0), MoveId(10), Nodes({3, 4}), TransitionMode::kCopyThenSwitch)
+      .BeginTransition(BucketId(0), MoveId(10), Nodes({1, 3}), TransitionMode::kCopyThenSwitch)
       .BeginTransition(BucketId(1), MoveId(11), Nodes({4, 3}), TransitionMode::kCopyThenSwitch)
       .AdvanceStage(BucketId(1), MoveId(11), TransitionStage::kCatchUp)
       .BeginTransition(BucketId(2), MoveId(12), Nodes({4, 1}), TransitionMode::kCopyThenSwitch)
       .AdvanceStage(BucketId(2), MoveId(12), TransitionStage::kCatchUp)
       .AdvanceStage(BucketId(2), MoveId(12), TransitionStage::kPrepare)
-      .BeginTransition(BucketId(3), MoveId(13), Nodes({1, 2}), TransitionMode::kCopyThenSwitch)
+      .BeginTransition(BucketId(3), MoveId(13), Nodes({4, 1}), TransitionMode::kCopyThenSwitch)
       .AdvanceStage(BucketId(3), MoveId(13), TransitionStage::kCatchUp)
       .AdvanceStage(BucketId(3), MoveId(13), TransitionStage::kPrepare)
       .CommitTransition(BucketId(3), MoveId(13))
-      .BeginTransition(BucketId(4), MoveId(14), Nodes({1, 2}), TransitionMode::kSwitchThenCopy)
-      .BeginTransition(BucketId(5), MoveId(15), Nodes({2, 3}), TransitionMode::kSwitchThenCopy)
+      .BeginTransition(BucketId(4), MoveId(14), Nodes({5, 2}), TransitionMode::kSwitchThenCopy)
+      .BeginTransition(BucketId(5), MoveId(15), Nodes({1, 3}), TransitionMode::kSwitchThenCopy)
       .AdvanceStage(BucketId(5), MoveId(15), TransitionStage::kCopy)
       .AdvanceStage(BucketId(5), MoveId(15), TransitionStage::kCatchUp)
       .CommitTransition(BucketId(5), MoveId(15))
-      .BeginTransition(BucketId(6), MoveId(16), Nodes({3}), TransitionMode::kSwitchThenCopy)
+      .BeginTransition(BucketId(6), MoveId(16), Nodes({2, 4}), TransitionMode::kSwitchThenCopy)
       .AdvanceStage(BucketId(6), MoveId(16), TransitionStage::kCopy)
       .AdvanceStage(BucketId(6), MoveId(16), TransitionStage::kCatchUp)
       .CommitTransition(BucketId(6), MoveId(16))
@@ -82,7 +83,7 @@ TEST(ShardMapCodecTest, RoundTripsEveryStorableStage) {
     const BucketId bucket(5);
     const MoveId move(77);
     map = MustApply(map,
-                    ShardMapEdit(map.epoch()).BeginTransition(bucket, move, Nodes({3, 4}), mode));
+                    ShardMapEdit(map.epoch()).BeginTransition(bucket, move, Nodes({2, 4}), mode));
     int stored = 0;
     for (std::optional<TransitionStage> stage = FirstStage(mode); stage.has_value();
          stage = NextStage(*stage, mode)) {

@@ -29,6 +29,10 @@ enum class Tag : uint8_t {
   kAbortTransition = 10,
   kRemoveReplica = 11,
   kPromoteReplica = 12,
+  kForcePrimary = 13,
+  kSetReplication = 14,
+  kBindStore = 15,
+  kResetNode = 16,
 };
 
 // Longest accepted destination list in an encoded edit (far above any sane K).
@@ -104,6 +108,21 @@ struct OpEncoder {
   void operator()(const edit::AbortTransition& op) const { Move(Tag::kAbortTransition, op); }
   void operator()(const edit::RemoveReplica& op) const { Replica(Tag::kRemoveReplica, op); }
   void operator()(const edit::PromoteReplica& op) const { Replica(Tag::kPromoteReplica, op); }
+  void operator()(const edit::ForcePrimary& op) const { Replica(Tag::kForcePrimary, op); }
+  void operator()(const edit::SetReplication& op) const {
+    PutByte(out, static_cast<uint8_t>(Tag::kSetReplication));
+    PutVarint(out, op.replication_factor);
+    PutVarint(out, op.min_in_sync);
+  }
+  void operator()(const edit::BindStore& op) const { Store(Tag::kBindStore, op); }
+  void operator()(const edit::ResetNode& op) const { Store(Tag::kResetNode, op); }
+
+  template <typename Op>
+  void Store(Tag tag, const Op& op) const {
+    PutByte(out, static_cast<uint8_t>(tag));
+    PutVarint(out, op.node.value());
+    PutVarint(out, op.store_id);
+  }
 
   template <typename Op>
   void Replica(Tag tag, const Op& op) const {
@@ -132,11 +151,27 @@ Status DecodeReplicaOp(VarintReader& in, Op* op) {
   return in.Read("node", &op->node);
 }
 
+template <typename Op>
+Status DecodeStoreOp(VarintReader& in, Op* op) {
+  SHOAL_RETURN_IF_ERROR(in.Read("node", &op->node));
+  return in.Varint64("store id", &op->store_id);
+}
+
+Status DecodeCount(VarintReader& in, const char* what, uint32_t* out) {
+  uint64_t value = 0;
+  SHOAL_RETURN_IF_ERROR(in.Varint64(what, &value));
+  if (value > kMaxEncodedReplicas) {
+    return InvalidArgumentError(fmt::format("shard map edit: {} {} is impossible", what, value));
+  }
+  *out = static_cast<uint32_t>(value);
+  return OkStatus();
+}
+
 StatusOr<EditOp> DecodeOp(VarintReader& in) {
   uint8_t raw_tag = 0;
   SHOAL_RETURN_IF_ERROR(in.Byte("operation tag", &raw_tag));
   if (raw_tag < static_cast<uint8_t>(Tag::kAddNode) ||
-      raw_tag > static_cast<uint8_t>(Tag::kPromoteReplica)) {
+      raw_tag > static_cast<uint8_t>(Tag::kResetNode)) {
     return InvalidArgumentError(fmt::format("shard map edit: unknown operation tag {}", raw_tag));
   }
   uint8_t byte = 0;
@@ -218,6 +253,27 @@ StatusOr<EditOp> DecodeOp(VarintReader& in) {
       SHOAL_RETURN_IF_ERROR(DecodeReplicaOp(in, &op));
       return EditOp(op);
     }
+    case Tag::kForcePrimary: {
+      edit::ForcePrimary op;
+      SHOAL_RETURN_IF_ERROR(DecodeReplicaOp(in, &op));
+      return EditOp(op);
+    }
+    case Tag::kSetReplication: {
+      edit::SetReplication op;
+      SHOAL_RETURN_IF_ERROR(DecodeCount(in, "replication factor", &op.replication_factor));
+      SHOAL_RETURN_IF_ERROR(DecodeCount(in, "min_in_sync", &op.min_in_sync));
+      return EditOp(op);
+    }
+    case Tag::kBindStore: {
+      edit::BindStore op;
+      SHOAL_RETURN_IF_ERROR(DecodeStoreOp(in, &op));
+      return EditOp(op);
+    }
+    case Tag::kResetNode: {
+      edit::ResetNode op;
+      SHOAL_RETURN_IF_ERROR(DecodeStoreOp(in, &op));
+      return EditOp(op);
+    }
   }
   return InvalidArgumentError(fmt::format("shard map edit: unknown operation tag {}", raw_tag));
 }
@@ -267,6 +323,19 @@ struct OpPrinter {
   }
   std::string operator()(const edit::PromoteReplica& op) const {
     return fmt::format("PromoteReplica({}, {})", op.bucket.DebugString(), op.node.DebugString());
+  }
+  std::string operator()(const edit::ForcePrimary& op) const {
+    return fmt::format("ForcePrimary({}, {})", op.bucket.DebugString(), op.node.DebugString());
+  }
+  std::string operator()(const edit::SetReplication& op) const {
+    return fmt::format("SetReplication(K={}, min_in_sync={})", op.replication_factor,
+                       op.min_in_sync);
+  }
+  std::string operator()(const edit::BindStore& op) const {
+    return fmt::format("BindStore({}, {:#x})", op.node.DebugString(), op.store_id);
+  }
+  std::string operator()(const edit::ResetNode& op) const {
+    return fmt::format("ResetNode({}, {:#x})", op.node.DebugString(), op.store_id);
   }
 };
 

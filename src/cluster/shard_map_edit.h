@@ -14,7 +14,12 @@
 //   destination), FinishTransition (DONE: drop a transition in cleanup), AbortTransition (drop a
 //   transition that has not committed), RemoveReplica (a backup that stopped answering leaves
 //   the bucket, never below min_in_sync), PromoteReplica (failover: a backup becomes the primary
-//   under a new term). Rule 1 of paper 001 §3.2: moving buckets are never split or merged.
+//   under a new term), ForcePrimary (an operator names the only copy left), SetReplication (K and
+//   min_in_sync), BindStore and ResetNode (a node's store id: first bound, then replaced when
+//   its data is gone). Rule 1 of paper 001 §3.2: moving buckets are never split or merged.
+//   With more than one replica a transition changes one replica at a time: it replaces one
+//   member, adds one copy, or hands the primary to another member (docs/design/replication.md
+//   §2 rule 11); switch-then-copy never changes the primary of a replicated bucket (rule 12).
 //   docs/design/replication.md §2 has the replica operations' rules.
 //
 // Encoding (stable; Encode -> Decode -> Encode is the identity, and so is Decode -> Encode on
@@ -118,12 +123,45 @@ struct PromoteReplica {
   friend bool operator==(const PromoteReplica&, const PromoteReplica&) = default;
 };
 
+// An operator names `node` the bucket's only replica, under a new term, after every in-sync copy
+// was lost (possible data loss). `node` may hold a stale copy outside the replicas. Refused while
+// the bucket moves.
+struct ForcePrimary {
+  BucketId bucket;
+  NodeId node;
+  friend bool operator==(const ForcePrimary&, const ForcePrimary&) = default;
+};
+// Sets K and min_in_sync (0 = a majority of K): 1 <= min_in_sync <= K <= active nodes. Refused
+// while any bucket moves. Lowering K drops the last backups of buckets with more than K replicas;
+// raising it leaves buckets under-replicated until the balancer repairs them.
+struct SetReplication {
+  uint32_t replication_factor = 1;
+  uint32_t min_in_sync = 0;
+  friend bool operator==(const SetReplication&, const SetReplication&) = default;
+};
+// Binds a node's store id, only while the map has none for it (0).
+struct BindStore {
+  NodeId node;
+  uint64_t store_id = 0;
+  friend bool operator==(const BindStore&, const BindStore&) = default;
+};
+// The node's data is gone (a wiped or replaced directory, a new store id): it leaves every
+// bucket's replicas, even below min_in_sync, except where it is the only replica (that bucket
+// stays unavailable until ForcePrimary), and every uncommitted transition is aborted that
+// involves it. A bucket whose primary leaves gets its next replica as primary under a new term.
+struct ResetNode {
+  NodeId node;
+  uint64_t store_id = 0;
+  friend bool operator==(const ResetNode&, const ResetNode&) = default;
+};
+
 }  // namespace edit
 
 using EditOp = std::variant<edit::AddNode, edit::RemoveNode, edit::SetNodeState, edit::SplitBucket,
                             edit::MergeBuckets, edit::BeginTransition, edit::AdvanceStage,
                             edit::CommitTransition, edit::FinishTransition, edit::AbortTransition,
-                            edit::RemoveReplica, edit::PromoteReplica>;
+                            edit::RemoveReplica, edit::PromoteReplica, edit::ForcePrimary,
+                            edit::SetReplication, edit::BindStore, edit::ResetNode>;
 
 [[nodiscard]] std::string DebugString(const EditOp& op);
 
@@ -177,6 +215,18 @@ class ShardMapEdit {
   }
   ShardMapEdit& PromoteReplica(BucketId bucket, NodeId node) {
     return Add(edit::PromoteReplica{bucket, node});
+  }
+  ShardMapEdit& ForcePrimary(BucketId bucket, NodeId node) {
+    return Add(edit::ForcePrimary{bucket, node});
+  }
+  ShardMapEdit& SetReplication(uint32_t replication_factor, uint32_t min_in_sync = 0) {
+    return Add(edit::SetReplication{replication_factor, min_in_sync});
+  }
+  ShardMapEdit& BindStore(NodeId node, uint64_t store_id) {
+    return Add(edit::BindStore{node, store_id});
+  }
+  ShardMapEdit& ResetNode(NodeId node, uint64_t store_id) {
+    return Add(edit::ResetNode{node, store_id});
   }
 
   // Appends the encoding to `out`.

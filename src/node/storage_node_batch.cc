@@ -122,6 +122,7 @@ void StorageNode::ReleaseAtOnce(const std::vector<BucketId>& buckets, Access acc
       ++counters_.batches_at_once;
       break;
     case Access::kRead:
+    case Access::kReadAnyReplica:
       counters_.reads += buckets.size();
       break;
   }
