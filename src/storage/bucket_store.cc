@@ -149,6 +149,8 @@ Status BucketStore::LoadMeta() {
     } else if (key[0] == kBucketMetaPrefix) {
       SHOAL_ASSIGN_OR_RETURN(BucketEntry entry, DecodeBucketEntry(key, val));
       SHOAL_RETURN_IF_ERROR(Prefixed(directory_.Add(entry), "recover directory"));
+    } else if (key[0] == kReplicaPositionPrefix || key[0] == kTermHistoryPrefix) {
+      SHOAL_RETURN_IF_ERROR(LoadReplicaRecord(key, val));
     }
   }
   return FromRocks(it->status(), "load meta");

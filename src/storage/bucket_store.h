@@ -56,6 +56,7 @@
 #include "src/storage/mutation.h"
 #include "src/storage/point_range.h"
 #include "src/storage/predicate.h"
+#include "src/storage/replica_position.h"
 #include "src/storage/store_options.h"
 #include "src/storage/version_clock.h"
 
@@ -256,6 +257,40 @@ class BucketStore {
   [[nodiscard]] StatusOr<std::vector<MutationResult>> ApplyChanges(
       std::span<const Document> changes, WalSync wal_sync = WalSync::kAsConfigured);
 
+  // --- replication (bucket_store_replica.cc; replica_position.h, replication.md §3) ---
+  // Lock order: a bucket's sequencer, then the directory lock, then the key stripes.
+
+  // The bucket's copy position and term history: (0, 0) and none before any.
+  [[nodiscard]] ReplicaState GetReplicaState(BucketId bucket) const;
+  // Starts `term` at the bucket's next rseq; its primary does this before it orders a write of
+  // the term. FailedPrecondition unless `term` is above the current one. Durable (synced).
+  [[nodiscard]] Status BeginTerm(BucketId bucket, Term term);
+  // Replaces the bucket's state, e.g. with its primary's once a new copy holds its data.
+  // Durable (synced).
+  [[nodiscard]] Status SetReplicaState(BucketId bucket, const ReplicaState& state);
+  // ApplyEach at a primary: in the same WriteBatch, each bucket the call writes takes its next
+  // rseq under its current term and records the position, so per bucket commit order is rseq
+  // order. `entries` has one entry per written bucket, in bucket-id order: what a backup applies.
+  // A slot whose bucket began no term fails with FailedPrecondition.
+  struct StampedWrite {
+    std::vector<StatusOr<MutationResult>> results;
+    std::vector<ReplicatedEntry> entries;
+  };
+  [[nodiscard]] StatusOr<StampedWrite> ApplyEachStamped(std::span<const Mutation> mutations,
+                                                        WalSync wal_sync = WalSync::kAsConfigured);
+  // At a backup: applies every entry that is its bucket's next write (kApplyIfNewer) with the
+  // position and, for a new term, the history record, all in one WriteBatch. One result per
+  // entry: the bucket's position after it. An entry already applied under the same term is
+  // skipped (a resend); OutOfRange for a gap; FailedPrecondition for a term older than the
+  // copy's; Aborted where the copy's history has another term for that rseq (it diverged and
+  // must be rebuilt). The call fails as a whole only if the write fails.
+  [[nodiscard]] StatusOr<std::vector<StatusOr<ReplicaPosition>>> ApplyReplicated(
+      std::span<const ReplicatedEntry> entries, WalSync wal_sync = WalSync::kAsConfigured);
+  // A 64-bit digest of every stored entry in `range`, tombstones included (key, version,
+  // tombstone, body): equal copies have equal digests.
+  [[nodiscard]] StatusOr<uint64_t> DigestRange(const PointRange& range,
+                                               const Snapshot* snapshot = nullptr) const;
+
   // --- versions and engine ---
   [[nodiscard]] uint64_t LastVersion() const { return clock_->Last(); }
   [[nodiscard]] Status ObserveVersion(uint64_t version) { return clock_->Observe(version); }
@@ -302,9 +337,29 @@ class BucketStore {
   [[nodiscard]] Status CheckCollection(CollectionId id) const;
   [[nodiscard]] Status CheckOwnership(Point point, MutationKind kind) const;
   [[nodiscard]] Status ValidateMutation(const Mutation& m) const;
+  // Adds records to a call's WriteBatch after its documents (directory lock and stripes held),
+  // and learns whether the batch was written.
+  struct BatchHook {
+    std::function<Status(std::span<const size_t> writes,
+                         const std::vector<StatusOr<MutationResult>>& results,
+                         rocksdb::WriteBatch* batch)>
+        prepare;
+    std::function<void()> written;
+  };
   // ApplyBatch and ApplyEach: decides the mutations in order, then writes one WriteBatch.
   [[nodiscard]] StatusOr<std::vector<StatusOr<MutationResult>>> ApplyMutations(
-      std::span<const Mutation> mutations, WalSync wal_sync, BatchFailure failure);
+      std::span<const Mutation> mutations, WalSync wal_sync, BatchFailure failure,
+      const BatchHook* hook = nullptr);
+  // The replication state of one bucket; `sequencer` orders its stamped and replicated writes
+  // and guards `state`.
+  struct ReplicaTrack {
+    std::mutex sequencer;
+    ReplicaState state;
+  };
+  [[nodiscard]] std::shared_ptr<ReplicaTrack> Track(BucketId bucket) const;
+  [[nodiscard]] Status LoadReplicaRecord(std::string_view key, std::string_view value);
+  // Writes the state's records (position and history) to `batch`.
+  void PutReplicaState(BucketId bucket, const ReplicaState& state, rocksdb::WriteBatch* batch);
   [[nodiscard]] StatusOr<std::optional<StoredState>> ReadStored(const std::string& key,
                                                                 std::string* value) const;
   [[nodiscard]] Status WriteBatchToEngine(rocksdb::WriteBatch* batch,
@@ -336,6 +391,9 @@ class BucketStore {
     std::mutex mu;
   };
   std::unique_ptr<Stripe[]> stripes_;
+
+  mutable std::mutex replica_mu_;  // guards the map below, not the tracks
+  mutable absl::flat_hash_map<BucketId, std::shared_ptr<ReplicaTrack>> tracks_;
 
   mutable std::shared_mutex collections_mu_;
   absl::flat_hash_map<CollectionId, std::string> collections_;

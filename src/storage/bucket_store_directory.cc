@@ -38,20 +38,29 @@ Status BucketStore::SetBucketState(BucketId id, BucketState state) {
 
 StatusOr<std::pair<BucketEntry, BucketEntry>> BucketStore::SplitBucket(BucketId id, uint64_t at,
                                                                        BucketId right_id) {
+  // Both halves go on from the parent's replication position (replication.md §7).
+  std::shared_ptr<ReplicaTrack> parent = Track(id);
+  std::shared_ptr<ReplicaTrack> right = Track(right_id);
+  std::scoped_lock sequencers(parent->sequencer, right->sequencer);
   std::unique_lock<std::shared_mutex> lock(directory_mu_);
   LocalDirectory next = directory_;
   SHOAL_ASSIGN_OR_RETURN(auto halves, next.Split(id, at, right_id));
   rocksdb::WriteBatch batch;
   batch.Put(meta_, BucketMetaKey(halves.first.id), EncodeBucketEntry(halves.first));
   batch.Put(meta_, BucketMetaKey(halves.second.id), EncodeBucketEntry(halves.second));
+  const bool replicated = parent->state != ReplicaState();
+  if (replicated) PutReplicaState(right_id, parent->state, &batch);
   SHOAL_RETURN_IF_ERROR(WriteBatchToEngine(&batch));
   directory_ = std::move(next);
+  if (replicated) right->state = parent->state;
   return halves;
 }
 
 Status BucketStore::RemoveBucket(BucketId id) {
   PointRange range;
   {
+    std::shared_ptr<ReplicaTrack> track = Track(id);
+    std::lock_guard<std::mutex> sequencer(track->sequencer);
     std::unique_lock<std::shared_mutex> lock(directory_mu_);
     SHOAL_ASSIGN_OR_RETURN(BucketEntry entry, directory_.Get(id));
     if (entry.state == BucketState::kReadWrite) {
@@ -66,8 +75,11 @@ Status BucketStore::RemoveBucket(BucketId id) {
     rocksdb::WriteBatch batch;
     batch.DeleteRange(documents_, begin, end);
     batch.Delete(meta_, BucketMetaKey(id));
+    batch.Delete(meta_, ReplicaPositionKey(id));
+    batch.Delete(meta_, TermHistoryKey(id));
     SHOAL_RETURN_IF_ERROR(WriteBatchToEngine(&batch));
     directory_ = std::move(next);
+    track->state = ReplicaState();
   }
   return ReclaimRange(range);
 }

@@ -194,7 +194,7 @@ StatusOr<MutationResult> BucketStore::Apply(const Mutation& m, WalSync wal_sync)
 }
 
 StatusOr<std::vector<StatusOr<MutationResult>>> BucketStore::ApplyMutations(
-    std::span<const Mutation> ms, WalSync wal_sync, BatchFailure failure) {
+    std::span<const Mutation> ms, WalSync wal_sync, BatchFailure failure, const BatchHook* hook) {
   const bool whole = failure == BatchFailure::kWhole;
   std::vector<StatusOr<MutationResult>> results(ms.size(), InternalError("undecided"));
   // A slot that failed stays out of everything below (per slot only: a whole batch returns).
@@ -382,7 +382,11 @@ StatusOr<std::vector<StatusOr<MutationResult>>> BucketStore::ApplyMutations(
     }
     results[i] = MutationResult{.version = version, .applied = true};
   }
+  if (hook != nullptr) {
+    if (Status s = hook->prepare(writes, results, &batch); !s.ok()) return fail_writes(s);
+  }
   if (Status s = WriteBatchToEngine(&batch, wal_sync); !s.ok()) return fail_writes(s);
+  if (hook != nullptr) hook->written();
   for (size_t i : writes) AddChurn(prepared[i].point, churn[i]);
   return results;
 }

@@ -1,0 +1,280 @@
+// BucketStore: replication positions, stamped writes at a primary, replicated writes at a backup
+// (bucket_store.h, replica_position.h, docs/design/replication.md §3).
+
+#include <fmt/format.h>
+#include <rocksdb/write_batch.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <map>
+
+#include "src/storage/bucket_store.h"
+#include "src/storage/codec.h"
+#include "src/storage/errors.h"
+
+namespace shoal::storage {
+namespace {
+
+// The sequencers of `buckets` (sorted, distinct), locked in that order.
+class SequencerLocks {
+ public:
+  void Add(std::shared_ptr<void> owner, std::mutex* mu) {
+    owners_.push_back(std::move(owner));
+    locks_.emplace_back(*mu);
+  }
+
+ private:
+  std::vector<std::shared_ptr<void>> owners_;  // keep the tracks alive while locked
+  std::vector<std::unique_lock<std::mutex>> locks_;
+};
+
+}  // namespace
+
+std::shared_ptr<BucketStore::ReplicaTrack> BucketStore::Track(BucketId bucket) const {
+  std::lock_guard<std::mutex> lock(replica_mu_);
+  std::shared_ptr<ReplicaTrack>& track = tracks_[bucket];
+  if (track == nullptr) track = std::make_shared<ReplicaTrack>();
+  return track;
+}
+
+Status BucketStore::LoadReplicaRecord(std::string_view key, std::string_view value) {
+  if (key.size() != 5) return StorageError(ErrorReason::kCorruption, "bad replica record key");
+  const BucketId bucket(DecodeBigEndian32(key.data() + 1));
+  std::shared_ptr<ReplicaTrack> track = Track(bucket);
+  std::lock_guard<std::mutex> lock(track->sequencer);
+  if (key[0] == kReplicaPositionPrefix) {
+    SHOAL_ASSIGN_OR_RETURN(track->state.position, DecodeReplicaPosition(value));
+  } else {
+    SHOAL_ASSIGN_OR_RETURN(track->state.history, DecodeTermHistory(value));
+  }
+  return OkStatus();
+}
+
+void BucketStore::PutReplicaState(BucketId bucket, const ReplicaState& state,
+                                  rocksdb::WriteBatch* batch) {
+  batch->Put(meta_, ReplicaPositionKey(bucket), EncodeReplicaPosition(state.position));
+  batch->Put(meta_, TermHistoryKey(bucket), EncodeTermHistory(state.history));
+}
+
+ReplicaState BucketStore::GetReplicaState(BucketId bucket) const {
+  std::shared_ptr<ReplicaTrack> track = Track(bucket);
+  std::lock_guard<std::mutex> lock(track->sequencer);
+  return track->state;
+}
+
+Status BucketStore::BeginTerm(BucketId bucket, Term term) {
+  std::shared_ptr<ReplicaTrack> track = Track(bucket);
+  std::lock_guard<std::mutex> lock(track->sequencer);
+  if (term <= track->state.current_term()) {
+    return FailedPreconditionError(fmt::format("bucket {}: term {} is not above the current {}",
+                                               bucket.DebugString(), term.DebugString(),
+                                               track->state.current_term().DebugString()));
+  }
+  ReplicaState next = track->state;
+  next.history.push_back({.term = term, .first_rseq = next.position.rseq + 1});
+  rocksdb::WriteBatch batch;
+  batch.Put(meta_, TermHistoryKey(bucket), EncodeTermHistory(next.history));
+  SHOAL_RETURN_IF_ERROR(WriteBatchToEngine(&batch));
+  SHOAL_RETURN_IF_ERROR(SyncWal());
+  track->state = std::move(next);
+  return OkStatus();
+}
+
+Status BucketStore::SetReplicaState(BucketId bucket, const ReplicaState& state) {
+  SHOAL_RETURN_IF_ERROR(state.CheckInvariants());
+  std::shared_ptr<ReplicaTrack> track = Track(bucket);
+  std::lock_guard<std::mutex> lock(track->sequencer);
+  rocksdb::WriteBatch batch;
+  PutReplicaState(bucket, state, &batch);
+  SHOAL_RETURN_IF_ERROR(WriteBatchToEngine(&batch));
+  SHOAL_RETURN_IF_ERROR(SyncWal());
+  track->state = state;
+  return OkStatus();
+}
+
+StatusOr<BucketStore::StampedWrite> BucketStore::ApplyEachStamped(std::span<const Mutation> ms,
+                                                                  WalSync wal_sync) {
+  // The buckets the call may write, from the directory now; checked again under its lock.
+  std::map<BucketId, std::shared_ptr<ReplicaTrack>> tracks;
+  {
+    std::shared_lock<std::shared_mutex> directory_lock(directory_mu_);
+    for (const Mutation& m : ms) {
+      std::optional<BucketEntry> entry = directory_.Find(PointOf(m.collection, m.primary_key));
+      if (entry.has_value()) tracks.emplace(entry->id, nullptr);
+    }
+  }
+  SequencerLocks locks;
+  for (auto& [bucket, track] : tracks) {
+    track = Track(bucket);
+    locks.Add(track, &track->sequencer);
+  }
+  StampedWrite out;
+  std::map<BucketId, ReplicaPosition> next;
+  BatchHook hook;
+  hook.prepare = [&](std::span<const size_t> writes,
+                     const std::vector<StatusOr<MutationResult>>& results,
+                     rocksdb::WriteBatch* batch) -> Status {
+    std::map<BucketId, ReplicatedEntry> entries;
+    for (size_t i : writes) {
+      const Mutation& m = ms[i];
+      std::optional<BucketEntry> entry = directory_.Find(PointOf(m.collection, m.primary_key));
+      auto it = entry.has_value() ? tracks.find(entry->id) : tracks.end();
+      if (it == tracks.end()) {
+        return UnavailableError("the bucket directory changed during the write; retry it");
+      }
+      const ReplicaState& state = it->second->state;
+      if (state.current_term() == Term(0)) {
+        return FailedPreconditionError(
+            fmt::format("bucket {} began no term: it orders no write", entry->id.DebugString()));
+      }
+      ReplicatedEntry& e = entries[entry->id];
+      e.bucket = entry->id;
+      e.position = {.term = state.current_term(), .rseq = state.position.rseq + 1};
+      const bool tombstone = m.WritesTombstone();
+      e.documents.push_back(Document{.collection = m.collection,
+                                     .primary_key = std::string(m.primary_key),
+                                     .body = tombstone ? std::string() : std::string(m.body),
+                                     .version = results[i]->version,
+                                     .tombstone = tombstone});
+    }
+    for (auto& [bucket, entry] : entries) {
+      batch->Put(meta_, ReplicaPositionKey(bucket), EncodeReplicaPosition(entry.position));
+      next[bucket] = entry.position;
+      out.entries.push_back(std::move(entry));
+    }
+    return OkStatus();
+  };
+  bool written = false;
+  hook.written = [&] {
+    written = true;
+    for (const auto& [bucket, position] : next) tracks.at(bucket)->state.position = position;
+  };
+  SHOAL_ASSIGN_OR_RETURN(out.results, ApplyMutations(ms, wal_sync, BatchFailure::kPerSlot, &hook));
+  if (!written) out.entries.clear();  // the batch failed after the hook: nothing was ordered
+  return out;
+}
+
+StatusOr<std::vector<StatusOr<ReplicaPosition>>> BucketStore::ApplyReplicated(
+    std::span<const ReplicatedEntry> entries, WalSync wal_sync) {
+  std::map<BucketId, std::shared_ptr<ReplicaTrack>> tracks;
+  for (const ReplicatedEntry& e : entries) tracks.emplace(e.bucket, nullptr);
+  SequencerLocks locks;
+  std::map<BucketId, ReplicaState> working;
+  for (auto& [bucket, track] : tracks) {
+    track = Track(bucket);
+    locks.Add(track, &track->sequencer);
+    working[bucket] = track->state;
+  }
+  std::vector<StatusOr<ReplicaPosition>> results(entries.size(), InternalError("undecided"));
+  std::vector<Mutation> mutations;
+  std::map<BucketId, bool> new_term;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const ReplicatedEntry& e = entries[i];
+    ReplicaState& state = working[e.bucket];
+    const ReplicaPosition& at = e.position;
+    if (at.rseq == 0 || at.term == Term(0)) {
+      results[i] = InvalidArgumentError(fmt::format("bucket {}: entry at {} is not a write",
+                                                    e.bucket.DebugString(), at.DebugString()));
+      continue;
+    }
+    if (at.rseq <= state.position.rseq) {
+      if (state.TermOf(at.rseq) != at.term) {
+        results[i] = AbortedError(
+            fmt::format("bucket {}: write {} has term {} here, not {}: the copy diverged",
+                        e.bucket.DebugString(), at.rseq, state.TermOf(at.rseq).DebugString(),
+                        at.term.DebugString()));
+      } else {
+        results[i] = state.position;  // a resend of a write this copy holds
+      }
+      continue;
+    }
+    if (at.rseq > state.position.rseq + 1) {
+      results[i] = OutOfRangeError(fmt::format("bucket {}: gap: the copy is at {}, got {}",
+                                               e.bucket.DebugString(), state.position.DebugString(),
+                                               at.DebugString()));
+      continue;
+    }
+    if (at.term < state.current_term()) {
+      results[i] = FailedPreconditionError(fmt::format(
+          "bucket {}: entry {} is of a term older than the copy's {}", e.bucket.DebugString(),
+          at.DebugString(), state.current_term().DebugString()));
+      continue;
+    }
+    if (at.term > state.current_term()) {
+      state.history.push_back({.term = at.term, .first_rseq = at.rseq});
+      new_term[e.bucket] = true;
+    }
+    state.position = at;
+    results[i] = at;
+    for (const Document& d : e.documents) {
+      mutations.push_back(Mutation{.kind = MutationKind::kApplyIfNewer,
+                                   .collection = d.collection,
+                                   .primary_key = d.primary_key,
+                                   .body = d.body,
+                                   .tombstone = d.tombstone,
+                                   .version = d.version});
+    }
+  }
+  // Records of every bucket whose position moved, in the documents' WriteBatch.
+  std::map<BucketId, ReplicaState> changed;
+  for (auto& [bucket, state] : working) {
+    if (state != tracks.at(bucket)->state) changed.emplace(bucket, state);
+  }
+  if (changed.empty()) return results;
+  auto put_records = [&](rocksdb::WriteBatch* batch) {
+    for (const auto& [bucket, state] : changed) {
+      batch->Put(meta_, ReplicaPositionKey(bucket), EncodeReplicaPosition(state.position));
+      if (new_term.contains(bucket)) {
+        batch->Put(meta_, TermHistoryKey(bucket), EncodeTermHistory(state.history));
+      }
+    }
+  };
+  bool written = false;
+  BatchHook hook{.prepare =
+                     [&](std::span<const size_t>, const std::vector<StatusOr<MutationResult>>&,
+                         rocksdb::WriteBatch* batch) {
+                       put_records(batch);
+                       return OkStatus();
+                     },
+                 .written = [&] { written = true; }};
+  SHOAL_RETURN_IF_ERROR(ApplyMutations(mutations, wal_sync, BatchFailure::kWhole, &hook).status());
+  if (!written) {
+    // Every document was already as new (or the entries were empty): the records still go.
+    rocksdb::WriteBatch batch;
+    put_records(&batch);
+    SHOAL_RETURN_IF_ERROR(WriteBatchToEngine(&batch, wal_sync));
+  }
+  for (auto& [bucket, state] : changed) tracks.at(bucket)->state = std::move(state);
+  return results;
+}
+
+StatusOr<uint64_t> BucketStore::DigestRange(const PointRange& range,
+                                            const Snapshot* snapshot) const {
+  XXH3_state_t* state = XXH3_createState();
+  if (state == nullptr) return ResourceExhaustedError("digest: out of memory");
+  XXH3_64bits_reset(state);
+  Status status = OkStatus();
+  if (!range.empty()) {
+    const std::string begin = range.BeginKey();
+    const std::string end = range.EndKey();
+    rocksdb::Slice upper(end);
+    rocksdb::ReadOptions ro = MakeReadOptions(snapshot);
+    ro.iterate_upper_bound = &upper;
+    ro.fill_cache = false;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, documents_));
+    for (it->Seek(begin); it->Valid(); it->Next()) {
+      // Length-prefixed, so that no two different entries hash the same bytes.
+      const uint64_t sizes[2] = {it->key().size(), it->value().size()};
+      XXH3_64bits_update(state, sizes, sizeof(sizes));
+      XXH3_64bits_update(state, it->key().data(), it->key().size());
+      XXH3_64bits_update(state, it->value().data(), it->value().size());
+    }
+    status = FromRocks(it->status(), "digest scan");
+  }
+  const uint64_t digest = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  SHOAL_RETURN_IF_ERROR(status);
+  return digest;
+}
+
+}  // namespace shoal::storage
