@@ -1,0 +1,140 @@
+#include "src/node/replication_log.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace shoal::node {
+
+uint64_t ReplicationLog::WatermarkOf(const Bucket& b) {
+  uint64_t mark = b.synced;
+  for (const auto& [backup, rseq] : b.acked) mark = std::min(mark, rseq);
+  return std::min(mark, b.ordered);
+}
+
+void ReplicationLog::Advance(Bucket& b) {
+  const uint64_t mark = WatermarkOf(b);
+  // Abandoned writes stay abandoned: they were answered "unknown" and may be gone elsewhere.
+  if (mark > b.committed && b.abandoned_through <= b.committed) b.committed = mark;
+}
+
+void ReplicationLog::Configure(BucketId bucket, const std::vector<NodeId>& backups,
+                               uint64_t ordered_rseq, uint64_t joined_rseq) {
+  absl::MutexLock lock(&mu_);
+  forgotten_committed_.erase(bucket);
+  auto [it, added] = buckets_.try_emplace(bucket);
+  Bucket& b = it->second;
+  if (added) {
+    b.ordered = ordered_rseq;
+    b.synced = ordered_rseq;
+    b.committed = ordered_rseq;
+  }
+  std::map<NodeId, uint64_t> acked;
+  for (NodeId backup : backups) {
+    auto known = b.acked.find(backup);
+    acked[backup] = known != b.acked.end() ? known->second : joined_rseq;
+  }
+  b.acked = std::move(acked);
+  Advance(b);
+}
+
+void ReplicationLog::Forget(BucketId bucket) {
+  absl::MutexLock lock(&mu_);
+  auto it = buckets_.find(bucket);
+  if (it == buckets_.end()) return;
+  forgotten_committed_[bucket] = it->second.committed;
+  buckets_.erase(it);
+}
+
+void ReplicationLog::Ordered(BucketId bucket, uint64_t rseq) {
+  absl::MutexLock lock(&mu_);
+  auto it = buckets_.find(bucket);
+  if (it == buckets_.end()) return;
+  it->second.ordered = std::max(it->second.ordered, rseq);
+}
+
+void ReplicationLog::LocalSynced(BucketId bucket, uint64_t rseq) {
+  absl::MutexLock lock(&mu_);
+  auto it = buckets_.find(bucket);
+  if (it == buckets_.end()) return;
+  it->second.synced = std::max(it->second.synced, rseq);
+  Advance(it->second);
+}
+
+void ReplicationLog::Acked(BucketId bucket, NodeId backup, uint64_t rseq) {
+  absl::MutexLock lock(&mu_);
+  auto it = buckets_.find(bucket);
+  if (it == buckets_.end()) return;
+  auto at = it->second.acked.find(backup);
+  if (at == it->second.acked.end()) return;
+  at->second = std::max(at->second, rseq);
+  Advance(it->second);
+}
+
+void ReplicationLog::Abandon(BucketId bucket) {
+  absl::MutexLock lock(&mu_);
+  auto it = buckets_.find(bucket);
+  if (it == buckets_.end()) return;
+  it->second.abandoned_through = std::max(it->second.abandoned_through, it->second.ordered);
+}
+
+WriteState ReplicationLog::StateOf(BucketId bucket, uint64_t rseq) const {
+  absl::MutexLock lock(&mu_);
+  auto it = buckets_.find(bucket);
+  if (it == buckets_.end()) {
+    auto committed = forgotten_committed_.find(bucket);
+    if (committed != forgotten_committed_.end() && rseq <= committed->second) {
+      return WriteState::kCommitted;
+    }
+    return WriteState::kAbandoned;
+  }
+  const Bucket& b = it->second;
+  if (rseq <= b.committed) return WriteState::kCommitted;
+  if (rseq <= b.abandoned_through) return WriteState::kAbandoned;
+  return WriteState::kPending;
+}
+
+uint64_t ReplicationLog::OrderedRseq(BucketId bucket) const {
+  absl::MutexLock lock(&mu_);
+  auto it = buckets_.find(bucket);
+  return it == buckets_.end() ? 0 : it->second.ordered;
+}
+
+uint64_t ReplicationLog::Watermark(BucketId bucket) const {
+  absl::MutexLock lock(&mu_);
+  auto it = buckets_.find(bucket);
+  return it == buckets_.end() ? 0 : it->second.committed;
+}
+
+std::vector<NodeId> ReplicationLog::Lagging(BucketId bucket, uint64_t rseq) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<NodeId> lagging;
+  auto it = buckets_.find(bucket);
+  if (it == buckets_.end()) return lagging;
+  for (const auto& [backup, acked] : it->second.acked) {
+    if (acked < rseq) lagging.push_back(backup);
+  }
+  return lagging;
+}
+
+bool ReplicationLog::Tracks(BucketId bucket) const {
+  absl::MutexLock lock(&mu_);
+  return buckets_.contains(bucket);
+}
+
+std::string ReplicationLog::DebugString(BucketId bucket) const {
+  absl::MutexLock lock(&mu_);
+  auto it = buckets_.find(bucket);
+  if (it == buckets_.end()) return fmt::format("{} untracked", bucket.DebugString());
+  const Bucket& b = it->second;
+  std::vector<std::string> acked;
+  for (const auto& [backup, rseq] : b.acked) {
+    acked.push_back(fmt::format("{}:{}", backup.DebugString(), rseq));
+  }
+  return fmt::format("{} ordered={} synced={} committed={} abandoned<={} acked=[{}]",
+                     bucket.DebugString(), b.ordered, b.synced, b.committed, b.abandoned_through,
+                     fmt::join(acked, ","));
+}
+
+}  // namespace shoal::node
