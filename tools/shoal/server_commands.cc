@@ -18,6 +18,7 @@
 #include "include/shoal/shoal.h"
 #include "src/common/log.h"
 #include "src/process/processes.h"
+#include "tools/shoal/local_supervisor.h"
 #include "tools/shoal/net_commands.h"
 
 namespace shoal::tools {
@@ -50,6 +51,13 @@ bool StartLog(const LogFlags& flags, std::string process) {
   return true;
 }
 
+// A networked cluster's bucket split and merge thresholds until `shoal thresholds` changes them
+// (docs/design/replication.md §7): TiKV splits regions at 256 MiB, CockroachDB ranges at 512 MiB;
+// at the default move throttle (16 MiB/s) a 256 MiB bucket copies in 16 s, the time a
+// re-replicated bucket runs short of a copy. 2 x 64 < 256 keeps splits and merges apart.
+constexpr uint64_t kDefaultSplitMib = 256;
+constexpr uint64_t kDefaultMergeMib = 64;
+
 struct CoordinatorFlags {
   std::string data;
   std::string listen = "127.0.0.1:7400";
@@ -60,6 +68,8 @@ struct CoordinatorFlags {
   std::string grpc_server = "sync";
   double max_move_mib_per_s =
       static_cast<double>(coordinator::kDefaultMoveBytesPerSecond) / (1 << 20);
+  uint64_t split_mib = kDefaultSplitMib;
+  uint64_t merge_mib = kDefaultMergeMib;
   bool no_sync = false;
   bool json = false;
   LogFlags log;
@@ -86,6 +96,8 @@ struct LocalFlags {
   uint32_t buckets = 32;
   std::string metadata = "embedded";
   bool json = false;
+  bool no_restart = false;
+  uint32_t restart_delay_ms = 1000;
   LogFlags log;
 };
 
@@ -111,6 +123,15 @@ int RunCoordinator(const CoordinatorFlags& flags) {
   options.election_session_timeout = std::chrono::milliseconds(flags.election_session_ms);
   options.coordinator.max_bytes_per_second =
       static_cast<uint64_t>(flags.max_move_mib_per_s * static_cast<double>(1 << 20));
+  options.coordinator.split_bytes = flags.split_mib << 20;
+  options.coordinator.merge_bytes = flags.merge_mib << 20;
+  if (Status valid =
+          coordinator::ValidateThresholds({.split_bytes = options.coordinator.split_bytes,
+                                           .merge_bytes = options.coordinator.merge_bytes});
+      !valid.ok()) {
+    std::fprintf(stderr, "error: %s\n", valid.ToString().c_str());
+    return 2;
+  }
   auto server_mode = net::ParseGrpcServerMode(flags.grpc_server);
   if (!server_mode.ok()) {
     std::fprintf(stderr, "error: %s\n", server_mode.status().ToString().c_str());
@@ -235,36 +256,55 @@ int RunLocal(const LocalFlags& flags) {
     std::fprintf(stderr, "error: create %s: %s\n", flags.data.c_str(), ec.message().c_str());
     return 1;
   }
+  using Clock = LocalSupervisor::Clock;
+  LocalSupervisor supervisor(
+      SupervisorOptions{.restart = !flags.no_restart,
+                        .restart_delay = std::chrono::milliseconds(flags.restart_delay_ms)},
+      [](const ChildSpec& spec) { return Launch(spec.args, spec.log); },
+      [](const std::string& line) {
+        std::printf("%s\n", line.c_str());
+        std::fflush(stdout);
+      });
   const std::string coordinator = fmt::format("127.0.0.1:{}", flags.base_port);
-  std::vector<pid_t> children;
-  children.push_back(
-      Launch({"shoal", "coordinator", "--data", flags.data + "/coordinator", "--listen",
-              coordinator, "--initial-nodes", std::to_string(flags.nodes), "--buckets",
-              std::to_string(flags.buckets), "--metadata", flags.metadata, "--log-level",
-              flags.log.level, "--log-format", flags.log.format},
-             flags.data + "/coordinator.log"));
+  supervisor.Start(
+      {.name = "coordinator",
+       .args = {"shoal", "coordinator", "--data", flags.data + "/coordinator", "--listen",
+                coordinator, "--initial-nodes", std::to_string(flags.nodes), "--buckets",
+                std::to_string(flags.buckets), "--metadata", flags.metadata, "--log-level",
+                flags.log.level, "--log-format", flags.log.format},
+       .log = flags.data + "/coordinator.log"},
+      Clock::now());
   std::vector<std::string> node_addresses;
   for (uint32_t i = 1; i <= flags.nodes; ++i) {
     const std::string listen = fmt::format("127.0.0.1:{}", flags.base_port + static_cast<int>(i));
     node_addresses.push_back(listen);
-    children.push_back(
-        Launch({"shoal", "node", "--id", std::to_string(i), "--data",
-                fmt::format("{}/node-{}", flags.data, i), "--listen", listen, "--coordinator",
-                coordinator, "--log-level", flags.log.level, "--log-format", flags.log.format},
-               fmt::format("{}/node-{}.log", flags.data, i)));
+    supervisor.Start(
+        {.name = fmt::format("node {}", i),
+         .args = {"shoal", "node", "--id", std::to_string(i), "--data",
+                  fmt::format("{}/node-{}", flags.data, i), "--listen", listen, "--coordinator",
+                  coordinator, "--log-level", flags.log.level, "--log-format", flags.log.format},
+         .log = fmt::format("{}/node-{}.log", flags.data, i)},
+        Clock::now());
   }
   const bool serving = WaitUntilServing(coordinator, flags.nodes, std::chrono::seconds(20));
+  const auto pid_of = [&](const std::string& name) { return supervisor.PidOf(name).value_or(0); };
   if (flags.json) {
+    nlohmann::json pids{{"coordinator", pid_of("coordinator")}};
+    for (uint32_t i = 1; i <= flags.nodes; ++i) {
+      pids[fmt::format("node {}", i)] = pid_of(fmt::format("node {}", i));
+    }
     nlohmann::json out{{"cluster", "shoal://" + coordinator},
                        {"coordinator", coordinator},
                        {"nodes", node_addresses},
+                       {"pids", pids},
                        {"data", flags.data},
                        {"serving", serving}};
     std::printf("%s\n", out.dump().c_str());
   } else {
-    std::printf("coordinator  %s\n", coordinator.c_str());
+    std::printf("coordinator  %s (pid %d)\n", coordinator.c_str(), pid_of("coordinator"));
     for (size_t i = 0; i < node_addresses.size(); ++i) {
-      std::printf("node %-7zu %s\n", i + 1, node_addresses[i].c_str());
+      std::printf("node %-7zu %s (pid %d)\n", i + 1, node_addresses[i].c_str(),
+                  pid_of(fmt::format("node {}", i + 1)));
     }
     std::printf("data         %s (logs: %s/*.log)\n", flags.data.c_str(), flags.data.c_str());
     std::printf(serving
@@ -274,25 +314,34 @@ int RunLocal(const LocalFlags& flags) {
   }
   std::fflush(stdout);
 
-  // Until a signal, or until a child exits on its own (which stops the rest too).
+  // Until a signal. A child that exits does not stop the others; the supervisor restarts it
+  // (unless --no-restart) and the loop wakes up when a restart is due.
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   int exit_code = 0;
   while (true) {
-    int signal = 0;
-    if (sigwait(&set, &signal) != 0) continue;
-    if (signal != SIGCHLD) break;
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid > 0) {
-      std::fprintf(stderr, "local: process %d exited (status %d); stopping the cluster\n", pid,
-                   status);
-      std::erase(children, pid);
+    const Clock::time_point now = Clock::now();
+    const std::optional<Clock::time_point> due = supervisor.RestartDue(now);
+    if (supervisor.AllGone()) {
+      std::printf("local: every process is down\n");
       exit_code = 1;
       break;
     }
+    const auto wait =
+        due.has_value() ? std::max(*due - now, Clock::duration::zero()) : std::chrono::seconds(1);
+    const auto wait_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count();
+    const timespec timeout{.tv_sec = static_cast<time_t>(wait_ns / 1'000'000'000),
+                           .tv_nsec = static_cast<long>(wait_ns % 1'000'000'000)};
+    const int signal = ::sigtimedwait(&set, nullptr, &timeout);
+    if (signal < 0) continue;  // the restart is due, or an interruption
+    if (signal != SIGCHLD) break;
+    int status = 0;
+    pid_t pid = 0;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0)
+      supervisor.OnExit(pid, status, Clock::now());
   }
   // Nodes first, then the coordinator, each with SIGTERM; SIGKILL whatever hangs.
+  std::vector<pid_t> children = supervisor.Running();
   for (auto it = children.rbegin(); it != children.rend(); ++it) ::kill(*it, SIGTERM);
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   for (pid_t pid : children) {
@@ -340,6 +389,16 @@ void AddServerCommands(CLI::App& app) {
                 "rate (0: unthrottled; trades time to balance for client throughput)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e6));
+  c->add_option("--split-mib", coordinator->split_mib,
+                "A new cluster's split threshold: buckets above it split (0: never); "
+                "`shoal thresholds` changes it later")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{0}, uint64_t{64} << 10));
+  c->add_option("--merge-mib", coordinator->merge_mib,
+                "A new cluster's merge threshold: adjacent buckets together below it merge "
+                "(0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{0}, uint64_t{64} << 10));
   c->add_flag("--no-sync", coordinator->no_sync, "Do not fsync metadata writes");
   c->add_flag("--json", coordinator->json, "Print the listen address as JSON");
   AddLogOptions(c, &coordinator->log);
@@ -395,6 +454,12 @@ void AddServerCommands(CLI::App& app) {
                 "The coordinator's metadata store: embedded or zk://HOST:PORT/PATH")
       ->capture_default_str();
   l->add_flag("--json", local->json, "Print the addresses as one JSON object");
+  l->add_flag("--no-restart", local->no_restart,
+              "Leave a process that dies down (the others keep serving either way)");
+  l->add_option("--restart-delay-ms", local->restart_delay_ms,
+                "How long after a process dies it is started again")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 600'000u));
   AddLogOptions(l, &local->log);
   l->callback([local] { std::exit(RunLocal(*local)); });
 }

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# `shoal local` keeps serving when one of its processes dies: a node killed with SIGKILL is
+# reported and started again on its data directory and port, and every document written before
+# is read back; with --no-restart the killed node stays down and the rest keeps running; SIGTERM
+# then stops everything and leaves no process behind.
+# Usage: local_smoke.sh path/to/shoal
+set -euo pipefail
+
+shoal=$1
+dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-local-smoke-XXXXXX")
+local_pid=""
+cleanup() {
+  if [ -n "$local_pid" ]; then kill -KILL "$local_pid" 2>/dev/null || true; fi
+  pkill -KILL -f "$dir/" 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'echo "FAIL: line $LINENO: $BASH_COMMAND" >&2' ERR
+
+fail() {
+  echo "FAIL: $*" >&2
+  cat "$dir/local.out" >&2 || true
+  tail -n 20 "$dir"/data/*.log >&2 || true
+  exit 1
+}
+
+# A base port with the next three free (coordinator, node 1, node 2).
+free_base_port() {
+  for _ in $(seq 1 50); do
+    local base=$((20000 + RANDOM % 40000))
+    local busy=0
+    for p in $base $((base + 1)) $((base + 2)); do
+      if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then busy=1; fi
+    done
+    if [ $busy = 0 ]; then echo "$base"; return 0; fi
+  done
+  return 1
+}
+
+# Waits until `pattern` appears in local's output.
+await_line() {
+  for _ in $(seq 1 300); do
+    if grep -q "$1" "$dir/local.out" 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  fail "no line matching '$1'"
+}
+
+pid_of() { sed -n "s/^$1 .*(pid \([0-9]*\))$/\1/p" "$dir/local.out" | head -n 1; }
+
+run_local() {
+  rm -rf "$dir/data"
+  : >"$dir/local.out"
+  base=$(free_base_port) || fail "no free ports"
+  "$shoal" local --nodes 2 --buckets 8 --base-port "$base" --data "$dir/data" \
+    --restart-delay-ms 300 "$@" >"$dir/local.out" 2>&1 &
+  local_pid=$!
+  await_line "ready"
+  cluster="shoal://127.0.0.1:$base"
+}
+
+stop_local() {
+  kill -TERM "$local_pid"
+  wait "$local_pid" || fail "shoal local exited with $? after SIGTERM"
+  local_pid=""
+  if pgrep -f "$dir/data" >/dev/null; then fail "a child outlived shoal local"; fi
+}
+
+read_all() {
+  for i in $(seq 1 20); do
+    local ok=0
+    for _ in $(seq 1 50); do
+      if "$shoal" get --cluster "$cluster" users "u$i" 2>/dev/null | grep -q "\"i\": *$i"; then
+        ok=1
+        break
+      fi
+      sleep 0.2
+    done
+    [ $ok = 1 ] || fail "u$i not read back"
+  done
+}
+
+# 1. A killed node comes back by itself.
+run_local
+for i in $(seq 1 20); do
+  "$shoal" put --cluster "$cluster" users "u$i" "{\"i\": $i}" >/dev/null || fail "put u$i"
+done
+node1=$(pid_of "node 1")
+[ -n "$node1" ] || fail "no pid for node 1"
+kill -KILL "$node1"
+await_line "node 1 (pid $node1) was killed by SIGKILL; the other processes keep serving"
+await_line "node 1 restarted (pid"
+kill -0 "$local_pid" || fail "shoal local stopped"
+read_all
+stop_local
+
+# 2. --no-restart: the node stays down, the rest keeps running.
+run_local --no-restart
+node2=$(pid_of "node 2")
+kill -KILL "$node2"
+await_line "node 2 (pid $node2) was killed by SIGKILL; the other processes keep serving (--no-restart"
+sleep 1
+kill -0 "$local_pid" || fail "shoal local stopped after a node died"
+grep -q "node 2 restarted" "$dir/local.out" && fail "node 2 was restarted"
+"$shoal" status --cluster "$cluster" >/dev/null || fail "the coordinator stopped answering"
+stop_local
+echo "local smoke: OK"
