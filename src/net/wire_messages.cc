@@ -138,6 +138,18 @@ void ToWire(const transport::Request& request, wire::Request* out) {
                    w->set_after_sequence(r.after_sequence);
                    w->set_max_changes(r.max_changes);
                  },
+                 [out](const transport::ReplicateRequest& r) {
+                   auto* w = out->mutable_replicate();
+                   w->set_primary(r.primary.value());
+                   w->set_epoch(r.epoch.value());
+                   for (const storage::ReplicatedEntry& e : r.entries) {
+                     auto* entry = w->add_entries();
+                     entry->set_bucket(e.bucket.value());
+                     entry->set_term(e.position.term.value());
+                     entry->set_rseq(e.position.rseq);
+                     for (const auto& d : e.documents) ToWire(d, entry->add_documents());
+                   }
+                 },
                  [out](const transport::FenceRequest& r) {
                    auto* w = out->mutable_fence();
                    w->set_move(r.move.value());
@@ -257,6 +269,20 @@ StatusOr<transport::Request> FromWire(const wire::Request& request) {
                                                               .after_sequence = w.after_sequence(),
                                                               .max_changes = w.max_changes()});
     }
+    case wire::Request::kReplicate: {
+      const auto& w = request.replicate();
+      transport::ReplicateRequest replicate{
+          .primary = NodeId(w.primary()), .epoch = MapEpoch(w.epoch()), .entries = {}};
+      replicate.entries.reserve(static_cast<size_t>(w.entries_size()));
+      for (const auto& e : w.entries()) {
+        storage::ReplicatedEntry entry{.bucket = BucketId(e.bucket()),
+                                       .position = {Term(e.term()), e.rseq()},
+                                       .documents = {}};
+        for (const auto& d : e.documents()) entry.documents.push_back(FromWire(d));
+        replicate.entries.push_back(std::move(entry));
+      }
+      return transport::Request(std::move(replicate));
+    }
     case wire::Request::kFence:
       return transport::Request(transport::FenceRequest{
           .move = MoveId(request.fence().move()), .bucket = BucketId(request.fence().bucket())});
@@ -336,6 +362,16 @@ void ToWire(const transport::Response& response, wire::Response* out) {
                  },
                  [out](const transport::FenceResponse& r) {
                    out->mutable_fence()->set_sequence(r.sequence);
+                 },
+                 [out](const transport::ReplicateResponse& r) {
+                   auto* w = out->mutable_replicate();
+                   for (const transport::ReplicaAck& a : r.acks) {
+                     auto* ack = w->add_acks();
+                     ack->set_bucket(a.bucket.value());
+                     ToWire(a.status, ack->mutable_status());
+                     ack->set_term(a.position.term.value());
+                     ack->set_rseq(a.position.rseq);
+                   }
                  },
                  [out](const transport::BucketLoadResponse& r) {
                    auto* w = out->mutable_bucket_load();
@@ -465,6 +501,16 @@ StatusOr<transport::Response> FromWire(const wire::Response& response) {
     case wire::Response::kFence:
       out.body = transport::FenceResponse{.sequence = response.fence().sequence()};
       break;
+    case wire::Response::kReplicate: {
+      transport::ReplicateResponse replicate;
+      for (const auto& a : response.replicate().acks()) {
+        replicate.acks.push_back(transport::ReplicaAck{.bucket = BucketId(a.bucket()),
+                                                       .status = FromWire(a.status()),
+                                                       .position = {Term(a.term()), a.rseq()}});
+      }
+      out.body = std::move(replicate);
+      break;
+    }
     case wire::Response::kBucketLoad: {
       transport::BucketLoadResponse load;
       for (const auto& b : response.bucket_load().buckets()) {

@@ -53,7 +53,7 @@ Status FromWire(const wire::Status& status) {
   if (code == 0) return OkStatus();
   const int cluster_error = status.cluster_error();
   if (cluster_error >= 1 &&
-      cluster_error <= static_cast<int>(transport::ClusterError::kStaleMove)) {
+      cluster_error <= static_cast<int>(transport::ClusterError::kStaleTerm)) {
     return transport::MakeClusterError(static_cast<transport::ClusterError>(cluster_error),
                                        status.message());
   }
@@ -243,8 +243,7 @@ StatusOr<cluster::ShardMapPtr> FromWire(const wire::ShardMap& map) {
   }
   if (map.min_in_sync() == 0) return InvalidArgumentError("map: min_in_sync 0");
   auto created = cluster::ShardMap::Create(MapEpoch(map.epoch()), map.replication_factor(),
-                                           std::move(nodes), std::move(buckets),
-                                           map.min_in_sync());
+                                           std::move(nodes), std::move(buckets), map.min_in_sync());
   if (!created.ok()) {
     return InvalidArgumentError(fmt::format("map: {}", MessageOf(created.status())));
   }

@@ -32,24 +32,6 @@ std::string_view ToString(LocalRole role) {
   return "?";
 }
 
-// Counts a running handler or task, so that Close waits for it.
-class StorageNode::ActiveGuard {
- public:
-  explicit ActiveGuard(StorageNode* node) : node_(node) {
-    absl::MutexLock lock(&node_->mu_);
-    ++node_->active_;
-  }
-  ~ActiveGuard() {
-    absl::MutexLock lock(&node_->mu_);
-    --node_->active_;
-  }
-  ActiveGuard(const ActiveGuard&) = delete;
-  ActiveGuard& operator=(const ActiveGuard&) = delete;
-
- private:
-  StorageNode* node_;
-};
-
 StorageNode::StorageNode(transport::Runtime& runtime, const NodeOptions& options)
     : runtime_(runtime), options_(options), hot_keys_(options.hot_keys) {}
 
@@ -196,6 +178,7 @@ void StorageNode::InstallLocked(const transport::ClusterState& state) {
     return placement != nullptr && placement->transition.has_value() &&
            placement->transition->move == move;
   });
+  ConfigureReplicationLocked();
 }
 
 StatusOr<StorageNode::Admitted> StorageNode::AwaitAdmission(MapEpoch client_epoch, Point point,
@@ -350,6 +333,7 @@ Response StorageNode::Handle(const Address& from, const transport::Request& requ
           [&](const transport::BucketLoadRequest&) { return HandleLoad(); },
           [&](const transport::TransferBucketRequest& r) { return HandleTransfer(r); },
           [&](const transport::FetchMoveFileRequest& r) { return HandleFetchMoveFile(r); },
+          [&](const transport::ReplicateRequest& r) { return HandleReplicate(r); },
           [&](const auto&) {
             return Response::Error(UnimplementedError("not a storage node request"));
           },
@@ -387,6 +371,8 @@ Response StorageNode::HandleWrite(const transport::WriteRequest& request,
       return Response::Error(s);
     }
   }
+
+  if (replication_.Tracks(bucket)) return ReplicatedWrite(request, bucket);
 
   // The write runs outside mu_; Fence waits for the in-flight count to drop to zero, so it
   // reports a sequence that includes this write.
@@ -430,7 +416,9 @@ Response StorageNode::HandleGet(const transport::GetRequest& request) {
   storage::GetOptions get;
   get.include_tombstones = request.via_move.has_value() && request.include_tombstones;
   StatusOr<storage::Document> document = store_->Get(request.collection, request.primary_key, get);
+  Status readable = AwaitReadable(admitted->bucket);
   Release(admitted->bucket, /*write=*/false);
+  if (!readable.ok()) return Response::Error(readable);
   if (!document.ok()) return Response::Error(document.status());
   return Response::Ok(transport::GetResponse{.document = std::move(*document)});
 }
@@ -454,6 +442,9 @@ Response StorageNode::HandleScan(const transport::ScanRequest& request) {
   {
     absl::MutexLock lock(&mu_);
     ++counters_.reads;
+  }
+  if (Status readable = AwaitReadable(admitted->bucket); !readable.ok()) {
+    return Response::Error(readable);
   }
   if (!page.ok()) return Response::Error(page.status());
   return Response::Ok(transport::ScanResponse{.documents = std::move(page->documents),

@@ -66,6 +66,14 @@
 //     NodeOptions::background_nice below request priority; the drain after a fence (or a seal)
 //     and every client request run at the node's own priority, so a fence is not slowed down.
 //     Priority only orders CPU use: no correctness property depends on it.
+//   - REPLICATION (storage_node_replica.cc; docs/design/replication.md §3): for a bucket whose
+//     map lists backups after this node (replicas[0] = self, no move in flight), a client write
+//     is ordered by the store under the bucket's term (ApplyEachStamped), handed to one ordered
+//     stream per backup, and acknowledged only once the local WAL and every backup of the
+//     node's current map hold it durably (ReplicationLog's watermark); a read answers only once
+//     everything the store held when it read is committed. A backup applies a primary's entries
+//     only if its own map names that primary at the entries' term, and syncs once per message
+//     before it answers. Writes a backup refused under a newer term are never acknowledged.
 //   - FILE TRANSFER (move_files.h): a source serves FetchMoveFile only for the files of its
 //     latest export of a move of which its map shows it the source; a destination ingests only
 //     copies it fetched in the same ingest and verified (chunk and whole-file CRC-32C, size),
@@ -93,6 +101,8 @@
 #include "src/common/status.h"
 #include "src/hotspot/top_k_sketch.h"
 #include "src/node/move_files.h"
+#include "src/node/replica_stream_queue.h"
+#include "src/node/replication_log.h"
 #include "src/storage/bucket_store.h"
 #include "src/transport/runtime.h"
 
@@ -241,7 +251,23 @@ class StorageNode final : public transport::Service,
     uint64_t churn = 0;  // store_->LiveBytesChurn(range) before the scan
     transport::Micros computed = 0;
   };
-  class ActiveGuard;
+  // Counts a running handler or task, so that Close waits for it.
+  class ActiveGuard {
+   public:
+    explicit ActiveGuard(StorageNode* node) : node_(node) {
+      absl::MutexLock lock(&node_->mu_);
+      ++node_->active_;
+    }
+    ~ActiveGuard() {
+      absl::MutexLock lock(&node_->mu_);
+      --node_->active_;
+    }
+    ActiveGuard(const ActiveGuard&) = delete;
+    ActiveGuard& operator=(const ActiveGuard&) = delete;
+
+   private:
+    StorageNode* node_;
+  };
 
   StorageNode(transport::Runtime& runtime, const NodeOptions& options);
 
@@ -347,6 +373,22 @@ class StorageNode final : public transport::Service,
   transport::Response ForwardFailure(const StatusOr<transport::Response>& response,
                                      bool idempotent);
 
+  // ---- replication (storage_node_replica.cc) ----
+  // Tracks the buckets this node is the primary of with backups in its map (no move in
+  // flight): ReplicationLog, outboxes and streams. Part of InstallLocked.
+  void ConfigureReplicationLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  transport::Response HandleReplicate(const transport::ReplicateRequest& request);
+  // A client write admitted (kServe) for a replicated bucket; releases the admission.
+  transport::Response ReplicatedWrite(const transport::WriteRequest& request, BucketId bucket);
+  // Waits until every write of `bucket` the store holds now is committed (a replicated
+  // primary's read answers after this). OK at once for a bucket that is not replicated.
+  [[nodiscard]] Status AwaitReadable(BucketId bucket);
+  // Begins the bucket's map term in the store if the store is behind it.
+  [[nodiscard]] Status EnsureTerm(BucketId bucket);
+  // Hands a stamped write to the streams of its bucket's backups, in rseq order.
+  void Send(storage::ReplicatedEntry entry);
+  void ReplicaSenderLoop(NodeId backup, std::shared_ptr<ReplicaStreamQueue> queue);
+
   transport::Runtime& runtime_;
   const NodeOptions options_;
   std::unique_ptr<storage::BucketStore> store_;
@@ -366,6 +408,20 @@ class StorageNode final : public transport::Service,
 
   absl::Mutex load_mu_;  // never taken with mu_ held
   absl::flat_hash_map<BucketId, CachedLoad> load_cache_ ABSL_GUARDED_BY(load_mu_);
+
+  ReplicationLog replication_;  // its own lock, taken after mu_ or alone
+  // Per replicated bucket: its backups and the stamped writes waiting for an earlier rseq
+  // before they go to the streams (writers of one bucket finish out of rseq order).
+  struct Outbox {
+    std::vector<NodeId> backups;
+    std::vector<std::shared_ptr<ReplicaStreamQueue>> queues;  // the backups' streams
+    uint64_t next = 0;  // the next rseq to hand to the streams
+    std::map<uint64_t, storage::ReplicatedEntry> waiting;
+  };
+  absl::Mutex outbox_mu_;  // taken after mu_ or alone
+  absl::flat_hash_map<BucketId, Outbox> outboxes_ ABSL_GUARDED_BY(outbox_mu_);
+  // One stream per backup, each drained by its sender task; by backup.
+  absl::flat_hash_map<NodeId, std::shared_ptr<ReplicaStreamQueue>> streams_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex hot_keys_mu_;  // never taken with mu_ held
   hotspot::TopKSketch hot_keys_ ABSL_GUARDED_BY(hot_keys_mu_);

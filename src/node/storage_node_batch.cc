@@ -37,40 +37,13 @@
 #include "absl/container/flat_hash_set.h"
 #include "src/common/point.h"
 #include "src/node/storage_node.h"
+#include "src/node/write_mutation.h"
 #include "src/storage/errors.h"
 
 namespace shoal::node {
 
 using cluster::BucketPlacement;
 using transport::Response;
-
-namespace {
-
-storage::Mutation MutationOf(const transport::WriteRequest& write) {
-  storage::Mutation m{
-      .collection = write.collection, .primary_key = write.primary_key, .body = write.body};
-  switch (write.op) {
-    case transport::WriteOp::kInsert:
-      m.kind = storage::MutationKind::kInsert;
-      break;
-    case transport::WriteOp::kUpdate:
-      m.kind = storage::MutationKind::kUpdate;
-      break;
-    case transport::WriteOp::kUpsert:
-      m.kind = storage::MutationKind::kUpsert;
-      break;
-    case transport::WriteOp::kDelete:
-      m.kind = storage::MutationKind::kDelete;
-      break;
-    case transport::WriteOp::kCompareAndSet:
-      m.kind = storage::MutationKind::kCompareAndSet;
-      m.version = write.expected_version;
-      break;
-  }
-  return m;
-}
-
-}  // namespace
 
 Response StorageNode::HandleBatchWrite(const transport::BatchWriteRequest& request) {
   if (Status s = transport::ValidateBatch(request.writes); !s.ok()) return Response::Error(s);
@@ -106,6 +79,9 @@ std::optional<std::vector<BucketId>> StorageNode::AdmitAtOnce(
     if (collections_.count(key.collection) == 0) return std::nullopt;
     const BucketPlacement& bucket = map_->Lookup(PointOf(key.collection, key.primary_key));
     if (AdmitLocked(bucket, std::nullopt, access) != Admission::kServe) return std::nullopt;
+    // A replicated bucket's writes wait for their backups and its reads for the watermark:
+    // one by one (storage_node_replica.cc).
+    if (replication_.Tracks(bucket.id)) return std::nullopt;
     buckets.push_back(bucket.id);
   }
   // All admitted together, with no wait in between (see AT ONCE above).

@@ -26,6 +26,7 @@ RetryAction Classify(const Status& status, StatusOrigin origin, bool idempotent)
       const auto cluster_error = ClusterErrorOf(status);
       if (cluster_error == ClusterError::kWrongShard) return RetryAction::kLearnRoute;
       if (cluster_error == ClusterError::kNotServing ||
+          cluster_error == ClusterError::kNotEnoughReplicas ||
           storage::Is(status, storage::ErrorReason::kUnavailable)) {
         return RetryAction::kBackOff;
       }

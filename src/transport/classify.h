@@ -13,6 +13,7 @@
 //   the call's own other codes (cannot succeed)        kGiveUp       kGiveUp
 //   the node's WRONG_SHARD                             kLearnRoute   kLearnRoute
 //   the node's NOT_SERVING, or its storage unavailable kBackOff      kBackOff
+//   the node's NOT_ENOUGH_REPLICAS (below the floor)   kBackOff      kBackOff
 //   the node's other errors (the request's answer)     kGiveUp       kGiveUp
 //
 // Pure functions; thread-safe.

@@ -13,8 +13,10 @@ StatusCode CodeOf(ClusterError error) {
   switch (error) {
     case ClusterError::kWrongShard:
     case ClusterError::kStaleMove:
+    case ClusterError::kStaleTerm:
       return StatusCode::kFailedPrecondition;
     case ClusterError::kNotServing:
+    case ClusterError::kNotEnoughReplicas:
       return StatusCode::kUnavailable;
   }
   return StatusCode::kUnknown;
@@ -45,7 +47,7 @@ std::optional<ClusterError> ClusterErrorOf(const Status& status) {
   auto payload = status.GetPayload(kPayloadUrl);
   if (!payload.has_value() || payload->size() != 1) return std::nullopt;
   const auto value = static_cast<uint8_t>((*payload)[0]);
-  if (value < 1 || value > static_cast<uint8_t>(ClusterError::kStaleMove)) return std::nullopt;
+  if (value < 1 || value > static_cast<uint8_t>(ClusterError::kStaleTerm)) return std::nullopt;
   return static_cast<ClusterError>(value);
 }
 
@@ -128,6 +130,7 @@ std::string_view RequestName(const Request& request) {
           [](const FetchMoveFileRequest&) { return std::string_view("FetchMoveFile"); },
           [](const BatchWriteRequest&) { return std::string_view("BatchWrite"); },
           [](const BatchGetRequest&) { return std::string_view("BatchGet"); },
+          [](const ReplicateRequest&) { return std::string_view("Replicate"); },
       },
       request);
 }

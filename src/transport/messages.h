@@ -23,6 +23,7 @@
 #include "src/storage/mutation.h"
 #include "src/storage/point_range.h"
 #include "src/storage/predicate.h"
+#include "src/storage/replica_position.h"
 
 namespace shoal::transport {
 
@@ -51,7 +52,17 @@ struct Address {
 //   kNotServing   kUnavailable         not yet (a destination that has not learned the commit,
 //                                      a fenced bucket whose fence timed out): retry later
 //   kStaleMove    kFailedPrecondition  a message of a move attempt this node no longer runs
-enum class ClusterError : uint8_t { kWrongShard = 1, kNotServing = 2, kStaleMove = 3 };
+//   kNotEnoughReplicas kUnavailable    the bucket has fewer in-sync copies than min_in_sync:
+//                                      writes wait for a repair, reads go on (replication.md)
+//   kStaleTerm    kFailedPrecondition  node to node: a replication message of a primary or a
+//                                      term the backup's map no longer has
+enum class ClusterError : uint8_t {
+  kWrongShard = 1,
+  kNotServing = 2,
+  kStaleMove = 3,
+  kNotEnoughReplicas = 4,
+  kStaleTerm = 5,
+};
 
 [[nodiscard]] Status MakeClusterError(ClusterError error, std::string_view message);
 [[nodiscard]] std::optional<ClusterError> ClusterErrorOf(const Status& status);
@@ -349,6 +360,27 @@ struct BucketLoadResponse {
   std::optional<DiskSpaceReport> disk{};  // none when the node could not read it
 };
 
+// ---- replication (docs/design/replication.md §3): primary -> backup ----
+
+// One message of the ordered stream from a bucket primary to one backup: the writes of every
+// bucket the two share, in rseq order per bucket. The backup applies a bucket's entries only if
+// its own map names `primary` that bucket's primary at the entries' term.
+struct ReplicateRequest {
+  NodeId primary{};
+  MapEpoch epoch{};  // the primary's map
+  std::vector<storage::ReplicatedEntry> entries{};
+};
+// Per bucket of the request: the position the backup holds durably after it, or why it refused
+// the bucket's entries (kStaleTerm; kOutOfRange for a gap; kAborted for a divergent copy).
+struct ReplicaAck {
+  BucketId bucket{};
+  Status status{};
+  storage::ReplicaPosition position{};
+};
+struct ReplicateResponse {
+  std::vector<ReplicaAck> acks{};
+};
+
 struct Ack {};
 
 using Request =
@@ -356,13 +388,13 @@ using Request =
                  HeartbeatRequest, CreateCollectionRequest, ExportBucketRequest,
                  IngestBucketRequest, CatchUpRequest, ReadChangesRequest, FenceRequest,
                  DropBucketRequest, BucketLoadRequest, TransferBucketRequest, FetchMoveFileRequest,
-                 BatchWriteRequest, BatchGetRequest>;
+                 BatchWriteRequest, BatchGetRequest, ReplicateRequest>;
 
 using ResponseBody =
     std::variant<Ack, WriteResponse, GetResponse, ScanResponse, GetMapResponse, HeartbeatResponse,
                  CreateCollectionResponse, ExportBucketResponse, CatchUpResponse,
                  ReadChangesResponse, FenceResponse, BucketLoadResponse, TransferBucketResponse,
-                 FetchMoveFileResponse, BatchWriteResponse, BatchGetResponse>;
+                 FetchMoveFileResponse, BatchWriteResponse, BatchGetResponse, ReplicateResponse>;
 
 struct Response {
   Status status{};

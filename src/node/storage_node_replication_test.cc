@@ -1,0 +1,187 @@
+// Replication between storage nodes with a fixed configuration (storage_node_replica.cc): three
+// nodes hold every bucket (K = 3); a write is acknowledged only once every replica of the
+// primary's map holds it; a silent backup holds the acknowledgement back until the map drops
+// it; a backup that follows a newer primary refuses the old one, whose pending write then ends
+// "outcome unknown"; backups answer no client.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "src/node/storage_node_test_fixture.h"
+
+namespace shoal::node::test {
+namespace {
+
+constexpr NodeId kN3{3};
+
+class ReplicationNodeTest : public ::testing::Test {
+ protected:
+  ReplicationNodeTest()
+      : sim_(transport::SimOptions{.seed = 7, .min_delay = 100, .max_delay = 300, .loss = 0}),
+        coordinator_(std::make_shared<FakeCoordinator>()) {
+    dir_ = UniqueTestDir("shoal-replication-node-test");
+    auto initial =
+        ShardMap::Initial({.nodes = {kN1, kN2, kN3}, .bucket_count = 1, .replication_factor = 3});
+    EXPECT_TRUE(initial.ok()) << initial.status();
+    initial_ = std::make_shared<const ShardMap>(std::move(*initial));
+    coordinator_->SetCollections({storage::CollectionSpec{.id = kDocs, .name = "docs"}});
+    coordinator_->SetMap(initial_);
+  }
+
+  ~ReplicationNodeTest() override {
+    sim_.Shutdown();
+    nodes_.clear();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  void Run(const std::function<void()>& body) {
+    bool finished = false;
+    sim_.Spawn(Address::Client(1), "test", [&] {
+      sim_.Serve(Address::Coordinator(), coordinator_);
+      for (NodeId id : {kN1, kN2, kN3}) {
+        NodeOptions options;
+        options.id = id;
+        options.data_dir = fmt::format("{}/node-{}", dir_, id.value());
+        options.store.sync = storage::SyncPolicy::kPeriodic;
+        UseSmallTestStore(options.store);
+        options.call_timeout = 100 * kMs;
+        options.fence_timeout = kFenceTimeout;
+        options.heartbeat_interval = 2 * kSecond;
+        auto node = StorageNode::Open(sim_, options);
+        ASSERT_TRUE(node.ok()) << node.status();
+        (*node)->Start();
+        nodes_[id] = *node;
+      }
+      Publish(initial_);
+      body();
+      for (auto& [id, node] : nodes_) EXPECT_TRUE(node->Close().ok());
+      sim_.Stop(Address::Coordinator());
+      finished = true;
+    });
+    sim_.RunUntil(24 * 3600 * kSecond);
+    EXPECT_TRUE(finished) << "the test task did not finish";
+  }
+
+  void Install(NodeId to, const ShardMapPtr& map) {
+    transport::ClusterState state = coordinator_->state();
+    state.map = map;
+    auto response =
+        sim_.Call(Address::Node(to), transport::InstallMapRequest{.state = state}, 10 * kSecond);
+    EXPECT_TRUE(StatusOf(response).ok()) << StatusOf(response);
+  }
+
+  void Publish(const ShardMapPtr& map) {
+    coordinator_->SetMap(map);
+    for (NodeId id : {kN1, kN2, kN3}) {
+      if (sim_.IsAlive(Address::Node(id))) Install(id, map);
+    }
+  }
+
+  StatusOr<Response> Put(NodeId to, const ShardMapPtr& map, const std::string& key,
+                         const std::string& body) {
+    transport::WriteRequest request;
+    request.epoch = map->epoch();
+    request.op = WriteOp::kUpsert;
+    request.collection = kDocs;
+    request.primary_key = key;
+    request.body = body;
+    return sim_.Call(Address::Node(to), std::move(request), 10 * kSecond);
+  }
+
+  StatusOr<Response> Get(NodeId to, const ShardMapPtr& map, const std::string& key) {
+    transport::GetRequest request;
+    request.epoch = map->epoch();
+    request.collection = kDocs;
+    request.primary_key = key;
+    return sim_.Call(Address::Node(to), std::move(request), 10 * kSecond);
+  }
+
+  uint64_t Digest(NodeId id) {
+    auto digest = nodes_.at(id)->store()->DigestRange(storage::PointRange::All());
+    EXPECT_TRUE(digest.ok()) << digest.status();
+    return digest.value_or(0);
+  }
+
+  transport::SimRuntime sim_;
+  std::shared_ptr<FakeCoordinator> coordinator_;
+  std::string dir_;
+  ShardMapPtr initial_;
+  std::map<NodeId, std::shared_ptr<StorageNode>> nodes_;
+};
+
+TEST_F(ReplicationNodeTest, AWriteIsOnEveryReplicaWhenItIsAcknowledged) {
+  Run([&] {
+    for (int i = 0; i < 20; ++i) {
+      auto put = Put(kN1, initial_, fmt::format("k{}", i % 7), fmt::format(R"({{"i":{}}})", i));
+      ASSERT_TRUE(StatusOf(put).ok()) << StatusOf(put);
+      // Acknowledged: both backups hold it already.
+      for (NodeId backup : {kN2, kN3}) {
+        auto doc = nodes_.at(backup)->store()->Get(kDocs, fmt::format("k{}", i % 7));
+        ASSERT_TRUE(doc.ok()) << doc.status();
+        EXPECT_EQ(doc->body, fmt::format(R"({{"i":{}}})", i));
+      }
+    }
+    EXPECT_EQ(Digest(kN2), Digest(kN1));
+    EXPECT_EQ(Digest(kN3), Digest(kN1));
+    EXPECT_EQ(nodes_.at(kN3)->store()->GetReplicaState(kB0),
+              nodes_.at(kN1)->store()->GetReplicaState(kB0));
+    auto read = Get(kN1, initial_, "k3");
+    ASSERT_TRUE(StatusOf(read).ok()) << StatusOf(read);
+    // Backups take neither writes nor latest reads from clients.
+    EXPECT_EQ(transport::ClusterErrorOf(StatusOf(Put(kN2, initial_, "x", "{}"))),
+              ClusterError::kWrongShard);
+    EXPECT_EQ(transport::ClusterErrorOf(StatusOf(Get(kN3, initial_, "k3"))),
+              ClusterError::kWrongShard);
+  });
+}
+
+TEST_F(ReplicationNodeTest, ASilentBackupHoldsTheAckUntilTheMapDropsIt) {
+  Run([&] {
+    ASSERT_TRUE(StatusOf(Put(kN1, initial_, "a", R"({"v":1})")).ok());
+    sim_.Stop(Address::Node(kN3));  // n3 goes silent
+    auto put = Put(kN1, initial_, "b", R"({"v":2})");
+    EXPECT_EQ(StatusOf(put).code(), StatusCode::kDeadlineExceeded) << StatusOf(put);
+    // The coordinator removes n3 (RemoveReplica); once n1 installs that map, writes commit
+    // with n1 and n2 only.
+    ShardMapPtr without = Next(initial_, [](ShardMapEdit& e) { e.RemoveReplica(kB0, kN3); });
+    Publish(without);
+    auto again = Put(kN1, without, "c", R"({"v":3})");
+    EXPECT_TRUE(StatusOf(again).ok()) << StatusOf(again);
+    EXPECT_EQ(Digest(kN2), Digest(kN1));
+    // At the floor (min_in_sync 2) a further removal is refused by the map itself.
+    EXPECT_FALSE(
+        cluster::Apply(*without, ShardMapEdit(without->epoch()).RemoveReplica(kB0, kN2)).ok());
+  });
+}
+
+TEST_F(ReplicationNodeTest, AStalePrimaryIsRefusedAndItsPendingWriteIsUnknown) {
+  Run([&] {
+    ASSERT_TRUE(StatusOf(Put(kN1, initial_, "a", R"({"v":1})")).ok());
+    // n2 becomes the primary under a new term; n1 has not heard of it.
+    ShardMapPtr promoted = Next(initial_, [](ShardMapEdit& e) { e.PromoteReplica(kB0, kN2); });
+    coordinator_->SetMap(promoted);
+    Install(kN2, promoted);
+    Install(kN3, promoted);
+    auto stale = Put(kN1, initial_, "b", R"({"v":2})");
+    EXPECT_EQ(StatusOf(stale).code(), StatusCode::kUnknown) << StatusOf(stale);
+    // n1 learned the newer map from the refusal: it now sends clients to n2.
+    EXPECT_EQ(nodes_.at(kN1)->epoch(), promoted->epoch());
+    EXPECT_EQ(transport::ClusterErrorOf(StatusOf(Put(kN1, promoted, "c", "{}"))),
+              ClusterError::kWrongShard);
+    // The new primary replicates to n3 under its term.
+    auto put = Put(kN2, promoted, "d", R"({"v":4})");
+    EXPECT_TRUE(StatusOf(put).ok()) << StatusOf(put);
+    EXPECT_TRUE(nodes_.at(kN3)->store()->Get(kDocs, "d").ok());
+    EXPECT_EQ(nodes_.at(kN3)->store()->GetReplicaState(kB0).current_term(),
+              promoted->Find(kB0)->term);
+  });
+}
+
+}  // namespace
+}  // namespace shoal::node::test
