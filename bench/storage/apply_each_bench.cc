@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/storage/bench_docs.h"
 #include "src/storage/bucket_store.h"
 #include "src/storage/codec.h"
 
@@ -36,18 +37,8 @@ namespace {
 
 constexpr CollectionId kCollection{1};
 
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-// {"v":"abc..."}, `bytes` long (net_load's value).
-std::string Value(int bytes) {
-  std::string text = R"({"v":")";
-  for (int i = 0; i < std::max(1, bytes - 8); ++i) text.push_back(static_cast<char>('a' + i % 26));
-  text += "\"}";
-  return text;
-}
+using bench::FlatValue;
+using bench::Median;
 
 StoreOptions Options(const std::string& path) {
   StoreOptions options{
@@ -154,7 +145,7 @@ int Main(int argc, char** argv) {
       {kDocumentsColumnFamily, engine->documents}};
   if (!rocksdb::DB::Open(engine->db, dir + "/raw", cfs, &raw.handles, &raw.db).ok()) return 1;
   raw.write = engine->write;
-  const std::string body = Value(1024);
+  const std::string body = FlatValue(1024);
   std::mt19937_64 random(1);
   // Every key exists before the first measured run, in both engines.
   if (RunOnce(Arm::kRmw, **store, raw, body, batch, keys, 1.0, random) < 0 ||

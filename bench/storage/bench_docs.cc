@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace shoal::bench {
 
 std::string MakeJsonDocument(size_t target_bytes, uint64_t seed) {
@@ -25,5 +27,17 @@ std::string MakeJsonDocument(size_t target_bytes, uint64_t seed) {
 }
 
 std::string BenchKey(uint64_t i) { return fmt::format("key{:012}", i); }
+
+std::string FlatValue(int bytes) {
+  std::string text = R"({"v":")";
+  for (int i = 0; i < std::max(1, bytes - 8); ++i) text.push_back(static_cast<char>('a' + i % 26));
+  text += "\"}";
+  return text;
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
 
 }  // namespace shoal::bench

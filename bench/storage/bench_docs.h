@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace shoal::bench {
 
@@ -14,5 +15,11 @@ namespace shoal::bench {
 
 // The primary key of document number `i`.
 [[nodiscard]] std::string BenchKey(uint64_t i);
+
+// {"v":"abc..."} of `bytes` bytes (the value bench/net/net_load sends).
+[[nodiscard]] std::string FlatValue(int bytes);
+
+// The median of `values` (the upper one of an even count); `values` is not empty.
+[[nodiscard]] double Median(std::vector<double> values);
 
 }  // namespace shoal::bench

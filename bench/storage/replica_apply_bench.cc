@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "bench/storage/bench_docs.h"
+#include "src/common/point.h"
 #include "src/storage/bucket_store.h"
 
 namespace shoal::storage {
@@ -36,17 +38,8 @@ constexpr CollectionId kCollection{1};
 constexpr int kBuckets = 16;
 constexpr size_t kEntriesPerMessage = 16;
 
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-std::string Value(int bytes) {
-  std::string text = R"({"v":")";
-  for (int i = 0; i < std::max(1, bytes - 8); ++i) text.push_back(static_cast<char>('a' + i % 26));
-  text += "\"}";
-  return text;
-}
+using bench::FlatValue;
+using bench::Median;
 
 StoreOptions Options(const std::string& path) {
   return StoreOptions{
@@ -77,8 +70,9 @@ enum class Arm { kPlain, kStamped };
 
 // `threads` writers for `seconds`; returns microseconds per write (wall time / writes), or a
 // negative value on error. Stamped entries go to `log` when it is not null.
-double RunWriters(Arm arm, BucketStore& store, const std::string& body, int threads, int keys,
-                  double seconds, std::vector<ReplicatedEntry>* log) {
+double RunWriters(Arm arm, BucketStore& store, int buckets, const std::string& body, int threads,
+                  int keys, double seconds, std::vector<ReplicatedEntry>* log) {
+  const uint64_t step = ~uint64_t{0} / static_cast<uint64_t>(buckets) + 1;
   std::atomic<uint64_t> written{0};
   std::atomic<bool> failed{false};
   std::mutex log_mu;
@@ -99,7 +93,8 @@ double RunWriters(Arm arm, BucketStore& store, const std::string& body, int thre
           auto result = store.ApplyEach(std::span(&m, 1), WalSync::kDeferred);
           if (!result.ok() || !(*result)[0].ok()) failed = true;
         } else {
-          auto result = store.ApplyEachStamped(std::span(&m, 1), WalSync::kDeferred);
+          const BucketId bucket(static_cast<uint32_t>(PointOf(kCollection, pk).value() / step));
+          auto result = store.ApplyEachStamped(bucket, std::span(&m, 1), WalSync::kDeferred);
           if (!result.ok() || !result->results[0].ok()) failed = true;
           if (result.ok() && log != nullptr) {
             std::lock_guard<std::mutex> lock(log_mu);
@@ -162,13 +157,14 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "open failed\n");
     return 1;
   }
-  const std::string body = Value(1024);
+  const std::string body = FlatValue(1024);
   std::vector<double> plain_us, one_us, many_us, backup_us;
   for (int run = 0; run < runs; ++run) {
     std::vector<ReplicatedEntry> log;
-    const double a = RunWriters(Arm::kPlain, *plain, body, threads, keys, seconds, nullptr);
-    const double b = RunWriters(Arm::kStamped, *one, body, threads, keys, seconds, &log);
-    const double c = RunWriters(Arm::kStamped, *many, body, threads, keys, seconds, nullptr);
+    const double a = RunWriters(Arm::kPlain, *plain, 1, body, threads, keys, seconds, nullptr);
+    const double b = RunWriters(Arm::kStamped, *one, 1, body, threads, keys, seconds, &log);
+    const double c =
+        RunWriters(Arm::kStamped, *many, kBuckets, body, threads, keys, seconds, nullptr);
     const double d = RunBackup(*backup, std::move(log));
     if (a < 0 || b < 0 || c < 0 || d < 0) {
       std::fprintf(stderr, "a write failed\n");

@@ -132,7 +132,7 @@ Response StorageNode::ReplicatedWrite(const transport::WriteRequest& request, Bu
   }
   const storage::Mutation mutation = MutationOf(request);
   StatusOr<storage::BucketStore::StampedWrite> stamped =
-      store_->ApplyEachStamped(std::span(&mutation, 1), storage::WalSync::kDeferred);
+      store_->ApplyEachStamped(bucket, std::span(&mutation, 1), storage::WalSync::kDeferred);
   if (!stamped.ok() || !stamped->results[0].ok()) {
     Release(bucket, /*write=*/true);
     return Response::Error(stamped.ok() ? stamped->results[0].status() : stamped.status());

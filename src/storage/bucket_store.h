@@ -268,15 +268,17 @@ class BucketStore {
   // Replaces the bucket's state, e.g. with its primary's once a new copy holds its data.
   // Durable (synced).
   [[nodiscard]] Status SetReplicaState(BucketId bucket, const ReplicaState& state);
-  // ApplyEach at a primary: in the same WriteBatch, each bucket the call writes takes its next
-  // rseq under its current term and records the position, so per bucket commit order is rseq
-  // order. `entries` has one entry per written bucket, in bucket-id order: what a backup applies.
-  // A slot whose bucket began no term fails with FailedPrecondition.
+  // ApplyEach at a primary of `bucket`, which the caller says holds every mutation's key (the
+  // storage node decides that by its map): if the call writes anything, it takes the bucket's
+  // next rseq under its current term and records the position in the same WriteBatch, so commit
+  // order is rseq order. `entries` then holds that one entry, what a backup applies.
+  // FailedPrecondition (nothing written) if the bucket began no term.
   struct StampedWrite {
     std::vector<StatusOr<MutationResult>> results;
     std::vector<ReplicatedEntry> entries;
   };
-  [[nodiscard]] StatusOr<StampedWrite> ApplyEachStamped(std::span<const Mutation> mutations,
+  [[nodiscard]] StatusOr<StampedWrite> ApplyEachStamped(BucketId bucket,
+                                                        std::span<const Mutation> mutations,
                                                         WalSync wal_sync = WalSync::kAsConfigured);
   // At a backup: applies every entry that is its bucket's next write (kApplyIfNewer) with the
   // position and, for a new term, the history record, all in one WriteBatch. One result per

@@ -92,65 +92,44 @@ Status BucketStore::SetReplicaState(BucketId bucket, const ReplicaState& state) 
   return OkStatus();
 }
 
-StatusOr<BucketStore::StampedWrite> BucketStore::ApplyEachStamped(std::span<const Mutation> ms,
+StatusOr<BucketStore::StampedWrite> BucketStore::ApplyEachStamped(BucketId bucket,
+                                                                  std::span<const Mutation> ms,
                                                                   WalSync wal_sync) {
-  // The buckets the call may write, from the directory now; checked again under its lock.
-  std::map<BucketId, std::shared_ptr<ReplicaTrack>> tracks;
-  {
-    std::shared_lock<std::shared_mutex> directory_lock(directory_mu_);
-    for (const Mutation& m : ms) {
-      std::optional<BucketEntry> entry = directory_.Find(PointOf(m.collection, m.primary_key));
-      if (entry.has_value()) tracks.emplace(entry->id, nullptr);
-    }
-  }
-  SequencerLocks locks;
-  for (auto& [bucket, track] : tracks) {
-    track = Track(bucket);
-    locks.Add(track, &track->sequencer);
+  std::shared_ptr<ReplicaTrack> track = Track(bucket);
+  std::lock_guard<std::mutex> sequencer(track->sequencer);
+  const Term term = track->state.current_term();
+  if (term == Term(0)) {
+    return FailedPreconditionError(
+        fmt::format("bucket {} began no term: it orders no write", bucket.DebugString()));
   }
   StampedWrite out;
-  std::map<BucketId, ReplicaPosition> next;
+  ReplicatedEntry entry{.bucket = bucket,
+                        .position = {.term = term, .rseq = track->state.position.rseq + 1},
+                        .documents = {}};
+  bool written = false;
   BatchHook hook;
   hook.prepare = [&](std::span<const size_t> writes,
                      const std::vector<StatusOr<MutationResult>>& results,
                      rocksdb::WriteBatch* batch) -> Status {
-    std::map<BucketId, ReplicatedEntry> entries;
     for (size_t i : writes) {
       const Mutation& m = ms[i];
-      std::optional<BucketEntry> entry = directory_.Find(PointOf(m.collection, m.primary_key));
-      auto it = entry.has_value() ? tracks.find(entry->id) : tracks.end();
-      if (it == tracks.end()) {
-        return UnavailableError("the bucket directory changed during the write; retry it");
-      }
-      const ReplicaState& state = it->second->state;
-      if (state.current_term() == Term(0)) {
-        return FailedPreconditionError(
-            fmt::format("bucket {} began no term: it orders no write", entry->id.DebugString()));
-      }
-      ReplicatedEntry& e = entries[entry->id];
-      e.bucket = entry->id;
-      e.position = {.term = state.current_term(), .rseq = state.position.rseq + 1};
       const bool tombstone = m.WritesTombstone();
-      e.documents.push_back(Document{.collection = m.collection,
-                                     .primary_key = std::string(m.primary_key),
-                                     .body = tombstone ? std::string() : std::string(m.body),
-                                     .version = results[i]->version,
-                                     .tombstone = tombstone});
+      entry.documents.push_back(Document{.collection = m.collection,
+                                         .primary_key = std::string(m.primary_key),
+                                         .body = tombstone ? std::string() : std::string(m.body),
+                                         .version = results[i]->version,
+                                         .tombstone = tombstone});
     }
-    for (auto& [bucket, entry] : entries) {
-      batch->Put(meta_, ReplicaPositionKey(bucket), EncodeReplicaPosition(entry.position));
-      next[bucket] = entry.position;
-      out.entries.push_back(std::move(entry));
-    }
+    batch->Put(meta_, ReplicaPositionKey(bucket), EncodeReplicaPosition(entry.position));
     return OkStatus();
   };
-  bool written = false;
   hook.written = [&] {
     written = true;
-    for (const auto& [bucket, position] : next) tracks.at(bucket)->state.position = position;
+    track->state.position = entry.position;
   };
   SHOAL_ASSIGN_OR_RETURN(out.results, ApplyMutations(ms, wal_sync, BatchFailure::kPerSlot, &hook));
-  if (!written) out.entries.clear();  // the batch failed after the hook: nothing was ordered
+  // Nothing written (every slot skipped or failed, or the batch failed): nothing was ordered.
+  if (written) out.entries.push_back(std::move(entry));
   return out;
 }
 

@@ -50,7 +50,7 @@ class ReplicationStoreTest : public ::testing::Test {
 
   // Stamped writes at the primary; returns their entries.
   std::vector<ReplicatedEntry> Write(std::vector<Mutation> ms) {
-    auto stamped = primary_->ApplyEachStamped(ms);
+    auto stamped = primary_->ApplyEachStamped(kB, ms);
     EXPECT_TRUE(stamped.ok()) << stamped.status();
     if (!stamped.ok()) return {};
     for (const auto& result : stamped->results) EXPECT_TRUE(result.ok()) << result.status();
@@ -70,10 +70,8 @@ class ReplicationStoreTest : public ::testing::Test {
 
 TEST_F(ReplicationStoreTest, StampedWritesNumberABucketsWritesWithNoGap) {
   // No term yet: nothing is ordered, nothing written.
-  auto refused = primary_->ApplyEachStamped(std::vector<Mutation>{Put("a", 1)});
-  ASSERT_TRUE(refused.ok());
-  EXPECT_EQ(refused->results[0].status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(refused->entries.empty());
+  auto refused = primary_->ApplyEachStamped(kB, std::vector<Mutation>{Put("a", 1)});
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(primary_->Get(kC, "a").status().code(), StatusCode::kNotFound);
 
   SHOAL_ASSERT_OK(primary_->BeginTerm(kB, Term(3)));
@@ -91,7 +89,7 @@ TEST_F(ReplicationStoreTest, StampedWritesNumberABucketsWritesWithNoGap) {
   EXPECT_TRUE(second[0].documents[0].tombstone);
 
   // A slot that changes nothing (a delete of a missing key) orders no write.
-  auto skipped = primary_->ApplyEachStamped(std::vector<Mutation>{Remove("zzz")});
+  auto skipped = primary_->ApplyEachStamped(kB, std::vector<Mutation>{Remove("zzz")});
   ASSERT_TRUE(skipped.ok());
   EXPECT_TRUE(skipped->entries.empty());
 
@@ -215,7 +213,7 @@ TEST_F(ReplicationStoreTest, ConcurrentWritersGetEveryRseqOnce) {
         const std::string body = DocBody(t * 1000 + i);
         const Mutation m{
             .kind = MutationKind::kUpsert, .collection = kC, .primary_key = key, .body = body};
-        auto stamped = primary_->ApplyEachStamped(std::span(&m, 1), WalSync::kDeferred);
+        auto stamped = primary_->ApplyEachStamped(kB, std::span(&m, 1), WalSync::kDeferred);
         ASSERT_TRUE(stamped.ok());
         std::lock_guard<std::mutex> lock(mu);
         for (ReplicatedEntry& e : stamped->entries) log.push_back(std::move(e));
@@ -249,8 +247,8 @@ TEST(ReplicationCrashTest, ThePositionSurvivesExactlyWithItsWrites) {
   constexpr int kSynced = 12;
   constexpr int kWrites = 30;
   for (int i = 0; i < kWrites; ++i) {
-    auto stamped = store->ApplyEachStamped(std::vector<Mutation>{Put("k" + std::to_string(i), i)},
-                                           WalSync::kDeferred);
+    auto stamped = store->ApplyEachStamped(
+        kB, std::vector<Mutation>{Put("k" + std::to_string(i), i)}, WalSync::kDeferred);
     ASSERT_TRUE(stamped.ok());
     ASSERT_EQ(stamped->entries.size(), 1u);
     if (i + 1 == kSynced) SHOAL_ASSERT_OK(store->SyncWal());
