@@ -254,24 +254,25 @@ cluster::ShardMapPtr MapWithTransitions() {
   using cluster::TransitionStage;
   cluster::ShardMapEdit edit(initial->epoch());
   edit.SetNodeState(NodeId(5), cluster::NodeState::kLeaving)
-      .BeginTransition(BucketId(0), MoveId(10), nodes({3, 4}), TransitionMode::kCopyThenSwitch)
+      .BeginTransition(BucketId(0), MoveId(10), nodes({1, 3}), TransitionMode::kCopyThenSwitch)
       .BeginTransition(BucketId(1), MoveId(11), nodes({4, 3}), TransitionMode::kCopyThenSwitch)
       .AdvanceStage(BucketId(1), MoveId(11), TransitionStage::kCatchUp)
       .BeginTransition(BucketId(2), MoveId(12), nodes({4, 1}), TransitionMode::kCopyThenSwitch)
       .AdvanceStage(BucketId(2), MoveId(12), TransitionStage::kCatchUp)
       .AdvanceStage(BucketId(2), MoveId(12), TransitionStage::kPrepare)
-      .BeginTransition(BucketId(3), MoveId(13), nodes({1, 2}), TransitionMode::kCopyThenSwitch)
+      .BeginTransition(BucketId(3), MoveId(13), nodes({4, 1}), TransitionMode::kCopyThenSwitch)
       .AdvanceStage(BucketId(3), MoveId(13), TransitionStage::kCatchUp)
       .AdvanceStage(BucketId(3), MoveId(13), TransitionStage::kPrepare)
       .CommitTransition(BucketId(3), MoveId(13))
       .AdvanceStage(BucketId(3), MoveId(13), TransitionStage::kCleanup)
-      .BeginTransition(BucketId(4), MoveId(14), nodes({1, 2}), TransitionMode::kSwitchThenCopy)
-      .BeginTransition(BucketId(5), MoveId(15), nodes({2, 3}), TransitionMode::kSwitchThenCopy)
+      .BeginTransition(BucketId(4), MoveId(14), nodes({5, 1}), TransitionMode::kSwitchThenCopy)
+      .BeginTransition(BucketId(5), MoveId(15), nodes({UINT32_MAX, 2}),
+                       TransitionMode::kSwitchThenCopy)
       .AdvanceStage(BucketId(5), MoveId(15), TransitionStage::kCopy)
-      .BeginTransition(BucketId(6), MoveId(16), nodes({3, 1}), TransitionMode::kSwitchThenCopy)
+      .BeginTransition(BucketId(6), MoveId(16), nodes({1, 3}), TransitionMode::kSwitchThenCopy)
       .AdvanceStage(BucketId(6), MoveId(16), TransitionStage::kCopy)
       .AdvanceStage(BucketId(6), MoveId(16), TransitionStage::kCatchUp)
-      .BeginTransition(BucketId(7), MoveId(uint64_t{1} << 40), nodes({4, 2}),
+      .BeginTransition(BucketId(7), MoveId(uint64_t{1} << 40), nodes({2, 4}),
                        TransitionMode::kSwitchThenCopy)
       .AdvanceStage(BucketId(7), MoveId(uint64_t{1} << 40), TransitionStage::kCopy)
       .AdvanceStage(BucketId(7), MoveId(uint64_t{1} << 40), TransitionStage::kCatchUp)
@@ -310,10 +311,13 @@ TEST(WireCodecTest, MapMessagesDecodeToTheMapOfTheBytes) {
   ASSERT_EQ(message.buckets_size(), 13);
   EXPECT_EQ(message.buckets(0).owner(), map->buckets()[0].replicas.front().value());
   EXPECT_EQ(message.buckets(0).transition().stage(), wire::MapTransition::COPY);
-  EXPECT_EQ(message.buckets(3).owner(), 1u);  // committed and in cleanup: the destination
+  EXPECT_EQ(message.buckets(3).owner(), 4u);  // committed and in cleanup: the destination
   EXPECT_EQ(message.buckets(3).transition().stage(), wire::MapTransition::CLEANUP);
   EXPECT_EQ(message.buckets(4).owner(), map->buckets()[4].replicas.front().value());  // prepare
-  EXPECT_EQ(message.buckets(5).owner(), 2u);  // switched: the destination
+  // Switched: the destination, whose primary is the source's (a replicated bucket's
+  // switch-then-copy move keeps its primary).
+  EXPECT_EQ(message.buckets(5).owner(), UINT32_MAX);
+  EXPECT_EQ(message.buckets(2).owner(), 3u);  // kPrepare: the source, not the destination's 4
   EXPECT_EQ(message.buckets(5).transition().mode(), wire::MapTransition::SWITCH_THEN_COPY);
   EXPECT_EQ(message.nodes(4).state(), wire::MapNode::LEAVING);
   EXPECT_TRUE(message.buckets(12).range().end_is_max());
@@ -384,7 +388,7 @@ TEST(WireCodecTest, MalformedMapMessagesAreRejected) {
   }
   {
     wire::ShardMap m = good;
-    m.mutable_buckets(5)->set_owner(m.buckets(5).transition().source(0));
+    m.mutable_buckets(2)->set_owner(m.buckets(2).transition().destination(0));
     expect_invalid(m, "the owner is not the acknowledging replica");
   }
   {

@@ -54,9 +54,11 @@ bool StartLog(const LogFlags& flags, std::string process) {
 // A networked cluster's bucket split and merge thresholds until `shoal thresholds` changes them
 // (docs/design/replication.md §7): TiKV splits regions at 256 MiB, CockroachDB ranges at 512 MiB;
 // at the default move throttle (16 MiB/s) a 256 MiB bucket copies in 16 s, the time a
-// re-replicated bucket runs short of a copy. 2 x 64 < 256 keeps splits and merges apart.
+// re-replicated bucket runs short of a copy. Merging is off by default: it would fold a young
+// cluster's small buckets together (8 into 4 in a two-node test), below the count the cluster
+// needs to spread over the nodes that join later.
 constexpr uint64_t kDefaultSplitMib = 256;
-constexpr uint64_t kDefaultMergeMib = 64;
+constexpr uint64_t kDefaultMergeMib = 0;
 
 struct CoordinatorFlags {
   std::string data;
