@@ -72,7 +72,8 @@ enum class Arm { kPlain, kStamped };
 // negative value on error. Stamped entries go to `log` when it is not null.
 double RunWriters(Arm arm, BucketStore& store, int buckets, const std::string& body, int threads,
                   int keys, double seconds, std::vector<ReplicatedEntry>* log) {
-  const uint64_t step = ~uint64_t{0} / static_cast<uint64_t>(buckets) + 1;
+  // Bucket b holds [b * step, (b + 1) * step) (with one bucket, everything).
+  const uint64_t step = buckets == 1 ? 0 : ~uint64_t{0} / static_cast<uint64_t>(buckets) + 1;
   std::atomic<uint64_t> written{0};
   std::atomic<bool> failed{false};
   std::mutex log_mu;
@@ -93,7 +94,8 @@ double RunWriters(Arm arm, BucketStore& store, int buckets, const std::string& b
           auto result = store.ApplyEach(std::span(&m, 1), WalSync::kDeferred);
           if (!result.ok() || !(*result)[0].ok()) failed = true;
         } else {
-          const BucketId bucket(static_cast<uint32_t>(PointOf(kCollection, pk).value() / step));
+          const BucketId bucket(
+              step == 0 ? 0 : static_cast<uint32_t>(PointOf(kCollection, pk).value() / step));
           auto result = store.ApplyEachStamped(bucket, std::span(&m, 1), WalSync::kDeferred);
           if (!result.ok() || !result->results[0].ok()) failed = true;
           if (result.ok() && log != nullptr) {
