@@ -130,8 +130,7 @@ StatusOr<ShardMap> ShardMap::Initial(const InitialOptions& options) {
 
 StatusOr<ShardMap> ShardMap::Create(MapEpoch epoch, uint32_t replication_factor,
                                     std::vector<NodeInfo> nodes,
-                                    std::vector<BucketPlacement> buckets,
-                                    uint32_t min_in_sync) {
+                                    std::vector<BucketPlacement> buckets, uint32_t min_in_sync) {
   if (min_in_sync == 0) min_in_sync = DefaultMinInSync(replication_factor);
   ShardMap map(epoch, replication_factor, min_in_sync, std::move(nodes), std::move(buckets));
   Status status = map.CheckInvariants();
@@ -289,13 +288,12 @@ std::string ShardMap::DebugString() const {
                         ? info.id.DebugString()
                         : fmt::format("{}({})", info.id.DebugString(), ToString(info.state)));
   }
-  std::string text =
-      fmt::format("ShardMap{{{} K={}{} nodes=[{}] buckets={}}}\n", epoch_.DebugString(),
-                  replication_factor_,
-                  min_in_sync_ == DefaultMinInSync(replication_factor_)
-                      ? std::string()
-                      : fmt::format(" min_in_sync={}", min_in_sync_),
-                  fmt::join(nodes, ","), buckets_.size());
+  std::string text = fmt::format("ShardMap{{{} K={}{} nodes=[{}] buckets={}}}\n",
+                                 epoch_.DebugString(), replication_factor_,
+                                 min_in_sync_ == DefaultMinInSync(replication_factor_)
+                                     ? std::string()
+                                     : fmt::format(" min_in_sync={}", min_in_sync_),
+                                 fmt::join(nodes, ","), buckets_.size());
   for (const BucketPlacement& bucket : buckets_) {
     text += "  ";
     text += bucket.DebugString();

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 
+#include "src/storage/apply_if_newer.h"
 #include "src/storage/bucket_store.h"
 #include "src/storage/codec.h"
 #include "src/storage/errors.h"
@@ -185,14 +186,7 @@ StatusOr<std::vector<StatusOr<ReplicaPosition>>> BucketStore::ApplyReplicated(
     }
     state.position = at;
     results[i] = at;
-    for (const Document& d : e.documents) {
-      mutations.push_back(Mutation{.kind = MutationKind::kApplyIfNewer,
-                                   .collection = d.collection,
-                                   .primary_key = d.primary_key,
-                                   .body = d.body,
-                                   .tombstone = d.tombstone,
-                                   .version = d.version});
-    }
+    for (const Document& d : e.documents) mutations.push_back(ApplyIfNewerOf(d));
   }
   // Records of every bucket whose position moved, in the documents' WriteBatch.
   std::map<BucketId, ReplicaState> changed;

@@ -7,6 +7,7 @@
 #include <array>
 
 #include "absl/container/flat_hash_map.h"
+#include "src/storage/apply_if_newer.h"
 #include "src/storage/bucket_store.h"
 #include "src/storage/codec.h"
 #include "src/storage/errors.h"
@@ -413,14 +414,7 @@ StatusOr<std::vector<MutationResult>> BucketStore::ApplyChanges(std::span<const 
                                                                 WalSync wal_sync) {
   std::vector<Mutation> mutations;
   mutations.reserve(changes.size());
-  for (const Document& d : changes) {
-    mutations.push_back(Mutation{.kind = MutationKind::kApplyIfNewer,
-                                 .collection = d.collection,
-                                 .primary_key = d.primary_key,
-                                 .body = d.body,
-                                 .tombstone = d.tombstone,
-                                 .version = d.version});
-  }
+  for (const Document& d : changes) mutations.push_back(ApplyIfNewerOf(d));
   return ApplyBatch(mutations, wal_sync);
 }
 
