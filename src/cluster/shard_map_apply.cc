@@ -200,15 +200,26 @@ class Draft {
                       op.bucket.DebugString(), bucket.replicas.size() - 1, min_in_sync_,
                       op.node.DebugString()));
     }
-    std::erase(bucket.replicas, op.node);
+    return LeaveBucket(bucket, op.node);
+  }
+
+  Status operator()(const edit::DropReplica& op) {
+    SHOAL_ASSIGN_OR_RETURN(size_t index, BucketIndex(op.bucket));
+    SHOAL_RETURN_IF_ERROR(IsBackup(buckets_[index], op.node));
+    return LeaveBucket(buckets_[index], op.node);
+  }
+
+  // A backup leaves the bucket's replicas and its transition (RemoveReplica, DropReplica).
+  static Status LeaveBucket(BucketPlacement& bucket, NodeId node) {
+    std::erase(bucket.replicas, node);
     if (bucket.transition.has_value()) {
       BucketTransition& t = *bucket.transition;
       // The stable replicas are the source before the commit and the destination after it.
-      std::erase(t.source, op.node);
-      std::erase(t.destination, op.node);
+      std::erase(t.source, node);
+      std::erase(t.destination, node);
       if (t.destination.empty() && !CanAbort(t.stage, t.mode)) {
         return FailedPreconditionError(fmt::format("{} of bucket {} would have no destination",
-                                                   t.DebugString(), op.bucket.DebugString()));
+                                                   t.DebugString(), bucket.id.DebugString()));
       }
       // A move left with nothing to move, or nowhere to go before its commit, is over.
       if (t.destination.empty() || t.source == t.destination) bucket.transition.reset();

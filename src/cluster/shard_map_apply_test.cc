@@ -262,8 +262,10 @@ TEST(ShardMapApplyTest, ReplicaRemovalAndPromotion) {
   EXPECT_EQ(map.Find(b)->transition->source, Nodes({1, 3}));
   EXPECT_EQ(map.Find(b)->transition->destination, Nodes({1, 4}));
   EXPECT_EQ(map.Find(b)->term, Term(1));
-  // At the floor: n3 stays.
+  // At the floor: n3 stays, unless it cannot catch up (DropReplica), which no floor holds back.
   ExpectRejected(map, ShardMapEdit().RemoveReplica(b, NodeId(3)));
+  ExpectRejected(map, ShardMapEdit().DropReplica(b, NodeId(1)));  // never the primary
+  EXPECT_EQ(MustApply(map, ShardMapEdit().DropReplica(b, NodeId(3))).Find(b)->replicas, Nodes({1}));
   // No promotion while moving; with the move aborted in the same edit, n3 takes over.
   ExpectRejected(map, ShardMapEdit().PromoteReplica(b, NodeId(3)));
   map = MustApply(map, ShardMapEdit().AbortTransition(b, MoveId(1)).PromoteReplica(b, NodeId(3)));

@@ -33,6 +33,7 @@ enum class Tag : uint8_t {
   kSetReplication = 14,
   kBindStore = 15,
   kResetNode = 16,
+  kDropReplica = 17,
 };
 
 // Longest accepted destination list in an encoded edit (far above any sane K).
@@ -107,6 +108,7 @@ struct OpEncoder {
   void operator()(const edit::FinishTransition& op) const { Move(Tag::kFinishTransition, op); }
   void operator()(const edit::AbortTransition& op) const { Move(Tag::kAbortTransition, op); }
   void operator()(const edit::RemoveReplica& op) const { Replica(Tag::kRemoveReplica, op); }
+  void operator()(const edit::DropReplica& op) const { Replica(Tag::kDropReplica, op); }
   void operator()(const edit::PromoteReplica& op) const { Replica(Tag::kPromoteReplica, op); }
   void operator()(const edit::ForcePrimary& op) const { Replica(Tag::kForcePrimary, op); }
   void operator()(const edit::SetReplication& op) const {
@@ -171,7 +173,7 @@ StatusOr<EditOp> DecodeOp(VarintReader& in) {
   uint8_t raw_tag = 0;
   SHOAL_RETURN_IF_ERROR(in.Byte("operation tag", &raw_tag));
   if (raw_tag < static_cast<uint8_t>(Tag::kAddNode) ||
-      raw_tag > static_cast<uint8_t>(Tag::kResetNode)) {
+      raw_tag > static_cast<uint8_t>(Tag::kDropReplica)) {
     return InvalidArgumentError(fmt::format("shard map edit: unknown operation tag {}", raw_tag));
   }
   uint8_t byte = 0;
@@ -248,6 +250,11 @@ StatusOr<EditOp> DecodeOp(VarintReader& in) {
       SHOAL_RETURN_IF_ERROR(DecodeReplicaOp(in, &op));
       return EditOp(op);
     }
+    case Tag::kDropReplica: {
+      edit::DropReplica op;
+      SHOAL_RETURN_IF_ERROR(DecodeReplicaOp(in, &op));
+      return EditOp(op);
+    }
     case Tag::kPromoteReplica: {
       edit::PromoteReplica op;
       SHOAL_RETURN_IF_ERROR(DecodeReplicaOp(in, &op));
@@ -320,6 +327,9 @@ struct OpPrinter {
   }
   std::string operator()(const edit::RemoveReplica& op) const {
     return fmt::format("RemoveReplica({}, {})", op.bucket.DebugString(), op.node.DebugString());
+  }
+  std::string operator()(const edit::DropReplica& op) const {
+    return fmt::format("DropReplica({}, {})", op.bucket.DebugString(), op.node.DebugString());
   }
   std::string operator()(const edit::PromoteReplica& op) const {
     return fmt::format("PromoteReplica({}, {})", op.bucket.DebugString(), op.node.DebugString());

@@ -114,6 +114,15 @@ struct RemoveReplica {
   NodeId node;
   friend bool operator==(const RemoveReplica&, const RemoveReplica&) = default;
 };
+// A backup that cannot catch up (it answered a gap the primary cannot fill, or a divergent
+// copy) leaves the bucket, even below min_in_sync: every acknowledged write is on the primary,
+// so it holds nothing the bucket needs, and a primary below the floor takes no write until a
+// copy is rebuilt. Otherwise as RemoveReplica.
+struct DropReplica {
+  BucketId bucket;
+  NodeId node;
+  friend bool operator==(const DropReplica&, const DropReplica&) = default;
+};
 // Failover: backup `node` becomes the primary, the old primary leaves the replicas, and the
 // bucket's term becomes the new epoch. Refused while the bucket moves (abort the move first, in
 // the same edit). May leave fewer than min_in_sync replicas: writes then wait for a repair.
@@ -157,11 +166,12 @@ struct ResetNode {
 
 }  // namespace edit
 
-using EditOp = std::variant<edit::AddNode, edit::RemoveNode, edit::SetNodeState, edit::SplitBucket,
-                            edit::MergeBuckets, edit::BeginTransition, edit::AdvanceStage,
-                            edit::CommitTransition, edit::FinishTransition, edit::AbortTransition,
-                            edit::RemoveReplica, edit::PromoteReplica, edit::ForcePrimary,
-                            edit::SetReplication, edit::BindStore, edit::ResetNode>;
+using EditOp =
+    std::variant<edit::AddNode, edit::RemoveNode, edit::SetNodeState, edit::SplitBucket,
+                 edit::MergeBuckets, edit::BeginTransition, edit::AdvanceStage,
+                 edit::CommitTransition, edit::FinishTransition, edit::AbortTransition,
+                 edit::RemoveReplica, edit::PromoteReplica, edit::ForcePrimary,
+                 edit::SetReplication, edit::BindStore, edit::ResetNode, edit::DropReplica>;
 
 [[nodiscard]] std::string DebugString(const EditOp& op);
 
@@ -212,6 +222,9 @@ class ShardMapEdit {
   }
   ShardMapEdit& RemoveReplica(BucketId bucket, NodeId node) {
     return Add(edit::RemoveReplica{bucket, node});
+  }
+  ShardMapEdit& DropReplica(BucketId bucket, NodeId node) {
+    return Add(edit::DropReplica{bucket, node});
   }
   ShardMapEdit& PromoteReplica(BucketId bucket, NodeId node) {
     return Add(edit::PromoteReplica{bucket, node});

@@ -22,7 +22,14 @@ ShardMapEdit EveryOperation() {
       .AdvanceStage(BucketId(6), MoveId(1000), TransitionStage::kCleanup)
       .CommitTransition(BucketId(6), MoveId(1000))
       .FinishTransition(BucketId(6), MoveId(1000))
-      .AbortTransition(BucketId(6), MoveId(1000));
+      .AbortTransition(BucketId(6), MoveId(1000))
+      .RemoveReplica(BucketId(7), NodeId(2))
+      .DropReplica(BucketId(7), NodeId(3))
+      .PromoteReplica(BucketId(7), NodeId(4))
+      .ForcePrimary(BucketId(8), NodeId(5))
+      .SetReplication(3, 2)
+      .BindStore(NodeId(1), 0x10)
+      .ResetNode(NodeId(1), 0x11);
   return edit;
 }
 
@@ -92,7 +99,10 @@ TEST(ShardMapEditTest, DebugStringNamesEveryOperation) {
   for (const char* name :
        {"AddNode(n9)", "RemoveNode(n2)", "SetNodeState(n3, leaving)", "SplitBucket(b1",
         "MergeBuckets(b4, b5)", "BeginTransition(b6, m1000", "AdvanceStage(b6, m1000, cleanup)",
-        "CommitTransition", "FinishTransition", "AbortTransition", "base=e300"}) {
+        "CommitTransition", "FinishTransition", "AbortTransition", "RemoveReplica(b7, n2)",
+        "DropReplica(b7, n3)", "PromoteReplica(b7, n4)", "ForcePrimary(b8, n5)",
+        "SetReplication(K=3, min_in_sync=2)", "BindStore(n1, 0x10)", "ResetNode(n1, 0x11)",
+        "base=e300"}) {
     EXPECT_NE(text.find(name), std::string::npos) << name << " in " << text;
   }
 }

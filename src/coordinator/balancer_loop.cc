@@ -143,6 +143,9 @@ Status BalancerLoop::BalanceOnce() {
   const uint64_t generation = this->generation();
   ShardMapPtr map = committer_->map();
   if (map == nullptr) return OkStatus();
+  // The nodes do not yet move a replicated bucket's copies (catch-up of a new backup to the
+  // primary's position, docs/design/replication.md §6, §10 step 5): a K > 1 map stays as it is.
+  if (map->replication_factor() > 1) return OkStatus();
   // A leaving node that holds nothing any more leaves the map.
   for (const auto& node : map->nodes()) {
     if (node.state == cluster::NodeState::kLeaving && map->TargetBucketsOf(node.id).empty() &&

@@ -24,7 +24,8 @@ Coordinator::Coordinator(transport::Runtime& runtime, metadata::MetadataStore& s
       executor_(std::make_shared<MoveExecutor>(runtime, store, committer_, membership_, progress_,
                                                options)),
       balancer_(std::make_shared<BalancerLoop>(runtime, store, committer_, membership_, executor_,
-                                               options)) {}
+                                               options)),
+      replicas_(std::make_shared<ReplicaManager>(runtime, committer_, membership_, options)) {}
 
 StatusOr<std::shared_ptr<Coordinator>> Coordinator::Open(transport::Runtime& runtime,
                                                          metadata::MetadataStore& store,
@@ -35,14 +36,29 @@ StatusOr<std::shared_ptr<Coordinator>> Coordinator::Open(transport::Runtime& run
   return coordinator;
 }
 
-Status Coordinator::Initialize(const std::vector<NodeId>& nodes, uint32_t bucket_count) {
-  return committer_->Initialize(nodes, bucket_count);
+Status Coordinator::Initialize(const std::vector<NodeId>& nodes, uint32_t bucket_count,
+                               uint32_t replication_factor) {
+  SHOAL_RETURN_IF_ERROR(committer_->Initialize(nodes, bucket_count, replication_factor));
+  StartReplicaManager();
+  return OkStatus();
 }
 
 void Coordinator::Start() {
   runtime_.Serve(Address::Coordinator(), shared_from_this());
   runtime_.Spawn(Address::Coordinator(), "coordinator.main",
                  [balancer = balancer_] { balancer->Run(); });
+  started_ = true;
+  StartReplicaManager();
+}
+
+void Coordinator::StartReplicaManager() {
+  // Only a replicated map has replicas to manage (K is set by Initialize alone so far); a K = 1
+  // cluster runs no extra task, which keeps the simulation's schedules as they were.
+  const ShardMapPtr current = map();
+  if (!started_ || current == nullptr || current->replication_factor() <= 1) return;
+  if (replicas_running_.exchange(true)) return;
+  runtime_.Spawn(Address::Coordinator(), "coordinator.replicas",
+                 [replicas = replicas_] { replicas->Run(); });
 }
 
 transport::ClusterState Coordinator::State() const { return committer_->State(); }
@@ -89,10 +105,12 @@ Response Coordinator::Handle(const Address& from, const transport::Request& requ
             if (membership_->RecordHeartbeat(r.node)) {
               log::Info("node.up", {{"node", r.node.value()}});
             }
+            replicas_->NoteHeartbeat(r);
             const ShardMapPtr map = committer_->map();
             return Response::Ok(
                 transport::HeartbeatResponse{.epoch = map == nullptr ? MapEpoch(0) : map->epoch()});
           },
+          [&](const transport::ReplicaReportRequest& r) { return replicas_->HandleReport(r); },
           [&](const transport::CreateCollectionRequest& r) {
             auto spec = CreateCollection(r.name);
             if (!spec.ok()) return Response::Error(spec.status());

@@ -10,12 +10,15 @@
 //   BalancerLoop      recovery, then the balancer rounds, thresholds and plan previews
 //                     (balancer_loop.h)
 //   ProgressCounters  the MoveProgress of this incarnation (move_progress.h)
+//   ReplicaManager    removal of silent backups, failover of primaries, store ids of replicated
+//                     maps (replica_manager.h)
 // The coordinator answers the nodes' and clients' requests (Handle) and the operator's admin
 // calls, and wires the parts together. The durable keys, the protocols and their invariants are
 // stated in the part that owns them.
 //
 // Thread-safety: all public methods are thread-safe.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -31,6 +34,7 @@
 #include "src/coordinator/membership.h"
 #include "src/coordinator/move_executor.h"
 #include "src/coordinator/move_progress.h"
+#include "src/coordinator/replica_manager.h"
 #include "src/metadata/metadata_store.h"
 #include "src/transport/runtime.h"
 
@@ -43,12 +47,16 @@ class Coordinator final : public transport::Service,
       transport::Runtime& runtime, metadata::MetadataStore& store,
       const CoordinatorOptions& options);
 
-  // Creates the first map (epoch 1) unless the store holds one.
-  [[nodiscard]] Status Initialize(const std::vector<NodeId>& nodes, uint32_t bucket_count);
-  // Serves, recovers interrupted moves, then runs the balancer loop (if enabled).
+  // Creates the first map (epoch 1), with K = `replication_factor` copies of every bucket,
+  // unless the store holds one.
+  [[nodiscard]] Status Initialize(const std::vector<NodeId>& nodes, uint32_t bucket_count,
+                                  uint32_t replication_factor = 1);
+  // Serves, recovers interrupted moves, then runs the balancer loop (if enabled); runs the
+  // replica manager.
   void Start();
 
-  // The coordinator's requests (GetMap, Heartbeat, CreateCollection); others are kUnimplemented.
+  // The coordinator's requests (GetMap, Heartbeat, CreateCollection, ReplicaReport); others are
+  // kUnimplemented.
   transport::Response Handle(const transport::Address& from,
                              const transport::Request& request) override;
 
@@ -97,6 +105,8 @@ class Coordinator final : public transport::Service,
  private:
   Coordinator(transport::Runtime& runtime, metadata::MetadataStore& store,
               const CoordinatorOptions& options);
+  // Runs the replica manager's task once the coordinator serves a replicated map.
+  void StartReplicaManager();
 
   transport::Runtime& runtime_;
   const std::shared_ptr<Membership> membership_;
@@ -104,6 +114,9 @@ class Coordinator final : public transport::Service,
   const std::shared_ptr<ProgressCounters> progress_;
   const std::shared_ptr<MoveExecutor> executor_;
   const std::shared_ptr<BalancerLoop> balancer_;
+  const std::shared_ptr<ReplicaManager> replicas_;
+  std::atomic<bool> started_{false};
+  std::atomic<bool> replicas_running_{false};
 };
 
 }  // namespace shoal::coordinator

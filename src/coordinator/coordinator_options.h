@@ -54,6 +54,14 @@ struct CoordinatorOptions {
   uint32_t catch_up_rounds = 4;
   uint32_t fence_backlog = 64;
   transport::Micros node_timeout = 3'000'000;  // no heartbeat for this long = down
+  // Replication (docs/design/replication.md §4). A replicated bucket's primary with no heartbeat
+  // for failover_timeout is replaced by its most advanced backup, once the read lease
+  // (read_lease + clock_drift, as the nodes use) it may still hold has run out; the replica
+  // manager looks every replica_poll.
+  transport::Micros failover_timeout = 1'000'000;
+  transport::Micros read_lease = 1'000'000;
+  transport::Micros clock_drift = 100'000;
+  transport::Micros replica_poll = 100'000;
 };
 
 // A committed move's fence window (from the source's fence to the commit published: the time

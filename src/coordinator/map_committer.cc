@@ -69,11 +69,15 @@ Status MapCommitter::Load() {
   return OkStatus();
 }
 
-Status MapCommitter::Initialize(const std::vector<NodeId>& nodes, uint32_t bucket_count) {
+Status MapCommitter::Initialize(const std::vector<NodeId>& nodes, uint32_t bucket_count,
+                                uint32_t replication_factor) {
   absl::MutexLock edit_lock(&edit_mu_);
   if (map() != nullptr) return OkStatus();
   SHOAL_ASSIGN_OR_RETURN(ShardMap initial,
-                         ShardMap::Initial({.nodes = nodes, .bucket_count = bucket_count}));
+                         ShardMap::Initial({.nodes = nodes,
+                                            .bucket_count = bucket_count,
+                                            .replication_factor = replication_factor,
+                                            .min_in_sync = 0}));
   SHOAL_ASSIGN_OR_RETURN(uint64_t version, store_.Put(kMapKey, cluster::EncodeShardMap(initial),
                                                       metadata::kMustNotExist));
   absl::MutexLock lock(&mu_);

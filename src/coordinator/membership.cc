@@ -33,6 +33,12 @@ bool Membership::HeardFromLocked(NodeId node) const {
   return it != last_heartbeat_.end() && runtime_.Now() - it->second <= node_timeout_;
 }
 
+transport::Micros Membership::SilentFor(NodeId node) const {
+  absl::MutexLock lock(&mu_);
+  auto it = last_heartbeat_.find(node);
+  return runtime_.Now() - (it == last_heartbeat_.end() ? started_ : it->second);
+}
+
 bool Membership::IsDown(NodeId node) const {
   absl::MutexLock lock(&mu_);
   return IsDownLocked(node);

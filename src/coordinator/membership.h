@@ -37,6 +37,8 @@ class Membership {
   [[nodiscard]] bool IsDown(NodeId node) const;
   // A heartbeat within node_timeout.
   [[nodiscard]] bool HeardFrom(NodeId node) const;
+  // Time since the last heartbeat of `node` (since this incarnation started, if none came).
+  [[nodiscard]] transport::Micros SilentFor(NodeId node) const;
   // The members of `map` that are down.
   [[nodiscard]] std::set<NodeId> DownNodes(const cluster::ShardMap& map) const;
   // OK once `node` has checked in: heard from lately (waiting up to `grace` for a node whose

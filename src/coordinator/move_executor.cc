@@ -78,6 +78,12 @@ Status MoveExecutor::Run(BucketId bucket, NodeId destination, cluster::Transitio
     if (placement->transition.has_value()) {
       return FailedPreconditionError(fmt::format("{} is moving", bucket.DebugString()));
     }
+    if (map.replication_factor() > 1) {
+      // See BalancerLoop::BalanceOnce.
+      return FailedPreconditionError(
+          fmt::format("{}: moving a copy of a replicated bucket (K = {}) is not supported yet",
+                      bucket.DebugString(), map.replication_factor()));
+    }
     const auto* info = map.FindNode(destination);
     if (info == nullptr || info->state != cluster::NodeState::kActive) {
       return FailedPreconditionError(

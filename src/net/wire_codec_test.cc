@@ -59,8 +59,47 @@ TEST(WireCodecTest, RequestsRoundTrip) {
                                          .max_version = 14,
                                          .live_documents = 10,
                                          .live_bytes = 12}});
-  ExpectRoundTrip(transport::HeartbeatRequest{.node = NodeId(2), .epoch = MapEpoch(3)});
+  ExpectRoundTrip(
+      transport::HeartbeatRequest{.node = NodeId(2),
+                                  .epoch = MapEpoch(3),
+                                  .store_id = 0xfeed,
+                                  .incarnation = 77,
+                                  .fenced = {{.bucket = BucketId(1), .term = Term(2)}}});
   ExpectRoundTrip(transport::GetMapRequest{});
+  ExpectRoundTrip(transport::ReplicateRequest{
+      .primary = NodeId(1),
+      .epoch = MapEpoch(4),
+      .entries = {storage::ReplicatedEntry{
+          .bucket = BucketId(2), .position = {Term(3), 9}, .documents = {}}},
+      .terms = {{.bucket = BucketId(2), .term = Term(4)},
+                {.bucket = BucketId(6), .term = Term(1)}}});
+  ExpectRoundTrip(transport::ReplicaReportRequest{.primary = NodeId(1),
+                                                  .bucket = BucketId(2),
+                                                  .term = Term(3),
+                                                  .backup = NodeId(4),
+                                                  .reason = "a gap",
+                                                  .broken = true});
+  ExpectRoundTrip(
+      transport::SealTermRequest{.buckets = {{.bucket = BucketId(5), .term = Term(2)}}});
+}
+
+TEST(WireCodecTest, SealTermResponseRoundTrips) {
+  const transport::SealTermResponse sealed{
+      .store_id = 0xabc,
+      .buckets = {
+          {.bucket = BucketId(3), .position = {Term(2), 40}, .micros_since_ack = 1500},
+          {.bucket = BucketId(4), .position = {Term(1), 0}, .micros_since_ack = UINT64_MAX}}};
+  wire::Response first;
+  ToWire(transport::Response::Ok(sealed), &first);
+  auto decoded = FromWire(first);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  auto body = transport::BodyAs<transport::SealTermResponse>(std::move(*decoded));
+  ASSERT_TRUE(body.ok()) << body.status();
+  EXPECT_EQ(body->store_id, 0xabcu);
+  ASSERT_EQ(body->buckets.size(), 2u);
+  EXPECT_EQ(body->buckets[0].position.rseq, 40u);
+  EXPECT_EQ(body->buckets[0].micros_since_ack, 1500u);
+  EXPECT_EQ(body->buckets[1].micros_since_ack, UINT64_MAX);
 }
 
 TEST(WireCodecTest, BucketLoadWithHotKeysRoundTrips) {

@@ -2,11 +2,32 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
 #include "src/common/overloaded.h"
 #include "src/net/wire_codec.h"
 
 namespace shoal::net {
 namespace {
+
+void BucketTermsToWire(const std::vector<transport::BucketTerm>& terms,
+                       google::protobuf::RepeatedPtrField<wire::BucketTerm>* out) {
+  for (const transport::BucketTerm& t : terms) {
+    wire::BucketTerm* w = out->Add();
+    w->set_bucket(t.bucket.value());
+    w->set_term(t.term.value());
+  }
+}
+
+std::vector<transport::BucketTerm> BucketTermsFromWire(
+    const google::protobuf::RepeatedPtrField<wire::BucketTerm>& terms) {
+  std::vector<transport::BucketTerm> out;
+  out.reserve(static_cast<size_t>(terms.size()));
+  for (const wire::BucketTerm& t : terms) {
+    out.push_back({.bucket = BucketId(t.bucket()), .term = Term(t.term())});
+  }
+  return out;
+}
 
 std::optional<MoveId> MoveOf(bool has, const wire::MoveRef& ref) {
   return has ? std::optional<MoveId>(MoveId(ref.id())) : std::nullopt;
@@ -106,6 +127,9 @@ void ToWire(const transport::Request& request, wire::Request* out) {
                    auto* w = out->mutable_heartbeat();
                    w->set_node(r.node.value());
                    w->set_epoch(r.epoch.value());
+                   w->set_store_id(r.store_id);
+                   w->set_incarnation(r.incarnation);
+                   BucketTermsToWire(r.fenced, w->mutable_fenced());
                  },
                  [out](const transport::CreateCollectionRequest& r) {
                    out->mutable_create_collection()->set_name(r.name);
@@ -149,6 +173,20 @@ void ToWire(const transport::Request& request, wire::Request* out) {
                      entry->set_rseq(e.position.rseq);
                      for (const auto& d : e.documents) ToWire(d, entry->add_documents());
                    }
+                   BucketTermsToWire(r.terms, w->mutable_terms());
+                 },
+                 [out](const transport::ReplicaReportRequest& r) {
+                   auto* w = out->mutable_replica_report();
+                   w->set_primary(r.primary.value());
+                   w->set_bucket(r.bucket.value());
+                   w->set_term(r.term.value());
+                   w->set_backup(r.backup.value());
+                   w->set_reason(r.reason);
+                   w->set_broken(r.broken);
+                 },
+                 [out](const transport::SealTermRequest& r) {
+                   auto* w = out->mutable_seal_term();
+                   BucketTermsToWire(r.buckets, w->mutable_buckets());
                  },
                  [out](const transport::FenceRequest& r) {
                    auto* w = out->mutable_fence();
@@ -233,10 +271,15 @@ StatusOr<transport::Request> FromWire(const wire::Request& request) {
                              FromWire(request.install_map().state()));
       return transport::Request(transport::InstallMapRequest{.state = std::move(state)});
     }
-    case wire::Request::kHeartbeat:
+    case wire::Request::kHeartbeat: {
+      const auto& w = request.heartbeat();
       return transport::Request(
-          transport::HeartbeatRequest{.node = NodeId(request.heartbeat().node()),
-                                      .epoch = MapEpoch(request.heartbeat().epoch())});
+          transport::HeartbeatRequest{.node = NodeId(w.node()),
+                                      .epoch = MapEpoch(w.epoch()),
+                                      .store_id = w.store_id(),
+                                      .incarnation = w.incarnation(),
+                                      .fenced = BucketTermsFromWire(w.fenced())});
+    }
     case wire::Request::kCreateCollection:
       return transport::Request(
           transport::CreateCollectionRequest{.name = request.create_collection().name()});
@@ -272,7 +315,7 @@ StatusOr<transport::Request> FromWire(const wire::Request& request) {
     case wire::Request::kReplicate: {
       const auto& w = request.replicate();
       transport::ReplicateRequest replicate{
-          .primary = NodeId(w.primary()), .epoch = MapEpoch(w.epoch()), .entries = {}};
+          .primary = NodeId(w.primary()), .epoch = MapEpoch(w.epoch()), .entries = {}, .terms = {}};
       replicate.entries.reserve(static_cast<size_t>(w.entries_size()));
       for (const auto& e : w.entries()) {
         storage::ReplicatedEntry entry{.bucket = BucketId(e.bucket()),
@@ -281,8 +324,21 @@ StatusOr<transport::Request> FromWire(const wire::Request& request) {
         for (const auto& d : e.documents()) entry.documents.push_back(FromWire(d));
         replicate.entries.push_back(std::move(entry));
       }
+      replicate.terms = BucketTermsFromWire(w.terms());
       return transport::Request(std::move(replicate));
     }
+    case wire::Request::kReplicaReport: {
+      const auto& w = request.replica_report();
+      return transport::Request(transport::ReplicaReportRequest{.primary = NodeId(w.primary()),
+                                                                .bucket = BucketId(w.bucket()),
+                                                                .term = Term(w.term()),
+                                                                .backup = NodeId(w.backup()),
+                                                                .reason = w.reason(),
+                                                                .broken = w.broken()});
+    }
+    case wire::Request::kSealTerm:
+      return transport::Request(transport::SealTermRequest{
+          .buckets = BucketTermsFromWire(request.seal_term().buckets())});
     case wire::Request::kFence:
       return transport::Request(transport::FenceRequest{
           .move = MoveId(request.fence().move()), .bucket = BucketId(request.fence().bucket())});
@@ -371,6 +427,17 @@ void ToWire(const transport::Response& response, wire::Response* out) {
                      ToWire(a.status, ack->mutable_status());
                      ack->set_term(a.position.term.value());
                      ack->set_rseq(a.position.rseq);
+                   }
+                 },
+                 [out](const transport::SealTermResponse& r) {
+                   auto* w = out->mutable_seal_term();
+                   w->set_store_id(r.store_id);
+                   for (const transport::SealedBucket& b : r.buckets) {
+                     auto* sealed = w->add_buckets();
+                     sealed->set_bucket(b.bucket.value());
+                     sealed->set_term(b.position.term.value());
+                     sealed->set_rseq(b.position.rseq);
+                     sealed->set_micros_since_ack(b.micros_since_ack);
                    }
                  },
                  [out](const transport::BucketLoadResponse& r) {
@@ -509,6 +576,16 @@ StatusOr<transport::Response> FromWire(const wire::Response& response) {
                                                        .position = {Term(a.term()), a.rseq()}});
       }
       out.body = std::move(replicate);
+      break;
+    }
+    case wire::Response::kSealTerm: {
+      transport::SealTermResponse seal{.store_id = response.seal_term().store_id(), .buckets = {}};
+      for (const auto& b : response.seal_term().buckets()) {
+        seal.buckets.push_back(transport::SealedBucket{.bucket = BucketId(b.bucket()),
+                                                       .position = {Term(b.term()), b.rseq()},
+                                                       .micros_since_ack = b.micros_since_ack()});
+      }
+      out.body = std::move(seal);
       break;
     }
     case wire::Response::kBucketLoad: {

@@ -16,9 +16,11 @@ void ReplicaStreamQueue::Push(storage::ReplicatedEntry entry) {
   queue_.push_back(std::move(entry));
 }
 
-std::optional<std::vector<storage::ReplicatedEntry>> ReplicaStreamQueue::Take() {
+std::optional<std::vector<storage::ReplicatedEntry>> ReplicaStreamQueue::Take(int64_t now,
+                                                                              bool keepalive) {
   absl::MutexLock lock(&mu_);
-  if (in_flight_ || queue_.empty()) return std::nullopt;
+  if (in_flight_ || (queue_.empty() && !keepalive)) return std::nullopt;
+  last_sent_ = now;
   size_t bytes = 0;
   while (!queue_.empty() && flight_.size() < limits_.max_writes) {
     const size_t next = EntryBytes(queue_.front());
@@ -59,6 +61,21 @@ size_t ReplicaStreamQueue::queued() const {
 bool ReplicaStreamQueue::in_flight() const {
   absl::MutexLock lock(&mu_);
   return in_flight_;
+}
+
+void ReplicaStreamQueue::Answered(int64_t now) {
+  absl::MutexLock lock(&mu_);
+  last_answer_ = std::max(last_answer_.value_or(now), now);
+}
+
+int64_t ReplicaStreamQueue::last_sent() const {
+  absl::MutexLock lock(&mu_);
+  return last_sent_;
+}
+
+int64_t ReplicaStreamQueue::last_answer(int64_t start) const {
+  absl::MutexLock lock(&mu_);
+  return last_answer_.value_or(start);
 }
 
 }  // namespace shoal::node

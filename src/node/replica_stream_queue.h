@@ -35,9 +35,10 @@ class ReplicaStreamQueue {
   explicit ReplicaStreamQueue(StreamLimits limits = {}) : limits_(limits) {}
 
   void Push(storage::ReplicatedEntry entry);
-  // The entries of the next message, now marked in flight; none while a message is in flight
-  // or nothing is queued.
-  [[nodiscard]] std::optional<std::vector<storage::ReplicatedEntry>> Take();
+  // The entries of the next message, now marked in flight and sent at `now`; none while a
+  // message is in flight, or while nothing is queued unless `keepalive` (an empty message).
+  [[nodiscard]] std::optional<std::vector<storage::ReplicatedEntry>> Take(int64_t now,
+                                                                          bool keepalive = false);
   // The message in flight was answered: its entries leave the queue.
   void Delivered();
   // The message in flight was not answered: its entries go back to the front, in order.
@@ -48,12 +49,21 @@ class ReplicaStreamQueue {
   [[nodiscard]] size_t queued() const;
   [[nodiscard]] bool in_flight() const;
 
+  // The backup answered a message at `now`.
+  void Answered(int64_t now);
+  // When the latest message was sent, and when the backup last answered one (`start` until it
+  // answers the first): the sender's keepalive and silence clocks.
+  [[nodiscard]] int64_t last_sent() const;
+  [[nodiscard]] int64_t last_answer(int64_t start) const;
+
  private:
   const StreamLimits limits_;
   mutable absl::Mutex mu_;
   std::deque<storage::ReplicatedEntry> queue_ ABSL_GUARDED_BY(mu_);
   std::vector<storage::ReplicatedEntry> flight_ ABSL_GUARDED_BY(mu_);
   bool in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t last_sent_ ABSL_GUARDED_BY(mu_) = INT64_MIN / 2;
+  std::optional<int64_t> last_answer_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shoal::node

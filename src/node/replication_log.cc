@@ -36,6 +36,13 @@ void ReplicationLog::Configure(BucketId bucket, const std::vector<NodeId>& backu
     acked[backup] = known != b.acked.end() ? known->second : joined_rseq;
   }
   b.acked = std::move(acked);
+  std::map<NodeId, int64_t> renewed;
+  for (NodeId backup : backups) {
+    if (auto known = b.renewed.find(backup); known != b.renewed.end()) {
+      renewed.emplace(backup, known->second);
+    }
+  }
+  b.renewed = std::move(renewed);
   Advance(b);
 }
 
@@ -77,6 +84,28 @@ void ReplicationLog::Abandon(BucketId bucket) {
   auto it = buckets_.find(bucket);
   if (it == buckets_.end()) return;
   it->second.abandoned_through = std::max(it->second.abandoned_through, it->second.ordered);
+}
+
+void ReplicationLog::Renewed(BucketId bucket, NodeId backup, int64_t sent_at) {
+  absl::MutexLock lock(&mu_);
+  auto it = buckets_.find(bucket);
+  if (it == buckets_.end() || !it->second.acked.contains(backup)) return;
+  auto [at, added] = it->second.renewed.try_emplace(backup, sent_at);
+  if (!added) at->second = std::max(at->second, sent_at);
+}
+
+std::optional<int64_t> ReplicationLog::LeaseFrom(BucketId bucket) const {
+  absl::MutexLock lock(&mu_);
+  auto it = buckets_.find(bucket);
+  if (it == buckets_.end()) return std::nullopt;
+  const Bucket& b = it->second;
+  int64_t from = INT64_MAX;
+  for (const auto& [backup, rseq] : b.acked) {
+    auto renewed = b.renewed.find(backup);
+    if (renewed == b.renewed.end()) return std::nullopt;
+    from = std::min(from, renewed->second);
+  }
+  return from;
 }
 
 WriteState ReplicationLog::StateOf(BucketId bucket, uint64_t rseq) const {

@@ -59,6 +59,14 @@ class ReplicationLog {
   void Acked(BucketId bucket, NodeId backup, uint64_t rseq);
   // Every write ordered so far and not committed is abandoned.
   void Abandon(BucketId bucket);
+  // READ LEASE (docs/design/replication.md §5): `backup` answered a message sent at `sent_at`
+  // (this node's clock) without refusing the bucket, so it accepted no other primary for it
+  // before that message. Ignored for a backup outside the configuration; never moves back.
+  void Renewed(BucketId bucket, NodeId backup, int64_t sent_at);
+  // The earliest of the backups' latest renewals: the primary's read lease runs from there.
+  // nullopt while a backup of the configuration has renewed nothing, or for an untracked
+  // bucket; INT64_MAX for a bucket with no backup (K > 1 with one replica left).
+  [[nodiscard]] std::optional<int64_t> LeaseFrom(BucketId bucket) const;
 
   [[nodiscard]] WriteState StateOf(BucketId bucket, uint64_t rseq) const;
   // The highest rseq ordered; 0 for an untracked bucket.
@@ -74,9 +82,10 @@ class ReplicationLog {
   struct Bucket {
     uint64_t ordered = 0;
     uint64_t synced = 0;
-    std::map<NodeId, uint64_t> acked;  // by backup of the current configuration
-    uint64_t abandoned_through = 0;    // writes in (committed, this] are abandoned
-    uint64_t committed = 0;            // the highest watermark seen (it never moves back)
+    std::map<NodeId, uint64_t> acked;   // by backup of the current configuration
+    std::map<NodeId, int64_t> renewed;  // by backup of the current configuration
+    uint64_t abandoned_through = 0;     // writes in (committed, this] are abandoned
+    uint64_t committed = 0;             // the highest watermark seen (it never moves back)
   };
   static uint64_t WatermarkOf(const Bucket& b);
   static void Advance(Bucket& b);

@@ -91,20 +91,20 @@ storage::ReplicatedEntry Entry(BucketId bucket, uint64_t rseq, size_t body_bytes
 
 TEST(ReplicaStreamQueueTest, OneMessageInFlightCarriesWhatQueuedMeanwhile) {
   ReplicaStreamQueue queue({.max_writes = 3, .max_bytes = 1000});
-  EXPECT_FALSE(queue.Take().has_value());
+  EXPECT_FALSE(queue.Take(0).has_value());
   queue.Push(Entry(kB, 1, 10));
-  auto first = queue.Take();
+  auto first = queue.Take(0);
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(first->size(), 1u);
   for (uint64_t rseq = 2; rseq <= 6; ++rseq) queue.Push(Entry(kB, rseq, 10));
-  EXPECT_FALSE(queue.Take().has_value()) << "window 1";
+  EXPECT_FALSE(queue.Take(0).has_value()) << "window 1";
   queue.Delivered();
-  auto second = queue.Take();
+  auto second = queue.Take(0);
   ASSERT_TRUE(second.has_value());
   ASSERT_EQ(second->size(), 3u) << "max_writes";
   EXPECT_EQ((*second)[0].position.rseq, 2u);
   queue.Failed();  // resent from its first entry, in order
-  auto again = queue.Take();
+  auto again = queue.Take(0);
   ASSERT_TRUE(again.has_value());
   EXPECT_EQ((*again)[0].position.rseq, 2u);
   EXPECT_EQ(again->size(), 3u);
@@ -118,16 +118,32 @@ TEST(ReplicaStreamQueueTest, ByteLimitAndDroppedBuckets) {
   queue.Push(Entry(kB, 2, 60));
   queue.Push(Entry(BucketId(4), 1, 30));
   queue.Push(Entry(kB, 3, 60));
-  auto big = queue.Take();
+  auto big = queue.Take(0);
   ASSERT_EQ(big->size(), 1u);
   queue.Delivered();
-  auto next = queue.Take();
+  auto next = queue.Take(0);
   ASSERT_EQ(next->size(), 2u);  // 60 + 30; the next 60 would pass 100
   queue.DropBucket(kB);         // kB's backup left: its entries go, in flight too
   queue.Failed();
-  auto rest = queue.Take();
+  auto rest = queue.Take(0);
   ASSERT_EQ(rest->size(), 1u);
   EXPECT_EQ((*rest)[0].bucket, BucketId(4));
+}
+
+TEST(ReplicaStreamQueueTest, KeepalivesAndClocks) {
+  ReplicaStreamQueue queue;
+  EXPECT_FALSE(queue.Take(5).has_value());
+  EXPECT_EQ(queue.last_answer(7), 7) << "silence counts from the caller's start";
+  auto keepalive = queue.Take(10, /*keepalive=*/true);
+  ASSERT_TRUE(keepalive.has_value());
+  EXPECT_TRUE(keepalive->empty());
+  EXPECT_EQ(queue.last_sent(), 10);
+  EXPECT_FALSE(queue.Take(11, /*keepalive=*/true).has_value()) << "window 1";
+  queue.Answered(12);
+  queue.Delivered();
+  EXPECT_EQ(queue.last_answer(0), 12);
+  queue.Answered(9);  // an older answer never moves the clock back
+  EXPECT_EQ(queue.last_answer(0), 12);
 }
 
 }  // namespace

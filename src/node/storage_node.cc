@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #include "absl/container/flat_hash_set.h"
@@ -33,7 +34,13 @@ std::string_view ToString(LocalRole role) {
 }
 
 StorageNode::StorageNode(transport::Runtime& runtime, const NodeOptions& options)
-    : runtime_(runtime), options_(options), hot_keys_(options.hot_keys) {}
+    : runtime_(runtime),
+      options_(options),
+      // Only told apart by the coordinator's logs: the wall clock makes each start distinct.
+      incarnation_(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count())),
+      hot_keys_(options.hot_keys) {}
 
 StorageNode::~StorageNode() {
   if (store_ != nullptr) (void)store_->Close();
@@ -138,7 +145,17 @@ StorageNode::Admission StorageNode::AdmitLocked(const BucketPlacement& bucket,
 bool StorageNode::CanAcknowledgeWrite(Point point) const {
   absl::MutexLock lock(&mu_);
   if (map_ == nullptr) return false;
-  return cluster::Admits(AdmitLocked(map_->Lookup(point), std::nullopt, Access::kWrite));
+  const BucketPlacement& bucket = map_->Lookup(point);
+  Admitted admitted{.admission = AdmitLocked(bucket, std::nullopt, Access::kWrite),
+                    .bucket = bucket.id,
+                    .move = {},
+                    .source = {},
+                    .replicated = false};
+  if (admitted.admission == Admission::kServe &&
+      !GateReplicatedLocked(bucket, Access::kWrite, &admitted).ok()) {
+    return false;
+  }
+  return cluster::Admits(admitted.admission);
 }
 
 Status StorageNode::RefreshMap() {
@@ -160,6 +177,10 @@ void StorageNode::InstallLocked(const transport::ClusterState& state) {
   if (state.map == nullptr) return;
   if (map_ != nullptr && state.map->epoch() <= map_->epoch()) return;
   map_ = state.map;
+  if (!installed_) {
+    installed_ = true;
+    FenceRestartedTermsLocked();
+  }
   // Forget move records whose move is no longer in flight.
   for (auto it = moves_.begin(); it != moves_.end();) {
     const BucketPlacement* bucket = map_->Find(it->first);
@@ -195,9 +216,17 @@ StatusOr<StorageNode::Admitted> StorageNode::AwaitAdmission(MapEpoch client_epoc
       if (map_ != nullptr) {
         const BucketPlacement& bucket = map_->Lookup(point);
         admission = AdmitLocked(bucket, via_move, access);
+        Admitted admitted{.admission = admission,
+                          .bucket = bucket.id,
+                          .move = {},
+                          .source = {},
+                          .replicated = false};
+        if (admission == Admission::kServe) {
+          SHOAL_RETURN_IF_ERROR(GateReplicatedLocked(bucket, access, &admitted));
+          admission = admitted.admission;
+        }
         if (admission == Admission::kServe || admission == Admission::kServeViaSource) {
           ++inflight_writes_[bucket.id];
-          Admitted admitted{.admission = admission, .bucket = bucket.id, .move = {}, .source = {}};
           if (admission == Admission::kServeViaSource) {
             admitted.move = bucket.transition->move;
             admitted.source = bucket.transition->source.front();
@@ -206,7 +235,11 @@ StatusOr<StorageNode::Admitted> StorageNode::AwaitAdmission(MapEpoch client_epoc
         }
         if (admission == Admission::kWrongShard) {
           ++counters_.wrong_shard;
-          return Admitted{.admission = admission, .bucket = bucket.id, .move = {}, .source = {}};
+          return Admitted{.admission = admission,
+                          .bucket = bucket.id,
+                          .move = {},
+                          .source = {},
+                          .replicated = false};
         }
         if (admission == Admission::kQueue && !counted_queue) {
           ++counters_.queued;
@@ -218,7 +251,11 @@ StatusOr<StorageNode::Admitted> StorageNode::AwaitAdmission(MapEpoch client_epoc
     if (runtime_.Now() - start > options_.fence_timeout) {
       absl::MutexLock lock(&mu_);
       ++counters_.fence_timeouts;
-      return Admitted{.admission = Admission::kNotYet, .bucket = {}, .move = {}, .source = {}};
+      return Admitted{.admission = Admission::kNotYet,
+                      .bucket = {},
+                      .move = {},
+                      .source = {},
+                      .replicated = false};
     }
     SHOAL_RETURN_IF_ERROR(runtime_.Sleep(options_.queue_poll));
   }
@@ -266,7 +303,15 @@ StatusOr<StorageNode::Admitted> StorageNode::AwaitScanAdmission(MapEpoch client_
         if (admission == Admission::kServe) {
           admission = AdmitLocked(*named, via_move, Access::kRead);
         }
-        Admitted admitted{.admission = admission, .bucket = bucket, .move = {}, .source = {}};
+        Admitted admitted{.admission = admission,
+                          .bucket = bucket,
+                          .move = {},
+                          .source = {},
+                          .replicated = false};
+        if (admission == Admission::kServe) {
+          SHOAL_RETURN_IF_ERROR(GateReplicatedLocked(*named, Access::kRead, &admitted));
+          admission = admitted.admission;
+        }
         switch (admission) {
           case Admission::kWrongShard:
             ++counters_.wrong_shard;
@@ -285,7 +330,11 @@ StatusOr<StorageNode::Admitted> StorageNode::AwaitScanAdmission(MapEpoch client_
     }
     if (admission == Admission::kNotYet || client_epoch > epoch()) (void)RefreshMap();
     if (runtime_.Now() - start > options_.fence_timeout) {
-      return Admitted{.admission = Admission::kNotYet, .bucket = {}, .move = {}, .source = {}};
+      return Admitted{.admission = Admission::kNotYet,
+                      .bucket = {},
+                      .move = {},
+                      .source = {},
+                      .replicated = false};
     }
     SHOAL_RETURN_IF_ERROR(runtime_.Sleep(options_.queue_poll));
   }
@@ -334,6 +383,7 @@ Response StorageNode::Handle(const Address& from, const transport::Request& requ
           [&](const transport::TransferBucketRequest& r) { return HandleTransfer(r); },
           [&](const transport::FetchMoveFileRequest& r) { return HandleFetchMoveFile(r); },
           [&](const transport::ReplicateRequest& r) { return HandleReplicate(r); },
+          [&](const transport::SealTermRequest& r) { return HandleSealTerm(r); },
           [&](const auto&) {
             return Response::Error(UnimplementedError("not a storage node request"));
           },
@@ -372,7 +422,7 @@ Response StorageNode::HandleWrite(const transport::WriteRequest& request,
     }
   }
 
-  if (replication_.Tracks(bucket)) return ReplicatedWrite(request, bucket);
+  if (admitted->replicated) return ReplicatedWrite(request, bucket);
 
   // The write runs outside mu_; Fence waits for the in-flight count to drop to zero, so it
   // reports a sequence that includes this write.
@@ -416,7 +466,7 @@ Response StorageNode::HandleGet(const transport::GetRequest& request) {
   storage::GetOptions get;
   get.include_tombstones = request.via_move.has_value() && request.include_tombstones;
   StatusOr<storage::Document> document = store_->Get(request.collection, request.primary_key, get);
-  Status readable = AwaitReadable(admitted->bucket);
+  Status readable = AwaitReadable(admitted->bucket, admitted->replicated);
   Release(admitted->bucket, /*write=*/false);
   if (!readable.ok()) return Response::Error(readable);
   if (!document.ok()) return Response::Error(document.status());
@@ -443,7 +493,7 @@ Response StorageNode::HandleScan(const transport::ScanRequest& request) {
     absl::MutexLock lock(&mu_);
     ++counters_.reads;
   }
-  if (Status readable = AwaitReadable(admitted->bucket); !readable.ok()) {
+  if (Status readable = AwaitReadable(admitted->bucket, admitted->replicated); !readable.ok()) {
     return Response::Error(readable);
   }
   if (!page.ok()) return Response::Error(page.status());
@@ -460,7 +510,11 @@ Response StorageNode::HandleInstallMap(const transport::InstallMapRequest& reque
 void StorageNode::HeartbeatLoop() {
   ActiveGuard guard(this);
   while (runtime_.Alive()) {
-    transport::HeartbeatRequest heartbeat{.node = options_.id, .epoch = epoch()};
+    transport::HeartbeatRequest heartbeat{.node = options_.id,
+                                          .epoch = epoch(),
+                                          .store_id = store_->store_id(),
+                                          .incarnation = incarnation_,
+                                          .fenced = FencedTerms()};
     auto response = runtime_.Call(Address::Coordinator(), heartbeat, options_.call_timeout);
     if (response.ok()) {
       auto body = transport::BodyAs<transport::HeartbeatResponse>(std::move(*response));

@@ -82,6 +82,7 @@
 // Thread-safety: Handle may run concurrently on many tasks; state is guarded by mu_, never held
 // across a runtime yield (runtime.h rules).
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -101,6 +102,7 @@
 #include "src/common/status.h"
 #include "src/hotspot/top_k_sketch.h"
 #include "src/node/move_files.h"
+#include "src/node/recent_entries.h"
 #include "src/node/replica_stream_queue.h"
 #include "src/node/replication_log.h"
 #include "src/storage/bucket_store.h"
@@ -161,6 +163,14 @@ struct NodeOptions {
   // that on a busy machine the clients get the cores first. In [0, kMaxBackgroundNice]; 0 turns
   // it off. Only the thread runtimes on Linux act on it; the simulation runs the work inline.
   int background_nice = 4;
+  // Replication (docs/design/replication.md §4, §5). READ LEASE: a replicated primary answers
+  // reads only until read_lease - clock_drift after the send time of the latest stream message
+  // every backup acknowledged; the sender keeps the lease alive with a keepalive every
+  // read_lease / 4. A backup that acknowledged nothing for replica_ack_timeout is reported to the
+  // coordinator, which removes it from the bucket (above min_in_sync) so that writes go on.
+  transport::Micros read_lease = 1'000'000;
+  transport::Micros clock_drift = 100'000;
+  transport::Micros replica_ack_timeout = 1'000'000;
 };
 
 struct NodeCounters {
@@ -224,6 +234,8 @@ class StorageNode final : public transport::Service,
     BucketId bucket{};
     MoveId move{};
     NodeId source{};
+    // kServe of a bucket this node is the replicated primary of (storage_node_replica.cc).
+    bool replicated = false;
   };
   struct MoveRecord {
     MoveId move;
@@ -374,20 +386,59 @@ class StorageNode final : public transport::Service,
                                      bool idempotent);
 
   // ---- replication (storage_node_replica.cc) ----
+  // Whether the map makes this node the bucket's primary in a replicated map (K > 1), with no
+  // move in flight.
+  [[nodiscard]] bool ReplicatedPrimaryLocked(const cluster::BucketPlacement& bucket) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A kServe admission of a bucket this node is the replicated primary of: kQueue while its term
+  // is fenced (held before a restart) or sealed; NOT_ENOUGH_REPLICAS for a write while the bucket
+  // has fewer replicas than min_in_sync. Sets `admitted->replicated`.
+  [[nodiscard]] Status GateReplicatedLocked(const cluster::BucketPlacement& bucket, Access access,
+                                            Admitted* admitted) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The map binds this node to another store (its directory was wiped or replaced): no copy
+  // here serves, and its primaries are reported fenced.
+  [[nodiscard]] bool StoreReplacedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The bucket's term is fenced (restart), sealed (failover), or the store was replaced.
+  [[nodiscard]] bool TermClosedLocked(const cluster::BucketPlacement& bucket) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // At the first map after a start: every bucket this node is the replicated primary of and has
+  // written to before is fenced at its term.
+  void FenceRestartedTermsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The fenced buckets the heartbeat reports (their map still names this node at that term).
+  [[nodiscard]] std::vector<transport::BucketTerm> FencedTerms() const;
+  transport::Response HandleSealTerm(const transport::SealTermRequest& request);
+  // The buckets (with their terms) this node replicates to `backup` now.
+  [[nodiscard]] std::vector<transport::BucketTerm> TermsFor(NodeId backup);
+  // The coordinator kept the silent `backup` of `bucket` at the floor: new writes are refused
+  // until it answers again (UnblockAtFloor) or the map drops it.
+  void BlockAtFloor(BucketId bucket, NodeId backup) ABSL_LOCKS_EXCLUDED(mu_);
+  void UnblockAtFloor(BucketId bucket, NodeId backup) ABSL_LOCKS_EXCLUDED(mu_);
+  // Asks the coordinator to remove `backup` from `bucket` at `term` (`broken`: it answered but
+  // cannot catch up); refreshes the map after. Runs on a task of its own.
+  void ReportBackup(BucketId bucket, Term term, NodeId backup, std::string reason, bool broken);
   // Tracks the buckets this node is the primary of with backups in its map (no move in
   // flight): ReplicationLog, outboxes and streams. Part of InstallLocked.
   void ConfigureReplicationLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   transport::Response HandleReplicate(const transport::ReplicateRequest& request);
   // A client write admitted (kServe) for a replicated bucket; releases the admission.
   transport::Response ReplicatedWrite(const transport::WriteRequest& request, BucketId bucket);
-  // Waits until every write of `bucket` the store holds now is committed (a replicated
-  // primary's read answers after this). OK at once for a bucket that is not replicated.
-  [[nodiscard]] Status AwaitReadable(BucketId bucket);
+  // Waits until every write of `bucket` the store holds now is committed and the read lease
+  // holds (a replicated primary's read answers after this). OK at once when !replicated.
+  [[nodiscard]] Status AwaitReadable(BucketId bucket, bool replicated);
   // Begins the bucket's map term in the store if the store is behind it.
   [[nodiscard]] Status EnsureTerm(BucketId bucket);
   // Hands a stamped write to the streams of its bucket's backups, in rseq order.
   void Send(storage::ReplicatedEntry entry);
-  void ReplicaSenderLoop(NodeId backup, std::shared_ptr<ReplicaStreamQueue> queue);
+  // Sends the next message of `backup`'s stream unless one is in flight: what is queued, or with
+  // `keepalive` an empty message naming the buckets' terms. Never called with a lock held.
+  void SendNext(NodeId backup, const std::shared_ptr<ReplicaStreamQueue>& queue, bool keepalive);
+  // The completion of a stream message sent at `sent_at` naming `terms`.
+  void HandleReplicateAnswer(NodeId backup, const std::shared_ptr<ReplicaStreamQueue>& queue,
+                             const std::vector<transport::BucketTerm>& terms,
+                             transport::Micros sent_at, StatusOr<transport::Response> response);
+  // Keepalives, resends and reports of one backup's stream.
+  void ReplicaKeeperLoop(NodeId backup, std::shared_ptr<ReplicaStreamQueue> queue);
 
   transport::Runtime& runtime_;
   const NodeOptions options_;
@@ -409,10 +460,30 @@ class StorageNode final : public transport::Service,
   absl::Mutex load_mu_;  // never taken with mu_ held
   absl::flat_hash_map<BucketId, CachedLoad> load_cache_ ABSL_GUARDED_BY(load_mu_);
 
-  ReplicationLog replication_;  // its own lock, taken after mu_ or alone
+  ReplicationLog replication_;                   // its own lock, taken after mu_ or alone
+  RecentEntries recent_;                         // its own lock, taken after outbox_mu_ or alone
+  const uint64_t incarnation_;                   // this start of the process
+  bool installed_ ABSL_GUARDED_BY(mu_) = false;  // a map was installed since the start
+  // Terms this node held as a replicated primary before its start, and terms the coordinator
+  // sealed here (a failover): no read or write of the bucket is admitted at or below them.
+  absl::flat_hash_map<BucketId, Term> restart_fenced_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<BucketId, Term> sealed_ ABSL_GUARDED_BY(mu_);
+  // At a backup: when it last acknowledged the bucket's primary, and which one at which term.
+  struct LastAck {
+    NodeId primary;
+    Term term;
+    transport::Micros at = 0;
+  };
+  absl::flat_hash_map<BucketId, LastAck> last_ack_ ABSL_GUARDED_BY(mu_);
+  // At a primary: buckets whose silent backup the coordinator kept at the floor (the removal was
+  // refused), by that backup. New writes get NOT_ENOUGH_REPLICAS until it answers again or the
+  // map drops it. `floor_blocked_count_` spares the stream's answers the lock while it is empty.
+  absl::flat_hash_map<BucketId, NodeId> floor_blocked_ ABSL_GUARDED_BY(mu_);
+  std::atomic<size_t> floor_blocked_count_{0};
   // Per replicated bucket: its backups and the stamped writes waiting for an earlier rseq
   // before they go to the streams (writers of one bucket finish out of rseq order).
   struct Outbox {
+    Term term;
     std::vector<NodeId> backups;
     std::vector<std::shared_ptr<ReplicaStreamQueue>> queues;  // the backups' streams
     uint64_t next = 0;  // the next rseq to hand to the streams

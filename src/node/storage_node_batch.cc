@@ -81,7 +81,7 @@ std::optional<std::vector<BucketId>> StorageNode::AdmitAtOnce(
     if (AdmitLocked(bucket, std::nullopt, access) != Admission::kServe) return std::nullopt;
     // A replicated bucket's writes wait for their backups and its reads for the watermark:
     // one by one (storage_node_replica.cc).
-    if (replication_.Tracks(bucket.id)) return std::nullopt;
+    if (ReplicatedPrimaryLocked(bucket)) return std::nullopt;
     buckets.push_back(bucket.id);
   }
   // All admitted together, with no wait in between (see AT ONCE above).

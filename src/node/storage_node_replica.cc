@@ -2,13 +2,20 @@
 // (storage_node.h, REPLICATION; docs/design/replication.md §3).
 //
 // At the primary: ReplicatedWrite orders a write in the store (ApplyEachStamped, deferred
-// sync), hands the entry to Send, which releases entries to the backups' streams in rseq order,
-// syncs the local WAL and waits for the ReplicationLog to commit or abandon the write. One
-// sender task per backup drains that backup's stream, one message at a time, and feeds the
-// backup's acknowledged positions back to the log.
+// sync), hands the entry to Send, which releases entries to the backups' streams in rseq order
+// and sends at once on every idle stream (an asynchronous call, so the backups apply while the
+// primary syncs its own WAL), then waits for the ReplicationLog to commit or abandon the write.
+// Each stream has one message in flight; its answer feeds the backup's acknowledged position
+// back to the log and sends what queued meanwhile. One keeper task per backup sends keepalives,
+// resends a message that failed and reports a silent backup.
 //
 // At a backup: HandleReplicate applies the entries of each bucket whose primary and term match
 // its own map (BucketStore::ApplyReplicated), syncs once, and answers each bucket's position.
+//
+// Every message names the term of each bucket it carries or keeps alive; a backup's answer
+// renews the primary's read lease for the buckets it accepted (§5). A new primary first sends
+// its latest entries (RecentEntries), so that backups behind it reach its history (§4.2 step 6).
+// Failure handling (fences, seals, reports) is in storage_node_failover.cc.
 
 #include <fmt/format.h>
 
@@ -34,21 +41,27 @@ std::string NodeNames(const std::vector<NodeId>& nodes) {
   return out;
 }
 
-bool IsReplicatedPrimary(const BucketPlacement& bucket, NodeId self) {
-  return !bucket.transition.has_value() && bucket.replicas.size() > 1 &&
-         bucket.replicas.front() == self;
-}
-
 }  // namespace
+
+bool StorageNode::ReplicatedPrimaryLocked(const BucketPlacement& bucket) const {
+  return map_ != nullptr && map_->replication_factor() > 1 && !bucket.transition.has_value() &&
+         !bucket.replicas.empty() && bucket.replicas.front() == options_.id;
+}
 
 void StorageNode::ConfigureReplicationLocked() {
   const NodeId self = options_.id;
   std::vector<NodeId> senders;
   absl::MutexLock outbox_lock(&outbox_mu_);
-  // Buckets no longer replicated from here: their uncommitted writes are abandoned.
+  // Replicated from here: this node's map makes it the primary, at a term neither fenced by a
+  // restart nor sealed by a failover.
+  auto replicated = [&](const BucketPlacement& bucket) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return ReplicatedPrimaryLocked(bucket) && !TermClosedLocked(bucket);
+  };
+  // Buckets no longer replicated from here, or under a new term: their uncommitted writes are
+  // abandoned.
   for (auto it = outboxes_.begin(); it != outboxes_.end();) {
     const BucketPlacement* placement = map_->Find(it->first);
-    if (placement != nullptr && IsReplicatedPrimary(*placement, self)) {
+    if (placement != nullptr && replicated(*placement) && placement->term == it->second.term) {
       ++it;
       continue;
     }
@@ -62,18 +75,22 @@ void StorageNode::ConfigureReplicationLocked() {
     outboxes_.erase(it++);
   }
   for (const BucketPlacement& bucket : map_->buckets()) {
-    if (!IsReplicatedPrimary(bucket, self)) continue;
+    if (!replicated(bucket)) continue;
     const std::vector<NodeId> backups(bucket.replicas.begin() + 1, bucket.replicas.end());
     const uint64_t held = store_->GetReplicaState(bucket.id).position.rseq;
     auto [it, added] = outboxes_.try_emplace(bucket.id);
     Outbox& outbox = it->second;
-    if (added) outbox.next = held + 1;
+    if (added) {
+      outbox.term = bucket.term;
+      outbox.next = held + 1;
+    }
     for (NodeId old : outbox.backups) {
       if (std::find(backups.begin(), backups.end(), old) != backups.end()) continue;
       if (auto stream = streams_.find(old); stream != streams_.end()) {
         stream->second->DropBucket(bucket.id);
       }
     }
+    const std::vector<NodeId> before = added ? std::vector<NodeId>{} : outbox.backups;
     outbox.backups = backups;
     outbox.queues.clear();
     for (NodeId backup : backups) {
@@ -83,15 +100,33 @@ void StorageNode::ConfigureReplicationLocked() {
         senders.push_back(backup);
       }
       outbox.queues.push_back(stream);
+      // A backup new to the bucket first gets this node's latest entries: it skips what it
+      // holds and applies what it lacks of this node's history (a failover's winner is ahead of
+      // the other backups by at most what RecentEntries keeps).
+      if (std::find(before.begin(), before.end(), backup) == before.end()) {
+        for (storage::ReplicatedEntry& entry : recent_.After(bucket.id, 0)) {
+          if (entry.position.rseq <= held) stream->Push(std::move(entry));
+        }
+      }
     }
-    // A backup that joins holds what the primary held when it joined (a move's commit).
-    replication_.Configure(bucket.id, backups, held, held);
+    // What each backup holds is learnt from its first answer (a keepalive is due at once).
+    replication_.Configure(bucket.id, backups, held, /*joined_rseq=*/0);
+  }
+  // A backup the map dropped no longer holds writes back.
+  for (auto it = floor_blocked_.begin(); it != floor_blocked_.end();) {
+    const BucketPlacement* placement = map_->Find(it->first);
+    if (placement != nullptr && placement->HasReplica(it->second) && replicated(*placement)) {
+      ++it;
+      continue;
+    }
+    floor_blocked_.erase(it++);
+    --floor_blocked_count_;
   }
   for (NodeId backup : senders) {
     runtime_.Spawn(Address::Node(self),
                    fmt::format("n{}.replicate-to-n{}", self.value(), backup.value()),
                    [node = shared_from_this(), backup, queue = streams_[backup]] {
-                     node->ReplicaSenderLoop(backup, queue);
+                     node->ReplicaKeeperLoop(backup, queue);
                    });
   }
 }
@@ -112,17 +147,51 @@ Status StorageNode::EnsureTerm(BucketId bucket) {
 }
 
 void StorageNode::Send(storage::ReplicatedEntry entry) {
-  absl::MutexLock lock(&outbox_mu_);
-  auto it = outboxes_.find(entry.bucket);
-  if (it == outboxes_.end()) return;  // no longer the primary: the write is abandoned
-  Outbox& outbox = it->second;
-  if (entry.position.rseq < outbox.next) return;
-  outbox.waiting.emplace(entry.position.rseq, std::move(entry));
-  while (!outbox.waiting.empty() && outbox.waiting.begin()->first == outbox.next) {
-    for (const auto& queue : outbox.queues) queue->Push(outbox.waiting.begin()->second);
-    outbox.waiting.erase(outbox.waiting.begin());
-    ++outbox.next;
+  std::vector<std::pair<NodeId, std::shared_ptr<ReplicaStreamQueue>>> streams;
+  {
+    absl::MutexLock lock(&outbox_mu_);
+    auto it = outboxes_.find(entry.bucket);
+    if (it == outboxes_.end()) return;  // no longer the primary: the write is abandoned
+    Outbox& outbox = it->second;
+    if (entry.position.rseq < outbox.next) return;
+    outbox.waiting.emplace(entry.position.rseq, std::move(entry));
+    while (!outbox.waiting.empty() && outbox.waiting.begin()->first == outbox.next) {
+      recent_.Add(outbox.waiting.begin()->second);
+      for (const auto& queue : outbox.queues) queue->Push(outbox.waiting.begin()->second);
+      outbox.waiting.erase(outbox.waiting.begin());
+      ++outbox.next;
+    }
+    for (size_t i = 0; i < outbox.backups.size(); ++i) {
+      streams.emplace_back(outbox.backups[i], outbox.queues[i]);
+    }
   }
+  // Each idle stream sends at once; a busy one sends what queued when its answer comes.
+  for (const auto& [backup, queue] : streams) SendNext(backup, queue, /*keepalive=*/false);
+}
+
+void StorageNode::SendNext(NodeId backup, const std::shared_ptr<ReplicaStreamQueue>& queue,
+                           bool keepalive) {
+  std::vector<transport::BucketTerm> terms = TermsFor(backup);
+  const transport::Micros now = runtime_.Now();
+  std::optional<std::vector<storage::ReplicatedEntry>> batch =
+      queue->Take(now, keepalive && !terms.empty());
+  if (!batch.has_value()) return;
+  // Entries of a bucket no longer replicated to this backup are not sent.
+  std::erase_if(*batch, [&](const storage::ReplicatedEntry& e) {
+    return std::none_of(terms.begin(), terms.end(),
+                        [&](const transport::BucketTerm& t) { return t.bucket == e.bucket; });
+  });
+  if (terms.empty()) {
+    queue->Delivered();
+    return;
+  }
+  transport::ReplicateRequest message{
+      .primary = options_.id, .epoch = epoch(), .entries = std::move(*batch), .terms = terms};
+  runtime_.CallAsync(Address::Node(backup), std::move(message), options_.call_timeout,
+                     [node = shared_from_this(), backup, queue, terms = std::move(terms),
+                      now](StatusOr<Response> response) {
+                       node->HandleReplicateAnswer(backup, queue, terms, now, std::move(response));
+                     });
 }
 
 Response StorageNode::ReplicatedWrite(const transport::WriteRequest& request, BucketId bucket) {
@@ -133,16 +202,21 @@ Response StorageNode::ReplicatedWrite(const transport::WriteRequest& request, Bu
   const storage::Mutation mutation = MutationOf(request);
   StatusOr<storage::BucketStore::StampedWrite> stamped =
       store_->ApplyEachStamped(bucket, std::span(&mutation, 1), storage::WalSync::kDeferred);
-  if (!stamped.ok() || !stamped->results[0].ok()) {
+  if (!stamped.ok()) {
     Release(bucket, /*write=*/true);
-    return Response::Error(stamped.ok() ? stamped->results[0].status() : stamped.status());
+    return Response::Error(stamped.status());
+  }
+  if (!stamped->results[0].ok() || stamped->entries.empty()) {
+    // Refused on what the store holds (a duplicate, a missing key, a failed condition), or
+    // nothing to write (a delete of a missing key): the answer reveals the state, which may
+    // rest on writes not yet on every replica, so it waits for them as a read does.
+    Status readable = AwaitReadable(bucket, /*replicated=*/true);
+    Release(bucket, /*write=*/true);
+    if (!readable.ok()) return Response::Error(readable);
+    if (!stamped->results[0].ok()) return Response::Error(stamped->results[0].status());
+    return Response::Ok(transport::WriteResponse{.version = stamped->results[0]->version});
   }
   const uint64_t version = stamped->results[0]->version;
-  if (stamped->entries.empty()) {
-    // Nothing was written (e.g. a delete of a missing key): nothing to replicate.
-    Release(bucket, /*write=*/true);
-    return Response::Ok(transport::WriteResponse{.version = version});
-  }
   const uint64_t rseq = stamped->entries.front().position.rseq;
   replication_.Ordered(bucket, rseq);
   Send(std::move(stamped->entries.front()));
@@ -184,117 +258,209 @@ Response StorageNode::ReplicatedWrite(const transport::WriteRequest& request, Bu
   return Response::Error(InternalError("unknown write state"));
 }
 
-Status StorageNode::AwaitReadable(BucketId bucket) {
-  if (!replication_.Tracks(bucket)) return OkStatus();
+Status StorageNode::AwaitReadable(BucketId bucket, bool replicated) {
+  if (!replicated) return OkStatus();
   // Taken after the read: every write the read could see is at or below it.
   const uint64_t held = store_->GetReplicaState(bucket).position.rseq;
   const transport::Micros start = runtime_.Now();
-  while (replication_.Watermark(bucket) < held) {
+  while (true) {
+    // The lease is checked after the read was taken: while it holds, no other primary of the
+    // bucket can have acknowledged a write (a failover waits it out), so the read is the latest.
+    const std::optional<int64_t> lease = replication_.LeaseFrom(bucket);
+    const bool leased =
+        lease.has_value() && (*lease == INT64_MAX ||
+                              runtime_.Now() < *lease + options_.read_lease - options_.clock_drift);
+    if (leased && replication_.Watermark(bucket) >= held) return OkStatus();
     if (!replication_.Tracks(bucket) || runtime_.Now() - start > options_.call_timeout) {
       return transport::MakeClusterError(
           transport::ClusterError::kNotServing,
-          fmt::format("n{}: the writes of {} this read would return are not on every replica "
-                      "yet; retry",
-                      options_.id.value(), bucket.DebugString()));
+          fmt::format("n{}: {} of {}; retry", options_.id.value(),
+                      leased ? "the writes this read would return are not on every replica yet"
+                             : "no read lease from the backups",
+                      bucket.DebugString()));
     }
     SHOAL_RETURN_IF_ERROR(runtime_.Sleep(options_.queue_poll));
   }
-  return OkStatus();
 }
 
-void StorageNode::ReplicaSenderLoop(NodeId backup, std::shared_ptr<ReplicaStreamQueue> queue) {
-  ActiveGuard guard(this);
-  transport::Micros backoff = options_.queue_poll;
-  while (runtime_.Alive()) {
-    std::optional<std::vector<storage::ReplicatedEntry>> batch = queue->Take();
-    if (!batch.has_value()) {
-      if (!runtime_.Sleep(options_.queue_poll).ok()) return;
+std::vector<transport::BucketTerm> StorageNode::TermsFor(NodeId backup) {
+  std::vector<transport::BucketTerm> terms;
+  absl::MutexLock lock(&outbox_mu_);
+  for (const auto& [bucket, outbox] : outboxes_) {
+    if (std::find(outbox.backups.begin(), outbox.backups.end(), backup) != outbox.backups.end()) {
+      terms.push_back({.bucket = bucket, .term = outbox.term});
+    }
+  }
+  std::sort(terms.begin(), terms.end(),
+            [](const auto& a, const auto& b) { return a.bucket < b.bucket; });
+  return terms;
+}
+
+void StorageNode::HandleReplicateAnswer(NodeId backup,
+                                        const std::shared_ptr<ReplicaStreamQueue>& queue,
+                                        const std::vector<transport::BucketTerm>& terms,
+                                        transport::Micros sent_at, StatusOr<Response> response) {
+  std::optional<transport::ReplicateResponse> body;
+  if (response.ok() && response->status.ok()) {
+    auto parsed = transport::BodyAs<transport::ReplicateResponse>(std::move(*response));
+    if (parsed.ok()) body = std::move(*parsed);
+  }
+  if (!body.has_value()) {
+    queue->Failed();  // the keeper sends it again
+    return;
+  }
+  queue->Answered(runtime_.Now());
+  std::vector<BucketId> stale;
+  for (const transport::ReplicaAck& ack : body->acks) {
+    if (ack.status.ok()) {
+      replication_.Acked(ack.bucket, backup, ack.position.rseq);
+      replication_.Renewed(ack.bucket, backup, sent_at);
+      UnblockAtFloor(ack.bucket, backup);
       continue;
     }
-    transport::ReplicateRequest message{
-        .primary = options_.id, .epoch = epoch(), .entries = std::move(*batch)};
-    auto response = runtime_.Call(Address::Node(backup), std::move(message), options_.call_timeout);
-    if (response.ok() && response->status.ok()) {
-      auto body = transport::BodyAs<transport::ReplicateResponse>(std::move(*response));
-      if (body.ok()) {
-        bool learn = false;
-        for (const transport::ReplicaAck& ack : body->acks) {
-          if (ack.status.ok()) {
-            replication_.Acked(ack.bucket, backup, ack.position.rseq);
-            continue;
-          }
-          // A newer term or primary elsewhere: this primary's pending writes can no longer
-          // commit. A gap or a divergent copy needs a repair this stream cannot make.
-          replication_.Abandon(ack.bucket);
-          queue->DropBucket(ack.bucket);
-          learn =
-              learn || transport::ClusterErrorOf(ack.status) == transport::ClusterError::kStaleTerm;
-        }
-        queue->Delivered();
-        backoff = options_.queue_poll;
-        if (learn) (void)RefreshMap();
-        continue;
+    queue->DropBucket(ack.bucket);
+    if (transport::ClusterErrorOf(ack.status) == transport::ClusterError::kStaleTerm) {
+      stale.push_back(ack.bucket);
+      continue;
+    }
+    // A gap this node cannot fill or a divergent copy: the backup needs a rebuild (§4.3). The
+    // bucket's writes stay pending until the map removes it.
+    for (const transport::BucketTerm& t : terms) {
+      if (t.bucket == ack.bucket) {
+        ReportBackup(t.bucket, t.term, backup, ack.status.ToString(), /*broken=*/true);
       }
     }
-    if (!response.ok() && response.status().code() == StatusCode::kCancelled) return;
-    queue->Failed();
-    backoff = std::min<transport::Micros>(backoff * 2, 100'000);
-    if (!runtime_.Sleep(backoff).ok()) return;
+  }
+  queue->Delivered();
+  if (!stale.empty()) {
+    // A newer term or primary elsewhere: this node's pending writes of those buckets can no
+    // longer commit. It learns the newer map first (on a task: this may run on a transport
+    // thread), so that they are answered by a node that sends its clients on.
+    runtime_.Spawn(Address::Node(options_.id), fmt::format("n{}.learn-term", options_.id.value()),
+                   [node = shared_from_this(), stale] {
+                     ActiveGuard guard(node.get());
+                     (void)node->RefreshMap();
+                     for (BucketId bucket : stale) node->replication_.Abandon(bucket);
+                   });
+  }
+  if (queue->queued() > 0) SendNext(backup, queue, /*keepalive=*/false);
+}
+
+void StorageNode::ReplicaKeeperLoop(NodeId backup, std::shared_ptr<ReplicaStreamQueue> queue) {
+  ActiveGuard guard(this);
+  const transport::Micros keepalive = std::max<transport::Micros>(options_.read_lease / 4, 1);
+  const transport::Micros tick = std::max(options_.queue_poll, keepalive / 8);
+  transport::Micros busy_since = runtime_.Now();  // silence counts while there is a bucket
+  transport::Micros last_report = 0;
+  bool busy = false;
+  while (runtime_.Alive()) {
+    const transport::Micros now = runtime_.Now();
+    const std::vector<transport::BucketTerm> terms = TermsFor(backup);
+    if (!busy && !terms.empty()) busy_since = now;
+    busy = !terms.empty();
+    // A backup silent for T_ack is reported for each bucket it is a backup of here; the
+    // coordinator removes it (above min_in_sync), and the writes waiting for it commit.
+    const transport::Micros silent = now - std::max(queue->last_answer(busy_since), busy_since);
+    if (busy && silent >= options_.replica_ack_timeout &&
+        now - last_report >= options_.replica_ack_timeout) {
+      last_report = now;
+      for (const transport::BucketTerm& t : terms) {
+        ReportBackup(t.bucket, t.term, backup, fmt::format("no answer for {} ms", silent / 1000),
+                     /*broken=*/false);
+      }
+    }
+    // A message that failed goes again, entries left queued go, and a keepalive when one is due.
+    SendNext(backup, queue, /*keepalive=*/now - queue->last_sent() >= keepalive);
+    if (!runtime_.Sleep(tick).ok()) return;
   }
 }
 
 Response StorageNode::HandleReplicate(const transport::ReplicateRequest& request) {
   if (request.epoch > epoch()) (void)RefreshMap();
   const NodeId self = options_.id;
-  // Which buckets' entries this node takes: its map names the sender their primary, at the
-  // entries' term, and this node one of their backups.
+  std::map<BucketId, Term> terms;
+  for (const transport::BucketTerm& t : request.terms) terms.emplace(t.bucket, t.term);
+  // Which buckets' entries this node takes: its map names the sender their primary at the term
+  // the message names, this node one of their backups, and no seal closed that term here.
   std::map<BucketId, Status> refused;
+  std::vector<BucketId> buckets;
+  for (const auto& [bucket, term] : terms) buckets.push_back(bucket);
+  for (const storage::ReplicatedEntry& entry : request.entries) {
+    if (!terms.contains(entry.bucket)) {
+      refused.emplace(entry.bucket,
+                      InvalidArgumentError(fmt::format("entries of {} without its term",
+                                                       entry.bucket.DebugString())));
+      buckets.push_back(entry.bucket);
+    }
+  }
+  std::sort(buckets.begin(), buckets.end());
+  buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
   {
     absl::MutexLock lock(&mu_);
-    for (const storage::ReplicatedEntry& entry : request.entries) {
-      if (refused.contains(entry.bucket)) continue;
-      const BucketPlacement* placement = map_ == nullptr ? nullptr : map_->Find(entry.bucket);
+    for (const auto& [bucket, term] : terms) {
+      const BucketPlacement* placement = map_ == nullptr ? nullptr : map_->Find(bucket);
       const bool member = placement != nullptr && !placement->transition.has_value() &&
                           placement->replicas.size() > 1 &&
                           placement->replicas.front() == request.primary &&
                           placement->HasReplica(self) && self != request.primary;
-      if (!member || entry.position.term != placement->term) {
+      auto sealed = sealed_.find(bucket);
+      const bool open = sealed == sealed_.end() || sealed->second < term;
+      if (StoreReplacedLocked()) {
         refused.emplace(
-            entry.bucket,
-            transport::MakeClusterError(
-                transport::ClusterError::kStaleTerm,
-                fmt::format("n{} at {} does not take {}'s writes to {} at {}", self.value(),
-                            map_ ? map_->epoch().DebugString() : "e0",
-                            NodeId(request.primary).DebugString(), entry.bucket.DebugString(),
-                            entry.position.term.DebugString())));
+            bucket, FailedPreconditionError(fmt::format(
+                        "n{}: its store is not the one the map lists; rebuild it", self.value())));
+        continue;
+      }
+      if (!member || term != placement->term || !open) {
+        refused.emplace(bucket,
+                        transport::MakeClusterError(
+                            transport::ClusterError::kStaleTerm,
+                            fmt::format("n{} at {} does not take {}'s writes to {} at {}{}",
+                                        self.value(), map_ ? map_->epoch().DebugString() : "e0",
+                                        NodeId(request.primary).DebugString(), bucket.DebugString(),
+                                        term.DebugString(), open ? "" : " (sealed)")));
       }
     }
   }
   std::vector<storage::ReplicatedEntry> accepted;
   for (const storage::ReplicatedEntry& entry : request.entries) {
-    if (!refused.contains(entry.bucket)) accepted.push_back(entry);
+    if (refused.contains(entry.bucket)) continue;
+    if (entry.position.term > terms.at(entry.bucket)) {
+      refused.emplace(entry.bucket, InvalidArgumentError(fmt::format(
+                                        "entry {} of {} is of a term after the message's {}",
+                                        entry.position.DebugString(), entry.bucket.DebugString(),
+                                        terms.at(entry.bucket).DebugString())));
+      continue;
+    }
+    accepted.push_back(entry);
   }
+  std::erase_if(accepted,
+                [&](const storage::ReplicatedEntry& e) { return refused.contains(e.bucket); });
   std::map<BucketId, Status> failed = refused;
   if (!accepted.empty()) {
     auto applied = store_->ApplyReplicated(accepted, storage::WalSync::kDeferred);
     if (!applied.ok()) return Response::Error(applied.status());
     for (size_t i = 0; i < accepted.size(); ++i) {
       const StatusOr<storage::ReplicaPosition>& result = (*applied)[i];
-      if (!result.ok() && !failed.contains(accepted[i].bucket)) {
+      if (!result.ok()) {
         failed.emplace(accepted[i].bucket, result.status());
+      } else if (!failed.contains(accepted[i].bucket)) {
+        recent_.Add(accepted[i]);
       }
     }
     // One sync for the whole message, before any position is reported.
     if (Status synced = store_->SyncWal(); !synced.ok()) return Response::Error(synced);
   }
   transport::ReplicateResponse out;
-  std::vector<BucketId> buckets;
-  for (const storage::ReplicatedEntry& entry : request.entries) buckets.push_back(entry.bucket);
-  std::sort(buckets.begin(), buckets.end());
-  buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
+  const transport::Micros now = runtime_.Now();
+  absl::MutexLock lock(&mu_);
   for (BucketId bucket : buckets) {
     transport::ReplicaAck ack{.bucket = bucket, .status = OkStatus(), .position = {}};
-    if (auto it = failed.find(bucket); it != failed.end()) ack.status = it->second;
+    if (auto it = failed.find(bucket); it != failed.end()) {
+      ack.status = it->second;
+    } else {
+      last_ack_[bucket] = LastAck{.primary = request.primary, .term = terms.at(bucket), .at = now};
+    }
     ack.position = store_->GetReplicaState(bucket).position;
     out.acks.push_back(std::move(ack));
   }

@@ -2,7 +2,9 @@
 // nodes hold every bucket (K = 3); a write is acknowledged only once every replica of the
 // primary's map holds it; a silent backup holds the acknowledgement back until the map drops
 // it; a backup that follows a newer primary refuses the old one, whose pending write then ends
-// "outcome unknown"; backups answer no client.
+// "outcome unknown"; backups answer no client. Failure handling at the nodes: read leases
+// granted by every backup, seals, the fence of a restarted primary, and a new primary bringing a
+// lagging backup to its history.
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -44,28 +46,53 @@ class ReplicationNodeTest : public ::testing::Test {
     bool finished = false;
     sim_.Spawn(Address::Client(1), "test", [&] {
       sim_.Serve(Address::Coordinator(), coordinator_);
-      for (NodeId id : {kN1, kN2, kN3}) {
-        NodeOptions options;
-        options.id = id;
-        options.data_dir = fmt::format("{}/node-{}", dir_, id.value());
-        options.store.sync = storage::SyncPolicy::kPeriodic;
-        UseSmallTestStore(options.store);
-        options.call_timeout = 100 * kMs;
-        options.fence_timeout = kFenceTimeout;
-        options.heartbeat_interval = 2 * kSecond;
-        auto node = StorageNode::Open(sim_, options);
-        ASSERT_TRUE(node.ok()) << node.status();
-        (*node)->Start();
-        nodes_[id] = *node;
-      }
+      for (NodeId id : {kN1, kN2, kN3}) ASSERT_TRUE(OpenNode(id));
       Publish(initial_);
       body();
+      sim_.SetMessageHook(nullptr);
       for (auto& [id, node] : nodes_) EXPECT_TRUE(node->Close().ok());
       sim_.Stop(Address::Coordinator());
       finished = true;
     });
     sim_.RunUntil(24 * 3600 * kSecond);
     EXPECT_TRUE(finished) << "the test task did not finish";
+  }
+
+  // Opens (or reopens, after a crash) the node `id` on its directory and starts it.
+  bool OpenNode(NodeId id) {
+    NodeOptions options;
+    options.id = id;
+    options.data_dir = fmt::format("{}/node-{}", dir_, id.value());
+    options.store.sync = storage::SyncPolicy::kPeriodic;
+    UseSmallTestStore(options.store);
+    options.call_timeout = 100 * kMs;
+    options.fence_timeout = kFenceTimeout;
+    options.heartbeat_interval = 2 * kSecond;
+    auto node = StorageNode::Open(sim_, options);
+    EXPECT_TRUE(node.ok()) << node.status();
+    if (!node.ok()) return false;
+    (*node)->Start();
+    nodes_[id] = *node;
+    return true;
+  }
+
+  // Crashes `id` (it stops at once) and closes its store.
+  void Crash(NodeId id) {
+    sim_.Stop(Address::Node(id));
+    EXPECT_TRUE(nodes_.at(id)->Close().ok());
+    nodes_.erase(id);
+  }
+
+  // Loses every request `from` sends to `to` (a one-way link cut) while `cut` is true.
+  void CutLink(NodeId from, NodeId to, const bool* cut) {
+    sim_.SetMessageHook([from, to, cut](const Address& caller, const Address& callee,
+                                        const transport::Request&,
+                                        transport::SimRuntime::MessageLeg leg) {
+      transport::SimRuntime::MessageFate fate;
+      fate.lose = *cut && leg == transport::SimRuntime::MessageLeg::kRequest &&
+                  caller == Address::Node(from) && callee == Address::Node(to);
+      return fate;
+    });
   }
 
   void Install(NodeId to, const ShardMapPtr& map) {
@@ -180,6 +207,103 @@ TEST_F(ReplicationNodeTest, AStalePrimaryIsRefusedAndItsPendingWriteIsUnknown) {
     EXPECT_TRUE(nodes_.at(kN3)->store()->Get(kDocs, "d").ok());
     EXPECT_EQ(nodes_.at(kN3)->store()->GetReplicaState(kB0).current_term(),
               promoted->Find(kB0)->term);
+  });
+}
+
+TEST_F(ReplicationNodeTest, ReadsNeedALeaseFromEveryBackup) {
+  Run([&] {
+    ASSERT_TRUE(StatusOf(Put(kN1, initial_, "a", R"({"v":1})")).ok());
+    ASSERT_TRUE(StatusOf(Get(kN1, initial_, "a")).ok());
+    bool cut = true;
+    CutLink(kN1, kN3, &cut);
+    // n3 renews nothing any more: within the lease n1 still reads, past it n1 refuses.
+    ASSERT_TRUE(sim_.Sleep(1200 * kMs).ok());
+    auto stale = Get(kN1, initial_, "a");
+    EXPECT_EQ(transport::ClusterErrorOf(StatusOf(stale)), ClusterError::kNotServing)
+        << StatusOf(stale);
+    cut = false;
+    ASSERT_TRUE(sim_.Sleep(500 * kMs).ok());
+    auto renewed = Get(kN1, initial_, "a");
+    EXPECT_TRUE(StatusOf(renewed).ok()) << StatusOf(renewed);
+  });
+}
+
+TEST_F(ReplicationNodeTest, ASealedBackupRefusesTheOldPrimaryAndReportsItsPosition) {
+  Run([&] {
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE(StatusOf(Put(kN1, initial_, fmt::format("k{}", i), "{}")).ok());
+    }
+    const Term term = initial_->Find(kB0)->term;
+    const auto held = nodes_.at(kN1)->store()->GetReplicaState(kB0).position;
+    for (NodeId backup : {kN2, kN3}) {
+      auto sealed = sim_.Call(
+          Address::Node(backup),
+          transport::SealTermRequest{.buckets = {{.bucket = kB0, .term = term}}}, 10 * kSecond);
+      ASSERT_TRUE(StatusOf(sealed).ok()) << StatusOf(sealed);
+      auto body = transport::BodyAs<transport::SealTermResponse>(std::move(*sealed));
+      ASSERT_TRUE(body.ok()) << body.status();
+      EXPECT_EQ(body->store_id, nodes_.at(backup)->store()->store_id());
+      ASSERT_EQ(body->buckets.size(), 1u);
+      EXPECT_EQ(body->buckets[0].position, held);
+      // Keepalives reached it a moment ago.
+      EXPECT_LT(body->buckets[0].micros_since_ack, uint64_t{1'000'000});
+    }
+    // The old primary can no longer commit a write, nor read once its lease ran out.
+    auto put = Put(kN1, initial_, "late", "{}");
+    EXPECT_FALSE(StatusOf(put).ok());
+    ASSERT_TRUE(sim_.Sleep(1200 * kMs).ok());
+    EXPECT_FALSE(StatusOf(Get(kN1, initial_, "k1")).ok());
+  });
+}
+
+TEST_F(ReplicationNodeTest, ARestartedPrimaryServesNothingAtItsOldTerm) {
+  Run([&] {
+    ASSERT_TRUE(StatusOf(Put(kN1, initial_, "a", R"({"v":1})")).ok());
+    Crash(kN1);
+    ASSERT_TRUE(OpenNode(kN1));
+    Install(kN1, initial_);
+    auto put = Put(kN1, initial_, "b", "{}");
+    EXPECT_EQ(transport::ClusterErrorOf(StatusOf(put)), ClusterError::kNotServing) << StatusOf(put);
+    EXPECT_FALSE(StatusOf(Get(kN1, initial_, "a")).ok());
+    // Its heartbeat names the fenced bucket, which the coordinator fails over.
+    ASSERT_TRUE(sim_.Sleep(2500 * kMs).ok());
+    const transport::HeartbeatRequest heartbeat = coordinator_->last_heartbeat(kN1);
+    ASSERT_EQ(heartbeat.fenced.size(), 1u);
+    EXPECT_EQ(heartbeat.fenced[0].bucket, kB0);
+    EXPECT_EQ(heartbeat.fenced[0].term, initial_->Find(kB0)->term);
+    EXPECT_EQ(heartbeat.store_id, nodes_.at(kN1)->store()->store_id());
+    ShardMapPtr promoted = Next(initial_, [](ShardMapEdit& e) { e.PromoteReplica(kB0, kN2); });
+    Publish(promoted);
+    auto after = Put(kN2, promoted, "b", "{}");
+    EXPECT_TRUE(StatusOf(after).ok()) << StatusOf(after);
+    auto read = Get(kN2, promoted, "a");
+    EXPECT_TRUE(StatusOf(read).ok()) << StatusOf(read);
+  });
+}
+
+TEST_F(ReplicationNodeTest, ANewPrimaryBringsALaggingBackupToItsHistory) {
+  Run([&] {
+    ASSERT_TRUE(StatusOf(Put(kN1, initial_, "a", R"({"v":1})")).ok());
+    bool cut = true;
+    CutLink(kN1, kN3, &cut);
+    // n2 gets b and c, n3 does not: neither write is acknowledged.
+    EXPECT_FALSE(StatusOf(Put(kN1, initial_, "b", R"({"v":2})")).ok());
+    EXPECT_FALSE(StatusOf(Put(kN1, initial_, "c", R"({"v":3})")).ok());
+    EXPECT_TRUE(nodes_.at(kN2)->store()->Get(kDocs, "c").ok());
+    EXPECT_FALSE(nodes_.at(kN3)->store()->Get(kDocs, "b").ok());
+    Crash(kN1);
+    cut = false;
+    // n2, the most advanced backup, becomes the primary: it first sends n3 what n3 lacks.
+    ShardMapPtr promoted = Next(initial_, [](ShardMapEdit& e) { e.PromoteReplica(kB0, kN2); });
+    Publish(promoted);
+    auto put = Put(kN2, promoted, "d", R"({"v":4})");
+    ASSERT_TRUE(StatusOf(put).ok()) << StatusOf(put);
+    for (const char* key : {"a", "b", "c", "d"}) {
+      EXPECT_TRUE(nodes_.at(kN3)->store()->Get(kDocs, key).ok()) << key;
+    }
+    EXPECT_EQ(Digest(kN3), Digest(kN2));
+    EXPECT_EQ(nodes_.at(kN3)->store()->GetReplicaState(kB0),
+              nodes_.at(kN2)->store()->GetReplicaState(kB0));
   });
 }
 

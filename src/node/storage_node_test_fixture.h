@@ -59,7 +59,8 @@ class FakeCoordinator final : public transport::Service {
       ++get_map_requests_;
       return Response::Ok(transport::GetMapResponse{.state = state_});
     }
-    if (std::holds_alternative<transport::HeartbeatRequest>(request)) {
+    if (const auto* heartbeat = std::get_if<transport::HeartbeatRequest>(&request)) {
+      heartbeats_[heartbeat->node] = *heartbeat;
       return Response::Ok(transport::HeartbeatResponse{
           .epoch = state_.map == nullptr ? MapEpoch(0) : state_.map->epoch()});
     }
@@ -82,11 +83,18 @@ class FakeCoordinator final : public transport::Service {
     std::lock_guard<std::mutex> lock(mu_);
     return get_map_requests_;
   }
+  // The latest heartbeat of `node` (a default one before any).
+  [[nodiscard]] transport::HeartbeatRequest last_heartbeat(NodeId node) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = heartbeats_.find(node);
+    return it == heartbeats_.end() ? transport::HeartbeatRequest{} : it->second;
+  }
 
  private:
   mutable std::mutex mu_;
   transport::ClusterState state_;
   int get_map_requests_ = 0;
+  std::map<NodeId, transport::HeartbeatRequest> heartbeats_;
 };
 
 // The map of `map`'s epoch + 1 after the edit `build` makes.

@@ -51,6 +51,8 @@ struct CoordinatorProcessOptions {
   // buckets.
   uint32_t initial_nodes = 3;
   uint32_t buckets = 32;
+  // A new cluster only: K, the copies of every bucket (1 <= K <= initial_nodes).
+  uint32_t replication_factor = 1;
   bool sync = true;  // fsync metadata writes
   // Where the metadata lives: "embedded" (RocksDB in data_dir/metadata) or
   // "zk://HOST:PORT[,HOST:PORT...]/PATH" (a ZooKeeper ensemble, under the znode PATH).

@@ -27,7 +27,8 @@ Status EmbeddedCluster::Start() {
   SHOAL_RETURN_IF_ERROR(StartCoordinator());
   std::vector<NodeId> nodes;
   for (uint32_t i = 1; i <= options_.initial_nodes; ++i) nodes.push_back(NodeId(i));
-  SHOAL_RETURN_IF_ERROR(coordinator()->Initialize(nodes, options_.buckets));
+  SHOAL_RETURN_IF_ERROR(
+      coordinator()->Initialize(nodes, options_.buckets, options_.replication_factor));
   for (NodeId node : nodes) SHOAL_RETURN_IF_ERROR(StartNode(node));
   return OkStatus();
 }

@@ -25,6 +25,8 @@ struct EmbeddedClusterOptions {
   std::string data_dir;
   uint32_t initial_nodes = 3;  // node ids 1..initial_nodes
   uint32_t buckets = 16;
+  // K: copies of every bucket (docs/design/replication.md), at most initial_nodes.
+  uint32_t replication_factor = 1;
   bool sync = false;  // fsync every write (metadata and documents)
   coordinator::CoordinatorOptions coordinator;
   node::NodeOptions node;  // template: id and data_dir are set per node

@@ -131,6 +131,8 @@ std::string_view RequestName(const Request& request) {
           [](const BatchWriteRequest&) { return std::string_view("BatchWrite"); },
           [](const BatchGetRequest&) { return std::string_view("BatchGet"); },
           [](const ReplicateRequest&) { return std::string_view("Replicate"); },
+          [](const ReplicaReportRequest&) { return std::string_view("ReplicaReport"); },
+          [](const SealTermRequest&) { return std::string_view("SealTerm"); },
       },
       request);
 }

@@ -205,9 +205,22 @@ struct GetMapResponse {
 struct InstallMapRequest {
   ClusterState state{};
 };
+// A bucket at a term: what a keepalive renews and a seal closes.
+struct BucketTerm {
+  BucketId bucket{};
+  Term term{};
+};
 struct HeartbeatRequest {
   NodeId node{};
   MapEpoch epoch{};  // the node's current epoch
+  // The node's BucketStore (its data directory's identity; 0: not known) and the start of its
+  // process (new at every start): the coordinator ends the terms a restarted primary held
+  // (docs/design/replication.md §4.4, §4.6).
+  uint64_t store_id = 0;
+  uint64_t incarnation = 0;
+  // Buckets whose map names this node their replicated primary at a term it held before it
+  // restarted: it serves them only under a new term, which the coordinator gives by a failover.
+  std::vector<BucketTerm> fenced{};
 };
 struct HeartbeatResponse {
   MapEpoch epoch{};  // the coordinator's current epoch
@@ -365,10 +378,15 @@ struct BucketLoadResponse {
 // One message of the ordered stream from a bucket primary to one backup: the writes of every
 // bucket the two share, in rseq order per bucket. The backup applies a bucket's entries only if
 // its own map names `primary` that bucket's primary at the entries' term.
+// Entries may carry older terms than their bucket's term in `terms` (the new primary of a
+// failover resends the old term's tail); `terms` names the term the primary sends under, for
+// every bucket of the message, and a keepalive is a message with `terms` and no entries. The
+// backup answers every bucket of `terms`.
 struct ReplicateRequest {
   NodeId primary{};
   MapEpoch epoch{};  // the primary's map
   std::vector<storage::ReplicatedEntry> entries{};
+  std::vector<BucketTerm> terms{};
 };
 // Per bucket of the request: the position the backup holds durably after it, or why it refused
 // the bucket's entries (kStaleTerm; kOutOfRange for a gap; kAborted for a divergent copy).
@@ -381,6 +399,38 @@ struct ReplicateResponse {
   std::vector<ReplicaAck> acks{};
 };
 
+// Primary -> coordinator: `backup` has not acknowledged the bucket's stream for T_ack, or
+// answered a gap or a divergent copy (docs/design/replication.md §4.1, §4.3). Answered Ack once a
+// map without the backup is committed; kStaleTerm when the sender is not the bucket's primary at
+// `term`; kNotEnoughReplicas when removing it would undercut min_in_sync.
+struct ReplicaReportRequest {
+  NodeId primary{};
+  BucketId bucket{};
+  Term term{};
+  NodeId backup{};
+  std::string reason{};
+  // The backup answered but cannot catch up (a gap the primary cannot fill, a divergent copy):
+  // it leaves even below min_in_sync (DropReplica), where a silent one stays listed.
+  bool broken = false;
+};
+
+// Coordinator -> replica: from now on refuse the buckets' streams at their term or older (and so
+// stop renewing that primary's read lease), and report what is held (§4.2 step 2).
+struct SealTermRequest {
+  std::vector<BucketTerm> buckets{};
+};
+struct SealedBucket {
+  BucketId bucket{};
+  storage::ReplicaPosition position{};
+  // Microseconds since this replica last acknowledged the sealed primary's stream for the
+  // bucket, on its own clock; UINT64_MAX when it never did since it started.
+  uint64_t micros_since_ack = UINT64_MAX;
+};
+struct SealTermResponse {
+  uint64_t store_id = 0;
+  std::vector<SealedBucket> buckets{};
+};
+
 struct Ack {};
 
 using Request =
@@ -388,13 +438,15 @@ using Request =
                  HeartbeatRequest, CreateCollectionRequest, ExportBucketRequest,
                  IngestBucketRequest, CatchUpRequest, ReadChangesRequest, FenceRequest,
                  DropBucketRequest, BucketLoadRequest, TransferBucketRequest, FetchMoveFileRequest,
-                 BatchWriteRequest, BatchGetRequest, ReplicateRequest>;
+                 BatchWriteRequest, BatchGetRequest, ReplicateRequest, ReplicaReportRequest,
+                 SealTermRequest>;
 
 using ResponseBody =
     std::variant<Ack, WriteResponse, GetResponse, ScanResponse, GetMapResponse, HeartbeatResponse,
                  CreateCollectionResponse, ExportBucketResponse, CatchUpResponse,
                  ReadChangesResponse, FenceResponse, BucketLoadResponse, TransferBucketResponse,
-                 FetchMoveFileResponse, BatchWriteResponse, BatchGetResponse, ReplicateResponse>;
+                 FetchMoveFileResponse, BatchWriteResponse, BatchGetResponse, ReplicateResponse,
+                 SealTermResponse>;
 
 struct Response {
   Status status{};

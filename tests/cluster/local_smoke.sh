@@ -2,7 +2,8 @@
 # `shoal local` keeps serving when one of its processes dies: a node killed with SIGKILL is
 # reported and started again on its data directory and port, and every document written before
 # is read back; with --no-restart the killed node stays down and the rest keeps running; SIGTERM
-# then stops everything and leaves no process behind.
+# then stops everything and leaves no process behind. With --replicas 3, a node killed for good
+# fails over: every document stays readable and takes new writes.
 # Usage: local_smoke.sh path/to/shoal
 set -euo pipefail
 
@@ -24,12 +25,12 @@ fail() {
   exit 1
 }
 
-# A base port with the next three free (coordinator, node 1, node 2).
+# A base port with the next four free (coordinator, nodes 1 to 3).
 free_base_port() {
   for _ in $(seq 1 50); do
     local base=$((20000 + RANDOM % 40000))
     local busy=0
-    for p in $base $((base + 1)) $((base + 2)); do
+    for p in $base $((base + 1)) $((base + 2)) $((base + 3)); do
       if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then busy=1; fi
     done
     if [ $busy = 0 ]; then echo "$base"; return 0; fi
@@ -52,7 +53,7 @@ run_local() {
   rm -rf "$dir/data"
   : >"$dir/local.out"
   base=$(free_base_port) || fail "no free ports"
-  "$shoal" local --nodes 2 --buckets 8 --base-port "$base" --data "$dir/data" \
+  "$shoal" local --nodes "${NODES:-2}" --buckets 8 --base-port "$base" --data "$dir/data" \
     --restart-delay-ms 300 "$@" >"$dir/local.out" 2>&1 &
   local_pid=$!
   await_line "ready"
@@ -66,11 +67,13 @@ stop_local() {
   if pgrep -f "$dir/data" >/dev/null; then fail "a child outlived shoal local"; fi
 }
 
+# Every u$i reads back with "i": $i (or "$1": $i when given), retrying for 10 s.
 read_all() {
+  local field=${1:-i}
   for i in $(seq 1 20); do
     local ok=0
     for _ in $(seq 1 50); do
-      if "$shoal" get --cluster "$cluster" users "u$i" 2>/dev/null | grep -q "\"i\": *$i"; then
+      if "$shoal" get --cluster "$cluster" users "u$i" 2>/dev/null | grep -q "\"$field\": *$i"; then
         ok=1
         break
       fi
@@ -103,5 +106,29 @@ sleep 1
 kill -0 "$local_pid" || fail "shoal local stopped after a node died"
 grep -q "node 2 restarted" "$dir/local.out" && fail "node 2 was restarted"
 "$shoal" status --cluster "$cluster" >/dev/null || fail "the coordinator stopped answering"
+stop_local
+
+# 3. K = 3: node 1 (the primary of some buckets, a backup of the others) is killed for good.
+# Its buckets fail over and the others drop it; reads and writes of every document go on.
+NODES=3 run_local --replicas 3 --no-restart
+for i in $(seq 1 20); do
+  "$shoal" put --cluster "$cluster" users "u$i" "{\"i\": $i}" >/dev/null || fail "put u$i"
+done
+node1=$(pid_of "node 1")
+kill -KILL "$node1"
+await_line "node 1 (pid $node1) was killed by SIGKILL"
+read_all
+for i in $(seq 1 20); do
+  ok=0
+  for _ in $(seq 1 50); do
+    if "$shoal" put --cluster "$cluster" users "u$i" "{\"after\": $i}" >/dev/null 2>&1; then
+      ok=1
+      break
+    fi
+    sleep 0.2
+  done
+  [ $ok = 1 ] || fail "u$i takes no write after node 1 died"
+done
+read_all after
 stop_local
 echo "local smoke: OK"

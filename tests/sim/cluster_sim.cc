@@ -195,6 +195,14 @@ void SafetyLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluste
 // Bucket moves are the likeliest event; node crashes come twice as often as coordinator crashes.
 ChaosOptions ClusterChaos(const World& world) {
   using enum ChaosEvent;
+  if (world.options.replication_factor > 1) {
+    return ChaosOptions{.min_pause = 300 * kMs,
+                        .pause_jitter = 700 * kMs,
+                        .wheel = {kCrashNode, kCrashNode, kCrashCoordinator, kQuiet, kQuiet},
+                        .crashes = world.options.crashes,
+                        .coordinator_crash_skip_one_in = 0,
+                        .own = nullptr};
+  }
   return ChaosOptions{.min_pause = 100 * kMs,
                       .pause_jitter = 300 * kMs,
                       .wheel = {kMoveBucket, kMoveBucket, kMoveBucket, kMoveBucket, kMoveBucket,
@@ -283,6 +291,11 @@ void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& 
     if (seen.count(key) == 0) world.Fail(fmt::format("query missed {}", key));
   }
   if (auto coordinator = cluster.coordinator(); coordinator != nullptr) {
+    if (auto map = coordinator->map(); map != nullptr) {
+      for (const auto& bucket : map->buckets()) {
+        if (bucket.term > Term(1)) world.result.failovers += bucket.term.value() - 1;
+      }
+    }
     world.result.moves = coordinator->progress().committed;
     world.result.aborted_moves = coordinator->progress().aborted;
     if (std::getenv("SHOAL_SIM_VERBOSE") != nullptr) {
@@ -311,6 +324,7 @@ ClusterSimResult RunClusterSim(const ClusterSimOptions& options) {
     transport::SimRuntime sim(transport::SimOptions{
         .seed = options.seed, .min_delay = 100, .max_delay = 3000, .loss = options.loss});
     server::EmbeddedClusterOptions cluster_options = SimClusterOptions(dir);
+    cluster_options.replication_factor = options.replication_factor;
     // Odd seeds also split and merge by size on their own (paper 001 §3.1 bounded partitions).
     const bool auto_split = options.seed % 2 == 1;
     cluster_options.coordinator.split_bytes =

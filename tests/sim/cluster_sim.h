@@ -31,6 +31,10 @@ struct ClusterSimOptions {
   // A third of the clients' operations become Client::Batch calls of 2-5 writes to random keys
   // (insert, update, upsert, delete), each write one operation of the history.
   bool batch_writes = false;
+  // K copies of every bucket (docs/design/replication.md). With K > 1 the chaos is crashes and
+  // restarts of nodes and of the coordinator only (moves, splits and membership changes of
+  // replicated buckets are not built yet), and failovers, removals and fences are what it tests.
+  uint32_t replication_factor = 1;
 };
 
 struct ClusterSimResult {
@@ -42,6 +46,7 @@ struct ClusterSimResult {
   uint64_t crashes = 0;
   uint64_t splits = 0;
   uint64_t events = 0;
+  uint64_t failovers = 0;                             // replicated buckets whose term changed
   std::map<std::string, uint64_t> failpoint_hits;     // named failpoints reached
   std::map<std::string, uint64_t> failpoint_crashes;  // ... and crashed at
 };

@@ -66,6 +66,7 @@ class CoordinatorTest : public ::testing::Test {
     options.data_dir = dir_;
     options.initial_nodes = 3;
     options.buckets = 8;
+    options.replication_factor = replication_factor_;
     options.sync = false;
     options.coordinator.auto_balance = auto_balance;
     options.coordinator.balance_interval = 100 * kMs;
@@ -284,6 +285,8 @@ class CoordinatorTest : public ::testing::Test {
   static std::string LogKey(uint64_t move) { return fmt::format("moves/{:020}", move); }
 
   transport::SimRuntime sim_;
+  // Set before Run: K, the copies of every bucket.
+  uint32_t replication_factor_ = 1;
   // Set before Run: EmbeddedClusterOptions::wrap_metadata.
   std::function<std::unique_ptr<metadata::MetadataStore>(std::unique_ptr<metadata::MetadataStore>)>
       wrap_metadata_;

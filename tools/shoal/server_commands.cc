@@ -65,6 +65,7 @@ struct CoordinatorFlags {
   std::string listen = "127.0.0.1:7400";
   uint32_t initial_nodes = 3;
   uint32_t buckets = 32;
+  uint32_t replicas = 1;
   std::string metadata = "embedded";
   uint32_t election_session_ms = 4'000;
   std::string grpc_server = "sync";
@@ -96,6 +97,7 @@ struct LocalFlags {
   std::string data = "shoal-local";
   int base_port = 7400;
   uint32_t buckets = 32;
+  uint32_t replicas = 1;
   std::string metadata = "embedded";
   bool json = false;
   bool no_restart = false;
@@ -120,6 +122,12 @@ int RunCoordinator(const CoordinatorFlags& flags) {
   options.listen = flags.listen;
   options.initial_nodes = flags.initial_nodes;
   options.buckets = flags.buckets;
+  if (flags.replicas > flags.initial_nodes) {
+    std::fprintf(stderr, "error: --replicas %u needs at least as many --initial-nodes (%u)\n",
+                 flags.replicas, flags.initial_nodes);
+    return 2;
+  }
+  options.replication_factor = flags.replicas;
   options.sync = !flags.no_sync;
   options.metadata = flags.metadata;
   options.election_session_timeout = std::chrono::milliseconds(flags.election_session_ms);
@@ -246,6 +254,11 @@ bool WaitUntilServing(const std::string& coordinator, uint32_t nodes,
 }
 
 int RunLocal(const LocalFlags& flags) {
+  if (flags.replicas > flags.nodes) {
+    std::fprintf(stderr, "error: --replicas %u needs at least as many --nodes (%u)\n",
+                 flags.replicas, flags.nodes);
+    return 2;
+  }
   process::BlockTerminationSignals();
   sigset_t set;
   sigemptyset(&set);
@@ -272,8 +285,9 @@ int RunLocal(const LocalFlags& flags) {
       {.name = "coordinator",
        .args = {"shoal", "coordinator", "--data", flags.data + "/coordinator", "--listen",
                 coordinator, "--initial-nodes", std::to_string(flags.nodes), "--buckets",
-                std::to_string(flags.buckets), "--metadata", flags.metadata, "--log-level",
-                flags.log.level, "--log-format", flags.log.format},
+                std::to_string(flags.buckets), "--replicas", std::to_string(flags.replicas),
+                "--metadata", flags.metadata, "--log-level", flags.log.level, "--log-format",
+                flags.log.format},
        .log = flags.data + "/coordinator.log"},
       Clock::now());
   std::vector<std::string> node_addresses;
@@ -375,6 +389,11 @@ void AddServerCommands(CLI::App& app) {
   c->add_option("--buckets", coordinator->buckets, "A new cluster's buckets")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1u << 20));
+  c->add_option("--replicas", coordinator->replicas,
+                "A new cluster's copies of every bucket (K, at most --initial-nodes). With K > 1 "
+                "a node's loss fails over; buckets do not move, split or merge yet")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 7u));
   c->add_option("--metadata", coordinator->metadata,
                 "Metadata store: embedded (in --data) or zk://HOST:PORT[,HOST:PORT...]/PATH")
       ->capture_default_str();
@@ -452,6 +471,11 @@ void AddServerCommands(CLI::App& app) {
   l->add_option("--buckets", local->buckets, "A new cluster's buckets")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1u << 20));
+  l->add_option("--replicas", local->replicas,
+                "Copies of every bucket (K, at most --nodes). With K > 1 a node's loss fails "
+                "over; buckets do not move, split or merge yet")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 7u));
   l->add_option("--metadata", local->metadata,
                 "The coordinator's metadata store: embedded or zk://HOST:PORT/PATH")
       ->capture_default_str();

@@ -1,0 +1,174 @@
+// StorageNode: its part in failure handling of replicated buckets (storage_node.h, REPLICATION;
+// docs/design/replication.md §4).
+//
+// - RESTART FENCE (§4.4): a primary sends before its own WAL sync and loses its stream state in a
+//   crash, so after a start it serves none of the buckets it was the replicated primary of (and
+//   wrote to) at the term it held; its heartbeats name them and the coordinator ends the term by
+//   a failover, which this node may win with a new term.
+// - SEAL (§4.2 step 2): a replica sealed at a term refuses that term's stream from then on, which
+//   also stops renewing that primary's read lease, and answers its position, its store id and
+//   how long ago it last acknowledged the primary; a sealed primary serves nothing at the term.
+// - REPORT (§4.1): a primary reports a silent or broken backup; the coordinator removes it from
+//   the bucket, and the primary's writes waiting for it commit once the new map is installed.
+
+#include <fmt/format.h>
+
+#include "src/common/log.h"
+#include "src/node/storage_node.h"
+
+namespace shoal::node {
+
+using cluster::BucketPlacement;
+using transport::Address;
+using transport::Response;
+
+bool StorageNode::StoreReplacedLocked() const {
+  const cluster::NodeInfo* self = map_ == nullptr ? nullptr : map_->FindNode(options_.id);
+  return self != nullptr && self->store_id != 0 && self->store_id != store_->store_id();
+}
+
+bool StorageNode::TermClosedLocked(const BucketPlacement& bucket) const {
+  auto fenced = restart_fenced_.find(bucket.id);
+  auto sealed = sealed_.find(bucket.id);
+  return StoreReplacedLocked() ||
+         (fenced != restart_fenced_.end() && fenced->second >= bucket.term) ||
+         (sealed != sealed_.end() && sealed->second >= bucket.term);
+}
+
+Status StorageNode::GateReplicatedLocked(const BucketPlacement& bucket, Access access,
+                                         Admitted* admitted) const {
+  if (!ReplicatedPrimaryLocked(bucket)) return OkStatus();
+  // Possibly stale by contract: any stable replica answers it (admission.h).
+  if (access == Access::kReadAnyReplica) return OkStatus();
+  if (TermClosedLocked(bucket)) {
+    admitted->admission = Admission::kQueue;  // until a map with a new term
+    return OkStatus();
+  }
+  if (access == Access::kWrite) {
+    if (auto blocked = floor_blocked_.find(bucket.id); blocked != floor_blocked_.end()) {
+      return transport::MakeClusterError(
+          transport::ClusterError::kNotEnoughReplicas,
+          fmt::format("{}: backup {} does not answer and removing it would leave fewer than "
+                      "min_in_sync {} replicas: writes wait for it",
+                      bucket.id.DebugString(), blocked->second.DebugString(), map_->min_in_sync()));
+    }
+  }
+  if (access == Access::kWrite && bucket.replicas.size() < map_->min_in_sync()) {
+    return transport::MakeClusterError(
+        transport::ClusterError::kNotEnoughReplicas,
+        fmt::format("{} has {} in-sync replica(s), fewer than min_in_sync {}: writes wait for a "
+                    "replica to be rebuilt; reads go on",
+                    bucket.id.DebugString(), bucket.replicas.size(), map_->min_in_sync()));
+  }
+  admitted->replicated = true;
+  return OkStatus();
+}
+
+void StorageNode::FenceRestartedTermsLocked() {
+  for (const BucketPlacement& bucket : map_->buckets()) {
+    if (!ReplicatedPrimaryLocked(bucket)) continue;
+    // A bucket with no term history here never had a write ordered or applied: nothing of it
+    // can have been sent and lost.
+    if (store_->GetReplicaState(bucket.id).current_term() == Term(0)) continue;
+    restart_fenced_[bucket.id] = bucket.term;
+    log::Info("replica.restart_fence", {{"node", options_.id.value()},
+                                        {"bucket", bucket.id.value()},
+                                        {"term", bucket.term.value()}});
+  }
+}
+
+std::vector<transport::BucketTerm> StorageNode::FencedTerms() const {
+  std::vector<transport::BucketTerm> fenced;
+  absl::MutexLock lock(&mu_);
+  if (map_ == nullptr) return fenced;
+  if (StoreReplacedLocked()) {
+    // This store is not the one the map lists: none of its copies may serve.
+    for (const BucketPlacement& bucket : map_->buckets()) {
+      if (ReplicatedPrimaryLocked(bucket))
+        fenced.push_back({.bucket = bucket.id, .term = bucket.term});
+    }
+    return fenced;
+  }
+  for (const auto& [bucket, term] : restart_fenced_) {
+    const BucketPlacement* placement = map_->Find(bucket);
+    if (placement != nullptr && ReplicatedPrimaryLocked(*placement) && placement->term == term) {
+      fenced.push_back({.bucket = bucket, .term = term});
+    }
+  }
+  std::sort(fenced.begin(), fenced.end(),
+            [](const auto& a, const auto& b) { return a.bucket < b.bucket; });
+  return fenced;
+}
+
+Response StorageNode::HandleSealTerm(const transport::SealTermRequest& request) {
+  transport::SealTermResponse out{.store_id = store_->store_id(), .buckets = {}};
+  const transport::Micros now = runtime_.Now();
+  absl::MutexLock lock(&mu_);
+  for (const transport::BucketTerm& seal : request.buckets) {
+    Term& sealed = sealed_[seal.bucket];
+    sealed = std::max(sealed, seal.term);
+    transport::SealedBucket answer{.bucket = seal.bucket,
+                                   .position = store_->GetReplicaState(seal.bucket).position,
+                                   .micros_since_ack = UINT64_MAX};
+    if (auto last = last_ack_.find(seal.bucket); last != last_ack_.end()) {
+      answer.micros_since_ack =
+          static_cast<uint64_t>(std::max<transport::Micros>(0, now - last->second.at));
+    }
+    out.buckets.push_back(answer);
+  }
+  // A primary sealed here stops replicating the term: its pending writes are abandoned.
+  if (map_ != nullptr) ConfigureReplicationLocked();
+  log::Info("replica.sealed", {{"node", options_.id.value()}, {"buckets", request.buckets.size()}});
+  return Response::Ok(std::move(out));
+}
+
+void StorageNode::ReportBackup(BucketId bucket, Term term, NodeId backup, std::string reason,
+                               bool broken) {
+  runtime_.Spawn(
+      Address::Node(options_.id),
+      fmt::format("n{}.report-n{}-b{}", options_.id.value(), backup.value(), bucket.value()),
+      [node = shared_from_this(), bucket, term, backup, reason = std::move(reason), broken] {
+        ActiveGuard guard(node.get());
+        transport::ReplicaReportRequest report{.primary = node->options_.id,
+                                               .bucket = bucket,
+                                               .term = term,
+                                               .backup = backup,
+                                               .reason = reason,
+                                               .broken = broken};
+        auto response = node->runtime_.Call(Address::Coordinator(), std::move(report),
+                                            node->options_.call_timeout);
+        const Status status = !response.ok() ? response.status() : response->status;
+        log::Info("replica.report", {{"node", node->options_.id.value()},
+                                     {"bucket", bucket.value()},
+                                     {"backup", backup.value()},
+                                     {"reason", reason},
+                                     {"answer", status.ok() ? "removed" : status.ToString()}});
+        const auto error = transport::ClusterErrorOf(status);
+        if (error == transport::ClusterError::kNotEnoughReplicas) {
+          node->BlockAtFloor(bucket, backup);
+          return;
+        }
+        // Removed (or no longer ours to report): the new map lets the writes go on.
+        if (status.ok() || error == transport::ClusterError::kStaleTerm) {
+          (void)node->RefreshMap();
+        }
+      });
+}
+
+void StorageNode::BlockAtFloor(BucketId bucket, NodeId backup) {
+  absl::MutexLock lock(&mu_);
+  const BucketPlacement* placement = map_ == nullptr ? nullptr : map_->Find(bucket);
+  if (placement == nullptr || !placement->HasReplica(backup)) return;
+  if (floor_blocked_.insert_or_assign(bucket, backup).second) ++floor_blocked_count_;
+}
+
+void StorageNode::UnblockAtFloor(BucketId bucket, NodeId backup) {
+  if (floor_blocked_count_.load() == 0) return;
+  absl::MutexLock lock(&mu_);
+  auto it = floor_blocked_.find(bucket);
+  if (it == floor_blocked_.end() || it->second != backup) return;
+  floor_blocked_.erase(it);
+  --floor_blocked_count_;
+}
+
+}  // namespace shoal::node

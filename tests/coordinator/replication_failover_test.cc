@@ -1,0 +1,174 @@
+// Failure handling of replicated buckets in an embedded cluster (docs/design/replication.md §4):
+// three nodes hold every bucket (K = 3, min_in_sync 2) while a writer updates every document in
+// rounds. A crashed primary is replaced by a backup under a new term; a crashed backup is
+// removed from its buckets by their primaries' reports; a primary that restarts before anyone
+// noticed serves nothing at its old term and is replaced as well. In every case writes go on and
+// every document holds its last acknowledged update or a later one of unknown outcome. At the
+// floor (min_in_sync) a silent backup stays listed: writes are refused with a clear error until
+// it answers again.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "src/coordinator/coordinator.h"
+#include "tests/support/coordinator_test_fixture.h"
+
+namespace shoal::coordinator {
+namespace {
+
+using namespace test;  // NOLINT(google-build-using-namespace): the shared fixture
+
+class ReplicationFailoverTest : public CoordinatorTest {
+ protected:
+  ReplicationFailoverTest() { replication_factor_ = 3; }
+
+  std::vector<int> AllDocuments() const {
+    std::vector<int> all;
+    for (int i = 0; i < kDocuments; ++i) all.push_back(i);
+    return all;
+  }
+
+  // The buckets whose primary is `node` in the current map.
+  std::vector<BucketId> PrimariesOf(NodeId node) {
+    std::vector<BucketId> out;
+    for (const auto& bucket : map()->buckets()) {
+      if (bucket.replicas.front() == node) out.push_back(bucket.id);
+    }
+    return out;
+  }
+
+  // Writes go on after `event`: the writer is acknowledged again for documents of every bucket.
+  void ExpectWritesGoOn(const RoundWriter& w) {
+    const uint64_t before = w.acknowledged_writes;
+    ASSERT_TRUE(WaitFor([&] { return w.acknowledged_writes >= before + 2 * kDocuments; }));
+  }
+};
+
+TEST_F(ReplicationFailoverTest, ACrashedPrimaryIsReplacedByABackupUnderANewTerm) {
+  Run(/*auto_balance=*/false, [&] {
+    ASSERT_EQ(map()->replication_factor(), 3u);
+    const std::vector<BucketId> lost = PrimariesOf(kN1);
+    ASSERT_FALSE(lost.empty());
+    std::map<BucketId, Term> terms;
+    for (BucketId b : lost) terms[b] = map()->Find(b)->term;
+    auto w = StartRoundWriter(AllDocuments(), 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+
+    const Micros crashed_at = sim_.Now();
+    ASSERT_TRUE(cluster_->CrashNode(kN1).ok());
+    ASSERT_TRUE(WaitFor([&] { return PrimariesOf(kN1).empty(); }, 20 * kSecond));
+    const Micros failover = sim_.Now() - crashed_at;
+    std::printf("primary crash to promotion: %lld ms\n", static_cast<long long>(failover / kMs));
+    // failover_timeout (1 s) + the read lease it waits out at most (1.1 s) + a poll.
+    EXPECT_LE(failover, 2500 * kMs);
+    for (BucketId b : lost) {
+      const auto* bucket = map()->Find(b);
+      EXPECT_GT(bucket->term, terms[b]) << b.DebugString();
+      EXPECT_FALSE(bucket->HasReplica(kN1)) << b.DebugString();
+      EXPECT_EQ(bucket->replicas.size(), 2u) << b.DebugString();
+    }
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+    // The two copies left of each bucket are equal.
+    for (const auto& bucket : map()->buckets()) {
+      ASSERT_GE(bucket.replicas.size(), 2u);
+      const auto range = RangeOf(bucket);
+      auto first = cluster_->node(bucket.replicas[0])->store()->DigestRange(range);
+      auto second = cluster_->node(bucket.replicas[1])->store()->DigestRange(range);
+      ASSERT_TRUE(first.ok() && second.ok());
+      EXPECT_EQ(*first, *second) << bucket.id.DebugString();
+    }
+  });
+}
+
+TEST_F(ReplicationFailoverTest, ACrashedBackupIsRemovedAndWritesGoOn) {
+  Run(/*auto_balance=*/false, [&] {
+    auto w = StartRoundWriter(AllDocuments(), 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
+    // Every bucket ends without n3: removed where it was a backup, replaced where it was the
+    // primary.
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return std::none_of(map()->buckets().begin(), map()->buckets().end(),
+                              [](const auto& b) { return b.HasReplica(kN3); });
+        },
+        20 * kSecond));
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+  });
+}
+
+TEST_F(ReplicationFailoverTest, APrimaryThatRestartedServesNothingUntilANewTerm) {
+  Run(/*auto_balance=*/false, [&] {
+    const std::vector<BucketId> held = PrimariesOf(kN1);
+    std::map<BucketId, Term> terms;
+    for (BucketId b : held) terms[b] = map()->Find(b)->term;
+    auto w = StartRoundWriter(AllDocuments(), 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    // Back 50 ms later, long before failover_timeout: only its fence tells the coordinator.
+    ASSERT_TRUE(cluster_->CrashNode(kN1).ok());
+    ASSERT_TRUE(sim_.Sleep(50 * kMs).ok());
+    ASSERT_TRUE(cluster_->StartNode(kN1).ok());
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return std::all_of(held.begin(), held.end(),
+                             [&](BucketId b) { return map()->Find(b)->term > terms[b]; });
+        },
+        20 * kSecond));
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+  });
+}
+
+TEST_F(ReplicationFailoverTest, AtTheFloorASilentBackupStaysListedAndWritesWaitForIt) {
+  Run(/*auto_balance=*/false, [&] {
+    ASSERT_EQ(map()->Find(kB0)->replicas, (std::vector<NodeId>{kN1, kN2, kN3}));
+    int doc = -1;
+    for (int i = 0; i < kDocuments && doc < 0; ++i) {
+      if (map()->Lookup(PointOf(collection_, Key(i))).id == kB0) doc = i;
+    }
+    ASSERT_GE(doc, 0);
+    // n3 dies and leaves b0; then n2 dies: b0 is at min_in_sync (2), so n2 stays listed.
+    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
+    ASSERT_TRUE(WaitFor([&] { return !map()->Find(kB0)->HasReplica(kN3); }, 20 * kSecond));
+    ASSERT_TRUE(cluster_->CrashNode(kN2).ok());
+    client::Client writer(sim_);
+    Status refused;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          refused = writer.Update(collection_, Key(doc), Body(doc)).status();
+          return refused.ToString().find("min_in_sync") != std::string::npos;
+        },
+        20 * kSecond))
+        << refused;
+    EXPECT_EQ(map()->Find(kB0)->replicas, (std::vector<NodeId>{kN1, kN2}));
+    // n2 comes back on its directory: it answers again, and b0 takes writes.
+    ASSERT_TRUE(cluster_->StartNode(kN2).ok());
+    ASSERT_TRUE(
+        WaitFor([&] { return writer.Update(collection_, Key(doc), "{}").ok(); }, 20 * kSecond));
+    EXPECT_EQ(map()->Find(kB0)->replicas, (std::vector<NodeId>{kN1, kN2}));
+  });
+}
+
+TEST_F(ReplicationFailoverTest, AKOneClusterRunsNoReplicaManager) {
+  replication_factor_ = 1;
+  Run(/*auto_balance=*/false, [&] {
+    EXPECT_EQ(map()->replication_factor(), 1u);
+    ASSERT_TRUE(cluster_->CrashNode(kN2).ok());
+    ASSERT_TRUE(sim_.Sleep(3 * kSecond).ok());
+    // Nothing fails over at K = 1: n2's buckets wait for it.
+    EXPECT_FALSE(PrimariesOf(kN2).empty());
+    ASSERT_TRUE(cluster_->StartNode(kN2).ok());
+    ExpectAllDocumentsReadable();
+  });
+}
+
+}  // namespace
+}  // namespace shoal::coordinator
