@@ -130,5 +130,19 @@ for i in $(seq 1 20); do
   [ $ok = 1 ] || fail "u$i takes no write after node 1 died"
 done
 read_all after
+# `status` shows the outcome: every bucket has a reachable primary, and none has K copies once
+# the primaries reported node 1 (after 1 s of silence).
+healthy=0
+for _ in $(seq 1 50); do
+  status=$("$shoal" status --json --cluster "$cluster") || fail "status"
+  [ "$(echo "$status" | jq .replication_factor)" = 3 ] || fail "status: K is not 3: $status"
+  if [ "$(echo "$status" | jq .primary_unreachable_buckets)" = 0 ] &&
+    [ "$(echo "$status" | jq .under_replicated_buckets)" = 8 ]; then
+    healthy=1
+    break
+  fi
+  sleep 0.1
+done
+[ $healthy = 1 ] || fail "status after the failover: $status"
 stop_local
 echo "local smoke: OK"

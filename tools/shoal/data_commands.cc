@@ -155,10 +155,19 @@ struct NodeStatus {
   std::string state;
   std::string address;
   bool reachable = false;
-  uint64_t buckets = 0;
+  uint64_t buckets = 0;  // the buckets it is the primary (owner) of
+  uint64_t backups = 0;  // the buckets it holds a backup copy of (K > 1)
   uint64_t bytes = 0;
   uint64_t documents = 0;
   std::optional<transport::DiskSpaceReport> disk;  // none: unreachable or not reported
+};
+
+// Of a replicated map's buckets: fewer than K copies; fewer than min_in_sync (no writes until a
+// copy is rebuilt); and whose primary the status could not reach (unavailable until a failover).
+struct ReplicationHealth {
+  uint64_t under_replicated = 0;
+  uint64_t below_min_in_sync = 0;
+  uint64_t primary_unreachable = 0;
 };
 
 // Hot keys shown by `status`: the hottest over every node.
@@ -271,6 +280,7 @@ int RunStatus(const DataFlags& flags) {
     const NodeId id = client::OwnerOf(bucket);
     owner[bucket.id] = id;
     ++nodes[id].buckets;
+    for (size_t i = 1; i < bucket.replicas.size(); ++i) ++nodes[bucket.replicas[i]].backups;
     if (bucket.transition.has_value()) {
       const auto& t = *bucket.transition;
       moves.push_back({{"bucket", bucket.id.value()},
@@ -301,6 +311,14 @@ int RunStatus(const DataFlags& flags) {
     }
   }
   KeepHottest(&hot_keys);
+  const bool replicated = map->replication_factor() > 1;
+  ReplicationHealth health;
+  for (const auto& bucket : map->buckets()) {
+    if (!replicated) break;
+    if (bucket.replicas.size() < map->replication_factor()) ++health.under_replicated;
+    if (bucket.replicas.size() < map->min_in_sync()) ++health.below_min_in_sync;
+    if (!nodes[owner[bucket.id]].reachable) ++health.primary_unreachable;
+  }
   const auto book = (*runtime)->AddressBook();
   double sum = 0, squares = 0;
   for (auto& [id, node] : nodes) {
@@ -323,6 +341,7 @@ int RunStatus(const DataFlags& flags) {
            {"address", node.address},
            {"reachable", node.reachable},
            {"buckets", node.buckets},
+           {"backups", node.backups},
            {"bytes", node.bytes},
            {"documents", node.documents},
            {"free_disk_bytes", node.disk.has_value() ? nlohmann::json(node.disk->free_bytes)
@@ -338,6 +357,11 @@ int RunStatus(const DataFlags& flags) {
                        {"imbalance", imbalance},
                        {"split_bytes", split_bytes},
                        {"merge_bytes", merge_bytes},
+                       {"replication_factor", map->replication_factor()},
+                       {"min_in_sync", map->min_in_sync()},
+                       {"under_replicated_buckets", health.under_replicated},
+                       {"below_min_in_sync_buckets", health.below_min_in_sync},
+                       {"primary_unreachable_buckets", health.primary_unreachable},
                        {"nodes", out_nodes},
                        {"moves_in_flight", moves},
                        {"hot_keys", HotKeysJson(hot_keys, collection_names)}};
@@ -350,17 +374,29 @@ int RunStatus(const DataFlags& flags) {
     std::printf("thresholds: split above %llu bytes, merge below %llu bytes (0 = off)\n",
                 static_cast<unsigned long long>(split_bytes),
                 static_cast<unsigned long long>(merge_bytes));
-    std::printf("%-6s %-8s %-22s %-9s %8s %14s %12s %20s\n", "node", "state", "address",
-                "reachable", "buckets", "bytes", "documents", "free disk (reserve)");
+    if (replicated) {
+      std::printf(
+          "replication: K %u, min_in_sync %u; buckets with fewer than K copies %llu, below "
+          "min_in_sync (no writes) %llu, primary unreachable %llu\n",
+          map->replication_factor(), map->min_in_sync(),
+          static_cast<unsigned long long>(health.under_replicated),
+          static_cast<unsigned long long>(health.below_min_in_sync),
+          static_cast<unsigned long long>(health.primary_unreachable));
+    }
+    // With K > 1 "buckets" counts the node's primaries, and "backups" its other copies.
+    std::printf("%-6s %-8s %-22s %-9s %8s%s %14s %12s %20s\n", "node", "state", "address",
+                "reachable", "buckets", replicated ? "  backups" : "", "bytes", "documents",
+                "free disk (reserve)");
     for (const auto& [id, node] : nodes) {
       const std::string disk = node.disk.has_value()
                                    ? fmt::format("{} MiB ({})", node.disk->free_bytes >> 20,
                                                  node.disk->reserve_bytes >> 20)
                                    : std::string("?");
-      std::printf("%-6u %-8s %-22s %-9s %8llu %14llu %12llu %20s\n", id.value(), node.state.c_str(),
-                  node.address.empty() ? "?" : node.address.c_str(), node.reachable ? "yes" : "no",
-                  static_cast<unsigned long long>(node.buckets),
-                  static_cast<unsigned long long>(node.bytes),
+      const std::string backups = replicated ? fmt::format(" {:8}", node.backups) : "";
+      std::printf("%-6u %-8s %-22s %-9s %8llu%s %14llu %12llu %20s\n", id.value(),
+                  node.state.c_str(), node.address.empty() ? "?" : node.address.c_str(),
+                  node.reachable ? "yes" : "no", static_cast<unsigned long long>(node.buckets),
+                  backups.c_str(), static_cast<unsigned long long>(node.bytes),
                   static_cast<unsigned long long>(node.documents), disk.c_str());
     }
     std::printf("moves in flight: %zu\n", moves.size());
