@@ -5,12 +5,17 @@
 // noticed serves nothing at its old term and is replaced as well. In every case writes go on and
 // every document holds its last acknowledged update or a later one of unknown outcome. At the
 // floor (min_in_sync) a silent backup stays listed: writes are refused with a clear error until
-// it answers again.
+// it answers again. A node back with a wiped directory is reset, never promoted; a coordinator
+// that crashes at any step of a failover is replaced by one that finishes it.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/coordinator/coordinator.h"
@@ -156,6 +161,78 @@ TEST_F(ReplicationFailoverTest, AtTheFloorASilentBackupStaysListedAndWritesWaitF
     EXPECT_EQ(map()->Find(kB0)->replicas, (std::vector<NodeId>{kN1, kN2}));
   });
 }
+
+TEST_F(ReplicationFailoverTest, ANodeBackWithAWipedDirectoryIsResetNeverPromoted) {
+  Run(/*auto_balance=*/false, [&] {
+    // Every node's store is bound in the map from its first heartbeats.
+    ASSERT_TRUE(WaitFor([&] {
+      return std::all_of(map()->nodes().begin(), map()->nodes().end(),
+                         [](const cluster::NodeInfo& n) { return n.store_id != 0; });
+    }));
+    const uint64_t old_store = map()->FindNode(kN3)->store_id;
+    auto w = StartRoundWriter(AllDocuments(), 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
+    ASSERT_TRUE(sim_.Sleep(50 * kMs).ok());
+    std::error_code ec;
+    std::filesystem::remove_all(fmt::format("{}/node-3", dir_), ec);
+    ASSERT_FALSE(ec) << ec.message();
+    ASSERT_TRUE(cluster_->StartNode(kN3).ok());
+    // n3 comes back empty under a new store id: it is taken out of every bucket (its primaries
+    // fail over first) and its new store is bound.
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          const auto* info = map()->FindNode(kN3);
+          return info->store_id != old_store &&
+                 std::none_of(map()->buckets().begin(), map()->buckets().end(),
+                              [](const auto& b) { return b.HasReplica(kN3); });
+        },
+        20 * kSecond));
+    EXPECT_EQ(map()->FindNode(kN3)->store_id, cluster_->node(kN3)->store()->store_id());
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+  });
+}
+
+// The coordinator crashes at each step of a failover and restarts 50 ms later: the new one
+// finds the primary still silent and fails over again (the seals it sends are the same).
+class CoordinatorCrashDuringFailoverTest : public ReplicationFailoverTest,
+                                           public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(CoordinatorCrashDuringFailoverTest, TheFailoverEndsAndNoAcknowledgedWriteIsLost) {
+  const std::string failpoint = GetParam();
+  bool crashed = false;
+  bool restarted = false;
+  Status restart_status;
+  sim_.SetChaosHook([&](const Address& process, std::string_view name) {
+    if (crashed || process != Address::Coordinator() || name != failpoint) return false;
+    crashed = true;
+    sim_.Spawn(Address::Client(3), "restart-coordinator", [&] {
+      if (sim_.Sleep(50 * kMs).ok()) restart_status = cluster_->StartCoordinator();
+      restarted = true;
+    });
+    return true;
+  });
+  Run(/*auto_balance=*/false, [&] {
+    const std::vector<BucketId> lost = PrimariesOf(kN1);
+    auto w = StartRoundWriter(AllDocuments(), 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    ASSERT_TRUE(cluster_->CrashNode(kN1).ok());
+    ASSERT_TRUE(WaitFor([&] { return restarted; }, 20 * kSecond)) << failpoint << " not reached";
+    ASSERT_TRUE(restart_status.ok()) << restart_status;
+    ASSERT_TRUE(WaitFor([&] { return PrimariesOf(kN1).empty(); }, 20 * kSecond));
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+    for (BucketId b : lost) EXPECT_FALSE(map()->Find(b)->HasReplica(kN1)) << b.DebugString();
+  });
+  sim_.SetChaosHook(nullptr);
+}
+
+INSTANTIATE_TEST_SUITE_P(Steps, CoordinatorCrashDuringFailoverTest,
+                         ::testing::Values("coordinator.after_seal", "coordinator.before_promote",
+                                           "coordinator.after_promote"));
 
 TEST_F(ReplicationFailoverTest, AKOneClusterRunsNoReplicaManager) {
   replication_factor_ = 1;
