@@ -178,7 +178,11 @@ Status ReplicaManager::Failover(NodeId primary, const std::vector<transport::Buc
   transport::Micros wait = 0;
   for (const auto& [bucket, list] : answers) {
     uint64_t oldest = 0;
-    for (const Answer& a : list) oldest = std::max(oldest, a.micros_since_ack);
+    for (const Answer& a : list) {
+      // A backup that has not acknowledged since it started may have renewed the lease before
+      // its restart: its renewal counts as just now.
+      oldest = std::max(oldest, a.micros_since_ack == UINT64_MAX ? 0 : a.micros_since_ack);
+    }
     if (oldest < lease_bound) {
       wait =
           std::max<transport::Micros>(wait, static_cast<transport::Micros>(lease_bound - oldest));
@@ -206,8 +210,10 @@ Status ReplicaManager::Failover(NodeId primary, const std::vector<transport::Buc
       }
       auto it = answers.find(at.bucket);
       if (it == answers.end() || it->second.empty()) {
-        log::Warning("replica.no_candidate",
-                     {{"bucket", at.bucket.value()}, {"primary", primary.value()}});
+        if (WarnOnce(at)) {
+          log::Warning("replica.no_candidate",
+                       {{"bucket", at.bucket.value()}, {"primary", primary.value()}});
+        }
         continue;
       }
       const Answer* winner = nullptr;
@@ -231,9 +237,11 @@ Status ReplicaManager::Failover(NodeId primary, const std::vector<transport::Buc
         }
       }
       if (bucket->replicas.size() - silent.size() < now.min_in_sync()) {
-        log::Warning("replica.wait_for_backups", {{"bucket", at.bucket.value()},
-                                                  {"primary", primary.value()},
-                                                  {"silent", silent.size()}});
+        if (WarnOnce(at)) {
+          log::Warning("replica.wait_for_backups", {{"bucket", at.bucket.value()},
+                                                    {"primary", primary.value()},
+                                                    {"silent", silent.size()}});
+        }
         continue;
       }
       for (NodeId backup : silent) edit->RemoveReplica(at.bucket, backup);
@@ -260,6 +268,11 @@ Status ReplicaManager::Failover(NodeId primary, const std::vector<transport::Buc
   }
   SHOAL_RETURN_IF_ERROR(runtime_.Failpoint("coordinator.after_promote"));
   return OkStatus();
+}
+
+bool ReplicaManager::WarnOnce(const transport::BucketTerm& at) {
+  absl::MutexLock lock(&mu_);
+  return warned_.emplace(at.bucket, at.term).second;
 }
 
 Status ReplicaManager::SyncStores() {

@@ -38,6 +38,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -75,6 +77,9 @@ class ReplicaManager {
   // FAILOVER of `buckets` (each at its term), all with the primary `primary`.
   [[nodiscard]] Status Failover(NodeId primary, const std::vector<transport::BucketTerm>& buckets);
   [[nodiscard]] Status SyncStores();
+  // True the first time a bucket at a term cannot fail over (one log line per term, not per
+  // round).
+  bool WarnOnce(const transport::BucketTerm& at);
 
   transport::Runtime& runtime_;
   const std::shared_ptr<MapCommitter> committer_;
@@ -86,6 +91,7 @@ class ReplicaManager {
   std::map<NodeId, uint64_t> store_ids_ ABSL_GUARDED_BY(mu_);
   std::map<NodeId, uint64_t> incarnations_ ABSL_GUARDED_BY(mu_);
   std::map<NodeId, std::vector<transport::BucketTerm>> fenced_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<BucketId, Term>> warned_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shoal::coordinator
