@@ -311,11 +311,13 @@ void StorageNode::HandleReplicateAnswer(NodeId backup,
   }
   queue->Answered(runtime_.Now());
   std::vector<BucketId> stale;
+  std::vector<std::pair<BucketId, uint64_t>> positions;  // the backup's, per accepted bucket
   for (const transport::ReplicaAck& ack : body->acks) {
     if (ack.status.ok()) {
       replication_.Acked(ack.bucket, backup, ack.position.rseq);
       replication_.Renewed(ack.bucket, backup, sent_at);
       UnblockAtFloor(ack.bucket, backup);
+      positions.emplace_back(ack.bucket, ack.position.rseq);
       continue;
     }
     queue->DropBucket(ack.bucket);
@@ -332,6 +334,36 @@ void StorageNode::HandleReplicateAnswer(NodeId backup,
     }
   }
   queue->Delivered();
+  // A backup behind what this node released to the streams, with nothing queued or in flight
+  // for it, will not get the rest by itself (its stream dropped entries, or it joined behind a
+  // new primary): it gets them again from RecentEntries, or is reported broken when they are
+  // no longer kept (§3 step 6). A race with a new write only sends an entry twice, which the
+  // backup skips.
+  if (queue->queued() == 0 && !queue->in_flight()) {
+    for (const auto& [bucket, held] : positions) {
+      uint64_t released = 0;
+      Term term;
+      {
+        absl::MutexLock lock(&outbox_mu_);
+        auto it = outboxes_.find(bucket);
+        if (it == outboxes_.end()) continue;
+        released = it->second.next - 1;
+        term = it->second.term;
+      }
+      if (held >= released) continue;
+      std::vector<storage::ReplicatedEntry> missing = recent_.After(bucket, held);
+      if (missing.empty() || missing.front().position.rseq != held + 1) {
+        ReportBackup(
+            bucket, term, backup,
+            fmt::format("at rseq {}, behind {} and the entries this node keeps", held, released),
+            /*broken=*/true);
+        continue;
+      }
+      for (storage::ReplicatedEntry& entry : missing) {
+        if (entry.position.rseq <= released) queue->Push(std::move(entry));
+      }
+    }
+  }
   if (!stale.empty()) {
     // A newer term or primary elsewhere: this node's pending writes of those buckets can no
     // longer commit. It learns the newer map first (on a task: this may run on a transport
@@ -376,7 +408,17 @@ void StorageNode::ReplicaKeeperLoop(NodeId backup, std::shared_ptr<ReplicaStream
 }
 
 Response StorageNode::HandleReplicate(const transport::ReplicateRequest& request) {
-  if (request.epoch > epoch()) (void)RefreshMap();
+  if (request.epoch > epoch()) {
+    (void)RefreshMap();
+    // Judged on an older map it would refuse the entries for good (the primary drops refused
+    // entries): have the message sent again instead.
+    if (request.epoch > epoch()) {
+      return Response::Error(transport::MakeClusterError(
+          transport::ClusterError::kNotServing,
+          fmt::format("n{} has not got the primary's map {} yet", options_.id.value(),
+                      request.epoch.DebugString())));
+    }
+  }
   const NodeId self = options_.id;
   std::map<BucketId, Term> terms;
   for (const transport::BucketTerm& t : request.terms) terms.emplace(t.bucket, t.term);
