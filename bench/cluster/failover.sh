@@ -12,25 +12,9 @@ runs=${RUNS:-20}
 keys=${KEYS:-16}
 shoal=$build/tools/shoal/shoal
 dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-failover-XXXXXX")
-local_pid=""
-cleanup() {
-  if [ -n "$local_pid" ]; then kill -KILL "$local_pid" 2>/dev/null || true; fi
-  pkill -KILL -f "$dir/" 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-
+# shellcheck source=tests/cluster/local_lib.sh
+source "$(dirname "$0")/../../tests/cluster/local_lib.sh"
 now_ms() { date +%s%3N; }
-free_base_port() {
-  for _ in $(seq 1 50); do
-    local base=$((20000 + RANDOM % 40000)) busy=0
-    for p in $base $((base + 1)) $((base + 2)) $((base + 3)); do
-      if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then busy=1; fi
-    done
-    if [ $busy = 0 ]; then echo "$base"; return 0; fi
-  done
-  return 1
-}
 
 echo "| run | kill to every key written (ms) |"
 echo "|---|---|"

@@ -9,13 +9,8 @@ set -euo pipefail
 
 shoal=$1
 dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-local-smoke-XXXXXX")
-local_pid=""
-cleanup() {
-  if [ -n "$local_pid" ]; then kill -KILL "$local_pid" 2>/dev/null || true; fi
-  pkill -KILL -f "$dir/" 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+# shellcheck source=tests/cluster/local_lib.sh
+source "$(dirname "$0")/local_lib.sh"
 trap 'echo "FAIL: line $LINENO: $BASH_COMMAND" >&2' ERR
 
 fail() {
@@ -23,19 +18,6 @@ fail() {
   cat "$dir/local.out" >&2 || true
   tail -n 20 "$dir"/data/*.log >&2 || true
   exit 1
-}
-
-# A base port with the next four free (coordinator, nodes 1 to 3).
-free_base_port() {
-  for _ in $(seq 1 50); do
-    local base=$((20000 + RANDOM % 40000))
-    local busy=0
-    for p in $base $((base + 1)) $((base + 2)) $((base + 3)); do
-      if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then busy=1; fi
-    done
-    if [ $busy = 0 ]; then echo "$base"; return 0; fi
-  done
-  return 1
 }
 
 # Waits until `pattern` appears in local's output.
