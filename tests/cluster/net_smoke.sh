@@ -52,8 +52,8 @@ start_cluster() {
   cluster="shoal://$coordinator"
   # Until both nodes answer (their addresses reach the coordinator with their heartbeats).
   for _ in $(seq 1 100); do
-    status=$("$shoal" status --cluster "$cluster" --json 2>/dev/null) || status=unreachable
-    if [[ $status != *unreachable* && $status != *'"reachable":false'* ]]; then return 0; fi
+    status=$("$shoal" status --cluster "$cluster" --json 2>/dev/null) || status=""
+    if [[ -n $status && $status != *'"reachable":false'* ]]; then return 0; fi
     sleep 0.1
   done
   fail "cluster not serving"
