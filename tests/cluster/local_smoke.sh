@@ -3,7 +3,8 @@
 # reported and started again on its data directory and port, and every document written before
 # is read back; with --no-restart the killed node stays down and the rest keeps running; SIGTERM
 # then stops everything and leaves no process behind. With --replicas 3, a node killed for good
-# fails over: every document stays readable and takes new writes.
+# fails over: every document stays readable and takes new writes; a node stopped (SIGSTOP) past
+# the failover timeout and woken serves nothing stale.
 # Usage: local_smoke.sh path/to/shoal
 set -euo pipefail
 
@@ -126,5 +127,31 @@ for _ in $(seq 1 50); do
   sleep 0.1
 done
 [ $healthy = 1 ] || fail "status after the failover: $status"
+stop_local
+
+# 4. K = 3: node 1 is stopped (SIGSTOP) for 3 s, longer than the failover timeout, then woken.
+# Writes go on meanwhile; once awake it serves nothing stale: every document reads its last write.
+NODES=3 run_local --replicas 3 --no-restart
+for i in $(seq 1 20); do
+  "$shoal" put --cluster "$cluster" users "u$i" "{\"i\": $i}" >/dev/null || fail "put u$i"
+done
+node1=$(pid_of "node 1")
+kill -STOP "$node1"
+for i in $(seq 1 20); do
+  ok=0
+  for _ in $(seq 1 50); do
+    if "$shoal" put --cluster "$cluster" users "u$i" "{\"stopped\": $i}" >/dev/null 2>&1; then
+      ok=1
+      break
+    fi
+    sleep 0.2
+  done
+  [ $ok = 1 ] || fail "u$i takes no write while node 1 is stopped"
+done
+sleep 1
+kill -CONT "$node1"
+sleep 1
+kill -0 "$node1" || fail "node 1 did not survive SIGSTOP/SIGCONT"
+read_all stopped
 stop_local
 echo "local smoke: OK"
