@@ -7,13 +7,18 @@
 # median per-round ratio (K = 3 / K = 1) of throughput, of p50/p99 latency and of the three nodes'
 # CPU time per operation (/proc/PID/stat over the run). Nodes sync every acknowledged write (the
 # default), as a replicated deployment would.
-# Usage: [ROUNDS=5] [CLIENTS=16] bench/net/replication.sh BUILD_DIR [SECONDS]
+# OPS="get" measures gets alone, SETTLE seconds after the keys were loaded (background flushes and
+# compactions of the load done first).
+# Usage: [ROUNDS=5] [CLIENTS=16] [OPS="put get"] [SETTLE=0] bench/net/replication.sh BUILD_DIR
+#        [SECONDS]
 set -euo pipefail
 
 build=${1:-build}
 seconds=${2:-3}
 rounds=${ROUNDS:-5}
 clients=${CLIENTS:-16}
+ops=${OPS:-put get}
+settle=${SETTLE:-0}
 shoal=$build/tools/shoal/shoal
 load=$build/bench/net/net_load
 dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-net-replication-XXXXXX")
@@ -38,6 +43,7 @@ for k in 1 3; do
   "$load" --cluster "shoal://${coordinators[$k]}" --op put --clients "$clients" --seconds 2 \
     >/dev/null
 done
+sleep "$settle"
 
 node_ticks() {  # K -> utime + stime of the cluster's three nodes
   local total=0
@@ -61,7 +67,7 @@ echo "| op | round | K=1 ops/s | K=3 ops/s | ratio | K=1 p50 ms | K=3 p50 ms | K
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 declare -A ratios p50s p99s cpus
 for round in $(seq 1 "$rounds"); do
-  for op in put get; do
+  for op in $ops; do
     read -r o1 a1 b1 c1 <<<"$(measure 1 "$op")"
     read -r o3 a3 b3 c3 <<<"$(measure 3 "$op")"
     ratio=$(awk -v a="$o3" -v b="$o1" 'BEGIN {printf "%.3f", a / b}')
@@ -79,7 +85,7 @@ echo "Medians of the per-round ratios K = 3 / K = 1 at $clients clients ($rounds
 echo
 echo "| op | throughput | p50 latency | p99 latency | node CPU per op |"
 echo "|---|---|---|---|---|"
-for op in put get; do
+for op in $ops; do
   t=$(echo "${ratios[$op]}" | tr ' ' '\n' | grep . | median)
   p=$(echo "${p50s[$op]}" | tr ' ' '\n' | grep . | median)
   q=$(echo "${p99s[$op]}" | tr ' ' '\n' | grep . | median)
