@@ -66,6 +66,22 @@ read_all() {
   done
 }
 
+# Every u$i takes {"FIELD": i} (FIELD defaults to i), each write retried for 10 s.
+write_all() {
+  local field=${1:-i}
+  for i in $(seq 1 20); do
+    local ok=0
+    for _ in $(seq 1 50); do
+      if "$shoal" put --cluster "$cluster" users "u$i" "{\"$field\": $i}" >/dev/null 2>&1; then
+        ok=1
+        break
+      fi
+      sleep 0.2
+    done
+    [ $ok = 1 ] || fail "u$i takes no write ($field)"
+  done
+}
+
 # 1. A killed node comes back by itself.
 run_local
 for i in $(seq 1 20); do
@@ -94,24 +110,12 @@ stop_local
 # 3. K = 3: node 1 (the primary of some buckets, a backup of the others) is killed for good.
 # Its buckets fail over and the others drop it; reads and writes of every document go on.
 NODES=3 run_local --replicas 3 --no-restart
-for i in $(seq 1 20); do
-  "$shoal" put --cluster "$cluster" users "u$i" "{\"i\": $i}" >/dev/null || fail "put u$i"
-done
+write_all
 node1=$(pid_of "node 1")
 kill -KILL "$node1"
 await_line "node 1 (pid $node1) was killed by SIGKILL"
 read_all
-for i in $(seq 1 20); do
-  ok=0
-  for _ in $(seq 1 50); do
-    if "$shoal" put --cluster "$cluster" users "u$i" "{\"after\": $i}" >/dev/null 2>&1; then
-      ok=1
-      break
-    fi
-    sleep 0.2
-  done
-  [ $ok = 1 ] || fail "u$i takes no write after node 1 died"
-done
+write_all after
 read_all after
 # `status` shows the outcome: every bucket has a reachable primary, and none has K copies once
 # the primaries reported node 1 (after 1 s of silence).
@@ -132,22 +136,10 @@ stop_local
 # 4. K = 3: node 1 is stopped (SIGSTOP) for 3 s, longer than the failover timeout, then woken.
 # Writes go on meanwhile; once awake it serves nothing stale: every document reads its last write.
 NODES=3 run_local --replicas 3 --no-restart
-for i in $(seq 1 20); do
-  "$shoal" put --cluster "$cluster" users "u$i" "{\"i\": $i}" >/dev/null || fail "put u$i"
-done
+write_all
 node1=$(pid_of "node 1")
 kill -STOP "$node1"
-for i in $(seq 1 20); do
-  ok=0
-  for _ in $(seq 1 50); do
-    if "$shoal" put --cluster "$cluster" users "u$i" "{\"stopped\": $i}" >/dev/null 2>&1; then
-      ok=1
-      break
-    fi
-    sleep 0.2
-  done
-  [ $ok = 1 ] || fail "u$i takes no write while node 1 is stopped"
-done
+write_all stopped
 sleep 1
 kill -CONT "$node1"
 sleep 1
