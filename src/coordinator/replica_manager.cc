@@ -219,8 +219,7 @@ Status ReplicaManager::Failover(NodeId primary, const std::vector<transport::Buc
       const Answer* winner = nullptr;
       for (const Answer& a : it->second) {
         if (!bucket->HasReplica(a.node)) continue;
-        if (winner == nullptr || std::pair(a.position.term, a.position.rseq) >
-                                     std::pair(winner->position.term, winner->position.rseq)) {
+        if (winner == nullptr || a.position > winner->position) {  // (term, rseq) order
           winner = &a;
         }
       }

@@ -145,17 +145,32 @@ StorageNode::Admission StorageNode::AdmitLocked(const BucketPlacement& bucket,
 bool StorageNode::CanAcknowledgeWrite(Point point) const {
   absl::MutexLock lock(&mu_);
   if (map_ == nullptr) return false;
-  const BucketPlacement& bucket = map_->Lookup(point);
-  Admitted admitted{.admission = AdmitLocked(bucket, std::nullopt, Access::kWrite),
+  StatusOr<Admitted> admitted = DecideLocked(map_->Lookup(point), std::nullopt, Access::kWrite);
+  return admitted.ok() && cluster::Admits(admitted->admission);
+}
+
+StatusOr<StorageNode::Admitted> StorageNode::DecideLocked(const BucketPlacement& bucket,
+                                                          std::optional<MoveId> via_move,
+                                                          Access access) const {
+  Admitted admitted{.admission = AdmitLocked(bucket, via_move, access),
                     .bucket = bucket.id,
                     .move = {},
                     .source = {},
                     .replicated = false};
-  if (admitted.admission == Admission::kServe &&
-      !GateReplicatedLocked(bucket, Access::kWrite, &admitted).ok()) {
-    return false;
+  switch (admitted.admission) {
+    case Admission::kServe:
+      SHOAL_RETURN_IF_ERROR(GateReplicatedLocked(bucket, access, &admitted));
+      break;
+    case Admission::kServeViaSource:
+      admitted.move = bucket.transition->move;
+      admitted.source = bucket.transition->source.front();
+      break;
+    case Admission::kQueue:
+    case Admission::kWrongShard:
+    case Admission::kNotYet:
+      break;
   }
-  return cluster::Admits(admitted.admission);
+  return admitted;
 }
 
 Status StorageNode::RefreshMap() {
@@ -215,31 +230,15 @@ StatusOr<StorageNode::Admitted> StorageNode::AwaitAdmission(MapEpoch client_epoc
       absl::MutexLock lock(&mu_);
       if (map_ != nullptr) {
         const BucketPlacement& bucket = map_->Lookup(point);
-        admission = AdmitLocked(bucket, via_move, access);
-        Admitted admitted{.admission = admission,
-                          .bucket = bucket.id,
-                          .move = {},
-                          .source = {},
-                          .replicated = false};
-        if (admission == Admission::kServe) {
-          SHOAL_RETURN_IF_ERROR(GateReplicatedLocked(bucket, access, &admitted));
-          admission = admitted.admission;
-        }
+        SHOAL_ASSIGN_OR_RETURN(Admitted admitted, DecideLocked(bucket, via_move, access));
+        admission = admitted.admission;
         if (admission == Admission::kServe || admission == Admission::kServeViaSource) {
           ++inflight_writes_[bucket.id];
-          if (admission == Admission::kServeViaSource) {
-            admitted.move = bucket.transition->move;
-            admitted.source = bucket.transition->source.front();
-          }
           return admitted;
         }
         if (admission == Admission::kWrongShard) {
           ++counters_.wrong_shard;
-          return Admitted{.admission = admission,
-                          .bucket = bucket.id,
-                          .move = {},
-                          .source = {},
-                          .replicated = false};
+          return admitted;
         }
         if (admission == Admission::kQueue && !counted_queue) {
           ++counters_.queued;
@@ -299,17 +298,14 @@ StatusOr<StorageNode::Admitted> StorageNode::AwaitScanAdmission(MapEpoch client_
       if (map_ != nullptr) {
         SHOAL_ASSIGN_OR_RETURN(admission, ScanBucketLocked(client_epoch, bucket, range));
         // The range lies in the named bucket: its admission is the scan's.
-        const BucketPlacement* named = map_->Find(bucket);
-        if (admission == Admission::kServe) {
-          admission = AdmitLocked(*named, via_move, Access::kRead);
-        }
         Admitted admitted{.admission = admission,
                           .bucket = bucket,
                           .move = {},
                           .source = {},
                           .replicated = false};
         if (admission == Admission::kServe) {
-          SHOAL_RETURN_IF_ERROR(GateReplicatedLocked(*named, Access::kRead, &admitted));
+          SHOAL_ASSIGN_OR_RETURN(admitted,
+                                 DecideLocked(*map_->Find(bucket), via_move, Access::kRead));
           admission = admitted.admission;
         }
         switch (admission) {
@@ -317,9 +313,6 @@ StatusOr<StorageNode::Admitted> StorageNode::AwaitScanAdmission(MapEpoch client_
             ++counters_.wrong_shard;
             return admitted;
           case Admission::kServeViaSource:
-            admitted.move = named->transition->move;
-            admitted.source = named->transition->source.front();
-            return admitted;
           case Admission::kServe:
             return admitted;
           case Admission::kQueue:

@@ -288,6 +288,11 @@ class StorageNode final : public transport::Service,
   [[nodiscard]] Admission AdmitLocked(const cluster::BucketPlacement& bucket,
                                       std::optional<MoveId> via_move, Access access) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // AdmitLocked, then for kServe the replication gate (GateReplicatedLocked), and for
+  // kServeViaSource the move and its source: the whole decision for one bucket now.
+  [[nodiscard]] StatusOr<Admitted> DecideLocked(const cluster::BucketPlacement& bucket,
+                                                std::optional<MoveId> via_move, Access access) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   [[nodiscard]] LocalRole RoleLocked(const cluster::BucketPlacement& bucket) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits while the admission is kQueue or kNotYet (fetching the map when the client is ahead);
@@ -468,13 +473,8 @@ class StorageNode final : public transport::Service,
   // sealed here (a failover): no read or write of the bucket is admitted at or below them.
   absl::flat_hash_map<BucketId, Term> restart_fenced_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<BucketId, Term> sealed_ ABSL_GUARDED_BY(mu_);
-  // At a backup: when it last acknowledged the bucket's primary, and which one at which term.
-  struct LastAck {
-    NodeId primary;
-    Term term;
-    transport::Micros at = 0;
-  };
-  absl::flat_hash_map<BucketId, LastAck> last_ack_ ABSL_GUARDED_BY(mu_);
+  // At a backup: when it last acknowledged the bucket's stream (what a seal reports).
+  absl::flat_hash_map<BucketId, transport::Micros> last_ack_ ABSL_GUARDED_BY(mu_);
   // At a primary: buckets whose silent backup the coordinator kept at the floor (the removal was
   // refused), by that backup. New writes get NOT_ENOUGH_REPLICAS until it answers again or the
   // map drops it. `floor_blocked_count_` spares the stream's answers the lock while it is empty.

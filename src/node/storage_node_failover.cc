@@ -44,14 +44,13 @@ Status StorageNode::GateReplicatedLocked(const BucketPlacement& bucket, Access a
     admitted->admission = Admission::kQueue;  // until a map with a new term
     return OkStatus();
   }
-  if (access == Access::kWrite) {
-    if (auto blocked = floor_blocked_.find(bucket.id); blocked != floor_blocked_.end()) {
-      return transport::MakeClusterError(
-          transport::ClusterError::kNotEnoughReplicas,
-          fmt::format("{}: backup {} does not answer and removing it would leave fewer than "
-                      "min_in_sync {} replicas: writes wait for it",
-                      bucket.id.DebugString(), blocked->second.DebugString(), map_->min_in_sync()));
-    }
+  if (auto blocked = floor_blocked_.find(bucket.id);
+      access == Access::kWrite && blocked != floor_blocked_.end()) {
+    return transport::MakeClusterError(
+        transport::ClusterError::kNotEnoughReplicas,
+        fmt::format("{}: backup {} does not answer and removing it would leave fewer than "
+                    "min_in_sync {} replicas: writes wait for it",
+                    bucket.id.DebugString(), blocked->second.DebugString(), map_->min_in_sync()));
   }
   if (access == Access::kWrite && bucket.replicas.size() < map_->min_in_sync()) {
     return transport::MakeClusterError(
@@ -112,7 +111,7 @@ Response StorageNode::HandleSealTerm(const transport::SealTermRequest& request) 
                                    .micros_since_ack = UINT64_MAX};
     if (auto last = last_ack_.find(seal.bucket); last != last_ack_.end()) {
       answer.micros_since_ack =
-          static_cast<uint64_t>(std::max<transport::Micros>(0, now - last->second.at));
+          static_cast<uint64_t>(std::max<transport::Micros>(0, now - last->second));
     }
     out.buckets.push_back(answer);
   }

@@ -337,32 +337,31 @@ void StorageNode::HandleReplicateAnswer(NodeId backup,
   // A backup behind what this node released to the streams, with nothing queued or in flight
   // for it, will not get the rest by itself (its stream dropped entries, or it joined behind a
   // new primary): it gets them again from RecentEntries, or is reported broken when they are
-  // no longer kept (§3 step 6). A race with a new write only sends an entry twice, which the
-  // backup skips.
-  if (queue->queued() == 0 && !queue->in_flight()) {
+  // no longer kept (§3 step 6). Under outbox_mu_, so that no new write is pushed between the
+  // check and the refill (it would reach the backup before the older entries: a gap).
+  std::vector<std::pair<transport::BucketTerm, std::string>> broken;
+  {
+    absl::MutexLock lock(&outbox_mu_);
     for (const auto& [bucket, held] : positions) {
-      uint64_t released = 0;
-      Term term;
-      {
-        absl::MutexLock lock(&outbox_mu_);
-        auto it = outboxes_.find(bucket);
-        if (it == outboxes_.end()) continue;
-        released = it->second.next - 1;
-        term = it->second.term;
-      }
+      if (queue->queued() != 0 || queue->in_flight()) break;
+      auto it = outboxes_.find(bucket);
+      if (it == outboxes_.end()) continue;
+      const uint64_t released = it->second.next - 1;
       if (held >= released) continue;
       std::vector<storage::ReplicatedEntry> missing = recent_.After(bucket, held);
       if (missing.empty() || missing.front().position.rseq != held + 1) {
-        ReportBackup(
-            bucket, term, backup,
-            fmt::format("at rseq {}, behind {} and the entries this node keeps", held, released),
-            /*broken=*/true);
+        broken.emplace_back(
+            transport::BucketTerm{.bucket = bucket, .term = it->second.term},
+            fmt::format("at rseq {}, behind {} and the entries this node keeps", held, released));
         continue;
       }
       for (storage::ReplicatedEntry& entry : missing) {
         if (entry.position.rseq <= released) queue->Push(std::move(entry));
       }
     }
+  }
+  for (auto& [at, reason] : broken) {
+    ReportBackup(at.bucket, at.term, backup, std::move(reason), /*broken=*/true);
   }
   if (!stale.empty()) {
     // A newer term or primary elsewhere: this node's pending writes of those buckets can no
@@ -501,7 +500,7 @@ Response StorageNode::HandleReplicate(const transport::ReplicateRequest& request
     if (auto it = failed.find(bucket); it != failed.end()) {
       ack.status = it->second;
     } else {
-      last_ack_[bucket] = LastAck{.primary = request.primary, .term = terms.at(bucket), .at = now};
+      last_ack_[bucket] = now;
     }
     ack.position = store_->GetReplicaState(bucket).position;
     out.acks.push_back(std::move(ack));
