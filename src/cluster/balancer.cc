@@ -31,8 +31,11 @@ Status ValidateOptions(const BalancerOptions& options) {
 // is set when Algorithm 2 wants any change at all (even one the limit defers).
 StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadReport& load,
                                                const BalancerOptions& options, bool* pending) {
-  const std::vector<NodeId> active = map.ActiveNodes();
   const uint32_t k = map.replication_factor();
+  std::vector<NodeId> active = map.ActiveNodes();
+  if (k > 1) {
+    std::erase_if(active, [&](NodeId node) { return Holds(options.unavailable, node); });
+  }
   // A map always has buckets, and they need a home.
   if (active.empty()) return FailedPreconditionError("balancer: no active node");
   std::vector<partition::BalanceBucket> units;

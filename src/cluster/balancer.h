@@ -37,6 +37,7 @@
 // Pure; thread-safe.
 
 #include <cstdint>
+#include <vector>
 
 #include "src/cluster/migration_plan.h"
 #include "src/cluster/shard_map.h"
@@ -48,6 +49,11 @@ struct BalancerOptions {
   uint64_t theta_min_bytes = 0;  // merge below this; 0 = never merge
   uint32_t max_moves_per_node = 2;
   TransitionMode mode = TransitionMode::kCopyThenSwitch;
+  // Nodes that do not answer (the coordinator's failure detector). With K > 1 they receive no
+  // copy and their copies count as missing, so that live nodes rebuild them (paper 001 §3.2
+  // rule 2); with K = 1 ignored: the only copy of a bucket cannot be copied off a node that is
+  // down.
+  std::vector<NodeId> unavailable = {};
 };
 
 class Balancer {

@@ -99,6 +99,35 @@ TEST(BalancerTest, RepairsUnderReplicatedBuckets) {
   EXPECT_EQ(repairs, 2) << plan->DebugString();
 }
 
+// With K > 1 a node that does not answer receives nothing and its backups are rebuilt on the
+// live nodes (paper 001 §3.2 rule 2); at K = 1 nothing can be copied off it, so it changes nothing.
+TEST(BalancerTest, CopiesOnAnUnavailableNodeAreRebuiltElsewhereOnlyWithReplicas) {
+  ShardMap map =
+      *ShardMap::Initial({.nodes = Nodes({1, 2, 3, 4}), .bucket_count = 8, .replication_factor = 3});
+  LoadReport load;
+  for (uint32_t b = 0; b < 8; ++b) load.buckets[BucketId(b)].bytes = 10;
+  ASSERT_TRUE(Balancer::Plan(map, load, {.max_moves_per_node = 8})->empty());
+  auto plan = Balancer::Plan(map, load, {.max_moves_per_node = 8, .unavailable = {NodeId(4)}});
+  ASSERT_TRUE(plan.ok());
+  int replaced_backups = 0;
+  for (const MoveIntent& move : plan->moves) {
+    EXPECT_EQ(move.reason, MoveReason::kDrain) << move.DebugString();
+    EXPECT_FALSE(std::count(move.destination.begin(), move.destination.end(), NodeId(4)))
+        << move.DebugString();
+    if (move.destination[0] == move.source[0]) ++replaced_backups;
+  }
+  int backups_on_4 = 0;
+  for (const BucketPlacement& bucket : map.buckets()) {
+    for (size_t i = 1; i < bucket.replicas.size(); ++i) backups_on_4 += bucket.replicas[i] == NodeId(4);
+  }
+  EXPECT_GT(backups_on_4, 0);
+  EXPECT_EQ(replaced_backups, backups_on_4) << plan->DebugString();
+
+  ShardMap single = *ShardMap::Initial({.nodes = Nodes({1, 2}), .bucket_count = 4});
+  EXPECT_TRUE(
+      Balancer::Plan(single, load, {.max_moves_per_node = 8, .unavailable = {NodeId(2)}})->empty());
+}
+
 TEST(BalancerTest, ANodeNearItsDiskReserveReceivesOnlyWhatFits) {
   // n1 holds 8 buckets of 10 bytes, n2 has just joined with room for 25 bytes: it takes 2
   // buckets, not 4, and planning again with the moves in flight adds nothing.

@@ -282,6 +282,14 @@ bool BucketTransition::Involves(NodeId node) const {
   return Contains(source, node) || Contains(destination, node);
 }
 
+bool BucketTransition::KeepsPrimary() const {
+  return !source.empty() && !destination.empty() && source.front() == destination.front();
+}
+
+bool BucketTransition::PrimaryStaysInSync() const {
+  return !destination.empty() && Contains(source, destination.front());
+}
+
 std::string BucketTransition::DebugString() const {
   return fmt::format("{}{{{} {}->{} {}}}", move.DebugString(), ToString(mode), NodeList(source),
                      NodeList(destination), ToString(stage));

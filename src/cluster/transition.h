@@ -164,6 +164,15 @@ struct BucketTransition {
   [[nodiscard]] std::vector<NodeId> Outgoing() const;
   // True when `node` is in source or destination.
   [[nodiscard]] bool Involves(NodeId node) const;
+  // True when source and destination have the same primary: the move adds a copy or replaces a
+  // backup of a replicated bucket, and the primary keeps streaming to the stable backups
+  // throughout (docs/design/replication.md §6).
+  [[nodiscard]] bool KeepsPrimary() const;
+  // True when the destination's primary is one of the source's replicas: the primary is kept or
+  // handed over to an in-sync backup (a handoff), never given to a copy still being built. The
+  // stable replicas then stream from their primary throughout the move: the source's before the
+  // commit, the destination's from it on (docs/design/replication.md §6-7).
+  [[nodiscard]] bool PrimaryStaysInSync() const;
   [[nodiscard]] std::string DebugString() const;
 
   friend bool operator==(const BucketTransition&, const BucketTransition&) = default;

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
+#include <vector>
 
 #include "src/cluster/balancer.h"
 #include "src/cluster/bootstrap_planner.h"
@@ -11,6 +13,13 @@
 #include "src/coordinator/coordinator_internal.h"
 
 namespace shoal::coordinator {
+namespace {
+
+bool Contains(const std::vector<NodeId>& nodes, NodeId node) {
+  return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
+}
+
+}  // namespace
 
 using cluster::ShardMap;
 using cluster::ShardMapEdit;
@@ -123,7 +132,13 @@ StatusOr<cluster::MigrationPlan> BalancerLoop::PlanNow(const ShardMap& map,
   cluster::BalancerOptions balancer{.theta_max_bytes = thresholds.split_bytes,
                                     .theta_min_bytes = thresholds.merge_bytes,
                                     .max_moves_per_node = options_.max_moves_per_node,
-                                    .mode = cluster::TransitionMode::kCopyThenSwitch};
+                                    .mode = cluster::TransitionMode::kCopyThenSwitch,
+                                    .unavailable = {}};
+  // A node that does not answer receives no copy; at K > 1 its copies are rebuilt elsewhere
+  // (paper 001 §3.2 rule 2).
+  for (const cluster::NodeInfo& node : map.nodes()) {
+    if (membership_->IsDown(node.id)) balancer.unavailable.push_back(node.id);
+  }
   // Two-phase bootstrap (paper 001 §3.2): a joining node first takes a small share from heavily
   // loaded nodes, then the balancer brings it to the average.
   for (NodeId node : membership_->Joining()) {
@@ -143,9 +158,6 @@ Status BalancerLoop::BalanceOnce() {
   const uint64_t generation = this->generation();
   ShardMapPtr map = committer_->map();
   if (map == nullptr) return OkStatus();
-  // The nodes do not yet move a replicated bucket's copies (catch-up of a new backup to the
-  // primary's position, docs/design/replication.md §6, §10 step 5): a K > 1 map stays as it is.
-  if (map->replication_factor() > 1) return OkStatus();
   // A leaving node that holds nothing any more leaves the map.
   for (const auto& node : map->nodes()) {
     if (node.state == cluster::NodeState::kLeaving && map->TargetBucketsOf(node.id).empty() &&
@@ -186,8 +198,32 @@ Status BalancerLoop::BalanceOnce() {
     return map->TransitionCountOf(node) + busy[node] >= options_.max_moves_per_node;
   };
   for (const auto& intent : plan.moves) {
+    std::vector<NodeId> target = intent.destination;
+    uint64_t bytes = intent.bytes;
+    if (map->replication_factor() > 1 && intent.source.front() != target.front() &&
+        !Contains(intent.source, target.front())) {
+      // A replicated bucket's primary never goes to a copy being built: draining its node
+      // starts with a handoff to a backup that stays (docs/design/replication.md §7); the
+      // next plan then replaces the old primary as a backup. Other such steps wait.
+      if (intent.reason != cluster::MoveReason::kDrain) continue;
+      std::optional<NodeId> heir;
+      for (size_t i = 1; i < intent.source.size() && !heir.has_value(); ++i) {
+        if (Contains(target, intent.source[i]) && !membership_->IsDown(intent.source[i])) {
+          heir = intent.source[i];
+        }
+      }
+      if (!heir.has_value()) continue;
+      target = {*heir};
+      for (NodeId node : intent.source) {
+        if (node != *heir) target.push_back(node);
+      }
+      bytes = 0;
+    }
     const NodeId source = intent.source.front();
-    const NodeId destination = intent.destination.front();
+    NodeId destination = target.front();  // the new primary of a handoff
+    for (NodeId node : target) {
+      if (!Contains(intent.source, node)) destination = node;  // the incoming copy
+    }
     const cluster::TransitionMode mode = intent.mode;
     if (membership_->IsDown(destination) || membership_->IsDown(source) ||
         (busy[source] + busy[destination] > 0 && (full(source) || full(destination))) ||
@@ -203,9 +239,8 @@ Status BalancerLoop::BalanceOnce() {
     ++busy[destination];
     runtime_.Spawn(transport::Address::Coordinator(),
                    fmt::format("move.{}", intent.bucket.DebugString()),
-                   [self = shared_from_this(), bucket = intent.bucket, destination, mode,
-                    bytes = intent.bytes] {
-                     const Status status = self->executor_->Run(bucket, destination, mode, bytes);
+                   [self = shared_from_this(), bucket = intent.bucket, target, mode, bytes] {
+                     const Status status = self->executor_->RunTo(bucket, target, mode, bytes);
                      {
                        absl::MutexLock lock(&self->mu_);
                        self->moves_.erase(bucket);

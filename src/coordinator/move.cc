@@ -112,7 +112,8 @@ Status Move::CopyThenSwitch(uint64_t planned_bytes) {
                                                        .source = source_,
                                                        .after_sequence = position,
                                                        .until_sequence = fence->sequence,
-                                                       .stop_below = 0},
+                                                       .stop_below = 0,
+                                                       .replica = fence->replica},
                              options.call_attempts);
   if (!drained.ok()) return fail(drained.status());
   if (!drained->status.ok()) return fail(drained->status);
@@ -149,12 +150,40 @@ Status Move::CopyThenSwitch(uint64_t planned_bytes) {
   return finished;
 }
 
+Status Move::Handoff() {
+  transport::Runtime& runtime = x_.runtime();
+  const CoordinatorOptions& options = x_.options();
+  if (Status s = AdvanceStage(TransitionStage::kCatchUp); !s.ok()) return Fail(s);
+  if (Status s = AdvanceStage(TransitionStage::kPrepare); !s.ok()) return Fail(s);
+  if (Status s = runtime.Failpoint("coordinator.before_fence"); !s.ok()) return s;
+  auto fenced = x_.CallNode(source_, transport::FenceRequest{.move = move_, .bucket = bucket_},
+                            options.call_attempts);
+  if (!fenced.ok()) return Fail(fenced.status());
+  if (!fenced->status.ok()) return Fail(fenced->status);
+  if (Status s = runtime.Failpoint("coordinator.before_commit"); !s.ok()) return s;
+  auto committed = x_.committer().CommitEdit(
+      [&](const ShardMap&, ShardMapEdit* edit) {
+        edit->CommitTransition(bucket_, move_);
+        return OkStatus();
+      },
+      MoveLogKey(move_), fmt::format("COMMIT {} (handoff)", Route()));
+  if (!committed.ok()) return Fail(committed.status());
+  x_.progress().Committed(0);
+  if (Status s = runtime.Failpoint("coordinator.after_commit"); !s.ok()) return s;
+  Status finished = FinishCommitted();
+  x_.progress().Ended();
+  return finished;
+}
+
 Status Move::FinishCommitted() {
   transport::Runtime& runtime = x_.runtime();
   ShardMapPtr map = x_.committer().map();
   const cluster::BucketPlacement* placement = MovingBucket(*map, bucket_, move_);
   if (placement == nullptr) return OkStatus();  // finished already
-  const NodeId source = placement->transition->source.front();
+  // The copies that leave: the source of a K = 1 move, the replaced backup of a replicated one
+  // (none when a copy was added).
+  const std::vector<NodeId> outgoing = placement->transition->Outgoing();
+  const bool replicated = map->replication_factor() > 1;
   const storage::PointRange range = ToPointRange(placement->range);
   if (placement->transition->stage == TransitionStage::kCommitted) {
     auto cleanup = x_.committer().CommitEdit([&](const ShardMap&, ShardMapEdit* edit) {
@@ -166,14 +195,19 @@ Status Move::FinishCommitted() {
   }
   // A crash here leaves kCleanup stored and the source's copy in place: recovery sends the drop.
   SHOAL_RETURN_IF_ERROR(runtime.Failpoint("coordinator.after_cleanup"));
-  // Drop the source's copy. A source that stays down keeps garbage it never serves (its map
-  // says so); the move is finished anyway.
-  auto dropped =
-      x_.CallNode(source,
-                  transport::DropBucketRequest{
-                      .epoch = map->epoch(), .move = move_, .bucket = bucket_, .range = range},
-                  x_.options().call_attempts);
-  if (!dropped.ok() && dropped.status().code() == StatusCode::kCancelled) return dropped.status();
+  // Drop the leaving copy. A node that stays down keeps garbage it never serves (its map says
+  // so); the move is finished anyway. A replaced backup is often one that went silent: one
+  // attempt, so that the bucket's failover (which waits for a committed move) is not held up.
+  for (NodeId node : outgoing) {
+    auto dropped =
+        x_.CallNode(node,
+                    transport::DropBucketRequest{
+                        .epoch = map->epoch(), .move = move_, .bucket = bucket_, .range = range},
+                    replicated ? 1 : x_.options().call_attempts);
+    if (!dropped.ok() && dropped.status().code() == StatusCode::kCancelled) {
+      return dropped.status();
+    }
+  }
   SHOAL_RETURN_IF_ERROR(runtime.Failpoint("coordinator.before_done"));
   auto done = x_.committer().CommitEdit(
       [&](const ShardMap&, ShardMapEdit* edit) {

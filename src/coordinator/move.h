@@ -25,6 +25,10 @@ class Move {
   // The protocol of each mode from BEGIN on (the move is in flight in the progress counters).
   [[nodiscard]] Status CopyThenSwitch(uint64_t planned_bytes);
   [[nodiscard]] Status SwitchThenCopy();
+  // A replicated bucket's primary handed to the backup `destination` (docs/design/replication.md
+  // §7): no data moves. The fence stops the primary (writes and reads queue) and answers once
+  // every backup holds everything it ordered; COMMIT names the new primary under a new term.
+  [[nodiscard]] Status Handoff();
   // From the switch on: transfer, SEAL, catch-up, COMMIT, cleanup. Also run by recovery.
   // `switch_sequence`: the source's last sequence at its fence before the switch, when this
   // incarnation knows it (the catch-up starts there; otherwise a second full transfer runs).

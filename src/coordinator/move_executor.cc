@@ -64,38 +64,87 @@ StatusOr<transport::Response> MoveExecutor::CallNode(NodeId node, transport::Req
 
 Status MoveExecutor::Run(BucketId bucket, NodeId destination, cluster::TransitionMode mode,
                          uint64_t planned_bytes) {
-  // The destination must have checked in (the BEGIN below refuses a node that is no member).
+  std::vector<NodeId> target{destination};
   if (ShardMapPtr current = committer_->map();
-      current != nullptr && current->HasNode(destination)) {
-    SHOAL_RETURN_IF_ERROR(membership_->CheckIn(destination, committer_->State()));
+      current != nullptr && current->replication_factor() > 1) {
+    const auto* placement = current->Find(bucket);
+    if (placement == nullptr) return NotFoundError(bucket.DebugString());
+    if (placement->replicas.size() >= current->replication_factor()) {
+      return FailedPreconditionError(fmt::format(
+          "{} has its {} copies (K = {}): a copy moves only by replacing a backup, which the "
+          "balancer plans",
+          bucket.DebugString(), placement->replicas.size(), current->replication_factor()));
+    }
+    target = placement->replicas;
+    target.push_back(destination);
+  }
+  return RunTo(bucket, std::move(target), mode, planned_bytes);
+}
+
+Status MoveExecutor::RunTo(BucketId bucket, std::vector<NodeId> target,
+                           cluster::TransitionMode mode, uint64_t planned_bytes) {
+  // The incoming copy: in the target, not among the replicas (one at a time, checked below).
+  NodeId destination;
+  if (ShardMapPtr current = committer_->map(); current != nullptr) {
+    const auto* placement = current->Find(bucket);
+    for (NodeId node : target) {
+      if (placement != nullptr && !placement->HasReplica(node)) destination = node;
+    }
+    // The destination must have checked in (the BEGIN below refuses a node that is no member).
+    if (current->HasNode(destination)) {
+      SHOAL_RETURN_IF_ERROR(membership_->CheckIn(destination, committer_->State()));
+    }
   }
   // BEGIN.
   MoveId move;
   NodeId source;
+  bool handoff = false;
   auto begun = committer_->CommitEdit([&](const ShardMap& map, ShardMapEdit* edit) {
     const auto* placement = map.Find(bucket);
     if (placement == nullptr) return NotFoundError(bucket.DebugString());
     if (placement->transition.has_value()) {
       return FailedPreconditionError(fmt::format("{} is moving", bucket.DebugString()));
     }
-    if (map.replication_factor() > 1) {
-      // See BalancerLoop::BalanceOnce.
-      return FailedPreconditionError(
-          fmt::format("{}: moving a copy of a replicated bucket (K = {}) is not supported yet",
-                      bucket.DebugString(), map.replication_factor()));
+    if (target.empty() || placement->replicas.empty()) {
+      return InvalidArgumentError(fmt::format("{}: an empty replica list", bucket.DebugString()));
     }
+    std::vector<NodeId> incoming;
+    for (NodeId node : target) {
+      if (!placement->HasReplica(node)) incoming.push_back(node);
+    }
+    if (incoming.empty() && target.size() == 1) {
+      return FailedPreconditionError(
+          fmt::format("{} holds {} already", target.front().DebugString(), bucket.DebugString()));
+    }
+    const bool replicated = map.replication_factor() > 1;
+    // A handoff (docs/design/replication.md §7): the same copies, another primary, no data.
+    handoff = replicated && incoming.empty() && target.size() == placement->replicas.size() &&
+              target.front() != placement->replicas.front();
+    if (!handoff && incoming.size() != 1) {
+      return FailedPreconditionError(
+          fmt::format("{}: a move brings exactly one new copy ({} named)", bucket.DebugString(),
+                      incoming.size()));
+    }
+    if (replicated) {
+      if (!handoff && target.front() != placement->replicas.front()) {
+        return FailedPreconditionError(fmt::format(
+            "{}: the primary of a replicated bucket (K = {}) goes only to a backup in sync (a "
+            "handoff), never to a copy being built",
+            bucket.DebugString(), map.replication_factor()));
+      }
+      // A learner that joins the stream at the switch is not built: the new copy catches up
+      // from the primary and joins at the fence.
+      mode = cluster::TransitionMode::kCopyThenSwitch;
+    }
+    destination = handoff ? target.front() : incoming.front();
     const auto* info = map.FindNode(destination);
     if (info == nullptr || info->state != cluster::NodeState::kActive) {
       return FailedPreconditionError(
           fmt::format("{} cannot receive buckets", destination.DebugString()));
     }
-    if (placement->HasReplica(destination)) {
-      return FailedPreconditionError(
-          fmt::format("{} holds {} already", destination.DebugString(), bucket.DebugString()));
-    }
     move = committer_->NextMoveId();
     source = placement->replicas.front();
-    edit->BeginTransition(bucket, move, {destination}, mode);
+    edit->BeginTransition(bucket, move, target, mode);
     return OkStatus();
   });
   if (!begun.ok()) return begun.status();
@@ -115,6 +164,7 @@ Status MoveExecutor::Run(BucketId bucket, NodeId destination, cluster::Transitio
                            {"mode", cluster::ToString(mode)}});
   progress_->Started(planned_bytes);
   SHOAL_RETURN_IF_ERROR(runtime_.Failpoint("coordinator.after_begin"));
+  if (handoff) return steps.Handoff();
   switch (mode) {
     case cluster::TransitionMode::kCopyThenSwitch:
       return steps.CopyThenSwitch(planned_bytes);
@@ -126,8 +176,9 @@ Status MoveExecutor::Run(BucketId bucket, NodeId destination, cluster::Transitio
 
 Status MoveExecutor::Resolve(BucketId bucket, const cluster::BucketTransition& transition,
                              std::string_view why) {
+  const std::vector<NodeId> incoming = transition.Incoming();
   internal::Move steps(*this, bucket, transition.move, transition.source.front(),
-                       transition.destination.front());
+                       incoming.empty() ? transition.destination.front() : incoming.front());
   if (cluster::IsCommitted(transition.stage)) return steps.FinishCommitted();
   if (cluster::AbortsOnFailure(transition.stage, transition.mode)) {
     return steps.Abort(AbortedError(why));

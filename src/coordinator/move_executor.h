@@ -78,6 +78,13 @@ class MoveExecutor {
   // only; 0 if unknown).
   [[nodiscard]] Status Run(BucketId bucket, NodeId destination, cluster::TransitionMode mode,
                            uint64_t planned_bytes);
+  // The same towards `target`, the bucket's replica list after the move (primary first). With
+  // K > 1 the move keeps the primary and changes one copy (docs/design/replication.md §6-7):
+  // it adds a copy or replaces a backup, with the primary as the data source, always
+  // copy-then-switch; handing the primary over is refused (not built). Run(destination) at
+  // K > 1 adds a copy on `destination` to a bucket with fewer than K.
+  [[nodiscard]] Status RunTo(BucketId bucket, std::vector<NodeId> target,
+                             cluster::TransitionMode mode, uint64_t planned_bytes);
   // What recovery does with a transition found in the map: finish a committed one, abort one
   // that aborts on failure (the ABORT record says `why`), roll a switched one forward.
   [[nodiscard]] Status Resolve(BucketId bucket, const cluster::BucketTransition& transition,

@@ -102,13 +102,23 @@ Status ReplicaManager::Round() {
   std::map<NodeId, std::vector<transport::BucketTerm>> failovers;  // by primary
   std::vector<transport::BucketTerm> renewals;  // fenced buckets with no other replica
   for (const BucketPlacement& bucket : map->buckets()) {
-    if (bucket.replicas.empty() || bucket.transition.has_value()) continue;
+    // A committed move finishes with metadata edits alone; its failover waits for it. An
+    // uncommitted one is aborted by the promotion (below).
+    if (bucket.replicas.empty() ||
+        (bucket.transition.has_value() && cluster::IsCommitted(bucket.transition->stage))) {
+      continue;
+    }
     const NodeId primary = bucket.replicas.front();
     const transport::BucketTerm at{.bucket = bucket.id, .term = bucket.term};
-    const auto& reported = fenced[primary];
-    const bool is_fenced = std::any_of(reported.begin(), reported.end(), [&](const auto& f) {
-      return f.bucket == at.bucket && f.term == at.term;
-    });
+    // Closed at its term by the primary (restarted) or by a backup (sealed by a failover that
+    // did not finish): only a failover lets the bucket serve again.
+    const auto closed_by = [&](NodeId node) {
+      const auto& reported = fenced[node];
+      return std::any_of(reported.begin(), reported.end(), [&](const auto& f) {
+        return f.bucket == at.bucket && f.term == at.term;
+      });
+    };
+    const bool is_fenced = std::any_of(bucket.replicas.begin(), bucket.replicas.end(), closed_by);
     if (bucket.replicas.size() == 1) {
       // The only copy restarted: nothing else can serve, so its own store (if it is the one the
       // map binds) gets a new term.
@@ -204,8 +214,10 @@ Status ReplicaManager::Failover(NodeId primary, const std::vector<transport::Buc
     promotions.clear();
     for (const transport::BucketTerm& at : buckets) {
       const BucketPlacement* bucket = now.Find(at.bucket);
-      if (bucket == nullptr || bucket->transition.has_value() || bucket->replicas.size() < 2 ||
-          bucket->replicas.front() != primary || bucket->term != at.term) {
+      if (bucket == nullptr || bucket->replicas.size() < 2 ||
+          bucket->replicas.front() != primary || bucket->term != at.term ||
+          (bucket->transition.has_value() && !cluster::CanAbort(bucket->transition->stage,
+                                                                bucket->transition->mode))) {
         continue;
       }
       auto it = answers.find(at.bucket);
@@ -242,6 +254,11 @@ Status ReplicaManager::Failover(NodeId primary, const std::vector<transport::Buc
                                                     {"silent", silent.size()}});
         }
         continue;
+      }
+      // A copy being added or a backup being replaced from the old primary: the move ends here
+      // (its task finds it gone), and the new primary's balancer plans it again.
+      if (bucket->transition.has_value()) {
+        edit->AbortTransition(at.bucket, bucket->transition->move);
       }
       for (NodeId backup : silent) edit->RemoveReplica(at.bucket, backup);
       edit->PromoteReplica(at.bucket, winner->node);

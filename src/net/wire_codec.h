@@ -31,6 +31,8 @@ void ToWire(const storage::PointRange& range, wire::PointRange* out);
 [[nodiscard]] StatusOr<storage::PointRange> FromWire(const wire::PointRange& range);
 void ToWire(const storage::Document& document, wire::Document* out);
 [[nodiscard]] storage::Document FromWire(const wire::Document& document);
+void ToWire(const storage::ReplicaState& state, wire::ReplicaState* out);
+[[nodiscard]] StatusOr<storage::ReplicaState> FromWire(const wire::ReplicaState& state);
 void ToWire(const storage::ExportedRange& exported, wire::ExportedRange* out);
 [[nodiscard]] StatusOr<storage::ExportedRange> FromWire(const wire::ExportedRange& exported);
 void ToWire(const transport::ClusterState& state, wire::ClusterState* out);

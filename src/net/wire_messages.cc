@@ -154,6 +154,7 @@ void ToWire(const transport::Request& request, wire::Request* out) {
                    w->set_has_until_sequence(r.until_sequence.has_value());
                    if (r.until_sequence.has_value()) w->set_until_sequence(*r.until_sequence);
                    w->set_stop_below(r.stop_below);
+                   if (r.replica.has_value()) ToWire(*r.replica, w->mutable_replica());
                  },
                  [out](const transport::ReadChangesRequest& r) {
                    auto* w = out->mutable_read_changes();
@@ -296,6 +297,10 @@ StatusOr<transport::Request> FromWire(const wire::Request& request) {
     }
     case wire::Request::kCatchUp: {
       const auto& w = request.catch_up();
+      std::optional<storage::ReplicaState> replica;
+      if (w.has_replica()) {
+        SHOAL_ASSIGN_OR_RETURN(replica, FromWire(w.replica()));
+      }
       return transport::Request(transport::CatchUpRequest{
           .move = MoveId(w.move()),
           .bucket = BucketId(w.bucket()),
@@ -303,7 +308,8 @@ StatusOr<transport::Request> FromWire(const wire::Request& request) {
           .after_sequence = w.after_sequence(),
           .until_sequence =
               w.has_until_sequence() ? std::optional<uint64_t>(w.until_sequence()) : std::nullopt,
-          .stop_below = w.stop_below()});
+          .stop_below = w.stop_below(),
+          .replica = std::move(replica)});
     }
     case wire::Request::kReadChanges: {
       const auto& w = request.read_changes();
@@ -418,6 +424,9 @@ void ToWire(const transport::Response& response, wire::Response* out) {
                  },
                  [out](const transport::FenceResponse& r) {
                    out->mutable_fence()->set_sequence(r.sequence);
+                   if (r.replica.has_value()) {
+                     ToWire(*r.replica, out->mutable_fence()->mutable_replica());
+                   }
                  },
                  [out](const transport::ReplicateResponse& r) {
                    auto* w = out->mutable_replicate();
@@ -565,9 +574,14 @@ StatusOr<transport::Response> FromWire(const wire::Response& response) {
       out.body = std::move(changes);
       break;
     }
-    case wire::Response::kFence:
-      out.body = transport::FenceResponse{.sequence = response.fence().sequence()};
+    case wire::Response::kFence: {
+      transport::FenceResponse fence{.sequence = response.fence().sequence(), .replica = {}};
+      if (response.fence().has_replica()) {
+        SHOAL_ASSIGN_OR_RETURN(fence.replica, FromWire(response.fence().replica()));
+      }
+      out.body = std::move(fence);
       break;
+    }
     case wire::Response::kReplicate: {
       transport::ReplicateResponse replicate;
       for (const auto& a : response.replicate().acks()) {

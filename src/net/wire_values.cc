@@ -91,6 +91,29 @@ storage::Document FromWire(const wire::Document& document) {
                            .tombstone = document.tombstone()};
 }
 
+void ToWire(const storage::ReplicaState& state, wire::ReplicaState* out) {
+  out->set_term(state.position.term.value());
+  out->set_rseq(state.position.rseq);
+  for (const storage::TermStart& start : state.history) {
+    auto* w = out->add_history();
+    w->set_term(start.term.value());
+    w->set_first_rseq(start.first_rseq);
+  }
+}
+
+StatusOr<storage::ReplicaState> FromWire(const wire::ReplicaState& state) {
+  storage::ReplicaState out;
+  out.position = storage::ReplicaPosition{.term = Term(state.term()), .rseq = state.rseq()};
+  for (const auto& start : state.history()) {
+    out.history.push_back(
+        storage::TermStart{.term = Term(start.term()), .first_rseq = start.first_rseq()});
+  }
+  if (Status s = out.CheckInvariants(); !s.ok()) {
+    return InvalidArgumentError(fmt::format("replica state: {}", s.message()));
+  }
+  return out;
+}
+
 void ToWire(const storage::ExportedRange& exported, wire::ExportedRange* out) {
   ToWire(exported.range, out->mutable_range());
   for (const auto& file : exported.files) out->add_files(file);

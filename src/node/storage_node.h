@@ -410,7 +410,9 @@ class StorageNode final : public transport::Service,
   // At the first map after a start: every bucket this node is the replicated primary of and has
   // written to before is fenced at its term.
   void FenceRestartedTermsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The fenced buckets the heartbeat reports (their map still names this node at that term).
+  // The closed terms the heartbeat reports (HeartbeatRequest::fenced): the restart-fenced
+  // buckets whose map still names this node primary at that term, and the buckets this node is
+  // a backup of, sealed at their current term.
   [[nodiscard]] std::vector<transport::BucketTerm> FencedTerms() const;
   transport::Response HandleSealTerm(const transport::SealTermRequest& request);
   // The buckets (with their terms) this node replicates to `backup` now.

@@ -94,6 +94,15 @@ std::vector<transport::BucketTerm> StorageNode::FencedTerms() const {
       fenced.push_back({.bucket = bucket, .term = term});
     }
   }
+  // A seal whose failover never finished closes the term for good: report it, so that a new
+  // coordinator finishes the failover.
+  for (const auto& [bucket, term] : sealed_) {
+    const BucketPlacement* placement = map_->Find(bucket);
+    if (placement != nullptr && placement->term == term && placement->HasReplica(options_.id) &&
+        placement->replicas.front() != options_.id) {
+      fenced.push_back({.bucket = bucket, .term = term});
+    }
+  }
   std::sort(fenced.begin(), fenced.end(),
             [](const auto& a, const auto& b) { return a.bucket < b.bucket; });
   return fenced;

@@ -103,6 +103,9 @@ Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request
         // No catch-up applies while the range is re-staged: it needs the record, the ingest
         // needs no apply running (both hold move_io_ while they write).
         moves_.erase(request.bucket);
+        // Entries kept from an earlier life as a replica of the bucket are not this copy's
+        // history: the drain hands it the primary's.
+        recent_.Forget(request.bucket);
         ++move_io_[request.bucket];
       } else if (attempt == 1) {
         return Response::Error(placement.status());
@@ -315,6 +318,14 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
     if (Status s = store_->disk_space().Admit(0); !s.ok()) return Response::Error(s);
   }
   if (request.until_sequence.has_value()) {
+    // A new copy of a replicated bucket holds everything up to the primary's fence: it takes
+    // the primary's position and history (synced, which also makes the changes above durable),
+    // so that the stream goes on from there once the commit lists it.
+    if (request.replica.has_value()) {
+      if (Status s = store_->SetReplicaState(request.bucket, *request.replica); !s.ok()) {
+        return Response::Error(s);
+      }
+    }
     if (Status s = runtime_.Failpoint("destination.after_drain"); !s.ok()) {
       return Response::Error(s);
     }
@@ -380,13 +391,34 @@ Response StorageNode::HandleFence(const transport::FenceRequest& request) {
     if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
   }
   if (Status s = runtime_.Failpoint("source.after_fence"); !s.ok()) return Response::Error(s);
-  // Writes admitted before the fence finish before it reports the sequence.
+  // Writes (and reads) admitted before the fence finish before it reports the sequence.
+  const transport::Micros start = runtime_.Now();
   while (true) {
     {
       absl::MutexLock lock(&mu_);
       auto it = inflight_writes_.find(request.bucket);
       if (it == inflight_writes_.end() || it->second == 0) {
-        return Response::Ok(transport::FenceResponse{.sequence = store_->LatestSequence()});
+        transport::FenceResponse fence{.sequence = store_->LatestSequence(), .replica = {}};
+        // A replicated primary also hands over its position and history: the new copy joins
+        // its stream where the fence left it (docs/design/replication.md §6).
+        const BucketPlacement* placement = map_ == nullptr ? nullptr : map_->Find(request.bucket);
+        bool settled = true;
+        if (placement != nullptr && ReplicatedPrimaryLocked(*placement)) {
+          fence.replica = store_->GetReplicaState(request.bucket);
+          // A handoff (§7): the new primary goes on from its own copy, so every backup holds
+          // everything this primary ordered before the commit may name it.
+          const uint64_t ordered = fence.replica->position.rseq;
+          settled = !placement->transition.has_value() ||
+                    placement->transition->KeepsPrimary() ||
+                    replication_.Watermark(request.bucket) >= ordered;
+          if (!settled && runtime_.Now() - start > options_.fence_timeout) {
+            return Response::Error(UnavailableError(fmt::format(
+                "n{}: the backups of {} hold rseq {} of {} at the handoff's fence",
+                options_.id.value(), request.bucket.DebugString(),
+                replication_.Watermark(request.bucket), ordered)));
+          }
+        }
+        if (settled) return Response::Ok(std::move(fence));
       }
     }
     if (Status s = runtime_.Sleep(options_.queue_poll); !s.ok()) return Response::Error(s);

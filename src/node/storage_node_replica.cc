@@ -44,7 +44,11 @@ std::string NodeNames(const std::vector<NodeId>& nodes) {
 }  // namespace
 
 bool StorageNode::ReplicatedPrimaryLocked(const BucketPlacement& bucket) const {
-  return map_ != nullptr && map_->replication_factor() > 1 && !bucket.transition.has_value() &&
+  // A move that keeps the primary (a copy added or a backup replaced) or hands it to a backup
+  // leaves the stable replicas streaming: `replicas` is the source until the commit and the
+  // destination from it on.
+  return map_ != nullptr && map_->replication_factor() > 1 &&
+         (!bucket.transition.has_value() || bucket.transition->PrimaryStaysInSync()) &&
          !bucket.replicas.empty() && bucket.replicas.front() == options_.id;
 }
 
@@ -440,7 +444,9 @@ Response StorageNode::HandleReplicate(const transport::ReplicateRequest& request
     absl::MutexLock lock(&mu_);
     for (const auto& [bucket, term] : terms) {
       const BucketPlacement* placement = map_ == nullptr ? nullptr : map_->Find(bucket);
-      const bool member = placement != nullptr && !placement->transition.has_value() &&
+      const bool member = placement != nullptr &&
+                          (!placement->transition.has_value() ||
+                           placement->transition->PrimaryStaysInSync()) &&
                           placement->replicas.size() > 1 &&
                           placement->replicas.front() == request.primary &&
                           placement->HasReplica(self) && self != request.primary;

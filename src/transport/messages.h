@@ -218,8 +218,10 @@ struct HeartbeatRequest {
   // (docs/design/replication.md §4.4, §4.6).
   uint64_t store_id = 0;
   uint64_t incarnation = 0;
-  // Buckets whose map names this node their replicated primary at a term it held before it
-  // restarted: it serves them only under a new term, which the coordinator gives by a failover.
+  // Buckets whose current term this node holds closed, so that only a failover (a new term)
+  // lets them serve again: as their replicated primary at a term it held before it restarted,
+  // or as a backup sealed at that term by a failover that did not finish (its coordinator
+  // crashed after the seal, docs/design/replication.md §4.5).
   std::vector<BucketTerm> fenced{};
 };
 struct HeartbeatResponse {
@@ -289,6 +291,10 @@ struct CatchUpRequest {
   uint64_t after_sequence = 0;
   std::optional<uint64_t> until_sequence;
   uint32_t stop_below = 64;
+  // With until_sequence, for a copy of a replicated bucket: the primary's state at its fence,
+  // which the new copy stores once it holds everything up to until_sequence, so that it joins
+  // the primary's stream at the fence position (docs/design/replication.md §6).
+  std::optional<storage::ReplicaState> replica = {};
 };
 struct CatchUpResponse {
   uint64_t applied_sequence = 0;
@@ -334,6 +340,8 @@ struct FenceRequest {
 };
 struct FenceResponse {
   uint64_t sequence = 0;
+  // A replicated primary's state of the bucket at the fence (position and term history).
+  std::optional<storage::ReplicaState> replica = {};
 };
 
 // Source after DONE, or destination after an abort: delete the bucket's local data (idempotent).

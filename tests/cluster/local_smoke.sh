@@ -4,7 +4,8 @@
 # is read back; with --no-restart the killed node stays down and the rest keeps running; SIGTERM
 # then stops everything and leaves no process behind. With --replicas 3, a node killed for good
 # fails over: every document stays readable and takes new writes; a node stopped (SIGSTOP) past
-# the failover timeout and woken serves nothing stale.
+# the failover timeout and woken serves nothing stale; a node killed and restarted gets its
+# copies back.
 # Usage: local_smoke.sh path/to/shoal
 set -euo pipefail
 
@@ -13,6 +14,18 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-local-smoke-XXXXXX")
 # shellcheck source=tests/cluster/local_lib.sh
 source "$(dirname "$0")/local_lib.sh"
 trap 'echo "FAIL: line $LINENO: $BASH_COMMAND" >&2' ERR
+
+# Polls `shoal status --json` until the jq condition $1 holds, at most $2 times 0.1 s apart; the
+# last answer stays in $status.
+await_status() {
+  local tries
+  for tries in $(seq 1 "$2"); do
+    status=$("$shoal" status --json --cluster "$cluster") || fail "status"
+    [ "$(echo "$status" | jq "$1")" = true ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
 
 fail() {
   echo "FAIL: $*" >&2
@@ -119,18 +132,8 @@ write_all after
 read_all after
 # `status` shows the outcome: every bucket has a reachable primary, and none has K copies once
 # the primaries reported node 1 (after 1 s of silence).
-healthy=0
-for _ in $(seq 1 50); do
-  status=$("$shoal" status --json --cluster "$cluster") || fail "status"
-  [ "$(echo "$status" | jq .replication_factor)" = 3 ] || fail "status: K is not 3: $status"
-  if [ "$(echo "$status" | jq .primary_unreachable_buckets)" = 0 ] &&
-    [ "$(echo "$status" | jq .under_replicated_buckets)" = 8 ]; then
-    healthy=1
-    break
-  fi
-  sleep 0.1
-done
-[ $healthy = 1 ] || fail "status after the failover: $status"
+await_status '.replication_factor == 3 and .primary_unreachable_buckets == 0 and
+  .under_replicated_buckets == 8' 50 || fail "status after the failover: $status"
 stop_local
 
 # 4. K = 3: node 1 is stopped (SIGSTOP) for 3 s, longer than the failover timeout, then woken.
@@ -145,5 +148,24 @@ kill -CONT "$node1"
 sleep 1
 kill -0 "$node1" || fail "node 1 did not survive SIGSTOP/SIGCONT"
 read_all stopped
+stop_local
+
+# 5. K = 3 with restarts: node 1 is killed and `shoal local` starts it again; the cluster gives it
+# its copies back (snapshot and catch-up from each primary) until every bucket has three.
+NODES=3 run_local --replicas 3
+write_all
+node1=$(pid_of "node 1")
+kill -KILL "$node1"
+await_line "node 1 restarted"
+write_all back
+# Its primaries failed over when it came back fenced, so some copies are rebuilt on it.
+for _ in $(seq 1 150); do
+  if grep -qs "move.begin" "$dir"/data/*.log; then break; fi
+  sleep 0.1
+done
+grep -qs "move.begin" "$dir"/data/*.log || fail "no copy was rebuilt on node 1"
+await_status '.primary_unreachable_buckets == 0 and .under_replicated_buckets == 0' 150 ||
+  fail "node 1 did not get its copies back: $status"
+read_all back
 stop_local
 echo "local smoke: OK"

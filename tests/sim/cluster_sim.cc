@@ -9,6 +9,7 @@
 #include <set>
 
 #include "src/client/client.h"
+#include "src/common/log.h"
 #include "src/common/random.h"
 #include "src/server/embedded_cluster.h"
 #include "src/storage/errors.h"
@@ -264,6 +265,14 @@ void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& 
     auto handle = world.history.Begin(key, 999, OpKind::kGet, "", "", call);
     if (outcome == OpOutcome::kUnknown) {
       world.Fail(fmt::format("final read of {} failed: {}", key, got.status().ToString()));
+      if (std::getenv("SHOAL_SIM_VERBOSE") != nullptr) {
+        if (auto coordinator = cluster.coordinator(); coordinator != nullptr) {
+          if (auto map = coordinator->map(); map != nullptr) {
+            std::fprintf(stderr, "t=%lld map: %s\n", static_cast<long long>(sim.Now()),
+                         map->DebugString().c_str());
+          }
+        }
+      }
       world.history.EndUnknown(handle);
     } else {
       world.history.End(handle, outcome, got.ok() ? got->body : "", sim.Now());
@@ -293,7 +302,7 @@ void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& 
   if (auto coordinator = cluster.coordinator(); coordinator != nullptr) {
     if (auto map = coordinator->map(); map != nullptr) {
       for (const auto& bucket : map->buckets()) {
-        if (bucket.term > Term(1)) world.result.failovers += bucket.term.value() - 1;
+        if (bucket.term > Term(1)) ++world.result.failovers;
       }
     }
     world.result.moves = coordinator->progress().committed;
@@ -320,6 +329,8 @@ ClusterSimResult RunClusterSim(const ClusterSimOptions& options) {
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   World world(options);
+  // SHOAL_SIM_LOG=1: the processes' event log on stderr, to follow a failing seed.
+  if (std::getenv("SHOAL_SIM_LOG") != nullptr) log::Configure(log::Options{});
   {
     transport::SimRuntime sim(transport::SimOptions{
         .seed = options.seed, .min_delay = 100, .max_delay = 3000, .loss = options.loss});

@@ -52,11 +52,12 @@ TEST(ClusterSimTest, RegressionSeeds) {
 // restart; primaries fail over, silent backups are removed, restarted primaries are fenced.
 TEST(ClusterSimTest, ReplicationSeeds) {
   const auto [first, seeds] = SimSeedRange(40);
-  uint64_t operations = 0, crashes = 0, failovers = 0, failures = 0;
+  uint64_t operations = 0, crashes = 0, failovers = 0, moves = 0, failures = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     ClusterSimOptions options{.seed = seed, .dir = ScratchDir(), .replication_factor = 3};
     const ClusterSimResult result = RunClusterSim(options);
     operations += result.operations;
+    moves += result.moves;
     crashes += result.crashes;
     failovers += result.failovers;
     if (!result.ok) {
@@ -64,10 +65,12 @@ TEST(ClusterSimTest, ReplicationSeeds) {
       ADD_FAILURE() << result.failure;
     }
   }
-  std::printf("K=3 seeds %llu: operations %llu, crashes %llu, failovers %llu, failures %llu\n",
-              static_cast<unsigned long long>(seeds), static_cast<unsigned long long>(operations),
-              static_cast<unsigned long long>(crashes), static_cast<unsigned long long>(failovers),
-              static_cast<unsigned long long>(failures));
+  std::printf(
+      "K=3 seeds %llu: operations %llu, crashes %llu, buckets failed over %llu, moves %llu, "
+      "failures %llu\n",
+      static_cast<unsigned long long>(seeds), static_cast<unsigned long long>(operations),
+      static_cast<unsigned long long>(crashes), static_cast<unsigned long long>(failovers),
+      static_cast<unsigned long long>(moves), static_cast<unsigned long long>(failures));
   EXPECT_EQ(failures, 0u);
   if (seeds >= 10) {
     EXPECT_GT(failovers, 0u);

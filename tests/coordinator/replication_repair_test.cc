@@ -1,0 +1,193 @@
+// Re-replication in an embedded cluster (docs/design/replication.md §6; paper 001 §3.2 rule 2):
+// K = 3 copies of every bucket while a writer updates every document in rounds. A bucket that
+// lost a copy gets it back by a move that adds one, with the primary as the data source: the new
+// copy ingests the primary's snapshot, catches up from its log, and at the fence takes the
+// primary's position and term history, so that it joins the replication stream where the fence
+// left it. A backup on a node that stays down is replaced on a live node. The primary crashing
+// while a copy is built ends that move with the failover, and the copy is built again from the
+// new primary. In every case writes go on, no acknowledged write is lost, and once the writer
+// stops every copy of a bucket is equal to its primary's.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/coordinator/coordinator.h"
+#include "tests/support/coordinator_test_fixture.h"
+
+namespace shoal::coordinator {
+namespace {
+
+using namespace test;  // NOLINT(google-build-using-namespace): the shared fixture
+
+constexpr NodeId kN4{4};
+
+class ReplicationRepairTest : public CoordinatorTest {
+ protected:
+  ReplicationRepairTest() { replication_factor_ = 3; }
+
+  std::vector<int> AllDocuments() const {
+    std::vector<int> all;
+    for (int i = 0; i < kDocuments; ++i) all.push_back(i);
+    return all;
+  }
+
+  bool Holds(NodeId node) {
+    return std::any_of(map()->buckets().begin(), map()->buckets().end(),
+                       [&](const auto& b) { return b.HasReplica(node); });
+  }
+
+  // Every bucket has K copies and no move is in flight.
+  bool FullyReplicated() {
+    return std::all_of(map()->buckets().begin(), map()->buckets().end(), [&](const auto& b) {
+      return b.replicas.size() == map()->replication_factor() && !b.transition.has_value();
+    });
+  }
+
+  void ExpectWritesGoOn(const RoundWriter& w) {
+    const uint64_t before = w.acknowledged_writes;
+    ASSERT_TRUE(WaitFor([&] { return w.acknowledged_writes >= before + 2 * kDocuments; }));
+  }
+
+  // Every copy of every bucket equals its primary's, key by key (version, tombstone, body), once
+  // the primaries' last entries have reached their backups.
+  void ExpectCopiesEqual() {
+    ASSERT_TRUE(sim_.Sleep(500 * kMs).ok());
+    for (const auto& bucket : map()->buckets()) {
+      const auto range = RangeOf(bucket);
+      auto primary = cluster_->node(bucket.replicas[0])->store()->DigestRange(range);
+      ASSERT_TRUE(primary.ok()) << primary.status();
+      const auto state = cluster_->node(bucket.replicas[0])->store()->GetReplicaState(bucket.id);
+      for (size_t i = 1; i < bucket.replicas.size(); ++i) {
+        auto* store = cluster_->node(bucket.replicas[i])->store();
+        auto copy = store->DigestRange(range);
+        ASSERT_TRUE(copy.ok()) << copy.status();
+        EXPECT_EQ(*copy, *primary) << bucket.id.DebugString() << " on "
+                                   << bucket.replicas[i].DebugString();
+        EXPECT_EQ(store->GetReplicaState(bucket.id).position, state.position)
+            << bucket.id.DebugString() << " on " << bucket.replicas[i].DebugString();
+      }
+    }
+  }
+};
+
+TEST_F(ReplicationRepairTest, ABackupLostWithItsNodeIsRebuiltWhenTheNodeReturns) {
+  Run(/*auto_balance=*/true, [&] {
+    auto w = StartRoundWriter(AllDocuments(), 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
+    ASSERT_TRUE(WaitFor([&] { return !Holds(kN3); }, 20 * kSecond));
+    ExpectWritesGoOn(*w);
+    ASSERT_TRUE(cluster_->StartNode(kN3).ok());
+    const Micros back_at = sim_.Now();
+    ASSERT_TRUE(WaitFor([&] { return FullyReplicated(); }, 30 * kSecond));
+    std::printf("node back to K copies of every bucket: %lld ms\n",
+                static_cast<long long>((sim_.Now() - back_at) / kMs));
+    EXPECT_GE(coordinator().progress().committed, map()->buckets().size());
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+    ExpectCopiesEqual();
+  });
+}
+
+TEST_F(ReplicationRepairTest, ABackupOnANodeThatStaysDownIsReplacedOnALiveNode) {
+  Run(/*auto_balance=*/true, [&] {
+    ASSERT_TRUE(cluster_->AddNode(kN4).ok());
+    auto w = StartRoundWriter(AllDocuments(), 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    // Copies spread over four nodes; then n3 dies for good.
+    ASSERT_TRUE(WaitFor([&] { return Holds(kN4) && FullyReplicated(); }, 30 * kSecond));
+    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
+    ASSERT_TRUE(WaitFor([&] { return !Holds(kN3) && FullyReplicated(); }, 30 * kSecond));
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+    ExpectCopiesEqual();
+  });
+}
+
+// The bucket's primary dies after the new copy ingested its snapshot: the failover aborts the
+// move in the edit that promotes a backup, and the copy is built again from the new primary.
+TEST_F(ReplicationRepairTest, APrimaryCrashedWhileACopyIsBuiltEndsTheMoveAndTheCopyIsRebuilt) {
+  bool crashed = false;
+  NodeId victim;
+  sim_.SetChaosHook([&](const Address& process, std::string_view name) {
+    if (crashed || process != Address::Coordinator() || name != "coordinator.after_ingest") {
+      return false;
+    }
+    for (const auto& bucket : map()->buckets()) {
+      if (bucket.transition.has_value()) victim = bucket.replicas.front();
+    }
+    crashed = true;
+    sim_.Spawn(Address::Client(3), "crash-primary", [&] {
+      (void)cluster_->CrashNode(victim);
+      if (sim_.Sleep(50 * kMs).ok()) (void)cluster_->StartNode(victim);
+    });
+    return false;
+  });
+  Run(/*auto_balance=*/true, [&] {
+    auto w = StartRoundWriter(AllDocuments(), 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
+    ASSERT_TRUE(WaitFor([&] { return !Holds(kN3); }, 20 * kSecond));
+    ASSERT_TRUE(cluster_->StartNode(kN3).ok());
+    ASSERT_TRUE(WaitFor([&] { return crashed; }, 20 * kSecond));
+    ASSERT_TRUE(WaitFor([&] { return FullyReplicated(); }, 60 * kSecond));
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+    ExpectCopiesEqual();
+  });
+  sim_.SetChaosHook(nullptr);
+}
+
+// Decommission at K = 3 (paper 001 §3.3; docs/design/replication.md §7): the leaving node first
+// hands each bucket it is the primary of to a backup in sync (a fenced handoff under a new
+// term, no data moved), then its copies move to the other nodes, and it leaves the map.
+TEST_F(ReplicationRepairTest, ALeavingNodeHandsItsPrimariesOverAndItsCopiesMove) {
+  Run(/*auto_balance=*/true, [&] {
+    ASSERT_TRUE(cluster_->AddNode(kN4).ok());
+    ASSERT_TRUE(WaitFor([&] { return Holds(kN4) && FullyReplicated(); }, 30 * kSecond));
+    std::map<BucketId, Term> led;
+    for (const auto& bucket : map()->buckets()) {
+      if (bucket.replicas.front() == kN1) led[bucket.id] = bucket.term;
+    }
+    ASSERT_FALSE(led.empty());
+    auto w = StartRoundWriter(AllDocuments(), 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    ASSERT_TRUE(Admin([](Coordinator& c) { return c.RemoveNode(kN1); }).ok());
+    ASSERT_TRUE(WaitFor([&] { return !map()->HasNode(kN1); }, 60 * kSecond));
+    ASSERT_TRUE(FullyReplicated());
+    for (const auto& [bucket, term] : led) {
+      EXPECT_GT(map()->Find(bucket)->term, term) << bucket.DebugString();
+    }
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+    ExpectCopiesEqual();
+  });
+}
+
+// An operator's move at K = 3: a copy is added to a bucket that has fewer than K, and any other
+// request names what is not supported with a clear error.
+TEST_F(ReplicationRepairTest, AnOperatorMoveAddsACopyOnlyWhereOneIsMissing) {
+  Run(/*auto_balance=*/false, [&] {
+    const BucketId bucket = map()->buckets().front().id;
+    const Status full = Admin([&](Coordinator& c) { return c.MoveBucket(bucket, kN1); });
+    EXPECT_EQ(full.code(), StatusCode::kFailedPrecondition) << full;
+    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
+    ASSERT_TRUE(WaitFor([&] { return !Holds(kN3); }, 20 * kSecond));
+    ASSERT_TRUE(cluster_->StartNode(kN3).ok());
+    ASSERT_TRUE(Admin([&](Coordinator& c) { return c.MoveBucket(bucket, kN3); }).ok());
+    EXPECT_TRUE(map()->Find(bucket)->HasReplica(kN3));
+    EXPECT_EQ(map()->Find(bucket)->replicas.size(), 3u);
+  });
+}
+
+}  // namespace
+}  // namespace shoal::coordinator
