@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "src/common/log.h"
 #include "src/common/overloaded.h"
 #include "src/coordinator/coordinator_internal.h"
@@ -166,6 +169,77 @@ Status Coordinator::RemoveNode(NodeId node) {
             return OkStatus();
           })
           .status());
+  balancer_->NoteAdminChange();
+  return OkStatus();
+}
+
+Status Coordinator::SetReplication(uint32_t replication_factor, uint32_t min_in_sync) {
+  // Hold every bucket (no new move starts), wait for the moves in flight, change K, let go.
+  std::vector<BucketId> held;
+  const transport::Micros deadline = runtime_.Now() + kReplicationChangeWait;
+  Status status = OkStatus();
+  while (true) {
+    const ShardMapPtr current = committer_->map();
+    if (current == nullptr) {
+      status = UnavailableError("the coordinator has no map yet");
+      break;
+    }
+    for (const auto& bucket : current->buckets()) {
+      if (std::find(held.begin(), held.end(), bucket.id) == held.end() &&
+          executor_->Claim(bucket.id)) {
+        held.push_back(bucket.id);
+      }
+    }
+    if (held.size() == current->buckets().size() && current->TransitionCount() == 0) {
+      status = committer_
+                   ->CommitEdit([&](const ShardMap&, ShardMapEdit* edit) {
+                     edit->SetReplication(replication_factor, min_in_sync);
+                     return OkStatus();
+                   })
+                   .status();
+      break;
+    }
+    if (runtime_.Now() > deadline) {
+      status = DeadlineExceededError("moves in flight did not end; K is unchanged, try again");
+      break;
+    }
+    if (Status s = runtime_.Sleep(50'000); !s.ok()) {
+      status = s;
+      break;
+    }
+  }
+  for (BucketId bucket : held) executor_->Release(bucket);
+  SHOAL_RETURN_IF_ERROR(status);
+  const ShardMapPtr now = committer_->map();
+  log::Info("replica.set_replication",
+            {{"replication_factor", now->replication_factor()},
+             {"min_in_sync", now->min_in_sync()},
+             {"epoch", now->epoch().value()}});
+  StartReplicaManager();
+  balancer_->NoteAdminChange();
+  return OkStatus();
+}
+
+Status Coordinator::ForcePrimary(BucketId bucket, NodeId node) {
+  auto committed = committer_->CommitEdit([&](const ShardMap& map, ShardMapEdit* edit) {
+    const auto* placement = map.Find(bucket);
+    if (placement == nullptr) return NotFoundError(bucket.DebugString());
+    if (placement->transition.has_value()) {
+      if (cluster::IsCommitted(placement->transition->stage)) {
+        return FailedPreconditionError(fmt::format(
+            "{} has a committed move; it finishes on its own: try again", bucket.DebugString()));
+      }
+      edit->AbortTransition(bucket, placement->transition->move);
+    }
+    edit->ForcePrimary(bucket, node);
+    return OkStatus();
+  });
+  SHOAL_RETURN_IF_ERROR(committed.status());
+  log::Warning("replica.force_primary",
+               {{"bucket", bucket.value()},
+                {"node", node.value()},
+                {"term", (*committed)->Find(bucket)->term.value()},
+                {"note", "writes the other copies held and this one lacks are lost"}});
   balancer_->NoteAdminChange();
   return OkStatus();
 }

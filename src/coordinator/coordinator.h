@@ -72,6 +72,18 @@ class Coordinator final : public transport::Service,
   [[nodiscard]] Status MoveBucket(
       BucketId bucket, NodeId destination,
       cluster::TransitionMode mode = cluster::TransitionMode::kCopyThenSwitch);
+  // Changes K and the floor (0: the default, a majority of K) online
+  // (docs/design/replication.md §7): raising K leaves buckets with fewer copies, which the
+  // balancer rebuilds before anything else; lowering it drops the last backups of every bucket in
+  // the same edit. New moves wait while it runs, and it waits (up to `kReplicationChangeWait`)
+  // for the moves in flight to end, since no move may span the change. kInvalidArgument outside
+  // 1 <= min_in_sync <= K <= active nodes, and nothing changes.
+  [[nodiscard]] Status SetReplication(uint32_t replication_factor, uint32_t min_in_sync = 0);
+  // Makes `node` the only replica, and so the primary, of `bucket` under a new term, whatever
+  // the other copies hold (§4.6): the operator's way out once every in-sync copy is lost. Any
+  // acknowledged write the node lacks is lost: logged as such. An uncommitted move of the
+  // bucket is aborted in the same edit; a committed one must finish first.
+  [[nodiscard]] Status ForcePrimary(BucketId bucket, NodeId node);
   [[nodiscard]] Status SplitBucket(BucketId bucket, std::optional<uint64_t> at = std::nullopt);
   [[nodiscard]] Status MergeBuckets(BucketId left, BucketId right);
   // What a rebalance would do now (or after adding / removing a node), with sizes and time

@@ -24,6 +24,8 @@ inline constexpr uint64_t kDefaultMoveBytesPerSecond = uint64_t{16} << 20;
 // AddNode waits this long for a node whose process just started to send its first heartbeat,
 // polling every kCheckInPoll; a node id with no process behind it fails after the grace.
 inline constexpr transport::Micros kAddNodeGrace = 2'000'000;
+// How long Coordinator::SetReplication waits for the moves in flight to end.
+inline constexpr transport::Micros kReplicationChangeWait = 30'000'000;
 inline constexpr transport::Micros kCheckInPoll = 20'000;
 
 struct CoordinatorOptions {

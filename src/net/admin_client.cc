@@ -93,6 +93,8 @@ AdminRepeat RepeatOf(const wire::AdminRequest& request) {
     case wire::AdminRequest::kRebalance:
     case wire::AdminRequest::kSetThresholds:
     case wire::AdminRequest::kSetFailpoints:
+    case wire::AdminRequest::kSetReplication:
+    case wire::AdminRequest::kForcePrimary:
       return AdminRepeat::kRepeat;
     case wire::AdminRequest::kAddNode:
     case wire::AdminRequest::kRemoveNode:

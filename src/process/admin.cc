@@ -82,6 +82,14 @@ void HandleAdmin(coordinator::Coordinator& coordinator, const wire::AdminRequest
     case wire::AdminRequest::kSetThresholds:
       status = SetThresholds(coordinator, request.set_thresholds());
       break;
+    case wire::AdminRequest::kSetReplication:
+      status = coordinator.SetReplication(request.set_replication().replication_factor(),
+                                          request.set_replication().min_in_sync());
+      break;
+    case wire::AdminRequest::kForcePrimary:
+      status = coordinator.ForcePrimary(BucketId(request.force_primary().bucket()),
+                                        NodeId(request.force_primary().node()));
+      break;
     case wire::AdminRequest::kSetFailpoints:
       // The runtime answers it before any handler (GrpcRuntime::HandleAdmin).
       status = InternalError("failpoints are set by the process's runtime");

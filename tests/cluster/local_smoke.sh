@@ -5,7 +5,7 @@
 # then stops everything and leaves no process behind. With --replicas 3, a node killed for good
 # fails over: every document stays readable and takes new writes; a node stopped (SIGSTOP) past
 # the failover timeout and woken serves nothing stale; a node killed and restarted gets its
-# copies back.
+# copies back; `shoal replicas --set 3` takes a running cluster from one copy to three.
 # Usage: local_smoke.sh path/to/shoal
 set -euo pipefail
 
@@ -167,5 +167,22 @@ grep -qs "move.begin" "$dir"/data/*.log || fail "no copy was rebuilt on node 1"
 await_status '.primary_unreachable_buckets == 0 and .under_replicated_buckets == 0' 150 ||
   fail "node 1 did not get its copies back: $status"
 read_all back
+stop_local
+
+# 6. K changes online: a K = 1 cluster goes to 3 copies with `shoal replicas --set 3`, which waits
+# until every copy is built; `force-primary` refuses without --accept-data-loss.
+NODES=3 run_local
+write_all
+"$shoal" replicas --set 3 --cluster "$cluster" >"$dir/replicas.out" 2>&1 ||
+  fail "replicas --set 3: $(cat "$dir/replicas.out")"
+grep -q "replicas: done, the cluster is balanced" "$dir/replicas.out" ||
+  fail "replicas --set 3 said: $(cat "$dir/replicas.out")"
+await_status '.replication_factor == 3 and .min_in_sync == 2 and .under_replicated_buckets == 0' \
+  50 || fail "status after replicas --set 3: $status"
+read_all
+if "$shoal" force-primary --bucket 0 --node 2 --cluster "$cluster" >"$dir/force.out" 2>&1; then
+  fail "force-primary went on without --accept-data-loss"
+fi
+grep -q "accept-data-loss" "$dir/force.out" || fail "force-primary said: $(cat "$dir/force.out")"
 stop_local
 echo "local smoke: OK"

@@ -189,5 +189,56 @@ TEST_F(ReplicationRepairTest, AnOperatorMoveAddsACopyOnlyWhereOneIsMissing) {
   });
 }
 
+// K changes online (`shoal replicas --set K`): raised from 1 to 3 with a floor of one copy while
+// the copies are rebuilt, then the default floor (2); lowered to 2, which drops the last backup
+// of every bucket in the same edit. Writes go on throughout.
+TEST_F(ReplicationRepairTest, KIsRaisedAndLoweredOnline) {
+  replication_factor_ = 1;
+  Run(/*auto_balance=*/true, [&] {
+    auto w = StartRoundWriter(AllDocuments(), 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    ASSERT_TRUE(Admin([](Coordinator& c) { return c.SetReplication(3, 1); }).ok());
+    EXPECT_EQ(map()->replication_factor(), 3u);
+    EXPECT_EQ(map()->min_in_sync(), 1u);
+    ASSERT_TRUE(WaitFor([&] { return FullyReplicated(); }, 60 * kSecond));
+    ASSERT_TRUE(Admin([](Coordinator& c) { return c.SetReplication(3, 0); }).ok());
+    EXPECT_EQ(map()->min_in_sync(), 2u);
+    ExpectWritesGoOn(*w);
+    ASSERT_TRUE(Admin([](Coordinator& c) { return c.SetReplication(2, 0); }).ok());
+    EXPECT_TRUE(FullyReplicated());
+    EXPECT_EQ(map()->buckets().front().replicas.size(), 2u);
+    ExpectWritesGoOn(*w);
+    const Status too_many = Admin([](Coordinator& c) { return c.SetReplication(4, 0); });
+    EXPECT_EQ(too_many.code(), StatusCode::kInvalidArgument) << too_many;
+    EXPECT_EQ(map()->replication_factor(), 2u);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+    ExpectCopiesEqual();
+  });
+}
+
+// The operator's way out (`shoal force-primary`): a backup's copy becomes the only one under a
+// new term; the balancer then rebuilds the others from it. Here the forced copy was in sync, so
+// nothing acknowledged is lost.
+TEST_F(ReplicationRepairTest, AForcedPrimaryIsTheOnlyCopyUntilTheOthersAreRebuilt) {
+  Run(/*auto_balance=*/true, [&] {
+    const auto& first = map()->buckets().front();
+    const BucketId bucket = first.id;
+    const NodeId backup = first.replicas[1];
+    const Term term = first.term;
+    auto w = StartRoundWriter(AllDocuments(), 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    ASSERT_TRUE(Admin([&](Coordinator& c) { return c.ForcePrimary(bucket, backup); }).ok());
+    const auto* forced = map()->Find(bucket);
+    EXPECT_GT(forced->term, term);
+    EXPECT_EQ(forced->replicas.front(), backup);
+    ASSERT_TRUE(WaitFor([&] { return FullyReplicated(); }, 60 * kSecond));
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+    ExpectCopiesEqual();
+  });
+}
+
 }  // namespace
 }  // namespace shoal::coordinator

@@ -32,8 +32,9 @@ struct ClusterSimOptions {
   // (insert, update, upsert, delete), each write one operation of the history.
   bool batch_writes = false;
   // K copies of every bucket (docs/design/replication.md). With K > 1 the chaos is crashes and
-  // restarts of nodes and of the coordinator only (moves, splits and membership changes of
-  // replicated buckets are not built yet), and failovers, removals and fences are what it tests.
+  // restarts of nodes and of the coordinator, nodes joining and leaving (copies rebuilt,
+  // primaries handed over) and operators' moves (a copy added where one is missing); splits and
+  // merges of replicated buckets are not built yet.
   uint32_t replication_factor = 1;
 };
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <chrono>
 #include <map>
 #include <utility>
@@ -130,7 +132,8 @@ void ChaosLoop(transport::SimRuntime& sim, server::EmbeddedCluster& cluster, Cha
         break;
       }
       case ChaosEvent::kRemoveNode: {
-        if (active.size() <= 2) break;
+        // Never below K active nodes: a leaving node's copies need somewhere to go.
+        if (active.size() <= std::max<size_t>(2, map->replication_factor())) break;
         const NodeId node = active[random.Uniform(active.size())];
         SpawnAdmin(sim, cluster, [node](coordinator::Coordinator& c) { (void)c.RemoveNode(node); });
         break;

@@ -1,7 +1,8 @@
-// `shoal add-node|remove-node|plan|rebalance --cluster shoal://HOST:PORT`: cluster
-// administration through the coordinator's Admin RPC, with a progress line until balanced. A
-// request whose answer is lost (the coordinator died, or the leader changed) is repeated against
-// the leader as net::RepeatOf allows, and the true outcome is reported (net/admin_client.h);
+// `shoal add-node|remove-node|plan|rebalance|replicas|force-primary --cluster shoal://HOST:PORT`:
+// cluster administration through the coordinator's Admin RPC, with a progress line until
+// balanced. A request whose answer is lost (the coordinator died, or the leader changed) is
+// repeated against the leader as net::RepeatOf allows, and the true outcome is reported
+// (net/admin_client.h);
 // `shoal thresholds [--split-bytes N] [--merge-bytes N]`: reads or sets the balancer's split and
 // merge thresholds; and
 // `shoal failpoint --target HOST:PORT SPEC`, answered by the process at that address itself.
@@ -33,6 +34,10 @@ constexpr transport::Micros kAdminTimeout = 10'000'000;
 struct AdminFlags {
   std::string cluster = "shoal://127.0.0.1:7400";
   uint32_t node = 0;
+  uint32_t bucket = 0;                  // force-primary
+  uint32_t replication_factor = 0;      // replicas --set
+  uint32_t min_in_sync = 0;             // replicas --min-in-sync (0: a majority of K)
+  bool accept_data_loss = false;        // force-primary
   uint32_t add = 0;
   uint32_t remove = 0;
   bool no_wait = false;
@@ -136,7 +141,8 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
   // afterwards the moves it plans are under way. Best effort: without it the line shows the
   // moves started so far.
   ExpectedWork expected;
-  if (command != "plan" && !flags.no_wait) {
+  if (command != "plan" && command != "replicas" && command != "force-primary" &&
+      !flags.no_wait) {
     wire::AdminRequest plan;
     plan.mutable_plan();
     if (command == "add-node") plan.mutable_plan()->set_add(flags.node);
@@ -151,6 +157,21 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
   if (command == "add-node") request.mutable_add_node()->set_node(flags.node);
   if (command == "remove-node") request.mutable_remove_node()->set_node(flags.node);
   if (command == "rebalance") request.mutable_rebalance();
+  if (command == "replicas") {
+    // While copies are rebuilt a bucket has fewer than the new floor: it takes writes with one
+    // copy until the rebuild is done, then the floor asked for (or the default) is set.
+    request.mutable_set_replication()->set_replication_factor(flags.replication_factor);
+    request.mutable_set_replication()->set_min_in_sync(flags.no_wait ? flags.min_in_sync : 1);
+  }
+  if (command == "force-primary") {
+    if (!flags.accept_data_loss) {
+      return FailCommand(InvalidArgumentError(
+          "force-primary makes the node's copy the bucket's only one: acknowledged writes it "
+          "lacks are lost; pass --accept-data-loss to go on"));
+    }
+    request.mutable_force_primary()->set_bucket(flags.bucket);
+    request.mutable_force_primary()->set_node(flags.node);
+  }
   if (command == "plan") {
     request.mutable_plan()->set_add(flags.add);
     request.mutable_plan()->set_remove(flags.remove);
@@ -189,21 +210,36 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
     return 0;
   }
   // What the coordinator did, with how it was learned when the first answer was lost.
-  std::string done = command == "add-node"      ? fmt::format("node {} added", flags.node)
-                     : command == "remove-node" ? fmt::format("node {} is leaving", flags.node)
-                                                : std::string("the balancer runs");
+  std::string done =
+      command == "add-node"        ? fmt::format("node {} added", flags.node)
+      : command == "remove-node"   ? fmt::format("node {} is leaving", flags.node)
+      : command == "replicas"      ? fmt::format("K = {}", flags.replication_factor)
+      : command == "force-primary" ? fmt::format("node {} is the only copy of bucket {} (writes "
+                                                 "it lacked are lost)",
+                                                 flags.node, flags.bucket)
+                                   : std::string("the balancer runs");
   if (!outcome->recovered.empty()) done += fmt::format(" ({})", outcome->recovered);
   nlohmann::json out{{"command", command}, {"epoch", reply->epoch()}, {"outcome", done}};
   if (flags.node != 0) out["node"] = flags.node;
   if (!outcome->recovered.empty()) out["recovered"] = outcome->recovered;
   if (!flags.json) std::printf("%s: %s\n", command.c_str(), done.c_str());
-  if (!flags.no_wait) {
+  if (!flags.no_wait && command != "force-primary") {
     auto balanced = WaitBalanced(**runtime, *start, expected, flags);
     if (!balanced.ok()) return FailCommand(balanced.status());
     out["progress"] = *balanced;
+    if (command == "replicas") {
+      // Every bucket has its K copies: the floor asked for applies from now on.
+      wire::AdminRequest floor;
+      floor.mutable_set_replication()->set_replication_factor(flags.replication_factor);
+      floor.mutable_set_replication()->set_min_in_sync(flags.min_in_sync);
+      auto set = net::AdminWithRepeat(**runtime, floor, {.call_timeout = kAdminTimeout});
+      if (!set.ok()) return FailCommand(set.status());
+    }
   }
   if (flags.json) {
     std::printf("%s\n", out.dump().c_str());
+  } else if (command == "force-primary") {
+    std::printf("%s: done\n", command.c_str());
   } else {
     std::printf("%s: done%s\n", command.c_str(),
                 flags.no_wait ? " (moves go on in the background)" : ", the cluster is balanced");
@@ -334,6 +370,24 @@ void AddAdminCommands(CLI::App& app) {
   p->add_option("--remove", plan->remove, "... after removing this node id");
   auto rebalance = std::make_shared<AdminFlags>();
   AdminCommand(app, "rebalance", "Run the balancer until the cluster is balanced", rebalance, true);
+  auto replicas = std::make_shared<AdminFlags>();
+  CLI::App* r = AdminCommand(
+      app, "replicas",
+      "Change the number of copies of every bucket (K) online; raising it rebuilds copies, with "
+      "one copy enough for a write until they are all there",
+      replicas, true);
+  r->add_option("--set", replicas->replication_factor, "K, from 1 to the number of active nodes")
+      ->required();
+  r->add_option("--min-in-sync", replicas->min_in_sync,
+                "Copies a write needs (default: a majority of K)");
+  auto force = std::make_shared<AdminFlags>();
+  CLI::App* fp = AdminCommand(app, "force-primary",
+                              "Make one node's copy the only copy and primary of a bucket whose "
+                              "in-sync copies are lost (acknowledged writes it lacks are lost)",
+                              force, false);
+  fp->add_option("--bucket", force->bucket, "The bucket's id")->required();
+  fp->add_option("--node", force->node, "The node whose copy is kept")->required();
+  fp->add_flag("--accept-data-loss", force->accept_data_loss, "Required: say you accept it");
 }
 
 }  // namespace shoal::tools
