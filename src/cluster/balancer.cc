@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "src/partition/balance.h"
@@ -233,6 +234,61 @@ void PlanSplitsAndMerges(const ShardMap& map, const LoadReport& load,
   }
 }
 
+// Primaries per node within one of each other (docs/design/replication.md §7): primaries carry
+// the reads and order the writes. With nothing else to do, each handoff gives one bucket's
+// primary, from the node with the most, to its backup on the node with the fewest, while the two
+// differ by more than one (so that every step narrows the spread and plans converge). No data
+// moves. Nodes that are leaving or unavailable neither give nor take primaries here.
+void PlanHandoffs(const ShardMap& map, const BalancerOptions& options, MigrationPlan* plan) {
+  std::map<NodeId, uint32_t> primaries;
+  for (NodeId node : map.ActiveNodes()) {
+    if (!Holds(options.unavailable, node)) primaries[node] = 0;
+  }
+  if (primaries.size() < 2) return;
+  for (const BucketPlacement& bucket : map.buckets()) {
+    if (auto it = primaries.find(bucket.replicas.front()); it != primaries.end()) ++it->second;
+  }
+  std::map<NodeId, uint32_t> busy;
+  std::vector<bool> taken(map.buckets().size(), false);
+  while (true) {
+    std::optional<size_t> best;
+    NodeId heir;
+    uint32_t spread = 1;
+    for (size_t i = 0; i < map.buckets().size(); ++i) {
+      const BucketPlacement& bucket = map.buckets()[i];
+      if (taken[i] || bucket.transition.has_value() || bucket.replicas.size() < 2) continue;
+      auto from = primaries.find(bucket.replicas.front());
+      if (from == primaries.end() || busy[from->first] >= options.max_moves_per_node) continue;
+      for (size_t r = 1; r < bucket.replicas.size(); ++r) {
+        auto to = primaries.find(bucket.replicas[r]);
+        if (to == primaries.end() || busy[to->first] >= options.max_moves_per_node) continue;
+        if (from->second > to->second + spread) {
+          spread = from->second - to->second;
+          best = i;
+          heir = to->first;
+        }
+      }
+    }
+    if (!best.has_value()) return;
+    const BucketPlacement& bucket = map.buckets()[*best];
+    std::vector<NodeId> target{heir};
+    for (NodeId node : bucket.replicas) {
+      if (node != heir) target.push_back(node);
+    }
+    --primaries[bucket.replicas.front()];
+    ++primaries[heir];
+    ++busy[bucket.replicas.front()];
+    ++busy[heir];
+    taken[*best] = true;
+    plan->moves.push_back({.bucket = bucket.id,
+                           .source = bucket.replicas,
+                           .destination = std::move(target),
+                           .mode = TransitionMode::kCopyThenSwitch,
+                           .reason = MoveReason::kBalance,
+                           .bytes = 0});
+  }
+}
+
 }  // namespace
 
 StatusOr<MigrationPlan> Balancer::Plan(const ShardMap& map, const LoadReport& load,
@@ -244,6 +300,10 @@ StatusOr<MigrationPlan> Balancer::Plan(const ShardMap& map, const LoadReport& lo
   // Split and merge come last: only once drain, repair and balance want nothing.
   if (plan.moves.empty() && !pending && map.TransitionCount() == 0) {
     PlanSplitsAndMerges(map, load, options, &plan);
+  }
+  // Primaries last: once every copy is where it belongs.
+  if (map.replication_factor() > 1 && plan.empty() && !pending) {
+    PlanHandoffs(map, options, &plan);
   }
   return plan;
 }

@@ -128,6 +128,56 @@ TEST(BalancerTest, CopiesOnAnUnavailableNodeAreRebuiltElsewhereOnlyWithReplicas)
       Balancer::Plan(single, load, {.max_moves_per_node = 8, .unavailable = {NodeId(2)}})->empty());
 }
 
+// After failovers piled the primaries on one node (each promotion also dropped the old primary's
+// copy), repairs bring every bucket back to three copies first; then handoffs (no data moved)
+// bring every node within one primary of the others, and the plans stop.
+TEST(BalancerTest, HandoffsSpreadPrimariesWithinOne) {
+  ShardMap map =
+      *ShardMap::Initial({.nodes = Nodes({1, 2, 3}), .bucket_count = 8, .replication_factor = 3});
+  ShardMapEdit pile(map.epoch());
+  for (const BucketPlacement& bucket : map.buckets()) {
+    if (bucket.replicas.front() != NodeId(1)) pile.PromoteReplica(bucket.id, NodeId(1));
+  }
+  map = *Apply(map, pile);
+  LoadReport load;
+  for (uint32_t b = 0; b < 8; ++b) load.buckets[BucketId(b)].bytes = 10;
+  IdSource ids{.next_move = MoveId(1), .next_bucket = BucketId(0)};
+  int handoffs = 0;
+  for (int round = 0; round < 20; ++round) {
+    auto plan = Balancer::Plan(map, load, {.max_moves_per_node = 2});
+    ASSERT_TRUE(plan.ok());
+    if (plan->empty()) break;
+    for (const MoveIntent& move : plan->moves) {
+      const bool handoff =
+          move.source.size() == move.destination.size() &&
+          std::is_permutation(move.source.begin(), move.source.end(), move.destination.begin());
+      if (handoff) {
+        EXPECT_NE(move.source.front(), move.destination.front()) << move.DebugString();
+        ++handoffs;
+      } else {
+        // A repair keeps the primary and adds a copy.
+        EXPECT_EQ(move.reason, MoveReason::kRepair) << move.DebugString();
+        EXPECT_EQ(move.source.front(), move.destination.front()) << move.DebugString();
+      }
+    }
+    auto next = ExecutePlan(map, *plan, &ids, &load);
+    ASSERT_TRUE(next.ok()) << next.status();
+    map = *std::move(next);
+  }
+  std::map<NodeId, int> primaries;
+  for (const BucketPlacement& bucket : map.buckets()) {
+    EXPECT_EQ(bucket.replicas.size(), 3u) << bucket.DebugString();
+    ++primaries[bucket.replicas.front()];
+  }
+  ASSERT_EQ(primaries.size(), 3u);
+  for (const auto& [node, count] : primaries) {
+    EXPECT_GE(count, 2) << node.DebugString();
+    EXPECT_LE(count, 3) << node.DebugString();
+  }
+  EXPECT_EQ(handoffs, 5);  // 8 on n1 -> 3, 3, 2: each handoff narrows the spread
+  EXPECT_TRUE(Balancer::Plan(map, load, {.max_moves_per_node = 2})->empty());
+}
+
 TEST(BalancerTest, ANodeNearItsDiskReserveReceivesOnlyWhatFits) {
   // n1 holds 8 buckets of 10 bytes, n2 has just joined with room for 25 bytes: it takes 2
   // buckets, not 4, and planning again with the moves in flight adds nothing.
