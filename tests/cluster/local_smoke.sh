@@ -150,9 +150,11 @@ kill -0 "$node1" || fail "node 1 did not survive SIGSTOP/SIGCONT"
 read_all stopped
 stop_local
 
-# 5. K = 3 with restarts: node 1 is killed and `shoal local` starts it again; the cluster gives it
-# its copies back (snapshot and catch-up from each primary) until every bucket has three.
-NODES=3 run_local --replicas 3
+# 5. K = 3 (the default with three nodes) with restarts: node 1 is killed and `shoal local` starts
+# it again; the cluster gives it its copies back (snapshot and catch-up from each primary) until
+# every bucket has three.
+NODES=3 run_local
+await_status '.replication_factor == 3' 1 || fail "three nodes do not default to K = 3: $status"
 write_all
 node1=$(pid_of "node 1")
 kill -KILL "$node1"
@@ -171,7 +173,7 @@ stop_local
 
 # 6. K changes online: a K = 1 cluster goes to 3 copies with `shoal replicas --set 3`, which waits
 # until every copy is built; `force-primary` refuses without --accept-data-loss.
-NODES=3 run_local
+NODES=3 run_local --replicas 1
 write_all
 "$shoal" replicas --set 3 --cluster "$cluster" >"$dir/replicas.out" 2>&1 ||
   fail "replicas --set 3: $(cat "$dir/replicas.out")"

@@ -97,7 +97,7 @@ struct LocalFlags {
   std::string data = "shoal-local";
   int base_port = 7400;
   uint32_t buckets = 32;
-  uint32_t replicas = 1;
+  uint32_t replicas = 0;  // 0: 3 with 3 nodes or more, else 1
   std::string metadata = "embedded";
   bool json = false;
   bool no_restart = false;
@@ -253,7 +253,9 @@ bool WaitUntilServing(const std::string& coordinator, uint32_t nodes,
   return false;
 }
 
-int RunLocal(const LocalFlags& flags) {
+int RunLocal(const LocalFlags& given) {
+  LocalFlags flags = given;
+  if (flags.replicas == 0) flags.replicas = flags.nodes >= 3 ? 3 : 1;
   if (flags.replicas > flags.nodes) {
     std::fprintf(stderr, "error: --replicas %u needs at least as many --nodes (%u)\n",
                  flags.replicas, flags.nodes);
@@ -391,7 +393,8 @@ void AddServerCommands(CLI::App& app) {
       ->check(CLI::Range(1u, 1u << 20));
   c->add_option("--replicas", coordinator->replicas,
                 "A new cluster's copies of every bucket (K, at most --initial-nodes). With K > 1 "
-                "a node's loss fails over; buckets do not move, split or merge yet")
+                "a node's loss fails over and its copies are rebuilt; buckets do not split or "
+                "merge yet")
       ->capture_default_str()
       ->check(CLI::Range(1u, 7u));
   c->add_option("--metadata", coordinator->metadata,
@@ -472,9 +475,9 @@ void AddServerCommands(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 1u << 20));
   l->add_option("--replicas", local->replicas,
-                "Copies of every bucket (K, at most --nodes). With K > 1 a node's loss fails "
-                "over; buckets do not move, split or merge yet")
-      ->capture_default_str()
+                "Copies of every bucket (K, at most --nodes; default 3 with 3 nodes or more, "
+                "else 1). With K > 1 a node's loss fails over and its copies are rebuilt; "
+                "buckets do not split or merge yet")
       ->check(CLI::Range(1u, 7u));
   l->add_option("--metadata", local->metadata,
                 "The coordinator's metadata store: embedded or zk://HOST:PORT/PATH")
