@@ -410,6 +410,9 @@ class StorageNode final : public transport::Service,
   // At the first map after a start: every bucket this node is the replicated primary of and has
   // written to before is fenced at its term.
   void FenceRestartedTermsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // True while this node's map makes it the replicated primary of `at.bucket` at `at.term`
+  // with `backup` among the bucket's replicas.
+  [[nodiscard]] bool StillStreamsTo(const transport::BucketTerm& at, NodeId backup) const;
   // The closed terms the heartbeat reports (HeartbeatRequest::fenced): the restart-fenced
   // buckets whose map still names this node primary at that term, and the buckets this node is
   // a backup of, sealed at their current term.

@@ -368,17 +368,36 @@ void StorageNode::HandleReplicateAnswer(NodeId backup,
     ReportBackup(at.bucket, at.term, backup, std::move(reason), /*broken=*/true);
   }
   if (!stale.empty()) {
-    // A newer term or primary elsewhere: this node's pending writes of those buckets can no
-    // longer commit. It learns the newer map first (on a task: this may run on a transport
-    // thread), so that they are answered by a node that sends its clients on.
+    // The backup's map has a newer term or primary, or no longer lists it (it left the bucket
+    // by a commit this node has not installed yet), or it is sealed. This node learns the newer
+    // map first (on a task: this may run on a transport thread). A new term or primary there
+    // abandons the pending writes as it is installed (ConfigureReplicationLocked), and a backup
+    // that left no longer counts. Only a backup still listed at this node's own term (sealed by
+    // a failover) leaves them to be abandoned here: they can no longer commit under this term.
+    // Abandoning them otherwise would freeze the bucket's watermark for the rest of the term.
+    std::vector<transport::BucketTerm> refused;
+    for (BucketId bucket : stale) {
+      for (const transport::BucketTerm& t : terms) {
+        if (t.bucket == bucket) refused.push_back(t);
+      }
+    }
     runtime_.Spawn(Address::Node(options_.id), fmt::format("n{}.learn-term", options_.id.value()),
-                   [node = shared_from_this(), stale] {
+                   [node = shared_from_this(), backup, refused] {
                      ActiveGuard guard(node.get());
                      (void)node->RefreshMap();
-                     for (BucketId bucket : stale) node->replication_.Abandon(bucket);
+                     for (const transport::BucketTerm& t : refused) {
+                       if (node->StillStreamsTo(t, backup)) node->replication_.Abandon(t.bucket);
+                     }
                    });
   }
   if (queue->queued() > 0) SendNext(backup, queue, /*keepalive=*/false);
+}
+
+bool StorageNode::StillStreamsTo(const transport::BucketTerm& at, NodeId backup) const {
+  absl::MutexLock lock(&mu_);
+  const BucketPlacement* placement = map_ == nullptr ? nullptr : map_->Find(at.bucket);
+  return placement != nullptr && ReplicatedPrimaryLocked(*placement) &&
+         placement->term == at.term && placement->HasReplica(backup);
 }
 
 void StorageNode::ReplicaKeeperLoop(NodeId backup, std::shared_ptr<ReplicaStreamQueue> queue) {
