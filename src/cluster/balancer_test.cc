@@ -102,8 +102,8 @@ TEST(BalancerTest, RepairsUnderReplicatedBuckets) {
 // With K > 1 a node that does not answer receives nothing and its backups are rebuilt on the
 // live nodes (paper 001 §3.2 rule 2); at K = 1 nothing can be copied off it, so it changes nothing.
 TEST(BalancerTest, CopiesOnAnUnavailableNodeAreRebuiltElsewhereOnlyWithReplicas) {
-  ShardMap map =
-      *ShardMap::Initial({.nodes = Nodes({1, 2, 3, 4}), .bucket_count = 8, .replication_factor = 3});
+  ShardMap map = *ShardMap::Initial(
+      {.nodes = Nodes({1, 2, 3, 4}), .bucket_count = 8, .replication_factor = 3});
   LoadReport load;
   for (uint32_t b = 0; b < 8; ++b) load.buckets[BucketId(b)].bytes = 10;
   ASSERT_TRUE(Balancer::Plan(map, load, {.max_moves_per_node = 8})->empty());
@@ -118,7 +118,8 @@ TEST(BalancerTest, CopiesOnAnUnavailableNodeAreRebuiltElsewhereOnlyWithReplicas)
   }
   int backups_on_4 = 0;
   for (const BucketPlacement& bucket : map.buckets()) {
-    for (size_t i = 1; i < bucket.replicas.size(); ++i) backups_on_4 += bucket.replicas[i] == NodeId(4);
+    for (size_t i = 1; i < bucket.replicas.size(); ++i)
+      backups_on_4 += bucket.replicas[i] == NodeId(4);
   }
   EXPECT_GT(backups_on_4, 0);
   EXPECT_EQ(replaced_backups, backups_on_4) << plan->DebugString();

@@ -211,10 +211,9 @@ Status Coordinator::SetReplication(uint32_t replication_factor, uint32_t min_in_
   for (BucketId bucket : held) executor_->Release(bucket);
   SHOAL_RETURN_IF_ERROR(status);
   const ShardMapPtr now = committer_->map();
-  log::Info("replica.set_replication",
-            {{"replication_factor", now->replication_factor()},
-             {"min_in_sync", now->min_in_sync()},
-             {"epoch", now->epoch().value()}});
+  log::Info("replica.set_replication", {{"replication_factor", now->replication_factor()},
+                                        {"min_in_sync", now->min_in_sync()},
+                                        {"epoch", now->epoch().value()}});
   StartReplicaManager();
   balancer_->NoteAdminChange();
   return OkStatus();

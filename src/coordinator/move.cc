@@ -42,6 +42,17 @@ Status Move::AdvanceStage(TransitionStage stage, std::optional<std::string> log)
   return x_.committer().CommitEdit(edit).status();
 }
 
+Status Move::Commit(std::string_view suffix) {
+  return x_.committer()
+      .CommitEdit(
+          [&](const ShardMap&, ShardMapEdit* edit) {
+            edit->CommitTransition(bucket_, move_);
+            return OkStatus();
+          },
+          MoveLogKey(move_), fmt::format("COMMIT {}{}", Route(), suffix))
+      .status();
+}
+
 StatusOr<uint64_t> Move::CatchUpRounds(uint64_t after_sequence,
                                        std::optional<uint64_t> until_sequence) {
   const CoordinatorOptions& options = x_.options();
@@ -123,13 +134,7 @@ Status Move::CopyThenSwitch(uint64_t planned_bytes) {
 
   // COMMIT: the map with the committed transition is the commit point.
   const transport::Micros commit_start = runtime.Now();
-  auto committed = x_.committer().CommitEdit(
-      [&](const ShardMap&, ShardMapEdit* edit) {
-        edit->CommitTransition(bucket_, move_);
-        return OkStatus();
-      },
-      MoveLogKey(move_), fmt::format("COMMIT {}", Route()));
-  if (!committed.ok()) return fail(committed.status());
+  if (Status s = Commit(); !s.ok()) return fail(s);
   const transport::Micros now = runtime.Now();
   x_.progress().Committed(exported->exported.bytes);
   x_.progress().FenceWindowEnded({.fence_call_micros = drain_start - fence_start,
@@ -161,13 +166,7 @@ Status Move::Handoff() {
   if (!fenced.ok()) return Fail(fenced.status());
   if (!fenced->status.ok()) return Fail(fenced->status);
   if (Status s = runtime.Failpoint("coordinator.before_commit"); !s.ok()) return s;
-  auto committed = x_.committer().CommitEdit(
-      [&](const ShardMap&, ShardMapEdit* edit) {
-        edit->CommitTransition(bucket_, move_);
-        return OkStatus();
-      },
-      MoveLogKey(move_), fmt::format("COMMIT {} (handoff)", Route()));
-  if (!committed.ok()) return Fail(committed.status());
+  if (Status s = Commit(" (handoff)"); !s.ok()) return Fail(s);
   x_.progress().Committed(0);
   if (Status s = runtime.Failpoint("coordinator.after_commit"); !s.ok()) return s;
   Status finished = FinishCommitted();

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "src/cluster/transition.h"
 #include "src/common/ids.h"
@@ -51,6 +52,9 @@ class Move {
   [[nodiscard]] Status Fail(const Status& status);
   [[nodiscard]] Status AdvanceStage(cluster::TransitionStage stage,
                                     std::optional<std::string> log = std::nullopt);
+  // COMMIT (the commit point: the map with the committed transition), with the move log's
+  // record "COMMIT <route><suffix>".
+  [[nodiscard]] Status Commit(std::string_view suffix = "");
   // Catch-up rounds of the destination from `after_sequence`: until fewer than fence_backlog
   // changes came in a round or, with `until_sequence`, once up to it. The position reached, or
   // the error of a round (a node is down, the source's log is gone).

@@ -114,9 +114,8 @@ Status ReplicaManager::Round() {
     // did not finish): only a failover lets the bucket serve again.
     const auto closed_by = [&](NodeId node) {
       const auto& reported = fenced[node];
-      return std::any_of(reported.begin(), reported.end(), [&](const auto& f) {
-        return f.bucket == at.bucket && f.term == at.term;
-      });
+      return std::any_of(reported.begin(), reported.end(),
+                         [&](const auto& f) { return f.bucket == at.bucket && f.term == at.term; });
     };
     const bool is_fenced = std::any_of(bucket.replicas.begin(), bucket.replicas.end(), closed_by);
     if (bucket.replicas.size() == 1) {
@@ -214,10 +213,10 @@ Status ReplicaManager::Failover(NodeId primary, const std::vector<transport::Buc
     promotions.clear();
     for (const transport::BucketTerm& at : buckets) {
       const BucketPlacement* bucket = now.Find(at.bucket);
-      if (bucket == nullptr || bucket->replicas.size() < 2 ||
-          bucket->replicas.front() != primary || bucket->term != at.term ||
-          (bucket->transition.has_value() && !cluster::CanAbort(bucket->transition->stage,
-                                                                bucket->transition->mode))) {
+      if (bucket == nullptr || bucket->replicas.size() < 2 || bucket->replicas.front() != primary ||
+          bucket->term != at.term ||
+          (bucket->transition.has_value() &&
+           !cluster::CanAbort(bucket->transition->stage, bucket->transition->mode))) {
         continue;
       }
       auto it = answers.find(at.bucket);

@@ -408,14 +408,13 @@ Response StorageNode::HandleFence(const transport::FenceRequest& request) {
           // A handoff (§7): the new primary goes on from its own copy, so every backup holds
           // everything this primary ordered before the commit may name it.
           const uint64_t ordered = fence.replica->position.rseq;
-          settled = !placement->transition.has_value() ||
-                    placement->transition->KeepsPrimary() ||
+          settled = !placement->transition.has_value() || placement->transition->KeepsPrimary() ||
                     replication_.Watermark(request.bucket) >= ordered;
           if (!settled && runtime_.Now() - start > options_.fence_timeout) {
-            return Response::Error(UnavailableError(fmt::format(
-                "n{}: the backups of {} hold rseq {} of {} at the handoff's fence",
-                options_.id.value(), request.bucket.DebugString(),
-                replication_.Watermark(request.bucket), ordered)));
+            return Response::Error(UnavailableError(
+                fmt::format("n{}: the backups of {} hold rseq {} of {} at the handoff's fence",
+                            options_.id.value(), request.bucket.DebugString(),
+                            replication_.Watermark(request.bucket), ordered)));
           }
         }
         if (settled) return Response::Ok(std::move(fence));

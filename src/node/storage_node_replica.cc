@@ -463,12 +463,11 @@ Response StorageNode::HandleReplicate(const transport::ReplicateRequest& request
     absl::MutexLock lock(&mu_);
     for (const auto& [bucket, term] : terms) {
       const BucketPlacement* placement = map_ == nullptr ? nullptr : map_->Find(bucket);
-      const bool member = placement != nullptr &&
-                          (!placement->transition.has_value() ||
-                           placement->transition->PrimaryStaysInSync()) &&
-                          placement->replicas.size() > 1 &&
-                          placement->replicas.front() == request.primary &&
-                          placement->HasReplica(self) && self != request.primary;
+      const bool member =
+          placement != nullptr &&
+          (!placement->transition.has_value() || placement->transition->PrimaryStaysInSync()) &&
+          placement->replicas.size() > 1 && placement->replicas.front() == request.primary &&
+          placement->HasReplica(self) && self != request.primary;
       auto sealed = sealed_.find(bucket);
       const bool open = sealed == sealed_.end() || sealed->second < term;
       if (StoreReplacedLocked()) {

@@ -5,8 +5,9 @@
 // primary's position and term history, so that it joins the replication stream where the fence
 // left it; handoffs then give the node its share of primaries back. A backup on a node that
 // stays down is replaced on a live node. The primary crashing while a copy is built ends that
-// move with the failover, and the copy is built again from the new primary. In every case writes go on, no acknowledged write is lost, and once the writer
-// stops every copy of a bucket is equal to its primary's.
+// move with the failover, and the copy is built again from the new primary. In every case writes go
+// on, no acknowledged write is lost, and once the writer stops every copy of a bucket is equal to
+// its primary's.
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -53,9 +54,9 @@ class ReplicationRepairTest : public CoordinatorTest {
     std::map<NodeId, size_t> primaries;
     for (const auto& node : map()->nodes()) primaries[node.id] = 0;
     for (const auto& bucket : map()->buckets()) ++primaries[bucket.replicas.front()];
-    const auto [low, high] = std::minmax_element(
-        primaries.begin(), primaries.end(),
-        [](const auto& a, const auto& b) { return a.second < b.second; });
+    const auto [low, high] =
+        std::minmax_element(primaries.begin(), primaries.end(),
+                            [](const auto& a, const auto& b) { return a.second < b.second; });
     return high->second - low->second <= 1;
   }
 
@@ -77,8 +78,8 @@ class ReplicationRepairTest : public CoordinatorTest {
         auto* store = cluster_->node(bucket.replicas[i])->store();
         auto copy = store->DigestRange(range);
         ASSERT_TRUE(copy.ok()) << copy.status();
-        EXPECT_EQ(*copy, *primary) << bucket.id.DebugString() << " on "
-                                   << bucket.replicas[i].DebugString();
+        EXPECT_EQ(*copy, *primary)
+            << bucket.id.DebugString() << " on " << bucket.replicas[i].DebugString();
         EXPECT_EQ(store->GetReplicaState(bucket.id).position, state.position)
             << bucket.id.DebugString() << " on " << bucket.replicas[i].DebugString();
       }

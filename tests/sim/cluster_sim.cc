@@ -199,8 +199,8 @@ ChaosOptions ClusterChaos(const World& world) {
   if (world.options.replication_factor > 1) {
     return ChaosOptions{.min_pause = 300 * kMs,
                         .pause_jitter = 700 * kMs,
-                        .wheel = {kCrashNode, kCrashNode, kCrashCoordinator, kAddNode,
-                                  kRemoveNode, kMoveBucket, kQuiet, kQuiet},
+                        .wheel = {kCrashNode, kCrashNode, kCrashCoordinator, kAddNode, kRemoveNode,
+                                  kMoveBucket, kQuiet, kQuiet},
                         .crashes = world.options.crashes,
                         .coordinator_crash_skip_one_in = 0,
                         .own = nullptr};

@@ -34,10 +34,10 @@ constexpr transport::Micros kAdminTimeout = 10'000'000;
 struct AdminFlags {
   std::string cluster = "shoal://127.0.0.1:7400";
   uint32_t node = 0;
-  uint32_t bucket = 0;                  // force-primary
-  uint32_t replication_factor = 0;      // replicas --set
-  uint32_t min_in_sync = 0;             // replicas --min-in-sync (0: a majority of K)
-  bool accept_data_loss = false;        // force-primary
+  uint32_t bucket = 0;              // force-primary
+  uint32_t replication_factor = 0;  // replicas --set
+  uint32_t min_in_sync = 0;         // replicas --min-in-sync (0: a majority of K)
+  bool accept_data_loss = false;    // force-primary
   uint32_t add = 0;
   uint32_t remove = 0;
   bool no_wait = false;
@@ -141,8 +141,7 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
   // afterwards the moves it plans are under way. Best effort: without it the line shows the
   // moves started so far.
   ExpectedWork expected;
-  if (command != "plan" && command != "replicas" && command != "force-primary" &&
-      !flags.no_wait) {
+  if (command != "plan" && command != "replicas" && command != "force-primary" && !flags.no_wait) {
     wire::AdminRequest plan;
     plan.mutable_plan();
     if (command == "add-node") plan.mutable_plan()->set_add(flags.node);
@@ -210,14 +209,15 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
     return 0;
   }
   // What the coordinator did, with how it was learned when the first answer was lost.
-  std::string done =
-      command == "add-node"        ? fmt::format("node {} added", flags.node)
-      : command == "remove-node"   ? fmt::format("node {} is leaving", flags.node)
-      : command == "replicas"      ? fmt::format("K = {}", flags.replication_factor)
-      : command == "force-primary" ? fmt::format("node {} is the only copy of bucket {} (writes "
-                                                 "it lacked are lost)",
-                                                 flags.node, flags.bucket)
-                                   : std::string("the balancer runs");
+  std::string done = command == "add-node"      ? fmt::format("node {} added", flags.node)
+                     : command == "remove-node" ? fmt::format("node {} is leaving", flags.node)
+                     : command == "replicas"    ? fmt::format("K = {}", flags.replication_factor)
+                     : command == "force-primary"
+                         ? fmt::format(
+                               "node {} is the only copy of bucket {} (writes "
+                               "it lacked are lost)",
+                               flags.node, flags.bucket)
+                         : std::string("the balancer runs");
   if (!outcome->recovered.empty()) done += fmt::format(" ({})", outcome->recovered);
   nlohmann::json out{{"command", command}, {"epoch", reply->epoch()}, {"outcome", done}};
   if (flags.node != 0) out["node"] = flags.node;
