@@ -81,6 +81,10 @@ struct ApplyResult {
 enum class ReadMode : uint8_t {
   kLatest,    // every update acknowledged before the read began; some concurrent ones
   kSnapshot,  // the values held at one instant (may fail with kAborted under heavy writes)
+  // Any copy of the document may answer (spreads reads over the K copies). Possibly stale: it
+  // reflects every update acknowledged at least 1 s (the nodes' max_staleness) before the read
+  // began, and never an update that is not yet on every copy. Sharded fields fold as kLatest.
+  kAnyReplica,
 };
 
 struct ReadOptions {

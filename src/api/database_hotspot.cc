@@ -71,10 +71,18 @@ void Database::Impl::StopMaintainer() {
 }
 
 StatusOr<Document> Collection::Get(std::string_view key, const ReadOptions& options) {
-  const hotspot::ReadMode mode = options.mode == ReadMode::kSnapshot ? hotspot::ReadMode::kSnapshot
-                                                                     : hotspot::ReadMode::kLatest;
+  hotspot::ReadMode mode = hotspot::ReadMode::kLatest;
+  switch (options.mode) {
+    case ReadMode::kLatest:
+    case ReadMode::kAnyReplica:
+      break;
+    case ReadMode::kSnapshot:
+      mode = hotspot::ReadMode::kSnapshot;
+      break;
+  }
   SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kMustExist));
-  SHOAL_ASSIGN_OR_RETURN(storage::Document d, c.hot->Get(key, mode));
+  SHOAL_ASSIGN_OR_RETURN(storage::Document d,
+                         c.hot->Get(key, mode, options.mode == ReadMode::kAnyReplica));
   return Document{.key = std::move(d.primary_key), .json = std::move(d.body), .version = d.version};
 }
 

@@ -282,6 +282,40 @@ StatusOr<storage::Document> Client::Get(CollectionId c, std::string_view pk) {
   return std::move(body.document);
 }
 
+StatusOr<storage::Document> Client::GetAnyReplica(CollectionId c, std::string_view pk) {
+  SHOAL_ASSIGN_OR_RETURN(cluster::ShardMapPtr map, CurrentMap());
+  const cluster::BucketPlacement& bucket = map->Lookup(PointOf(c, pk));
+  // Spread over the copies in turn; a copy that does not answer with the document or a final
+  // error (it moved, lags, or is down) passes the read to the next, and after every copy the
+  // primary takes it as a latest read.
+  const size_t copies = bucket.replicas.size();
+  const uint64_t first = copies > 1 ? next_replica_.fetch_add(1, std::memory_order_relaxed) : 0;
+  for (size_t i = 0; copies > 1 && i < copies; ++i) {
+    const NodeId replica = bucket.replicas[(first + i) % copies];
+    auto response = runtime_.Call(Address::Node(replica),
+                                  transport::GetRequest{.epoch = map->epoch(),
+                                                        .collection = c,
+                                                        .primary_key = std::string(pk),
+                                                        .any_replica = true},
+                                  options_.call_timeout);
+    const Attempt judged = Judge(response, /*idempotent=*/true);
+    switch (judged.action) {
+      case RetryAction::kDone: {
+        SHOAL_ASSIGN_OR_RETURN(auto body, transport::BodyAs<transport::GetResponse>(*response));
+        return std::move(body.document);
+      }
+      case RetryAction::kGiveUp:
+        return judged.error;
+      case RetryAction::kUnknownOutcome:
+      case RetryAction::kLearnRoute:
+      case RetryAction::kResend:
+      case RetryAction::kBackOff:
+        break;
+    }
+  }
+  return Get(c, pk);
+}
+
 StatusOr<QueryPage> Client::Query(const QueryOptions& options) {
   if (options.limit == 0) return InvalidArgumentError("query limit must be at least 1");
   SHOAL_RETURN_IF_ERROR(storage::ValidateFilter(options.filter));

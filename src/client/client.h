@@ -135,6 +135,11 @@ class Client {
   [[nodiscard]] StatusOr<std::vector<StatusOr<uint64_t>>> Batch(
       std::vector<transport::WriteRequest> writes);
   [[nodiscard]] StatusOr<storage::Document> Get(CollectionId c, std::string_view pk);
+  // A read any copy may answer, possibly stale (docs/design/replication.md §5): the copies of
+  // the key's bucket take turns; a backup answers with a committed value at most
+  // NodeOptions::max_staleness behind its primary, and any other answer sends the read to the
+  // primary (Get). Unreplicated buckets read their only copy.
+  [[nodiscard]] StatusOr<storage::Document> GetAnyReplica(CollectionId c, std::string_view pk);
   [[nodiscard]] StatusOr<QueryPage> Query(const QueryOptions& options);
   // Calls `fn` with every matching live document, in Query's order, from options.cursor to the
   // end; options.limit is the documents per streamed message (1..the server's stream limit,
@@ -203,6 +208,7 @@ class Client {
   transport::Runtime& runtime_;
   const ClientOptions options_;
   const std::unique_ptr<Coalescer> coalescer_;  // null unless options_.coalesce
+  std::atomic<uint64_t> next_replica_{0};       // GetAnyReplica's turn
   const std::unique_ptr<Pipeline> pipeline_;
   mutable absl::Mutex mu_;
   cluster::ShardMapPtr map_ ABSL_GUARDED_BY(mu_);

@@ -221,7 +221,9 @@ void PlanSplitsAndMerges(const ShardMap& map, const LoadReport& load,
     }
   }
   if (options.theta_min_bytes != 0) {
-    for (size_t i = 0; i + 1 < buckets.size(); ++i) {
+    for (size_t i = 0;
+         i + 1 < buckets.size() && buckets.size() - plan->merges.size() > options.min_buckets;
+         ++i) {
       const BucketPlacement& left = buckets[i];
       const BucketPlacement& right = buckets[i + 1];
       if (splitting[i] || splitting[i + 1]) continue;

@@ -47,6 +47,9 @@ namespace shoal::cluster {
 struct BalancerOptions {
   uint64_t theta_max_bytes = 0;  // split above this; 0 = never split
   uint64_t theta_min_bytes = 0;  // merge below this; 0 = never merge
+  // Merges never take the bucket count below this (0: no floor), so that a young cluster keeps
+  // the buckets it needs to spread over the nodes that join later.
+  size_t min_buckets = 0;
   uint32_t max_moves_per_node = 2;
   TransitionMode mode = TransitionMode::kCopyThenSwitch;
   // Nodes that do not answer (the coordinator's failure detector). With K > 1 they receive no

@@ -234,6 +234,15 @@ TEST(BalancerTest, SplitsAboveThetaMaxAndMergesBelowThetaMin) {
   EXPECT_EQ(plan->merges, (std::vector<MergeIntent>{{.left = BucketId(2), .right = BucketId(3)}}));
   EXPECT_FALSE(Balancer::Plan(map, load, {.theta_max_bytes = 80, .theta_min_bytes = 41}).ok());
   EXPECT_FALSE(Balancer::Plan(map, load, {.max_moves_per_node = 0}).ok());
+  // The floor on the bucket count: four buckets merge into three, never into fewer than four.
+  auto floored =
+      Balancer::Plan(map, load, {.theta_max_bytes = 80, .theta_min_bytes = 10, .min_buckets = 3});
+  ASSERT_TRUE(floored.ok());
+  EXPECT_EQ(floored->merges.size(), 1u);
+  floored =
+      Balancer::Plan(map, load, {.theta_max_bytes = 80, .theta_min_bytes = 10, .min_buckets = 4});
+  ASSERT_TRUE(floored.ok());
+  EXPECT_TRUE(floored->merges.empty());
 }
 
 // The loop the coordinator runs: plan -> execute until the plan is empty. Ends balanced

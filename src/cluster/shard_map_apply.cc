@@ -71,6 +71,9 @@ class Draft {
     BucketPlacement upper = buckets_[index];
     upper.id = op.upper;
     upper.range = halves.second;
+    // The upper half starts a history of its own from the data its replicas hold alike (a
+    // replicated split is quiesced, docs/design/replication.md §7).
+    upper.term = next_term_;
     buckets_[index].range = halves.first;
     buckets_.insert(buckets_.begin() + static_cast<ptrdiff_t>(index) + 1, std::move(upper));
     return OkStatus();

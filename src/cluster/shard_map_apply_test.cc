@@ -204,8 +204,8 @@ RC_GTEST_PROP(ShardMapApplyProperty, EveryResultSatisfiesTheInvariants, ()) {
 }
 
 // A bucket's term is the epoch at which its primary was appointed: a commit that puts another
-// node first and a merge start a new term; a commit that keeps the primary, a split and every
-// other stage keep it.
+// node first, a split's upper half and a merge start a new term; a commit that keeps the
+// primary, a split's lower half and every other stage keep it.
 TEST(ShardMapApplyTest, TermsChangeWithThePrimary) {
   ShardMap map = Initial({1, 2, 3}, 2, 2);  // b0 [n1, n2], b1 [n2, n3]
   const BucketId b(0);
@@ -232,12 +232,13 @@ TEST(ShardMapApplyTest, TermsChangeWithThePrimary) {
   map = MustApply(map, ShardMapEdit().AdvanceStage(b, MoveId(2), TransitionStage::kCleanup));
   map = MustApply(map, ShardMapEdit().FinishTransition(b, MoveId(2)));
   EXPECT_EQ(map.Find(b)->term, appointed);
-  // A split keeps the term in both halves; merging them starts a new one.
+  // A split keeps the term in the lower half; the upper half starts a history of its own, and
+  // so does their merge.
   const BucketRange range = map.Find(b)->range;
   map = MustApply(map, ShardMapEdit().SplitBucket(
                            b, range.begin() + (range.end() - range.begin()) / 2, BucketId(7)));
   EXPECT_EQ(map.Find(b)->term, appointed);
-  EXPECT_EQ(map.Find(BucketId(7))->term, appointed);
+  EXPECT_EQ(map.Find(BucketId(7))->term, Term(map.epoch().value()));
   map = MustApply(map, ShardMapEdit().MergeBuckets(b, BucketId(7)));
   EXPECT_EQ(map.Find(b)->term, Term(map.epoch().value()));
   EXPECT_EQ(map.min_in_sync(), 2u);  // every edit keeps the floor

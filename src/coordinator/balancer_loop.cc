@@ -40,13 +40,14 @@ uint64_t RoomOf(const transport::DiskSpaceReport& disk) {
 BalancerLoop::BalancerLoop(transport::Runtime& runtime, metadata::MetadataStore& store,
                            std::shared_ptr<MapCommitter> committer,
                            std::shared_ptr<Membership> membership,
-                           std::shared_ptr<MoveExecutor> executor,
+                           std::shared_ptr<MoveExecutor> executor, std::shared_ptr<Resizer> resizer,
                            const CoordinatorOptions& options)
     : runtime_(runtime),
       store_(store),
       committer_(std::move(committer)),
       membership_(std::move(membership)),
       executor_(std::move(executor)),
+      resizer_(std::move(resizer)),
       options_(options),
       auto_balance_(options.auto_balance),
       thresholds_{.split_bytes = options.split_bytes, .merge_bytes = options.merge_bytes} {}
@@ -131,6 +132,7 @@ StatusOr<cluster::MigrationPlan> BalancerLoop::PlanNow(const ShardMap& map,
   const Thresholds thresholds = this->thresholds();
   cluster::BalancerOptions balancer{.theta_max_bytes = thresholds.split_bytes,
                                     .theta_min_bytes = thresholds.merge_bytes,
+                                    .min_buckets = options_.min_buckets,
                                     .max_moves_per_node = options_.max_moves_per_node,
                                     .mode = cluster::TransitionMode::kCopyThenSwitch,
                                     .unavailable = {}};
@@ -173,12 +175,9 @@ Status BalancerLoop::BalanceOnce() {
   SHOAL_ASSIGN_OR_RETURN(auto load, CollectLoads());
   map = committer_->map();
   SHOAL_ASSIGN_OR_RETURN(auto plan, PlanNow(*map, load));
-  for (const auto& split : plan.splits) {
-    (void)committer_->CommitEdit(internal::SplitBucketEdit(split.bucket, split.at)).status();
-  }
-  for (const auto& merge : plan.merges) {
-    (void)committer_->CommitEdit(internal::MergeBucketsEdit(merge.left, merge.right)).status();
-  }
+  // A failed split or merge is planned again by a later round.
+  for (const auto& split : plan.splits) (void)resizer_->Split(split.bucket, split.at);
+  for (const auto& merge : plan.merges) (void)resizer_->Merge(merge.left, merge.right);
   bool idle = plan.empty();
   // The planner counts the moves the map shows. A move started by an earlier round may not have
   // written its BEGIN yet: count those too, so that max_moves_per_node holds when rounds follow

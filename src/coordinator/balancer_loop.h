@@ -36,6 +36,7 @@
 #include "src/coordinator/map_committer.h"
 #include "src/coordinator/membership.h"
 #include "src/coordinator/move_executor.h"
+#include "src/coordinator/resizer.h"
 #include "src/metadata/metadata_store.h"
 #include "src/transport/runtime.h"
 
@@ -45,7 +46,8 @@ class BalancerLoop : public std::enable_shared_from_this<BalancerLoop> {
  public:
   BalancerLoop(transport::Runtime& runtime, metadata::MetadataStore& store,
                std::shared_ptr<MapCommitter> committer, std::shared_ptr<Membership> membership,
-               std::shared_ptr<MoveExecutor> executor, const CoordinatorOptions& options);
+               std::shared_ptr<MoveExecutor> executor, std::shared_ptr<Resizer> resizer,
+               const CoordinatorOptions& options);
 
   // Reads the stored thresholds (at open).
   [[nodiscard]] Status LoadThresholds();
@@ -81,6 +83,7 @@ class BalancerLoop : public std::enable_shared_from_this<BalancerLoop> {
   const std::shared_ptr<MapCommitter> committer_;
   const std::shared_ptr<Membership> membership_;
   const std::shared_ptr<MoveExecutor> executor_;
+  const std::shared_ptr<Resizer> resizer_;
   const CoordinatorOptions options_;
 
   absl::Mutex set_thresholds_mu_;  // orders setters: what is stored last is in effect

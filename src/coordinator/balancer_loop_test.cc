@@ -17,6 +17,7 @@ class BalancerLoopTest : public PartsTest {
  protected:
   std::shared_ptr<BalancerLoop> NewLoop() {
     return std::make_shared<BalancerLoop>(sim_, *store_, committer_, membership_, executor_,
+                                          std::make_shared<Resizer>(sim_, committer_, kSecond),
                                           options_);
   }
 

@@ -26,8 +26,9 @@ Coordinator::Coordinator(transport::Runtime& runtime, metadata::MetadataStore& s
       progress_(std::make_shared<ProgressCounters>()),
       executor_(std::make_shared<MoveExecutor>(runtime, store, committer_, membership_, progress_,
                                                options)),
+      resizer_(std::make_shared<Resizer>(runtime, committer_, options.call_timeout)),
       balancer_(std::make_shared<BalancerLoop>(runtime, store, committer_, membership_, executor_,
-                                               options)),
+                                               resizer_, options)),
       replicas_(std::make_shared<ReplicaManager>(runtime, committer_, membership_, options)) {}
 
 StatusOr<std::shared_ptr<Coordinator>> Coordinator::Open(transport::Runtime& runtime,
@@ -109,9 +110,12 @@ Response Coordinator::Handle(const Address& from, const transport::Request& requ
               log::Info("node.up", {{"node", r.node.value()}});
             }
             replicas_->NoteHeartbeat(r);
+            std::vector<transport::QuiescedBucket> released =
+                resizer_->Release(r.epoch, r.quiesced);
             const ShardMapPtr map = committer_->map();
             return Response::Ok(
-                transport::HeartbeatResponse{.epoch = map == nullptr ? MapEpoch(0) : map->epoch()});
+                transport::HeartbeatResponse{.epoch = map == nullptr ? MapEpoch(0) : map->epoch(),
+                                             .released = std::move(released)});
           },
           [&](const transport::ReplicaReportRequest& r) { return replicas_->HandleReport(r); },
           [&](const transport::CreateCollectionRequest& r) {
@@ -244,11 +248,11 @@ Status Coordinator::ForcePrimary(BucketId bucket, NodeId node) {
 }
 
 Status Coordinator::SplitBucket(BucketId bucket, std::optional<uint64_t> at) {
-  return committer_->CommitEdit(internal::SplitBucketEdit(bucket, at)).status();
+  return resizer_->Split(bucket, at);
 }
 
 Status Coordinator::MergeBuckets(BucketId left, BucketId right) {
-  return committer_->CommitEdit(internal::MergeBucketsEdit(left, right)).status();
+  return resizer_->Merge(left, right);
 }
 
 Status Coordinator::MoveBucket(BucketId bucket, NodeId destination, cluster::TransitionMode mode) {

@@ -12,6 +12,7 @@
 //   ProgressCounters  the MoveProgress of this incarnation (move_progress.h)
 //   ReplicaManager    removal of silent backups, failover of primaries, store ids of replicated
 //                     maps (replica_manager.h)
+//   Resizer           splits and merges, quiesced in a replicated map (resizer.h)
 // The coordinator answers the nodes' and clients' requests (Handle) and the operator's admin
 // calls, and wires the parts together. The durable keys, the protocols and their invariants are
 // stated in the part that owns them.
@@ -35,6 +36,7 @@
 #include "src/coordinator/move_executor.h"
 #include "src/coordinator/move_progress.h"
 #include "src/coordinator/replica_manager.h"
+#include "src/coordinator/resizer.h"
 #include "src/metadata/metadata_store.h"
 #include "src/transport/runtime.h"
 
@@ -125,6 +127,7 @@ class Coordinator final : public transport::Service,
   const std::shared_ptr<MapCommitter> committer_;
   const std::shared_ptr<ProgressCounters> progress_;
   const std::shared_ptr<MoveExecutor> executor_;
+  const std::shared_ptr<Resizer> resizer_;
   const std::shared_ptr<BalancerLoop> balancer_;
   const std::shared_ptr<ReplicaManager> replicas_;
   std::atomic<bool> started_{false};

@@ -44,22 +44,12 @@ using transport::ToPointRange;
          transport::RetryAction::kResend;
 }
 
-// Splits and merges of a replicated bucket need its replicas quiesced at one position first
-// (docs/design/replication.md §7, §10 step 6), which the nodes do not do yet.
-[[nodiscard]] inline Status UnreplicatedForResize(const cluster::ShardMap& map) {
-  if (map.replication_factor() <= 1) return OkStatus();
-  return FailedPreconditionError(
-      fmt::format("splitting or merging buckets of a replicated map (K = {}) is not supported yet",
-                  map.replication_factor()));
-}
-
 // The edit that splits `bucket` at `at` (default: its midpoint); kNotFound without it.
 [[nodiscard]] inline std::function<Status(const cluster::ShardMap&, cluster::ShardMapEdit*)>
 SplitBucketEdit(BucketId bucket, std::optional<uint64_t> at) {
   return [bucket, at](const cluster::ShardMap& map, cluster::ShardMapEdit* edit) {
     const auto* placement = map.Find(bucket);
     if (placement == nullptr) return NotFoundError(bucket.DebugString());
-    SHOAL_RETURN_IF_ERROR(UnreplicatedForResize(map));
     edit->SplitBucket(bucket, at.value_or(placement->range.Midpoint()), map.NextBucketId());
     return OkStatus();
   };
@@ -68,8 +58,7 @@ SplitBucketEdit(BucketId bucket, std::optional<uint64_t> at) {
 // The edit that merges `left` with its right neighbour `right`.
 [[nodiscard]] inline std::function<Status(const cluster::ShardMap&, cluster::ShardMapEdit*)>
 MergeBucketsEdit(BucketId left, BucketId right) {
-  return [left, right](const cluster::ShardMap& map, cluster::ShardMapEdit* edit) {
-    SHOAL_RETURN_IF_ERROR(UnreplicatedForResize(map));
+  return [left, right](const cluster::ShardMap&, cluster::ShardMapEdit* edit) {
     edit->MergeBuckets(left, right);
     return OkStatus();
   };

@@ -47,6 +47,8 @@ struct CoordinatorOptions {
   uint32_t max_moves_per_node = 1;
   uint64_t split_bytes = 0;  // Θmax: split buckets above it; 0 = never
   uint64_t merge_bytes = 0;  // Θmin: merge adjacent buckets on the same node below it; 0 = never
+  // Merges never take the bucket count below this (0: no floor; BalancerOptions::min_buckets).
+  uint32_t min_buckets = 0;
   // Move throttle: after each move, its task pauses as long as the move's bytes take at this
   // rate; 0 = unthrottled. While a node joined at 1 GiB on 2 cores, the default cut the loss of
   // 4 saturating clients from 35% to 11% (medians) for 3x the time to balance

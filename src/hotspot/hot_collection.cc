@@ -225,8 +225,10 @@ Status HotCollection::FoldInto(const CollectionSchema& schema, std::string_view 
   return OkStatus();
 }
 
-StatusOr<storage::Document> HotCollection::Get(std::string_view pk, ReadMode mode) {
-  SHOAL_ASSIGN_OR_RETURN(storage::Document doc, client_.Get(main_, pk));
+StatusOr<storage::Document> HotCollection::Get(std::string_view pk, ReadMode mode,
+                                               bool any_replica) {
+  SHOAL_ASSIGN_OR_RETURN(storage::Document doc,
+                         any_replica ? client_.GetAnyReplica(main_, pk) : client_.Get(main_, pk));
   SHOAL_ASSIGN_OR_RETURN(auto schema, CurrentSchema());
   if (schema->empty()) return doc;
   SHOAL_ASSIGN_OR_RETURN(Value body, ParseJson(doc.body, "a stored document"));

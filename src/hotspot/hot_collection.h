@@ -85,7 +85,9 @@ class HotCollection {
   // one caller at a time gets false (its synchronous path reads the schema again) and the others
   // true while it is younger than twice that.
   [[nodiscard]] bool KnownPlain();
-  [[nodiscard]] StatusOr<storage::Document> Get(std::string_view pk, ReadMode mode);
+  // `any_replica`: the stored document from any copy (client::Client::GetAnyReplica).
+  [[nodiscard]] StatusOr<storage::Document> Get(std::string_view pk, ReadMode mode,
+                                                bool any_replica = false);
   [[nodiscard]] StatusOr<client::QueryPage> Query(client::QueryOptions options);
   // Query's documents, folded and filtered the same way, through Client::QueryStream.
   [[nodiscard]] Status QueryStream(client::QueryOptions options,

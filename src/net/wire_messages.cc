@@ -16,6 +16,7 @@ void BucketTermsToWire(const std::vector<transport::BucketTerm>& terms,
     wire::BucketTerm* w = out->Add();
     w->set_bucket(t.bucket.value());
     w->set_term(t.term.value());
+    w->set_committed(t.committed);
   }
 }
 
@@ -24,7 +25,34 @@ std::vector<transport::BucketTerm> BucketTermsFromWire(
   std::vector<transport::BucketTerm> out;
   out.reserve(static_cast<size_t>(terms.size()));
   for (const wire::BucketTerm& t : terms) {
-    out.push_back({.bucket = BucketId(t.bucket()), .term = Term(t.term())});
+    out.push_back(
+        {.bucket = BucketId(t.bucket()), .term = Term(t.term()), .committed = t.committed()});
+  }
+  return out;
+}
+
+std::vector<BucketId> BucketIdsFromWire(const google::protobuf::RepeatedField<uint32_t>& ids) {
+  std::vector<BucketId> out;
+  out.reserve(static_cast<size_t>(ids.size()));
+  for (uint32_t id : ids) out.emplace_back(id);
+  return out;
+}
+
+void QuiescedToWire(const std::vector<transport::QuiescedBucket>& quiesced,
+                    google::protobuf::RepeatedPtrField<wire::QuiescedBucket>* out) {
+  for (const transport::QuiescedBucket& q : quiesced) {
+    wire::QuiescedBucket* w = out->Add();
+    w->set_bucket(q.bucket.value());
+    w->set_token(q.token);
+  }
+}
+
+std::vector<transport::QuiescedBucket> QuiescedFromWire(
+    const google::protobuf::RepeatedPtrField<wire::QuiescedBucket>& quiesced) {
+  std::vector<transport::QuiescedBucket> out;
+  out.reserve(static_cast<size_t>(quiesced.size()));
+  for (const wire::QuiescedBucket& q : quiesced) {
+    out.push_back({.bucket = BucketId(q.bucket()), .token = q.token()});
   }
   return out;
 }
@@ -49,6 +77,7 @@ void GetToWire(const transport::GetRequest& r, wire::GetRequest* w) {
   w->set_primary_key(r.primary_key);
   if (r.via_move.has_value()) w->mutable_via_move()->set_id(r.via_move->value());
   w->set_include_tombstones(r.include_tombstones);
+  w->set_any_replica(r.any_replica);
 }
 
 transport::GetRequest GetFromWire(const wire::GetRequest& w) {
@@ -56,7 +85,8 @@ transport::GetRequest GetFromWire(const wire::GetRequest& w) {
                                .collection = CollectionId(w.collection()),
                                .primary_key = w.primary_key(),
                                .via_move = MoveOf(w.has_via_move(), w.via_move()),
-                               .include_tombstones = w.include_tombstones()};
+                               .include_tombstones = w.include_tombstones(),
+                               .any_replica = w.any_replica()};
 }
 
 StatusOr<transport::WriteOp> WriteOpOf(wire::WriteRequest::Op op) {
@@ -130,6 +160,7 @@ void ToWire(const transport::Request& request, wire::Request* out) {
                    w->set_store_id(r.store_id);
                    w->set_incarnation(r.incarnation);
                    BucketTermsToWire(r.fenced, w->mutable_fenced());
+                   QuiescedToWire(r.quiesced, w->mutable_quiesced());
                  },
                  [out](const transport::CreateCollectionRequest& r) {
                    out->mutable_create_collection()->set_name(r.name);
@@ -188,6 +219,13 @@ void ToWire(const transport::Request& request, wire::Request* out) {
                  [out](const transport::SealTermRequest& r) {
                    auto* w = out->mutable_seal_term();
                    BucketTermsToWire(r.buckets, w->mutable_buckets());
+                 },
+                 [out](const transport::QuiesceRequest& r) {
+                   auto* w = out->mutable_quiesce();
+                   w->set_epoch(r.epoch.value());
+                   for (BucketId b : r.buckets) w->add_buckets(b.value());
+                   w->set_token(r.token);
+                   w->set_release(r.release);
                  },
                  [out](const transport::FenceRequest& r) {
                    auto* w = out->mutable_fence();
@@ -279,8 +317,15 @@ StatusOr<transport::Request> FromWire(const wire::Request& request) {
                                       .epoch = MapEpoch(w.epoch()),
                                       .store_id = w.store_id(),
                                       .incarnation = w.incarnation(),
-                                      .fenced = BucketTermsFromWire(w.fenced())});
+                                      .fenced = BucketTermsFromWire(w.fenced()),
+                                      .quiesced = QuiescedFromWire(w.quiesced())});
     }
+    case wire::Request::kQuiesce:
+      return transport::Request(
+          transport::QuiesceRequest{.epoch = MapEpoch(request.quiesce().epoch()),
+                                    .buckets = BucketIdsFromWire(request.quiesce().buckets()),
+                                    .token = request.quiesce().token(),
+                                    .release = request.quiesce().release()});
     case wire::Request::kCreateCollection:
       return transport::Request(
           transport::CreateCollectionRequest{.name = request.create_collection().name()});
@@ -402,6 +447,7 @@ void ToWire(const transport::Response& response, wire::Response* out) {
                  },
                  [out](const transport::HeartbeatResponse& r) {
                    out->mutable_heartbeat()->set_epoch(r.epoch.value());
+                   QuiescedToWire(r.released, out->mutable_heartbeat()->mutable_released());
                  },
                  [out](const transport::CreateCollectionResponse& r) {
                    auto* spec = out->mutable_create_collection()->mutable_collection();
@@ -543,7 +589,9 @@ StatusOr<transport::Response> FromWire(const wire::Response& response) {
       break;
     }
     case wire::Response::kHeartbeat:
-      out.body = transport::HeartbeatResponse{.epoch = MapEpoch(response.heartbeat().epoch())};
+      out.body = transport::HeartbeatResponse{
+          .epoch = MapEpoch(response.heartbeat().epoch()),
+          .released = QuiescedFromWire(response.heartbeat().released())};
       break;
     case wire::Response::kCreateCollection: {
       const auto& spec = response.create_collection().collection();

@@ -146,7 +146,8 @@ bool StorageNode::CanAcknowledgeWrite(Point point) const {
   absl::MutexLock lock(&mu_);
   if (map_ == nullptr) return false;
   StatusOr<Admitted> admitted = DecideLocked(map_->Lookup(point), std::nullopt, Access::kWrite);
-  return admitted.ok() && cluster::Admits(admitted->admission);
+  return admitted.ok() && cluster::Admits(admitted->admission) &&
+         (!admitted->replicated || LeaseHeld(admitted->bucket));
 }
 
 StatusOr<StorageNode::Admitted> StorageNode::DecideLocked(const BucketPlacement& bucket,
@@ -191,7 +192,9 @@ void StorageNode::InstallLocked(const transport::ClusterState& state) {
   }
   if (state.map == nullptr) return;
   if (map_ != nullptr && state.map->epoch() <= map_->epoch()) return;
+  const cluster::ShardMapPtr before = map_;
   map_ = state.map;
+  if (before != nullptr && map_->replication_factor() > 1) StartNewBucketsLocked(*before);
   if (!installed_) {
     installed_ = true;
     FenceRestartedTermsLocked();
@@ -214,6 +217,7 @@ void StorageNode::InstallLocked(const transport::ClusterState& state) {
     return placement != nullptr && placement->transition.has_value() &&
            placement->transition->move == move;
   });
+  EndQuiescesLocked();
   ConfigureReplicationLocked();
 }
 
@@ -377,6 +381,7 @@ Response StorageNode::Handle(const Address& from, const transport::Request& requ
           [&](const transport::FetchMoveFileRequest& r) { return HandleFetchMoveFile(r); },
           [&](const transport::ReplicateRequest& r) { return HandleReplicate(r); },
           [&](const transport::SealTermRequest& r) { return HandleSealTerm(r); },
+          [&](const transport::QuiesceRequest& r) { return HandleQuiesce(r); },
           [&](const auto&) {
             return Response::Error(UnimplementedError("not a storage node request"));
           },
@@ -452,14 +457,18 @@ Response StorageNode::HandleWrite(const transport::WriteRequest& request,
 Response StorageNode::HandleGet(const transport::GetRequest& request) {
   if (Status s = EnsureCollection(request.collection); !s.ok()) return Response::Error(s);
   const Point point = PointOf(request.collection, request.primary_key);
-  auto admitted = AwaitAdmission(request.epoch, point, request.via_move, Access::kRead);
+  auto admitted = AwaitAdmission(request.epoch, point, request.via_move,
+                                 request.any_replica ? Access::kReadAnyReplica : Access::kRead);
   if (!admitted.ok()) return Response::Error(admitted.status());
   if (admitted->admission == Admission::kServeViaSource) return ForwardGet(request, *admitted);
   if (admitted->admission != Admission::kServe) return Refuse(admitted->admission);
   storage::GetOptions get;
   get.include_tombstones = request.via_move.has_value() && request.include_tombstones;
   StatusOr<storage::Document> document = store_->Get(request.collection, request.primary_key, get);
-  Status readable = AwaitReadable(admitted->bucket, admitted->replicated);
+  // A backup's answer (after the read: the check covers every write the read could see).
+  Status readable = request.any_replica && !admitted->replicated
+                        ? CheckBackupRead(admitted->bucket, request.collection, request.primary_key)
+                        : AwaitReadable(admitted->bucket, admitted->replicated);
   Release(admitted->bucket, /*write=*/false);
   if (!readable.ok()) return Response::Error(readable);
   if (!document.ok()) return Response::Error(document.status());
@@ -507,10 +516,12 @@ void StorageNode::HeartbeatLoop() {
                                           .epoch = epoch(),
                                           .store_id = store_->store_id(),
                                           .incarnation = incarnation_,
-                                          .fenced = FencedTerms()};
+                                          .fenced = FencedTerms(),
+                                          .quiesced = LongQuiesces()};
     auto response = runtime_.Call(Address::Coordinator(), heartbeat, options_.call_timeout);
     if (response.ok()) {
       auto body = transport::BodyAs<transport::HeartbeatResponse>(std::move(*response));
+      if (body.ok()) LiftQuiesces(body->released);
       if (body.ok() && body->epoch > epoch()) (void)RefreshMap();
     } else if (response.status().code() == StatusCode::kCancelled) {
       return;

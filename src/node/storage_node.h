@@ -169,6 +169,9 @@ struct NodeOptions {
   // read_lease / 4. A backup that acknowledged nothing for replica_ack_timeout is reported to the
   // coordinator, which removes it from the bucket (above min_in_sync) so that writes go on.
   transport::Micros read_lease = 1'000'000;
+  // A backup answers a kAnyReplica read only while its primary's latest message is at most this
+  // old (docs/design/replication.md §5: the staleness bound of such reads).
+  transport::Micros max_staleness = 1'000'000;
   transport::Micros clock_drift = 100'000;
   transport::Micros replica_ack_timeout = 1'000'000;
 };
@@ -216,7 +219,10 @@ class StorageNode final : public transport::Service,
   [[nodiscard]] NodeId id() const { return options_.id; }
   [[nodiscard]] MapEpoch epoch() const;
   [[nodiscard]] LocalRole RoleOf(BucketId bucket) const;
-  // Test oracle: whether this node would acknowledge a write to `point` right now.
+  // Test oracle: whether this node would acknowledge a write to `point` right now. A replicated
+  // primary also needs its read lease: a write commits only once every backup accepted it,
+  // which renews the lease, and a failover waits the old primary's lease out after sealing the
+  // backups, so a primary the coordinator replaced while it was alive holds none.
   [[nodiscard]] bool CanAcknowledgeWrite(Point point) const;
   [[nodiscard]] NodeCounters counters() const;
   // Tasks and handlers of this node running now.
@@ -436,6 +442,14 @@ class StorageNode final : public transport::Service,
   // Waits until every write of `bucket` the store holds now is committed and the read lease
   // holds (a replicated primary's read answers after this). OK at once when !replicated.
   [[nodiscard]] Status AwaitReadable(BucketId bucket, bool replicated);
+  // The read lease of a bucket this node is the replicated primary of holds now (§5): every
+  // backup accepted this node as the primary within read_lease - clock_drift.
+  [[nodiscard]] bool LeaseHeld(BucketId bucket) const;
+  // A backup's answer to a kAnyReplica read of `pk` (after reading it): NOT_SERVING unless the
+  // primary's latest message is at most max_staleness old and every write of the key this copy
+  // holds is committed. OK at once at a primary or for an unreplicated bucket.
+  [[nodiscard]] Status CheckBackupRead(BucketId bucket, CollectionId collection,
+                                       std::string_view pk);
   // Begins the bucket's map term in the store if the store is behind it.
   [[nodiscard]] Status EnsureTerm(BucketId bucket);
   // Hands a stamped write to the streams of its bucket's backups, in rseq order.
@@ -449,6 +463,21 @@ class StorageNode final : public transport::Service,
                              transport::Micros sent_at, StatusOr<transport::Response> response);
   // Keepalives, resends and reports of one backup's stream.
   void ReplicaKeeperLoop(NodeId backup, std::shared_ptr<ReplicaStreamQueue> queue);
+
+  // ---- quiesce for splits and merges (storage_node_quiesce.cc) ----
+  transport::Response HandleQuiesce(const transport::QuiesceRequest& request);
+  // A write to `bucket` waits (kQueue): a quiesce holds it at the current map's epoch.
+  [[nodiscard]] bool QuiescedLocked(BucketId bucket) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the quiesces of epochs before the map's (part of InstallLocked).
+  void EndQuiescesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Clears a stale replication state of each bucket new since `before` that this node is a
+  // replica of (a split's upper half; part of InstallLocked).
+  void StartNewBucketsLocked(const cluster::ShardMap& before) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The quiesces held longer than the fence timeout (HeartbeatRequest::quiesced).
+  [[nodiscard]] std::vector<transport::QuiescedBucket> LongQuiesces() const;
+  // Lifts the quiesces the coordinator released (HeartbeatResponse::released, or a
+  // QuiesceRequest with `release`), each only if its token still holds the bucket.
+  void LiftQuiesces(const std::vector<transport::QuiescedBucket>& released);
 
   transport::Runtime& runtime_;
   const NodeOptions options_;
@@ -478,13 +507,27 @@ class StorageNode final : public transport::Service,
   // sealed here (a failover): no read or write of the bucket is admitted at or below them.
   absl::flat_hash_map<BucketId, Term> restart_fenced_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<BucketId, Term> sealed_ ABSL_GUARDED_BY(mu_);
-  // At a backup: when it last acknowledged the bucket's stream (what a seal reports).
+  // At a backup: when it last acknowledged the bucket's stream (what a seal reports), and the
+  // primary's watermark at that term (what a kAnyReplica read may return).
   absl::flat_hash_map<BucketId, transport::Micros> last_ack_ ABSL_GUARDED_BY(mu_);
+  struct Committed {
+    Term term;
+    uint64_t rseq = 0;
+  };
+  absl::flat_hash_map<BucketId, Committed> committed_ ABSL_GUARDED_BY(mu_);
   // At a primary: buckets whose silent backup the coordinator kept at the floor (the removal was
   // refused), by that backup. New writes get NOT_ENOUGH_REPLICAS until it answers again or the
   // map drops it. `floor_blocked_count_` spares the stream's answers the lock while it is empty.
   absl::flat_hash_map<BucketId, NodeId> floor_blocked_ ABSL_GUARDED_BY(mu_);
   std::atomic<size_t> floor_blocked_count_{0};
+  // At a replicated primary: buckets whose writes queue for a split or merge (QuiesceRequest),
+  // until a map after `epoch` or the release of `token`.
+  struct Quiesce {
+    MapEpoch epoch;
+    uint64_t token = 0;
+    transport::Micros since = 0;
+  };
+  absl::flat_hash_map<BucketId, Quiesce> quiesced_ ABSL_GUARDED_BY(mu_);
   // Per replicated bucket: its backups and the stamped writes waiting for an earlier rseq
   // before they go to the streams (writers of one bucket finish out of rseq order).
   struct Outbox {

@@ -37,11 +37,15 @@ bool StorageNode::TermClosedLocked(const BucketPlacement& bucket) const {
 
 Status StorageNode::GateReplicatedLocked(const BucketPlacement& bucket, Access access,
                                          Admitted* admitted) const {
+  // A backup answers kReadAnyReplica after its own check (CheckBackupRead); the primary
+  // answers it as a latest read.
   if (!ReplicatedPrimaryLocked(bucket)) return OkStatus();
-  // Possibly stale by contract: any stable replica answers it (admission.h).
-  if (access == Access::kReadAnyReplica) return OkStatus();
   if (TermClosedLocked(bucket)) {
     admitted->admission = Admission::kQueue;  // until a map with a new term
+    return OkStatus();
+  }
+  if (access == Access::kWrite && QuiescedLocked(bucket.id)) {
+    admitted->admission = Admission::kQueue;  // until the split or merge, or its release
     return OkStatus();
   }
   if (auto blocked = floor_blocked_.find(bucket.id);

@@ -270,10 +270,7 @@ Status StorageNode::AwaitReadable(BucketId bucket, bool replicated) {
   while (true) {
     // The lease is checked after the read was taken: while it holds, no other primary of the
     // bucket can have acknowledged a write (a failover waits it out), so the read is the latest.
-    const std::optional<int64_t> lease = replication_.LeaseFrom(bucket);
-    const bool leased =
-        lease.has_value() && (*lease == INT64_MAX ||
-                              runtime_.Now() < *lease + options_.read_lease - options_.clock_drift);
+    const bool leased = LeaseHeld(bucket);
     if (leased && replication_.Watermark(bucket) >= held) return OkStatus();
     if (!replication_.Tracks(bucket) || runtime_.Now() - start > options_.call_timeout) {
       return transport::MakeClusterError(
@@ -287,12 +284,55 @@ Status StorageNode::AwaitReadable(BucketId bucket, bool replicated) {
   }
 }
 
+bool StorageNode::LeaseHeld(BucketId bucket) const {
+  const std::optional<int64_t> lease = replication_.LeaseFrom(bucket);
+  return lease.has_value() &&
+         (*lease == INT64_MAX ||
+          runtime_.Now() < *lease + options_.read_lease - options_.clock_drift);
+}
+
+Status StorageNode::CheckBackupRead(BucketId bucket, CollectionId collection, std::string_view pk) {
+  transport::Micros heard = 0;
+  uint64_t committed = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    const BucketPlacement* placement = map_ == nullptr ? nullptr : map_->Find(bucket);
+    // An unreplicated bucket's only copy, or a primary's: nothing to check.
+    if (placement == nullptr || map_->replication_factor() <= 1 || placement->replicas.empty() ||
+        placement->replicas.front() == options_.id) {
+      return OkStatus();
+    }
+    if (auto it = last_ack_.find(bucket); it != last_ack_.end()) heard = it->second;
+    if (auto it = committed_.find(bucket);
+        it != committed_.end() && it->second.term == placement->term) {
+      committed = it->second.rseq;
+    }
+  }
+  const auto refuse = [&](std::string why) {
+    return transport::MakeClusterError(transport::ClusterError::kNotServing,
+                                       fmt::format("n{}: {} of {}; read the primary",
+                                                   options_.id.value(), why, bucket.DebugString()));
+  };
+  if (runtime_.Now() - heard > options_.max_staleness) {
+    return refuse(
+        fmt::format("no word from the primary for over {} ms", options_.max_staleness / 1000));
+  }
+  // Every write this copy holds of the key must be committed (on every replica): a write held
+  // here alone could still be lost by a failover.
+  const uint64_t held = store_->GetReplicaState(bucket).position.rseq;
+  const std::optional<bool> uncommitted = recent_.Writes(bucket, committed, held, collection, pk);
+  if (!uncommitted.has_value() || *uncommitted)
+    return refuse("a write of the key not yet committed");
+  return OkStatus();
+}
+
 std::vector<transport::BucketTerm> StorageNode::TermsFor(NodeId backup) {
   std::vector<transport::BucketTerm> terms;
   absl::MutexLock lock(&outbox_mu_);
   for (const auto& [bucket, outbox] : outboxes_) {
     if (std::find(outbox.backups.begin(), outbox.backups.end(), backup) != outbox.backups.end()) {
-      terms.push_back({.bucket = bucket, .term = outbox.term});
+      terms.push_back(
+          {.bucket = bucket, .term = outbox.term, .committed = replication_.Watermark(bucket)});
     }
   }
   std::sort(terms.begin(), terms.end(),
@@ -443,7 +483,11 @@ Response StorageNode::HandleReplicate(const transport::ReplicateRequest& request
   }
   const NodeId self = options_.id;
   std::map<BucketId, Term> terms;
-  for (const transport::BucketTerm& t : request.terms) terms.emplace(t.bucket, t.term);
+  std::map<BucketId, uint64_t> committed;  // the primary's watermark, per bucket
+  for (const transport::BucketTerm& t : request.terms) {
+    terms.emplace(t.bucket, t.term);
+    committed.emplace(t.bucket, t.committed);
+  }
   // Which buckets' entries this node takes: its map names the sender their primary at the term
   // the message names, this node one of their backups, and no seal closed that term here.
   std::map<BucketId, Status> refused;
@@ -525,6 +569,10 @@ Response StorageNode::HandleReplicate(const transport::ReplicateRequest& request
       ack.status = it->second;
     } else {
       last_ack_[bucket] = now;
+      Committed& known = committed_[bucket];
+      const Term term = terms.at(bucket);
+      if (known.term != term) known = Committed{.term = term, .rseq = 0};
+      known.rseq = std::max(known.rseq, committed.at(bucket));
     }
     ack.position = store_->GetReplicaState(bucket).position;
     out.acks.push_back(std::move(ack));

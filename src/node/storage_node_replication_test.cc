@@ -307,5 +307,122 @@ TEST_F(ReplicationNodeTest, ANewPrimaryBringsALaggingBackupToItsHistory) {
   });
 }
 
+// A split of a replicated bucket (docs/design/replication.md §7): the quiesce holds the bucket's
+// writes (not its reads) at the primary, until the coordinator releases its token or a newer map
+// arrives; after the split the upper half starts a history of its own on every replica.
+TEST_F(ReplicationNodeTest, AQuiesceHoldsWritesUntilTheSplitOrItsRelease) {
+  Run([&] {
+    for (int i = 0; i < 6; ++i) {
+      ASSERT_TRUE(StatusOf(Put(kN1, initial_, fmt::format("k{}", i), "{}")).ok());
+    }
+    const auto quiesce = [&](NodeId to, MapEpoch epoch, uint64_t token, bool release) {
+      return StatusOf(
+          sim_.Call(Address::Node(to),
+                    transport::QuiesceRequest{
+                        .epoch = epoch, .buckets = {kB0}, .token = token, .release = release},
+                    10 * kSecond));
+    };
+    // Only the serving primary, and only at its epoch.
+    EXPECT_EQ(quiesce(kN2, initial_->epoch(), 1, false).code(), StatusCode::kFailedPrecondition);
+    EXPECT_EQ(quiesce(kN1, MapEpoch(initial_->epoch().value() + 5), 1, false).code(),
+              StatusCode::kAborted);
+    ASSERT_TRUE(quiesce(kN1, initial_->epoch(), 1, false).ok());
+    const uint64_t before = Digest(kN1);
+    // Writes wait (and give up after the fence timeout, unacknowledged); reads go on.
+    auto held = Put(kN1, initial_, "held", "{}");
+    EXPECT_EQ(transport::ClusterErrorOf(StatusOf(held)), ClusterError::kNotServing)
+        << StatusOf(held);
+    EXPECT_TRUE(StatusOf(Get(kN1, initial_, "k1")).ok());
+    EXPECT_EQ(Digest(kN1), before);
+    // A release of another token leaves it; a release of its own lifts it.
+    ASSERT_TRUE(quiesce(kN1, initial_->epoch(), 2, true).ok());
+    EXPECT_FALSE(StatusOf(Put(kN1, initial_, "held", "{}")).ok());
+    ASSERT_TRUE(quiesce(kN1, initial_->epoch(), 1, true).ok());
+    ASSERT_TRUE(StatusOf(Put(kN1, initial_, "released", "{}")).ok());
+    // Quiesced again, then split: the new map ends the quiesce.
+    ASSERT_TRUE(quiesce(kN1, initial_->epoch(), 3, false).ok());
+    const BucketId upper(1);
+    ShardMapPtr split = Next(initial_, [&](ShardMapEdit& e) {
+      e.SplitBucket(kB0, initial_->Find(kB0)->range.Midpoint(), upper);
+    });
+    Publish(split);
+    EXPECT_EQ(split->Find(upper)->term, Term(split->epoch().value()));
+    int written_upper = 0;
+    for (int i = 0; i < 20; ++i) {
+      const std::string key = fmt::format("after{}", i);
+      ASSERT_TRUE(StatusOf(Put(kN1, split, key, "{}")).ok()) << key;
+      if (split->Lookup(PointOf(kDocs, key)).id == upper) ++written_upper;
+    }
+    ASSERT_GT(written_upper, 0);
+    const auto state = nodes_.at(kN1)->store()->GetReplicaState(upper);
+    EXPECT_EQ(state.position.rseq, static_cast<uint64_t>(written_upper));
+    ASSERT_EQ(state.history.size(), 1u);
+    EXPECT_EQ(state.history.front().term, split->Find(upper)->term);
+    for (NodeId backup : {kN2, kN3}) {
+      EXPECT_EQ(Digest(backup), Digest(kN1));
+      EXPECT_EQ(nodes_.at(backup)->store()->GetReplicaState(upper), state);
+      EXPECT_EQ(nodes_.at(backup)->store()->GetReplicaState(kB0),
+                nodes_.at(kN1)->store()->GetReplicaState(kB0));
+    }
+  });
+}
+
+// kAnyReplica reads (docs/design/replication.md §5): a backup answers with what it holds only
+// while its primary's latest message is at most max_staleness old, and only a committed value
+// (the primary's watermark comes with every message); otherwise NOT_SERVING, and the client
+// reads the primary. The primary answers them as latest reads.
+TEST_F(ReplicationNodeTest, ABackupAnswersAnyReplicaReadsWithCommittedValuesWhileInTouch) {
+  Run([&] {
+    const auto get_any = [&](NodeId to, const std::string& key) {
+      transport::GetRequest request;
+      request.epoch = initial_->epoch();
+      request.collection = kDocs;
+      request.primary_key = key;
+      request.any_replica = true;
+      return sim_.Call(Address::Node(to), std::move(request), 10 * kSecond);
+    };
+    const auto body_of = [](const StatusOr<Response>& response) {
+      auto body = transport::BodyAs<transport::GetResponse>(*response);
+      return body.ok() ? body->document.body : std::string("?");
+    };
+    ASSERT_TRUE(StatusOf(Put(kN1, initial_, "a", R"({"v":1})")).ok());
+    // The write's own message came before it committed: the backup learns that from the next
+    // one (a keepalive at the latest) and until then sends the read to the primary.
+    ASSERT_TRUE(sim_.Sleep(400 * kMs).ok());
+    for (NodeId backup : {kN2, kN3}) {
+      auto read = get_any(backup, "a");
+      ASSERT_TRUE(StatusOf(read).ok()) << backup.DebugString() << ": " << StatusOf(read);
+      EXPECT_EQ(body_of(read), R"({"v":1})");
+    }
+    EXPECT_TRUE(StatusOf(get_any(kN1, "a")).ok());
+    // A write of the key that n2 holds and n3 has not acknowledged is not committed: n2 refuses
+    // the key (its other keys stay readable), and the write itself waits for n3.
+    ASSERT_TRUE(StatusOf(Put(kN1, initial_, "b", R"({"v":2})")).ok());
+    ASSERT_TRUE(sim_.Sleep(400 * kMs).ok());
+    bool cut = true;
+    CutLink(kN1, kN3, &cut);
+    bool put_done = false;
+    sim_.Spawn(Address::Client(2), "slow-put", [&] {
+      (void)Put(kN1, initial_, "a", R"({"v":3})");
+      put_done = true;
+    });
+    ASSERT_TRUE(sim_.Sleep(50 * kMs).ok());
+    ASSERT_TRUE(nodes_.at(kN2)->store()->Get(kDocs, "a").ok());
+    EXPECT_EQ(nodes_.at(kN2)->store()->Get(kDocs, "a")->body, R"({"v":3})");
+    EXPECT_EQ(transport::ClusterErrorOf(StatusOf(get_any(kN2, "a"))), ClusterError::kNotServing);
+    auto other = get_any(kN2, "b");
+    ASSERT_TRUE(StatusOf(other).ok()) << StatusOf(other);
+    EXPECT_EQ(body_of(other), R"({"v":2})");
+    // n3 hears nothing from its primary past max_staleness: it refuses every read.
+    ASSERT_TRUE(sim_.Sleep(1100 * kMs).ok());
+    EXPECT_EQ(transport::ClusterErrorOf(StatusOf(get_any(kN3, "b"))), ClusterError::kNotServing);
+    cut = false;
+    ASSERT_TRUE(sim_.Sleep(600 * kMs).ok());
+    EXPECT_TRUE(put_done);
+    auto back = get_any(kN3, "b");
+    EXPECT_TRUE(StatusOf(back).ok()) << StatusOf(back);
+  });
+}
+
 }  // namespace
 }  // namespace shoal::node::test

@@ -133,6 +133,7 @@ std::string_view RequestName(const Request& request) {
           [](const ReplicateRequest&) { return std::string_view("Replicate"); },
           [](const ReplicaReportRequest&) { return std::string_view("ReplicaReport"); },
           [](const SealTermRequest&) { return std::string_view("SealTerm"); },
+          [](const QuiesceRequest&) { return std::string_view("Quiesce"); },
       },
       request);
 }

@@ -129,6 +129,10 @@ struct GetRequest {
   std::string primary_key{};
   std::optional<MoveId> via_move{};
   bool include_tombstones = false;  // only with via_move
+  // Any copy may answer, possibly stale (docs/design/replication.md §5): a backup answers only
+  // while it heard from its primary within NodeOptions::max_staleness, and only a value whose
+  // write is committed; else NOT_SERVING (read the primary).
+  bool any_replica = false;
 };
 struct GetResponse {
   storage::Document document{};
@@ -205,10 +209,17 @@ struct GetMapResponse {
 struct InstallMapRequest {
   ClusterState state{};
 };
-// A bucket at a term: what a keepalive renews and a seal closes.
+// A bucket at a term: what a keepalive renews and a seal closes. In a replication message also
+// the primary's watermark: every write of the bucket through `committed` is on every replica.
 struct BucketTerm {
   BucketId bucket{};
   Term term{};
+  uint64_t committed = 0;
+};
+// A bucket held quiesced by the quiesce `token` names (QuiesceRequest).
+struct QuiescedBucket {
+  BucketId bucket{};
+  uint64_t token = 0;
 };
 struct HeartbeatRequest {
   NodeId node{};
@@ -223,9 +234,14 @@ struct HeartbeatRequest {
   // or as a backup sealed at that term by a failover that did not finish (its coordinator
   // crashed after the seal, docs/design/replication.md §4.5).
   std::vector<BucketTerm> fenced{};
+  // Buckets this node has held quiesced (QuiesceRequest) for longer than its fence timeout: the
+  // coordinator releases those no split or merge will follow.
+  std::vector<QuiescedBucket> quiesced{};
 };
 struct HeartbeatResponse {
   MapEpoch epoch{};  // the coordinator's current epoch
+  // Of HeartbeatRequest::quiesced: the quiesces to lift (writes go on).
+  std::vector<QuiescedBucket> released{};
 };
 struct CreateCollectionRequest {
   std::string name{};
@@ -338,6 +354,16 @@ struct FenceRequest {
   MoveId move{};
   BucketId bucket{};
 };
+// The replicated primary of `buckets` at map `epoch`: queue the buckets' writes until a map
+// newer than `epoch` arrives or the coordinator releases the quiesce `token` names, and answer
+// once every write admitted before is on every replica (docs/design/replication.md §7, splits
+// and merges). With `release`: lift that quiesce (the split or merge will not commit). Ack.
+struct QuiesceRequest {
+  MapEpoch epoch{};
+  std::vector<BucketId> buckets{};
+  uint64_t token = 0;  // unique per attempt
+  bool release = false;
+};
 struct FenceResponse {
   uint64_t sequence = 0;
   // A replicated primary's state of the bucket at the fence (position and term history).
@@ -447,7 +473,7 @@ using Request =
                  IngestBucketRequest, CatchUpRequest, ReadChangesRequest, FenceRequest,
                  DropBucketRequest, BucketLoadRequest, TransferBucketRequest, FetchMoveFileRequest,
                  BatchWriteRequest, BatchGetRequest, ReplicateRequest, ReplicaReportRequest,
-                 SealTermRequest>;
+                 SealTermRequest, QuiesceRequest>;
 
 using ResponseBody =
     std::variant<Ack, WriteResponse, GetResponse, ScanResponse, GetMapResponse, HeartbeatResponse,

@@ -90,6 +90,45 @@ TEST_F(ReplicationFailoverTest, ACrashedPrimaryIsReplacedByABackupUnderANewTerm)
   });
 }
 
+// ReadMode::kAnyReplica (docs/design/replication.md §5): reads spread over the three copies and
+// return the latest value once it is committed; while a primary is down and not yet replaced,
+// its backups still answer.
+TEST_F(ReplicationFailoverTest, AnyReplicaReadsSpreadOverTheCopiesAndGoOnWhileThePrimaryIsDown) {
+  Run(/*auto_balance=*/false, [&] {
+    for (int i = 0; i < kDocuments; ++i) {
+      ASSERT_TRUE(client_->Upsert(collection_, Key(i), Body(kDocuments + i)).ok());
+    }
+    ASSERT_TRUE(sim_.Sleep(500 * kMs).ok());  // a keepalive tells the backups it is committed
+    std::map<NodeId, uint64_t> before;
+    for (NodeId n : {kN1, kN2, kN3}) before[n] = cluster_->node(n)->counters().reads;
+    for (int round = 0; round < 3; ++round) {
+      for (int i = 0; i < kDocuments; ++i) {
+        auto got = client_->GetAnyReplica(collection_, Key(i));
+        ASSERT_TRUE(got.ok()) << Key(i) << ": " << got.status();
+        EXPECT_EQ(got->body, Body(kDocuments + i)) << Key(i);
+      }
+    }
+    // Every copy answered some of them.
+    for (NodeId n : {kN1, kN2, kN3}) {
+      EXPECT_GE(cluster_->node(n)->counters().reads, before[n] + kDocuments / 2) << n.DebugString();
+    }
+    // n1 dies: before its buckets fail over, their backups answer any-replica reads of them
+    // (a read sent to n1 first passes to the next copy).
+    std::vector<int> led;
+    for (int i = 0; i < kDocuments && led.size() < 3; ++i) {
+      if (map()->Lookup(PointOf(collection_, Key(i))).replicas.front() == kN1) led.push_back(i);
+    }
+    ASSERT_FALSE(led.empty());
+    ASSERT_TRUE(cluster_->CrashNode(kN1).ok());
+    for (int i : led) {
+      auto got = client_->GetAnyReplica(collection_, Key(i));
+      ASSERT_TRUE(got.ok()) << Key(i) << ": " << got.status();
+      EXPECT_EQ(got->body, Body(kDocuments + i)) << Key(i);
+    }
+    EXPECT_FALSE(PrimariesOf(kN1).empty()) << "the reads waited for the failover";
+  });
+}
+
 TEST_F(ReplicationFailoverTest, ACrashedBackupIsRemovedAndWritesGoOn) {
   Run(/*auto_balance=*/false, [&] {
     auto w = StartRoundWriter(AllDocuments(), 5 * kMs);

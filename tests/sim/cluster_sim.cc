@@ -180,14 +180,17 @@ void SafetyLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluste
     }
     for (uint64_t point : points) {
       int acknowledgers = 0;
+      std::string who;  // each acknowledger's map epoch
       for (NodeId id : cluster.started_nodes()) {
         if (!sim.IsAlive(Address::Node(id))) continue;
         auto node = cluster.node(id);
-        if (node != nullptr && node->CanAcknowledgeWrite(Point(point))) ++acknowledgers;
+        if (node == nullptr || !node->CanAcknowledgeWrite(Point(point))) continue;
+        ++acknowledgers;
+        who += fmt::format(" n{} at {};", id.value(), node->epoch().DebugString());
       }
       if (acknowledgers > 1) {
-        world.Fail(fmt::format("{} nodes may acknowledge writes to point {:#018x} at t={} us",
-                               acknowledgers, point, sim.Now()));
+        world.Fail(fmt::format("{} nodes may acknowledge writes to point {:#018x} at t={} us:{}",
+                               acknowledgers, point, sim.Now(), who));
       }
     }
   }
@@ -200,7 +203,7 @@ ChaosOptions ClusterChaos(const World& world) {
     return ChaosOptions{.min_pause = 300 * kMs,
                         .pause_jitter = 700 * kMs,
                         .wheel = {kCrashNode, kCrashNode, kCrashCoordinator, kAddNode, kRemoveNode,
-                                  kMoveBucket, kQuiet, kQuiet},
+                                  kMoveBucket, kSplitBucket, kMergeBuckets, kQuiet, kQuiet},
                         .crashes = world.options.crashes,
                         .coordinator_crash_skip_one_in = 0,
                         .own = nullptr};

@@ -245,6 +245,27 @@ class CoordinatorTest : public ::testing::Test {
     return bodies;
   }
 
+  // Every copy of every bucket equals its primary's, key by key (version, tombstone, body), once
+  // the primaries' last entries have reached their backups.
+  void ExpectCopiesEqual() {
+    ASSERT_TRUE(sim_.Sleep(500 * kMs).ok());
+    for (const auto& bucket : map()->buckets()) {
+      const auto range = RangeOf(bucket);
+      auto primary = cluster_->node(bucket.replicas[0])->store()->DigestRange(range);
+      ASSERT_TRUE(primary.ok()) << primary.status();
+      const auto state = cluster_->node(bucket.replicas[0])->store()->GetReplicaState(bucket.id);
+      for (size_t i = 1; i < bucket.replicas.size(); ++i) {
+        auto* store = cluster_->node(bucket.replicas[i])->store();
+        auto copy = store->DigestRange(range);
+        ASSERT_TRUE(copy.ok()) << copy.status();
+        EXPECT_EQ(*copy, *primary)
+            << bucket.id.DebugString() << " on " << bucket.replicas[i].DebugString();
+        EXPECT_EQ(store->GetReplicaState(bucket.id).position, state.position)
+            << bucket.id.DebugString() << " on " << bucket.replicas[i].DebugString();
+      }
+    }
+  }
+
   // Documents of the loaded set whose point lies in `bucket` of `map`.
   int DocumentsIn(const cluster::ShardMap& map, BucketId bucket) const {
     int count = 0;

@@ -39,6 +39,7 @@ struct DataFlags {
   std::vector<std::string> where;
   uint32_t limit = 0;  // query: stop after this many documents; 0 = all
   bool json = false;
+  bool any_replica = false;  // get: ReadMode::kAnyReplica
 };
 
 // A stored body as JSON (it was validated on the way in; fall back to a string just in case).
@@ -74,7 +75,9 @@ int RunGet(const DataFlags& flags) {
   std::unique_ptr<Database> db;
   auto collection = OpenCollection(flags, &db);
   if (!collection.ok()) return FailCommand(collection.status());
-  auto doc = collection->Get(flags.key);
+  auto doc = collection->Get(
+      flags.key,
+      ReadOptions{.mode = flags.any_replica ? ReadMode::kAnyReplica : ReadMode::kLatest});
   if (!doc.ok()) return FailCommand(doc.status());
   if (flags.json) {
     nlohmann::json out{
@@ -457,6 +460,9 @@ void AddDataCommands(CLI::App& app) {
       DataCommand(app, "get", "Read a document: its JSON (--json: key, version, document)", get);
   g->add_option("collection", get->collection, "Collection (must exist)")->required();
   g->add_option("key", get->key, "Primary key")->required();
+  g->add_flag("--any-replica", get->any_replica,
+              "Any copy may answer: possibly up to 1 s stale, never a write not yet on every "
+              "copy");
   g->callback([get] { std::exit(RunGet(*get)); });
 
   auto del = std::make_shared<DataFlags>();

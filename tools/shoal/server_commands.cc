@@ -54,11 +54,12 @@ bool StartLog(const LogFlags& flags, std::string process) {
 // A networked cluster's bucket split and merge thresholds until `shoal thresholds` changes them
 // (docs/design/replication.md §7): TiKV splits regions at 256 MiB, CockroachDB ranges at 512 MiB;
 // at the default move throttle (16 MiB/s) a 256 MiB bucket copies in 16 s, the time a
-// re-replicated bucket runs short of a copy. Merging is off by default: it would fold a young
-// cluster's small buckets together (8 into 4 in a two-node test), below the count the cluster
-// needs to spread over the nodes that join later.
+// re-replicated bucket runs short of a copy. Buckets merge below 64 MiB together (a quarter of
+// the split size, so that a split's halves do not merge back) but never below the cluster's
+// initial bucket count (--buckets), which a young cluster needs to spread over the nodes that
+// join later.
 constexpr uint64_t kDefaultSplitMib = 256;
-constexpr uint64_t kDefaultMergeMib = 0;
+constexpr uint64_t kDefaultMergeMib = 64;
 
 struct CoordinatorFlags {
   std::string data;
@@ -135,6 +136,7 @@ int RunCoordinator(const CoordinatorFlags& flags) {
       static_cast<uint64_t>(flags.max_move_mib_per_s * static_cast<double>(1 << 20));
   options.coordinator.split_bytes = flags.split_mib << 20;
   options.coordinator.merge_bytes = flags.merge_mib << 20;
+  options.coordinator.min_buckets = flags.buckets;
   if (Status valid =
           coordinator::ValidateThresholds({.split_bytes = options.coordinator.split_bytes,
                                            .merge_bytes = options.coordinator.merge_bytes});
@@ -393,8 +395,7 @@ void AddServerCommands(CLI::App& app) {
       ->check(CLI::Range(1u, 1u << 20));
   c->add_option("--replicas", coordinator->replicas,
                 "A new cluster's copies of every bucket (K, at most --initial-nodes). With K > 1 "
-                "a node's loss fails over and its copies are rebuilt; buckets do not split or "
-                "merge yet")
+                "a node's loss fails over and its copies are rebuilt")
       ->capture_default_str()
       ->check(CLI::Range(1u, 7u));
   c->add_option("--metadata", coordinator->metadata,
@@ -419,8 +420,8 @@ void AddServerCommands(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{0}, uint64_t{64} << 10));
   c->add_option("--merge-mib", coordinator->merge_mib,
-                "A new cluster's merge threshold: adjacent buckets together below it merge "
-                "(0: never)")
+                "A new cluster's merge threshold: adjacent buckets together below it merge, "
+                "never below --buckets buckets (0: never)")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{0}, uint64_t{64} << 10));
   c->add_flag("--no-sync", coordinator->no_sync, "Do not fsync metadata writes");
@@ -476,8 +477,7 @@ void AddServerCommands(CLI::App& app) {
       ->check(CLI::Range(1u, 1u << 20));
   l->add_option("--replicas", local->replicas,
                 "Copies of every bucket (K, at most --nodes; default 3 with 3 nodes or more, "
-                "else 1). With K > 1 a node's loss fails over and its copies are rebuilt; "
-                "buckets do not split or merge yet")
+                "else 1). With K > 1 a node's loss fails over and its copies are rebuilt")
       ->check(CLI::Range(1u, 7u));
   l->add_option("--metadata", local->metadata,
                 "The coordinator's metadata store: embedded or zk://HOST:PORT/PATH")
