@@ -161,6 +161,11 @@ void ProcessCluster::UseZooKeeper(std::string uri, int election_session_ms) {
   election_session_ms_ = election_session_ms;
 }
 
+void ProcessCluster::SetReplication(uint32_t replicas, uint32_t min_in_sync) {
+  replicas_ = replicas;
+  min_in_sync_ = min_in_sync;
+}
+
 std::vector<std::string> ProcessCluster::CoordinatorArgs(const std::string& data, uint32_t nodes,
                                                          uint32_t buckets) const {
   // The listen address stays at index 4: restarts replace it with the bound one.
@@ -179,6 +184,7 @@ std::vector<std::string> ProcessCluster::CoordinatorArgs(const std::string& data
     args.insert(args.end(), {"--metadata", metadata_, "--election-session-ms",
                              std::to_string(election_session_ms_)});
   }
+  if (replicas_ > 0) args.insert(args.end(), {"--replicas", std::to_string(replicas_)});
   return args;
 }
 
@@ -188,7 +194,20 @@ Status ProcessCluster::StartCoordinator(uint32_t initial_nodes, uint32_t buckets
       kCoordinator, CoordinatorArgs(dir_ + "/coordinator", initial_nodes, buckets), failpoints));
   // Restarts keep the port: the nodes and the clients know the coordinator by it.
   children_[kCoordinator].args[4] = coordinator_address_;
-  return OkStatus();
+  if (replicas_ == 0 || min_in_sync_ == 0) return OkStatus();
+  // The floor, stored in the map: restarts keep it.
+  Status set = UnavailableError("no admin client");
+  for (int attempt = 0; attempt < 40; ++attempt) {
+    if (net::GrpcRuntime* admin = Admin(); admin != nullptr) {
+      wire::AdminRequest request;
+      request.mutable_set_replication()->set_replication_factor(replicas_);
+      request.mutable_set_replication()->set_min_in_sync(min_in_sync_);
+      set = admin->Admin(request, kAdminTimeout).status();
+      if (set.ok()) return set;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return set;
 }
 
 Status ProcessCluster::StartStandbyCoordinator(uint32_t initial_nodes, uint32_t buckets) {

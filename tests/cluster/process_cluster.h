@@ -53,6 +53,11 @@ class ProcessCluster {
   // Coordinators started from now on keep their metadata under the ZooKeeper `uri`
   // ("zk://HOST:PORT/PATH") with the given election session timeout (default: embedded).
   void UseZooKeeper(std::string uri, int election_session_ms);
+  // Coordinators started from now on create a new cluster with `replicas` copies of every bucket
+  // (`--replicas`); a `min_in_sync` other than 0 is then set by an admin call once the first
+  // coordinator serves (the coordinator has no flag for it; 0 keeps its default, a majority of
+  // K). Without a call, the coordinator's default applies (one copy).
+  void SetReplication(uint32_t replicas, uint32_t min_in_sync = 0);
   // The coordinator with a new map of nodes 1..initial_nodes and `buckets`; `failpoints` is the
   // process's SHOAL_FAILPOINTS (empty: none).
   [[nodiscard]] Status StartCoordinator(uint32_t initial_nodes, uint32_t buckets,
@@ -155,6 +160,8 @@ class ProcessCluster {
   std::string standby_address_;
   std::string metadata_;  // --metadata of the coordinators ("" = embedded)
   int election_session_ms_ = 0;
+  uint32_t replicas_ = 0;     // --replicas of the coordinators (0 = not passed)
+  uint32_t min_in_sync_ = 0;  // set after the first start (0 = the default)
   std::map<uint32_t, Child> children_;
   std::unique_ptr<net::GrpcRuntime> admin_;
   std::function<void()> between_attempts_;
