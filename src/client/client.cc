@@ -171,6 +171,18 @@ StatusOr<CollectionId> Client::FindCollection(std::string_view name) {
   }
 }
 
+Status Client::GaveUp(const Status& last) const {
+  const std::string message =
+      fmt::format("gave up after {} attempts: {}", options_.max_attempts, last.message());
+  // The nodes' reason stays readable (ClusterErrorOf), with the same code.
+  const auto error = transport::ClusterErrorOf(last);
+  if (error == transport::ClusterError::kNotEnoughReplicas ||
+      error == transport::ClusterError::kNotServing) {
+    return transport::MakeClusterError(*error, message);
+  }
+  return UnavailableError(message);
+}
+
 Client::Attempt Client::Judge(const StatusOr<transport::Response>& response, bool idempotent) {
   const bool answered = response.ok();
   const Status& status = answered ? response->status : response.status();
@@ -220,8 +232,7 @@ StatusOr<transport::Response> Client::CallOwner(
         continue;
     }
   }
-  return UnavailableError(fmt::format("gave up after {} attempts: {}", options_.max_attempts,
-                                      std::string(last.message())));
+  return GaveUp(last);
 }
 
 StatusOr<uint64_t> Client::Write(transport::WriteRequest request) {

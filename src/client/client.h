@@ -176,6 +176,9 @@ class Client {
   };
   [[nodiscard]] static Attempt Judge(const StatusOr<transport::Response>& response,
                                      bool idempotent);
+  // The error of a call that used up max_attempts, `last` its latest failure: kUnavailable,
+  // carrying NOT_ENOUGH_REPLICAS or NOT_SERVING when `last` does.
+  [[nodiscard]] Status GaveUp(const Status& last) const;
   // CallOwner's first attempt through the Pipeline, then (if it must be retried) CallOwner
   // itself on a task; `done` gets CallOwner's result.
   void CallOwnerAsync(Point point, std::function<transport::Request(MapEpoch)> make_request,

@@ -183,8 +183,7 @@ StatusOr<std::vector<StatusOr<uint64_t>>> Client::Batch(
     if (result.has_value()) {
       out.push_back(std::move(*result));
     } else {
-      out.push_back(UnavailableError(fmt::format(
-          "gave up after {} attempts: {}", options_.max_attempts, std::string(last.message()))));
+      out.push_back(GaveUp(last));
     }
   }
   return out;

@@ -100,6 +100,7 @@ Status ReplicaManager::Round() {
     stores = store_ids_;
   }
   std::map<NodeId, std::vector<transport::BucketTerm>> failovers;  // by primary
+  std::set<NodeId> silent_primaries;            // of failovers not all due to the primary's restart
   std::vector<transport::BucketTerm> renewals;  // fenced buckets with no other replica
   for (const BucketPlacement& bucket : map->buckets()) {
     // A committed move finishes with metadata edits alone; its failover waits for it. An
@@ -130,6 +131,8 @@ Status ReplicaManager::Round() {
     }
     if (is_fenced || membership_->SilentFor(primary) > options_.failover_timeout) {
       failovers[primary].push_back(at);
+      // Closed by the primary itself: a new incarnation, which serves none of these terms.
+      if (!closed_by(primary)) silent_primaries.insert(primary);
     }
   }
   Status first = OkStatus();
@@ -147,13 +150,17 @@ Status ReplicaManager::Round() {
     if (!renewed.ok()) first = renewed.status();
   }
   for (const auto& [primary, buckets] : failovers) {
-    if (Status s = Failover(primary, buckets); !s.ok() && first.ok()) first = s;
+    if (Status s = Failover(primary, buckets, silent_primaries.contains(primary));
+        !s.ok() && first.ok()) {
+      first = s;
+    }
   }
   if (Status s = SyncStores(); !s.ok() && first.ok()) first = s;
   return first;
 }
 
-Status ReplicaManager::Failover(NodeId primary, const std::vector<transport::BucketTerm>& buckets) {
+Status ReplicaManager::Failover(NodeId primary, const std::vector<transport::BucketTerm>& buckets,
+                                bool silent) {
   const ShardMapPtr map = committer_->map();
   // 1. SEAL each reachable backup at the buckets' terms, in one call per backup.
   std::map<NodeId, transport::SealTermRequest> seals;
@@ -196,6 +203,13 @@ Status ReplicaManager::Failover(NodeId primary, const std::vector<transport::Buc
       wait =
           std::max<transport::Micros>(wait, static_cast<transport::Micros>(lease_bound - oldest));
     }
+  }
+  // A primary whose silent backup was kept at the floor takes its lease from this
+  // coordinator's heartbeat answers instead (ReplicationLog::Excuse): that one runs out once the
+  // primary has been silent for as long.
+  const transport::Micros quiet = membership_->SilentFor(primary);
+  if (silent && quiet < static_cast<transport::Micros>(lease_bound)) {
+    wait = std::max<transport::Micros>(wait, static_cast<transport::Micros>(lease_bound) - quiet);
   }
   wait -= runtime_.Now() - answered_at;
   if (wait > 0) SHOAL_RETURN_IF_ERROR(runtime_.Sleep(wait));

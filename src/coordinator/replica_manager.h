@@ -74,8 +74,12 @@ class ReplicaManager {
     storage::ReplicaPosition position;
     uint64_t micros_since_ack = UINT64_MAX;
   };
-  // FAILOVER of `buckets` (each at its term), all with the primary `primary`.
-  [[nodiscard]] Status Failover(NodeId primary, const std::vector<transport::BucketTerm>& buckets);
+  // FAILOVER of `buckets` (each at its term), all with the primary `primary`. `silent`: the
+  // primary stopped answering (not only restarted): the promotion also waits until it has been
+  // silent for as long as a read lease lasts, which bounds the lease it may hold from this
+  // coordinator's heartbeat answers (ReplicationLog::Excuse).
+  [[nodiscard]] Status Failover(NodeId primary, const std::vector<transport::BucketTerm>& buckets,
+                                bool silent);
   [[nodiscard]] Status SyncStores();
   // True the first time a bucket at a term cannot fail over (one log line per term, not per
   // round).

@@ -43,7 +43,16 @@ void ReplicationLog::Configure(BucketId bucket, const std::vector<NodeId>& backu
     }
   }
   b.renewed = std::move(renewed);
+  if (b.excused.has_value() && !b.acked.contains(*b.excused)) b.excused.reset();
   Advance(b);
+}
+
+void ReplicationLog::Excuse(BucketId bucket, std::optional<NodeId> backup) {
+  absl::MutexLock lock(&mu_);
+  auto it = buckets_.find(bucket);
+  if (it == buckets_.end()) return;
+  if (backup.has_value() && !it->second.acked.contains(*backup)) return;
+  it->second.excused = backup;
 }
 
 void ReplicationLog::Forget(BucketId bucket) {
@@ -94,16 +103,22 @@ void ReplicationLog::Renewed(BucketId bucket, NodeId backup, int64_t sent_at) {
   if (!added) at->second = std::max(at->second, sent_at);
 }
 
-std::optional<int64_t> ReplicationLog::LeaseFrom(BucketId bucket) const {
+std::optional<int64_t> ReplicationLog::LeaseFrom(BucketId bucket,
+                                                 std::optional<int64_t> coordinator) const {
   absl::MutexLock lock(&mu_);
   auto it = buckets_.find(bucket);
   if (it == buckets_.end()) return std::nullopt;
   const Bucket& b = it->second;
   int64_t from = INT64_MAX;
   for (const auto& [backup, rseq] : b.acked) {
+    if (b.excused == backup) continue;
     auto renewed = b.renewed.find(backup);
     if (renewed == b.renewed.end()) return std::nullopt;
     from = std::min(from, renewed->second);
+  }
+  if (b.excused.has_value()) {
+    if (!coordinator.has_value()) return std::nullopt;
+    from = std::min(from, *coordinator);
   }
   return from;
 }

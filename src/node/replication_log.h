@@ -59,14 +59,24 @@ class ReplicationLog {
   void Acked(BucketId bucket, NodeId backup, uint64_t rseq);
   // Every write ordered so far and not committed is abandoned.
   void Abandon(BucketId bucket);
+  // A silent backup the coordinator kept at the floor (it would not remove it below
+  // min_in_sync), or nullopt once it answers again: the lease no longer waits for its renewals
+  // and runs from the coordinator's instead (LeaseFrom). Ignored for a backup outside the
+  // configuration; forgotten when the backup leaves it.
+  void Excuse(BucketId bucket, std::optional<NodeId> backup);
   // READ LEASE (docs/design/replication.md §5): `backup` answered a message sent at `sent_at`
   // (this node's clock) without refusing the bucket, so it accepted no other primary for it
   // before that message. Ignored for a backup outside the configuration; never moves back.
   void Renewed(BucketId bucket, NodeId backup, int64_t sent_at);
   // The earliest of the backups' latest renewals: the primary's read lease runs from there.
   // nullopt while a backup of the configuration has renewed nothing, or for an untracked
-  // bucket; INT64_MAX for a bucket with no backup (K > 1 with one replica left).
-  [[nodiscard]] std::optional<int64_t> LeaseFrom(BucketId bucket) const;
+  // bucket; INT64_MAX for a bucket with no backup (K > 1 with one replica left). An excused
+  // backup counts as `coordinator` instead: the send time of this node's latest heartbeat the
+  // coordinator answered (nullopt: none yet), since a failover waits until the primary has been
+  // silent to the coordinator for as long as a lease lasts (ReplicaManager::Failover), and the
+  // excused backup, silent as well, cannot be promoted before it answers a seal.
+  [[nodiscard]] std::optional<int64_t> LeaseFrom(
+      BucketId bucket, std::optional<int64_t> coordinator = std::nullopt) const;
 
   [[nodiscard]] WriteState StateOf(BucketId bucket, uint64_t rseq) const;
   // The highest rseq ordered; 0 for an untracked bucket.
@@ -86,6 +96,7 @@ class ReplicationLog {
     std::map<NodeId, int64_t> renewed;  // by backup of the current configuration
     uint64_t abandoned_through = 0;     // writes in (committed, this] are abandoned
     uint64_t committed = 0;             // the highest watermark seen (it never moves back)
+    std::optional<NodeId> excused;      // a silent backup kept at the floor
   };
   static uint64_t WatermarkOf(const Bucket& b);
   static void Advance(Bucket& b);

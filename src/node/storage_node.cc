@@ -468,7 +468,9 @@ Response StorageNode::HandleGet(const transport::GetRequest& request) {
   // A backup's answer (after the read: the check covers every write the read could see).
   Status readable = request.any_replica && !admitted->replicated
                         ? CheckBackupRead(admitted->bucket, request.collection, request.primary_key)
-                        : AwaitReadable(admitted->bucket, admitted->replicated);
+                        : AwaitReadable(admitted->bucket, admitted->replicated,
+                                        storage::DocumentKey{.collection = request.collection,
+                                                             .primary_key = request.primary_key});
   Release(admitted->bucket, /*write=*/false);
   if (!readable.ok()) return Response::Error(readable);
   if (!document.ok()) return Response::Error(document.status());
@@ -518,9 +520,11 @@ void StorageNode::HeartbeatLoop() {
                                           .incarnation = incarnation_,
                                           .fenced = FencedTerms(),
                                           .quiesced = LongQuiesces()};
+    const transport::Micros sent_at = runtime_.Now();
     auto response = runtime_.Call(Address::Coordinator(), heartbeat, options_.call_timeout);
     if (response.ok()) {
       auto body = transport::BodyAs<transport::HeartbeatResponse>(std::move(*response));
+      if (body.ok()) heartbeat_answered_.store(sent_at);
       if (body.ok()) LiftQuiesces(body->released);
       if (body.ok() && body->epoch > epoch()) (void)RefreshMap();
     } else if (response.status().code() == StatusCode::kCancelled) {

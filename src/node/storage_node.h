@@ -439,9 +439,11 @@ class StorageNode final : public transport::Service,
   transport::Response HandleReplicate(const transport::ReplicateRequest& request);
   // A client write admitted (kServe) for a replicated bucket; releases the admission.
   transport::Response ReplicatedWrite(const transport::WriteRequest& request, BucketId bucket);
-  // Waits until every write of `bucket` the store holds now is committed and the read lease
-  // holds (a replicated primary's read answers after this). OK at once when !replicated.
-  [[nodiscard]] Status AwaitReadable(BucketId bucket, bool replicated);
+  // Waits until the read lease holds and every write of `bucket` the store holds now is
+  // committed, or with `key` only every write of that key (a replicated primary's read answers
+  // after this). OK at once when !replicated.
+  [[nodiscard]] Status AwaitReadable(BucketId bucket, bool replicated,
+                                     std::optional<storage::DocumentKey> key = std::nullopt);
   // The read lease of a bucket this node is the replicated primary of holds now (§5): every
   // backup accepted this node as the primary within read_lease - clock_drift.
   [[nodiscard]] bool LeaseHeld(BucketId bucket) const;
@@ -520,6 +522,9 @@ class StorageNode final : public transport::Service,
   // map drops it. `floor_blocked_count_` spares the stream's answers the lock while it is empty.
   absl::flat_hash_map<BucketId, NodeId> floor_blocked_ ABSL_GUARDED_BY(mu_);
   std::atomic<size_t> floor_blocked_count_{0};
+  // The send time of this node's latest heartbeat the coordinator answered (INT64_MIN: none):
+  // the read lease of a bucket whose silent backup is kept at the floor (ReplicationLog::Excuse).
+  std::atomic<int64_t> heartbeat_answered_{INT64_MIN};
   // At a replicated primary: buckets whose writes queue for a split or merge (QuiesceRequest),
   // until a map after `epoch` or the release of `token`.
   struct Quiesce {

@@ -172,6 +172,7 @@ void StorageNode::BlockAtFloor(BucketId bucket, NodeId backup) {
   const BucketPlacement* placement = map_ == nullptr ? nullptr : map_->Find(bucket);
   if (placement == nullptr || !placement->HasReplica(backup)) return;
   if (floor_blocked_.insert_or_assign(bucket, backup).second) ++floor_blocked_count_;
+  replication_.Excuse(bucket, backup);
 }
 
 void StorageNode::UnblockAtFloor(BucketId bucket, NodeId backup) {
@@ -181,6 +182,7 @@ void StorageNode::UnblockAtFloor(BucketId bucket, NodeId backup) {
   if (it == floor_blocked_.end() || it->second != backup) return;
   floor_blocked_.erase(it);
   --floor_blocked_count_;
+  replication_.Excuse(bucket, std::nullopt);
 }
 
 }  // namespace shoal::node

@@ -32,7 +32,8 @@ bool StorageNode::QuiescedLocked(BucketId bucket) const {
 }
 
 void StorageNode::EndQuiescesLocked() {
-  absl::erase_if(quiesced_, [&](const auto& entry) { return entry.second.epoch < map_->epoch(); });
+  const MapEpoch now = map_->epoch();
+  absl::erase_if(quiesced_, [now](const auto& entry) { return entry.second.epoch < now; });
 }
 
 std::vector<transport::QuiescedBucket> StorageNode::LongQuiesces() const {

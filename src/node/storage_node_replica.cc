@@ -123,6 +123,7 @@ void StorageNode::ConfigureReplicationLocked() {
       ++it;
       continue;
     }
+    replication_.Excuse(it->first, std::nullopt);
     floor_blocked_.erase(it++);
     --floor_blocked_count_;
   }
@@ -214,7 +215,9 @@ Response StorageNode::ReplicatedWrite(const transport::WriteRequest& request, Bu
     // Refused on what the store holds (a duplicate, a missing key, a failed condition), or
     // nothing to write (a delete of a missing key): the answer reveals the state, which may
     // rest on writes not yet on every replica, so it waits for them as a read does.
-    Status readable = AwaitReadable(bucket, /*replicated=*/true);
+    Status readable = AwaitReadable(
+        bucket, /*replicated=*/true,
+        storage::DocumentKey{.collection = request.collection, .primary_key = request.primary_key});
     Release(bucket, /*write=*/true);
     if (!readable.ok()) return Response::Error(readable);
     if (!stamped->results[0].ok()) return Response::Error(stamped->results[0].status());
@@ -262,7 +265,8 @@ Response StorageNode::ReplicatedWrite(const transport::WriteRequest& request, Bu
   return Response::Error(InternalError("unknown write state"));
 }
 
-Status StorageNode::AwaitReadable(BucketId bucket, bool replicated) {
+Status StorageNode::AwaitReadable(BucketId bucket, bool replicated,
+                                  std::optional<storage::DocumentKey> key) {
   if (!replicated) return OkStatus();
   // Taken after the read: every write the read could see is at or below it.
   const uint64_t held = store_->GetReplicaState(bucket).position.rseq;
@@ -271,7 +275,15 @@ Status StorageNode::AwaitReadable(BucketId bucket, bool replicated) {
     // The lease is checked after the read was taken: while it holds, no other primary of the
     // bucket can have acknowledged a write (a failover waits it out), so the read is the latest.
     const bool leased = LeaseHeld(bucket);
-    if (leased && replication_.Watermark(bucket) >= held) return OkStatus();
+    const uint64_t watermark = replication_.Watermark(bucket);
+    if (leased && watermark >= held) return OkStatus();
+    // Writes of other keys may still wait for a backup: none of the pending ones writes the key
+    // (every entry past the watermark must still be kept to tell).
+    if (leased && key.has_value() &&
+        recent_.Writes(bucket, watermark, held, key->collection, key->primary_key) ==
+            std::optional<bool>(false)) {
+      return OkStatus();
+    }
     if (!replication_.Tracks(bucket) || runtime_.Now() - start > options_.call_timeout) {
       return transport::MakeClusterError(
           transport::ClusterError::kNotServing,
@@ -285,7 +297,9 @@ Status StorageNode::AwaitReadable(BucketId bucket, bool replicated) {
 }
 
 bool StorageNode::LeaseHeld(BucketId bucket) const {
-  const std::optional<int64_t> lease = replication_.LeaseFrom(bucket);
+  const int64_t answered = heartbeat_answered_.load();
+  const std::optional<int64_t> lease = replication_.LeaseFrom(
+      bucket, answered == INT64_MIN ? std::nullopt : std::optional<int64_t>(answered));
   return lease.has_value() &&
          (*lease == INT64_MAX ||
           runtime_.Now() < *lease + options_.read_lease - options_.clock_drift);

@@ -30,12 +30,6 @@ class ReplicationFailoverTest : public CoordinatorTest {
  protected:
   ReplicationFailoverTest() { replication_factor_ = 3; }
 
-  std::vector<int> AllDocuments() const {
-    std::vector<int> all;
-    for (int i = 0; i < kDocuments; ++i) all.push_back(i);
-    return all;
-  }
-
   // The buckets whose primary is `node` in the current map.
   std::vector<BucketId> PrimariesOf(NodeId node) {
     std::vector<BucketId> out;
@@ -43,12 +37,6 @@ class ReplicationFailoverTest : public CoordinatorTest {
       if (bucket.replicas.front() == node) out.push_back(bucket.id);
     }
     return out;
-  }
-
-  // Writes go on after `event`: the writer is acknowledged again for documents of every bucket.
-  void ExpectWritesGoOn(const RoundWriter& w) {
-    const uint64_t before = w.acknowledged_writes;
-    ASSERT_TRUE(WaitFor([&] { return w.acknowledged_writes >= before + 2 * kDocuments; }));
   }
 };
 
@@ -126,6 +114,50 @@ TEST_F(ReplicationFailoverTest, AnyReplicaReadsSpreadOverTheCopiesAndGoOnWhileTh
       EXPECT_EQ(got->body, Body(kDocuments + i)) << Key(i);
     }
     EXPECT_FALSE(PrimariesOf(kN1).empty()) << "the reads waited for the failover";
+  });
+}
+
+// At the floor (docs/design/replication.md §4.1 step 3): n3 dies and leaves every bucket, then
+// n2 dies. Where n1 is the primary and n2 its last backup, removing n2 would undercut
+// min_in_sync 2: n2 stays listed, writes get NOT_ENOUGH_REPLICAS, and reads go on under a lease
+// from the coordinator. n2 returns and writes go on.
+TEST_F(ReplicationFailoverTest, AtTheFloorWritesAreRefusedAndReadsGoOn) {
+  Run(/*auto_balance=*/false, [&] {
+    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return std::none_of(map()->buckets().begin(), map()->buckets().end(),
+                              [](const auto& b) { return b.HasReplica(kN3); });
+        },
+        20 * kSecond));
+    ASSERT_FALSE(PrimariesOf(kN1).empty());
+    ASSERT_TRUE(cluster_->CrashNode(kN2).ok());
+    // n1 reports n2 silent and the coordinator keeps it: the floor.
+    ASSERT_TRUE(sim_.Sleep(3 * kSecond).ok());
+    std::vector<int> floor_keys;  // of buckets n1 leads with n2 still listed
+    const ShardMapPtr floor = map();
+    for (int i = 0; i < kDocuments; ++i) {
+      const auto& bucket = floor->Lookup(PointOf(collection_, Key(i)));
+      if (bucket.replicas.front() == kN1 && bucket.HasReplica(kN2)) floor_keys.push_back(i);
+    }
+    ASSERT_FALSE(floor_keys.empty());
+    for (int i : floor_keys) {
+      auto write = client_->Upsert(collection_, Key(i), Body(2 * kDocuments + i));
+      EXPECT_FALSE(write.ok()) << Key(i);
+      EXPECT_EQ(transport::ClusterErrorOf(write.status()),
+                transport::ClusterError::kNotEnoughReplicas)
+          << write.status();
+    }
+    // Every document reads back, from n1 alone.
+    ExpectAllDocumentsReadable();
+    // n2 answers again: the floor lifts. (The buckets promoted to n1 alone wait for a copy to be
+    // rebuilt, which this test's balancer, off, does not do.)
+    ASSERT_TRUE(cluster_->StartNode(kN2).ok());
+    for (int i : floor_keys) {
+      ASSERT_TRUE(WaitFor([&] {
+        return client_->Upsert(collection_, Key(i), Body(3 * kDocuments + i)).ok();
+      })) << Key(i);
+    }
   });
 }
 

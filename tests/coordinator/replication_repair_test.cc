@@ -31,12 +31,6 @@ class ReplicationRepairTest : public CoordinatorTest {
  protected:
   ReplicationRepairTest() { replication_factor_ = 3; }
 
-  std::vector<int> AllDocuments() const {
-    std::vector<int> all;
-    for (int i = 0; i < kDocuments; ++i) all.push_back(i);
-    return all;
-  }
-
   bool Holds(NodeId node) {
     return std::any_of(map()->buckets().begin(), map()->buckets().end(),
                        [&](const auto& b) { return b.HasReplica(node); });
@@ -58,11 +52,6 @@ class ReplicationRepairTest : public CoordinatorTest {
         std::minmax_element(primaries.begin(), primaries.end(),
                             [](const auto& a, const auto& b) { return a.second < b.second; });
     return high->second - low->second <= 1;
-  }
-
-  void ExpectWritesGoOn(const RoundWriter& w) {
-    const uint64_t before = w.acknowledged_writes;
-    ASSERT_TRUE(WaitFor([&] { return w.acknowledged_writes >= before + 2 * kDocuments; }));
   }
 };
 

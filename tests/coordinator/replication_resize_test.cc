@@ -26,17 +26,6 @@ class ReplicationResizeTest : public CoordinatorTest {
  protected:
   ReplicationResizeTest() { replication_factor_ = 3; }
 
-  std::vector<int> AllDocuments() const {
-    std::vector<int> all;
-    for (int i = 0; i < kDocuments; ++i) all.push_back(i);
-    return all;
-  }
-
-  void ExpectWritesGoOn(const RoundWriter& w) {
-    const uint64_t before = w.acknowledged_writes;
-    ASSERT_TRUE(WaitFor([&] { return w.acknowledged_writes >= before + 2 * kDocuments; }));
-  }
-
   // Runs a split or merge, again while the map changed under it (kAborted) or the primary did
   // not settle in time (kUnavailable).
   Status Resize(const std::function<Status(Coordinator&)>& fn) {

@@ -222,6 +222,19 @@ class CoordinatorTest : public ::testing::Test {
     EXPECT_TRUE(WaitFor([&] { return w.done; }));
   }
 
+  // The indices of every loaded document (a RoundWriter's whole set).
+  std::vector<int> AllDocuments() const {
+    std::vector<int> all;
+    for (int i = 0; i < kDocuments; ++i) all.push_back(i);
+    return all;
+  }
+
+  // Writes go on: the writer gets two more rounds' worth of writes acknowledged.
+  void ExpectWritesGoOn(const RoundWriter& w) {
+    const uint64_t before = w.acknowledged_writes;
+    ASSERT_TRUE(WaitFor([&] { return w.acknowledged_writes >= before + 2 * kDocuments; }));
+  }
+
   // Every document of a stopped writer holds the body of its last acknowledged round, or of a
   // later round tried (outcome unknown); returns the bodies read.
   std::map<int, std::string> ExpectNoAcknowledgedRoundLost(const RoundWriter& w,
