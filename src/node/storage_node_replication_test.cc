@@ -15,6 +15,7 @@
 #include <string>
 
 #include "src/node/storage_node_test_fixture.h"
+#include "src/storage/sync_tracking_fs.h"
 
 namespace shoal::node::test {
 namespace {
@@ -36,6 +37,7 @@ class ReplicationNodeTest : public ::testing::Test {
   }
 
   ~ReplicationNodeTest() override {
+    // The stores close before the file systems they write through go.
     sim_.Shutdown();
     nodes_.clear();
     std::error_code ec;
@@ -65,6 +67,11 @@ class ReplicationNodeTest : public ::testing::Test {
     options.data_dir = fmt::format("{}/node-{}", dir_, id.value());
     options.store.sync = storage::SyncPolicy::kPeriodic;
     UseSmallTestStore(options.store);
+    if (track_syncs_) {
+      fs_[id] = std::make_shared<storage::SyncTrackingFileSystem>();
+      envs_.push_back(storage::SyncTrackingFileSystem::NewEnv(fs_[id]));
+      options.store.env = envs_.back().get();
+    }
     options.call_timeout = 100 * kMs;
     options.fence_timeout = kFenceTimeout;
     options.heartbeat_interval = 2 * kSecond;
@@ -135,6 +142,28 @@ class ReplicationNodeTest : public ::testing::Test {
     return digest.value_or(0);
   }
 
+  // Node `id`'s store as a machine crash right now would leave it (every WAL cut at its synced
+  // length), opened; needs track_syncs_.
+  std::unique_ptr<storage::BucketStore> CrashCopyOf(NodeId id) {
+    const std::string copy = fmt::format("{}/crash-{}", dir_, id.value());
+    const Status copied =
+        fs_.at(id)->CopyDurable(fmt::format("{}/node-{}/store", dir_, id.value()), copy);
+    EXPECT_TRUE(copied.ok()) << copied;
+    if (!copied.ok()) return nullptr;
+    storage::StoreOptions reopen;
+    UseSmallTestStore(reopen);
+    reopen.path = copy;
+    reopen.create_if_missing = false;
+    reopen.check_ownership = false;
+    auto store = storage::BucketStore::Open(reopen);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+
+  // Declared before the nodes, so that they go after them.
+  bool track_syncs_ = false;  // nodes opened from now on write through SyncTrackingFileSystems
+  std::map<NodeId, std::shared_ptr<storage::SyncTrackingFileSystem>> fs_;
+  std::vector<std::unique_ptr<rocksdb::Env>> envs_;
   transport::SimRuntime sim_;
   std::shared_ptr<FakeCoordinator> coordinator_;
   std::string dir_;
@@ -421,6 +450,39 @@ TEST_F(ReplicationNodeTest, ABackupAnswersAnyReplicaReadsWithCommittedValuesWhil
     EXPECT_TRUE(put_done);
     auto back = get_any(kN3, "b");
     EXPECT_TRUE(StatusOf(back).ok()) << StatusOf(back);
+  });
+}
+
+// Durability with K copies (docs/design/replication.md R2, FAILURE-PATTERNS 2): the primary and
+// every backup sync their WALs before a write is acknowledged, whatever the store's own sync
+// policy (kPeriodic here). With the floor reached (n3 removed: n1 and n2 are the last in-sync
+// copies), a machine crash of either copy right after the acknowledgements keeps every
+// acknowledged write and the position that counts it.
+TEST_F(ReplicationNodeTest, TheLastInSyncCopiesKeepEveryAcknowledgedWriteThroughAMachineCrash) {
+  track_syncs_ = true;
+  Run([&] {
+    ShardMapPtr without = Next(initial_, [](ShardMapEdit& e) { e.RemoveReplica(kB0, kN3); });
+    Publish(without);
+    std::map<std::string, std::string> acknowledged;
+    for (int i = 0; i < 30; ++i) {
+      const std::string key = fmt::format("k{}", i % 11);
+      const std::string body = fmt::format(R"({{"i":{}}})", i);
+      auto put = Put(kN1, without, key, body);
+      ASSERT_TRUE(StatusOf(put).ok()) << StatusOf(put);
+      acknowledged[key] = body;
+    }
+    const auto held = nodes_.at(kN1)->store()->GetReplicaState(kB0).position;
+    for (NodeId copy : {kN1, kN2}) {
+      std::unique_ptr<storage::BucketStore> crashed = CrashCopyOf(copy);
+      ASSERT_NE(crashed, nullptr);
+      for (const auto& [key, body] : acknowledged) {
+        auto doc = crashed->Get(kDocs, key);
+        ASSERT_TRUE(doc.ok()) << copy.DebugString() << " lost " << key << ": " << doc.status();
+        EXPECT_EQ(doc->body, body) << copy.DebugString() << " " << key;
+      }
+      EXPECT_GE(crashed->GetReplicaState(kB0).position, held) << copy.DebugString();
+      EXPECT_TRUE(crashed->Close().ok());
+    }
   });
 }
 
