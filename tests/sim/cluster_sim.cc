@@ -17,6 +17,7 @@
 #include "src/transport/sim_runtime.h"
 #include "tests/sim/linearizability.h"
 #include "tests/sim/sim_chaos.h"
+#include "tests/sim/stale_reads.h"
 
 namespace shoal::sim {
 namespace {
@@ -48,6 +49,7 @@ struct World {
   Random chaos_random;
   ChaosState chaos;
   HistoryRecorder history;
+  std::vector<BoundedRead> bounded_reads;  // ClusterSimOptions::any_replica_reads
   CollectionId collection;
   bool collection_ready = false;
   bool stop_clients = false;
@@ -130,6 +132,18 @@ void ClientLoop(transport::SimRuntime& sim, World& world, uint32_t id) {
         ++world.result.operations;
       }
       if (!results.ok() && results.status().code() == StatusCode::kCancelled) break;
+    } else if (choice < 3 && world.options.any_replica_reads && sequence % 2 == 0) {
+      auto got = client.GetAnyReplica(c, key);
+      if (got.status().code() == StatusCode::kCancelled) break;
+      const bool absent = storage::Is(got.status(), storage::ErrorReason::kNotFound);
+      if (got.ok() || absent) {
+        world.bounded_reads.push_back(
+            BoundedRead{.key = key,
+                        .call_us = call,
+                        .return_us = sim.Now(),
+                        .value = got.ok() ? std::optional<std::string>(got->body) : std::nullopt});
+        ++world.result.any_replica_reads;
+      }
     } else if (choice < 3) {
       auto got = client.Get(c, key);
       if (got.status().code() == StatusCode::kCancelled) break;
@@ -386,6 +400,14 @@ ClusterSimResult RunClusterSim(const ClusterSimOptions& options) {
     check.timeout = std::chrono::milliseconds(10000);
     const auto summary = world.history.CheckAll(check);
     if (!summary.ok()) world.Fail(summary.DebugString());
+  }
+  if (world.failure.empty() && !world.bounded_reads.empty()) {
+    // The nodes' max_staleness (NodeOptions, 1 s) plus the simulated network's delays.
+    constexpr int64_t kStalenessBound = 1'200'000;
+    if (auto stale =
+            CheckBoundedReads(world.history.ByKey(), world.bounded_reads, kStalenessBound)) {
+      world.Fail(*stale);
+    }
   }
   world.result.ok = world.failure.empty();
   if (!world.result.ok) {

@@ -33,9 +33,12 @@ struct ClusterSimOptions {
   bool batch_writes = false;
   // K copies of every bucket (docs/design/replication.md). With K > 1 the chaos is crashes and
   // restarts of nodes and of the coordinator, nodes joining and leaving (copies rebuilt,
-  // primaries handed over) and operators' moves (a copy added where one is missing); splits and
-  // merges of replicated buckets are not built yet.
+  // primaries handed over), operators' moves (a copy added where one is missing), and splits and
+  // merges of replicated buckets (quiesced).
   uint32_t replication_factor = 1;
+  // Every other get of the clients reads any copy (Client::GetAnyReplica, possibly stale); those
+  // are checked by CheckBoundedReads (stale_reads.h) within the nodes' max_staleness.
+  bool any_replica_reads = false;
 };
 
 struct ClusterSimResult {
@@ -48,6 +51,7 @@ struct ClusterSimResult {
   uint64_t splits = 0;
   uint64_t events = 0;
   uint64_t failovers = 0;                             // replicated buckets whose term changed
+  uint64_t any_replica_reads = 0;                     // answered ones (any_replica_reads)
   std::map<std::string, uint64_t> failpoint_hits;     // named failpoints reached
   std::map<std::string, uint64_t> failpoint_crashes;  // ... and crashed at
 };

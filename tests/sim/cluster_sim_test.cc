@@ -137,6 +137,29 @@ TEST(ClusterSimTest, ManySeeds) {
   EXPECT_GT(moves, 0u);  // chaos and the balancer really move buckets
 }
 
+// K = 3 with half of the clients' gets reading any copy (ReadMode::kAnyReplica): those reads
+// are checked for phantoms and for staleness beyond the nodes' max_staleness (stale_reads.h),
+// the rest of the history for linearizability as usual.
+TEST(ClusterSimTest, ReplicationAnyReplicaSeeds) {
+  const auto [first, seeds] = SimSeedRange(10);
+  uint64_t reads = 0, failures = 0;
+  for (uint64_t seed = first; seed < first + seeds; ++seed) {
+    ClusterSimOptions options{
+        .seed = seed, .dir = ScratchDir(), .replication_factor = 3, .any_replica_reads = true};
+    const ClusterSimResult result = RunClusterSim(options);
+    reads += result.any_replica_reads;
+    if (!result.ok) {
+      ++failures;
+      ADD_FAILURE() << result.failure;
+    }
+  }
+  std::printf("K=3 any-replica seeds %llu: any-replica reads %llu, failures %llu\n",
+              static_cast<unsigned long long>(seeds), static_cast<unsigned long long>(reads),
+              static_cast<unsigned long long>(failures));
+  EXPECT_EQ(failures, 0u);
+  EXPECT_GT(reads, 0u);
+}
+
 // Clients that also send batches of writes (ClusterSimOptions::batch_writes): a storage node
 // applies a batch in one store call when it serves every bucket of it at once, and write by write
 // otherwise (fenced, moved, switched buckets), under the same chaos and the same checks.

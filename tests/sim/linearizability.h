@@ -34,6 +34,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -143,6 +144,8 @@ class HistoryRecorder {
   void EndUnknown(Handle handle);
 
   [[nodiscard]] size_t size() const;
+  // Every operation recorded so far, by key, in recording order.
+  [[nodiscard]] std::map<std::string, std::vector<Operation>> ByKey() const;
   // Checks every key; the deadline applies to each key separately.
   [[nodiscard]] Summary CheckAll(const CheckOptions& options) const;
 

@@ -126,13 +126,16 @@ size_t HistoryRecorder::size() const {
   return ops_.size();
 }
 
-HistoryRecorder::Summary HistoryRecorder::CheckAll(const CheckOptions& options) const {
-  // Copy out under the lock; the search itself runs unlocked so recording never waits on it.
+std::map<std::string, std::vector<Operation>> HistoryRecorder::ByKey() const {
   std::map<std::string, std::vector<Operation>> by_key;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const Recorded& recorded : ops_) by_key[recorded.key].push_back(recorded.op);
-  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Recorded& recorded : ops_) by_key[recorded.key].push_back(recorded.op);
+  return by_key;
+}
+
+HistoryRecorder::Summary HistoryRecorder::CheckAll(const CheckOptions& options) const {
+  // Copied out under the lock; the search itself runs unlocked so recording never waits on it.
+  const std::map<std::string, std::vector<Operation>> by_key = ByKey();
   Summary summary;
   for (auto& [key, history] : by_key) {
     ++summary.keys;
