@@ -59,19 +59,27 @@ TEST(WireCodecTest, RequestsRoundTrip) {
                                          .max_version = 14,
                                          .live_documents = 10,
                                          .live_bytes = 12}});
-  ExpectRoundTrip(
-      transport::HeartbeatRequest{.node = NodeId(2),
-                                  .epoch = MapEpoch(3),
-                                  .store_id = 0xfeed,
-                                  .incarnation = 77,
-                                  .fenced = {{.bucket = BucketId(1), .term = Term(2)}}});
+  ExpectRoundTrip(transport::HeartbeatRequest{.node = NodeId(2),
+                                              .epoch = MapEpoch(3),
+                                              .store_id = 0xfeed,
+                                              .incarnation = 77,
+                                              .fenced = {{.bucket = BucketId(1), .term = Term(2)}},
+                                              .quiesced = {{.bucket = BucketId(3), .token = 99}}});
+  ExpectRoundTrip(transport::QuiesceRequest{
+      .epoch = MapEpoch(7), .buckets = {BucketId(2), BucketId(3)}, .token = 1234, .release = true});
+  ExpectRoundTrip(transport::GetRequest{.epoch = MapEpoch(2),
+                                        .collection = CollectionId(3),
+                                        .primary_key = "k",
+                                        .via_move = std::nullopt,
+                                        .include_tombstones = false,
+                                        .any_replica = true});
   ExpectRoundTrip(transport::GetMapRequest{});
   ExpectRoundTrip(transport::ReplicateRequest{
       .primary = NodeId(1),
       .epoch = MapEpoch(4),
       .entries = {storage::ReplicatedEntry{
           .bucket = BucketId(2), .position = {Term(3), 9}, .documents = {}}},
-      .terms = {{.bucket = BucketId(2), .term = Term(4)},
+      .terms = {{.bucket = BucketId(2), .term = Term(4), .committed = 8},
                 {.bucket = BucketId(6), .term = Term(1)}}});
   ExpectRoundTrip(transport::ReplicaReportRequest{.primary = NodeId(1),
                                                   .bucket = BucketId(2),
@@ -81,6 +89,21 @@ TEST(WireCodecTest, RequestsRoundTrip) {
                                                   .broken = true});
   ExpectRoundTrip(
       transport::SealTermRequest{.buckets = {{.bucket = BucketId(5), .term = Term(2)}}});
+}
+
+TEST(WireCodecTest, HeartbeatResponseRoundTripsItsReleases) {
+  const transport::HeartbeatResponse answer{.epoch = MapEpoch(12),
+                                            .released = {{.bucket = BucketId(4), .token = 5678}}};
+  wire::Response first;
+  ToWire(transport::Response::Ok(answer), &first);
+  auto decoded = FromWire(first);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  auto body = transport::BodyAs<transport::HeartbeatResponse>(std::move(*decoded));
+  ASSERT_TRUE(body.ok()) << body.status();
+  EXPECT_EQ(body->epoch, MapEpoch(12));
+  ASSERT_EQ(body->released.size(), 1u);
+  EXPECT_EQ(body->released[0].bucket, BucketId(4));
+  EXPECT_EQ(body->released[0].token, 5678u);
 }
 
 TEST(WireCodecTest, SealTermResponseRoundTrips) {

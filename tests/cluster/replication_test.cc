@@ -11,6 +11,8 @@
 //     both come back and every bucket has three copies again;
 //   - at the floor (three nodes, two dead one after the other), a primary whose silent backup
 //     stays listed refuses writes and still serves reads;
+//   - with the split threshold lowered, buckets split under the writers (each quiesced first),
+//     and every key reads back from any copy;
 //   - a node comes back with its data directory deleted: it is reset and rebuilt (snapshot and
 //     catch-up), no read meanwhile misses or goes back on an acknowledged write, and the rebuilt
 //     copies end up serving as primaries;
@@ -31,6 +33,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "proto/shoal.pb.h"
 #include "tests/cluster/replication_fixture.h"
 
 namespace shoal::cluster_test {
@@ -238,6 +241,44 @@ TEST_F(ReplicationTest, ReadsGoOnAtTheFloorWhileASilentBackupStaysListed) {
     ExpectReadsCurrent(reader, KeysIn(*before, b, "s", kStableKeysPerBucket), 20,
                        b.DebugString() + " at the floor");
   }
+}
+
+// §7 and §5 over the network: with the split threshold lowered, the balancer splits buckets of
+// the replicated map under the writers (each split quiesces the primary by QuiesceRequest over
+// gRPC, then commits at that epoch); writes go on, every key reads back, and reads of any copy
+// (GetRequest.any_replica) return what was written, at most max_staleness behind.
+TEST_F(ReplicationTest, BucketsSplitUnderWritersAndAnyCopyServesReads) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(3));
+  ASSERT_NO_FATAL_FAILURE(StartWriters());
+  // About 200 KiB per bucket, above the 64 KiB threshold set below.
+  const std::string padding(4096, 'x');
+  std::map<std::string, std::string> bulk;
+  for (int i = 0; i < 400; ++i) {
+    const std::string key = fmt::format("bulk-{}", i);
+    const std::string body = fmt::format(R"({{"i":{},"pad":"{}"}})", i, padding);
+    ASSERT_TRUE(client_->Upsert(collection_, key, body).ok()) << key;
+    bulk[key] = body;
+  }
+  const size_t buckets = Map()->buckets().size();
+  wire::AdminRequest thresholds;
+  thresholds.mutable_set_thresholds()->set_split_bytes(64 << 10);
+  thresholds.mutable_set_thresholds()->set_merge_bytes(0);  // 2 x merge must stay below split
+  const auto set = runtime_->Admin(thresholds, 5'000'000);
+  ASSERT_TRUE(set.ok()) << set.status();
+  const Clock::time_point lowered = Clock::now();
+  const Status split = AwaitMap(
+      "buckets split", [&](const auto& map) { return map.buckets().size() >= 2 * buckets; }, 90);
+  ASSERT_TRUE(split.ok()) << split;
+  fmt::print("[ measure ] {} buckets split into {} in {} ms\n", buckets, Map()->buckets().size(),
+             MillisSince(lowered));
+  ASSERT_NO_FATAL_FAILURE(AwaitWrites(AllBuckets(), 30, 60));
+  // Every bulk key from any copy: the copies take turns, a lagging one passes the read on.
+  for (const auto& [key, body] : bulk) {
+    auto got = client_->GetAnyReplica(collection_, key);
+    ASSERT_TRUE(got.ok()) << key << ": " << got.status();
+    EXPECT_EQ(got->body, body) << key;
+  }
+  ExpectNothingLost();
 }
 
 // §4.6: a node comes back at once with its data directory deleted. Its new store id does not
