@@ -40,22 +40,22 @@ std::vector<storage::ReplicatedEntry> RecentEntries::After(BucketId bucket, uint
   return out;
 }
 
-std::optional<bool> RecentEntries::Writes(BucketId bucket, uint64_t after, uint64_t through,
-                                          CollectionId collection, std::string_view pk) const {
-  if (through <= after) return false;
+bool RecentEntries::NoneWrites(BucketId bucket, uint64_t after, uint64_t through,
+                               CollectionId collection, std::string_view pk) const {
+  if (through <= after) return true;
   absl::MutexLock lock(&mu_);
   auto it = runs_.find(bucket);
-  if (it == runs_.end() || it->second.entries.empty()) return std::nullopt;
+  if (it == runs_.end() || it->second.entries.empty()) return false;
   const auto& entries = it->second.entries;
   const uint64_t first = entries.front().position.rseq;
   const uint64_t last = entries.back().position.rseq;
-  if (first > after + 1 || last < through) return std::nullopt;  // not all of them kept
+  if (first > after + 1 || last < through) return false;  // not all of them kept
   for (uint64_t rseq = after + 1; rseq <= through; ++rseq) {
     for (const storage::Document& d : entries[rseq - first].documents) {
-      if (d.collection == collection && d.primary_key == pk) return true;
+      if (d.collection == collection && d.primary_key == pk) return false;
     }
   }
-  return false;
+  return true;
 }
 
 uint64_t RecentEntries::FirstRseq(BucketId bucket) const {

@@ -16,7 +16,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -36,10 +35,10 @@ class RecentEntries {
   void Add(const storage::ReplicatedEntry& entry);
   // The entries of `bucket` after rseq `after`, in rseq order.
   [[nodiscard]] std::vector<storage::ReplicatedEntry> After(BucketId bucket, uint64_t after) const;
-  // Whether an entry of `bucket` in (after, through] writes the key; nullopt when not all of
-  // them are kept.
-  [[nodiscard]] std::optional<bool> Writes(BucketId bucket, uint64_t after, uint64_t through,
-                                           CollectionId collection, std::string_view pk) const;
+  // True when every entry of `bucket` in (after, through] is kept and none of them writes the
+  // key: a read of the key depends on none of those writes.
+  [[nodiscard]] bool NoneWrites(BucketId bucket, uint64_t after, uint64_t through,
+                                CollectionId collection, std::string_view pk) const;
   // The lowest rseq kept for `bucket`; 0 when none is.
   [[nodiscard]] uint64_t FirstRseq(BucketId bucket) const;
   void Forget(BucketId bucket);

@@ -524,9 +524,11 @@ void StorageNode::HeartbeatLoop() {
     auto response = runtime_.Call(Address::Coordinator(), heartbeat, options_.call_timeout);
     if (response.ok()) {
       auto body = transport::BodyAs<transport::HeartbeatResponse>(std::move(*response));
-      if (body.ok()) heartbeat_answered_.store(sent_at);
-      if (body.ok()) LiftQuiesces(body->released);
-      if (body.ok() && body->epoch > epoch()) (void)RefreshMap();
+      if (body.ok()) {
+        heartbeat_answered_.store(sent_at);
+        LiftQuiesces(body->released);
+        if (body->epoch > epoch()) (void)RefreshMap();
+      }
     } else if (response.status().code() == StatusCode::kCancelled) {
       return;
     }

@@ -144,13 +144,7 @@ TEST_F(BatchSyncTest, ABatchSyncsTheWalOnceAndSurvivesAMachineCrashAfterItsAnswe
     EXPECT_EQ(fs_->wal_syncs(), before_batch + 1) << "one WAL sync per batch";
 
     // A machine crash right after the answer: the WAL cut to what was synced.
-    const std::string copy = dir_ + "/crash";
-    ASSERT_TRUE(fs_->CopyDurable(dir_ + "/node/store", copy).ok());
-    storage::StoreOptions reopen;
-    reopen.path = copy;
-    reopen.create_if_missing = false;
-    reopen.check_ownership = false;
-    auto crashed = storage::BucketStore::Open(reopen);
+    auto crashed = fs_->OpenDurableCopy(dir_ + "/node/store", dir_ + "/crash", {});
     ASSERT_TRUE(crashed.ok()) << crashed.status();
     for (int i = 0; i < kBatchWrites; ++i) {
       auto document = (*crashed)->Get(kDocs, fmt::format("k{}", i));

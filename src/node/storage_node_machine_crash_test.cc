@@ -63,16 +63,11 @@ class MachineCrashTest : public StorageNodeTest {
   // Node `id`'s store as a machine crash right now would leave it, opened (null, with a test
   // failure, if the copy or the open fails).
   std::unique_ptr<storage::BucketStore> CrashCopyOf(NodeId id) {
-    const std::string copy = fmt::format("{}/crash-{}-{}", dir_, id.value(), crash_copies_++);
-    const Status copied = fs_.at(id)->CopyDurable(data_dirs_.at(id) + "/store", copy);
-    EXPECT_TRUE(copied.ok()) << copied;
-    if (!copied.ok()) return nullptr;
     storage::StoreOptions reopen;
     test::UseSmallTestStore(reopen);
-    reopen.path = copy;
-    reopen.create_if_missing = false;
-    reopen.check_ownership = false;
-    auto store = storage::BucketStore::Open(reopen);
+    auto store = fs_.at(id)->OpenDurableCopy(
+        data_dirs_.at(id) + "/store",
+        fmt::format("{}/crash-{}-{}", dir_, id.value(), crash_copies_++), reopen);
     EXPECT_TRUE(store.ok()) << store.status();
     return store.ok() ? std::move(*store) : nullptr;
   }

@@ -280,8 +280,7 @@ Status StorageNode::AwaitReadable(BucketId bucket, bool replicated,
     // Writes of other keys may still wait for a backup: none of the pending ones writes the key
     // (every entry past the watermark must still be kept to tell).
     if (leased && key.has_value() &&
-        recent_.Writes(bucket, watermark, held, key->collection, key->primary_key) ==
-            std::optional<bool>(false)) {
+        recent_.NoneWrites(bucket, watermark, held, key->collection, key->primary_key)) {
       return OkStatus();
     }
     if (!replication_.Tracks(bucket) || runtime_.Now() - start > options_.call_timeout) {
@@ -334,9 +333,9 @@ Status StorageNode::CheckBackupRead(BucketId bucket, CollectionId collection, st
   // Every write this copy holds of the key must be committed (on every replica): a write held
   // here alone could still be lost by a failover.
   const uint64_t held = store_->GetReplicaState(bucket).position.rseq;
-  const std::optional<bool> uncommitted = recent_.Writes(bucket, committed, held, collection, pk);
-  if (!uncommitted.has_value() || *uncommitted)
+  if (!recent_.NoneWrites(bucket, committed, held, collection, pk)) {
     return refuse("a write of the key not yet committed");
+  }
   return OkStatus();
 }
 

@@ -145,17 +145,10 @@ class ReplicationNodeTest : public ::testing::Test {
   // Node `id`'s store as a machine crash right now would leave it (every WAL cut at its synced
   // length), opened; needs track_syncs_.
   std::unique_ptr<storage::BucketStore> CrashCopyOf(NodeId id) {
-    const std::string copy = fmt::format("{}/crash-{}", dir_, id.value());
-    const Status copied =
-        fs_.at(id)->CopyDurable(fmt::format("{}/node-{}/store", dir_, id.value()), copy);
-    EXPECT_TRUE(copied.ok()) << copied;
-    if (!copied.ok()) return nullptr;
     storage::StoreOptions reopen;
     UseSmallTestStore(reopen);
-    reopen.path = copy;
-    reopen.create_if_missing = false;
-    reopen.check_ownership = false;
-    auto store = storage::BucketStore::Open(reopen);
+    auto store = fs_.at(id)->OpenDurableCopy(fmt::format("{}/node-{}/store", dir_, id.value()),
+                                             fmt::format("{}/crash-{}", dir_, id.value()), reopen);
     EXPECT_TRUE(store.ok()) << store.status();
     return store.ok() ? std::move(*store) : nullptr;
   }

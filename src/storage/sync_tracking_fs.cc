@@ -93,6 +93,15 @@ uint64_t SyncTrackingFileSystem::wal_syncs() const {
   return wal_syncs_;
 }
 
+StatusOr<std::unique_ptr<BucketStore>> SyncTrackingFileSystem::OpenDurableCopy(
+    const std::string& from, const std::string& to, StoreOptions options) const {
+  SHOAL_RETURN_IF_ERROR(CopyDurable(from, to));
+  options.path = to;
+  options.create_if_missing = false;
+  options.check_ownership = false;
+  return BucketStore::Open(options);
+}
+
 Status SyncTrackingFileSystem::CopyDurable(const std::string& from, const std::string& to) const {
   std::error_code ec;
   std::filesystem::create_directories(to, ec);

@@ -17,6 +17,8 @@
 #include <string>
 
 #include "src/common/status.h"
+#include "src/storage/bucket_store.h"
+#include "src/storage/store_options.h"
 
 namespace shoal::storage {
 
@@ -38,6 +40,11 @@ class SyncTrackingFileSystem final : public rocksdb::FileSystemWrapper {
   // Copies the files of directory `from` into `to` (created), WAL files cut to their synced
   // length. `from` must be quiescent (no write in progress).
   [[nodiscard]] Status CopyDurable(const std::string& from, const std::string& to) const;
+  // CopyDurable(from, to), then the copy opened as a store with `options` (path `to`, neither
+  // created nor checked for ownership): what a machine crash would leave of the store.
+  [[nodiscard]] StatusOr<std::unique_ptr<BucketStore>> OpenDurableCopy(const std::string& from,
+                                                                       const std::string& to,
+                                                                       StoreOptions options) const;
 
   // Called by the WAL files this file system created.
   void Appended(const std::string& file, uint64_t bytes);

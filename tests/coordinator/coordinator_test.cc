@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "tests/support/coordinator_test_fixture.h"
 #include "src/storage/collection_name.h"
 #include "src/storage/errors.h"
+#include "tests/support/coordinator_test_fixture.h"
 
 namespace shoal::coordinator {
 namespace {

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "src/coordinator/coordinator.h"
-#include "tests/support/coordinator_test_fixture.h"
 #include "src/storage/errors.h"
 #include "src/storage/full_disk_fs.h"
+#include "tests/support/coordinator_test_fixture.h"
 
 namespace shoal::coordinator {
 namespace {

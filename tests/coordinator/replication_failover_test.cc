@@ -124,12 +124,7 @@ TEST_F(ReplicationFailoverTest, AnyReplicaReadsSpreadOverTheCopiesAndGoOnWhileTh
 TEST_F(ReplicationFailoverTest, AtTheFloorWritesAreRefusedAndReadsGoOn) {
   Run(/*auto_balance=*/false, [&] {
     ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          return std::none_of(map()->buckets().begin(), map()->buckets().end(),
-                              [](const auto& b) { return b.HasReplica(kN3); });
-        },
-        20 * kSecond));
+    ASSERT_TRUE(WaitFor([&] { return !Holds(kN3); }, 20 * kSecond));
     ASSERT_FALSE(PrimariesOf(kN1).empty());
     ASSERT_TRUE(cluster_->CrashNode(kN2).ok());
     // n1 reports n2 silent and the coordinator keeps it: the floor.
@@ -168,12 +163,7 @@ TEST_F(ReplicationFailoverTest, ACrashedBackupIsRemovedAndWritesGoOn) {
     ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
     // Every bucket ends without n3: removed where it was a backup, replaced where it was the
     // primary.
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          return std::none_of(map()->buckets().begin(), map()->buckets().end(),
-                              [](const auto& b) { return b.HasReplica(kN3); });
-        },
-        20 * kSecond));
+    ASSERT_TRUE(WaitFor([&] { return !Holds(kN3); }, 20 * kSecond));
     ExpectWritesGoOn(*w);
     StopRoundWriter(*w);
     ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
@@ -254,9 +244,7 @@ TEST_F(ReplicationFailoverTest, ANodeBackWithAWipedDirectoryIsResetNeverPromoted
     ASSERT_TRUE(WaitFor(
         [&] {
           const auto* info = map()->FindNode(kN3);
-          return info->store_id != old_store &&
-                 std::none_of(map()->buckets().begin(), map()->buckets().end(),
-                              [](const auto& b) { return b.HasReplica(kN3); });
+          return info->store_id != old_store && !Holds(kN3);
         },
         20 * kSecond));
     EXPECT_EQ(map()->FindNode(kN3)->store_id, cluster_->node(kN3)->store()->store_id());

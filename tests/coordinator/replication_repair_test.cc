@@ -31,11 +31,6 @@ class ReplicationRepairTest : public CoordinatorTest {
  protected:
   ReplicationRepairTest() { replication_factor_ = 3; }
 
-  bool Holds(NodeId node) {
-    return std::any_of(map()->buckets().begin(), map()->buckets().end(),
-                       [&](const auto& b) { return b.HasReplica(node); });
-  }
-
   // Every bucket has K copies and no move is in flight.
   bool FullyReplicated() {
     return std::all_of(map()->buckets().begin(), map()->buckets().end(), [&](const auto& b) {

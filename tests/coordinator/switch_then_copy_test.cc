@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/support/coordinator_test_fixture.h"
 #include "src/storage/errors.h"
+#include "tests/support/coordinator_test_fixture.h"
 
 namespace shoal::coordinator {
 namespace {

@@ -222,6 +222,12 @@ class CoordinatorTest : public ::testing::Test {
     EXPECT_TRUE(WaitFor([&] { return w.done; }));
   }
 
+  // Whether some bucket of the current map lists `node` as a replica.
+  bool Holds(NodeId node) {
+    return std::any_of(map()->buckets().begin(), map()->buckets().end(),
+                       [&](const auto& b) { return b.HasReplica(node); });
+  }
+
   // The indices of every loaded document (a RoundWriter's whole set).
   std::vector<int> AllDocuments() const {
     std::vector<int> all;
