@@ -138,6 +138,7 @@ Status Client::Backoff(int attempt) {
 
 StatusOr<CollectionId> Client::OpenCollection(std::string_view name) {
   SHOAL_RETURN_IF_ERROR(storage::ValidateCollectionName(name));
+  const transport::Micros started = runtime_.Now();
   for (int attempt = 0;; ++attempt) {
     auto response = runtime_.Call(Address::Coordinator(),
                                   transport::CreateCollectionRequest{.name = std::string(name)},
@@ -148,13 +149,14 @@ StatusOr<CollectionId> Client::OpenCollection(std::string_view name) {
       if (!body.ok()) return body.status();
       return body->collection.id;
     }
-    if (!IsTransportFailure(status) || attempt + 1 >= options_.max_attempts) return status;
+    if (!IsTransportFailure(status) || !MayRetry(attempt + 1, started)) return status;
     SHOAL_RETURN_IF_ERROR(Backoff(attempt));
   }
 }
 
 StatusOr<CollectionId> Client::FindCollection(std::string_view name) {
   SHOAL_RETURN_IF_ERROR(storage::ValidateCollectionName(name));
+  const transport::Micros started = runtime_.Now();
   for (int attempt = 0;; ++attempt) {
     auto state = FetchState();
     if (state.ok()) {
@@ -164,16 +166,20 @@ StatusOr<CollectionId> Client::FindCollection(std::string_view name) {
       return storage::StorageError(storage::ErrorReason::kUnknownCollection,
                                    fmt::format("collection \"{}\" does not exist", name));
     }
-    if (!IsTransportFailure(state.status()) || attempt + 1 >= options_.max_attempts) {
+    if (!IsTransportFailure(state.status()) || !MayRetry(attempt + 1, started)) {
       return state.status();
     }
     SHOAL_RETURN_IF_ERROR(Backoff(attempt));
   }
 }
 
-Status Client::GaveUp(const Status& last) const {
-  const std::string message =
-      fmt::format("gave up after {} attempts: {}", options_.max_attempts, last.message());
+bool Client::MayRetry(int attempts, transport::Micros started) const {
+  return attempts < options_.max_attempts || runtime_.Now() - started < options_.retry_for;
+}
+
+Status Client::GaveUp(const Status& last, int attempts, transport::Micros started) const {
+  const std::string message = fmt::format("gave up after {} attempts in {} ms: {}", attempts,
+                                          (runtime_.Now() - started) / 1000, last.message());
   // The nodes' reason stays readable (ClusterErrorOf), with the same code.
   const auto error = transport::ClusterErrorOf(last);
   if (error == transport::ClusterError::kNotEnoughReplicas ||
@@ -205,7 +211,9 @@ Client::Attempt Client::Judge(const StatusOr<transport::Response>& response, boo
 StatusOr<transport::Response> Client::CallOwner(
     Point point, const std::function<transport::Request(MapEpoch)>& make_request, bool idempotent) {
   Status last;
-  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
+  const transport::Micros started = runtime_.Now();
+  int attempt = 0;
+  for (; MayRetry(attempt, started); ++attempt) {
     SHOAL_ASSIGN_OR_RETURN(cluster::ShardMapPtr map, CurrentMap());
     const NodeId owner = OwnerOf(map->Lookup(point));
     auto response = coalescer_ != nullptr
@@ -232,7 +240,7 @@ StatusOr<transport::Response> Client::CallOwner(
         continue;
     }
   }
-  return GaveUp(last);
+  return GaveUp(last, attempt, started);
 }
 
 StatusOr<uint64_t> Client::Write(transport::WriteRequest request) {
@@ -336,7 +344,7 @@ StatusOr<QueryPage> Client::Query(const QueryOptions& options) {
     SHOAL_RETURN_IF_ERROR(DecodeQueryCursor(options.cursor, &point, &scan_cursor));
   }
   QueryPage page;
-  int attempt = 0;
+  ScanRetries retries;
   while (page.documents.size() < options.limit) {
     SHOAL_ASSIGN_OR_RETURN(cluster::ShardMapPtr map, CurrentMap());
     const cluster::BucketPlacement& bucket = map->Lookup(Point(point));
@@ -353,19 +361,12 @@ StatusOr<QueryPage> Client::Query(const QueryOptions& options) {
     auto response = runtime_.Call(Address::Node(OwnerOf(bucket)), request, options_.call_timeout);
     Status status = response.ok() ? response->status : response.status();
     if (!status.ok()) {
-      const RetryAction action = transport::Classify(
-          status, response.ok() ? StatusOrigin::kAnswer : StatusOrigin::kCall, /*idempotent=*/true);
-      if (!transport::BacksOff(action) && action != RetryAction::kLearnRoute) return status;
-      if (++attempt >= options_.max_attempts) return status;
-      if (action == RetryAction::kLearnRoute) {
-        LearnRoute(response->route);
-        continue;
-      }
-      if (action == RetryAction::kResend) (void)Refresh();
-      SHOAL_RETURN_IF_ERROR(Backoff(attempt));
+      SHOAL_RETURN_IF_ERROR(AfterScanFailure(
+          status, response.ok() ? StatusOrigin::kAnswer : StatusOrigin::kCall,
+          response.ok() ? response->route : nullptr, /*delivered=*/false, &retries));
       continue;
     }
-    attempt = 0;
+    retries = {};
     auto body = transport::BodyAs<transport::ScanResponse>(std::move(*response));
     if (!body.ok()) return body.status();
     for (auto& document : body->documents) page.documents.push_back(std::move(document));
@@ -386,18 +387,19 @@ StatusOr<QueryPage> Client::Query(const QueryOptions& options) {
 }
 
 Status Client::AfterScanFailure(const Status& status, transport::StatusOrigin origin,
-                                const cluster::ShardMapPtr& route, bool delivered, int* attempt) {
+                                const cluster::ShardMapPtr& route, bool delivered,
+                                ScanRetries* retries) {
   const RetryAction action = transport::Classify(status, origin, /*idempotent=*/true);
   if (!transport::BacksOff(action) && action != RetryAction::kLearnRoute) return status;
   // A stream that delivered pages before it broke made progress: its retries start afresh.
-  if (delivered) *attempt = 0;
-  if (++*attempt >= options_.max_attempts) return status;
+  if (delivered || retries->attempts == 0) *retries = {.attempts = 0, .started = runtime_.Now()};
+  if (!MayRetry(++retries->attempts, retries->started)) return status;
   if (action == RetryAction::kLearnRoute) {
     LearnRoute(route);
     return OkStatus();
   }
   if (action == RetryAction::kResend) (void)Refresh();
-  return Backoff(*attempt);
+  return Backoff(retries->attempts);
 }
 
 Status Client::QueryStream(const QueryOptions& options,
@@ -409,7 +411,7 @@ Status Client::QueryStream(const QueryOptions& options,
   if (!options.cursor.empty()) {
     SHOAL_RETURN_IF_ERROR(DecodeQueryCursor(options.cursor, &point, &scan_cursor));
   }
-  int attempt = 0;
+  ScanRetries retries;
   while (true) {
     SHOAL_ASSIGN_OR_RETURN(cluster::ShardMapPtr map, CurrentMap());
     const cluster::BucketPlacement& bucket = map->Lookup(Point(point));
@@ -459,17 +461,20 @@ Status Client::QueryStream(const QueryOptions& options,
       origin = StatusOrigin::kAnswer;
     }
     if (!status.ok()) {
-      SHOAL_RETURN_IF_ERROR(AfterScanFailure(status, origin, route, delivered, &attempt));
+      SHOAL_RETURN_IF_ERROR(AfterScanFailure(status, origin, route, delivered, &retries));
       continue;
     }
     if (!exhausted) {
       // The stream ended before its range did, without an error: reopen it from the cursor.
-      if (!delivered && ++attempt >= options_.max_attempts) {
-        return UnavailableError("scan streams keep ending before their range");
+      if (!delivered) {
+        if (retries.attempts == 0) retries.started = runtime_.Now();
+        if (!MayRetry(++retries.attempts, retries.started)) {
+          return UnavailableError("scan streams keep ending before their range");
+        }
       }
       continue;
     }
-    attempt = 0;
+    retries = {};
     scan_cursor.clear();
     if (bucket.range.end_is_max()) return OkStatus();  // the whole hash space is done
     point = bucket.range.end();

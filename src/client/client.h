@@ -57,9 +57,20 @@
 
 namespace shoal::client {
 
+// ClientOptions::retry_for of the clients applications use (Database::Connect, the embedded
+// Database, `shoal demo`): more than a failover takes (failover_timeout + read lease + drift +
+// the map edit, about 2.2 s at the defaults), so an operation on a dead primary's bucket waits
+// for its replacement instead of failing.
+inline constexpr transport::Micros kApplicationRetryFor = 5'000'000;
+
 struct ClientOptions {
   transport::Micros call_timeout = 1'000'000;
+  // Failures that are safe to retry (a node that does not answer, NOT_SERVING, a stale route)
+  // are retried while the operation has made fewer than max_attempts attempts OR less than
+  // retry_for has passed since its first one, so that an operation waits out a failover
+  // (docs/design/replication.md §4: 1-2 s) instead of failing. 0: max_attempts alone.
   int max_attempts = 12;
+  transport::Micros retry_for = 0;
   transport::Micros initial_backoff = 1'000;
   transport::Micros max_backoff = 200'000;
   // Bounds one streamed scan (QueryStream); a stream cut by it resumes from its last cursor.
@@ -176,9 +187,12 @@ class Client {
   };
   [[nodiscard]] static Attempt Judge(const StatusOr<transport::Response>& response,
                                      bool idempotent);
-  // The error of a call that used up max_attempts, `last` its latest failure: kUnavailable,
+  // Whether an operation (or a scan's step) that made `attempts` attempts, the first at
+  // `started`, may make another (ClientOptions::max_attempts and retry_for).
+  [[nodiscard]] bool MayRetry(int attempts, transport::Micros started) const;
+  // The error of a call that used up its attempts, `last` its latest failure: kUnavailable,
   // carrying NOT_ENOUGH_REPLICAS or NOT_SERVING when `last` does.
-  [[nodiscard]] Status GaveUp(const Status& last) const;
+  [[nodiscard]] Status GaveUp(const Status& last, int attempts, transport::Micros started) const;
   // CallOwner's first attempt through the Pipeline, then (if it must be retried) CallOwner
   // itself on a task; `done` gets CallOwner's result.
   void CallOwnerAsync(Point point, std::function<transport::Request(MapEpoch)> make_request,
@@ -204,9 +218,15 @@ class Client {
       std::vector<std::pair<NodeId, transport::Request>> calls);
   // What to do after a scan of the walk failed with `status` (`route`: its WRONG_SHARD map):
   // OK to retry (after learning the route or backing off), else the error to return.
+  // `retries`: the scan step's failed attempts, and when the first began (MayRetry); a step
+  // that delivered pages starts afresh.
+  struct ScanRetries {
+    int attempts = 0;
+    transport::Micros started = 0;
+  };
   [[nodiscard]] Status AfterScanFailure(const Status& status, transport::StatusOrigin origin,
                                         const cluster::ShardMapPtr& route, bool delivered,
-                                        int* attempt);
+                                        ScanRetries* retries);
 
   transport::Runtime& runtime_;
   const ClientOptions options_;

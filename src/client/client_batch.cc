@@ -87,7 +87,9 @@ StatusOr<std::vector<StatusOr<uint64_t>>> Client::Batch(
   for (const auto& write : writes) points.push_back(PointOf(write.collection, write.primary_key));
 
   Status last;
-  for (int attempt = 0; attempt < options_.max_attempts && !pending.empty(); ++attempt) {
+  const transport::Micros started = runtime_.Now();
+  int attempt = 0;
+  for (; MayRetry(attempt, started) && !pending.empty(); ++attempt) {
     SHOAL_ASSIGN_OR_RETURN(cluster::ShardMapPtr map, CurrentMap());
     // Group by owner, keeping each group in input order (two writes to one key stay ordered).
     std::map<NodeId, std::vector<size_t>> groups;
@@ -183,7 +185,7 @@ StatusOr<std::vector<StatusOr<uint64_t>>> Client::Batch(
     if (result.has_value()) {
       out.push_back(std::move(*result));
     } else {
-      out.push_back(GaveUp(last));
+      out.push_back(GaveUp(last, attempt, started));
     }
   }
   return out;

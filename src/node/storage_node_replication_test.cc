@@ -68,6 +68,8 @@ class ReplicationNodeTest : public ::testing::Test {
     options.store.sync = storage::SyncPolicy::kPeriodic;
     UseSmallTestStore(options.store);
     if (track_syncs_) {
+      // The machine-crash tests run with the default of `shoal node`: fsync before every ack.
+      options.store.sync = storage::SyncPolicy::kEveryWrite;
       fs_[id] = std::make_shared<storage::SyncTrackingFileSystem>();
       envs_.push_back(storage::SyncTrackingFileSystem::NewEnv(fs_[id]));
       options.store.env = envs_.back().get();
@@ -446,11 +448,11 @@ TEST_F(ReplicationNodeTest, ABackupAnswersAnyReplicaReadsWithCommittedValuesWhil
   });
 }
 
-// Durability with K copies (docs/design/replication.md R2, FAILURE-PATTERNS 2): the primary and
-// every backup sync their WALs before a write is acknowledged, whatever the store's own sync
-// policy (kPeriodic here). With the floor reached (n3 removed: n1 and n2 are the last in-sync
-// copies), a machine crash of either copy right after the acknowledgements keeps every
-// acknowledged write and the position that counts it.
+// Durability with K copies (docs/design/replication.md R2, FAILURE-PATTERNS 2): with
+// SyncPolicy::kEveryWrite the primary and every backup sync their WALs before a write is
+// acknowledged. With the floor reached (n3 removed: n1 and n2 are the last in-sync copies), a
+// machine crash of either copy right after the acknowledgements keeps every acknowledged write
+// and the position that counts it.
 TEST_F(ReplicationNodeTest, TheLastInSyncCopiesKeepEveryAcknowledgedWriteThroughAMachineCrash) {
   track_syncs_ = true;
   Run([&] {

@@ -25,6 +25,7 @@ constexpr auto kConnectPatience = std::chrono::seconds(10);
 client::ClientOptions NetworkClientOptions(const ConnectOptions& connect) {
   client::ClientOptions options;
   options.call_timeout = 5'000'000;
+  options.retry_for = client::kApplicationRetryFor;
   // Every task of a GrpcRuntime is an OS thread, as the coalescer requires.
   options.coalesce = connect.coalesce;
   options.async_calls_in_flight = std::max<size_t>(connect.async_calls_in_flight, 1);

@@ -39,7 +39,8 @@ class EmbeddedBackend final : public DatabaseBackend {
       }
     }
     next_node_ = highest + 1;
-    client_ = std::make_unique<client::Client>(runtime_);
+    client_ = std::make_unique<client::Client>(
+        runtime_, client::ClientOptions{.retry_for = client::kApplicationRetryFor});
     return client_->Refresh();
   }
 

@@ -6,7 +6,8 @@
 // every document holds its last acknowledged update or a later one of unknown outcome. At the
 // floor (min_in_sync) a silent backup stays listed: writes are refused with a clear error until
 // it answers again. A node back with a wiped directory is reset, never promoted; a coordinator
-// that crashes at any step of a failover is replaced by one that finishes it.
+// that crashes at any step of a failover is replaced by one that finishes it. A client with a
+// retry budget waits out a failover instead of failing.
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -18,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "src/client/client.h"
+#include "src/common/point.h"
 #include "src/coordinator/coordinator.h"
 #include "tests/support/coordinator_test_fixture.h"
 
@@ -75,6 +78,43 @@ TEST_F(ReplicationFailoverTest, ACrashedPrimaryIsReplacedByABackupUnderANewTerm)
       ASSERT_TRUE(first.ok() && second.ok());
       EXPECT_EQ(*first, *second) << bucket.id.DebugString();
     }
+  });
+}
+
+// A client that retries for ClientOptions::retry_for (the applications' clients:
+// kApplicationRetryFor) waits out the failover of a dead primary: its write to one of the
+// primary's documents succeeds once a backup took over. With attempts alone (retry_for 0) the
+// same write gives up first, with UNAVAILABLE.
+TEST_F(ReplicationFailoverTest, AClientWithARetryBudgetWaitsOutAFailover) {
+  Run(/*auto_balance=*/false, [&] {
+    std::vector<int> lost;
+    for (int i = 0; i < kDocuments; ++i) {
+      if (map()->Lookup(PointOf(collection_, Key(i))).replicas.front() == kN1) lost.push_back(i);
+    }
+    ASSERT_GE(lost.size(), 2u);
+    client::Client patient(sim_, client::ClientOptions{.retry_for = client::kApplicationRetryFor});
+    client::Client hasty(sim_);
+    ASSERT_TRUE(patient.Refresh().ok());
+    ASSERT_TRUE(hasty.Refresh().ok());
+
+    const Micros crashed_at = sim_.Now();
+    ASSERT_TRUE(cluster_->CrashNode(kN1).ok());
+    auto gave_up = hasty.Upsert(collection_, Key(lost[0]), R"({"hasty":1})");
+    EXPECT_EQ(gave_up.status().code(), StatusCode::kUnavailable) << gave_up.status();
+    EXPECT_NE(gave_up.status().message().find("gave up after"), std::string::npos)
+        << gave_up.status();
+    EXPECT_LT(sim_.Now() - crashed_at, 1000 * kMs);  // before the failover could begin
+
+    auto written = patient.Upsert(collection_, Key(lost[1]), R"({"patient":1})");
+    ASSERT_TRUE(written.ok()) << written.status();
+    const Micros waited = sim_.Now() - crashed_at;
+    std::printf("a write to a dead primary's bucket succeeded %lld ms after the crash\n",
+                static_cast<long long>(waited / kMs));
+    EXPECT_GE(waited, 1000 * kMs);  // failover_timeout: it did wait for the new primary
+    EXPECT_NE(map()->Lookup(PointOf(collection_, Key(lost[1]))).replicas.front(), kN1);
+    auto read = patient.Get(collection_, Key(lost[1]));
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_EQ(read->body, R"({"patient":1})");
   });
 }
 

@@ -51,6 +51,10 @@ constexpr uint32_t kInitialNodes = 3;
 constexpr uint32_t kBuckets = 32;
 constexpr NodeId kJoiningNode(4);
 constexpr NodeId kLeavingNode(1);
+// Killed without a clean removal once n1 has left (K > 1 only), then restarted as `shoal local`
+// restarts a dead process.
+constexpr NodeId kCrashingNode(2);
+constexpr auto kRestartDelay = std::chrono::seconds(1);
 constexpr auto kBalanceTimeout = std::chrono::seconds(60);
 constexpr auto kStartTimeout = std::chrono::seconds(10);
 constexpr auto kProgressInterval = std::chrono::milliseconds(250);
@@ -62,23 +66,24 @@ double SecondsSince(Clock::time_point start) {
 }
 
 // Exact stored bytes (key + value, tombstones included: what an export ships, and what
-// bytes_moved counts) of the buckets each node serves in `map`. Read from the stores directly:
-// the BucketLoad figures the balancer plans with are engine estimates that count memtable
-// overhead, which would make the optimum look larger than any move could be.
+// bytes_moved counts) of the copies each node holds in `map`, every replica counted. Read from the
+// stores directly: the BucketLoad figures the balancer plans with are engine estimates that count
+// memtable overhead, which would make the optimum look larger than any move could be.
 StatusOr<std::map<NodeId, uint64_t>> NodeBytes(const server::EmbeddedCluster& cluster,
                                                const cluster::ShardMap& map) {
   std::map<NodeId, uint64_t> bytes;
   for (const auto& bucket : map.buckets()) {
-    const NodeId owner = client::OwnerOf(bucket);
-    auto node = cluster.node(owner);
-    if (node == nullptr)
-      return NotFoundError(fmt::format("{} is not running", owner.DebugString()));
     const storage::PointRange range =
         bucket.range.end_is_max()
             ? storage::PointRange::From(bucket.range.begin())
             : *storage::PointRange::Make(bucket.range.begin(), bucket.range.end());
-    SHOAL_ASSIGN_OR_RETURN(auto stats, node->store()->ComputeStats(range));
-    bytes[owner] += stats.live_bytes + stats.tombstone_bytes;
+    for (const NodeId replica : bucket.replicas) {
+      auto node = cluster.node(replica);
+      if (node == nullptr)
+        return NotFoundError(fmt::format("{} is not running", replica.DebugString()));
+      SHOAL_ASSIGN_OR_RETURN(auto stats, node->store()->ComputeStats(range));
+      bytes[replica] += stats.live_bytes + stats.tombstone_bytes;
+    }
   }
   return bytes;
 }
@@ -130,7 +135,7 @@ class Demo {
   Demo(const DemoOptions& options, std::string data_dir)
       : options_(options),
         data_dir_(std::move(data_dir)),
-        phase_seconds_(options.duration_seconds / 4),
+        phase_seconds_(options.duration_seconds / (options.replicas > 1 ? 5 : 4)),
         progress_(!options.json) {}
 
   // Returns the process exit code.
@@ -148,6 +153,11 @@ class Demo {
                                          const coordinator::MoveProgress& now, double ops_rate,
                                          const std::optional<uint64_t>& buckets_left) const;
   [[nodiscard]] bool Balanced() const;
+  // K > 1: kills kCrashingNode without a removal, shows its primaries failing over, restarts it
+  // after kRestartDelay and shows its copies coming back until every bucket has K in-sync copies.
+  void CrashAndRecover();
+  // Buckets with fewer than K stable replicas, or with a move in flight.
+  [[nodiscard]] uint64_t Unrepaired() const;
   int Report(const Verification& verification, double load_seconds);
 
   const DemoOptions options_;
@@ -169,7 +179,16 @@ class Demo {
   bool balanced_ = true;
   std::optional<double> join_seconds_;
   std::optional<double> leave_seconds_;
-  Status cluster_status_;  // the first failure of an admin step
+  uint64_t membership_bytes_ = 0;  // bytes moved from the start to the end of the leave phase
+  // The failure phase (K > 1).
+  bool crashed_ = false;
+  uint64_t crashed_primaries_ = 0;      // buckets whose primary the killed node was
+  std::optional<double> failover_ms_;   // kill to no bucket left with it as primary
+  std::optional<double> recovered_ms_;  // kill to every bucket with K copies again
+  uint64_t repair_moves_ = 0;           // copies rebuilt, committed during the phase
+  uint64_t repair_bytes_ = 0;
+  uint64_t errors_during_failure_ = 0;  // client-visible errors during the phase
+  Status cluster_status_;               // the first failure of an admin step
 };
 
 server::EmbeddedClusterOptions Demo::ClusterOptions() const {
@@ -181,6 +200,7 @@ server::EmbeddedClusterOptions Demo::ClusterOptions() const {
   cluster.coordinator.max_moves_in_flight = 2;
   cluster.coordinator.max_moves_per_node = 1;
   cluster.coordinator.auto_balance = true;
+  cluster.replication_factor = options_.replicas;
   return cluster;
 }
 
@@ -197,6 +217,97 @@ Status Demo::WaitForService(client::Client& client) {
 bool Demo::Balanced() const {
   auto balanced = cluster_->coordinator()->Balanced();
   return balanced.ok() && *balanced;
+}
+
+uint64_t Demo::Unrepaired() const {
+  auto map = cluster_->coordinator()->map();
+  uint64_t unrepaired = 0;
+  for (const auto& bucket : map->buckets()) {
+    if (bucket.replicas.size() < map->replication_factor() || bucket.transition.has_value()) {
+      ++unrepaired;
+    }
+  }
+  return unrepaired;
+}
+
+void Demo::CrashAndRecover() {
+  auto coordinator = cluster_->coordinator();
+  const auto primaries_of = [&] {
+    uint64_t primaries = 0;
+    for (const auto& bucket : coordinator->map()->buckets()) {
+      if (bucket.replicas.front() == kCrashingNode) ++primaries;
+    }
+    return primaries;
+  };
+  const uint64_t errors_at_start = workload_->errors();
+  const uint64_t ops_at_start = workload_->ops();
+  const coordinator::MoveProgress at_start = coordinator->progress();
+  crashed_primaries_ = primaries_of();
+  const Clock::time_point killed_at = Clock::now();
+  if (Status status = cluster_->CrashNode(kCrashingNode); !status.ok()) {
+    cluster_status_ = Prefixed(status, "killing the node");
+    return;
+  }
+  crashed_ = true;
+  if (!options_.json) {
+    std::printf("n%u killed (no removal): primary of %llu buckets, a copy of %zu\n",
+                kCrashingNode.value(), static_cast<unsigned long long>(crashed_primaries_),
+                coordinator->map()->BucketsOf(kCrashingNode).size());
+    std::fflush(stdout);
+  }
+  // The failover: the coordinator replaces the dead primary with the most advanced in-sync
+  // backup once its read lease has run out (docs/design/replication.md §4.2); the node is
+  // restarted meanwhile, as `shoal local` restarts a dead process.
+  bool restarted = false;
+  uint64_t last_ops = ops_at_start;
+  Clock::time_point last_tick = killed_at;
+  while (Clock::now() - killed_at < kBalanceTimeout) {
+    if (!restarted && Clock::now() - killed_at >= kRestartDelay) {
+      if (Status status = cluster_->StartNode(kCrashingNode); !status.ok()) {
+        cluster_status_ = Prefixed(status, "restarting the node");
+        break;
+      }
+      restarted = true;
+    }
+    const uint64_t left = primaries_of();
+    if (!failover_ms_.has_value() && left == 0) {
+      failover_ms_ = SecondsSince(killed_at) * 1000.0;
+    }
+    const uint64_t unrepaired = Unrepaired();
+    if (restarted && failover_ms_.has_value() && unrepaired == 0) {
+      recovered_ms_ = SecondsSince(killed_at) * 1000.0;
+      break;
+    }
+    std::this_thread::sleep_for(kProgressInterval);
+    const uint64_t ops = workload_->ops();
+    const double rate = static_cast<double>(ops - last_ops) / SecondsSince(last_tick);
+    last_ops = ops;
+    last_tick = Clock::now();
+    const coordinator::MoveProgress now = coordinator->progress();
+    progress_.Show(fmt::format(
+        "[failure] {:5.1f}s  n{} {}  |  {} of its {} primaries failed over  |  {} buckets "
+        "under {} copies, {} copies rebuilt ({:.1f} MiB)  |  {:.0f} ops/s",
+        SecondsSince(killed_at), kCrashingNode.value(), restarted ? "restarted" : "down",
+        crashed_primaries_ - std::min(left, crashed_primaries_), crashed_primaries_, unrepaired,
+        options_.replicas, now.committed - at_start.committed,
+        static_cast<double>(now.bytes_moved - at_start.bytes_moved) / kMiB, rate));
+  }
+  const coordinator::MoveProgress now = coordinator->progress();
+  repair_moves_ = now.committed - at_start.committed;
+  repair_bytes_ = now.bytes_moved - at_start.bytes_moved;
+  membership_moves_ += repair_moves_;
+  errors_during_failure_ = workload_->errors() - errors_at_start;
+  ops_during_.Add(workload_->ops() - ops_at_start, SecondsSince(killed_at));
+  balanced_ &= recovered_ms_.has_value();
+  progress_.Show(fmt::format(
+      "[failure] {:5.1f}s  n{} restarted  |  {} primaries failed over after {}  |  {} copies "
+      "rebuilt ({:.1f} MiB)  |  {}",
+      SecondsSince(killed_at), kCrashingNode.value(), crashed_primaries_,
+      failover_ms_.has_value() ? fmt::format("{:.0f} ms", *failover_ms_) : "-", repair_moves_,
+      static_cast<double>(repair_bytes_) / kMiB,
+      recovered_ms_.has_value() ? fmt::format("{} copies of every bucket", options_.replicas)
+                                : "TIMED OUT"));
+  progress_.Finish();
 }
 
 void Demo::Steady(Clock::time_point phase_start) {
@@ -272,7 +383,7 @@ int Demo::Run() {
     (void)cluster_->StopAll();  // best effort: the start already failed
     return 1;
   }
-  client::Client client(runtime_);
+  client::Client client(runtime_, client::ClientOptions{.retry_for = client::kApplicationRetryFor});
   Status service = WaitForService(client);
   StatusOr<CollectionId> collection =
       service.ok() ? client.OpenCollection("demo") : StatusOr<CollectionId>(service);
@@ -283,10 +394,11 @@ int Demo::Run() {
   }
   if (!options_.json) {
     std::printf(
-        "Shoal demo: %u storage nodes, %u buckets, %u client threads, %.1f s of mixed load\n"
+        "Shoal demo: %u storage nodes, %u buckets, %u copies of each, %u client threads, %.1f s "
+        "of mixed load\n"
         "data: %s%s\n\n",
-        kInitialNodes, kBuckets, options_.clients, options_.duration_seconds, data_dir_.c_str(),
-        options_.data_dir.empty() ? " (removed at the end)" : "");
+        kInitialNodes, kBuckets, options_.replicas, options_.clients, options_.duration_seconds,
+        data_dir_.c_str(), options_.data_dir.empty() ? " (removed at the end)" : "");
     std::fflush(stdout);
   }
   workload_ = std::make_unique<Workload>(runtime_, client, *collection, options_);
@@ -359,8 +471,16 @@ int Demo::Run() {
     }
   }
   Steady(phase_start);
+  membership_bytes_ = coordinator->progress().bytes_moved;
 
-  // Phase 4: steady on the new membership.
+  // Phase 4 (K > 1): a node dies and comes back.
+  if (options_.replicas > 1 && cluster_status_.ok()) {
+    phase_start = Clock::now();
+    CrashAndRecover();
+    Steady(phase_start);
+  }
+
+  // Phase 5: steady on the new membership.
   phase_start = Clock::now();
   phase_ops = workload_->ops();
   Steady(phase_start);
@@ -408,10 +528,17 @@ int Demo::Report(const Verification& v, double load_seconds) {
         {"resurrected_deletes", v.resurrected_deletes},
         {"duplicate_query_results", v.duplicate_query_results},
         {"missing_query_results", v.missing_query_results},
-        {"bytes_moved", progress.bytes_moved},
+        {"replicas", options_.replicas},
+        {"bytes_moved", membership_bytes_},
         {"optimal_bytes", optimal_bytes_},
         {"first_serve_ms",
          first_serve_ms_.has_value() ? nlohmann::json(*first_serve_ms_) : nlohmann::json(nullptr)},
+        {"failover_ms",
+         failover_ms_.has_value() ? nlohmann::json(*failover_ms_) : nlohmann::json(nullptr)},
+        {"recovered_ms",
+         recovered_ms_.has_value() ? nlohmann::json(*recovered_ms_) : nlohmann::json(nullptr)},
+        {"copies_rebuilt", repair_moves_},
+        {"errors_during_failure", errors_during_failure_},
         {"ops_per_s_before", ops_before_.PerSecond()},
         {"ops_per_s_during", ops_during_.PerSecond()},
         {"ops_per_s_after", ops_after_.PerSecond()},
@@ -436,16 +563,27 @@ int Demo::Report(const Verification& v, double load_seconds) {
       first_serve_ms_.has_value() ? fmt::format("{:.0f} ms", *first_serve_ms_).c_str() : "-");
   std::printf("             n%u left, drained and removed after %s\n", kLeavingNode.value(),
               leave_seconds_.has_value() ? fmt::format("{:.1f} s", *leave_seconds_).c_str() : "-");
+  if (crashed_) {
+    std::printf(
+        "failure:     n%u killed; its %llu primaries failed over after %s; restarted after %.0f "
+        "s; %u copies of every bucket again after %s (%llu copies rebuilt, %.2f MiB); %llu "
+        "client errors meanwhile\n",
+        kCrashingNode.value(), static_cast<unsigned long long>(crashed_primaries_),
+        failover_ms_.has_value() ? fmt::format("{:.0f} ms", *failover_ms_).c_str() : "-",
+        std::chrono::duration<double>(kRestartDelay).count(), options_.replicas,
+        recovered_ms_.has_value() ? fmt::format("{:.1f} s", *recovered_ms_ / 1000.0).c_str() : "-",
+        static_cast<unsigned long long>(repair_moves_), static_cast<double>(repair_bytes_) / kMiB,
+        static_cast<unsigned long long>(errors_during_failure_));
+  }
   std::printf(
-      "moves:       %llu committed (%llu while no node joined or left), %llu aborted; %.2f MiB "
-      "moved, optimum %.2f MiB (%.2fx); "
-      "fence p99 %.1f ms\n",
+      "moves:       %llu committed (%llu while no node joined, left or failed), %llu aborted; "
+      "join and leave moved %.2f MiB, optimum %.2f MiB (%.2fx); fence p99 %.1f ms\n",
       static_cast<unsigned long long>(progress.committed),
       static_cast<unsigned long long>(progress.committed - membership_moves_),
       static_cast<unsigned long long>(progress.aborted),
-      static_cast<double>(progress.bytes_moved) / kMiB, static_cast<double>(optimal_bytes_) / kMiB,
+      static_cast<double>(membership_bytes_) / kMiB, static_cast<double>(optimal_bytes_) / kMiB,
       optimal_bytes_ > 0
-          ? static_cast<double>(progress.bytes_moved) / static_cast<double>(optimal_bytes_)
+          ? static_cast<double>(membership_bytes_) / static_cast<double>(optimal_bytes_)
           : 0.0,
       fence_p99_ms);
   std::printf("throughput:  %.0f ops/s before, %.0f during moves, %.0f after (load: %.0f/s)\n",
@@ -500,7 +638,8 @@ int RunDemo(const DemoOptions& options) {
 void AddDemoCommand(CLI::App& app) {
   auto options = std::make_shared<DemoOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "demo", "Run an embedded cluster under load while a node joins and another leaves");
+      "demo",
+      "Run an embedded cluster under load while a node joins, another leaves and a third dies");
   cmd->add_option("--data", options->data_dir,
                   "Data directory (kept); default: a temporary one, removed at the end");
   cmd->add_option("--documents", options->documents, "Documents loaded before the workload")
@@ -511,6 +650,10 @@ void AddDemoCommand(CLI::App& app) {
   cmd->add_option("--clients", options->clients, "Client threads")
       ->capture_default_str()
       ->check(CLI::Range(1u, kMaxClients));
+  cmd->add_option("--replicas", options->replicas,
+                  "Copies of every bucket (K); with K > 1 a node is killed mid-run and restarted")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, kInitialNodes));
   cmd->add_flag("--json", options->json, "Print one JSON object");
   cmd->callback([options]() {
     const int rc = RunDemo(*options);

@@ -23,8 +23,10 @@ namespace shoal::tools::demo {
 struct DemoOptions {
   std::string data_dir;  // empty: a fresh temporary directory, removed at the end
   uint64_t documents = 20'000;
-  double duration_seconds = 8;
+  double duration_seconds = 10;
   uint32_t clients = 4;
+  // K: copies of every bucket. With K > 1 a node is also killed mid-run and restarted.
+  uint32_t replicas = 3;
   bool json = false;
 };
 
