@@ -46,9 +46,12 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
     // A bucket never has more replicas than there are active nodes.
     const size_t slots = std::min<size_t>(k, active.size());
     for (size_t r = 0; r < slots; ++r) {
-      partition::BalanceBucket unit{.id = BucketId(static_cast<uint32_t>(i * k + r)),
-                                    .size = load.BytesOf(bucket.id),
-                                    .owner = std::nullopt};
+      // The K units of a bucket form a group: Algorithm 2 never puts two on one node.
+      partition::BalanceBucket unit{
+          .id = BucketId(static_cast<uint32_t>(i * k + r)),
+          .size = load.BytesOf(bucket.id),
+          .owner = std::nullopt,
+          .group = k > 1 ? std::optional<uint32_t>(static_cast<uint32_t>(i)) : std::nullopt};
       if (r < target.size() && Holds(active, target[r])) unit.owner = target[r];
       units.push_back(unit);
     }

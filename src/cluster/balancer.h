@@ -28,11 +28,14 @@
 //
 // Idempotent: the plan is a function of (map, load, options) only; once its moves are done and
 // the load is unchanged, planning again yields nothing new. Ending state of repeated plan ->
-// apply: max - min node load <= the smallest non-empty bucket on the most loaded node (the
-// guarantee of Algorithm 2).
+// apply at K = 1: max - min node load <= the smallest non-empty bucket on the most loaded node
+// (the guarantee of Algorithm 2).
 //
-// For K > 1, Balance may put two replicas of a bucket on one node; such a slot keeps its current
-// owner if that is distinct, else takes the least loaded active node not yet holding the bucket.
+// For K > 1, the K units of a bucket are one group of Algorithm 2 (partition/balance.h,
+// "Groups"): it never wants two replicas of a bucket on one node, so that a join or a leave moves
+// only the copies it must. Where it places two anyway (step 1, when every node already holds
+// one), the slot keeps its current owner if that is distinct, else takes the least loaded active
+// node not yet holding the bucket.
 //
 // Pure; thread-safe.
 

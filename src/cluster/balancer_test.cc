@@ -179,6 +179,61 @@ TEST(BalancerTest, HandoffsSpreadPrimariesWithinOne) {
   EXPECT_TRUE(Balancer::Plan(map, load, {.max_moves_per_node = 2})->empty());
 }
 
+// A join and a leave at K = 3 move exactly the copies they must (paper 001 §3.2-3.3): the
+// joining node receives its share, a quarter of the 96 copies, one copy per move, and the leaving
+// node's 24 copies go elsewhere. Algorithm 2 works on one unit per copy; the units of a bucket
+// form a group (partition/balance.h), so that the greedy never wants a second copy of a bucket on
+// a node that holds one. Without the groups its next step, after the first copy reached n4, was
+// always to give n4 another copy of the same bucket: the plan came back empty with n4 holding 1
+// copy of 96.
+TEST(BalancerTest, AJoinAndALeaveAtKThreeMoveOnlyTheCopiesTheyMust) {
+  ShardMap map =
+      *ShardMap::Initial({.nodes = Nodes({1, 2, 3}), .bucket_count = 32, .replication_factor = 3});
+  map = *Apply(map, ShardMapEdit(map.epoch()).AddNode(NodeId(4)));
+  LoadReport load;
+  for (uint32_t b = 0; b < 32; ++b) load.buckets[BucketId(b)].bytes = 117'000 + b * 37;
+  IdSource ids{.next_move = MoveId(1), .next_bucket = BucketId(0)};
+  // Plans and applies to a fixed point; returns the copies moved (handoffs move none).
+  const auto run = [&] {
+    int copies_moved = 0;
+    for (int round = 0; round < kMaxRounds; ++round) {
+      auto plan = Balancer::Plan(map, load, {.max_moves_per_node = 1});
+      EXPECT_TRUE(plan.ok()) << plan.status();
+      if (!plan.ok() || plan->empty()) return copies_moved;
+      for (const MoveIntent& move : plan->moves) {
+        for (NodeId node : move.destination) {
+          if (std::find(move.source.begin(), move.source.end(), node) == move.source.end()) {
+            ++copies_moved;
+          }
+        }
+      }
+      auto next = ExecutePlan(map, *plan, &ids, &load);
+      EXPECT_TRUE(next.ok()) << next.status();
+      if (!next.ok()) return copies_moved;
+      map = *std::move(next);
+    }
+    ADD_FAILURE() << "no fixed point";
+    return copies_moved;
+  };
+  const auto copies = [&] {
+    std::map<NodeId, int> out;
+    for (const BucketPlacement& bucket : map.buckets()) {
+      EXPECT_EQ(bucket.replicas.size(), 3u);
+      for (NodeId node : bucket.replicas) ++out[node];
+    }
+    return out;
+  };
+
+  EXPECT_EQ(run(), 24);
+  for (const auto& [node, count] : copies()) EXPECT_EQ(count, 24) << node.DebugString();
+
+  map = *Apply(map, ShardMapEdit(map.epoch()).SetNodeState(NodeId(1), NodeState::kLeaving));
+  EXPECT_EQ(run(), 24);
+  const std::map<NodeId, int> after = copies();
+  EXPECT_FALSE(after.contains(NodeId(1)));
+  for (const auto& [node, count] : after) EXPECT_EQ(count, 32) << node.DebugString();
+}
+
 TEST(BalancerTest, ANodeNearItsDiskReserveReceivesOnlyWhatFits) {
   // n1 holds 8 buckets of 10 bytes, n2 has just joined with room for 25 bytes: it takes 2
   // buckets, not 4, and planning again with the moves in flight adds nothing.

@@ -53,6 +53,7 @@ class Assignment {
         loads_(nodes_.size(), 0),
         room_(nodes_.size()),
         held_(nodes_.size()),
+        groups_(nodes_.size()),
         owner_index_(buckets.size(), kNone) {
     for (size_t n = 0; n < nodes_.size(); ++n) {
       auto it = room.find(nodes_[n]);
@@ -81,11 +82,30 @@ class Assignment {
     }
     return kNone;
   }
-
-  // The smallest non-empty bucket of `node` (lowest id among equal sizes), or kNone.
-  size_t SmallestOn(size_t node) const {
-    return held_[node].empty() ? kNone : std::get<2>(*held_[node].begin());
+  // The same, among the nodes that hold no unit of `bucket`'s group, or kNone.
+  size_t LeastLoadedFor(size_t bucket, size_t except) const {
+    for (const auto& [load, node] : order_) {
+      if (node != except && MayReceive(node, bucket)) return node;
+    }
+    return kNone;
   }
+  // Room for `bucket` and no unit of its group.
+  bool MayReceive(size_t node, size_t bucket) const {
+    return HasRoom(node, buckets_[bucket].size) && !HoldsGroupOf(node, bucket);
+  }
+  // (load, node index), least loaded first.
+  const std::set<std::pair<uint64_t, size_t>>& order() const { return order_; }
+
+  // The first of the non-empty buckets of `node`, smallest first (lowest id among equal
+  // sizes), for which `accept` is true, or kNone.
+  template <typename Accept>
+  size_t FirstOn(size_t node, const Accept& accept) const {
+    for (const auto& key : held_[node]) {
+      if (accept(std::get<2>(key))) return std::get<2>(key);
+    }
+    return kNone;
+  }
+  [[nodiscard]] bool empty(size_t node) const { return held_[node].empty(); }
 
   // Moves (or places) `bucket` to `node`, keeping the load order.
   void AssignTo(size_t bucket, size_t node) {
@@ -106,15 +126,26 @@ class Assignment {
   static constexpr size_t kNone = static_cast<size_t>(-1);
 
  private:
+  bool HasRoom(size_t node, uint64_t size) const {
+    return !room_[node].has_value() || *room_[node] >= size;
+  }
+  bool HoldsGroupOf(size_t node, size_t bucket) const {
+    const std::optional<uint32_t>& group = buckets_[bucket].group;
+    return group.has_value() && groups_[node].contains(*group);
+  }
   void Add(size_t bucket, size_t node) {
     owner_index_[bucket] = node;
     loads_[node] += buckets_[bucket].size;
     if (buckets_[bucket].size > 0) held_[node].insert(Key(bucket));
+    if (buckets_[bucket].group.has_value()) groups_[node].insert(*buckets_[bucket].group);
   }
   void Remove(size_t bucket, size_t node) {
     owner_index_[bucket] = kNone;
     loads_[node] -= buckets_[bucket].size;
     held_[node].erase(Key(bucket));
+    if (buckets_[bucket].group.has_value()) {
+      groups_[node].erase(groups_[node].find(*buckets_[bucket].group));
+    }
   }
   std::tuple<uint64_t, BucketId, size_t> Key(size_t bucket) const {
     return {buckets_[bucket].size, buckets_[bucket].id, bucket};
@@ -125,6 +156,7 @@ class Assignment {
   std::vector<uint64_t> loads_;
   std::vector<std::optional<uint64_t>> room_;  // none = no limit
   std::vector<std::set<std::tuple<uint64_t, BucketId, size_t>>> held_;
+  std::vector<std::multiset<uint32_t>> groups_;  // per node, the groups of its units
   std::set<std::pair<uint64_t, size_t>> order_;  // (load, node index); index order = id order
   std::vector<size_t> owner_index_;
 };
@@ -151,7 +183,10 @@ StatusOr<BalanceResult> Balance(std::span<const BalanceBucket> buckets,
     return buckets[a].id < buckets[b].id;
   });
   for (size_t i : unassigned) {
-    size_t target = assignment.LeastLoadedWithRoom(buckets[i].size, Assignment::kNone);
+    size_t target = assignment.LeastLoadedFor(i, Assignment::kNone);
+    if (target == Assignment::kNone) {
+      target = assignment.LeastLoadedWithRoom(buckets[i].size, Assignment::kNone);
+    }
     if (target == Assignment::kNone) target = assignment.LeastLoaded();
     assignment.AssignTo(i, target);
     result.steps.push_back({buckets[i].id, std::nullopt, assignment.nodes()[target]});
@@ -162,23 +197,37 @@ StatusOr<BalanceResult> Balance(std::span<const BalanceBucket> buckets,
                            ? options.max_steps
                            : BalanceOptions::kMinMaxSteps +
                                  BalanceOptions::kDefaultMaxStepsPerBucket * buckets.size();
-  while (assignment.nodes().size() > 1) {
-    const size_t pmax = assignment.MostLoaded();
-    const size_t b = assignment.SmallestOn(pmax);
-    if (b == Assignment::kNone) break;  // Pmax holds no load: every node is empty.
-    // Pmin; with room limits, the least loaded node that can take B (balance.h, "Room").
-    const size_t pmin = assignment.LeastLoadedWithRoom(buckets[b].size, pmax);
-    if (pmin == Assignment::kNone) break;
-    const uint64_t load_max = assignment.loads()[pmax];
-    const uint64_t load_min = assignment.loads()[pmin];
-    const uint64_t size = buckets[b].size;
-    // The paper's test, in unsigned arithmetic: size <= load_max, and load_min + size <= total,
-    // which fits in 64 bits (checked above).
+  // The paper's test for moving a bucket of `size` from a node at `load_max` to one at
+  // `load_min`, in unsigned arithmetic: size <= load_max, and load_min + size <= total, which
+  // fits in 64 bits (checked above).
+  const auto narrows = [](uint64_t load_max, uint64_t load_min, uint64_t size) {
+    if (load_min >= load_max) return false;
     const uint64_t after_max = load_max - size;
     const uint64_t after_min = load_min + size;
     const uint64_t after_diff =
         after_max > after_min ? after_max - after_min : after_min - after_max;
-    if (!(after_diff < load_max - load_min)) break;
+    return after_diff < load_max - load_min;
+  };
+  while (assignment.nodes().size() > 1) {
+    const size_t pmax = assignment.MostLoaded();
+    if (assignment.empty(pmax)) break;  // Pmax holds no load: every node is empty.
+    // The receiver: Pmin, or with room limits and groups the least loaded node that may take
+    // one of Pmax's buckets; B: the smallest of those it may take (balance.h, "Room", "Groups").
+    const uint64_t load_max = assignment.loads()[pmax];
+    size_t pmin = Assignment::kNone;
+    size_t b = Assignment::kNone;
+    for (const auto& [load, receiver] : assignment.order()) {
+      if (load >= load_max) break;
+      b = assignment.FirstOn(pmax, [&](size_t candidate) {
+        return assignment.MayReceive(receiver, candidate) &&
+               narrows(load_max, load, buckets[candidate].size);
+      });
+      if (b != Assignment::kNone) {
+        pmin = receiver;
+        break;
+      }
+    }
+    if (b == Assignment::kNone) break;
     if (result.step2_moves == cap) {
       return InternalError(fmt::format("balance: no fixed point after {} moves", cap));
     }

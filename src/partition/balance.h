@@ -32,6 +32,19 @@
 // receiver's room; giving a bucket away frees none (the giver's disk is freed only once a move
 // ends). With room limits the max - min bound below does not hold; the other properties do.
 //
+// Groups (BalanceBucket::group; none = the paper's algorithm): the K replicas of one cluster
+// bucket are K units of one group, and no node may hold two units of a group (paper 001 §3.2: no
+// two copies of a partition on one node). Step 1 places a unit on the least loaded node (with
+// room) that holds no unit of its group, falling back to ignoring the group when every node
+// holds one. Step 2 then gives to the least loaded node that may receive one of Pmax's buckets
+// (no unit of its group there, room for it) the smallest such bucket that passes the paper's
+// test, and stops when no node less loaded than Pmax has one. Without groups and room limits
+// that is the paper's step 2: Pmin receives, and a larger bucket of Pmax never passes the test
+// where the smallest failed. Giving to the least loaded node first keeps a joining node's share
+// coming from every other node, not from lateral moves among them. With groups the max - min
+// bound below need not hold (a node may be unable to give its smallest buckets to the least
+// loaded node); the other properties do, and each move still lowers the sum of squared loads.
+//
 // Zero-size buckets are never chosen as B: moving one changes no load, so the paper's test can
 // never pass for it. With the paper's normalized sizes (all >= 1) this is exactly the paper.
 //
@@ -58,6 +71,7 @@ struct BalanceBucket {
   BucketId id;                  // distinct within one call
   uint64_t size = 0;            // any unit (normalized size, bytes); the sum must fit in 64 bits
   std::optional<NodeId> owner;  // none, or a node not in the target set = unassigned
+  std::optional<uint32_t> group = std::nullopt;  // units of one group never share a node
 };
 
 // One reassignment of a bucket. `from` is none for a bucket that had no owner.

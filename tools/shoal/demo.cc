@@ -185,7 +185,7 @@ class Demo {
   uint64_t crashed_primaries_ = 0;      // buckets whose primary the killed node was
   std::optional<double> failover_ms_;   // kill to no bucket left with it as primary
   std::optional<double> recovered_ms_;  // kill to every bucket with K copies again
-  uint64_t repair_moves_ = 0;           // copies rebuilt, committed during the phase
+  uint64_t repair_moves_ = 0;  // committed during the phase: copies rebuilt, primaries handed back
   uint64_t repair_bytes_ = 0;
   uint64_t errors_during_failure_ = 0;  // client-visible errors during the phase
   Status cluster_status_;               // the first failure of an admin step
@@ -286,7 +286,7 @@ void Demo::CrashAndRecover() {
     const coordinator::MoveProgress now = coordinator->progress();
     progress_.Show(fmt::format(
         "[failure] {:5.1f}s  n{} {}  |  {} of its {} primaries failed over  |  {} buckets "
-        "under {} copies, {} copies rebuilt ({:.1f} MiB)  |  {:.0f} ops/s",
+        "under {} copies, {} moves ({:.1f} MiB)  |  {:.0f} ops/s",
         SecondsSince(killed_at), kCrashingNode.value(), restarted ? "restarted" : "down",
         crashed_primaries_ - std::min(left, crashed_primaries_), crashed_primaries_, unrepaired,
         options_.replicas, now.committed - at_start.committed,
@@ -300,8 +300,8 @@ void Demo::CrashAndRecover() {
   ops_during_.Add(workload_->ops() - ops_at_start, SecondsSince(killed_at));
   balanced_ &= recovered_ms_.has_value();
   progress_.Show(fmt::format(
-      "[failure] {:5.1f}s  n{} restarted  |  {} primaries failed over after {}  |  {} copies "
-      "rebuilt ({:.1f} MiB)  |  {}",
+      "[failure] {:5.1f}s  n{} restarted  |  {} primaries failed over after {}  |  {} moves "
+      "({:.1f} MiB)  |  {}",
       SecondsSince(killed_at), kCrashingNode.value(), crashed_primaries_,
       failover_ms_.has_value() ? fmt::format("{:.0f} ms", *failover_ms_) : "-", repair_moves_,
       static_cast<double>(repair_bytes_) / kMiB,
@@ -537,7 +537,7 @@ int Demo::Report(const Verification& v, double load_seconds) {
          failover_ms_.has_value() ? nlohmann::json(*failover_ms_) : nlohmann::json(nullptr)},
         {"recovered_ms",
          recovered_ms_.has_value() ? nlohmann::json(*recovered_ms_) : nlohmann::json(nullptr)},
-        {"copies_rebuilt", repair_moves_},
+        {"failure_moves", repair_moves_},
         {"errors_during_failure", errors_during_failure_},
         {"ops_per_s_before", ops_before_.PerSecond()},
         {"ops_per_s_during", ops_during_.PerSecond()},
@@ -566,8 +566,8 @@ int Demo::Report(const Verification& v, double load_seconds) {
   if (crashed_) {
     std::printf(
         "failure:     n%u killed; its %llu primaries failed over after %s; restarted after %.0f "
-        "s; %u copies of every bucket again after %s (%llu copies rebuilt, %.2f MiB); %llu "
-        "client errors meanwhile\n",
+        "s; %u copies of every bucket again after %s (%llu moves, %.2f MiB); %llu client "
+        "errors meanwhile\n",
         kCrashingNode.value(), static_cast<unsigned long long>(crashed_primaries_),
         failover_ms_.has_value() ? fmt::format("{:.0f} ms", *failover_ms_).c_str() : "-",
         std::chrono::duration<double>(kRestartDelay).count(), options_.replicas,
