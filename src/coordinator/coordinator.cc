@@ -41,8 +41,9 @@ StatusOr<std::shared_ptr<Coordinator>> Coordinator::Open(transport::Runtime& run
 }
 
 Status Coordinator::Initialize(const std::vector<NodeId>& nodes, uint32_t bucket_count,
-                               uint32_t replication_factor) {
-  SHOAL_RETURN_IF_ERROR(committer_->Initialize(nodes, bucket_count, replication_factor));
+                               uint32_t replication_factor, uint32_t min_in_sync) {
+  SHOAL_RETURN_IF_ERROR(
+      committer_->Initialize(nodes, bucket_count, replication_factor, min_in_sync));
   StartReplicaManager();
   return OkStatus();
 }

@@ -49,10 +49,11 @@ class Coordinator final : public transport::Service,
       transport::Runtime& runtime, metadata::MetadataStore& store,
       const CoordinatorOptions& options);
 
-  // Creates the first map (epoch 1), with K = `replication_factor` copies of every bucket,
-  // unless the store holds one.
+  // Creates the first map (epoch 1), with K = `replication_factor` copies of every bucket and
+  // writes acknowledged with at least `min_in_sync` of them (0: a majority of K), unless the
+  // store holds one.
   [[nodiscard]] Status Initialize(const std::vector<NodeId>& nodes, uint32_t bucket_count,
-                                  uint32_t replication_factor = 1);
+                                  uint32_t replication_factor = 1, uint32_t min_in_sync = 0);
   // Serves, recovers interrupted moves, then runs the balancer loop (if enabled); runs the
   // replica manager.
   void Start();

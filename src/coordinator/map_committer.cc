@@ -70,14 +70,14 @@ Status MapCommitter::Load() {
 }
 
 Status MapCommitter::Initialize(const std::vector<NodeId>& nodes, uint32_t bucket_count,
-                                uint32_t replication_factor) {
+                                uint32_t replication_factor, uint32_t min_in_sync) {
   absl::MutexLock edit_lock(&edit_mu_);
   if (map() != nullptr) return OkStatus();
   SHOAL_ASSIGN_OR_RETURN(ShardMap initial,
                          ShardMap::Initial({.nodes = nodes,
                                             .bucket_count = bucket_count,
                                             .replication_factor = replication_factor,
-                                            .min_in_sync = 0}));
+                                            .min_in_sync = min_in_sync}));
   SHOAL_ASSIGN_OR_RETURN(uint64_t version, store_.Put(kMapKey, cluster::EncodeShardMap(initial),
                                                       metadata::kMustNotExist));
   absl::MutexLock lock(&mu_);

@@ -55,9 +55,9 @@ class MapCommitter {
 
   // Reads the stored map, next move id and collections (at open).
   [[nodiscard]] Status Load();
-  // Creates the first map (epoch 1) unless one is stored.
+  // Creates the first map (epoch 1) unless one is stored. min_in_sync 0: a majority of K.
   [[nodiscard]] Status Initialize(const std::vector<NodeId>& nodes, uint32_t bucket_count,
-                                  uint32_t replication_factor = 1);
+                                  uint32_t replication_factor = 1, uint32_t min_in_sync = 0);
 
   // Builds an edit with `build` against the current map, applies it and stores the result with
   // `log_key` = `log_value` in one metadata Commit; then publishes the new map. An empty edit

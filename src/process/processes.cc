@@ -149,8 +149,8 @@ Status CoordinatorProcess::Lead() {
   }
   std::vector<NodeId> nodes;
   for (uint32_t i = 1; i <= options_.initial_nodes; ++i) nodes.push_back(NodeId(i));
-  SHOAL_RETURN_IF_ERROR(
-      coordinator->Initialize(nodes, options_.buckets, options_.replication_factor));
+  SHOAL_RETURN_IF_ERROR(coordinator->Initialize(nodes, options_.buckets,
+                                                options_.replication_factor, options_.min_in_sync));
   watch_hub_->Open();
   coordinator->SetStateObserver(
       [hub = watch_hub_.get()](const transport::ClusterState& state) { hub->Publish(state); });

@@ -51,8 +51,10 @@ struct CoordinatorProcessOptions {
   // buckets.
   uint32_t initial_nodes = 3;
   uint32_t buckets = 32;
-  // A new cluster only: K, the copies of every bucket (1 <= K <= initial_nodes).
+  // A new cluster only: K, the copies of every bucket (1 <= K <= initial_nodes), and the fewest
+  // in-sync copies a write is acknowledged with (1 <= min_in_sync <= K; 0: a majority of K).
   uint32_t replication_factor = 1;
+  uint32_t min_in_sync = 0;
   bool sync = true;  // fsync metadata writes
   // Where the metadata lives: "embedded" (RocksDB in data_dir/metadata) or
   // "zk://HOST:PORT[,HOST:PORT...]/PATH" (a ZooKeeper ensemble, under the znode PATH).

@@ -138,7 +138,10 @@ stop_local
 
 # 4. K = 3: node 1 is stopped (SIGSTOP) for 3 s, longer than the failover timeout, then woken.
 # Writes go on meanwhile; once awake it serves nothing stale: every document reads its last write.
-NODES=3 run_local --replicas 3 --no-restart
+# The cluster is created with a floor of one in-sync copy (--min-in-sync).
+NODES=3 run_local --replicas 3 --min-in-sync 1 --no-restart
+await_status '.replication_factor == 3 and .min_in_sync == 1' 1 ||
+  fail "--min-in-sync 1 was not the new cluster's floor: $status"
 write_all
 node1=$(pid_of "node 1")
 kill -STOP "$node1"

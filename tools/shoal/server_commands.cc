@@ -67,6 +67,7 @@ struct CoordinatorFlags {
   uint32_t initial_nodes = 3;
   uint32_t buckets = 32;
   uint32_t replicas = 1;
+  uint32_t min_in_sync = 0;  // 0: a majority of --replicas
   std::string metadata = "embedded";
   uint32_t election_session_ms = 4'000;
   std::string grpc_server = "sync";
@@ -98,7 +99,8 @@ struct LocalFlags {
   std::string data = "shoal-local";
   int base_port = 7400;
   uint32_t buckets = 32;
-  uint32_t replicas = 0;  // 0: 3 with 3 nodes or more, else 1
+  uint32_t replicas = 0;     // 0: 3 with 3 nodes or more, else 1
+  uint32_t min_in_sync = 0;  // 0: a majority of --replicas
   std::string metadata = "embedded";
   bool json = false;
   bool no_restart = false;
@@ -128,7 +130,13 @@ int RunCoordinator(const CoordinatorFlags& flags) {
                  flags.replicas, flags.initial_nodes);
     return 2;
   }
+  if (flags.min_in_sync > flags.replicas) {
+    std::fprintf(stderr, "error: --min-in-sync %u is more than --replicas %u\n", flags.min_in_sync,
+                 flags.replicas);
+    return 2;
+  }
   options.replication_factor = flags.replicas;
+  options.min_in_sync = flags.min_in_sync;
   options.sync = !flags.no_sync;
   options.metadata = flags.metadata;
   options.election_session_timeout = std::chrono::milliseconds(flags.election_session_ms);
@@ -263,6 +271,11 @@ int RunLocal(const LocalFlags& given) {
                  flags.replicas, flags.nodes);
     return 2;
   }
+  if (flags.min_in_sync > flags.replicas) {
+    std::fprintf(stderr, "error: --min-in-sync %u is more than --replicas %u\n", flags.min_in_sync,
+                 flags.replicas);
+    return 2;
+  }
   process::BlockTerminationSignals();
   sigset_t set;
   sigemptyset(&set);
@@ -285,15 +298,23 @@ int RunLocal(const LocalFlags& given) {
         std::fflush(stdout);
       });
   const std::string coordinator = fmt::format("127.0.0.1:{}", flags.base_port);
-  supervisor.Start(
-      {.name = "coordinator",
-       .args = {"shoal", "coordinator", "--data", flags.data + "/coordinator", "--listen",
-                coordinator, "--initial-nodes", std::to_string(flags.nodes), "--buckets",
-                std::to_string(flags.buckets), "--replicas", std::to_string(flags.replicas),
-                "--metadata", flags.metadata, "--log-level", flags.log.level, "--log-format",
-                flags.log.format},
-       .log = flags.data + "/coordinator.log"},
-      Clock::now());
+  std::vector<std::string> coordinator_args = {"shoal",           "coordinator",
+                                               "--data",          flags.data + "/coordinator",
+                                               "--listen",        coordinator,
+                                               "--initial-nodes", std::to_string(flags.nodes),
+                                               "--buckets",       std::to_string(flags.buckets),
+                                               "--replicas",      std::to_string(flags.replicas),
+                                               "--metadata",      flags.metadata,
+                                               "--log-level",     flags.log.level,
+                                               "--log-format",    flags.log.format};
+  if (flags.min_in_sync != 0) {
+    coordinator_args.insert(coordinator_args.end(),
+                            {"--min-in-sync", std::to_string(flags.min_in_sync)});
+  }
+  supervisor.Start({.name = "coordinator",
+                    .args = std::move(coordinator_args),
+                    .log = flags.data + "/coordinator.log"},
+                   Clock::now());
   std::vector<std::string> node_addresses;
   for (uint32_t i = 1; i <= flags.nodes; ++i) {
     const std::string listen = fmt::format("127.0.0.1:{}", flags.base_port + static_cast<int>(i));
@@ -398,6 +419,12 @@ void AddServerCommands(CLI::App& app) {
                 "a node's loss fails over and its copies are rebuilt")
       ->capture_default_str()
       ->check(CLI::Range(1u, 7u));
+  c->add_option("--min-in-sync", coordinator->min_in_sync,
+                "A new cluster's fewest in-sync copies a write is acknowledged with (at most "
+                "--replicas; default a majority of them). Below it writes are refused with "
+                "NOT_ENOUGH_REPLICAS and reads go on; `shoal replicas --set K --min-in-sync M` "
+                "changes it online")
+      ->check(CLI::Range(1u, 7u));
   c->add_option("--metadata", coordinator->metadata,
                 "Metadata store: embedded (in --data) or zk://HOST:PORT[,HOST:PORT...]/PATH")
       ->capture_default_str();
@@ -478,6 +505,10 @@ void AddServerCommands(CLI::App& app) {
   l->add_option("--replicas", local->replicas,
                 "Copies of every bucket (K, at most --nodes; default 3 with 3 nodes or more, "
                 "else 1). With K > 1 a node's loss fails over and its copies are rebuilt")
+      ->check(CLI::Range(1u, 7u));
+  l->add_option("--min-in-sync", local->min_in_sync,
+                "Fewest in-sync copies a write is acknowledged with (at most --replicas; default "
+                "a majority of them)")
       ->check(CLI::Range(1u, 7u));
   l->add_option("--metadata", local->metadata,
                 "The coordinator's metadata store: embedded or zk://HOST:PORT/PATH")
