@@ -63,9 +63,16 @@ clean:
 # --- real-process fault tests: every failpoint of both move protocols (docs/design/network.md) ---
 .PHONY: test-faults
 
+# The linearizability check under faults also runs once for HISTORY_SECONDS (beside its 60 s
+# ctest run), from seed HISTORY_SEED.
+HISTORY_SECONDS ?= 300
+HISTORY_SEED    ?= 1
+
 test-faults: deps $(BUILD_DIR)/build.ninja
-	cmake --build $(BUILD_DIR) -j $(JOBS) --target shoal cluster_fault_test
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target shoal cluster_fault_test cluster_history_test
 	cd $(BUILD_DIR) && SHOAL_FAULT_LONG=1 ctest --output-on-failure -j $(JOBS) -L faults
+	SHOAL_SEED=$(HISTORY_SEED) SHOAL_HISTORY_SECONDS=$(HISTORY_SECONDS) \
+	  $(BUILD_DIR)/tests/cluster/cluster_history_test
 
 # --- storage: a long crash test and real fuzzing (docs/design/storage.md) ---
 CRASH_SECONDS   ?= 600

@@ -1,0 +1,980 @@
+// A linearizability check of a real cluster under process faults: `shoal local --nodes 3
+// --replicas 3` (K = 3, min_in_sync 2; docs/design/replication.md) runs as a child process while
+// client threads write and read a few keys and a fault thread kills, stops and restarts nodes.
+// Every key's history is then checked with the register checker of the simulation
+// (tests/sim/linearizability.h: Wing & Gong's search with Lowe's memoization).
+//
+// The workload. kClients threads, on two Database::Connect clients (threads sharing one, so the
+// coalescing of concurrent calls runs too), pick among kKeys keys at random and do a seeded mix of
+// Get, Insert, Update, Upsert, Delete and a Get followed by CompareAndSet on the version read.
+// Each write stores a value no other write stores ({"v": "c<client>-<n>"}), so a read names the
+// write it saw, and a version read names one value (CompareAndSet is the model's "expected value
+// -> new value"). Call and return times are read from one steady_clock in this process, just
+// before the call and just after it returns: an op's real interval lies within the recorded one.
+//
+// Outcomes follow the client library's own classification (src/transport/classify.h), as the
+// public API reports it (include/shoal/shoal.h):
+//   - OK, ALREADY_EXISTS (Insert), NOT_FOUND, FAILED_PRECONDITION (CompareAndSet; a NOT_FOUND
+//     CompareAndSet is the model's condition failed too) and a read value are definite;
+//   - UNKNOWN (a request or reply lost after it may have been sent) is an unknown outcome, and so
+//     is every code the client library does not document for the op (counted, printed);
+//   - UNAVAILABLE is the client giving up after every attempt was certainly not handled or was
+//     refused before being applied (NOT_SERVING, NOT_ENOUGH_REPLICAS: replication.md §3 step 2):
+//     a failure without effect, left out of the history. Should a key fail the check, it is
+//     checked again with those ops as unknown outcomes, and the report says whether that alone
+//     explains the failure (a write reported as not applied that was applied);
+//   - a Get that fails constrains nothing and is dropped.
+//
+// The faults. A fault thread, seeded too, waits a few seconds between faults and, unless the last
+// one has not healed after 15 s, first waits until every node runs and `shoal status` reports no
+// bucket short of a copy or of a reachable primary. It then SIGKILLs a node (shoal local restarts
+// it after 500 ms and the cluster rebuilds its copies), SIGSTOPs one past the failover timeout
+// (1.5-3 s, then SIGCONT: its primaries fail over while it sleeps), SIGSTOPs one briefly (0.2-0.8
+// s, below the failure bound), kills one and, once it is back but before its copies are rebuilt,
+// a second, or kills two 200 ms apart (both down for a moment). At most one node is down for
+// long, so writes go on. A node is killed at most 3 times in a row within 10 s of its start
+// (shoal local gives up a child that keeps exiting right after its start).
+//
+// The end. Faults stop (a stopped node is woken first), the clients stop, the cluster settles
+// (every bucket with three copies and a reachable primary, up to 60 s), every key is read once more
+// (a definite Get appended to its history), and each key's history is checked. A key that fails
+// prints the seed, the checker's explanation, the first instant of the run at which the history
+// stops being linearizable (found by bisection over prefixes of the run), the key's ops around it
+// and the fault timeline; the directory of the processes and their logs is kept then. The test
+// prints ops, definite and unknown ops, each op kind's outcomes, faults and the checker's time,
+// and requires a minimum of definite acknowledged writes and of faults, so that it cannot pass
+// without testing anything.
+//
+// The seed fixes the op mix and the fault schedule, not the interleaving of real processes: a
+// run is not replayable, a seed only makes a similar run. Environment:
+//   SHOAL_SEED              the seed (default 1, printed);
+//   SHOAL_HISTORY_SECONDS   how long the clients and faults run (default 60; `make test-faults`
+//                           runs 300);
+//   SHOAL_FAULT_KEEP        keep the directory of the processes also when the test passes;
+//   SHOAL_BINARY            the `shoal` executable (default: the one built alongside).
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "include/shoal/shoal.h"
+#include "src/common/random.h"
+#include "tests/cluster/process_cluster.h"
+#include "tests/sim/linearizability.h"
+
+namespace shoal::cluster_test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using sim::Operation;
+using sim::OpKind;
+using sim::OpOutcome;
+
+constexpr uint32_t kNodes = 3;
+constexpr uint32_t kBuckets = 8;
+constexpr int kClients = 6;
+constexpr int kDatabases = 2;
+constexpr uint64_t kKeys = 20;
+constexpr char kCollection[] = "history";
+constexpr uint64_t kDefaultSeed = 1;
+constexpr uint64_t kDefaultSeconds = 60;
+constexpr int kRestartDelayMs = 500;
+// The client that makes the final reads, apart from the workload's.
+constexpr uint64_t kFinalReader = 99;
+// Definite acknowledged writes required per second of the run; a run on an idle machine makes
+// tens of times more.
+constexpr uint64_t kMinDefiniteWritesPerSecond = 5;
+// shoal local stops restarting a child after 5 quick exits in a row (local_supervisor.h).
+constexpr int kMaxQuickKills = 3;
+constexpr auto kQuickExit = std::chrono::seconds(10);
+
+uint64_t EnvOr(const char* name, uint64_t fallback) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return fallback;
+  return std::strtoull(value, nullptr, 10);
+}
+
+// ---- shoal local ----
+
+// The process group of the running `shoal local` (0: none), for the emergency cleanup below.
+std::atomic<pid_t> g_local_group{0};
+
+// On a crash or a termination signal, the processes of shoal local die with the test: woken
+// first (a stopped process holds its SIGKILL until then on some kernels' accounting of zombies),
+// then killed. Async-signal-safe.
+void KillGroupAndReraise(int signal) {
+  const pid_t group = g_local_group.load();
+  if (group > 0) {
+    ::kill(-group, SIGCONT);
+    ::kill(-group, SIGKILL);
+  }
+  ::signal(signal, SIG_DFL);
+  ::raise(signal);
+}
+
+void InstallEmergencyCleanup() {
+  for (int signal : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTERM, SIGINT, SIGHUP}) {
+    struct sigaction action = {};
+    action.sa_handler = KillGroupAndReraise;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(signal, &action, nullptr);
+  }
+}
+
+// A free TCP port on loopback with the next `count - 1` free too (the coordinator and its nodes
+// listen on base, base + 1, ...). Another process may take one before shoal local binds it; the
+// start then fails and is retried on other ports.
+int FreeBasePort(Random& random, int count) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int base = 20000 + static_cast<int>(random.Uniform(40000));
+    bool free = true;
+    for (int port = base; free && port < base + count; ++port) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in address = {};
+      address.sin_family = AF_INET;
+      address.sin_port = htons(static_cast<uint16_t>(port));
+      address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      free = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+      ::close(fd);
+    }
+    if (free) return base;
+  }
+  return 0;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+// `shoal local` as a child of the test, leading a process group of its own that its coordinator
+// and nodes join, so that one kill(-group) reaches every process however the test ends.
+// Thread-safety: Start and Stop from one thread; NodePid and Signal from any.
+class LocalCluster {
+ public:
+  LocalCluster(std::string binary, std::string dir) : binary_(std::move(binary)), dir_(dir) {}
+  ~LocalCluster() { Stop(); }
+  LocalCluster(const LocalCluster&) = delete;
+  LocalCluster& operator=(const LocalCluster&) = delete;
+
+  // Starts shoal local on fresh ports and waits for its "serving" line (tries 3 port ranges).
+  [[nodiscard]] shoal::Status Start(Random& random) {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      const int base = FreeBasePort(random, static_cast<int>(kNodes) + 1);
+      if (base == 0) return InternalError("no free ports");
+      std::filesystem::remove_all(data_dir());
+      shoal::Status started = Launch(base);
+      if (started.ok()) return started;
+      fmt::print("[ history ] shoal local on port {} did not start ({}); once more\n", base,
+                 started.ToString());
+      Stop();
+    }
+    return InternalError(fmt::format("shoal local did not start:\n{}", Output()));
+  }
+
+  // SIGCONT then SIGTERM to the group; SIGKILL whatever is left after 20 s.
+  void Stop() {
+    if (pid_ <= 0) return;
+    ::kill(-pid_, SIGCONT);
+    ::kill(pid_, SIGTERM);
+    const auto until = Clock::now() + std::chrono::seconds(20);
+    int status = 0;
+    while (::waitpid(pid_, &status, WNOHANG) == 0 && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    // Whatever outlived it (or shoal local itself, if it hung).
+    ::kill(-pid_, SIGCONT);
+    ::kill(-pid_, SIGKILL);
+    (void)::waitpid(pid_, &status, 0);
+    g_local_group.store(0);
+    pid_ = 0;
+  }
+
+  // The pid of node `id` running now, or 0 (killed and not restarted yet): the child of shoal
+  // local whose arguments are "node --id <id>".
+  [[nodiscard]] pid_t NodePid(uint32_t id) const {
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      const std::string name = entry.path().filename();
+      if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+      const std::string stat = ReadFile(entry.path() / "stat");
+      const size_t close = stat.rfind(')');
+      if (close == std::string::npos) continue;
+      char state = 0;
+      int ppid = 0;
+      if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) != 2) continue;
+      if (ppid != pid_ || state == 'Z') continue;
+      const std::string cmdline = ReadFile(entry.path() / "cmdline");
+      std::vector<std::string> args;
+      for (size_t begin = 0; begin < cmdline.size();) {
+        const size_t end = cmdline.find('\0', begin);
+        args.push_back(cmdline.substr(begin, end - begin));
+        if (end == std::string::npos) break;
+        begin = end + 1;
+      }
+      if (args.size() >= 4 && args[1] == "node" && args[2] == "--id" &&
+          args[3] == std::to_string(id)) {
+        return std::stoi(name);
+      }
+    }
+    return 0;
+  }
+
+  // One `shoal status --json` of the cluster, or nullopt when it did not answer.
+  [[nodiscard]] std::optional<nlohmann::json> StatusJson() const {
+    const std::string command =
+        fmt::format("'{}' status --json --cluster '{}' 2>/dev/null", binary_, uri_);
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (pipe == nullptr) return std::nullopt;
+    std::string out;
+    std::array<char, 4096> buffer;
+    size_t n = 0;
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+      out.append(buffer.data(), n);
+    if (::pclose(pipe) != 0) return std::nullopt;
+    auto json = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
+    if (json.is_discarded()) return std::nullopt;
+    return json;
+  }
+
+  // Every node runs and the coordinator reports every bucket with K copies and a reachable
+  // primary.
+  [[nodiscard]] bool Healthy() const {
+    for (uint32_t id = 1; id <= kNodes; ++id) {
+      if (NodePid(id) == 0) return false;
+    }
+    const auto status = StatusJson();
+    return status.has_value() && status->value("primary_unreachable_buckets", -1) == 0 &&
+           status->value("under_replicated_buckets", -1) == 0 &&
+           status->value("below_min_in_sync_buckets", -1) == 0;
+  }
+
+  [[nodiscard]] const std::string& uri() const { return uri_; }
+  [[nodiscard]] std::string data_dir() const { return dir_ + "/data"; }
+  [[nodiscard]] std::string Output() const { return ReadFile(dir_ + "/local.out"); }
+
+ private:
+  [[nodiscard]] shoal::Status Launch(int base) {
+    const std::vector<std::string> args = {binary_,
+                                           "local",
+                                           "--nodes",
+                                           std::to_string(kNodes),
+                                           "--replicas",
+                                           "3",
+                                           "--buckets",
+                                           std::to_string(kBuckets),
+                                           "--base-port",
+                                           std::to_string(base),
+                                           "--data",
+                                           data_dir(),
+                                           "--restart-delay-ms",
+                                           std::to_string(kRestartDelayMs),
+                                           "--json"};
+    std::vector<char*> argv;
+    for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    const std::string out = dir_ + "/local.out";
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid < 0) return InternalError("fork failed");
+    if (pid == 0) {
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);
+      const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd < 0) ::_exit(127);
+      ::dup2(fd, STDOUT_FILENO);
+      ::dup2(fd, STDERR_FILENO);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::execv(binary_.c_str(), argv.data());
+      ::_exit(127);
+    }
+    ::setpgid(pid, pid);  // also here, so that no signal to the group can precede the child's
+    pid_ = pid;
+    g_local_group.store(pid);
+    // shoal local prints one JSON line once the cluster serves (or gave up after 20 s).
+    const auto until = Clock::now() + std::chrono::seconds(40);
+    while (Clock::now() < until) {
+      std::istringstream lines(Output());
+      for (std::string line; std::getline(lines, line);) {
+        auto json = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+        if (json.is_discarded() || !json.is_object() || !json.contains("cluster")) continue;
+        if (!json.value("serving", false)) return InternalError("not serving");
+        uri_ = json["cluster"].get<std::string>();
+        return OkStatus();
+      }
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = 0;
+        g_local_group.store(0);
+        return InternalError(fmt::format("exited: {}", Output()));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return InternalError("no ready line after 40 s");
+  }
+
+  const std::string binary_;
+  const std::string dir_;
+  pid_t pid_ = 0;  // shoal local, the leader of its process group
+  std::string uri_;
+};
+
+// ---- the history ----
+
+// One op of the workload as recorded, with what the client library answered.
+struct Recorded {
+  std::string key;
+  Operation op;
+  // UNAVAILABLE: refused before being applied, left out of the check (see the header).
+  bool no_effect = false;
+  std::string error;  // the status, when not OK
+};
+
+// Microseconds since the run began, on the one clock every thread reads.
+class TimeBase {
+ public:
+  [[nodiscard]] int64_t Now() const {
+    return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_).count();
+  }
+
+ private:
+  const Clock::time_point start_ = Clock::now();
+};
+
+std::string FormatUs(int64_t us) {
+  if (us == sim::kNeverReturned) return "inf";
+  return fmt::format("{:.3f}s", static_cast<double>(us) / 1e6);
+}
+
+// The value a write stores, and the body that carries it.
+std::string ValueName(uint64_t client, uint64_t n) { return fmt::format("c{}-{}", client, n); }
+std::string BodyOf(const std::string& value) { return nlohmann::json{{"v", value}}.dump(); }
+
+// The value a body read back carries (the body itself, quoted, if it carries none: the check
+// then fails and shows it).
+std::string ValueOf(const std::string& json) {
+  auto parsed = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() || !parsed.is_object() || !parsed.contains("v") ||
+      !parsed["v"].is_string()) {
+    return "unparsable body " + json;
+  }
+  return parsed["v"].get<std::string>();
+}
+
+// What the client library's answer to a write of `kind` says about its effect.
+struct Judged {
+  OpOutcome outcome = OpOutcome::kUnknown;
+  bool no_effect = false;
+  bool undocumented = false;  // a code the API does not document for this op: taken as unknown
+};
+
+Judged JudgeWrite(OpKind kind, const shoal::Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk:
+      return {.outcome = OpOutcome::kOk};
+    case StatusCode::kAlreadyExists:
+      if (kind == OpKind::kInsert) return {.outcome = OpOutcome::kDuplicate};
+      break;
+    case StatusCode::kNotFound:
+      if (kind == OpKind::kUpdate || kind == OpKind::kDelete) {
+        return {.outcome = OpOutcome::kNotFound};
+      }
+      // A CompareAndSet of a key deleted since its read: the model's condition failed.
+      if (kind == OpKind::kCompareAndSet) return {.outcome = OpOutcome::kConditionFailed};
+      break;
+    case StatusCode::kFailedPrecondition:
+      if (kind == OpKind::kCompareAndSet) return {.outcome = OpOutcome::kConditionFailed};
+      break;
+    case StatusCode::kUnknown:
+      return {.outcome = OpOutcome::kUnknown};
+    case StatusCode::kUnavailable:
+      return {.outcome = OpOutcome::kUnknown, .no_effect = true};
+    default:
+      break;
+  }
+  return {.outcome = OpOutcome::kUnknown, .undocumented = true};
+}
+
+// One fault as the fault thread made it.
+struct FaultEvent {
+  int64_t at_us = 0;
+  std::string what;
+};
+
+// Everything the threads of one run share.
+struct RunState {
+  uint64_t seed = kDefaultSeed;
+  TimeBase time;
+  std::atomic<bool> stop_clients{false};
+
+  std::mutex mu;
+  std::condition_variable wake;  // stop_faults became true
+  bool stop_faults = false;      // guarded by mu
+  std::vector<Recorded> ops;     // guarded by mu
+  std::vector<FaultEvent> faults;
+  // "Kind: CODE" -> how many, and the first one's message.
+  std::map<std::string, std::pair<uint64_t, std::string>> undocumented_errors;
+  uint64_t dropped_gets = 0;
+
+  void Add(Recorded recorded) {
+    std::lock_guard<std::mutex> lock(mu);
+    ops.push_back(std::move(recorded));
+  }
+  void Fault(std::string what) {
+    const int64_t at = time.Now();
+    fmt::print("[ fault   ] {:>9} {}\n", FormatUs(at), what);
+    std::lock_guard<std::mutex> lock(mu);
+    faults.push_back({.at_us = at, .what = std::move(what)});
+  }
+  // Sleeps `duration` unless the faults are told to stop first; false if they are.
+  bool SleepUnlessStopped(std::chrono::milliseconds duration) {
+    std::unique_lock<std::mutex> lock(mu);
+    return !wake.wait_for(lock, duration, [this] { return stop_faults; });
+  }
+  bool FaultsStopped() {
+    std::lock_guard<std::mutex> lock(mu);
+    return stop_faults;
+  }
+};
+
+// One client thread: a seeded mix of ops on kKeys keys until told to stop.
+void ClientLoop(RunState& run, Collection collection, uint64_t client) {
+  Random random(run.seed * 1000003 + client);
+  uint64_t next_value = 0;
+  while (!run.stop_clients.load()) {
+    const std::string key = fmt::format("k{}", random.Uniform(kKeys));
+    const uint64_t choice = random.Uniform(20);
+    auto write = [&](OpKind kind, const std::string& value, const std::string& expected,
+                     const std::function<shoal::Status()>& call) {
+      Recorded recorded{.key = key,
+                        .op = {.client = client,
+                               .kind = kind,
+                               .value = value,
+                               .expected = expected,
+                               .outcome = OpOutcome::kUnknown,
+                               .read_value = {},
+                               .call_us = run.time.Now(),
+                               .return_us = sim::kNeverReturned},
+                        .no_effect = false,
+                        .error = {}};
+      const shoal::Status status = call();
+      const int64_t returned = run.time.Now();
+      const Judged judged = JudgeWrite(kind, status);
+      recorded.op.outcome = judged.outcome;
+      if (judged.outcome != OpOutcome::kUnknown) recorded.op.return_us = returned;
+      recorded.no_effect = judged.no_effect;
+      if (!status.ok()) recorded.error = status.ToString();
+      if (judged.undocumented) {
+        std::lock_guard<std::mutex> lock(run.mu);
+        auto& [count, first] = run.undocumented_errors[fmt::format(
+            "{}: {}", sim::ToString(kind), StatusCodeToString(status.code()))];
+        if (count++ == 0) first = status.ToString();
+      }
+      run.Add(std::move(recorded));
+    };
+    // A Get, recorded when definite; returns the document read, if any.
+    auto get = [&]() -> std::optional<Document> {
+      const int64_t call = run.time.Now();
+      auto doc = collection.Get(key);
+      const int64_t returned = run.time.Now();
+      if (!doc.ok() && doc.status().code() != StatusCode::kNotFound) {
+        std::lock_guard<std::mutex> lock(run.mu);
+        ++run.dropped_gets;
+        return std::nullopt;
+      }
+      run.Add({.key = key,
+               .op = {.client = client,
+                      .kind = OpKind::kGet,
+                      .value = {},
+                      .expected = {},
+                      .outcome = doc.ok() ? OpOutcome::kOk : OpOutcome::kNotFound,
+                      .read_value = doc.ok() ? ValueOf(doc->json) : std::string(),
+                      .call_us = call,
+                      .return_us = returned},
+               .no_effect = false,
+               .error = {}});
+      if (!doc.ok()) return std::nullopt;
+      return *doc;
+    };
+    const std::string value = ValueName(client, next_value++);
+    if (choice < 6) {
+      (void)get();
+    } else if (choice < 9) {
+      write(OpKind::kInsert, value, "",
+            [&] { return collection.Insert(key, BodyOf(value)).status(); });
+    } else if (choice < 11) {
+      write(OpKind::kUpdate, value, "",
+            [&] { return collection.Update(key, BodyOf(value)).status(); });
+    } else if (choice < 14) {
+      write(OpKind::kUpsert, value, "",
+            [&] { return collection.Upsert(key, BodyOf(value)).status(); });
+    } else if (choice < 16) {
+      write(OpKind::kDelete, "", "", [&] { return collection.Delete(key).status(); });
+    } else {
+      // Read, then compare-and-set on the version read: a version names the one value read.
+      const std::optional<Document> read = get();
+      if (read.has_value()) {
+        write(OpKind::kCompareAndSet, value, ValueOf(read->json),
+              [&] { return collection.CompareAndSet(key, read->version, BodyOf(value)).status(); });
+      }
+    }
+  }
+}
+
+// ---- the faults ----
+
+enum class FaultKind : uint8_t {
+  kKill = 0,           // SIGKILL one node; shoal local restarts it
+  kLongStop = 1,       // SIGSTOP past the failover timeout, then SIGCONT
+  kShortStop = 2,      // SIGSTOP below the failure bound, then SIGCONT
+  kKillTwo = 3,        // kill one; once it is back (its copies not rebuilt yet), kill another
+  kKillTwoAtOnce = 4,  // kill one, and another 200 ms later: both down for a moment
+};
+
+struct FaultCounts {
+  uint64_t kills = 0;
+  uint64_t stops = 0;
+  uint64_t restarts = 0;  // kills that shoal local restarted, as seen by a new pid
+  uint64_t unhealed = 0;  // faults begun while the cluster had not healed from the last one
+};
+
+// The fault thread's state of one node: when it started and how often in a row it was killed
+// soon after.
+struct NodeLife {
+  Clock::time_point started = Clock::now();
+  int quick_kills = 0;
+};
+
+class Faults {
+ public:
+  Faults(RunState& run, const LocalCluster& cluster)
+      : run_(run), cluster_(cluster), random_(run.seed * 7919 + 1) {
+    for (uint32_t id = 1; id <= kNodes; ++id) lives_[id] = NodeLife{};
+  }
+
+  void Loop() {
+    while (run_.SleepUnlessStopped(std::chrono::milliseconds(random_.Range(1500, 4000)))) {
+      bool healed = false;
+      for (int i = 0; i < 75 && !run_.FaultsStopped(); ++i) {
+        if ((healed = cluster_.Healthy())) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+      if (run_.FaultsStopped()) break;
+      if (!healed) {
+        ++counts_.unhealed;
+        run_.Fault("(the cluster has not healed after 15 s; the next fault goes ahead)");
+      }
+      const uint64_t roll = random_.Uniform(20);
+      const FaultKind kind = roll < 7    ? FaultKind::kKill
+                             : roll < 12 ? FaultKind::kLongStop
+                             : roll < 15 ? FaultKind::kShortStop
+                             : roll < 19 ? FaultKind::kKillTwo
+                                         : FaultKind::kKillTwoAtOnce;
+      const uint32_t first = static_cast<uint32_t>(random_.Range(1, kNodes));
+      const uint32_t second = first % kNodes + 1 + static_cast<uint32_t>(random_.Uniform(2));
+      const uint32_t other = second > kNodes ? second - kNodes : second;
+      switch (kind) {
+        case FaultKind::kKill:
+          if (Kill(first)) AwaitRestart(first);
+          break;
+        case FaultKind::kLongStop:
+          Stop(first, std::chrono::milliseconds(random_.Range(1500, 3000)));
+          break;
+        case FaultKind::kShortStop:
+          Stop(first, std::chrono::milliseconds(random_.Range(200, 800)));
+          break;
+        case FaultKind::kKillTwo:
+          if (Kill(first) && AwaitRestart(first) &&
+              run_.SleepUnlessStopped(std::chrono::milliseconds(random_.Uniform(1000))) &&
+              Kill(other)) {
+            AwaitRestart(other);
+          }
+          break;
+        case FaultKind::kKillTwoAtOnce: {
+          const bool a = Kill(first);
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          const bool b = Kill(other);
+          if (a) AwaitRestart(first);
+          if (b) AwaitRestart(other);
+          break;
+        }
+      }
+    }
+  }
+
+  [[nodiscard]] const FaultCounts& counts() const { return counts_; }
+
+ private:
+  // SIGKILL of node `id`, unless it does not run or was killed too often right after its start.
+  bool Kill(uint32_t id) {
+    const pid_t pid = cluster_.NodePid(id);
+    NodeLife& life = lives_[id];
+    const bool quick = Clock::now() - life.started < kQuickExit;
+    if (pid == 0 || (quick && life.quick_kills >= kMaxQuickKills)) return false;
+    life.quick_kills = quick ? life.quick_kills + 1 : 0;
+    ::kill(pid, SIGKILL);
+    ++counts_.kills;
+    run_.Fault(fmt::format("SIGKILL node {} (pid {})", id, pid));
+    killed_pid_[id] = pid;
+    return true;
+  }
+
+  // Until shoal local has started node `id` again (a pid other than the killed one), at most
+  // 10 s; true if it has.
+  bool AwaitRestart(uint32_t id) {
+    for (int i = 0; i < 200; ++i) {
+      const pid_t pid = cluster_.NodePid(id);
+      if (pid != 0 && pid != killed_pid_[id]) {
+        lives_[id].started = Clock::now();
+        ++counts_.restarts;
+        run_.Fault(fmt::format("node {} restarted by shoal local (pid {})", id, pid));
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    run_.Fault(fmt::format("node {} NOT restarted within 10 s", id));
+    return false;
+  }
+
+  // SIGSTOP of node `id` for `duration` (less if the faults are told to stop), then SIGCONT:
+  // always, whatever happens meanwhile.
+  void Stop(uint32_t id, std::chrono::milliseconds duration) {
+    const pid_t pid = cluster_.NodePid(id);
+    if (pid == 0) return;
+    ::kill(pid, SIGSTOP);
+    ++counts_.stops;
+    run_.Fault(fmt::format("SIGSTOP node {} (pid {}) for {} ms", id, pid, duration.count()));
+    const auto stopped = Clock::now();
+    (void)run_.SleepUnlessStopped(duration);
+    ::kill(pid, SIGCONT);
+    run_.Fault(fmt::format(
+        "SIGCONT node {} (pid {}) after {} ms", id, pid,
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - stopped).count()));
+  }
+
+  RunState& run_;
+  const LocalCluster& cluster_;
+  Random random_;
+  FaultCounts counts_;
+  std::map<uint32_t, NodeLife> lives_;
+  std::map<uint32_t, pid_t> killed_pid_;
+};
+
+// ---- the check ----
+
+struct KeyHistory {
+  std::vector<Operation> ops;  // in the check
+  std::vector<Operation> no_effect;
+};
+
+// The ops of `history` as they stood at `cut_us`: ops called later are left out, writes that had
+// not returned become unknown outcomes and Gets that had not returned are dropped. If the whole
+// history is linearizable, so is every such prefix; the first cut that is not shows when the
+// history went wrong.
+std::vector<Operation> PrefixAt(const std::vector<Operation>& history, int64_t cut_us) {
+  std::vector<Operation> prefix;
+  for (const Operation& op : history) {
+    if (op.call_us > cut_us) continue;
+    Operation copy = op;
+    if (copy.outcome != OpOutcome::kUnknown && copy.return_us > cut_us) {
+      if (copy.kind == OpKind::kGet) continue;
+      copy.outcome = OpOutcome::kUnknown;
+      copy.return_us = sim::kNeverReturned;
+    }
+    prefix.push_back(std::move(copy));
+  }
+  return prefix;
+}
+
+// The earliest return time at which the prefix of `history` stops being linearizable.
+int64_t FirstFailure(const std::vector<Operation>& history, const sim::CheckOptions& options) {
+  std::vector<int64_t> cuts;
+  for (const Operation& op : history) {
+    if (op.outcome != OpOutcome::kUnknown) cuts.push_back(op.return_us);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  size_t low = 0;
+  size_t high = cuts.size() - 1;  // the whole history fails
+  while (low < high) {
+    const size_t mid = (low + high) / 2;
+    const auto prefix = PrefixAt(history, cuts[mid]);
+    if (sim::CheckRegisterHistory(prefix, options).ok()) {
+      low = mid + 1;
+    } else {
+      high = mid;
+    }
+  }
+  return cuts[low];
+}
+
+class HistoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    InstallEmergencyCleanup();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "shoal-history-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    cluster_ = std::make_unique<LocalCluster>(ShoalBinary(), dir_);
+  }
+
+  void TearDown() override {
+    StopThreads();
+    cluster_.reset();
+    if (HasFailure() || std::getenv("SHOAL_FAULT_KEEP") != nullptr) {
+      fmt::print("[ history ] kept {} (shoal local's output: local.out; logs: data/*.log)\n", dir_);
+    } else {
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+    }
+  }
+
+  // Stops the faults (which wake a stopped node first) and the clients, and joins them.
+  void StopThreads() {
+    {
+      std::lock_guard<std::mutex> lock(run_.mu);
+      run_.stop_faults = true;
+    }
+    run_.wake.notify_all();
+    if (fault_thread_.joinable()) fault_thread_.join();
+    run_.stop_clients.store(true);
+    for (auto& thread : clients_) thread.join();
+    clients_.clear();
+  }
+
+  RunState run_;
+  std::string dir_;
+  std::unique_ptr<LocalCluster> cluster_;
+  std::vector<std::unique_ptr<Database>> databases_;
+  std::unique_ptr<Faults> faults_;
+  std::thread fault_thread_;
+  std::vector<std::thread> clients_;
+};
+
+TEST_F(HistoryTest, KeysStayLinearizableWhileNodesAreKilledStoppedAndRestarted) {
+  run_.seed = EnvOr("SHOAL_SEED", kDefaultSeed);
+  const uint64_t seconds = EnvOr("SHOAL_HISTORY_SECONDS", kDefaultSeconds);
+  fmt::print("[ history ] SHOAL_SEED={} SHOAL_HISTORY_SECONDS={} ({} clients, {} keys)\n",
+             run_.seed, seconds, kClients, kKeys);
+  Random ports(run_.seed ^ static_cast<uint64_t>(::getpid()));
+  const shoal::Status started = cluster_->Start(ports);
+  ASSERT_TRUE(started.ok()) << started;
+  fmt::print("[ history ] shoal local serves {} ({})\n", cluster_->uri(), dir_);
+
+  for (int i = 0; i < kDatabases; ++i) {
+    auto db = Database::Connect(cluster_->uri());
+    ASSERT_TRUE(db.ok()) << db.status();
+    databases_.push_back(std::move(*db));
+  }
+  {
+    auto created = databases_[0]->CreateCollection(kCollection);
+    ASSERT_TRUE(created.ok()) << created.status();
+  }
+  std::vector<Collection> collections;
+  for (auto& db : databases_) {
+    auto collection = db->GetCollection(kCollection);
+    ASSERT_TRUE(collection.ok()) << collection.status();
+    collections.push_back(*collection);
+  }
+
+  for (int c = 0; c < kClients; ++c) {
+    clients_.emplace_back(ClientLoop, std::ref(run_), collections[c % kDatabases],
+                          static_cast<uint64_t>(c + 1));
+  }
+  faults_ = std::make_unique<Faults>(run_, *cluster_);
+  fault_thread_ = std::thread([this] { faults_->Loop(); });
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  StopThreads();
+  const int64_t clients_stopped = run_.time.Now();
+  fmt::print("[ history ] clients and faults stopped at {}\n", FormatUs(clients_stopped));
+
+  // Settle, then one definite read of every key.
+  const auto settle_begin = Clock::now();
+  bool healthy = false;
+  while (!(healthy = cluster_->Healthy()) &&
+         Clock::now() - settle_begin < std::chrono::seconds(60)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  fmt::print(
+      "[ history ] settled in {} ms ({})\n",
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - settle_begin).count(),
+      healthy ? "every bucket has 3 copies and a reachable primary" : "NOT healthy");
+  EXPECT_TRUE(healthy) << "the cluster did not heal within 60 s of the last fault:\n"
+                       << cluster_->Output();
+  for (uint64_t k = 0; k < kKeys; ++k) {
+    const std::string key = fmt::format("k{}", k);
+    bool read = false;
+    for (int attempt = 0; attempt < 60 && !read; ++attempt) {
+      const int64_t call = run_.time.Now();
+      auto doc = collections[0].Get(key);
+      const int64_t returned = run_.time.Now();
+      if (doc.ok() || doc.status().code() == StatusCode::kNotFound) {
+        run_.Add({.key = key,
+                  .op = {.client = kFinalReader,
+                         .kind = OpKind::kGet,
+                         .value = {},
+                         .expected = {},
+                         .outcome = doc.ok() ? OpOutcome::kOk : OpOutcome::kNotFound,
+                         .read_value = doc.ok() ? ValueOf(doc->json) : std::string(),
+                         .call_us = call,
+                         .return_us = returned},
+                  .no_effect = false,
+                  .error = {}});
+        read = true;
+      } else {
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
+    }
+    EXPECT_TRUE(read) << "no final read of " << key;
+  }
+
+  // Counts.
+  std::map<std::string, KeyHistory> by_key;
+  uint64_t definite = 0;
+  uint64_t unknown = 0;
+  uint64_t no_effect = 0;
+  uint64_t definite_writes = 0;
+  std::map<std::string, std::map<std::string, uint64_t>> by_kind;  // kind -> outcome -> count
+  for (const Recorded& r : run_.ops) {
+    const std::string kind(sim::ToString(r.op.kind));
+    if (r.no_effect) {
+      ++no_effect;
+      ++by_kind[kind]["unavailable (no effect)"];
+      by_key[r.key].no_effect.push_back(r.op);
+      continue;
+    }
+    ++by_kind[kind][std::string(sim::ToString(r.op.outcome))];
+    by_key[r.key].ops.push_back(r.op);
+    if (r.op.outcome == OpOutcome::kUnknown) {
+      ++unknown;
+    } else {
+      ++definite;
+      if (r.op.kind != OpKind::kGet && r.op.outcome == OpOutcome::kOk) ++definite_writes;
+    }
+  }
+  const FaultCounts& counts = faults_->counts();
+  fmt::print(
+      "[ history ] {} ops recorded: {} definite, {} unknown, {} failed without effect "
+      "(UNAVAILABLE), {} failed Gets dropped; {} definite acknowledged writes\n",
+      run_.ops.size() + run_.dropped_gets, definite, unknown, no_effect, run_.dropped_gets,
+      definite_writes);
+  for (const auto& [kind, outcomes] : by_kind) {
+    std::string line;
+    for (const auto& [outcome, n] : outcomes) line += fmt::format(" {}={}", outcome, n);
+    fmt::print("[ history ]   {:<14}{}\n", kind, line);
+  }
+  for (const auto& [what, seen] : run_.undocumented_errors) {
+    fmt::print("[ history ]   undocumented error, taken as unknown: {} x{} (first: {})\n", what,
+               seen.first, seen.second);
+  }
+  // Definite ops per 5 s of the run: where the faults slowed the clients down.
+  std::vector<uint64_t> per_window((clients_stopped + 4'999'999) / 5'000'000 + 1, 0);
+  for (const Recorded& r : run_.ops) {
+    if (r.op.outcome == OpOutcome::kUnknown || r.op.client == kFinalReader) continue;
+    const size_t window = static_cast<size_t>(r.op.return_us / 5'000'000);
+    if (window < per_window.size()) ++per_window[window];
+  }
+  std::string rates;
+  for (uint64_t n : per_window) rates += fmt::format(" {}", n);
+  fmt::print("[ history ] definite ops per 5 s:{}\n", rates);
+  fmt::print(
+      "[ history ] faults: {} SIGKILL ({} restarts seen), {} SIGSTOP/SIGCONT, {} begun before "
+      "the last had healed\n",
+      counts.kills, counts.restarts, counts.stops, counts.unhealed);
+
+  // The check.
+  const sim::CheckOptions options{.initial_value = std::nullopt,
+                                  .timeout = std::chrono::milliseconds(60'000)};
+  const auto check_begin = Clock::now();
+  std::vector<std::string> failed;
+  uint64_t states = 0;
+  for (const auto& [key, history] : by_key) {
+    const sim::CheckReport report = sim::CheckRegisterHistory(history.ops, options);
+    states += report.states_explored;
+    if (report.ok()) continue;
+    failed.push_back(key);
+    std::string out =
+        fmt::format("SHOAL_SEED={}: key {} is {} ({} ops)\n{}", run_.seed, key,
+                    sim::ToString(report.result), history.ops.size(), report.explanation);
+    if (report.result == sim::CheckResult::kNotLinearizable) {
+      std::vector<Operation> widened = history.ops;
+      for (Operation op : history.no_effect) {
+        op.outcome = OpOutcome::kUnknown;
+        op.return_us = sim::kNeverReturned;
+        widened.push_back(std::move(op));
+      }
+      out += sim::CheckRegisterHistory(widened, options).ok()
+                 ? "WITH its UNAVAILABLE writes as unknown outcomes the key IS linearizable: a "
+                   "write the client reported as refused took effect\n"
+                 : "with its UNAVAILABLE writes as unknown outcomes too, still not "
+                   "linearizable\n";
+      const int64_t cut = FirstFailure(history.ops, options);
+      out += fmt::format("the history stops being linearizable at {}; the key's ops from {}:\n",
+                         FormatUs(cut), FormatUs(std::max<int64_t>(cut - 3'000'000, 0)));
+      std::vector<Operation> window;
+      for (const Operation& op : history.ops) {
+        if (op.call_us <= cut &&
+            (op.return_us >= cut - 3'000'000 || op.outcome == OpOutcome::kUnknown)) {
+          window.push_back(op);
+        }
+      }
+      std::sort(window.begin(), window.end(),
+                [](const Operation& a, const Operation& b) { return a.call_us < b.call_us; });
+      for (const Operation& op : window) {
+        out += fmt::format("  [{} .. {}] {}\n", FormatUs(op.call_us), FormatUs(op.return_us),
+                           sim::DebugString(op));
+      }
+      out += "faults:\n";
+      for (const FaultEvent& fault : run_.faults) {
+        out += fmt::format("  {} {}{}\n", FormatUs(fault.at_us), fault.what,
+                           fault.at_us <= cut && fault.at_us >= cut - 10'000'000 ? "  <--" : "");
+      }
+    }
+    ADD_FAILURE() << out;
+  }
+  const auto check_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - check_begin).count();
+  fmt::print("[ history ] checked {} keys in {} ms ({} states explored): {} not linearizable\n",
+             by_key.size(), check_ms, states, failed.size());
+
+  EXPECT_GE(definite_writes, kMinDefiniteWritesPerSecond * seconds)
+      << "too few definite acknowledged writes for the check to mean anything";
+  EXPECT_GE(counts.kills, 1u) << "no node was killed";
+  EXPECT_GE(counts.stops, 1u) << "no node was stopped";
+  EXPECT_EQ(counts.restarts, counts.kills) << "a killed node was not restarted";
+}
+
+}  // namespace
+}  // namespace shoal::cluster_test
