@@ -258,8 +258,10 @@ Response StorageNode::ReplicatedWrite(const transport::WriteRequest& request, Bu
       RecordWrite(request.collection, request.primary_key);
       return Response::Ok(transport::WriteResponse{.version = version});
     case WriteState::kPending:
+      // kUnknown, as for every write whose outcome the client cannot know (shoal.h): the
+      // write may still commit, or be lost in a failover.
       return Response::Error(MakeStatus(
-          StatusCode::kDeadlineExceeded,
+          StatusCode::kUnknown,
           fmt::format("outcome unknown: n{} applied the write, but its backups [{}] did not "
                       "acknowledge it in time",
                       options_.id.value(), NodeNames(replication_.Lagging(bucket, rseq)))));

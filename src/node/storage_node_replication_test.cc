@@ -197,7 +197,8 @@ TEST_F(ReplicationNodeTest, ASilentBackupHoldsTheAckUntilTheMapDropsIt) {
     ASSERT_TRUE(StatusOf(Put(kN1, initial_, "a", R"({"v":1})")).ok());
     sim_.Stop(Address::Node(kN3));  // n3 goes silent
     auto put = Put(kN1, initial_, "b", R"({"v":2})");
-    EXPECT_EQ(StatusOf(put).code(), StatusCode::kDeadlineExceeded) << StatusOf(put);
+    // Held past the call timeout: an unknown outcome, in the code the public API documents.
+    EXPECT_EQ(StatusOf(put).code(), StatusCode::kUnknown) << StatusOf(put);
     // The coordinator removes n3 (RemoveReplica); once n1 installs that map, writes commit
     // with n1 and n2 only.
     ShardMapPtr without = Next(initial_, [](ShardMapEdit& e) { e.RemoveReplica(kB0, kN3); });
