@@ -1092,12 +1092,13 @@ TEST_F(HistoryTest, KeysStayLinearizableWhileNodesAreKilledStoppedAndRestarted) 
   }
   const std::optional<std::string> stale =
       sim::CheckBoundedReads(writes, run_.any_replica_reads, kStalenessBoundUs);
-  fmt::print(
-      "[ history ] {} reads of any copy: {}; the stalest missed a write acknowledged {} ms "
-      "before it began\n",
-      run_.any_replica_reads.size(),
-      stale.has_value() ? "a violation" : "none stale beyond the bound or phantom",
-      MaxStalenessUs(writes, run_.any_replica_reads) / 1000);
+  const int64_t stalest = MaxStalenessUs(writes, run_.any_replica_reads);
+  fmt::print("[ history ] {} reads of any copy: {}; {}\n", run_.any_replica_reads.size(),
+             stale.has_value() ? "a violation" : "none stale beyond the bound or phantom",
+             stalest == 0 ? std::string("none missed an acknowledged write")
+                          : fmt::format("the stalest missed a write acknowledged {:.1f} ms "
+                                        "before it began",
+                                        static_cast<double>(stalest) / 1000));
   if (stale.has_value()) {
     const bool explained =
         !sim::CheckBoundedReads(widened_writes, run_.any_replica_reads, kStalenessBoundUs)
