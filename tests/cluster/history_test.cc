@@ -813,11 +813,14 @@ int64_t FirstFailure(const std::vector<Operation>& history, const sim::CheckOpti
 // may have produced what it returned ended before W was called (stale_reads.h).
 int64_t MaxStalenessUs(const std::map<std::string, std::vector<Operation>>& history,
                        const std::vector<sim::BoundedRead>& reads) {
+  constexpr int64_t kBeforeAll = std::numeric_limits<int64_t>::min();
   int64_t max = 0;
   for (const sim::BoundedRead& read : reads) {
     auto it = history.find(read.key);
     if (it == history.end()) continue;
-    int64_t source_end = std::numeric_limits<int64_t>::min();
+    // The initial absence, or nothing: a phantom, which CheckBoundedReads reports.
+    std::optional<int64_t> source_end;
+    if (!read.value.has_value()) source_end = kBeforeAll;
     for (const Operation& op : it->second) {
       if (op.kind == OpKind::kGet ||
           (op.outcome != OpOutcome::kOk && op.outcome != OpOutcome::kUnknown)) {
@@ -827,13 +830,14 @@ int64_t MaxStalenessUs(const std::map<std::string, std::vector<Operation>>& hist
                                 ? op.kind != OpKind::kDelete && op.value == *read.value
                                 : op.kind == OpKind::kDelete;
       if (produces) {
-        source_end =
-            std::max(source_end, op.outcome == OpOutcome::kOk ? op.return_us : sim::kNeverReturned);
+        const int64_t end = op.outcome == OpOutcome::kOk ? op.return_us : sim::kNeverReturned;
+        source_end = std::max(source_end.value_or(kBeforeAll), end);
       }
     }
+    if (!source_end.has_value()) continue;
     for (const Operation& op : it->second) {
       if (op.kind == OpKind::kGet || op.outcome != OpOutcome::kOk) continue;
-      if (op.return_us < read.call_us && source_end < op.call_us) {
+      if (op.return_us < read.call_us && *source_end < op.call_us) {
         max = std::max(max, read.call_us - op.return_us);
       }
     }
