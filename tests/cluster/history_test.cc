@@ -651,8 +651,9 @@ class Faults {
                              : roll < 19 ? FaultKind::kKillTwo
                                          : FaultKind::kKillTwoAtOnce;
       const uint32_t first = static_cast<uint32_t>(random_.Range(1, kNodes));
-      const uint32_t second = first % kNodes + 1 + static_cast<uint32_t>(random_.Uniform(2));
-      const uint32_t other = second > kNodes ? second - kNodes : second;
+      // Another node: the next or the one after, round the ring.
+      const uint32_t step = first + 1 + static_cast<uint32_t>(random_.Uniform(kNodes - 1));
+      const uint32_t other = step > kNodes ? step - kNodes : step;
       switch (kind) {
         case FaultKind::kKill:
           if (Kill(first)) AwaitRestart(first);
@@ -680,8 +681,13 @@ class Faults {
             run_.Fault(fmt::format("SIGSTOP node {} (pid {}), to be killed after {} ms", first, pid,
                                    hang.count()));
             (void)run_.SleepUnlessStopped(hang);
-            // Killed even if the faults are told to stop meanwhile: it ends either way.
-            if (Kill(first)) AwaitRestart(first);
+            // Killed even if the faults are told to stop meanwhile: it ends either way. Never
+            // left stopped, should the kill not happen.
+            if (Kill(first)) {
+              AwaitRestart(first);
+            } else {
+              ::kill(pid, SIGCONT);
+            }
           }
           break;
         case FaultKind::kKillTwoAtOnce: {
