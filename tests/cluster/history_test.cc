@@ -30,17 +30,12 @@
 //     explains the failure (a write reported as not applied that was applied);
 //   - a Get that fails constrains nothing and is dropped.
 //
-// The faults. A fault thread, seeded too, waits 1.5-4 s between faults, then up to 15 s until
-// every node runs and `shoal status` reports no bucket short of a copy or of a reachable primary
-// (a fault that finds the cluster not healed goes ahead and is counted). It then SIGKILLs a node
-// (shoal local restarts it after 500 ms; it comes back fenced, its primaries fail over and its
-// copies are rebuilt), SIGSTOPs one and SIGKILLs it 1-2.5 s later (a hang, then a crash: down past
-// the failover timeout), SIGSTOPs one past the failover timeout (1.5-3 s, then SIGCONT: its
-// primaries fail over while it sleeps, or it wakes during the failover), SIGSTOPs one briefly
-// (0.2-0.8 s, below the failure bound), kills one and, once it is back but before its copies are
-// rebuilt, a second, or kills two 200 ms apart (both down for a moment). At most one node is down
-// for long, so writes go on. A node is killed at most 3 times in a row within 10 s of its start
-// (shoal local gives up a child that keeps exiting right after its start).
+// The faults (history_faults.h). shoal local runs as a LocalCluster (local_cluster.h), which
+// restarts a node 500 ms after it exits. A fault thread, seeded too, waits (up to 15 s) for the
+// cluster to heal between faults, then SIGKILLs a node, SIGSTOPs one briefly or past the failover
+// timeout (then SIGCONT), hangs one and kills it, or kills two one after the other; at most one
+// node is down for long, so writes go on. Each fault is printed and kept, with its time, in the
+// run's fault timeline.
 //
 // The end. Faults stop (a stopped node is woken first), the clients stop, the cluster settles
 // (every bucket with three copies and a reachable primary, up to 60 s), every key is read once more
@@ -60,28 +55,18 @@
 //   SHOAL_FAULT_KEEP        keep the directory of the processes also when the test passes;
 //   SHOAL_BINARY            the `shoal` executable (default: the one built alongside).
 
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cctype>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
@@ -89,13 +74,14 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "include/shoal/shoal.h"
 #include "src/common/random.h"
+#include "tests/cluster/history_faults.h"
+#include "tests/cluster/local_cluster.h"
 #include "tests/cluster/process_cluster.h"
 #include "tests/sim/linearizability.h"
 #include "tests/sim/stale_reads.h"
@@ -108,23 +94,20 @@ using sim::Operation;
 using sim::OpKind;
 using sim::OpOutcome;
 
-constexpr uint32_t kNodes = 3;
-constexpr uint32_t kBuckets = 8;
+// The cluster: K = 3 copies of every bucket on 3 nodes; a node killed is restarted after 500 ms.
+constexpr LocalCluster::Options kCluster = {
+    .nodes = 3, .replicas = 3, .buckets = 8, .restart_delay_ms = 500};
 constexpr int kClients = 6;
 constexpr int kDatabases = 2;
 constexpr uint64_t kKeys = 20;
 constexpr char kCollection[] = "history";
 constexpr uint64_t kDefaultSeed = 1;
 constexpr uint64_t kDefaultSeconds = 60;
-constexpr int kRestartDelayMs = 500;
 // The client that makes the final reads, apart from the workload's.
 constexpr uint64_t kFinalReader = 99;
 // Definite acknowledged writes required per second of the run; a run on an idle machine makes
 // tens of times more.
 constexpr uint64_t kMinDefiniteWritesPerSecond = 5;
-// shoal local stops restarting a child after 5 quick exits in a row (local_supervisor.h).
-constexpr int kMaxQuickKills = 3;
-constexpr auto kQuickExit = std::chrono::seconds(10);
 // A read of any copy reflects every write acknowledged max_staleness (1 s) plus one message's
 // delay before it began (replication.md §5); a second of margin for a message delayed on a
 // loaded machine.
@@ -138,235 +121,6 @@ uint64_t EnvOr(const char* name, uint64_t fallback) {
   if (value == nullptr || *value == '\0') return fallback;
   return std::strtoull(value, nullptr, 10);
 }
-
-// ---- shoal local ----
-
-// The process group of the running `shoal local` (0: none), for the emergency cleanup below.
-std::atomic<pid_t> g_local_group{0};
-
-// On a crash or a termination signal, the processes of shoal local die with the test: woken, so
-// that none is left stopped, then killed. Async-signal-safe.
-void KillGroupAndReraise(int signal) {
-  const pid_t group = g_local_group.load();
-  if (group > 0) {
-    ::kill(-group, SIGCONT);
-    ::kill(-group, SIGKILL);
-  }
-  ::signal(signal, SIG_DFL);
-  ::raise(signal);
-}
-
-void InstallEmergencyCleanup() {
-  for (int signal : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTERM, SIGINT, SIGHUP}) {
-    struct sigaction action = {};
-    action.sa_handler = KillGroupAndReraise;
-    sigemptyset(&action.sa_mask);
-    ::sigaction(signal, &action, nullptr);
-  }
-}
-
-// A free TCP port on loopback with the next `count - 1` free too (the coordinator and its nodes
-// listen on base, base + 1, ...). Another process may take one before shoal local binds it; the
-// start then fails and is retried on other ports.
-int FreeBasePort(Random& random, int count) {
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    const int base = 20000 + static_cast<int>(random.Uniform(40000));
-    bool free = true;
-    for (int port = base; free && port < base + count; ++port) {
-      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in address = {};
-      address.sin_family = AF_INET;
-      address.sin_port = htons(static_cast<uint16_t>(port));
-      address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      free = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-      ::close(fd);
-    }
-    if (free) return base;
-  }
-  return 0;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-// `shoal local` as a child of the test, leading a process group of its own that its coordinator
-// and nodes join, so that one kill(-group) reaches every process however the test ends.
-// Thread-safety: Start and Stop from one thread; NodePid, StatusJson and Healthy from any.
-class LocalCluster {
- public:
-  LocalCluster(std::string binary, std::string dir)
-      : binary_(std::move(binary)), dir_(std::move(dir)) {}
-  ~LocalCluster() { Stop(); }
-  LocalCluster(const LocalCluster&) = delete;
-  LocalCluster& operator=(const LocalCluster&) = delete;
-
-  // Starts shoal local on fresh ports and waits for its "serving" line (tries 3 port ranges).
-  [[nodiscard]] shoal::Status Start(Random& random) {
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      const int base = FreeBasePort(random, static_cast<int>(kNodes) + 1);
-      if (base == 0) return InternalError("no free ports");
-      std::filesystem::remove_all(data_dir());
-      shoal::Status started = Launch(base);
-      if (started.ok()) return started;
-      fmt::print("[ history ] shoal local on port {} did not start ({}); once more\n", base,
-                 started.ToString());
-      Stop();
-    }
-    return InternalError(fmt::format("shoal local did not start:\n{}", Output()));
-  }
-
-  // SIGCONT then SIGTERM to the group; SIGKILL whatever is left after 20 s.
-  void Stop() {
-    if (pid_ <= 0) return;
-    ::kill(-pid_, SIGCONT);
-    ::kill(pid_, SIGTERM);
-    const auto until = Clock::now() + std::chrono::seconds(20);
-    int status = 0;
-    while (::waitpid(pid_, &status, WNOHANG) == 0 && Clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    // Whatever outlived it (or shoal local itself, if it hung).
-    ::kill(-pid_, SIGCONT);
-    ::kill(-pid_, SIGKILL);
-    (void)::waitpid(pid_, &status, 0);
-    g_local_group.store(0);
-    pid_ = 0;
-  }
-
-  // The pid of node `id` running now, or 0 (killed and not restarted yet): the child of shoal
-  // local whose arguments are "node --id <id>".
-  [[nodiscard]] pid_t NodePid(uint32_t id) const {
-    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-      const std::string name = entry.path().filename();
-      if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-      const std::string stat = ReadFile(entry.path() / "stat");
-      const size_t close = stat.rfind(')');
-      if (close == std::string::npos) continue;
-      char state = 0;
-      int ppid = 0;
-      if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) != 2) continue;
-      if (ppid != pid_ || state == 'Z') continue;
-      const std::string cmdline = ReadFile(entry.path() / "cmdline");
-      std::vector<std::string> args;
-      for (size_t begin = 0; begin < cmdline.size();) {
-        const size_t end = cmdline.find('\0', begin);
-        args.push_back(cmdline.substr(begin, end - begin));
-        if (end == std::string::npos) break;
-        begin = end + 1;
-      }
-      if (args.size() >= 4 && args[1] == "node" && args[2] == "--id" &&
-          args[3] == std::to_string(id)) {
-        return std::stoi(name);
-      }
-    }
-    return 0;
-  }
-
-  // One `shoal status --json` of the cluster, or nullopt when it did not answer.
-  [[nodiscard]] std::optional<nlohmann::json> StatusJson() const {
-    const std::string command =
-        fmt::format("'{}' status --json --cluster '{}' 2>/dev/null", binary_, uri_);
-    FILE* pipe = ::popen(command.c_str(), "r");
-    if (pipe == nullptr) return std::nullopt;
-    std::string out;
-    std::array<char, 4096> buffer;
-    size_t n = 0;
-    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-      out.append(buffer.data(), n);
-    if (::pclose(pipe) != 0) return std::nullopt;
-    auto json = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
-    if (json.is_discarded()) return std::nullopt;
-    return json;
-  }
-
-  // Every node runs and the coordinator reports every bucket with K copies and a reachable
-  // primary.
-  [[nodiscard]] bool Healthy() const {
-    for (uint32_t id = 1; id <= kNodes; ++id) {
-      if (NodePid(id) == 0) return false;
-    }
-    const auto status = StatusJson();
-    return status.has_value() && status->value("primary_unreachable_buckets", -1) == 0 &&
-           status->value("under_replicated_buckets", -1) == 0 &&
-           status->value("below_min_in_sync_buckets", -1) == 0;
-  }
-
-  [[nodiscard]] const std::string& uri() const { return uri_; }
-  [[nodiscard]] std::string data_dir() const { return dir_ + "/data"; }
-  [[nodiscard]] std::string Output() const { return ReadFile(dir_ + "/local.out"); }
-
- private:
-  [[nodiscard]] shoal::Status Launch(int base) {
-    const std::vector<std::string> args = {binary_,
-                                           "local",
-                                           "--nodes",
-                                           std::to_string(kNodes),
-                                           "--replicas",
-                                           "3",
-                                           "--buckets",
-                                           std::to_string(kBuckets),
-                                           "--base-port",
-                                           std::to_string(base),
-                                           "--data",
-                                           data_dir(),
-                                           "--restart-delay-ms",
-                                           std::to_string(kRestartDelayMs),
-                                           "--json"};
-    std::vector<char*> argv;
-    for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-    argv.push_back(nullptr);
-    const std::string out = dir_ + "/local.out";
-    const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid < 0) return InternalError("fork failed");
-    if (pid == 0) {
-      ::setpgid(0, 0);
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
-      const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fd < 0) ::_exit(127);
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-      sigset_t none;
-      sigemptyset(&none);
-      ::sigprocmask(SIG_SETMASK, &none, nullptr);
-      ::execv(binary_.c_str(), argv.data());
-      ::_exit(127);
-    }
-    ::setpgid(pid, pid);  // also here, so that no signal to the group can precede the child's
-    pid_ = pid;
-    g_local_group.store(pid);
-    // shoal local prints one JSON line once the cluster serves (or gave up after 20 s).
-    const auto until = Clock::now() + std::chrono::seconds(40);
-    while (Clock::now() < until) {
-      std::istringstream lines(Output());
-      for (std::string line; std::getline(lines, line);) {
-        auto json = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-        if (json.is_discarded() || !json.is_object() || !json.contains("cluster")) continue;
-        if (!json.value("serving", false)) return InternalError("not serving");
-        uri_ = json["cluster"].get<std::string>();
-        return OkStatus();
-      }
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = 0;
-        g_local_group.store(0);
-        return InternalError(fmt::format("exited: {}", Output()));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return InternalError("no ready line after 40 s");
-  }
-
-  const std::string binary_;
-  const std::string dir_;
-  pid_t pid_ = 0;  // shoal local, the leader of its process group
-  std::string uri_;
-};
 
 // ---- the history ----
 
@@ -470,8 +224,6 @@ struct RunState {
   std::atomic<bool> stop_clients{false};
 
   std::mutex mu;
-  std::condition_variable wake;                     // stop_faults became true
-  bool stop_faults = false;                         // guarded by mu
   std::vector<Recorded> ops;                        // guarded by mu
   std::vector<sim::BoundedRead> any_replica_reads;  // guarded by mu
   std::vector<FaultEvent> faults;                   // guarded by mu
@@ -488,15 +240,6 @@ struct RunState {
     fmt::print("[ fault   ] {:>9} {}\n", FormatUs(at), what);
     std::lock_guard<std::mutex> lock(mu);
     faults.push_back({.at_us = at, .what = std::move(what)});
-  }
-  // Sleeps `duration` unless the faults are told to stop first; false if they are.
-  bool SleepUnlessStopped(std::chrono::milliseconds duration) {
-    std::unique_lock<std::mutex> lock(mu);
-    return !wake.wait_for(lock, duration, [this] { return stop_faults; });
-  }
-  bool FaultsStopped() {
-    std::lock_guard<std::mutex> lock(mu);
-    return stop_faults;
   }
 };
 
@@ -599,173 +342,6 @@ void ClientLoop(RunState& run, Collection collection, uint64_t client) {
   }
 }
 
-// ---- the faults ----
-
-enum class FaultKind : uint8_t {
-  kKill = 0,           // SIGKILL one node; shoal local restarts it
-  kLongStop = 1,       // SIGSTOP past the failover timeout, then SIGCONT
-  kShortStop = 2,      // SIGSTOP below the failure bound, then SIGCONT
-  kKillTwo = 3,        // kill one; once it is back (its copies not rebuilt yet), kill another
-  kKillTwoAtOnce = 4,  // kill one, and another 200 ms later: both down for a moment
-  kHangThenKill = 5,   // SIGSTOP, then SIGKILL while stopped: down for longer than a restart
-};
-
-struct FaultCounts {
-  uint64_t kills = 0;
-  uint64_t stops = 0;
-  uint64_t restarts = 0;  // kills that shoal local restarted, as seen by a new pid
-  uint64_t unhealed = 0;  // faults begun while the cluster had not healed from the last one
-};
-
-// The fault thread's state of one node: when it started and how often in a row it was killed
-// soon after.
-struct NodeLife {
-  Clock::time_point started = Clock::now();
-  int quick_kills = 0;
-};
-
-class Faults {
- public:
-  Faults(RunState& run, const LocalCluster& cluster)
-      : run_(run), cluster_(cluster), random_(run.seed * 7919 + 1) {
-    for (uint32_t id = 1; id <= kNodes; ++id) lives_[id] = NodeLife{};
-  }
-
-  void Loop() {
-    while (run_.SleepUnlessStopped(std::chrono::milliseconds(random_.Range(1500, 4000)))) {
-      bool healed = false;
-      for (int i = 0; i < 75 && !run_.FaultsStopped(); ++i) {
-        if ((healed = cluster_.Healthy())) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      }
-      if (run_.FaultsStopped()) break;
-      if (!healed) {
-        ++counts_.unhealed;
-        run_.Fault("(the cluster has not healed after 15 s; the next fault goes ahead)");
-      }
-      const uint64_t roll = random_.Uniform(20);
-      const FaultKind kind = roll < 6    ? FaultKind::kKill
-                             : roll < 8  ? FaultKind::kHangThenKill
-                             : roll < 12 ? FaultKind::kLongStop
-                             : roll < 15 ? FaultKind::kShortStop
-                             : roll < 19 ? FaultKind::kKillTwo
-                                         : FaultKind::kKillTwoAtOnce;
-      const uint32_t first = static_cast<uint32_t>(random_.Range(1, kNodes));
-      // Another node: the next or the one after, round the ring.
-      const uint32_t step = first + 1 + static_cast<uint32_t>(random_.Uniform(kNodes - 1));
-      const uint32_t other = step > kNodes ? step - kNodes : step;
-      switch (kind) {
-        case FaultKind::kKill:
-          if (Kill(first)) AwaitRestart(first);
-          break;
-        case FaultKind::kLongStop:
-          Stop(first, std::chrono::milliseconds(random_.Range(1500, 3000)));
-          break;
-        case FaultKind::kShortStop:
-          Stop(first, std::chrono::milliseconds(random_.Range(200, 800)));
-          break;
-        case FaultKind::kKillTwo:
-          if (Kill(first) && AwaitRestart(first) &&
-              run_.SleepUnlessStopped(std::chrono::milliseconds(random_.Uniform(1000))) &&
-              Kill(other)) {
-            AwaitRestart(other);
-          }
-          break;
-        case FaultKind::kHangThenKill:
-          if (!MayKill(first)) {
-            Stop(first, std::chrono::milliseconds(random_.Range(1500, 3000)));
-          } else if (const pid_t pid = cluster_.NodePid(first); pid != 0) {
-            ::kill(pid, SIGSTOP);
-            ++counts_.stops;
-            const auto hang = std::chrono::milliseconds(random_.Range(1000, 2500));
-            run_.Fault(fmt::format("SIGSTOP node {} (pid {}), to be killed after {} ms", first, pid,
-                                   hang.count()));
-            (void)run_.SleepUnlessStopped(hang);
-            // Killed even if the faults are told to stop meanwhile: it ends either way. Never
-            // left stopped, should the kill not happen.
-            if (Kill(first)) {
-              AwaitRestart(first);
-            } else {
-              ::kill(pid, SIGCONT);
-            }
-          }
-          break;
-        case FaultKind::kKillTwoAtOnce: {
-          const bool a = Kill(first);
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
-          const bool b = Kill(other);
-          if (a) AwaitRestart(first);
-          if (b) AwaitRestart(other);
-          break;
-        }
-      }
-    }
-  }
-
-  [[nodiscard]] const FaultCounts& counts() const { return counts_; }
-
- private:
-  // SIGKILL of node `id`, unless it does not run or was killed too often right after its start.
-  // Whether killing node `id` now keeps it within kMaxQuickKills quick kills in a row.
-  bool MayKill(uint32_t id) {
-    const NodeLife& life = lives_[id];
-    return Clock::now() - life.started >= kQuickExit || life.quick_kills < kMaxQuickKills;
-  }
-
-  bool Kill(uint32_t id) {
-    const pid_t pid = cluster_.NodePid(id);
-    if (pid == 0 || !MayKill(id)) return false;
-    NodeLife& life = lives_[id];
-    const bool quick = Clock::now() - life.started < kQuickExit;
-    life.quick_kills = quick ? life.quick_kills + 1 : 0;
-    ::kill(pid, SIGKILL);
-    ++counts_.kills;
-    run_.Fault(fmt::format("SIGKILL node {} (pid {})", id, pid));
-    killed_pid_[id] = pid;
-    return true;
-  }
-
-  // Until shoal local has started node `id` again (a pid other than the killed one), at most
-  // 10 s; true if it has.
-  bool AwaitRestart(uint32_t id) {
-    for (int i = 0; i < 200; ++i) {
-      const pid_t pid = cluster_.NodePid(id);
-      if (pid != 0 && pid != killed_pid_[id]) {
-        lives_[id].started = Clock::now();
-        ++counts_.restarts;
-        run_.Fault(fmt::format("node {} restarted by shoal local (pid {})", id, pid));
-        return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    run_.Fault(fmt::format("node {} NOT restarted within 10 s", id));
-    return false;
-  }
-
-  // SIGSTOP of node `id` for `duration` (less if the faults are told to stop), then SIGCONT:
-  // always, whatever happens meanwhile.
-  void Stop(uint32_t id, std::chrono::milliseconds duration) {
-    const pid_t pid = cluster_.NodePid(id);
-    if (pid == 0) return;
-    ::kill(pid, SIGSTOP);
-    ++counts_.stops;
-    run_.Fault(fmt::format("SIGSTOP node {} (pid {}) for {} ms", id, pid, duration.count()));
-    const auto stopped = Clock::now();
-    (void)run_.SleepUnlessStopped(duration);
-    ::kill(pid, SIGCONT);
-    run_.Fault(fmt::format(
-        "SIGCONT node {} (pid {}) after {} ms", id, pid,
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - stopped).count()));
-  }
-
-  RunState& run_;
-  const LocalCluster& cluster_;
-  Random random_;
-  FaultCounts counts_;
-  std::map<uint32_t, NodeLife> lives_;
-  std::map<uint32_t, pid_t> killed_pid_;
-};
-
 // ---- the check ----
 
 struct KeyHistory {
@@ -861,7 +437,7 @@ class HistoryTest : public ::testing::Test {
         (std::filesystem::temp_directory_path() / "shoal-history-XXXXXX").string();
     ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
-    cluster_ = std::make_unique<LocalCluster>(ShoalBinary(), dir_);
+    cluster_ = std::make_unique<LocalCluster>(ShoalBinary(), dir_, kCluster);
   }
 
   void TearDown() override {
@@ -877,11 +453,7 @@ class HistoryTest : public ::testing::Test {
 
   // Stops the faults (which wake a stopped node first) and the clients, and joins them.
   void StopThreads() {
-    {
-      std::lock_guard<std::mutex> lock(run_.mu);
-      run_.stop_faults = true;
-    }
-    run_.wake.notify_all();
+    if (faults_ != nullptr) faults_->RequestStop();
     if (fault_thread_.joinable()) fault_thread_.join();
     run_.stop_clients.store(true);
     for (auto& thread : clients_) thread.join();
@@ -928,7 +500,8 @@ TEST_F(HistoryTest, KeysStayLinearizableWhileNodesAreKilledStoppedAndRestarted) 
     clients_.emplace_back(ClientLoop, std::ref(run_), collections[c % kDatabases],
                           static_cast<uint64_t>(c + 1));
   }
-  faults_ = std::make_unique<Faults>(run_, *cluster_);
+  faults_ = std::make_unique<Faults>(*cluster_, run_.seed,
+                                     [this](std::string what) { run_.Fault(std::move(what)); });
   fault_thread_ = std::thread([this] { faults_->Loop(); });
   std::this_thread::sleep_for(std::chrono::seconds(seconds));
   StopThreads();
