@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -56,8 +57,98 @@ bool SimRuntime::IsAlive(const Address& process) const {
 }
 
 Micros SimRuntime::Now() const {
+  const auto* task = static_cast<const Task*>(current_task);
+  std::lock_guard<std::mutex> lock(mu_);
+  // The driving thread (no task) reads true time.
+  return task == nullptr ? now_ : LocalNowLocked(task->acting);
+}
+
+Micros SimRuntime::TrueNow() const {
   std::lock_guard<std::mutex> lock(mu_);
   return now_;
+}
+
+Micros SimRuntime::NowOf(const Address& process) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return LocalNowLocked(process);
+}
+
+Micros SimRuntime::LocalNowLocked(const Address& process) const {
+  auto it = clocks_.find(process);
+  if (it == clocks_.end()) return now_;
+  const Clock& clock = it->second;
+  return clock.base_local +
+         static_cast<Micros>(std::floor(clock.rate * static_cast<double>(now_ - clock.base_true)));
+}
+
+Micros SimRuntime::TrueDurationLocked(const Address& process, Micros local) const {
+  auto it = clocks_.find(process);
+  if (it == clocks_.end() || local <= 0) return local;
+  // Rounded up, so that the process's clock has advanced at least `local` by then.
+  return static_cast<Micros>(std::ceil(static_cast<double>(local) / it->second.rate));
+}
+
+void SimRuntime::SetClock(const Address& process, const SimClock& clock) {
+  if (!(clock.rate > 0)) {
+    std::fprintf(stderr, "SimRuntime: a clock rate must be positive\n");
+    std::abort();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  clocks_[process] =
+      Clock{.rate = clock.rate, .base_true = now_, .base_local = now_ + clock.offset};
+}
+
+void SimRuntime::CutLink(const Address& from, const Address& to) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cut_.emplace(from, to);
+}
+
+void SimRuntime::HealLink(const Address& from, const Address& to) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cut_.erase({from, to});
+}
+
+void SimRuntime::CutLinks(const Address& process, const std::vector<Address>& others,
+                          LinkDirection direction) {
+  for (const Address& other : others) {
+    if (other == process) continue;
+    if (direction != LinkDirection::kIncoming) CutLink(process, other);
+    if (direction != LinkDirection::kOutgoing) CutLink(other, process);
+  }
+}
+
+void SimRuntime::HealLinks(const Address& process, const std::vector<Address>& others,
+                           LinkDirection direction) {
+  for (const Address& other : others) {
+    if (other == process) continue;
+    if (direction != LinkDirection::kIncoming) HealLink(process, other);
+    if (direction != LinkDirection::kOutgoing) HealLink(other, process);
+  }
+}
+
+void SimRuntime::HealAllLinks() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cut_.clear();
+}
+
+bool SimRuntime::LinkCut(const Address& from, const Address& to) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cut_.contains({from, to});
+}
+
+void SimRuntime::RunAs(const Address& process, const std::function<void()>& fn) {
+  Task* task = Current();
+  const Address acting = task->acting;
+  const uint64_t acting_incarnation = task->acting_incarnation;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = processes_.find(process);
+    task->acting_incarnation = it == processes_.end() ? 1 : it->second.incarnation;
+  }
+  task->acting = process;
+  fn();
+  task->acting = acting;
+  task->acting_incarnation = acting_incarnation;
 }
 
 void SimRuntime::Yield(Micros wake_at) {
@@ -71,8 +162,17 @@ void SimRuntime::Yield(Micros wake_at) {
 }
 
 Status SimRuntime::Sleep(Micros micros) {
+  Micros wait = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    wait = TrueDurationLocked(Current()->acting, micros);
+  }
+  return SleepTrue(wait);
+}
+
+Status SimRuntime::SleepTrue(Micros micros) {
   if (!Alive()) return CancelledError("process stopped");
-  Yield(Now() + std::max<Micros>(micros, 0));
+  Yield(TrueNow() + std::max<Micros>(micros, 0));
   if (!Alive()) return CancelledError("process stopped");
   return OkStatus();
 }
@@ -92,29 +192,34 @@ bool SimRuntime::Chance(double p) {
 StatusOr<Response> SimRuntime::Call(const Address& to, Request request, Micros timeout) {
   if (!Alive()) return CancelledError("process stopped");
   Task* task = Current();
-  const Micros deadline = Now() + timeout;
+  const Address caller = task->acting;
+  // True time from here on: the timeout is measured on the caller's clock, the network's delays
+  // are not.
+  Micros deadline = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    deadline = now_ + TrueDurationLocked(caller, timeout);
     ++messages_;
   }
   auto wait_out = [&]() -> StatusOr<Response> {
-    const Micros left = deadline - Now();
-    if (left > 0) SHOAL_RETURN_IF_ERROR(Sleep(left));
+    const Micros left = deadline - TrueNow();
+    if (left > 0) SHOAL_RETURN_IF_ERROR(SleepTrue(left));
     return DeadlineExceededError(fmt::format("{} to {}: no response within {} us",
                                              RequestName(request), to.DebugString(), timeout));
   };
 
-  const Address caller = task->acting;
   auto fate = [&](MessageLeg leg) {
     return message_hook_ ? message_hook_(caller, to, request, leg) : MessageFate{};
   };
   Micros request_delay = Delay();
   const MessageFate request_fate = fate(MessageLeg::kRequest);
   request_delay += request_fate.extra_delay;
-  if (request_fate.lose || Chance(options_.loss) || Now() + request_delay > deadline) {
+  if (request_fate.lose || LinkCut(caller, to) || Chance(options_.loss) ||
+      TrueNow() + request_delay > deadline) {
     return wait_out();
   }
-  SHOAL_RETURN_IF_ERROR(Sleep(request_delay));
+  SHOAL_RETURN_IF_ERROR(SleepTrue(request_delay));
+  if (LinkCut(caller, to)) return wait_out();  // cut while the request was in flight
 
   std::shared_ptr<Service> service;
   uint64_t incarnation = 0;
@@ -148,10 +253,13 @@ StatusOr<Response> SimRuntime::Call(const Address& to, Request request, Micros t
   Micros reply_delay = Delay();
   const MessageFate reply_fate = fate(MessageLeg::kReply);
   reply_delay += reply_fate.extra_delay;
-  if (reply_fate.lose || Chance(options_.loss) || Now() + reply_delay > deadline) {
+  // The reply crosses the link the other way.
+  if (reply_fate.lose || LinkCut(to, caller) || Chance(options_.loss) ||
+      TrueNow() + reply_delay > deadline) {
     return wait_out();
   }
-  if (reply_delay > 0 || options_.yield_on_reply) SHOAL_RETURN_IF_ERROR(Sleep(reply_delay));
+  if (reply_delay > 0 || options_.yield_on_reply) SHOAL_RETURN_IF_ERROR(SleepTrue(reply_delay));
+  if (LinkCut(to, caller)) return wait_out();  // cut while the reply was in flight
   return response;
 }
 

@@ -11,6 +11,18 @@
 // loss of requests or replies with probability `loss` (the caller waits for its timeout), Stop /
 // Serve to crash and restart any process, and a chaos hook consulted at every named Failpoint.
 //
+// Partitions: a link is directional. CutLink(from, to) loses every message sent from `from` to
+// `to` while it is cut (a request leg of a Call from `from`, or a reply leg of a Call `to` made
+// to `from`), as does a link cut while the message is in flight; the caller waits for its
+// timeout. Cut links draw no random numbers.
+//
+// Clocks: every process has its own clock (docs/design/replication.md §4.1 and §5: leases
+// assume clocks that drift within ε). A task's Now, Sleep and Call timeouts are measured on the
+// clock of the process it acts for (inside a handler: the callee's). A clock runs at `rate`
+// simulated microseconds per true one; message delays and RunUntil are true time. A process
+// with no clock set reads true time, so a run that sets none is exactly the run it was before
+// clocks existed.
+//
 // Exploration: a test may install a ScheduleChooser, which then decides among the events that
 // are due at the same (earliest) simulated time instead of the seq order; with zero message
 // delays every yield point becomes such a choice, which lets a model checker enumerate
@@ -30,9 +42,11 @@
 #include <memory>
 #include <mutex>
 #include <queue>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "src/common/random.h"
@@ -48,6 +62,21 @@ struct SimOptions {
   // Exploration only: with false, a Call whose reply delay is 0 does not yield on the reply, so
   // that the handler and the caller's next steps up to its next yield are one scheduling turn.
   bool yield_on_reply = true;
+};
+
+// A process's clock (SimRuntime::SetClock): from the moment it is set it reads true time plus
+// `offset`, and then advances `rate` microseconds per true microsecond. `rate` > 0: a clock that
+// drifts by at most d has a rate in [1 - d, 1 + d].
+struct SimClock {
+  double rate = 1.0;
+  Micros offset = 0;
+};
+
+// Which messages SimRuntime::CutLinks loses between a process and each of the others.
+enum class LinkDirection : uint8_t {
+  kBoth,      // everything between them
+  kOutgoing,  // what the process sends to the others
+  kIncoming,  // what the others send to the process
 };
 
 class SimRuntime final : public Runtime {
@@ -97,6 +126,29 @@ class SimRuntime final : public Runtime {
   void SetScheduleChooser(ScheduleChooser chooser) { chooser_ = std::move(chooser); }
   void SetStepObserver(StepObserver observer) { observer_ = std::move(observer); }
 
+  // Partitions (see the class comment). Called by the running task or before RunUntil.
+  void CutLink(const Address& from, const Address& to);
+  void HealLink(const Address& from, const Address& to);
+  // Cuts (or heals) the links between `process` and each of `others` in `direction`.
+  void CutLinks(const Address& process, const std::vector<Address>& others,
+                LinkDirection direction);
+  void HealLinks(const Address& process, const std::vector<Address>& others,
+                 LinkDirection direction);
+  // Heals every cut link.
+  void HealAllLinks();
+  [[nodiscard]] bool LinkCut(const Address& from, const Address& to) const;
+
+  // Sets `process`'s clock (see SimClock). Called by the running task or before RunUntil.
+  void SetClock(const Address& process, const SimClock& clock);
+  // What `process`'s clock reads now.
+  [[nodiscard]] Micros NowOf(const Address& process) const;
+  // True simulated time, whichever process the caller acts for (a checker's timestamps).
+  [[nodiscard]] Micros TrueNow() const;
+  // Runs `fn` on the calling task acting for `process` (its current incarnation), so that what
+  // `fn` asks the runtime (Now, Alive, Self) is answered for that process: a checker that asks a
+  // node's object a question that depends on its clock (a read lease) gets the node's answer.
+  void RunAs(const Address& process, const std::function<void()>& fn);
+
   [[nodiscard]] uint64_t events() const { return events_; }
   [[nodiscard]] uint64_t messages() const { return messages_; }
   [[nodiscard]] bool IsAlive(const Address& process) const;
@@ -122,6 +174,12 @@ class SimRuntime final : public Runtime {
     bool alive = true;
     std::shared_ptr<Service> service;
   };
+  // A clock as set: it read `base_local` at true time `base_true`.
+  struct Clock {
+    double rate = 1.0;
+    Micros base_true = 0;
+    Micros base_local = 0;
+  };
   struct Event {
     Micros time;
     uint64_t seq;
@@ -132,6 +190,11 @@ class SimRuntime final : public Runtime {
 
   // Parks the calling task until the scheduler resumes it at `wake_at`.
   void Yield(Micros wake_at);
+  // Sleep for `micros` of true time (a message's delay, the rest of a Call's timeout).
+  [[nodiscard]] Status SleepTrue(Micros micros);
+  // The true time `local` microseconds of `process`'s clock take (at least).
+  [[nodiscard]] Micros TrueDurationLocked(const Address& process, Micros local) const;
+  [[nodiscard]] Micros LocalNowLocked(const Address& process) const;
   // Pops every live event due at `first`'s time, lets the chooser pick one to run and puts the
   // others back. Releases `lock` while the chooser runs.
   [[nodiscard]] Event ChooseLocked(const Event& first, std::unique_lock<std::mutex>& lock);
@@ -153,6 +216,8 @@ class SimRuntime final : public Runtime {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   std::vector<std::unique_ptr<Task>> tasks_;
   std::map<Address, Process> processes_;
+  std::map<Address, Clock> clocks_;            // processes with a clock of their own
+  std::set<std::pair<Address, Address>> cut_;  // (from, to) links that lose every message
   Task* running_ = nullptr;
   Micros now_ = 0;
   uint64_t seq_ = 0;
