@@ -198,7 +198,11 @@ void SafetyLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluste
       for (NodeId id : cluster.started_nodes()) {
         if (!sim.IsAlive(Address::Node(id))) continue;
         auto node = cluster.node(id);
-        if (node == nullptr || !node->CanAcknowledgeWrite(Point(point))) continue;
+        if (node == nullptr) continue;
+        // Asked as the node, so that its read lease is judged on its own clock.
+        bool can = false;
+        sim.RunAs(Address::Node(id), [&] { can = node->CanAcknowledgeWrite(Point(point)); });
+        if (!can) continue;
         ++acknowledgers;
         who += fmt::format(" n{} at {};", id.value(), node->epoch().DebugString());
       }
@@ -214,10 +218,13 @@ void SafetyLoop(transport::SimRuntime& sim, World& world, server::EmbeddedCluste
 ChaosOptions ClusterChaos(const World& world) {
   using enum ChaosEvent;
   if (world.options.replication_factor > 1) {
+    std::vector<ChaosEvent> wheel{kCrashNode,  kCrashNode,  kCrashCoordinator, kAddNode,
+                                  kRemoveNode, kMoveBucket, kSplitBucket,      kMergeBuckets,
+                                  kQuiet,      kQuiet};
+    if (world.options.partitions) wheel.insert(wheel.end(), {kPartition, kPartition});
     return ChaosOptions{.min_pause = 300 * kMs,
                         .pause_jitter = 700 * kMs,
-                        .wheel = {kCrashNode, kCrashNode, kCrashCoordinator, kAddNode, kRemoveNode,
-                                  kMoveBucket, kSplitBucket, kMergeBuckets, kQuiet, kQuiet},
+                        .wheel = std::move(wheel),
                         .crashes = world.options.crashes,
                         .coordinator_crash_skip_one_in = 0,
                         .own = nullptr};
@@ -264,6 +271,7 @@ void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& 
   // Heal: no more chaos, no more loss; the supervisor restarts whatever is down.
   world.chaos.stop_chaos = true;
   sim.SetLoss(0);
+  sim.HealAllLinks();
   for (int i = 0; i < 600; ++i) {
     (void)sim.Sleep(100 * kMs);
     if (ClusterQuiet(sim, cluster)) break;
@@ -367,6 +375,18 @@ ClusterSimResult RunClusterSim(const ClusterSimOptions& options) {
       cluster_options.node.move_chunk_bytes = 512;
     }
     server::EmbeddedCluster cluster(sim, cluster_options);
+    if (options.replication_factor > 1 && options.clock_drift > 0) {
+      // Clocks of every node id the run may use and of the coordinator, from a generator of
+      // their own so that the chaos draws stay what they were.
+      Random clocks(options.seed * 104729 + 17);
+      auto draw = [&](const Address& process) {
+        const double rate = 1.0 + options.clock_drift * (2.0 * clocks.NextDouble() - 1.0);
+        const auto offset = static_cast<Micros>(clocks.Uniform(kSecond));
+        sim.SetClock(process, transport::SimClock{.rate = rate, .offset = offset});
+      };
+      draw(Address::Coordinator());
+      for (uint32_t id = 1; id <= 16; ++id) draw(Address::Node(NodeId(id)));
+    }
 
     sim.SetChaosHook([&world](const Address&, std::string_view name) {
       // Unscheduled points (failpoints.h): no draw, so each recorded seed keeps its schedule.
@@ -392,6 +412,7 @@ ClusterSimResult RunClusterSim(const ClusterSimOptions& options) {
     world.result.events = EndSimRun(sim, cluster, world.chaos);
     world.result.crashes += world.chaos.crashes;
     world.result.splits = world.chaos.splits;
+    world.result.partitions = world.chaos.partitions;
   }
   std::filesystem::remove_all(dir, ec);
 

@@ -62,10 +62,11 @@ TEST(ClusterSimTest, ReplicationRegressionSeeds) {
 }
 
 // K = 3 on three nodes: every node holds every bucket; nodes and the coordinator crash and
-// restart; primaries fail over, silent backups are removed, restarted primaries are fenced.
+// restart, links are cut and healed (one way or both), every clock drifts within 3%; primaries
+// fail over, silent backups are removed, restarted primaries are fenced.
 TEST(ClusterSimTest, ReplicationSeeds) {
   const auto [first, seeds] = SimSeedRange(40);
-  uint64_t operations = 0, crashes = 0, failovers = 0, moves = 0, failures = 0;
+  uint64_t operations = 0, crashes = 0, failovers = 0, moves = 0, partitions = 0, failures = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     ClusterSimOptions options{.seed = seed, .dir = ScratchDir(), .replication_factor = 3};
     const ClusterSimResult result = RunClusterSim(options);
@@ -73,6 +74,7 @@ TEST(ClusterSimTest, ReplicationSeeds) {
     moves += result.moves;
     crashes += result.crashes;
     failovers += result.failovers;
+    partitions += result.partitions;
     if (!result.ok) {
       ++failures;
       ADD_FAILURE() << result.failure;
@@ -80,13 +82,15 @@ TEST(ClusterSimTest, ReplicationSeeds) {
   }
   std::printf(
       "K=3 seeds %llu: operations %llu, crashes %llu, buckets failed over %llu, moves %llu, "
-      "failures %llu\n",
+      "partitions %llu, failures %llu\n",
       static_cast<unsigned long long>(seeds), static_cast<unsigned long long>(operations),
       static_cast<unsigned long long>(crashes), static_cast<unsigned long long>(failovers),
-      static_cast<unsigned long long>(moves), static_cast<unsigned long long>(failures));
+      static_cast<unsigned long long>(moves), static_cast<unsigned long long>(partitions),
+      static_cast<unsigned long long>(failures));
   EXPECT_EQ(failures, 0u);
   if (seeds >= 10) {
     EXPECT_GT(failovers, 0u);
+    EXPECT_GT(partitions, 0u);
   }
 }
 
@@ -142,20 +146,22 @@ TEST(ClusterSimTest, ManySeeds) {
 // the rest of the history for linearizability as usual.
 TEST(ClusterSimTest, ReplicationAnyReplicaSeeds) {
   const auto [first, seeds] = SimSeedRange(10);
-  uint64_t reads = 0, failures = 0;
+  uint64_t reads = 0, partitions = 0, failures = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     ClusterSimOptions options{
         .seed = seed, .dir = ScratchDir(), .replication_factor = 3, .any_replica_reads = true};
     const ClusterSimResult result = RunClusterSim(options);
     reads += result.any_replica_reads;
+    partitions += result.partitions;
     if (!result.ok) {
       ++failures;
       ADD_FAILURE() << result.failure;
     }
   }
-  std::printf("K=3 any-replica seeds %llu: any-replica reads %llu, failures %llu\n",
-              static_cast<unsigned long long>(seeds), static_cast<unsigned long long>(reads),
-              static_cast<unsigned long long>(failures));
+  std::printf(
+      "K=3 any-replica seeds %llu: any-replica reads %llu, partitions %llu, failures %llu\n",
+      static_cast<unsigned long long>(seeds), static_cast<unsigned long long>(reads),
+      static_cast<unsigned long long>(partitions), static_cast<unsigned long long>(failures));
   EXPECT_EQ(failures, 0u);
   EXPECT_GT(reads, 0u);
 }

@@ -158,6 +158,33 @@ void ChaosLoop(transport::SimRuntime& sim, server::EmbeddedCluster& cluster, Cha
         ++state.crashes;
         cluster.CrashCoordinator();
         break;
+      case ChaosEvent::kPartition: {
+        std::vector<Address> processes{Address::Coordinator()};
+        for (NodeId n : state.members) processes.push_back(Address::Node(n));
+        const Address victim = processes[random.Uniform(processes.size())];
+        std::vector<Address> others;
+        for (const Address& p : processes) {
+          if (p != victim && random.OneIn(2)) others.push_back(p);
+        }
+        if (others.empty()) {
+          others.push_back(victim == processes.front() ? processes.back() : processes.front());
+        }
+        if (others.front() == victim) break;  // a lone coordinator: nobody to cut it from
+        const uint64_t draw = random.Uniform(4);
+        const transport::LinkDirection direction = draw == 2   ? transport::LinkDirection::kOutgoing
+                                                   : draw == 3 ? transport::LinkDirection::kIncoming
+                                                               : transport::LinkDirection::kBoth;
+        const Micros heal_after =
+            options.min_partition + static_cast<Micros>(random.Uniform(options.partition_jitter));
+        ++state.partitions;
+        sim.CutLinks(victim, others, direction);
+        // Heals only the links it cut (an overlapping partition may lose a link early).
+        sim.Spawn(Address::Client(903), "heal", [&sim, victim, others, direction, heal_after] {
+          (void)sim.Sleep(heal_after);
+          sim.HealLinks(victim, others, direction);
+        });
+        break;
+      }
       case ChaosEvent::kOwn1:
       case ChaosEvent::kOwn2:
         options.own(event, random);

@@ -32,6 +32,7 @@ struct ChaosState {
   bool done = false;                      // the run is over; the supervisor stops
   uint64_t crashes = 0;                   // nodes and the coordinator crashed by the chaos loop
   uint64_t splits = 0;                    // splits started by the chaos loop
+  uint64_t partitions = 0;                // link partitions the chaos loop injected
   std::function<void(std::string)> fail;  // records a failure of the run
 };
 
@@ -45,6 +46,10 @@ enum class ChaosEvent : uint8_t {
   kRemoveNode,    // at least 2 active nodes stay
   kCrashNode,     // the supervisor restarts it
   kCrashCoordinator,
+  // One member node or the coordinator cut from a random nonempty subset of the others (nodes
+  // and the coordinator), in both directions or, one time in four each, only what it sends or
+  // only what it receives; healed by itself within ChaosOptions::max_partition.
+  kPartition,
   kOwn1,
   kOwn2,
 };
@@ -59,6 +64,9 @@ struct ChaosOptions {
   // A drawn coordinator crash is skipped one time in this many (0: never).
   uint64_t coordinator_crash_skip_one_in = 0;
   std::function<void(ChaosEvent, Random&)> own;  // runs kOwn1 and kOwn2
+  // A partition lasts [min_partition, min_partition + partition_jitter).
+  transport::Micros min_partition = 200'000;
+  transport::Micros partition_jitter = 2'000'000;
 };
 
 // Starts the cluster; its initial nodes become the members. On failure also fails the run and
