@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <utility>
 
@@ -177,6 +179,17 @@ void ChaosLoop(transport::SimRuntime& sim, server::EmbeddedCluster& cluster, Cha
         const Micros heal_after =
             options.min_partition + static_cast<Micros>(random.Uniform(options.partition_jitter));
         ++state.partitions;
+        if (std::getenv("SHOAL_SIM_VERBOSE") != nullptr) {
+          std::string to;
+          for (const Address& o : others) to += " " + o.DebugString();
+          std::fprintf(stderr, "t=%lld partition: %s cut from%s (%s) for %lld ms\n",
+                       static_cast<long long>(sim.TrueNow()), victim.DebugString().c_str(),
+                       to.c_str(),
+                       direction == transport::LinkDirection::kBoth       ? "both ways"
+                       : direction == transport::LinkDirection::kOutgoing ? "what it sends"
+                                                                          : "what it receives",
+                       static_cast<long long>(heal_after / kMs));
+        }
         sim.CutLinks(victim, others, direction);
         // Heals only the links it cut (an overlapping partition may lose a link early).
         sim.Spawn(Address::Client(903), "heal", [&sim, victim, others, direction, heal_after] {
