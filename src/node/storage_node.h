@@ -419,9 +419,16 @@ class StorageNode final : public transport::Service,
   // True while this node's map makes it the replicated primary of `at.bucket` at `at.term`
   // with `backup` among the bucket's replicas.
   [[nodiscard]] bool StillStreamsTo(const transport::BucketTerm& at, NodeId backup) const;
+  // A backup still listed at this node's term answered sealed (a failover began): the bucket's
+  // pending writes are abandoned and the term is closed here as a seal closes it at a backup,
+  // so that this node serves nothing more at it and its heartbeats report it until a map with
+  // a newer term comes. The failover may never finish by itself (the sealed backup restarted
+  // and forgot its seal, or left the bucket), and with its writes abandoned the term could not
+  // commit another write: the report makes the coordinator end it.
+  void CloseTermSealedAtBackup(const transport::BucketTerm& at);
   // The closed terms the heartbeat reports (HeartbeatRequest::fenced): the restart-fenced
-  // buckets whose map still names this node primary at that term, and the buckets this node is
-  // a backup of, sealed at their current term.
+  // buckets whose map still names this node primary at that term, and the buckets this node
+  // holds, sealed at their current term.
   [[nodiscard]] std::vector<transport::BucketTerm> FencedTerms() const;
   transport::Response HandleSealTerm(const transport::SealTermRequest& request);
   // The buckets (with their terms) this node replicates to `backup` now.

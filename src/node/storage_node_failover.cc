@@ -99,11 +99,11 @@ std::vector<transport::BucketTerm> StorageNode::FencedTerms() const {
     }
   }
   // A seal whose failover never finished closes the term for good: report it, so that a new
-  // coordinator finishes the failover.
+  // coordinator finishes the failover. At the primary, the term a backup answered sealed at
+  // (CloseTermSealedAtBackup): that backup may have forgotten its seal in a restart, or left.
   for (const auto& [bucket, term] : sealed_) {
     const BucketPlacement* placement = map_->Find(bucket);
-    if (placement != nullptr && placement->term == term && placement->HasReplica(options_.id) &&
-        placement->replicas.front() != options_.id) {
+    if (placement != nullptr && placement->term == term && placement->HasReplica(options_.id)) {
       fenced.push_back({.bucket = bucket, .term = term});
     }
   }

@@ -23,6 +23,7 @@
 #include <map>
 #include <utility>
 
+#include "src/common/log.h"
 #include "src/node/storage_node.h"
 #include "src/node/write_mutation.h"
 #include "src/storage/errors.h"
@@ -436,8 +437,9 @@ void StorageNode::HandleReplicateAnswer(NodeId backup,
     // map first (on a task: this may run on a transport thread). A new term or primary there
     // abandons the pending writes as it is installed (ConfigureReplicationLocked), and a backup
     // that left no longer counts. Only a backup still listed at this node's own term (sealed by
-    // a failover) leaves them to be abandoned here: they can no longer commit under this term.
-    // Abandoning them otherwise would freeze the bucket's watermark for the rest of the term.
+    // a failover) leaves them to be abandoned here: they can no longer commit under this term,
+    // which this node then closes (CloseTermSealedAtBackup). Abandoning them otherwise would
+    // freeze the bucket's watermark for the rest of the term.
     std::vector<transport::BucketTerm> refused;
     for (BucketId bucket : stale) {
       for (const transport::BucketTerm& t : terms) {
@@ -449,11 +451,23 @@ void StorageNode::HandleReplicateAnswer(NodeId backup,
                      ActiveGuard guard(node.get());
                      (void)node->RefreshMap();
                      for (const transport::BucketTerm& t : refused) {
-                       if (node->StillStreamsTo(t, backup)) node->replication_.Abandon(t.bucket);
+                       if (node->StillStreamsTo(t, backup)) node->CloseTermSealedAtBackup(t);
                      }
                    });
   }
   if (queue->queued() > 0) SendNext(backup, queue, /*keepalive=*/false);
+}
+
+void StorageNode::CloseTermSealedAtBackup(const transport::BucketTerm& at) {
+  replication_.Abandon(at.bucket);
+  absl::MutexLock lock(&mu_);
+  Term& sealed = sealed_[at.bucket];
+  if (sealed >= at.term) return;
+  sealed = at.term;
+  log::Info("replica.term_closed", {{"node", options_.id.value()},
+                                    {"bucket", at.bucket.value()},
+                                    {"term", at.term.value()},
+                                    {"reason", "a backup answered sealed"}});
 }
 
 bool StorageNode::StillStreamsTo(const transport::BucketTerm& at, NodeId backup) const {

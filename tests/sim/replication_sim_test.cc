@@ -16,9 +16,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/coordinator/coordinator.h"
@@ -137,6 +139,59 @@ TEST_F(ReplicationSimTest, MostAdvancedBackupPartitionedAtFailover) {
       EXPECT_EQ(any->body, Body(doc));
     }
   });
+}
+
+// A failover that stopped after its seal, whose sealed backup then restarts and forgets the
+// seal (replication.md §4.8, "Seals"): n1 and n2 are cut from the coordinator, which fails n1's
+// buckets over, seals n3 alone (n2 is silent too) and crashes right after. n3 refuses n1's stream
+// as sealed, so n1 abandons those buckets' pending writes: no write can commit at their terms any
+// more. n3 restarts, the links heal, a new coordinator starts: nobody remembers the seal and n1
+// is healthy, so only n1 can tell that its terms are dead. It closes them and reports them in its
+// heartbeats, and the coordinator fails them over. (The K = 3
+// simulation found the bucket frozen for good without that, seeds 77, 122 and 125 with
+// partitions: every read of a key with an abandoned write and every write waited forever.)
+TEST_F(ReplicationSimTest, APrimaryWhoseSealedBackupForgotTheSealClosesTheTerm) {
+  bool crashed = false;
+  sim_.SetChaosHook([&](const Address& process, std::string_view name) {
+    if (crashed || process != Address::Coordinator() || name != "coordinator.after_seal") {
+      return false;
+    }
+    crashed = true;
+    return true;
+  });
+  Run(/*auto_balance=*/true, [&] {
+    std::map<BucketId, Term> led;  // n1's buckets, at their terms
+    for (const auto& bucket : map()->buckets()) {
+      if (bucket.replicas.front() == kN1) led[bucket.id] = bucket.term;
+    }
+    ASSERT_FALSE(led.empty());
+    auto w = StartRoundWriter(AllDocuments(), 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    const Address coordinator_address = Address::Coordinator();
+    sim_.CutLinks(Address::Node(kN1), {coordinator_address}, transport::LinkDirection::kBoth);
+    sim_.CutLinks(Address::Node(kN2), {coordinator_address}, transport::LinkDirection::kBoth);
+    ASSERT_TRUE(WaitFor([&] { return crashed; }, 20 * kSecond));
+    ASSERT_TRUE(sim_.Sleep(200 * kMs).ok());  // n1 meets the seal
+    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
+    ASSERT_TRUE(cluster_->StartNode(kN3).ok());
+    sim_.HealAllLinks();
+    ASSERT_TRUE(cluster_->StartCoordinator().ok());
+    ASSERT_TRUE(WaitFor([&] { return coordinator().recovered(); }));
+    // Every term n1 held ends.
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return std::all_of(led.begin(), led.end(), [&](const auto& at) {
+            return map()->Find(at.first)->term > at.second;
+          });
+        },
+        20 * kSecond));
+    ASSERT_TRUE(WaitFor([&] { return FullyReplicated(); }, 60 * kSecond));
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+    ExpectCopiesEqual();
+  });
+  sim_.SetChaosHook(nullptr);
 }
 
 // The clock assumption of the read lease (replication.md §5), shown both ways by one scenario: n1,
