@@ -5,6 +5,8 @@
 //     copy — is cut off from the coordinator at the failover (§4.2 step 4, §4.3): the other
 //     backup is promoted, the cut-off one is rebuilt, its extra entry never becomes visible, no
 //     acknowledged write is lost and every copy ends equal;
+//   - a failover that stopped after sealing a backup which then forgot the seal: the primary
+//     it refused closes its term and reports it, so the coordinator ends it (§4.8);
 //   - the read lease's clock assumption (§5: drift within ε = 10% of L): a primary cut off from
 //     its backups and the coordinator, whose clock runs 3% slow, has stopped acknowledging
 //     before a backup is promoted; at 50% slow it still holds its lease after the promotion,
