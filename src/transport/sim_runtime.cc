@@ -18,6 +18,9 @@ struct SimRuntime::Task {
   std::condition_variable cv;
   bool scheduled = false;
   bool finished = false;
+  // Picked to run next, while the step observer runs: a Stop from the observer leaves its
+  // event alone (the task resumes, and its yield points then answer kCancelled).
+  bool picked = false;
   uint64_t wake_generation = 0;  // events of older generations are stale (woken early by Stop)
   std::thread thread;
 };
@@ -303,7 +306,7 @@ void SimRuntime::Stop(const Address& self) {
   // Wake the process's parked tasks now, so that they see kCancelled at once instead of at their
   // planned wake-up (their old events become stale). Deterministic: Stop runs in a task.
   for (auto& task : tasks_) {
-    if (task->finished || task->scheduled || task->acting != self) continue;
+    if (task->finished || task->scheduled || task->picked || task->acting != self) continue;
     ++task->wake_generation;
     queue_.push(Event{now_, seq_++, task.get(), task->wake_generation});
   }
@@ -341,9 +344,11 @@ bool SimRuntime::RunUntil(Micros deadline) {
     if (chooser_) event = ChooseLocked(event, lock);
     now_ = std::max(now_, event.time);
     if (observer_) {
+      event.task->picked = true;
       lock.unlock();
       observer_(event.task->name);
       lock.lock();
+      event.task->picked = false;
     }
     ++events_;
     running_ = event.task;

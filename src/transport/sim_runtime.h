@@ -102,7 +102,9 @@ class SimRuntime final : public Runtime {
   // Called by the driving thread between events (no task runs); it must not call the runtime.
   using ScheduleChooser = std::function<size_t(const std::vector<std::string_view>& candidates)>;
   // Called by the driving thread before every event with the name of the task about to run
-  // (no task runs meanwhile; it may Spawn tasks, which are due at once).
+  // (no task runs meanwhile; it may Spawn tasks, which are due at once, and Stop processes: the
+  // task about to run still runs, and its next yield point answers kCancelled if it acts for a
+  // stopped process).
   using StepObserver = std::function<void(std::string_view task)>;
 
   explicit SimRuntime(const SimOptions& options);

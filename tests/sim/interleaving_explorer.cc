@@ -9,9 +9,9 @@
 #include "src/client/client.h"
 #include "src/common/point.h"
 #include "src/server/embedded_cluster.h"
-#include "src/storage/errors.h"
 #include "src/transport/failpoints.h"
 #include "src/transport/sim_runtime.h"
+#include "tests/sim/interleaving_register.h"
 
 namespace shoal::sim {
 
@@ -60,7 +60,6 @@ using transport::Address;
 using transport::Micros;
 
 constexpr char kCollection[] = "docs";
-constexpr char kKey[] = "k";
 constexpr char kInitialValue[] = R"({"v":"init"})";
 constexpr char kMoveTask[] = "move";
 constexpr char kHarnessTask[] = "harness";
@@ -72,71 +71,6 @@ constexpr Micros kNever = Micros{1} << 50;
 Status StartMove(coordinator::Coordinator& coordinator, BucketId bucket, NodeId destination,
                  cluster::TransitionMode mode) {
   return coordinator.MoveBucket(bucket, destination, mode);
-}
-
-// The result of one operation. kNotApplied: an error that means the operation certainly had no
-// effect; kUnknown: it may or may not have had one.
-struct OpResult {
-  enum class Kind : uint8_t { kOk, kDuplicate, kNotFound, kNotApplied, kUnknown };
-  Kind kind = Kind::kNotApplied;
-  std::string value;  // Get: the body; Query: the bodies returned, joined by '|'
-  std::string detail;
-
-  [[nodiscard]] std::string DebugString() const {
-    static constexpr std::string_view kNames[] = {"ok", "duplicate", "not-found", "not-applied",
-                                                  "unknown"};
-    std::string out(kNames[static_cast<int>(kind)]);
-    if (!value.empty()) out += fmt::format(" '{}'", value);
-    if (!detail.empty()) out += fmt::format(" ({})", detail);
-    return out;
-  }
-};
-
-OpResult ResultOf(const Status& status) {
-  using Kind = OpResult::Kind;
-  if (status.ok()) return {.kind = Kind::kOk, .value = "", .detail = ""};
-  if (storage::Is(status, storage::ErrorReason::kDuplicate)) {
-    return {.kind = Kind::kDuplicate, .value = "", .detail = ""};
-  }
-  if (storage::Is(status, storage::ErrorReason::kNotFound)) {
-    return {.kind = Kind::kNotFound, .value = "", .detail = ""};
-  }
-  if (status.code() == StatusCode::kUnknown || status.code() == StatusCode::kDeadlineExceeded) {
-    return {.kind = Kind::kUnknown, .value = "", .detail = status.ToString()};
-  }
-  return {.kind = Kind::kNotApplied, .value = "", .detail = status.ToString()};
-}
-
-// The single-key register the serial orders run on.
-struct Register {
-  bool live = false;
-  std::string value;
-};
-
-OpResult Expect(OpType op, const std::string& value, Register& r) {
-  using Kind = OpResult::Kind;
-  auto result = [](Kind kind, std::string v = "") {
-    return OpResult{.kind = kind, .value = std::move(v), .detail = ""};
-  };
-  switch (op) {
-    case OpType::kInsert:
-      if (r.live) return result(Kind::kDuplicate);
-      r = {.live = true, .value = value};
-      return result(Kind::kOk);
-    case OpType::kUpdate:
-      if (!r.live) return result(Kind::kNotFound);
-      r.value = value;
-      return result(Kind::kOk);
-    case OpType::kDelete:
-      if (!r.live) return result(Kind::kNotFound);
-      r = {};
-      return result(Kind::kOk);
-    case OpType::kGet:
-      return r.live ? result(Kind::kOk, r.value) : result(Kind::kNotFound);
-    case OpType::kQuery:
-      return result(Kind::kOk, r.live ? r.value : "");
-  }
-  return result(Kind::kNotApplied);
 }
 
 // State of one run. Only one simulated task (or the driving thread between events) runs at a
@@ -173,29 +107,6 @@ struct World {
 
 std::string ValueOf(int which) { return which == 0 ? R"({"v":"a"})" : R"({"v":"b"})"; }
 
-OpResult QueryAll(client::Client& client, CollectionId collection) {
-  client::QueryOptions query{.collection = collection, .filter = {}, .limit = 10, .cursor = ""};
-  OpResult out{.kind = OpResult::Kind::kOk, .value = "", .detail = ""};
-  for (int page = 0; page < 100; ++page) {
-    auto result = client.Query(query);
-    if (!result.ok()) return ResultOf(result.status());
-    for (const auto& document : result->documents) {
-      if (!out.value.empty()) out.value.push_back('|');
-      out.value += document.body;
-    }
-    if (result->next_cursor.empty()) return out;
-    query.cursor = result->next_cursor;
-  }
-  return {.kind = OpResult::Kind::kNotApplied, .value = "", .detail = "query did not end"};
-}
-
-OpResult GetOne(client::Client& client, CollectionId collection) {
-  auto got = client.Get(collection, kKey);
-  OpResult out = ResultOf(got.status());
-  if (got.ok()) out.value = got->body;
-  return out;
-}
-
 void RunOp(World& world, int which) {
   client::Client& client = *world.clients[which];
   const OpType op = which == 0 ? world.config.a : world.config.b;
@@ -204,13 +115,13 @@ void RunOp(World& world, int which) {
   OpResult result;
   switch (op) {
     case OpType::kInsert:
-      result = ResultOf(client.Insert(c, kKey, value).status());
+      result = ResultOf(client.Insert(c, kInterleaveKey, value).status());
       break;
     case OpType::kUpdate:
-      result = ResultOf(client.Update(c, kKey, value).status());
+      result = ResultOf(client.Update(c, kInterleaveKey, value).status());
       break;
     case OpType::kDelete:
-      result = ResultOf(client.Delete(c, kKey).status());
+      result = ResultOf(client.Delete(c, kInterleaveKey).status());
       break;
     case OpType::kGet:
       result = GetOne(client, c);
@@ -232,47 +143,17 @@ void SpawnOps(transport::SimRuntime& sim, World& world) {
   }
 }
 
-// True iff some serial order of the operations (leaving out those that certainly did not
-// apply, and optionally those whose outcome is unknown) gives the observed results and final
-// state.
+// True iff some serial order of the operations explains their results and the final state
+// (interleaving_register.h).
 bool MatchesSerialOrder(const World& world, const OpResult& final_get,
                         const OpResult& final_query) {
-  using Kind = OpResult::Kind;
-  const OpType ops[2] = {world.config.a, world.config.b};
+  const ObservedOp ops[2] = {
+      {.op = world.config.a, .value = ValueOf(0), .result = world.results[0]},
+      {.op = world.config.b, .value = ValueOf(1), .result = world.results[1]}};
   const Register initial = world.config.scenario == Scenario::kLive
                                ? Register{.live = true, .value = kInitialValue}
                                : Register{};
-  const int orders[2][2] = {{0, 1}, {1, 0}};
-  for (const auto& order : orders) {
-    for (int executed = 0; executed < 4; ++executed) {
-      bool possible = true;
-      for (int i = 0; i < 2; ++i) {
-        const bool runs = (executed >> i) & 1;
-        const Kind kind = world.results[i].kind;
-        if (runs && kind == Kind::kNotApplied) possible = false;
-        if (!runs && kind != Kind::kNotApplied && kind != Kind::kUnknown) possible = false;
-      }
-      if (!possible) continue;
-      Register r = initial;
-      bool matches = true;
-      for (int i : order) {
-        if (((executed >> i) & 1) == 0) continue;
-        const OpResult expected = Expect(ops[i], ValueOf(i), r);
-        const OpResult& got = world.results[i];
-        if (got.kind == Kind::kUnknown) continue;
-        if (expected.kind != got.kind || expected.value != got.value) matches = false;
-      }
-      Register copy = r;
-      const OpResult expected_get = Expect(OpType::kGet, "", copy);
-      const OpResult expected_query = Expect(OpType::kQuery, "", copy);
-      if (expected_get.kind != final_get.kind || expected_get.value != final_get.value ||
-          expected_query.value != final_query.value) {
-        matches = false;
-      }
-      if (matches) return true;
-    }
-  }
-  return false;
+  return sim::MatchesSerialOrder(ops, initial, final_get, final_query);
 }
 
 void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& cluster) {
@@ -299,15 +180,16 @@ void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& 
     return stop();
   }
   world.collection = *collection;
-  world.point = PointOf(world.collection, kKey);
+  world.point = PointOf(world.collection, kInterleaveKey);
   if (world.config.scenario != Scenario::kAbsent) {
-    if (Status s = admin.Insert(world.collection, kKey, kInitialValue).status(); !s.ok()) {
+    if (Status s = admin.Insert(world.collection, kInterleaveKey, kInitialValue).status();
+        !s.ok()) {
       world.Fail(fmt::format("initial insert: {}", s.ToString()));
       return stop();
     }
   }
   if (world.config.scenario == Scenario::kDeleted) {
-    if (Status s = admin.Delete(world.collection, kKey).status(); !s.ok()) {
+    if (Status s = admin.Delete(world.collection, kInterleaveKey).status(); !s.ok()) {
       world.Fail(fmt::format("initial delete: {}", s.ToString()));
       return stop();
     }

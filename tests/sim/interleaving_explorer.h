@@ -114,4 +114,45 @@ struct MoveShape {
 [[nodiscard]] ExploreStats ExploreInterleavings(const InterleavingConfig& config,
                                                 uint64_t max_runs);
 
+// --- the replicated harness (interleaving_replication.cc) ---
+//
+// One write of the key (and optionally a get) against a reconfiguration of its bucket at K = 3
+// (docs/design/replication.md §4; docs/design/interleavings.md, "Replicated buckets"): a
+// coordinator and nodes n1 (primary), n2 and n3 (backups), min_in_sync 2. The fault is a crash,
+// at a chosen point of the run, of
+//   kRemoveBackup        n3: its primary reports it and the coordinator removes it (§4.1);
+//   kFailover            n1: the coordinator seals, waits out the lease, promotes (§4.2);
+//   kRemoveThenFailover  n3, then n1 at a later chosen point.
+// The crash points are: before the write's first turn, and after every turn that changed what
+// the harness observes (a node's map epoch, its copy's (term, rseq) or liveness, the
+// coordinator's map, an operation's end, a turn of an operation or of a replication message).
+// Among tasks due at once, the operations' turns and the stream messages' (CallAsync) are
+// explored against each other; every other task runs first.
+
+enum class ReplicaFault : uint8_t { kRemoveBackup, kFailover, kRemoveThenFailover };
+[[nodiscard]] std::string_view ToString(ReplicaFault fault);
+
+struct ReplicationConfig {
+  Scenario scenario = Scenario::kAbsent;
+  OpType write = OpType::kInsert;  // insert, update or delete
+  bool with_get = false;           // a get of the key races with the write
+  ReplicaFault fault = ReplicaFault::kRemoveBackup;
+  // Scheduling choices (an order of due operations and stream messages) per run, beyond which
+  // they run in their default order; -1: no bound. The crash points are always all offered.
+  int reorder_budget = -1;
+  std::string dir;  // scratch directory; each run uses and removes a subdirectory
+
+  [[nodiscard]] std::string DebugString() const;
+};
+
+// One run with the given choices; returns "" or what went wrong. `uncertain` (optional) is set
+// if an operation failed without effect or with an unknown outcome.
+[[nodiscard]] std::string RunReplicatedInterleaving(const ReplicationConfig& config,
+                                                    ChoiceSequence& choices,
+                                                    bool* uncertain = nullptr);
+
+// All runs of one config. The failure names the config and the choices to replay.
+[[nodiscard]] ExploreStats ExploreReplicatedInterleavings(const ReplicationConfig& config,
+                                                          uint64_t max_runs);
+
 }  // namespace shoal::sim

@@ -178,6 +178,97 @@ void Enumerate(cluster::TransitionMode mode, std::string_view mode_name) {
   std::filesystem::remove_all(dir, ec);
 }
 
+std::vector<ReplicaFault> Faults() {
+  const char* only = Env("SHOAL_INTERLEAVE_FAULT");
+  std::vector<ReplicaFault> out;
+  for (ReplicaFault f :
+       {ReplicaFault::kRemoveBackup, ReplicaFault::kFailover, ReplicaFault::kRemoveThenFailover}) {
+    if (only == nullptr || ToString(f) == only) out.push_back(f);
+  }
+  return out;
+}
+
+// The replicated harness (interleaving_explorer.h): per fault and scenario, each write (insert,
+// update, delete) alone and with a racing get, every crash point and every order of the due
+// operations and stream messages.
+void EnumerateReplicated() {
+  const std::string dir = ScratchDir();
+  const int budget =
+      Env("SHOAL_INTERLEAVE_BUDGET") != nullptr ? std::atoi(Env("SHOAL_INTERLEAVE_BUDGET")) : -1;
+  const char* sample_text = Env("SHOAL_INTERLEAVE_SAMPLE") != nullptr
+                                ? Env("SHOAL_INTERLEAVE_SAMPLE")
+                                : Env("SHOAL_INTERLEAVE_SAMPLE_DEFAULT");
+  const uint64_t sample =
+      sample_text != nullptr ? std::max<uint64_t>(1, std::strtoull(sample_text, nullptr, 10)) : 1;
+  std::optional<OpType> only_write;
+  std::optional<bool> only_get;
+  if (const char* ops = Env("SHOAL_INTERLEAVE_OPS"); ops != nullptr) {
+    const std::string_view text(ops);
+    const size_t comma = text.find(',');
+    only_write = ParseOp(text.substr(0, comma));
+    only_get = comma != std::string_view::npos;
+  }
+  for (ReplicaFault fault : Faults()) {
+    for (Scenario scenario : Scenarios()) {
+      const auto start = std::chrono::steady_clock::now();
+      uint64_t configs = 0, runs = 0, failures = 0, uncertain = 0;
+      size_t max_depth = 0;
+      uint64_t index = static_cast<uint64_t>(scenario) + 3 * static_cast<uint64_t>(fault);
+      for (OpType write : {OpType::kInsert, OpType::kUpdate, OpType::kDelete}) {
+        for (bool with_get : {false, true}) {
+          if (index++ % sample != 0) continue;
+          if (only_write.has_value() && (write != *only_write || with_get != *only_get)) continue;
+          const ReplicationConfig config{.scenario = scenario,
+                                         .write = write,
+                                         .with_get = with_get,
+                                         .fault = fault,
+                                         .reorder_budget = budget,
+                                         .dir = dir};
+          if (const char* replay = Env("SHOAL_INTERLEAVE_CHOICES"); replay != nullptr) {
+            ChoiceSequence choices(ParseChoices(replay));
+            const std::string failure = RunReplicatedInterleaving(config, choices);
+            std::printf("replay %s [choices %s]: %s\n", config.DebugString().c_str(),
+                        FormatChoices(choices.taken()).c_str(),
+                        failure.empty() ? "ok" : failure.c_str());
+            EXPECT_TRUE(failure.empty()) << failure;
+            continue;
+          }
+          const ExploreStats stats = ExploreReplicatedInterleavings(config, kMaxRunsPerConfig);
+          ++configs;
+          runs += stats.runs;
+          uncertain += stats.uncertain;
+          max_depth = std::max(max_depth, stats.max_depth);
+          if (Env("SHOAL_INTERLEAVE_VERBOSE") != nullptr) {
+            std::printf("%s: %llu runs, depth %zu, uncertain %llu\n", config.DebugString().c_str(),
+                        static_cast<unsigned long long>(stats.runs), stats.max_depth,
+                        static_cast<unsigned long long>(stats.uncertain));
+            std::fflush(stdout);
+          }
+          if (!stats.failure.empty()) {
+            ++failures;
+            ADD_FAILURE() << stats.failure;
+          } else if (!stats.complete) {
+            ++failures;
+            ADD_FAILURE() << config.DebugString() << ": more than " << kMaxRunsPerConfig << " runs";
+          }
+        }
+      }
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::printf(
+          "replicated interleavings %s %s: configs %llu, runs %llu, max depth %zu, failures %llu, "
+          "runs with an operation not applied or of unknown outcome %llu, %.1f s\n",
+          std::string(ToString(fault)).c_str(), std::string(ToString(scenario)).c_str(),
+          static_cast<unsigned long long>(configs), static_cast<unsigned long long>(runs),
+          max_depth, static_cast<unsigned long long>(failures),
+          static_cast<unsigned long long>(uncertain), seconds);
+      std::fflush(stdout);
+    }
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
 TEST(InterleavingTest, ChoiceSearchVisitsEverySequenceOnce) {
   // Two independent choice points of 3 and 2 alternatives, then one of 2 only after choice 0.
   std::set<std::vector<uint32_t>> seen;
@@ -203,6 +294,8 @@ TEST(InterleavingTest, CopyThenSwitch) {
 TEST(InterleavingTest, SwitchThenCopy) {
   Enumerate(cluster::TransitionMode::kSwitchThenCopy, "switch-then-copy");
 }
+
+TEST(InterleavingTest, ReplicatedWrite) { EnumerateReplicated(); }
 
 }  // namespace
 }  // namespace shoal::sim
