@@ -123,9 +123,10 @@ struct MoveShape {
 //   kRemoveBackup        n3: its primary reports it and the coordinator removes it (§4.1);
 //   kFailover            n1: the coordinator seals, waits out the lease, promotes (§4.2);
 //   kRemoveThenFailover  n3, then n1 at a later chosen point.
-// The crash points are: before the write's first turn, and after every turn that changed what
+// The crash points are: before the write's first turn, after every turn that changed what
 // the harness observes (a node's map epoch, its copy's (term, rseq) or liveness, the
-// coordinator's map, an operation's end, a turn of an operation or of a replication message).
+// coordinator's map, an operation's end, a turn of an operation or of a replication message),
+// and between the victim's handling of a write or stream message and its answer (then lost).
 // Among tasks due at once, the operations' turns and the stream messages' (CallAsync) are
 // explored against each other; every other task runs first.
 

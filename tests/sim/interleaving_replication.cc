@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <variant>
 #include <vector>
 
 #include "src/client/client.h"
@@ -486,12 +487,38 @@ std::string RunOnce(const ReplicationConfig& config, ChoiceSequence& choices, bo
       }
       return pick;
     });
+    // One more crash point per answer of the next victim on the data path: it handled the
+    // request (a backup applied the entries, the primary committed the write) and crashes
+    // before its answer leaves, which is lost (the caller's call times out).
+    sim.SetMessageHook([&world](const Address&, const Address& to,
+                                const transport::Request& request,
+                                transport::SimRuntime::MessageLeg leg) {
+      transport::SimRuntime::MessageFate fate;
+      if (leg != transport::SimRuntime::MessageLeg::kReply || !world.Exploring() ||
+          world.to_crash.empty() || to != Address::Node(world.to_crash.front()) ||
+          !(std::holds_alternative<transport::WriteRequest>(request) ||
+            std::holds_alternative<transport::ReplicateRequest>(request))) {
+        return fate;
+      }
+      const uint32_t crash = world.choices.Choose(2);
+      if (world.trace) {
+        std::fprintf(stderr, "t=%lld crash point before %s's answer to %s: %u\n",
+                     static_cast<long long>(world.sim.Now()), to.DebugString().c_str(),
+                     std::string(transport::RequestName(request)).c_str(), crash);
+      }
+      if (crash == 1) {
+        Crash(world);
+        fate.lose = true;
+      }
+      return fate;
+    });
     sim.Spawn(Address::Client(100), kHarnessTask, [&world] { Harness(world); });
     sim.RunUntil(3600LL * kSecond);
     if (!world.done) world.Fail("the run did not finish within an hour of simulated time");
     world.done = true;
     sim.SetScheduleChooser({});
     sim.SetStepObserver({});
+    sim.SetMessageHook({});
     sim.Shutdown();
     (void)cluster.StopAll();
     failure = world.failure;
