@@ -428,20 +428,28 @@ std::string RunOnce(const ReplicationConfig& config, ChoiceSequence& choices, bo
               std::find(world.crashed.begin(), world.crashed.end(), kN3) == world.crashed.end() ||
               !Lists(world, kN3);
           if (world.to_crash.front() != kN1 || backup_gone) Crash(world);
-        } else if (world.last_offer != now) {
-          world.last_offer = now;
-          const uint32_t crash = world.choices.Choose(2);
-          if (world.trace) {
-            std::fprintf(stderr, "t=%lld crash point before %s: %u\n",
-                         static_cast<long long>(world.sim.Now()), std::string(task).c_str(), crash);
+        } else {
+          // After the first crash, the second victim's crash points are the turns that changed
+          // the state, not every step of the write (remove-then-failover: n1 while the write
+          // waits for n3's removal).
+          Observed seen = now;
+          if (!world.crashed.empty()) seen.progress = 0;
+          if (world.last_offer != seen) {
+            world.last_offer = seen;
+            const uint32_t crash = world.choices.Choose(2);
+            if (world.trace) {
+              std::fprintf(stderr, "t=%lld crash point before %s: %u\n",
+                           static_cast<long long>(world.sim.Now()), std::string(task).c_str(),
+                           crash);
+            }
+            if (crash == 1) Crash(world);
           }
-          if (crash == 1) Crash(world);
         }
       }
-      // The turn about to run: one of an explored task that does not resume from a poll or a
-      // back-off (a Sleep of some time) is progress.
-      // A stream message counts only at an instant an operation acted at (the write's own
-      // messages); keepalives on their own clock change nothing a crash point would see.
+      // The turn about to run is progress if it is an operation's that does not resume from a
+      // poll or a back-off (a Sleep of some time), or a stream message's at an instant an
+      // operation acted at (the write's own messages; keepalives on their own clock change
+      // nothing a crash point would see).
       if (IsExplored(task)) {
         const Micros at = world.sim.Now();
         bool progress = at == world.op_instant;

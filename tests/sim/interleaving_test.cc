@@ -11,6 +11,13 @@
 //                              interleaving; the offset differs per scenario (make test: n = 6)
 //   SHOAL_INTERLEAVE_BUDGET    move turns while an operation is runnable (default 1)
 //   SHOAL_INTERLEAVE_REPLY_YIELDS=1  a Call yields on its reply too (two turns, not one)
+// The replicated harness (ReplicatedWrite) reads SCENARIO, CHOICES, VERBOSE and SAMPLE as above,
+// and:
+//   SHOAL_INTERLEAVE_FAULT     remove-backup, failover or remove-then-failover (default: all)
+//   SHOAL_INTERLEAVE_OPS       "update" (the update alone) or "update,get" (raced by a get)
+//   SHOAL_INTERLEAVE_BUDGET    scheduling choices per run (default: no bound; 0: crash points
+//                              only, in the default order)
+//   SHOAL_INTERLEAVE_TRACE=1   every choice point of the runs on stderr
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -193,8 +200,12 @@ std::vector<ReplicaFault> Faults() {
 // operations and stream messages.
 void EnumerateReplicated() {
   const std::string dir = ScratchDir();
-  const int budget =
-      Env("SHOAL_INTERLEAVE_BUDGET") != nullptr ? std::atoi(Env("SHOAL_INTERLEAVE_BUDGET")) : -1;
+  // SHOAL_INTERLEAVE_BUDGET bounds the scheduling choices per run (the crash points stay all
+  // offered); a ctest entry may set a default of its own.
+  const char* budget_text = Env("SHOAL_INTERLEAVE_BUDGET") != nullptr
+                                ? Env("SHOAL_INTERLEAVE_BUDGET")
+                                : Env("SHOAL_INTERLEAVE_BUDGET_DEFAULT");
+  const int budget = budget_text != nullptr ? std::atoi(budget_text) : -1;
   const char* sample_text = Env("SHOAL_INTERLEAVE_SAMPLE") != nullptr
                                 ? Env("SHOAL_INTERLEAVE_SAMPLE")
                                 : Env("SHOAL_INTERLEAVE_SAMPLE_DEFAULT");
@@ -213,9 +224,11 @@ void EnumerateReplicated() {
       const auto start = std::chrono::steady_clock::now();
       uint64_t configs = 0, runs = 0, failures = 0, uncertain = 0;
       size_t max_depth = 0;
-      uint64_t index = static_cast<uint64_t>(scenario) + 3 * static_cast<uint64_t>(fault);
-      for (OpType write : {OpType::kInsert, OpType::kUpdate, OpType::kDelete}) {
-        for (bool with_get : {false, true}) {
+      // One index over every config of every entry, 7 per entry so that a sample of n takes a
+      // different phase of each entry's 6 configs.
+      uint64_t index = 7 * (3 * static_cast<uint64_t>(fault) + static_cast<uint64_t>(scenario));
+      for (bool with_get : {false, true}) {
+        for (OpType write : {OpType::kInsert, OpType::kUpdate, OpType::kDelete}) {
           if (index++ % sample != 0) continue;
           if (only_write.has_value() && (write != *only_write || with_get != *only_get)) continue;
           const ReplicationConfig config{.scenario = scenario,
