@@ -19,6 +19,9 @@
 // state read by a Get and a Query after everything settled — must equal one of the serial
 // orders of a single-key register model, the move must finish or abort cleanly, and exactly
 // one node must serve the key afterwards.
+//
+// The replicated harness (RunReplicatedInterleaving, below) uses the same search for one write
+// against a backup's removal and a primary's failover at K = 3.
 
 #include <cstdint>
 #include <functional>
@@ -141,6 +144,9 @@ struct ReplicationConfig {
   // Scheduling choices (an order of due operations and stream messages) per run, beyond which
   // they run in their default order; -1: no bound. The crash points are always all offered.
   int reorder_budget = -1;
+  // True: a Call yields on its reply too, so a handler and its caller's next steps are two
+  // turns (SHOAL_INTERLEAVE_REPLY_YIELDS).
+  bool yield_on_reply = false;
   std::string dir;  // scratch directory; each run uses and removes a subdirectory
 
   [[nodiscard]] std::string DebugString() const;

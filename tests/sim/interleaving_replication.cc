@@ -10,15 +10,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <variant>
 #include <vector>
 
 #include "src/client/client.h"
 #include "src/common/point.h"
 #include "src/server/embedded_cluster.h"
-#include "src/transport/failpoints.h"
 #include "src/transport/point_ranges.h"
 #include "src/transport/sim_runtime.h"
 #include "tests/sim/interleaving_explorer.h"
@@ -39,9 +41,10 @@ std::string_view ToString(ReplicaFault fault) {
 }
 
 std::string ReplicationConfig::DebugString() const {
-  return fmt::format("{{scenario {}, write {}{}, fault {}, reorder budget {}}}",
+  return fmt::format("{{scenario {}, write {}{}, fault {}, reorder budget {}, reply yields {}}}",
                      std::string(ToString(scenario)), std::string(ToString(write)),
-                     with_get ? " + get" : "", std::string(ToString(fault)), reorder_budget);
+                     with_get ? " + get" : "", std::string(ToString(fault)), reorder_budget,
+                     yield_on_reply);
 }
 
 namespace {
@@ -395,8 +398,11 @@ std::string RunOnce(const ReplicationConfig& config, ChoiceSequence& choices, bo
   std::string failure;
   bool unsure = false;
   {
-    transport::SimRuntime sim(transport::SimOptions{
-        .seed = 1, .min_delay = 0, .max_delay = 0, .loss = 0, .yield_on_reply = false});
+    transport::SimRuntime sim(transport::SimOptions{.seed = 1,
+                                                    .min_delay = 0,
+                                                    .max_delay = 0,
+                                                    .loss = 0,
+                                                    .yield_on_reply = config.yield_on_reply});
     server::EmbeddedClusterOptions options;
     options.data_dir = dir;
     options.initial_nodes = 3;
