@@ -114,8 +114,9 @@ struct World {
   std::vector<NodeId> crashed;
   std::optional<Observed> last_offer;   // at the latest crash point offered
   std::optional<Observed> last_choice;  // at the latest scheduling choice
-  // Terms and positions only grow.
+  // Terms, epochs and positions only grow.
   Term coordinator_term{0};
+  Observed last;
   std::array<storage::ReplicaPosition, 3> max_positions{};
   bool done = false;
   std::string failure;
@@ -161,6 +162,17 @@ void CheckMonotonic(World& world, const Observed& now) {
                            world.coordinator_term.value(), bucket->term.value()));
   }
   world.coordinator_term = bucket->term;
+  if (now.coordinator_epoch < world.last.coordinator_epoch) {
+    world.Fail(fmt::format("the coordinator's epoch went back from {} to {}",
+                           world.last.coordinator_epoch, now.coordinator_epoch));
+  }
+  for (size_t i = 0; i < kNodes.size(); ++i) {
+    if (now.node_epochs[i] < world.last.node_epochs[i]) {
+      world.Fail(fmt::format("{}'s epoch went back from {} to {}", kNodes[i].DebugString(),
+                             world.last.node_epochs[i], now.node_epochs[i]));
+    }
+  }
+  world.last = now;
   for (size_t i = 0; i < kNodes.size(); ++i) {
     if (now.positions[i] < world.max_positions[i]) {
       world.Fail(fmt::format("{}'s copy went back from {} to {}", kNodes[i].DebugString(),
