@@ -235,6 +235,21 @@ struct RunState {
     std::lock_guard<std::mutex> lock(mu);
     ops.push_back(std::move(recorded));
   }
+  // A get of `key` by `client` between `call` and `returned` that found `doc` or nothing.
+  void AddGet(uint64_t client, const std::string& key, int64_t call, int64_t returned,
+              const StatusOr<Document>& doc) {
+    Add({.key = key,
+         .op = {.client = client,
+                .kind = OpKind::kGet,
+                .value = {},
+                .expected = {},
+                .outcome = doc.ok() ? OpOutcome::kOk : OpOutcome::kNotFound,
+                .read_value = doc.ok() ? ValueOf(doc->json) : std::string(),
+                .call_us = call,
+                .return_us = returned},
+         .no_effect = false,
+         .error = {}});
+  }
   void Fault(std::string what) {
     const int64_t at = time.Now();
     fmt::print("[ fault   ] {:>9} {}\n", FormatUs(at), what);
@@ -288,17 +303,7 @@ void ClientLoop(RunState& run, Collection collection, uint64_t client) {
         ++run.dropped_gets;
         return std::nullopt;
       }
-      run.Add({.key = key,
-               .op = {.client = client,
-                      .kind = OpKind::kGet,
-                      .value = {},
-                      .expected = {},
-                      .outcome = doc.ok() ? OpOutcome::kOk : OpOutcome::kNotFound,
-                      .read_value = doc.ok() ? ValueOf(doc->json) : std::string(),
-                      .call_us = call,
-                      .return_us = returned},
-               .no_effect = false,
-               .error = {}});
+      run.AddGet(client, key, call, returned, doc);
       if (!doc.ok()) return std::nullopt;
       return *doc;
     };
@@ -529,17 +534,7 @@ TEST_F(HistoryTest, KeysStayLinearizableWhileNodesAreKilledStoppedAndRestarted) 
       auto doc = collections[0].Get(key);
       const int64_t returned = run_.time.Now();
       if (doc.ok() || doc.status().code() == StatusCode::kNotFound) {
-        run_.Add({.key = key,
-                  .op = {.client = kFinalReader,
-                         .kind = OpKind::kGet,
-                         .value = {},
-                         .expected = {},
-                         .outcome = doc.ok() ? OpOutcome::kOk : OpOutcome::kNotFound,
-                         .read_value = doc.ok() ? ValueOf(doc->json) : std::string(),
-                         .call_us = call,
-                         .return_us = returned},
-                  .no_effect = false,
-                  .error = {}});
+        run_.AddGet(kFinalReader, key, call, returned, doc);
         read = true;
       } else {
         std::this_thread::sleep_for(std::chrono::seconds(1));

@@ -60,7 +60,6 @@ using transport::Address;
 using transport::Micros;
 
 constexpr char kCollection[] = "docs";
-constexpr char kInitialValue[] = R"({"v":"init"})";
 constexpr char kMoveTask[] = "move";
 constexpr char kHarnessTask[] = "harness";
 constexpr std::string_view kOpTasks[2] = {"op.a", "op.b"};
@@ -150,9 +149,7 @@ bool MatchesSerialOrder(const World& world, const OpResult& final_get,
   const ObservedOp ops[2] = {
       {.op = world.config.a, .value = ValueOf(0), .result = world.results[0]},
       {.op = world.config.b, .value = ValueOf(1), .result = world.results[1]}};
-  const Register initial = world.config.scenario == Scenario::kLive
-                               ? Register{.live = true, .value = kInitialValue}
-                               : Register{};
+  const Register initial = InitialRegister(world.config.scenario);
   return sim::MatchesSerialOrder(ops, initial, final_get, final_query);
 }
 
@@ -181,18 +178,9 @@ void Harness(transport::SimRuntime& sim, World& world, server::EmbeddedCluster& 
   }
   world.collection = *collection;
   world.point = PointOf(world.collection, kInterleaveKey);
-  if (world.config.scenario != Scenario::kAbsent) {
-    if (Status s = admin.Insert(world.collection, kInterleaveKey, kInitialValue).status();
-        !s.ok()) {
-      world.Fail(fmt::format("initial insert: {}", s.ToString()));
-      return stop();
-    }
-  }
-  if (world.config.scenario == Scenario::kDeleted) {
-    if (Status s = admin.Delete(world.collection, kInterleaveKey).status(); !s.ok()) {
-      world.Fail(fmt::format("initial delete: {}", s.ToString()));
-      return stop();
-    }
+  if (Status s = WriteInitialState(admin, world.collection, world.config.scenario); !s.ok()) {
+    world.Fail(fmt::format("initial state: {}", s.ToString()));
+    return stop();
   }
   // The operations' clients know the map from before the move.
   for (auto& client : world.clients) {

@@ -122,4 +122,21 @@ bool MatchesSerialOrder(std::span<const ObservedOp> ops, const Register& initial
   return false;
 }
 
+namespace {
+constexpr char kInitialValue[] = R"({"v":"init"})";
+}  // namespace
+
+Register InitialRegister(Scenario scenario) {
+  return scenario == Scenario::kLive ? Register{.live = true, .value = kInitialValue} : Register{};
+}
+
+Status WriteInitialState(client::Client& admin, CollectionId collection, Scenario scenario) {
+  if (scenario == Scenario::kAbsent) return OkStatus();
+  SHOAL_RETURN_IF_ERROR(admin.Insert(collection, kInterleaveKey, kInitialValue).status());
+  if (scenario == Scenario::kDeleted) {
+    SHOAL_RETURN_IF_ERROR(admin.Delete(collection, kInterleaveKey).status());
+  }
+  return OkStatus();
+}
+
 }  // namespace shoal::sim

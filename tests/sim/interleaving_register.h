@@ -39,6 +39,13 @@ struct Register {
   std::string value;
 };
 
+// The register `scenario` starts from: absent, live with the initial value, or deleted.
+[[nodiscard]] Register InitialRegister(Scenario scenario);
+// Writes the key's state for `scenario` through `admin`: nothing (absent), the initial value
+// (live), or the initial value and then a delete (deleted: a tombstone).
+[[nodiscard]] Status WriteInitialState(client::Client& admin, CollectionId collection,
+                                       Scenario scenario);
+
 // What `op` (writing `value`) returns on `r`, which it updates.
 [[nodiscard]] OpResult Expect(OpType op, const std::string& value, Register& r);
 

@@ -53,7 +53,6 @@ using transport::Address;
 using transport::Micros;
 
 constexpr char kCollection[] = "docs";
-constexpr char kInitialValue[] = R"({"v":"init"})";
 constexpr char kWrittenValue[] = R"({"v":"a"})";
 constexpr char kHarnessTask[] = "harness";
 constexpr std::string_view kOpTasks[2] = {"op.write", "op.get"};
@@ -314,18 +313,9 @@ void Harness(World& world) {
     return stop();
   }
   world.bucket = bucket.id;
-  if (world.config.scenario != Scenario::kAbsent) {
-    if (Status s = admin.Insert(world.collection, kInterleaveKey, kInitialValue).status();
-        !s.ok()) {
-      world.Fail(fmt::format("initial insert: {}", s.ToString()));
-      return stop();
-    }
-  }
-  if (world.config.scenario == Scenario::kDeleted) {
-    if (Status s = admin.Delete(world.collection, kInterleaveKey).status(); !s.ok()) {
-      world.Fail(fmt::format("initial delete: {}", s.ToString()));
-      return stop();
-    }
+  if (Status s = WriteInitialState(admin, world.collection, world.config.scenario); !s.ok()) {
+    world.Fail(fmt::format("initial state: {}", s.ToString()));
+    return stop();
   }
   for (auto& client : world.clients) {
     client = std::make_unique<client::Client>(sim, client_options);
@@ -380,9 +370,7 @@ void Harness(World& world) {
   if (world.config.with_get) {
     ops.push_back({.op = OpType::kGet, .value = "", .result = world.results[1]});
   }
-  const Register initial = world.config.scenario == Scenario::kLive
-                               ? Register{.live = true, .value = kInitialValue}
-                               : Register{};
+  const Register initial = InitialRegister(world.config.scenario);
   if (!MatchesSerialOrder(ops, initial, final_get, final_query)) {
     world.Fail(fmt::format(
         "no serial order explains: {} -> {}{}, final get {}, final query {}",
