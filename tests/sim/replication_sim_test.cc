@@ -233,11 +233,16 @@ class ReplicationDriftTest : public ReplicationSimTest {
       ASSERT_TRUE(first.ok()) << first.status();
       ASSERT_EQ(first->body, Body(doc));
 
-      // R1 watched every 5 ms from here to the end.
-      bool watching = true;
-      sim_.Spawn(Address::Client(901), "r1", [&] {
-        while (watching && sim_.Sleep(5 * kMs).ok()) {
-          outcome.max_acknowledgers = std::max(outcome.max_acknowledgers, Acknowledgers(point));
+      // R1 watched every 5 ms from here to the end. The watcher may wake once more after this
+      // task returned: what it reads and writes lives on the heap.
+      struct Watch {
+        bool on = true;
+        int max_acknowledgers = 0;
+      };
+      auto watch = std::make_shared<Watch>();
+      sim_.Spawn(Address::Client(901), "r1", [this, watch, point] {
+        while (watch->on && sim_.Sleep(5 * kMs).ok()) {
+          watch->max_acknowledgers = std::max(watch->max_acknowledgers, Acknowledgers(point));
         }
       });
       sim_.CutLinks(Address::Node(kN1),
@@ -257,7 +262,8 @@ class ReplicationDriftTest : public ReplicationSimTest {
       auto stale = read(*client_, 1);
       outcome.stale_read = stale.ok() && stale->body == Body(doc);
       ASSERT_TRUE(sim_.Sleep(2 * kSecond).ok());  // past the old lease, however slow n1's clock
-      watching = false;
+      watch->on = false;
+      outcome.max_acknowledgers = watch->max_acknowledgers;
       sim_.HealAllLinks();
 
       sim::CheckOptions check;
