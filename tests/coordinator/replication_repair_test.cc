@@ -31,13 +31,6 @@ class ReplicationRepairTest : public CoordinatorTest {
  protected:
   ReplicationRepairTest() { replication_factor_ = 3; }
 
-  // Every bucket has K copies and no move is in flight.
-  bool FullyReplicated() {
-    return std::all_of(map()->buckets().begin(), map()->buckets().end(), [&](const auto& b) {
-      return b.replicas.size() == map()->replication_factor() && !b.transition.has_value();
-    });
-  }
-
   // Every node of the map is the primary of as many buckets as any other, give or take one.
   bool PrimariesWithinOne() {
     std::map<NodeId, size_t> primaries;

@@ -385,18 +385,11 @@ std::string RunInterleaving(const InterleavingConfig& config, ChoiceSequence& ch
 }
 
 ExploreStats ExploreInterleavings(const InterleavingConfig& config, uint64_t max_runs) {
-  uint64_t uncertain_runs = 0;
-  ExploreStats stats = ExploreChoices(
-      [&config, &uncertain_runs](ChoiceSequence& choices) {
-        bool uncertain = false;
-        std::string failure = RunInterleaving(config, choices, &uncertain);
-        if (uncertain) ++uncertain_runs;
-        return failure;
+  return ExploreHarness(
+      [&config](ChoiceSequence& choices, bool* uncertain) {
+        return RunInterleaving(config, choices, uncertain);
       },
-      max_runs);
-  stats.uncertain = uncertain_runs;
-  if (!stats.failure.empty()) stats.failure = config.DebugString() + ": " + stats.failure;
-  return stats;
+      config.DebugString(), max_runs);
 }
 
 }  // namespace shoal::sim

@@ -70,6 +70,11 @@ struct ExploreStats {
 // (a non-empty string) or `max_runs` runs were made.
 [[nodiscard]] ExploreStats ExploreChoices(const std::function<std::string(ChoiceSequence&)>& run,
                                           uint64_t max_runs);
+// ExploreChoices over a harness's runs, each of which also says whether an operation's outcome
+// was uncertain (counted in ExploreStats::uncertain); a failure is prefixed with `label`.
+[[nodiscard]] ExploreStats ExploreHarness(
+    const std::function<std::string(ChoiceSequence&, bool* uncertain)>& run, std::string_view label,
+    uint64_t max_runs);
 
 [[nodiscard]] std::string FormatChoices(const std::vector<uint32_t>& choices);
 [[nodiscard]] std::vector<uint32_t> ParseChoices(std::string_view text);

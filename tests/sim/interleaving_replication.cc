@@ -556,18 +556,11 @@ std::string RunReplicatedInterleaving(const ReplicationConfig& config, ChoiceSeq
 }
 
 ExploreStats ExploreReplicatedInterleavings(const ReplicationConfig& config, uint64_t max_runs) {
-  uint64_t uncertain_runs = 0;
-  ExploreStats stats = ExploreChoices(
-      [&config, &uncertain_runs](ChoiceSequence& choices) {
-        bool uncertain = false;
-        std::string failure = RunReplicatedInterleaving(config, choices, &uncertain);
-        if (uncertain) ++uncertain_runs;
-        return failure;
+  return ExploreHarness(
+      [&config](ChoiceSequence& choices, bool* uncertain) {
+        return RunReplicatedInterleaving(config, choices, uncertain);
       },
-      max_runs);
-  stats.uncertain = uncertain_runs;
-  if (!stats.failure.empty()) stats.failure = config.DebugString() + ": " + stats.failure;
-  return stats;
+      config.DebugString(), max_runs);
 }
 
 }  // namespace shoal::sim

@@ -86,4 +86,20 @@ ExploreStats ExploreChoices(const std::function<std::string(ChoiceSequence&)>& r
   return stats;
 }
 
+ExploreStats ExploreHarness(const std::function<std::string(ChoiceSequence&, bool*)>& run,
+                            std::string_view label, uint64_t max_runs) {
+  uint64_t uncertain_runs = 0;
+  ExploreStats stats = ExploreChoices(
+      [&](ChoiceSequence& choices) {
+        bool uncertain = false;
+        std::string failure = run(choices, &uncertain);
+        if (uncertain) ++uncertain_runs;
+        return failure;
+      },
+      max_runs);
+  stats.uncertain = uncertain_runs;
+  if (!stats.failure.empty()) stats.failure = fmt::format("{}: {}", label, stats.failure);
+  return stats;
+}
+
 }  // namespace shoal::sim

@@ -54,6 +54,15 @@ std::string ScratchDir() {
   return base + "/shoal-interleave-" + std::to_string(::getpid());
 }
 
+// Every n-th config is explored: SHOAL_INTERLEAVE_SAMPLE, else the ctest entry's
+// SHOAL_INTERLEAVE_SAMPLE_DEFAULT, else 1 (all).
+uint64_t SampleEvery() {
+  const char* text = Env("SHOAL_INTERLEAVE_SAMPLE") != nullptr
+                         ? Env("SHOAL_INTERLEAVE_SAMPLE")
+                         : Env("SHOAL_INTERLEAVE_SAMPLE_DEFAULT");
+  return text != nullptr ? std::max<uint64_t>(1, std::strtoull(text, nullptr, 10)) : 1;
+}
+
 std::vector<Scenario> Scenarios() {
   const char* only = Env("SHOAL_INTERLEAVE_SCENARIO");
   std::vector<Scenario> out;
@@ -129,11 +138,7 @@ void Enumerate(cluster::TransitionMode mode, std::string_view mode_name) {
                 shape.turns, named.c_str());
     uint64_t configs = 0, runs = 0, failures = 0, uncertain = 0;
     size_t max_depth = 0;
-    const char* sample_text = Env("SHOAL_INTERLEAVE_SAMPLE") != nullptr
-                                  ? Env("SHOAL_INTERLEAVE_SAMPLE")
-                                  : Env("SHOAL_INTERLEAVE_SAMPLE_DEFAULT");
-    const uint64_t sample =
-        sample_text != nullptr ? std::max<uint64_t>(1, std::strtoull(sample_text, nullptr, 10)) : 1;
+    const uint64_t sample = SampleEvery();
     uint64_t index = static_cast<uint64_t>(scenario);
     for (const auto& [a, b] : Pairs()) {
       for (int step : Steps(shape)) {
@@ -207,11 +212,7 @@ void EnumerateReplicated() {
                                 ? Env("SHOAL_INTERLEAVE_BUDGET")
                                 : Env("SHOAL_INTERLEAVE_BUDGET_DEFAULT");
   const int budget = budget_text != nullptr ? std::atoi(budget_text) : -1;
-  const char* sample_text = Env("SHOAL_INTERLEAVE_SAMPLE") != nullptr
-                                ? Env("SHOAL_INTERLEAVE_SAMPLE")
-                                : Env("SHOAL_INTERLEAVE_SAMPLE_DEFAULT");
-  const uint64_t sample =
-      sample_text != nullptr ? std::max<uint64_t>(1, std::strtoull(sample_text, nullptr, 10)) : 1;
+  const uint64_t sample = SampleEvery();
   std::optional<OpType> only_write;
   std::optional<bool> only_get;
   if (const char* ops = Env("SHOAL_INTERLEAVE_OPS"); ops != nullptr) {

@@ -38,13 +38,6 @@ class ReplicationSimTest : public CoordinatorTest {
  protected:
   ReplicationSimTest() { replication_factor_ = 3; }
 
-  // Every bucket has K copies and no move is in flight.
-  bool FullyReplicated() {
-    return std::all_of(map()->buckets().begin(), map()->buckets().end(), [&](const auto& b) {
-      return b.replicas.size() == map()->replication_factor() && !b.transition.has_value();
-    });
-  }
-
   // A loaded document of `bucket` (-1 if none).
   int DocumentOf(BucketId bucket) {
     for (int i = 0; i < kDocuments; ++i) {

@@ -222,6 +222,13 @@ class CoordinatorTest : public ::testing::Test {
     EXPECT_TRUE(WaitFor([&] { return w.done; }));
   }
 
+  // Every bucket has K copies and no move is in flight.
+  bool FullyReplicated() {
+    return std::all_of(map()->buckets().begin(), map()->buckets().end(), [&](const auto& b) {
+      return b.replicas.size() == map()->replication_factor() && !b.transition.has_value();
+    });
+  }
+
   // Whether some bucket of the current map lists `node` as a replica.
   bool Holds(NodeId node) {
     return std::any_of(map()->buckets().begin(), map()->buckets().end(),
