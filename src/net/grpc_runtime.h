@@ -8,7 +8,8 @@
 //     synchronous server, or (GrpcServerMode::kCallback) a WorkerPool thread to which the
 //     callback server hands every Call and Admin, since a Shoal handler may block and a blocked
 //     gRPC callback thread would stall other calls.
-//   - Now, Sleep, Spawn, Stop, Self, Alive, RandomU64 and Failpoint are those of a ThreadRuntime
+//   - Now, Sleep, Await, Spawn, Stop, Self, Alive, RandomU64 and Failpoint are those of a
+//   ThreadRuntime
 //     inside (tasks are threads, time is the steady clock); incoming requests are delivered
 //     through that ThreadRuntime's Call so that incarnations and stops behave the same way.
 //
@@ -241,6 +242,10 @@ class GrpcRuntime final : public transport::Runtime {
 
   [[nodiscard]] transport::Micros Now() const override { return local_.Now(); }
   [[nodiscard]] Status Sleep(transport::Micros micros) override { return local_.Sleep(micros); }
+  [[nodiscard]] Status Await(const transport::Wakeup& wakeup, transport::Micros poll,
+                             transport::Micros limit) override {
+    return local_.Await(wakeup, poll, limit);
+  }
   [[nodiscard]] StatusOr<transport::Response> Call(const transport::Address& to,
                                                    transport::Request request,
                                                    transport::Micros timeout) override;

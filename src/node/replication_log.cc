@@ -45,6 +45,7 @@ void ReplicationLog::Configure(BucketId bucket, const std::vector<NodeId>& backu
   b.renewed = std::move(renewed);
   if (b.excused.has_value() && !b.acked.contains(*b.excused)) b.excused.reset();
   Advance(b);
+  WakeDecidedLocked(bucket);
 }
 
 void ReplicationLog::Excuse(BucketId bucket, std::optional<NodeId> backup) {
@@ -61,6 +62,7 @@ void ReplicationLog::Forget(BucketId bucket) {
   if (it == buckets_.end()) return;
   forgotten_committed_[bucket] = it->second.committed;
   buckets_.erase(it);
+  WakeDecidedLocked(bucket);
 }
 
 void ReplicationLog::Ordered(BucketId bucket, uint64_t rseq) {
@@ -76,6 +78,7 @@ void ReplicationLog::LocalSynced(BucketId bucket, uint64_t rseq) {
   if (it == buckets_.end()) return;
   it->second.synced = std::max(it->second.synced, rseq);
   Advance(it->second);
+  WakeDecidedLocked(bucket);
 }
 
 void ReplicationLog::Acked(BucketId bucket, NodeId backup, uint64_t rseq) {
@@ -86,6 +89,7 @@ void ReplicationLog::Acked(BucketId bucket, NodeId backup, uint64_t rseq) {
   if (at == it->second.acked.end()) return;
   at->second = std::max(at->second, rseq);
   Advance(it->second);
+  WakeDecidedLocked(bucket);
 }
 
 void ReplicationLog::Abandon(BucketId bucket) {
@@ -93,6 +97,7 @@ void ReplicationLog::Abandon(BucketId bucket) {
   auto it = buckets_.find(bucket);
   if (it == buckets_.end()) return;
   it->second.abandoned_through = std::max(it->second.abandoned_through, it->second.ordered);
+  WakeDecidedLocked(bucket);
 }
 
 void ReplicationLog::Renewed(BucketId bucket, NodeId backup, int64_t sent_at) {
@@ -125,6 +130,33 @@ std::optional<int64_t> ReplicationLog::LeaseFrom(BucketId bucket,
 
 WriteState ReplicationLog::StateOf(BucketId bucket, uint64_t rseq) const {
   absl::MutexLock lock(&mu_);
+  return StateOfLocked(bucket, rseq);
+}
+
+void ReplicationLog::Watch(BucketId bucket, uint64_t rseq,
+                           std::shared_ptr<transport::Wakeup> wakeup) {
+  absl::MutexLock lock(&mu_);
+  if (StateOfLocked(bucket, rseq) != WriteState::kPending) wakeup->Set();
+  watchers_[bucket].push_back(Watcher{.rseq = rseq, .wakeup = std::move(wakeup)});
+}
+
+void ReplicationLog::Unwatch(BucketId bucket, const transport::Wakeup* wakeup) {
+  absl::MutexLock lock(&mu_);
+  auto it = watchers_.find(bucket);
+  if (it == watchers_.end()) return;
+  std::erase_if(it->second, [&](const Watcher& w) { return w.wakeup.get() == wakeup; });
+  if (it->second.empty()) watchers_.erase(it);
+}
+
+void ReplicationLog::WakeDecidedLocked(BucketId bucket) {
+  auto it = watchers_.find(bucket);
+  if (it == watchers_.end()) return;
+  for (const Watcher& w : it->second) {
+    if (StateOfLocked(bucket, w.rseq) != WriteState::kPending) w.wakeup->Set();
+  }
+}
+
+WriteState ReplicationLog::StateOfLocked(BucketId bucket, uint64_t rseq) const {
   auto it = buckets_.find(bucket);
   if (it == buckets_.end()) {
     auto committed = forgotten_committed_.find(bucket);

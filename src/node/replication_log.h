@@ -18,10 +18,14 @@
 // newer term; the primary lost the bucket), Abandon marks every write ordered so far and not
 // committed as kAbandoned: its outcome is unknown to its client.
 //
-// Thread-safe (one mutex); callers poll (runtime.h rule 2).
+// A waiter for a write Watches it with a Wakeup, which the log sets once the write is no longer
+// pending, and Awaits that (runtime.h rule 2): no poll per write on a real runtime.
+//
+// Thread-safe (one mutex; a Wakeup is set under it, a leaf lock).
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +34,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "src/common/ids.h"
+#include "src/transport/wakeup.h"
 
 namespace shoal::node {
 
@@ -79,6 +84,10 @@ class ReplicationLog {
       BucketId bucket, std::optional<int64_t> coordinator = std::nullopt) const;
 
   [[nodiscard]] WriteState StateOf(BucketId bucket, uint64_t rseq) const;
+  // Sets `wakeup` once the write at `rseq` of `bucket` is no longer pending (at once when it is
+  // not), until Unwatch.
+  void Watch(BucketId bucket, uint64_t rseq, std::shared_ptr<transport::Wakeup> wakeup);
+  void Unwatch(BucketId bucket, const transport::Wakeup* wakeup);
   // The highest rseq ordered; 0 for an untracked bucket.
   [[nodiscard]] uint64_t OrderedRseq(BucketId bucket) const;
   // min(local durable, each backup's); 0 for an untracked bucket.
@@ -98,14 +107,23 @@ class ReplicationLog {
     uint64_t committed = 0;             // the highest watermark seen (it never moves back)
     std::optional<NodeId> excused;      // a silent backup kept at the floor
   };
+  struct Watcher {
+    uint64_t rseq = 0;
+    std::shared_ptr<transport::Wakeup> wakeup;
+  };
   static uint64_t WatermarkOf(const Bucket& b);
   static void Advance(Bucket& b);
+  [[nodiscard]] WriteState StateOfLocked(BucketId bucket, uint64_t rseq) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets the wakeups of the bucket's watchers whose write is decided.
+  void WakeDecidedLocked(BucketId bucket) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<BucketId, Bucket> buckets_ ABSL_GUARDED_BY(mu_);
   // The committed rseq of buckets forgotten since: a waiter of a write at or below it learns it
   // committed; any later write of the bucket is abandoned.
   absl::flat_hash_map<BucketId, uint64_t> forgotten_committed_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<BucketId, std::vector<Watcher>> watchers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shoal::node

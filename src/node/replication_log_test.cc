@@ -37,6 +37,38 @@ TEST(ReplicationLogTest, AWriteCommitsOnceEveryReplicaHoldsItDurably) {
   EXPECT_EQ(log.Watermark(kB), 12u);
 }
 
+// A watcher's wakeup is set once its write is decided (committed, abandoned or forgotten), and
+// at once for a write decided already; never for a write still pending.
+TEST(ReplicationLogTest, AWatchedWriteWakesItsWaiterOnceDecided) {
+  ReplicationLog log;
+  log.Configure(kB, {kN2, kN3}, /*ordered_rseq=*/10, /*joined_rseq=*/10);
+  auto done = std::make_shared<transport::Wakeup>();
+  log.Watch(kB, 10, done);
+  EXPECT_TRUE(done->IsSet()) << "committed before the watch";
+  log.Ordered(kB, 11);
+  log.Ordered(kB, 12);
+  auto first = std::make_shared<transport::Wakeup>();
+  auto second = std::make_shared<transport::Wakeup>();
+  log.Watch(kB, 11, first);
+  log.Watch(kB, 12, second);
+  log.Acked(kB, kN2, 12);
+  log.Acked(kB, kN3, 11);
+  EXPECT_FALSE(first->IsSet());
+  log.LocalSynced(kB, 12);  // commits 11 only: n3 holds 11
+  EXPECT_TRUE(first->IsSet());
+  EXPECT_FALSE(second->IsSet());
+  log.Unwatch(kB, first.get());
+  log.Abandon(kB);
+  EXPECT_TRUE(second->IsSet()) << "abandoned";
+  log.Unwatch(kB, second.get());
+  log.Ordered(kB, 13);
+  auto forgotten = std::make_shared<transport::Wakeup>();
+  log.Watch(kB, 13, forgotten);
+  log.Forget(kB);
+  EXPECT_TRUE(forgotten->IsSet());
+  log.Unwatch(kB, forgotten.get());
+}
+
 TEST(ReplicationLogTest, OnlyARemovalFromTheConfigurationLetsTheWatermarkPassASilentBackup) {
   ReplicationLog log;
   log.Configure(kB, {kN2, kN3}, 0, 0);

@@ -362,12 +362,24 @@ class StorageNode final : public transport::Service,
   // AT ONCE (storage_node_batch.cc): the admissions of every key, taken together under mu_ and
   // without a wait when each is kServe and `epoch` is not ahead of the node's map: their buckets,
   // each counted in flight until ReleaseAtOnce; nullopt, having taken nothing, otherwise.
-  [[nodiscard]] std::optional<std::vector<BucketId>> AdmitAtOnce(
+  struct AdmittedAtOnce {
+    std::vector<BucketId> buckets;  // by key
+    std::vector<bool> replicated;   // by key: the bucket's replicated primary is this node
+    [[nodiscard]] bool AnyReplicated() const;
+  };
+  [[nodiscard]] std::optional<AdmittedAtOnce> AdmitAtOnce(
       MapEpoch epoch, std::span<const storage::DocumentKey> keys, Access access);
   void ReleaseAtOnce(const std::vector<BucketId>& buckets, Access access);
   // Its two ways (storage_node_batch.cc): all writes in one store call when every bucket is
   // served here right now (nullopt otherwise, having taken nothing), or each through HandleWrite.
-  std::optional<transport::Response> ApplyBatchAtOnce(const transport::BatchWriteRequest& request);
+  // `*synced`: the WAL was synced for the batch already (a batch with replicated writes).
+  std::optional<transport::Response> ApplyBatchAtOnce(const transport::BatchWriteRequest& request,
+                                                      bool* synced);
+  // AT ONCE with writes of replicated buckets (storage_node_batch_replicated.cc): one ordered
+  // entry per bucket, one local sync, then a wait for every entry to commit. One result per
+  // mutation.
+  [[nodiscard]] std::vector<StatusOr<storage::MutationResult>> ApplyBatchReplicated(
+      std::span<const storage::Mutation> mutations, const AdmittedAtOnce& admitted);
   transport::Response ApplyBatchOneByOne(const transport::BatchWriteRequest& request);
   transport::Response HandleGet(const transport::GetRequest& request);
   // storage_node_batch_get.cc.
@@ -446,6 +458,18 @@ class StorageNode final : public transport::Service,
   transport::Response HandleReplicate(const transport::ReplicateRequest& request);
   // A client write admitted (kServe) for a replicated bucket; releases the admission.
   transport::Response ReplicatedWrite(const transport::WriteRequest& request, BucketId bucket);
+  // Makes the WAL durable before a replicated write counts as held here, as
+  // SyncPolicy::kEveryWrite (the default of `shoal node`) asks; otherwise the write is already in
+  // the WAL, which survives a process crash, as a write of an unreplicated bucket does.
+  [[nodiscard]] Status SyncReplicatedWrites();
+  // The outcome of a replicated write whose WAL sync failed: unknown.
+  [[nodiscard]] static Status SyncFailed(const Status& sync);
+  // Waits until the write at `rseq` of `bucket` is committed or abandoned, or until
+  // call_timeout since `start` (then kPending), woken by the ReplicationLog (Runtime::Await).
+  [[nodiscard]] StatusOr<WriteState> AwaitDecided(BucketId bucket, uint64_t rseq,
+                                                  transport::Micros start);
+  // OK for a committed write; the client's kUnknown, saying why, otherwise.
+  [[nodiscard]] Status OutcomeOf(BucketId bucket, uint64_t rseq, WriteState state) const;
   // Waits until the read lease holds and every write of `bucket` the store holds now is
   // committed, or with `key` only every write of that key (a replicated primary's read answers
   // after this). OK at once when !replicated.

@@ -6,11 +6,19 @@
 //     order); one slot's error never stops the others (not atomic);
 //   - AT ONCE (the common case): when every write's bucket is served here right now (kServe:
 //     no fence, no queue, no switch-then-copy forwarding, a known collection, the client not
-//     ahead of the node's map), all the admissions are taken together under mu_, without any
-//     wait, and the writes go to the store as one BucketStore::ApplyEach (one MultiGet, one
-//     WriteBatch); each bucket's in-flight count covers the write, so a Fence that comes after
-//     the admissions waits for it and reports a sequence that includes it. Since nothing waits
-//     while admissions are held, a fence is delayed by one engine write at most;
+//     ahead of the node's map, for a replicated primary an open term with enough replicas), all
+//     the admissions are taken together under mu_, without any wait, and the writes go to the
+//     store as one BucketStore::ApplyEach (one MultiGet, one WriteBatch); each bucket's
+//     in-flight count covers the write, so a Fence that comes after the admissions waits for it
+//     and reports a sequence that includes it. Without replicated buckets nothing waits while
+//     admissions are held, so a fence is delayed by one engine write at most;
+//   - REPLICATED (AT ONCE with buckets this node is the replicated primary of): each such
+//     bucket's writes are ordered as one entry (ApplyEachStamped) and sent to its backups, the
+//     WAL is synced once, and the batch waits for every entry to commit, holding the admissions
+//     as a single replicated write does (storage_node_replica.cc): one stream message per backup
+//     and one sync for the whole batch instead of one per write. Each slot's answer is the one
+//     its single write would get: unknown when its entry did not commit, and a refusal that
+//     reveals the state (a duplicate, a failed condition) only once what it read is committed;
 //   - ONE BY ONE (otherwise): every write goes through HandleWrite at the batch's epoch, so
 //     admission, fencing, switch-then-copy forwarding and the storage limits are exactly those
 //     of a single write; once a write to a key was not handled here (WRONG_SHARD, NOT_SERVING),
@@ -47,7 +55,8 @@ using transport::Response;
 
 Response StorageNode::HandleBatchWrite(const transport::BatchWriteRequest& request) {
   if (Status s = transport::ValidateBatch(request.writes); !s.ok()) return Response::Error(s);
-  std::optional<Response> at_once = ApplyBatchAtOnce(request);
+  bool synced = false;
+  std::optional<Response> at_once = ApplyBatchAtOnce(request, &synced);
   Response response = at_once.has_value() ? *std::move(at_once) : ApplyBatchOneByOne(request);
   if (!response.status.ok()) return response;
   auto* out = std::get_if<transport::BatchWriteResponse>(&response.body);
@@ -55,7 +64,7 @@ Response StorageNode::HandleBatchWrite(const transport::BatchWriteRequest& reque
   const bool wrote =
       std::any_of(out->results.begin(), out->results.end(),
                   [](const transport::BatchWriteResult& r) { return r.status.ok(); });
-  if (wrote && store_->options().sync == storage::SyncPolicy::kEveryWrite) {
+  if (wrote && !synced && store_->options().sync == storage::SyncPolicy::kEveryWrite) {
     if (Status synced = store_->SyncWal(); !synced.ok()) {
       for (transport::BatchWriteResult& result : out->results) {
         if (!result.status.ok()) continue;
@@ -69,24 +78,30 @@ Response StorageNode::HandleBatchWrite(const transport::BatchWriteRequest& reque
   return response;
 }
 
-std::optional<std::vector<BucketId>> StorageNode::AdmitAtOnce(
+bool StorageNode::AdmittedAtOnce::AnyReplicated() const {
+  return std::find(replicated.begin(), replicated.end(), true) != replicated.end();
+}
+
+std::optional<StorageNode::AdmittedAtOnce> StorageNode::AdmitAtOnce(
     MapEpoch epoch, std::span<const storage::DocumentKey> keys, Access access) {
-  std::vector<BucketId> buckets;
-  buckets.reserve(keys.size());
+  AdmittedAtOnce out;
+  out.buckets.reserve(keys.size());
+  out.replicated.reserve(keys.size());
   absl::MutexLock lock(&mu_);
   if (map_ == nullptr || epoch > map_->epoch()) return std::nullopt;
   for (const storage::DocumentKey& key : keys) {
     if (collections_.count(key.collection) == 0) return std::nullopt;
     const BucketPlacement& bucket = map_->Lookup(PointOf(key.collection, key.primary_key));
-    if (AdmitLocked(bucket, std::nullopt, access) != Admission::kServe) return std::nullopt;
-    // A replicated bucket's writes wait for their backups and its reads for the watermark:
-    // one by one (storage_node_replica.cc).
-    if (ReplicatedPrimaryLocked(bucket)) return std::nullopt;
-    buckets.push_back(bucket.id);
+    // Includes a replicated primary's gate (an open term, enough replicas): any other answer,
+    // or an error, is left to the one-by-one path, which gives each write its own.
+    StatusOr<Admitted> admitted = DecideLocked(bucket, std::nullopt, access);
+    if (!admitted.ok() || admitted->admission != Admission::kServe) return std::nullopt;
+    out.buckets.push_back(bucket.id);
+    out.replicated.push_back(admitted->replicated);
   }
   // All admitted together, with no wait in between (see AT ONCE above).
-  for (BucketId bucket : buckets) ++inflight_writes_[bucket];
-  return buckets;
+  for (BucketId bucket : out.buckets) ++inflight_writes_[bucket];
+  return out;
 }
 
 void StorageNode::ReleaseAtOnce(const std::vector<BucketId>& buckets, Access access) {
@@ -104,33 +119,41 @@ void StorageNode::ReleaseAtOnce(const std::vector<BucketId>& buckets, Access acc
   }
 }
 
-std::optional<Response> StorageNode::ApplyBatchAtOnce(const transport::BatchWriteRequest& request) {
+std::optional<Response> StorageNode::ApplyBatchAtOnce(const transport::BatchWriteRequest& request,
+                                                      bool* synced) {
   // (ValidateBatch refused any write with via_move: forwarding is per write.)
   std::vector<storage::DocumentKey> keys;
   keys.reserve(request.writes.size());
   for (const transport::WriteRequest& write : request.writes) {
     keys.push_back({.collection = write.collection, .primary_key = write.primary_key});
   }
-  std::optional<std::vector<BucketId>> buckets = AdmitAtOnce(request.epoch, keys, Access::kWrite);
-  if (!buckets.has_value()) return std::nullopt;
+  std::optional<AdmittedAtOnce> admitted = AdmitAtOnce(request.epoch, keys, Access::kWrite);
+  if (!admitted.has_value()) return std::nullopt;
   std::vector<storage::Mutation> mutations;
   mutations.reserve(request.writes.size());
   for (const transport::WriteRequest& write : request.writes) {
     mutations.push_back(MutationOf(write));
   }
-  StatusOr<std::vector<StatusOr<storage::MutationResult>>> applied =
-      store_->ApplyEach(mutations, storage::WalSync::kDeferred);
-  ReleaseAtOnce(*buckets, Access::kWrite);
+  std::vector<StatusOr<storage::MutationResult>> results;
+  if (admitted->AnyReplicated()) {
+    results = ApplyBatchReplicated(mutations, *admitted);
+    *synced = true;
+  } else {
+    StatusOr<std::vector<StatusOr<storage::MutationResult>>> applied =
+        store_->ApplyEach(mutations, storage::WalSync::kDeferred);
+    if (applied.ok()) {
+      results = *std::move(applied);
+    } else {
+      results.assign(mutations.size(), applied.status());
+    }
+  }
+  ReleaseAtOnce(admitted->buckets, Access::kWrite);
   // A stopped node answers nothing more: the caller sees the call fail, as for one write.
   if (!runtime_.Alive()) return Response::Error(CancelledError("process stopped"));
   transport::BatchWriteResponse out;
   out.results.reserve(request.writes.size());
   for (size_t i = 0; i < request.writes.size(); ++i) {
-    if (!applied.ok()) {
-      out.results.push_back(transport::BatchWriteResult{.status = applied.status(), .version = 0});
-      continue;
-    }
-    StatusOr<storage::MutationResult>& slot = (*applied)[i];
+    StatusOr<storage::MutationResult>& slot = results[i];
     if (!slot.ok()) {
       out.results.push_back(transport::BatchWriteResult{.status = slot.status(), .version = 0});
       continue;

@@ -6,7 +6,9 @@
 //   - AT ONCE (the common case): when every get's bucket is served here right now (kServe, a
 //     known collection, the client not ahead of the node's map), the admissions are taken
 //     together under mu_, without a wait, and the store reads them all in one
-//     BucketStore::GetMany (one MultiGet);
+//     BucketStore::GetMany (one MultiGet); a read of a bucket this node is the replicated
+//     primary of then answers as a single get does, once its lease holds and what it read is
+//     committed (AwaitReadable);
 //   - ONE BY ONE (otherwise): every get goes through HandleGet at the batch's epoch, so
 //     admission, fencing (a fenced bucket's get waits in its slot, as a single get waits),
 //     switch-then-copy forwarding and the storage checks are exactly those of a single get;
@@ -37,10 +39,19 @@ std::optional<Response> StorageNode::ReadBatchAtOnce(const transport::BatchGetRe
   for (const transport::GetRequest& get : request.gets) {
     keys.push_back({.collection = get.collection, .primary_key = get.primary_key});
   }
-  std::optional<std::vector<BucketId>> buckets = AdmitAtOnce(request.epoch, keys, Access::kRead);
-  if (!buckets.has_value()) return std::nullopt;
+  std::optional<AdmittedAtOnce> admitted = AdmitAtOnce(request.epoch, keys, Access::kRead);
+  if (!admitted.has_value()) return std::nullopt;
   std::vector<StatusOr<storage::Document>> documents = store_->GetMany(keys);
-  ReleaseAtOnce(*buckets, Access::kRead);
+  // A replicated primary's reads answer once what they read is committed (after the read, as
+  // HandleGet): usually at once.
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!admitted->replicated[i]) continue;
+    if (Status readable = AwaitReadable(admitted->buckets[i], /*replicated=*/true, keys[i]);
+        !readable.ok()) {
+      documents[i] = readable;
+    }
+  }
+  ReleaseAtOnce(admitted->buckets, Access::kRead);
   if (!runtime_.Alive()) return Response::Error(CancelledError("process stopped"));
   transport::BatchGetResponse out;
   out.results.reserve(documents.size());

@@ -36,14 +36,6 @@ using transport::Response;
 
 namespace {
 
-// Makes the WAL durable before a replicated write counts as held, as SyncPolicy::kEveryWrite
-// (the default of `shoal node`) asks; otherwise the write is already in the WAL, which survives a
-// process crash, as a write of an unreplicated bucket does.
-Status SyncIfConfigured(storage::BucketStore& store) {
-  if (store.options().sync != storage::SyncPolicy::kEveryWrite) return OkStatus();
-  return store.SyncWal();
-}
-
 std::string NodeNames(const std::vector<NodeId>& nodes) {
   std::string out;
   for (NodeId node : nodes) out += (out.empty() ? "" : ",") + node.DebugString();
@@ -51,6 +43,11 @@ std::string NodeNames(const std::vector<NodeId>& nodes) {
 }
 
 }  // namespace
+
+Status StorageNode::SyncReplicatedWrites() {
+  if (store_->options().sync != storage::SyncPolicy::kEveryWrite) return OkStatus();
+  return store_->SyncWal();
+}
 
 bool StorageNode::ReplicatedPrimaryLocked(const BucketPlacement& bucket) const {
   // A move that keeps the primary (a copy added or a backup replaced) or hands it to a backup
@@ -237,43 +234,64 @@ Response StorageNode::ReplicatedWrite(const transport::WriteRequest& request, Bu
   replication_.Ordered(bucket, rseq);
   Send(std::move(stamped->entries.front()));
   // The local sync runs while the backups apply.
-  if (Status synced = SyncIfConfigured(*store_); !synced.ok()) {
+  if (Status synced = SyncReplicatedWrites(); !synced.ok()) {
     Release(bucket, /*write=*/true);
-    return Response::Error(
-        MakeStatus(StatusCode::kUnknown,
-                   fmt::format("outcome unknown: the WAL sync failed: {}", synced.ToString())));
+    return Response::Error(SyncFailed(synced));
   }
   replication_.LocalSynced(bucket, rseq);
-  const transport::Micros start = runtime_.Now();
+  StatusOr<WriteState> state = AwaitDecided(bucket, rseq, runtime_.Now());
+  Release(bucket, /*write=*/true);
+  if (!state.ok()) return Response::Error(state.status());
+  if (Status outcome = OutcomeOf(bucket, rseq, *state); !outcome.ok()) {
+    return Response::Error(outcome);
+  }
+  RecordWrite(request.collection, request.primary_key);
+  return Response::Ok(transport::WriteResponse{.version = version});
+}
+
+Status StorageNode::SyncFailed(const Status& sync) {
+  return MakeStatus(StatusCode::kUnknown,
+                    fmt::format("outcome unknown: the WAL sync failed: {}", sync.ToString()));
+}
+
+StatusOr<WriteState> StorageNode::AwaitDecided(BucketId bucket, uint64_t rseq,
+                                               transport::Micros start) {
+  auto wakeup = std::make_shared<transport::Wakeup>();
+  replication_.Watch(bucket, rseq, wakeup);
   WriteState state = replication_.StateOf(bucket, rseq);
-  while (state == WriteState::kPending && runtime_.Now() - start <= options_.call_timeout) {
-    if (Status slept = runtime_.Sleep(options_.queue_poll); !slept.ok()) {
-      Release(bucket, /*write=*/true);
-      return Response::Error(slept);
-    }
+  Status waited = OkStatus();
+  while (state == WriteState::kPending) {
+    const transport::Micros left = options_.call_timeout - (runtime_.Now() - start);
+    if (left < 0) break;
+    waited = runtime_.Await(*wakeup, options_.queue_poll, left);
+    if (!waited.ok()) break;
     state = replication_.StateOf(bucket, rseq);
   }
-  Release(bucket, /*write=*/true);
+  replication_.Unwatch(bucket, wakeup.get());
+  if (!waited.ok()) return waited;
+  return state;
+}
+
+Status StorageNode::OutcomeOf(BucketId bucket, uint64_t rseq, WriteState state) const {
   switch (state) {
     case WriteState::kCommitted:
-      RecordWrite(request.collection, request.primary_key);
-      return Response::Ok(transport::WriteResponse{.version = version});
+      return OkStatus();
     case WriteState::kPending:
       // kUnknown, as for every write whose outcome the client cannot know (shoal.h): the
       // write may still commit, or be lost in a failover.
-      return Response::Error(MakeStatus(
+      return MakeStatus(
           StatusCode::kUnknown,
           fmt::format("outcome unknown: n{} applied the write, but its backups [{}] did not "
                       "acknowledge it in time",
-                      options_.id.value(), NodeNames(replication_.Lagging(bucket, rseq)))));
+                      options_.id.value(), NodeNames(replication_.Lagging(bucket, rseq))));
     case WriteState::kAbandoned:
-      return Response::Error(MakeStatus(
+      return MakeStatus(
           StatusCode::kUnknown,
           fmt::format("outcome unknown: n{} stopped being the primary of {} before the write "
                       "reached every replica",
-                      options_.id.value(), bucket.DebugString())));
+                      options_.id.value(), bucket.DebugString()));
   }
-  return Response::Error(InternalError("unknown write state"));
+  return InternalError("unknown write state");
 }
 
 Status StorageNode::AwaitReadable(BucketId bucket, bool replicated,
@@ -595,7 +613,7 @@ Response StorageNode::HandleReplicate(const transport::ReplicateRequest& request
       }
     }
     // One sync for the whole message, before any position is reported.
-    if (Status synced = SyncIfConfigured(*store_); !synced.ok()) return Response::Error(synced);
+    if (Status synced = SyncReplicatedWrites(); !synced.ok()) return Response::Error(synced);
   }
   transport::ReplicateResponse out;
   const transport::Micros now = runtime_.Now();

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "src/node/storage_node_test_fixture.h"
+#include "src/storage/errors.h"
 #include "src/storage/sync_tracking_fs.h"
 
 namespace shoal::node::test {
@@ -189,6 +190,98 @@ TEST_F(ReplicationNodeTest, AWriteIsOnEveryReplicaWhenItIsAcknowledged) {
               ClusterError::kWrongShard);
     EXPECT_EQ(transport::ClusterErrorOf(StatusOf(Get(kN3, initial_, "k3"))),
               ClusterError::kWrongShard);
+  });
+}
+
+// A batch's writes of one replicated bucket are one entry: one stream message per backup and
+// one sync (storage_node_batch_replicated.cc), with each slot answered as its single write.
+TEST_F(ReplicationNodeTest, ABatchIsOneEntryOnEveryReplicaWhenAcknowledged) {
+  Run([&] {
+    ASSERT_TRUE(StatusOf(Put(kN1, initial_, "taken", R"({"v":0})")).ok());
+    const uint64_t before = nodes_.at(kN1)->store()->GetReplicaState(kB0).position.rseq;
+    transport::BatchWriteRequest batch{.epoch = initial_->epoch(), .writes = {}};
+    auto write = [&](WriteOp op, std::string key, std::string body) {
+      transport::WriteRequest w;
+      w.op = op;
+      w.collection = kDocs;
+      w.primary_key = std::move(key);
+      w.body = std::move(body);
+      batch.writes.push_back(std::move(w));
+    };
+    for (int i = 0; i < 8; ++i) {
+      write(WriteOp::kUpsert, fmt::format("k{}", i), fmt::format(R"({{"i":{}}})", i));
+    }
+    write(WriteOp::kInsert, "taken", R"({"v":1})");    // refused: the key exists
+    write(WriteOp::kUpsert, "k0", R"({"i":"last"})");  // a second write of k0, after the first
+    write(WriteOp::kUpdate, "missing", R"({"v":1})");  // refused: no such key
+    auto response = sim_.Call(Address::Node(kN1), batch, 10 * kSecond);
+    ASSERT_TRUE(StatusOf(response).ok()) << StatusOf(response);
+    const auto& results = std::get<transport::BatchWriteResponse>(response->body).results;
+    ASSERT_EQ(results.size(), batch.writes.size());
+    for (int i = 0; i < 8; ++i) EXPECT_TRUE(results[i].status.ok()) << results[i].status;
+    EXPECT_TRUE(storage::Is(results[8].status, storage::ErrorReason::kDuplicate))
+        << results[8].status;
+    EXPECT_TRUE(results[9].status.ok()) << results[9].status;
+    EXPECT_GT(results[9].version, results[0].version);
+    EXPECT_TRUE(storage::Is(results[10].status, storage::ErrorReason::kNotFound))
+        << results[10].status;
+    // Acknowledged: every backup holds every written slot, and the batch was one entry.
+    for (NodeId backup : {kN2, kN3}) {
+      auto k0 = nodes_.at(backup)->store()->Get(kDocs, "k0");
+      ASSERT_TRUE(k0.ok()) << k0.status();
+      EXPECT_EQ(k0->body, R"({"i":"last"})");
+      for (int i = 1; i < 8; ++i) {
+        EXPECT_TRUE(nodes_.at(backup)->store()->Get(kDocs, fmt::format("k{}", i)).ok());
+      }
+    }
+    EXPECT_EQ(nodes_.at(kN1)->store()->GetReplicaState(kB0).position.rseq, before + 1);
+    EXPECT_EQ(nodes_.at(kN1)->counters().batches_at_once, 1u);
+    EXPECT_EQ(nodes_.at(kN1)->counters().batches_one_by_one, 0u);
+    EXPECT_EQ(Digest(kN2), Digest(kN1));
+    EXPECT_EQ(Digest(kN3), Digest(kN1));
+    // A batch get at the primary answers at once, with the committed values.
+    transport::BatchGetRequest gets{.epoch = initial_->epoch(), .gets = {}};
+    for (std::string key : {"k0", "taken", "missing"}) {
+      transport::GetRequest g;
+      g.collection = kDocs;
+      g.primary_key = key;
+      gets.gets.push_back(std::move(g));
+    }
+    auto read = sim_.Call(Address::Node(kN1), gets, 10 * kSecond);
+    ASSERT_TRUE(StatusOf(read).ok()) << StatusOf(read);
+    const auto& got = std::get<transport::BatchGetResponse>(read->body).results;
+    ASSERT_EQ(got.size(), 3u);
+    EXPECT_EQ(got[0].document.body, R"({"i":"last"})");
+    EXPECT_EQ(got[1].document.body, R"({"v":0})");
+    EXPECT_TRUE(storage::Is(got[2].status, storage::ErrorReason::kNotFound)) << got[2].status;
+  });
+}
+
+// A batch the old primary orders after a failover it has not heard of: every written slot ends
+// unknown, as its single write would, and the new primary's history never holds it.
+TEST_F(ReplicationNodeTest, ABatchAtAStalePrimaryEndsUnknownInEveryWrittenSlot) {
+  Run([&] {
+    ASSERT_TRUE(StatusOf(Put(kN1, initial_, "a", R"({"v":1})")).ok());
+    ShardMapPtr promoted = Next(initial_, [](ShardMapEdit& e) { e.PromoteReplica(kB0, kN2); });
+    coordinator_->SetMap(promoted);
+    Install(kN2, promoted);
+    Install(kN3, promoted);
+    transport::BatchWriteRequest batch{.epoch = initial_->epoch(), .writes = {}};
+    for (std::string key : {"b", "c"}) {
+      transport::WriteRequest w;
+      w.op = WriteOp::kUpsert;
+      w.collection = kDocs;
+      w.primary_key = key;
+      w.body = R"({"v":2})";
+      batch.writes.push_back(std::move(w));
+    }
+    auto response = sim_.Call(Address::Node(kN1), batch, 10 * kSecond);
+    ASSERT_TRUE(StatusOf(response).ok()) << StatusOf(response);
+    for (const auto& result : std::get<transport::BatchWriteResponse>(response->body).results) {
+      EXPECT_EQ(result.status.code(), StatusCode::kUnknown) << result.status;
+    }
+    EXPECT_FALSE(nodes_.at(kN2)->store()->Get(kDocs, "b").ok());
+    EXPECT_FALSE(nodes_.at(kN3)->store()->Get(kDocs, "c").ok());
   });
 }
 

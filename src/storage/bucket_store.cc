@@ -325,7 +325,9 @@ std::unique_ptr<Snapshot> BucketStore::GetSnapshot() const {
 
 uint64_t BucketStore::LatestSequence() const { return db_->GetLatestSequenceNumber(); }
 
-Status BucketStore::SyncWal() {
+Status BucketStore::SyncWal() { return group_sync_.Sync(); }
+
+Status BucketStore::SyncWalNow() {
   SHOAL_RETURN_IF_ERROR(ResumeEngineIfStopped());
   return EngineWriteStatus(db_->SyncWAL(), "sync WAL");
 }

@@ -52,6 +52,7 @@
 #include "src/storage/bucket_values.h"
 #include "src/storage/disk_space_guard.h"
 #include "src/storage/document.h"
+#include "src/storage/group_sync.h"
 #include "src/storage/local_directory.h"
 #include "src/storage/mutation.h"
 #include "src/storage/point_range.h"
@@ -297,8 +298,11 @@ class BucketStore {
   [[nodiscard]] uint64_t LastVersion() const { return clock_->Last(); }
   [[nodiscard]] Status ObserveVersion(uint64_t version) { return clock_->Observe(version); }
   [[nodiscard]] uint64_t LatestSequence() const;
-  // Makes every write that returned before the call durable (fsyncs the WAL).
+  // Makes every write that returned before the call durable (fsyncs the WAL). Concurrent
+  // callers share fsyncs (GroupSync).
   [[nodiscard]] Status SyncWal();
+  // WAL syncs SyncWal ran so far.
+  [[nodiscard]] uint64_t wal_syncs() const { return group_sync_.syncs(); }
   [[nodiscard]] Status Flush();
   [[nodiscard]] Status CompactRange(const PointRange& range);
   // Whether the engine has a flush or a compaction running or waiting to run. For benchmarks
@@ -446,6 +450,9 @@ class BucketStore {
   std::atomic<uint64_t> wal_readable_from_{0};
   std::mutex resume_mu_;                // one resume attempt at a time
   int64_t last_resume_attempt_ns_ = 0;  // steady clock; guarded by resume_mu_
+
+  GroupSync group_sync_{[this] { return SyncWalNow(); }};
+  [[nodiscard]] Status SyncWalNow();
 
   std::mutex sync_mu_;
   std::condition_variable sync_cv_;

@@ -11,13 +11,13 @@
 // ARCHITECTURE.md §5; docs/design/cluster.md.
 //
 // Programming model: code is written in blocking style. A *task* belongs to one *process*
-// (Address). Sleep and Call are the only points where a task waits (yield points). Rules every
-// caller follows, so that the simulation can run tasks one at a time:
-//   1. never hold a mutex across Sleep or Call;
-//   2. never wait on anything but Sleep and Call (poll with Sleep instead of condition
-//      variables);
-//   3. when Sleep or Call returns kCancelled the task's process was stopped (killed or shut
-//      down): return promptly without touching the process's state.
+// (Address). Sleep, Await and Call are the only points where a task waits (yield points). Rules
+// every caller follows, so that the simulation can run tasks one at a time:
+//   1. never hold a mutex across Sleep, Await or Call;
+//   2. never wait on anything but Sleep, Await and Call (poll with Sleep, or Await a Wakeup,
+//      instead of condition variables);
+//   3. when Sleep, Await or Call returns kCancelled the task's process was stopped (killed or
+//      shut down): return promptly without touching the process's state.
 //
 // A request is handled by the callee's Service on the caller's thread (a synchronous RPC); while
 // the handler runs, the task acts for the callee process, so a callee crash cancels the handler
@@ -35,6 +35,7 @@
 
 #include "src/common/status.h"
 #include "src/transport/messages.h"
+#include "src/transport/wakeup.h"
 
 namespace shoal::transport {
 
@@ -58,6 +59,18 @@ class Runtime {
   // Waits `micros` (>= 0). kCancelled if the calling task's process is stopped before or while
   // it waits.
   [[nodiscard]] virtual Status Sleep(Micros micros) = 0;
+
+  // Waits until `wakeup` is set, or for at most `limit`, or less: the caller re-checks what it
+  // waits for after every return, as after a Sleep (a poll loop whose sleeps end early). kCancelled
+  // as Sleep. This default sleeps `poll` whatever the wakeup does: the simulation keeps its seeded
+  // schedule. ThreadRuntime (and GrpcRuntime) return once the wakeup is set, so a task waiting for
+  // another thread's event (a replicated write for its backups' answers) neither wakes every
+  // `poll` nor waits a `poll` longer than the event.
+  [[nodiscard]] virtual Status Await(const Wakeup& wakeup, Micros poll, Micros limit) {
+    (void)wakeup;
+    (void)limit;
+    return Sleep(poll);
+  }
 
   // Sends `request` to `to` and waits for the response. Errors of the transport itself:
   //   kUnavailable       nobody serves `to`: the request was certainly not handled

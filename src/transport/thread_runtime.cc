@@ -106,6 +106,13 @@ Status ThreadRuntime::Sleep(Micros micros) {
   return CancelledError("process stopped");
 }
 
+Status ThreadRuntime::Await(const Wakeup& wakeup, Micros poll, Micros limit) {
+  (void)poll;
+  if (!Alive()) return CancelledError("process stopped");
+  (void)wakeup.WaitFor(std::min(limit, kLongestAwait));
+  return Alive() ? OkStatus() : CancelledError("process stopped");
+}
+
 StatusOr<Response> ThreadRuntime::Call(const Address& to, Request request, Micros timeout) {
   if (!Alive()) return CancelledError("process stopped");
   std::shared_ptr<Service> service;

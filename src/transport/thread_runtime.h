@@ -37,6 +37,10 @@ class ThreadRuntime final : public Runtime {
 
   [[nodiscard]] Micros Now() const override;
   [[nodiscard]] Status Sleep(Micros micros) override;
+  // Blocks until the wakeup is set or min(limit, kLongestAwait) passed; a stop of the process is
+  // noticed within kLongestAwait.
+  [[nodiscard]] Status Await(const Wakeup& wakeup, Micros poll, Micros limit) override;
+  static constexpr Micros kLongestAwait = 50'000;
   [[nodiscard]] StatusOr<Response> Call(const Address& to, Request request,
                                         Micros timeout) override;
   void Spawn(const Address& owner, std::string name, std::function<void()> fn) override;

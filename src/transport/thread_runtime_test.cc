@@ -44,6 +44,36 @@ TEST(ThreadRuntimeTest, StopCancelsSleepingTasks) {
   EXPECT_TRUE(cancelled);
 }
 
+// Await returns once its wakeup is set, not after its poll or limit: a replicated write wakes
+// on its commit instead of polling (Runtime::Await).
+TEST(ThreadRuntimeTest, AwaitReturnsWhenItsWakeupIsSet) {
+  ThreadRuntime runtime;
+  const Address node = Address::Node(NodeId(1));
+  runtime.Serve(node, std::make_shared<CountingService>());
+  Wakeup wakeup;
+  std::atomic<bool> returned{false};
+  std::atomic<int64_t> waited{0};
+  runtime.Spawn(node, "waiter", [&] {
+    const Micros start = runtime.Now();
+    Status status = runtime.Await(wakeup, /*poll=*/500, /*limit=*/60'000'000);
+    waited = runtime.Now() - start;
+    returned = status.ok();
+  });
+  wakeup.Set();
+  runtime.JoinTasks();
+  EXPECT_TRUE(returned);
+  EXPECT_TRUE(wakeup.IsSet());
+  // Without the wakeup it would have waited kLongestAwait (its own bound on one wait).
+  EXPECT_LT(waited.load(), ThreadRuntime::kLongestAwait * 20);
+  // Unset, it returns after at most its limit, and kCancelled once its process is stopped.
+  Wakeup never;
+  ThreadRuntime::ScopedActor actor(runtime, node);
+  EXPECT_TRUE(runtime.Await(never, 500, /*limit=*/1000).ok());
+  runtime.Stop(node);
+  EXPECT_EQ(runtime.Await(never, 500, 60'000'000).code(), StatusCode::kCancelled);
+  runtime.Shutdown();
+}
+
 TEST(ThreadRuntimeTest, ConcurrentCallsFromManyThreads) {
   ThreadRuntime runtime;
   auto service = std::make_shared<CountingService>();
