@@ -82,7 +82,7 @@ class NetClusterTest : public ::testing::Test {
 
 TEST_F(NetClusterTest, WritesReadBackAcrossMovesAndAJoiningNode) {
   StartCluster(/*nodes=*/2);
-  auto db = Database::Connect("shoal://" + coordinator_->address());
+  auto db = Database::Connect("shoal://" + coordinator_->address(), {.insecure = true});
   ASSERT_TRUE(db.ok()) << db.status();
   auto users = (*db)->GetCollection("users");
   ASSERT_TRUE(users.ok()) << users.status();
@@ -206,7 +206,7 @@ TEST_F(NetClusterTest, WritesReadBackAcrossMovesAndAJoiningNode) {
 
 TEST_F(NetClusterTest, BatchOverTheNetwork) {
   StartCluster(/*nodes=*/3);
-  auto db = Database::Connect("shoal://" + coordinator_->address());
+  auto db = Database::Connect("shoal://" + coordinator_->address(), {.insecure = true});
   ASSERT_TRUE(db.ok()) << db.status();
   auto docs = (*db)->GetCollection("docs");
   ASSERT_TRUE(docs.ok()) << docs.status();
@@ -244,7 +244,7 @@ TEST_F(NetClusterTest, BatchOverTheNetwork) {
 // The same contract as the embedded Database's (database_test.cc), over gRPC.
 TEST_F(NetClusterTest, ReadOfAnUnknownCollectionDoesNotCreateIt) {
   StartCluster(/*nodes=*/2);
-  auto db = Database::Connect("shoal://" + coordinator_->address());
+  auto db = Database::Connect("shoal://" + coordinator_->address(), {.insecure = true});
   ASSERT_TRUE(db.ok()) << db.status();
   collection_test::ExpectReadsOfAMissingCollectionCreateNothing(**db, "nocoll");
   collection_test::ExpectCreatingWritesCreateAMissingCollection(**db, "fresh");
@@ -272,7 +272,7 @@ TEST_F(NetClusterTest, ReadOfAnUnknownCollectionDoesNotCreateIt) {
 // (its server held back by flow control) costs neither a duplicate nor a miss.
 TEST_F(NetClusterTest, QueryStreamMatchesPagedQueryAndFollowsMoves) {
   StartCluster(/*nodes=*/3);
-  auto db = Database::Connect("shoal://" + coordinator_->address());
+  auto db = Database::Connect("shoal://" + coordinator_->address(), {.insecure = true});
   ASSERT_TRUE(db.ok()) << db.status();
   auto docs = (*db)->GetCollection("docs");
   ASSERT_TRUE(docs.ok()) << docs.status();
@@ -355,7 +355,7 @@ TEST_F(NetClusterTest, CoordinatorRestartRecoversTheMapAndAddresses) {
   StartCluster(/*nodes=*/2);
   const std::string address = coordinator_->address();
   {
-    auto db = Database::Connect(address);
+    auto db = Database::Connect(address, {.insecure = true});
     ASSERT_TRUE(db.ok()) << db.status();
     auto c = (*db)->GetCollection("c");
     ASSERT_TRUE(c.ok());
@@ -381,7 +381,7 @@ TEST_F(NetClusterTest, CoordinatorRestartRecoversTheMapAndAddresses) {
   // The address book came back from the data directory: nodes are reachable before they
   // announce themselves again.
   EXPECT_EQ(coordinator_->runtime().AddressBook().count(transport::Address::Node(NodeId(1))), 1u);
-  auto db = Database::Connect(address);
+  auto db = Database::Connect(address, {.insecure = true});
   ASSERT_TRUE(db.ok()) << db.status();
   auto c = (*db)->GetCollection("c");
   ASSERT_TRUE(c.ok());
@@ -395,7 +395,7 @@ TEST_F(NetClusterTest, CoordinatorRestartRecoversTheMapAndAddresses) {
 TEST_F(NetClusterTest, AdminAddsANodeOverTheNetwork) {
   StartCoordinator(/*nodes=*/1, /*auto_balance=*/true);
   StartNode(1);
-  auto db = Database::Connect(coordinator_->address());
+  auto db = Database::Connect(coordinator_->address(), {.insecure = true});
   ASSERT_TRUE(db.ok()) << db.status();
   auto c = (*db)->GetCollection("c");
   ASSERT_TRUE(c.ok());

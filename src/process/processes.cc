@@ -61,7 +61,9 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
                                .coordinator = {},
                                .address_book_path = options.data_dir + "/addresses",
                                .max_message_bytes = options.max_message_bytes,
-                               .server_mode = options.server_mode}));
+                               .server_mode = options.server_mode,
+                               .pipe = false,
+                               .security = options.security}));
   CoordinatorProcess* self = process.get();
   process->runtime_->SetAdminHandler(
       [self](const wire::AdminRequest& request, wire::AdminResponse* out) {
@@ -291,7 +293,9 @@ StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeProcessOptio
                                                   .coordinator = options.coordinator,
                                                   .address_book_path = {},
                                                   .max_message_bytes = options.max_message_bytes,
-                                                  .server_mode = options.server_mode}));
+                                                  .server_mode = options.server_mode,
+                                                  .pipe = false,
+                                                  .security = options.security}));
   node::NodeOptions node;
   node.id = NodeId(id);
   node.data_dir = options.data_dir;

@@ -1,0 +1,83 @@
+#include "src/net/tls_credentials.h"
+
+#include <grpc/grpc_security_constants.h>
+#include <grpcpp/security/auth_context.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_certificate_verifier.h>
+#include <grpcpp/security/tls_credentials_options.h>
+
+namespace shoal::net {
+
+StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Create(
+    const TransportSecurity& security) {
+  std::shared_ptr<TlsCredentials> credentials(new TlsCredentials());
+  if (!security.tls.has_value()) {
+    credentials->channel_ = grpc::InsecureChannelCredentials();
+    return std::shared_ptr<const TlsCredentials>(std::move(credentials));
+  }
+  if (security.reload_seconds == 0) return InvalidArgumentError("reload_seconds must be >= 1");
+  const security::TlsFiles& files = *security.tls;
+  SHOAL_RETURN_IF_ERROR(security::CheckTlsFiles(files));
+  credentials->provider_ = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      files.key, files.cert, files.ca_cert, security.reload_seconds);
+  grpc::experimental::TlsChannelCredentialsOptions options;
+  options.set_certificate_provider(credentials->provider_);
+  options.watch_root_certs();
+  options.watch_identity_key_cert_pairs();
+  options.set_verify_server_certs(true);
+  // The server's certificate must name the host dialled (gRPC's own check of the target name
+  // against the subject alternative names).
+  options.set_certificate_verifier(
+      std::make_shared<grpc::experimental::HostNameCertificateVerifier>());
+  options.set_check_call_host(true);
+  credentials->channel_ = grpc::experimental::TlsCredentials(options);
+  if (credentials->channel_ == nullptr) {
+    return InternalError("gRPC refused the TLS channel credentials");
+  }
+  return std::shared_ptr<const TlsCredentials>(std::move(credentials));
+}
+
+std::shared_ptr<grpc::ServerCredentials> TlsCredentials::Server() const {
+  if (provider_ == nullptr) return grpc::InsecureServerCredentials();
+  grpc::experimental::TlsServerCredentialsOptions options(provider_);
+  options.watch_root_certs();
+  options.watch_identity_key_cert_pairs();
+  options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  return grpc::experimental::TlsServerCredentials(options);
+}
+
+std::shared_ptr<grpc::ChannelCredentials> TlsCredentials::Channel() const { return channel_; }
+
+namespace {
+
+constexpr std::string_view kHandshakeHint =
+    "TLS handshake failed: the client and the server need certificates of the same cluster CA, "
+    "and the server's must name the host dialled (docs/security.md)";
+
+}  // namespace
+
+std::string SecurityHint(std::string_view grpc_message) {
+  if (grpc_message.find("andshake failed") != std::string_view::npos ||
+      grpc_message.find("andshake read failed") != std::string_view::npos) {
+    return std::string(kHandshakeHint);
+  }
+  if (grpc_message.find("Socket closed") != std::string_view::npos) {
+    return "the server closed the connection at once: if it requires TLS, give this client "
+           "--certs-dir or credentials instead of --insecure (docs/security.md)";
+  }
+  return {};
+}
+
+bool HandshakeFailed(const Status& status) {
+  return MessageOf(status).find(kHandshakeHint) != std::string_view::npos;
+}
+
+std::string PeerCommonName(const grpc::AuthContext& context) {
+  const auto values = context.FindPropertyValues(GRPC_X509_CN_PROPERTY_NAME);
+  if (values.empty()) return {};
+  return std::string(values.front().data(), values.front().size());
+}
+
+}  // namespace shoal::net
