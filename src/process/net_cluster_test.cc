@@ -80,6 +80,32 @@ class NetClusterTest : public ::testing::Test {
   std::map<uint32_t, std::unique_ptr<NodeProcess>> nodes_;
 };
 
+// Regression: a process whose runtime could not start (its port taken, or TLS files that do not
+// fit) failed Start by crashing in its own destructor; it returns the error.
+TEST_F(NetClusterTest, StartThatCannotServeReturnsItsErrorWithoutCrashing) {
+  StartCoordinator(1, /*auto_balance=*/false);
+  ASSERT_NE(coordinator_, nullptr);
+  CoordinatorProcessOptions taken;
+  taken.data_dir = dir_ + "/second";
+  taken.listen = coordinator_->address();
+  auto second = CoordinatorProcess::Start(taken);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable) << second.status();
+  NodeProcessOptions node;
+  node.id = 1;
+  node.data_dir = dir_ + "/node-1";
+  node.listen = coordinator_->address();
+  node.coordinator = coordinator_->address();
+  auto refused = NodeProcess::Start(node);
+  ASSERT_FALSE(refused.ok());
+  node.listen = "127.0.0.1:0";
+  node.security.tls = security::TlsFiles{
+      .ca_cert = dir_ + "/none/ca.crt", .cert = dir_ + "/none/n.crt", .key = dir_ + "/none/n.key"};
+  auto no_files = NodeProcess::Start(node);
+  ASSERT_FALSE(no_files.ok());
+  EXPECT_EQ(no_files.status().code(), StatusCode::kNotFound) << no_files.status();
+}
+
 TEST_F(NetClusterTest, WritesReadBackAcrossMovesAndAJoiningNode) {
   StartCluster(/*nodes=*/2);
   auto db = Database::Connect("shoal://" + coordinator_->address(), {.insecure = true});
