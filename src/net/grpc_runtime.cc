@@ -11,7 +11,6 @@
 #include "src/net/grpc_pipe.h"
 #include "src/net/grpc_runtime_internal.h"
 #include "src/net/wire_codec.h"
-#include "src/security/certificates.h"
 
 namespace shoal::net {
 
@@ -107,56 +106,6 @@ std::vector<std::string> SplitList(const std::string& list) {
     begin = comma + 1;
   }
   return out;
-}
-
-// The requests only cluster processes send: map installs, heartbeats, everything of a bucket
-// move (exports, ingests, file chunks, catch-up, fences, drops, transfers) and of replication.
-// Clients send the others (documents, scans, maps, collections, the nodes' load for `status`).
-bool OnlyClusterProcessesSend(const wire::Request& request) {
-  switch (request.body_case()) {
-    case wire::Request::kInstallMap:
-    case wire::Request::kHeartbeat:
-    case wire::Request::kExportBucket:
-    case wire::Request::kIngestBucket:
-    case wire::Request::kCatchUp:
-    case wire::Request::kReadChanges:
-    case wire::Request::kFence:
-    case wire::Request::kDropBucket:
-    case wire::Request::kTransferBucket:
-    case wire::Request::kFetchMoveFile:
-    case wire::Request::kReplicate:
-    case wire::Request::kReplicaReport:
-    case wire::Request::kSealTerm:
-    case wire::Request::kQuiesce:
-      return true;
-    case wire::Request::kWrite:
-    case wire::Request::kGet:
-    case wire::Request::kScan:
-    case wire::Request::kGetMap:
-    case wire::Request::kCreateCollection:
-    case wire::Request::kBucketLoad:
-    case wire::Request::kBatchWrite:
-    case wire::Request::kBatchGet:
-    case wire::Request::BODY_NOT_SET:
-      return false;
-  }
-  return false;
-}
-
-// Cluster membership over TLS (docs/security.md): an envelope from a node or coordinator, or
-// carrying a request only cluster processes send, must come over a connection whose client
-// certificate is a node's (its common name is security::kNodeCommonName; the CA vouched for it
-// in the handshake). `peer` is that common name ("" when unknown). Certainly not handled when
-// refused.
-grpc::Status CheckClusterSender(const wire::Envelope& envelope, std::string_view peer) {
-  if (peer == security::kNodeCommonName) return grpc::Status::OK;
-  const bool claims_process = envelope.from().kind() != wire::Address::CLIENT;
-  if (!claims_process && !OnlyClusterProcessesSend(envelope.request())) return grpc::Status::OK;
-  return grpc::Status(
-      grpc::StatusCode::PERMISSION_DENIED,
-      fmt::format("only cluster processes (with a node certificate) send {}; this connection's "
-                  "certificate names '{}'",
-                  claims_process ? "as a node or coordinator" : "this request", peer));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "src/net/tls_credentials.h"
 
+#include <fmt/format.h>
 #include <grpc/grpc_security_constants.h>
 #include <grpcpp/security/auth_context.h>
 #include <grpcpp/security/credentials.h>
@@ -7,6 +8,10 @@
 #include <grpcpp/security/tls_certificate_provider.h>
 #include <grpcpp/security/tls_certificate_verifier.h>
 #include <grpcpp/security/tls_credentials_options.h>
+#include <grpcpp/support/status.h>
+
+#include "proto/shoal.pb.h"
+#include "src/security/certificates.h"
 
 namespace shoal::net {
 
@@ -56,6 +61,40 @@ constexpr std::string_view kHandshakeHint =
     "TLS handshake failed: the client and the server need certificates of the same cluster CA, "
     "and the server's must name the host dialled (docs/security.md)";
 
+// The requests only cluster processes send: map installs, heartbeats, everything of a bucket
+// move (exports, ingests, file chunks, catch-up, fences, drops, transfers) and of replication.
+// Clients send the others (documents, scans, maps, collections, the nodes' load for `status`).
+bool OnlyClusterProcessesSend(const wire::Request& request) {
+  switch (request.body_case()) {
+    case wire::Request::kInstallMap:
+    case wire::Request::kHeartbeat:
+    case wire::Request::kExportBucket:
+    case wire::Request::kIngestBucket:
+    case wire::Request::kCatchUp:
+    case wire::Request::kReadChanges:
+    case wire::Request::kFence:
+    case wire::Request::kDropBucket:
+    case wire::Request::kTransferBucket:
+    case wire::Request::kFetchMoveFile:
+    case wire::Request::kReplicate:
+    case wire::Request::kReplicaReport:
+    case wire::Request::kSealTerm:
+    case wire::Request::kQuiesce:
+      return true;
+    case wire::Request::kWrite:
+    case wire::Request::kGet:
+    case wire::Request::kScan:
+    case wire::Request::kGetMap:
+    case wire::Request::kCreateCollection:
+    case wire::Request::kBucketLoad:
+    case wire::Request::kBatchWrite:
+    case wire::Request::kBatchGet:
+    case wire::Request::BODY_NOT_SET:
+      return false;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string SecurityHint(std::string_view grpc_message) {
@@ -78,6 +117,17 @@ std::string PeerCommonName(const grpc::AuthContext& context) {
   const auto values = context.FindPropertyValues(GRPC_X509_CN_PROPERTY_NAME);
   if (values.empty()) return {};
   return std::string(values.front().data(), values.front().size());
+}
+
+grpc::Status CheckClusterSender(const wire::Envelope& envelope, std::string_view peer) {
+  if (peer == security::kNodeCommonName) return grpc::Status::OK;
+  const bool claims_process = envelope.from().kind() != wire::Address::CLIENT;
+  if (!claims_process && !OnlyClusterProcessesSend(envelope.request())) return grpc::Status::OK;
+  return grpc::Status(
+      grpc::StatusCode::PERMISSION_DENIED,
+      fmt::format("only cluster processes (with a node certificate) send {}; this connection's "
+                  "certificate names '{}'",
+                  claims_process ? "as a node or coordinator" : "this request", peer));
 }
 
 }  // namespace shoal::net

@@ -33,12 +33,17 @@
 
 namespace grpc {
 class AuthContext;
+class Status;
 class ChannelCredentials;
 class ServerCredentials;
 namespace experimental {
 class CertificateProviderInterface;
 }  // namespace experimental
 }  // namespace grpc
+
+namespace shoal::wire {
+class Envelope;
+}  // namespace shoal::wire
 
 namespace shoal::net {
 
@@ -77,6 +82,15 @@ class TlsCredentials {
 // Whether `status` failed a TLS handshake (its message carries SecurityHint's first kind): no
 // retry will fix it until the certificates change.
 [[nodiscard]] bool HandshakeFailed(const Status& status);
+
+// Cluster membership over TLS (docs/security.md): an envelope from a node or coordinator, or
+// carrying a request only cluster processes send (map installs, heartbeats, every step of a
+// bucket move, replication), must come over a connection whose client certificate is a node's:
+// its common name is security::kNodeCommonName, and the CA vouched for it in the handshake.
+// `peer` is that common name ("" when unknown). PERMISSION_DENIED (certainly not handled) when
+// refused.
+[[nodiscard]] grpc::Status CheckClusterSender(const wire::Envelope& envelope,
+                                              std::string_view peer);
 
 // The common name of the verified client certificate of a call ("" without TLS): "node" for a
 // cluster process, the user's name for a client (security/certificates.h). For authorization.
