@@ -1,8 +1,10 @@
 // Connects to a running cluster, writes a document and reads it back.
 //
-//   shoal coordinator --data /tmp/shoal/coord --listen 127.0.0.1:7400 --initial-nodes 1 &
-//   shoal node --id 1 --data /tmp/shoal/n1 --listen 127.0.0.1:7401 --coordinator 127.0.0.1:7400 &
+//   shoal local --nodes 1 --data /tmp/shoal     # registers its credentials for this user
 //   example_connect_write_read shoal://127.0.0.1:7400
+//
+// Database::Connect finds the client certificate in the credentials file (docs/security.md);
+// ConnectOptions::certs_dir names one instead.
 
 #include <cstdio>
 #include <memory>

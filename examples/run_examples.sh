@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # examples_run: starts a coordinator and a node of the `shoal` binary on loopback (free ports),
-# runs each example against it and checks what it printed.
+# runs each example against it and checks what it printed. Over mutual TLS: the examples call
+# Database::Connect(uri) with no options, so they find the admin certificate through the
+# credentials file named by SHOAL_CREDENTIALS.
 # Usage: run_examples.sh path/to/shoal path/to/examples/dir
 set -euo pipefail
 
@@ -13,6 +15,7 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
+export SHOAL_CREDENTIALS="$dir/credentials"
 
 fail() {
   echo "FAIL: $*" >&2
@@ -35,11 +38,15 @@ start() {
   fail "$name did not start"
 }
 
+"$shoal" certs create-ca --certs-dir "$dir/certs" >/dev/null
+"$shoal" certs create-node --certs-dir "$dir/certs" >/dev/null
+"$shoal" certs create-client --certs-dir "$dir/certs" --user admin >/dev/null
 start coordinator coordinator --data "$dir/coordinator" --listen 127.0.0.1:0 --initial-nodes 1 \
-  --buckets 8 --no-sync
+  --buckets 8 --no-sync --certs-dir "$dir/certs"
 cluster="shoal://$address"
+"$shoal" credentials add --cluster "$cluster" --certs-dir "$dir/certs" >/dev/null
 start node1 node --id 1 --data "$dir/node-1" --listen 127.0.0.1:0 --coordinator "$address" \
-  --no-sync
+  --no-sync --certs-dir "$dir/certs"
 for _ in $(seq 1 100); do
   status=$("$shoal" status --cluster "$cluster" --json 2>/dev/null) || status=unreachable
   if [[ $status != *unreachable* && $status != *'"reachable":false'* ]]; then break; fi

@@ -15,6 +15,8 @@ packages=(
   libzookeeper-mt-dev zookeeper
   # network layer: gRPC and protocol buffers
   protobuf-compiler protobuf-compiler-grpc libgrpc++-dev libprotobuf-dev
+  # certificates (src/security) on the OpenSSL that gRPC's TLS runs on
+  libssl-dev
   # the PostgreSQL shard backend's tests start a real server
   postgresql
   # tests and benchmarks

@@ -40,16 +40,20 @@ sleep 2
 # Load: every key once (a put run long enough that each client writes its share), then gets of
 # the loaded keys only.
 start_load=$(now_ms)
-"$load" --cluster "$cluster" --op get --clients "$clients" --seconds 1 --keys "$keys" \
+"$load" "${client_security[@]}" --cluster "$cluster" --op get --clients "$clients" --seconds 1 \
+  --keys "$keys" \
   --value-bytes "$value_bytes" >/dev/null
 echo "loaded $keys documents of $value_bytes bytes ($mib MiB) in $(($(now_ms) - start_load)) ms;" \
   "node 3 holds $(du -sm "$dir/node-3" | cut -f1) MiB"
 
 gets() {  # one window of gets -> ops/s
-  "$load" --cluster "$cluster" --op get --clients "$clients" --seconds "$window" --keys "$keys" \
+  "$load" "${client_security[@]}" --cluster "$cluster" --op get --clients "$clients" \
+    --seconds "$window" --keys "$keys" \
     --value-bytes "$value_bytes" --skip-load | jq -r .ops_per_second
 }
-status_field() { "$shoal" status --json --cluster "$cluster" | jq -r ".$1"; }
+status_field() {
+  "$shoal" status "${client_security[@]}" --json --cluster "$cluster" | jq -r ".$1"
+}
 
 before=()
 for _ in $(seq 1 "$before_windows"); do before+=("$(gets)"); done

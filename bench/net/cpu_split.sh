@@ -36,7 +36,8 @@ skip=$(awk -v s="$seconds" 'BEGIN {printf "%.1f", s * 0.3}')
 window=$(awk -v s="$seconds" 'BEGIN {printf "%.1f", s * 0.4}')
 for op in $ops; do
   for clients in $client_counts; do
-    "$load" --cluster "shoal://$coordinator" --op "$op" --clients "$clients" \
+    "$load" "${client_security[@]}" --cluster "shoal://$coordinator" --op "$op" \
+      --clients "$clients" \
       --seconds "$seconds" --async --async-calls 1 >"$dir/load.out" &
     load_pid=$!
     sleep "$skip"

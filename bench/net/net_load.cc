@@ -54,6 +54,11 @@ struct Flags {
   bool async = false;
   int async_calls = 1;
   bool skip_load = false;  // get: the keys were loaded by an earlier run
+  // Security (ConnectOptions; docs/security.md): a certs dir, or plaintext, or by default the
+  // credentials file.
+  std::string certs_dir;
+  std::string user;
+  bool insecure = false;
 };
 
 // The closed loop of one asynchronous client: one operation in flight, the next started by the
@@ -129,7 +134,11 @@ int Run(const Flags& flags) {
   const shoal::ConnectOptions connect{
       .coalesce = !flags.no_coalesce,
       .async_calls_in_flight = static_cast<size_t>(flags.async_calls),
-      .pipe = flags.pipe};
+      .pipe = flags.pipe,
+      .insecure = flags.insecure,
+      .certs_dir = flags.certs_dir,
+      .user = flags.user,
+      .credentials_file = {}};
   for (int c = 0; c < flags.clients; ++c) {
     if ((flags.shared_connection || flags.async) && c > 0) {
       collections.push_back(collections.front());  // the same client for every thread
@@ -288,6 +297,10 @@ int main(int argc, char** argv) {
                  "Batch calls in flight per node and kind (ConnectOptions::async_calls_in_flight)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  app.add_option("--certs-dir", flags.certs_dir,
+                 "Mutual TLS with ca.crt and client.USER.crt/.key of this directory");
+  app.add_option("--user", flags.user, "With --certs-dir: whose certificate (default admin)");
+  app.add_flag("--insecure", flags.insecure, "Plaintext, for a cluster started with --insecure");
   CLI11_PARSE(app, argc, argv);
   if (flags.async && flags.batch > 1) {
     std::fprintf(stderr, "error: --async sends single operations (no --batch)\n");

@@ -4,6 +4,24 @@
 # point, and the median of a column of numbers.
 # The sourcing script sets `dir` (a scratch directory, removed on exit) before sourcing.
 
+# Security of the cluster processes started here and of their clients (docs/security.md):
+# plaintext (--insecure) by default, as the numbers of docs/results/network.md were measured and
+# as Redis serves; TLS=1 runs them over mutual TLS with certificates made in $dir/certs (the
+# sourcing script sets `shoal` first). `start` gives a coordinator or node the server half;
+# scripts pass "${client_security[@]}" to net_load and the commands.
+if [ "${TLS:-0}" = 1 ]; then
+  [ -n "${shoal:-}" ] || { echo "TLS=1 needs \$shoal set before sourcing processes.sh" >&2; exit 2; }
+  mkdir -p "$dir"
+  "$shoal" certs create-ca --certs-dir "$dir/certs" >/dev/null
+  "$shoal" certs create-node --certs-dir "$dir/certs" >/dev/null
+  "$shoal" certs create-client --certs-dir "$dir/certs" --user admin >/dev/null
+  server_security=(--certs-dir "$dir/certs")
+  client_security=(--certs-dir "$dir/certs")
+else
+  server_security=(--insecure)
+  client_security=(--insecure)
+fi
+
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
@@ -16,7 +34,9 @@ trap cleanup EXIT
 start() {
   local name=$1
   shift
-  "$@" --json >"$dir/$name.out" 2>"$dir/$name.log" &
+  local security=()
+  case "${2:-}" in coordinator | node) security=("${server_security[@]}") ;; esac
+  "$@" "${security[@]}" --json >"$dir/$name.out" 2>"$dir/$name.log" &
   pids+=($!)
   for _ in $(seq 1 100); do
     # The background process may not have created its output file yet: not an error.

@@ -70,7 +70,7 @@ int Run(const Flags& flags) {
     if (!node.ok()) return Fail(node.status());
     nodes.push_back(std::move(*node));
   }
-  auto db = shoal::Database::Connect("shoal://" + (*coordinator)->address());
+  auto db = shoal::Database::Connect("shoal://" + (*coordinator)->address(), {.insecure = true});
   if (!db.ok()) return Fail(db.status());
   auto docs = (*db)->GetCollection("docs");
   if (!docs.ok()) return Fail(docs.status());

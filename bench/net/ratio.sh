@@ -35,7 +35,8 @@ shoal_ops() {  # COORDINATOR OP STYLE
     calls=${3#pipe}
     pipe=(--pipe)
   fi
-  "$load" --cluster "shoal://$1" --op "$2" --clients "$clients" --seconds "$seconds" --async \
+  "$load" "${client_security[@]}" --cluster "shoal://$1" --op "$2" --clients "$clients" \
+    --seconds "$seconds" --async \
     --async-calls "$calls" "${pipe[@]}" | jq .ops_per_second
 }
 

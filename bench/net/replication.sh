@@ -41,7 +41,8 @@ sleep 2
 # Load every key once in each cluster (a short get run loads them first), so that the get arms
 # find them and need not load them again: the nodes' CPU is read over each whole net_load run.
 for k in 1 3; do
-  "$load" --cluster "shoal://${coordinators[$k]}" --op get --clients "$clients" --seconds 1 \
+  "$load" "${client_security[@]}" --cluster "shoal://${coordinators[$k]}" --op get \
+    --clients "$clients" --seconds 1 \
     >/dev/null
 done
 sleep "$settle"
@@ -57,7 +58,8 @@ measure() {  # K OP -> "ops/s p50_ms p99_ms node_cpu_us_per_op"
   before=$(node_ticks "$1")
   local skip=()
   [ "$2" = get ] && skip=(--skip-load)
-  out=$("$load" --cluster "shoal://${coordinators[$1]}" --op "$2" --clients "$clients" \
+  out=$("$load" "${client_security[@]}" --cluster "shoal://${coordinators[$1]}" --op "$2" \
+    --clients "$clients" \
     --seconds "$seconds" "${skip[@]}" | jq -r '"\(.ops_per_second) \(.p50_ms) \(.p99_ms)"')
   after=$(node_ticks "$1")
   read -r ops p50 p99 <<<"$out"

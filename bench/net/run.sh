@@ -65,7 +65,8 @@ point() {
     # A run that cannot connect (a loaded machine) prints nothing and is left out; one
     # with failed operations still reports its successful ones.
     local out
-    out=$("$load" --cluster "shoal://$coordinator" --op "$op" --clients "$clients" \
+    out=$("$load" "${client_security[@]}" --cluster "shoal://$coordinator" --op "$op" \
+      --clients "$clients" \
       --seconds "$seconds" --value-bytes 1024 "${batch_flag[@]}" "${style_flags[@]}") ||
       echo "net_load: $label $nodes $name $clients: exit $?" >&2
     if [ -n "$out" ]; then results+=("$out"); fi

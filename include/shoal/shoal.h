@@ -206,6 +206,16 @@ struct ConnectOptions {
   // The asynchronous operations' calls to a node go as messages of one stream per node (a
   // Shoal.Pipe) instead of one RPC each (docs/design/network.md, "Pipe").
   bool pipe = false;
+  // Transport security (docs/security.md). The cluster is reached over mutual TLS with the
+  // first identity that applies: `certs_dir` (its ca.crt and client.<user>.crt/.key from `shoal
+  // certs`); else this cluster's entry in `credentials_file`, else in the file named by
+  // $SHOAL_CREDENTIALS, else in ~/.config/shoal/credentials (`shoal local` registers its cluster
+  // there). `insecure` is plaintext, for a cluster started with --insecure. With none of them,
+  // Connect fails with kFailedPrecondition naming each way.
+  bool insecure = false;
+  std::string certs_dir{};
+  std::string user{};  // whose client certificate in certs_dir ("" = "admin")
+  std::string credentials_file{};
 };
 
 class Database {

@@ -26,8 +26,9 @@ StatusOr<std::unique_ptr<RemoteTestCluster>> RemoteTestCluster::Start(const std:
     node.coordinator = cluster->coordinator_->address();
     SHOAL_ASSIGN_OR_RETURN(cluster->nodes_[id], process::NodeProcess::Start(node));
   }
-  SHOAL_ASSIGN_OR_RETURN(cluster->db_,
-                         Database::Connect("shoal://" + cluster->coordinator_->address()));
+  SHOAL_ASSIGN_OR_RETURN(
+      cluster->db_,
+      Database::Connect("shoal://" + cluster->coordinator_->address(), {.insecure = true}));
   return cluster;
 }
 

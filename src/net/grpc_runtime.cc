@@ -61,7 +61,12 @@ Micros TimeoutUntil(std::chrono::system_clock::time_point deadline) {
 }
 
 Status FromGrpc(const grpc::Status& status, std::string_view what_call) {
-  const std::string what = fmt::format("{}: {}", what_call, status.error_message());
+  std::string what = fmt::format("{}: {}", what_call, status.error_message());
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    if (const std::string hint = SecurityHint(status.error_message()); !hint.empty()) {
+      what += fmt::format(" ({})", hint);
+    }
+  }
   switch (status.error_code()) {
     case grpc::StatusCode::OK:
       return OkStatus();
@@ -75,6 +80,11 @@ Status FromGrpc(const grpc::Status& status, std::string_view what_call) {
       return InvalidArgumentError(what);
     case grpc::StatusCode::UNIMPLEMENTED:
       return UnimplementedError(what);
+    // Refused before the handler ran (docs/security.md).
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return PermissionDeniedError(what);
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return UnauthenticatedError(what);
     // ABORTED: the callee stopped while handling the request. Like a timeout, the request may
     // have been handled.
     case grpc::StatusCode::ABORTED:
@@ -109,6 +119,10 @@ class GrpcRuntime::Handler final : public wire::Shoal::WithAsyncMethod_Pipe<wire
 
   grpc::Status Call(grpc::ServerContext* context, const wire::Envelope* envelope,
                     wire::Response* out) override {
+    if (runtime_->credentials_->secure()) {
+      grpc::Status sender = CheckClusterSender(*envelope, PeerCommonName(*context->auth_context()));
+      if (!sender.ok()) return sender;
+    }
     return runtime_->HandleEnvelope(*envelope, context->deadline(), out);
   }
   grpc::Status Admin(grpc::ServerContext*, const wire::AdminRequest* request,
@@ -143,6 +157,13 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
   grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* context,
                                  const wire::Envelope* envelope, wire::Response* out) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    if (runtime_->credentials_->secure()) {
+      grpc::Status sender = CheckClusterSender(*envelope, PeerCommonName(*context->auth_context()));
+      if (!sender.ok()) {
+        reactor->Finish(sender);
+        return reactor;
+      }
+    }
     // The envelope, the response and the context live until the reactor finishes.
     runtime_->workers_->Submit([this, reactor, context, envelope, out] {
       reactor->Finish(runtime_->HandleEnvelope(*envelope, context->deadline(), out));
@@ -301,6 +322,7 @@ StatusOr<std::unique_ptr<GrpcRuntime>> GrpcRuntime::Start(const GrpcRuntimeOptio
   // set in the environment is kept.
   ::setenv(kBackupPollVariable, kBackupPollMs, /*overwrite=*/0);
   std::unique_ptr<GrpcRuntime> runtime(new GrpcRuntime(options));
+  SHOAL_ASSIGN_OR_RETURN(runtime->credentials_, TlsCredentials::Create(options.security));
   runtime->LoadAddressBook();
   if (!options.listen.empty()) SHOAL_RETURN_IF_ERROR(runtime->StartServer());
   if (options.pipe) runtime->pipe_client_ = std::make_unique<PipeClient>();
@@ -318,15 +340,18 @@ StatusOr<std::unique_ptr<GrpcRuntime>> GrpcRuntime::Start(const GrpcRuntimeOptio
 Status GrpcRuntime::StartServer() {
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(options_.listen, credentials_->Server(), &port);
   // Pipe calls are handed to workers in both modes (a handler may block).
   workers_ = std::make_unique<WorkerPool>(kMaxCallbackWorkers);
   pipe_handle_ = [this](const wire::PipeCall& call, wire::PipeReply* reply) {
     const auto deadline = DeadlineAfter(call.timeout_micros() > 0
                                             ? static_cast<transport::Micros>(call.timeout_micros())
                                             : kNoDeadline);
-    const grpc::Status status =
-        HandleEnvelope(call.envelope(), deadline, reply->mutable_response());
+    // Only clients use the pipe: over TLS, what only cluster processes send is refused on it
+    // whoever the peer is.
+    grpc::Status status = credentials_->secure() ? CheckClusterSender(call.envelope(), /*peer=*/"")
+                                                 : grpc::Status::OK;
+    if (status.ok()) status = HandleEnvelope(call.envelope(), deadline, reply->mutable_response());
     reply->set_code(static_cast<int32_t>(status.error_code()));
     reply->set_message(status.error_message());
     reply->set_details(status.error_details());
@@ -443,7 +468,7 @@ std::shared_ptr<GrpcRuntime::Peer> GrpcRuntime::PeerForLocked(const std::string&
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
     peer = std::make_shared<Peer>();
     peer->host_port = host_port;
-    peer->channel = grpc::CreateCustomChannel(host_port, grpc::InsecureChannelCredentials(), args);
+    peer->channel = grpc::CreateCustomChannel(host_port, credentials_->Channel(), args);
     peer->stub = wire::Shoal::NewStub(peer->channel);
   }
   return peer;

@@ -77,6 +77,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "src/net/tls_credentials.h"
 #include "src/net/worker_pool.h"
 #include "src/transport/runtime.h"
 #include "src/transport/thread_runtime.h"
@@ -180,6 +181,10 @@ struct GrpcRuntimeOptions {
   // CallAsync to a node sends each call as a message of one Shoal.Pipe stream per node
   // (grpc_pipe.h) instead of one unary Shoal.Call. Every server answers both.
   bool pipe = false;
+  // TLS of the server and of every channel (tls_credentials.h); plaintext by default, which only
+  // tests and --insecure processes use: the commands refuse to start a server without
+  // --certs-dir or --insecure.
+  TransportSecurity security{};
 };
 
 class GrpcRuntime final : public transport::Runtime {
@@ -341,6 +346,8 @@ class GrpcRuntime final : public transport::Runtime {
                               const std::function<bool()>& cancelled, wire::WatchMapResponse* out);
 
   const GrpcRuntimeOptions options_;
+  // The server's and the channels' credentials; set by Start before anything listens or dials.
+  std::shared_ptr<const TlsCredentials> credentials_;
   const std::vector<std::string> coordinators_;  // options_.coordinator, split at commas
   transport::ThreadRuntime local_;
   std::unique_ptr<Handler> handler_;

@@ -80,9 +80,35 @@ class NetClusterTest : public ::testing::Test {
   std::map<uint32_t, std::unique_ptr<NodeProcess>> nodes_;
 };
 
+// Regression: a process whose runtime could not start (its port taken, or TLS files that do not
+// fit) failed Start by crashing in its own destructor; it returns the error.
+TEST_F(NetClusterTest, StartThatCannotServeReturnsItsErrorWithoutCrashing) {
+  StartCoordinator(1, /*auto_balance=*/false);
+  ASSERT_NE(coordinator_, nullptr);
+  CoordinatorProcessOptions taken;
+  taken.data_dir = dir_ + "/second";
+  taken.listen = coordinator_->address();
+  auto second = CoordinatorProcess::Start(taken);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable) << second.status();
+  NodeProcessOptions node;
+  node.id = 1;
+  node.data_dir = dir_ + "/node-1";
+  node.listen = coordinator_->address();
+  node.coordinator = coordinator_->address();
+  auto refused = NodeProcess::Start(node);
+  ASSERT_FALSE(refused.ok());
+  node.listen = "127.0.0.1:0";
+  node.security.tls = security::TlsFiles{
+      .ca_cert = dir_ + "/none/ca.crt", .cert = dir_ + "/none/n.crt", .key = dir_ + "/none/n.key"};
+  auto no_files = NodeProcess::Start(node);
+  ASSERT_FALSE(no_files.ok());
+  EXPECT_EQ(no_files.status().code(), StatusCode::kNotFound) << no_files.status();
+}
+
 TEST_F(NetClusterTest, WritesReadBackAcrossMovesAndAJoiningNode) {
   StartCluster(/*nodes=*/2);
-  auto db = Database::Connect("shoal://" + coordinator_->address());
+  auto db = Database::Connect("shoal://" + coordinator_->address(), {.insecure = true});
   ASSERT_TRUE(db.ok()) << db.status();
   auto users = (*db)->GetCollection("users");
   ASSERT_TRUE(users.ok()) << users.status();
@@ -206,7 +232,7 @@ TEST_F(NetClusterTest, WritesReadBackAcrossMovesAndAJoiningNode) {
 
 TEST_F(NetClusterTest, BatchOverTheNetwork) {
   StartCluster(/*nodes=*/3);
-  auto db = Database::Connect("shoal://" + coordinator_->address());
+  auto db = Database::Connect("shoal://" + coordinator_->address(), {.insecure = true});
   ASSERT_TRUE(db.ok()) << db.status();
   auto docs = (*db)->GetCollection("docs");
   ASSERT_TRUE(docs.ok()) << docs.status();
@@ -244,7 +270,7 @@ TEST_F(NetClusterTest, BatchOverTheNetwork) {
 // The same contract as the embedded Database's (database_test.cc), over gRPC.
 TEST_F(NetClusterTest, ReadOfAnUnknownCollectionDoesNotCreateIt) {
   StartCluster(/*nodes=*/2);
-  auto db = Database::Connect("shoal://" + coordinator_->address());
+  auto db = Database::Connect("shoal://" + coordinator_->address(), {.insecure = true});
   ASSERT_TRUE(db.ok()) << db.status();
   collection_test::ExpectReadsOfAMissingCollectionCreateNothing(**db, "nocoll");
   collection_test::ExpectCreatingWritesCreateAMissingCollection(**db, "fresh");
@@ -272,7 +298,7 @@ TEST_F(NetClusterTest, ReadOfAnUnknownCollectionDoesNotCreateIt) {
 // (its server held back by flow control) costs neither a duplicate nor a miss.
 TEST_F(NetClusterTest, QueryStreamMatchesPagedQueryAndFollowsMoves) {
   StartCluster(/*nodes=*/3);
-  auto db = Database::Connect("shoal://" + coordinator_->address());
+  auto db = Database::Connect("shoal://" + coordinator_->address(), {.insecure = true});
   ASSERT_TRUE(db.ok()) << db.status();
   auto docs = (*db)->GetCollection("docs");
   ASSERT_TRUE(docs.ok()) << docs.status();
@@ -355,7 +381,7 @@ TEST_F(NetClusterTest, CoordinatorRestartRecoversTheMapAndAddresses) {
   StartCluster(/*nodes=*/2);
   const std::string address = coordinator_->address();
   {
-    auto db = Database::Connect(address);
+    auto db = Database::Connect(address, {.insecure = true});
     ASSERT_TRUE(db.ok()) << db.status();
     auto c = (*db)->GetCollection("c");
     ASSERT_TRUE(c.ok());
@@ -381,7 +407,7 @@ TEST_F(NetClusterTest, CoordinatorRestartRecoversTheMapAndAddresses) {
   // The address book came back from the data directory: nodes are reachable before they
   // announce themselves again.
   EXPECT_EQ(coordinator_->runtime().AddressBook().count(transport::Address::Node(NodeId(1))), 1u);
-  auto db = Database::Connect(address);
+  auto db = Database::Connect(address, {.insecure = true});
   ASSERT_TRUE(db.ok()) << db.status();
   auto c = (*db)->GetCollection("c");
   ASSERT_TRUE(c.ok());
@@ -395,7 +421,7 @@ TEST_F(NetClusterTest, CoordinatorRestartRecoversTheMapAndAddresses) {
 TEST_F(NetClusterTest, AdminAddsANodeOverTheNetwork) {
   StartCoordinator(/*nodes=*/1, /*auto_balance=*/true);
   StartNode(1);
-  auto db = Database::Connect(coordinator_->address());
+  auto db = Database::Connect(coordinator_->address(), {.insecure = true});
   ASSERT_TRUE(db.ok()) << db.status();
   auto c = (*db)->GetCollection("c");
   ASSERT_TRUE(c.ok());

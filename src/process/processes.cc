@@ -61,7 +61,9 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
                                .coordinator = {},
                                .address_book_path = options.data_dir + "/addresses",
                                .max_message_bytes = options.max_message_bytes,
-                               .server_mode = options.server_mode}));
+                               .server_mode = options.server_mode,
+                               .pipe = false,
+                               .security = options.security}));
   CoordinatorProcess* self = process.get();
   process->runtime_->SetAdminHandler(
       [self](const wire::AdminRequest& request, wire::AdminResponse* out) {
@@ -264,9 +266,12 @@ void CoordinatorProcess::Stop() {
   watch_hub_->Close();  // the waiting watches end now, not at the server's shutdown grace
   cv_.SignalAll();
   if (election_thread_.joinable()) election_thread_.join();
-  runtime_->Stop(transport::Address::Coordinator());
-  // The runtime joins the coordinator's tasks before the store they use closes.
-  runtime_->Shutdown();
+  // A Start that failed before its runtime served has none.
+  if (runtime_ != nullptr) {
+    runtime_->Stop(transport::Address::Coordinator());
+    // The runtime joins the coordinator's tasks before the store they use closes.
+    runtime_->Shutdown();
+  }
   {
     absl::MutexLock lock(&mu_);
     coordinator_.reset();
@@ -291,7 +296,9 @@ StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeProcessOptio
                                                   .coordinator = options.coordinator,
                                                   .address_book_path = {},
                                                   .max_message_bytes = options.max_message_bytes,
-                                                  .server_mode = options.server_mode}));
+                                                  .server_mode = options.server_mode,
+                                                  .pipe = false,
+                                                  .security = options.security}));
   node::NodeOptions node;
   node.id = NodeId(id);
   node.data_dir = options.data_dir;
@@ -309,8 +316,9 @@ NodeProcess::~NodeProcess() { (void)Stop(); }
 Status NodeProcess::Stop() {
   if (stopped_) return OkStatus();
   stopped_ = true;
-  Status status = node_->Close();
-  runtime_->Shutdown();
+  // A Start that failed part way has no node or no runtime yet.
+  Status status = node_ != nullptr ? node_->Close() : OkStatus();
+  if (runtime_ != nullptr) runtime_->Shutdown();
   return status;
 }
 

@@ -71,6 +71,8 @@ struct CoordinatorProcessOptions {
   net::GrpcServerMode server_mode = net::GrpcServerMode::kSync;
   // Map watches held at once (docs/design/network.md "Map watch"); one more: kResourceExhausted.
   size_t max_map_watchers = kDefaultMaxMapWatchers;
+  // TLS of its server and of its calls to nodes (docs/security.md); plaintext by default.
+  net::TransportSecurity security{};
 };
 
 class CoordinatorProcess {
@@ -140,6 +142,9 @@ struct NodeProcessOptions {
   // storage::StoreOptions::min_free_disk_bytes: document writes stop (NO_SPACE) while they
   // would leave less free disk than this.
   uint64_t min_free_disk_bytes = storage::StoreOptions{}.min_free_disk_bytes;
+  // TLS of its server and of its calls to the coordinator and other nodes (docs/security.md);
+  // plaintext by default.
+  net::TransportSecurity security{};
 };
 
 class NodeProcess {

@@ -80,7 +80,7 @@ TEST_F(ZooKeeperCoordinatorTest, RestartRecoversMapAndMoveLogFromZooKeeper) {
   StartNode(2);
   const std::string address = coordinator_->address();
   {
-    auto db = Database::Connect(address);
+    auto db = Database::Connect(address, {.insecure = true});
     ASSERT_TRUE(db.ok()) << db.status();
     auto c = (*db)->GetCollection("c");
     ASSERT_TRUE(c.ok()) << c.status();
@@ -116,7 +116,7 @@ TEST_F(ZooKeeperCoordinatorTest, RestartRecoversMapAndMoveLogFromZooKeeper) {
   EXPECT_GE(after->epoch(), before->epoch());
   EXPECT_EQ(after->BucketsOf(NodeId(2)), before->BucketsOf(NodeId(2)));
   EXPECT_EQ(after->NextMoveId(), before->NextMoveId());
-  auto db = Database::Connect(address);
+  auto db = Database::Connect(address, {.insecure = true});
   ASSERT_TRUE(db.ok()) << db.status();
   auto c = (*db)->GetCollection("c");
   ASSERT_TRUE(c.ok());
@@ -162,7 +162,7 @@ TEST_F(ZooKeeperCoordinatorTest, StandbyTakesOverWhenTheLeaderStops) {
     auto refused = (*admin)->Admin(request, 5'000'000);
     EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable) << refused.status();
   }
-  auto db = Database::Connect("shoal://" + both);
+  auto db = Database::Connect("shoal://" + both, {.insecure = true});
   ASSERT_TRUE(db.ok()) << db.status();
   auto c = (*db)->GetCollection("c");
   ASSERT_TRUE(c.ok()) << c.status();

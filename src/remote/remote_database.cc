@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "include/shoal/shoal.h"
@@ -12,6 +13,7 @@
 #include "src/net/grpc_runtime.h"
 #include "src/net/uri.h"
 #include "src/remote/map_watcher.h"
+#include "src/security/credentials_file.h"
 
 namespace shoal::remote {
 namespace {
@@ -50,6 +52,8 @@ class RemoteBackend final : public DatabaseBackend {
           status.code() != StatusCode::kDeadlineExceeded) {
         break;
       }
+      // Certificates that do not fit: waiting does not help.
+      if (net::HandshakeFailed(status)) break;
       const auto pause = std::chrono::milliseconds(100 << std::min(attempt, 3));
       if (std::chrono::steady_clock::now() + pause >= give_up) break;
       std::this_thread::sleep_for(pause);
@@ -88,6 +92,12 @@ namespace shoal {
 StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri,
                                                       const ConnectOptions& options) {
   SHOAL_ASSIGN_OR_RETURN(std::string coordinator, net::CoordinatorsOf(uri));
+  SHOAL_ASSIGN_OR_RETURN(std::optional<security::TlsFiles> tls,
+                         security::ResolveClientTls({.insecure = options.insecure,
+                                                     .certs_dir = options.certs_dir,
+                                                     .user = options.user,
+                                                     .credentials_file = options.credentials_file},
+                                                    coordinator));
   SHOAL_ASSIGN_OR_RETURN(auto runtime,
                          net::GrpcRuntime::Start({.listen = {},
                                                   .advertise = {},
@@ -95,7 +105,8 @@ StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri,
                                                   .address_book_path = {},
                                                   .max_message_bytes = net::kDefaultMaxMessageBytes,
                                                   .server_mode = net::GrpcServerMode::kSync,
-                                                  .pipe = options.pipe}));
+                                                  .pipe = options.pipe,
+                                                  .security = {.tls = std::move(tls)}}));
   auto backend = std::make_unique<remote::RemoteBackend>(std::move(runtime), options);
   SHOAL_RETURN_IF_ERROR(backend->Start(coordinator));
   return Database::Impl::Wrap(std::move(backend));

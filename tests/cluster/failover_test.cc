@@ -135,7 +135,8 @@ TEST_P(FailoverTest, StandbyTakesOverMidMoveWithoutLoss) {
   ASSERT_TRUE(cluster_->StartStandbyCoordinator(3, 12).ok());
   ASSERT_NO_FATAL_FAILURE(StartNodesUnderTheLeader());
 
-  workload_ = std::make_unique<Workload>(cluster_->uri(), /*threads=*/2, /*keys_per_thread=*/150);
+  workload_ = std::make_unique<Workload>(cluster_->uri(), cluster_->connect_options(),
+                                         /*threads=*/2, /*keys_per_thread=*/150);
   ASSERT_TRUE(workload_->Start().ok());
   for (int i = 0; i < 200 && workload_->acknowledged() < 300; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -245,11 +246,13 @@ TEST_F(ZooKeeperClusterTest, WatchingClientFollowsTheNewLeader) {
 TEST_F(ZooKeeperClusterTest, ZooKeeperKilledUnderLoad) {
   ASSERT_TRUE(cluster_->StartCoordinator(3, 12).ok());
   ASSERT_NO_FATAL_FAILURE(StartNodesUnderTheLeader());
-  auto reader = Database::Connect(cluster_->uri());  // opened before: it has the map
+  auto reader = Database::Connect(cluster_->uri(),
+                                  cluster_->connect_options());  // opened before: it has the map
   ASSERT_TRUE(reader.ok()) << reader.status();
   auto probe = (*reader)->GetCollection("faults");
   ASSERT_TRUE(probe.ok()) << probe.status();
-  workload_ = std::make_unique<Workload>(cluster_->uri(), /*threads=*/2, /*keys_per_thread=*/150);
+  workload_ = std::make_unique<Workload>(cluster_->uri(), cluster_->connect_options(),
+                                         /*threads=*/2, /*keys_per_thread=*/150);
   ASSERT_TRUE(workload_->Start().ok());
   for (int i = 0; i < 200 && workload_->acknowledged() < 300; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -102,8 +102,9 @@ class ClusterFaultTest : public testing::Test {
   }
 
   void StartWorkload() {
-    workload_ = std::make_unique<Workload>(cluster_->uri(), /*threads=*/2,
-                                           /*keys_per_thread=*/150);
+    workload_ =
+        std::make_unique<Workload>(cluster_->uri(), cluster_->connect_options(), /*threads=*/2,
+                                   /*keys_per_thread=*/150);
     Status started = workload_->Start();
     ASSERT_TRUE(started.ok()) << started;
   }
@@ -273,7 +274,7 @@ INSTANTIATE_TEST_SUITE_P(
 // readable, also through a client opened before the move and idle during it (a stale map).
 TEST_F(ClusterFaultTest, RemoveNodeKeepsEveryDocumentAndStaleClientWorks) {
   ASSERT_NO_FATAL_FAILURE(StartCluster("", ""));
-  auto stale = Database::Connect(cluster_->uri());
+  auto stale = Database::Connect(cluster_->uri(), cluster_->connect_options());
   ASSERT_TRUE(stale.ok()) << stale.status();
   {
     auto warm = (*stale)->GetCollection("faults");  // caches the map before the move
@@ -350,7 +351,7 @@ TEST_F(ClusterFaultTest, RunningOldOwnerRefusesStaleClients) {
   ASSERT_NO_FATAL_FAILURE(WaitBalanced(30));
 
   constexpr int kKeys = 120;
-  auto db = Database::Connect(cluster_->uri());
+  auto db = Database::Connect(cluster_->uri(), cluster_->connect_options());
   ASSERT_TRUE(db.ok()) << db.status();
   auto fresh = (*db)->GetCollection("stale");
   ASSERT_TRUE(fresh.ok()) << fresh.status();

@@ -486,7 +486,9 @@ TEST_F(HistoryTest, KeysStayLinearizableWhileNodesAreKilledStoppedAndRestarted) 
              dir_, run_.time.StartUtc());
 
   for (int i = 0; i < kDatabases; ++i) {
-    auto db = Database::Connect(cluster_->uri());
+    ConnectOptions connect;
+    connect.credentials_file = cluster_->credentials_file();
+    auto db = Database::Connect(cluster_->uri(), connect);
     ASSERT_TRUE(db.ok()) << db.status();
     databases_.push_back(std::move(*db));
   }

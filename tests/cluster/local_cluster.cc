@@ -18,9 +18,12 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
+
+extern char** environ;
 
 namespace shoal::cluster_test {
 namespace {
@@ -147,7 +150,8 @@ pid_t LocalCluster::NodePid(uint32_t id) const {
 
 std::optional<nlohmann::json> LocalCluster::StatusJson() const {
   const std::string command =
-      fmt::format("'{}' status --json --cluster '{}' 2>/dev/null", binary_, uri_);
+      fmt::format("SHOAL_CREDENTIALS='{}' '{}' status --json --cluster '{}' 2>/dev/null",
+                  credentials_file(), binary_, uri_);
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return std::nullopt;
   std::string out;
@@ -191,6 +195,14 @@ Status LocalCluster::Launch(int base) {
   std::vector<char*> argv;
   for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
+  // Ours, with SHOAL_CREDENTIALS naming the test's own file (never the user's).
+  const std::string credentials = "SHOAL_CREDENTIALS=" + credentials_file();
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::string_view(*e).substr(0, 18) != "SHOAL_CREDENTIALS=") envp.push_back(*e);
+  }
+  envp.push_back(const_cast<char*>(credentials.c_str()));
+  envp.push_back(nullptr);
   const std::string out = dir_ + "/local.out";
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
@@ -206,7 +218,7 @@ Status LocalCluster::Launch(int base) {
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execv(binary_.c_str(), argv.data());
+    ::execve(binary_.c_str(), argv.data(), envp.data());
     ::_exit(127);
   }
   ::setpgid(pid, pid);  // also here, so that no signal to the group can precede the child's

@@ -72,6 +72,9 @@ class LocalCluster {
   // The cluster's URI, once Start succeeded.
   [[nodiscard]] const std::string& uri() const { return uri_; }
   [[nodiscard]] std::string data_dir() const { return dir_ + "/data"; }
+  // The credentials file shoal local registers its cluster in (its SHOAL_CREDENTIALS): how the
+  // test's clients find the admin certificate of the secure cluster.
+  [[nodiscard]] std::string credentials_file() const { return dir_ + "/credentials"; }
   // Everything shoal local printed so far.
   [[nodiscard]] std::string Output() const;
 

@@ -4,6 +4,9 @@
 # cleanup kills `local_pid` and every process started under `dir`, then removes it.
 
 local_pid=""
+# shoal local registers its cluster here, and the commands find their credentials here: never in
+# the user's ~/.config/shoal/credentials.
+export SHOAL_CREDENTIALS="$dir/credentials"
 cleanup() {
   if [ -n "$local_pid" ]; then kill -KILL "$local_pid" 2>/dev/null || true; fi
   pkill -KILL -f "$dir/" 2>/dev/null || true

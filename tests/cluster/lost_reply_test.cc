@@ -121,7 +121,9 @@ TEST_P(LostReplyTest, TheWriteReturnsItsOwnOutcomeAndTheNextCallsRideOutTheResta
       setup = std::move(s);
       done = true;
     };
-    auto db = Database::Connect(cluster_->uri(), {.pipe = path == Path::kAsyncPipe});
+    ConnectOptions connect = cluster_->connect_options();
+    connect.pipe = path == Path::kAsyncPipe;
+    auto db = Database::Connect(cluster_->uri(), connect);
     if (!db.ok()) return finish(db.status());
     auto docs = (*db)->GetCollection("docs");
     if (!docs.ok()) return finish(docs.status());
@@ -169,7 +171,7 @@ TEST_P(LostReplyTest, TheWriteReturnsItsOwnOutcomeAndTheNextCallsRideOutTheResta
   EXPECT_LE(unknown_after, 1) << "only the write sent while the node was dying may be unknown";
   // The lost answer's write was applied before the crash, and so was every acknowledged one; a
   // later write of unknown outcome left either state.
-  auto db = Database::Connect(cluster_->uri());
+  auto db = Database::Connect(cluster_->uri(), cluster_->connect_options());
   ASSERT_TRUE(db.ok()) << db.status();
   auto docs = (*db)->GetCollection("docs");
   ASSERT_TRUE(docs.ok()) << docs.status();
@@ -203,7 +205,7 @@ TEST_F(RestartDuringAWalkTest, EveryKeyComesOnceAcrossTheRestart) {
   ASSERT_TRUE(serving.ok()) << serving;
   constexpr int kDocuments = 200;
   {
-    auto db = Database::Connect(cluster_->uri());
+    auto db = Database::Connect(cluster_->uri(), cluster_->connect_options());
     ASSERT_TRUE(db.ok()) << db.status();
     auto docs = (*db)->GetCollection("docs");
     ASSERT_TRUE(docs.ok()) << docs.status();
@@ -220,7 +222,7 @@ TEST_F(RestartDuringAWalkTest, EveryKeyComesOnceAcrossTheRestart) {
              status.code() == StatusCode::kDeadlineExceeded;
     };
     std::thread walker([&] {
-      auto db = Database::Connect(cluster_->uri());
+      auto db = Database::Connect(cluster_->uri(), cluster_->connect_options());
       if (!db.ok()) {
         failed = db.status();
         return;

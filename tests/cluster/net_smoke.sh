@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Real processes on loopback: a coordinator and two nodes of the `shoal` binary (each on a free
 # port), the data and status commands, a graceful SIGTERM of everything, a restart from the
-# same directories, and every written document read back.
+# same directories, and every written document read back. Over mutual TLS: the certificates come
+# from `shoal certs`, and the commands find them through a credentials file (`shoal credentials
+# add`, SHOAL_CREDENTIALS).
 # Usage: net_smoke.sh path/to/shoal [sync|callback]   (the gRPC server API of every process)
 set -euo pipefail
 
@@ -15,6 +17,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'echo "FAIL: line $LINENO: $BASH_COMMAND" >&2' ERR
+export SHOAL_CREDENTIALS="$dir/credentials"
 
 fail() {
   echo "FAIL: $*" >&2
@@ -40,16 +43,23 @@ start() {
   fail "$name did not start"
 }
 
+"$shoal" certs create-ca --certs-dir "$dir/certs" >/dev/null
+"$shoal" certs create-node --certs-dir "$dir/certs" --host localhost >/dev/null
+"$shoal" certs create-client --certs-dir "$dir/certs" --user admin >/dev/null
+[ "$(stat -c %a "$dir/certs/node.key")" = 600 ] || fail "node.key is not 0600"
+
 start_cluster() {
   local listen=$1
   start coordinator coordinator --data "$dir/coordinator" --listen "$listen" \
-    --initial-nodes 2 --buckets 8 --no-sync --log-format json --grpc-server "$grpc_server"
+    --initial-nodes 2 --buckets 8 --no-sync --log-format json --grpc-server "$grpc_server" \
+    --certs-dir "$dir/certs"
   coordinator=$address
   start node1 node --id 1 --data "$dir/node-1" --listen 127.0.0.1:0 \
-    --coordinator "$coordinator" --no-sync --grpc-server "$grpc_server"
+    --coordinator "$coordinator" --no-sync --grpc-server "$grpc_server" --certs-dir "$dir/certs"
   start node2 node --id 2 --data "$dir/node-2" --listen 127.0.0.1:0 \
-    --coordinator "$coordinator" --no-sync --grpc-server "$grpc_server"
+    --coordinator "$coordinator" --no-sync --grpc-server "$grpc_server" --certs-dir "$dir/certs"
   cluster="shoal://$coordinator"
+  "$shoal" credentials add --cluster "$cluster" --certs-dir "$dir/certs" >/dev/null
   # Until both nodes answer (their addresses reach the coordinator with their heartbeats).
   for _ in $(seq 1 100); do
     status=$("$shoal" status --cluster "$cluster" --json 2>/dev/null) || status=""

@@ -49,8 +49,9 @@ class OperatorMistakeTest : public testing::Test {
     for (uint32_t id = 1; id <= 2; ++id) ASSERT_TRUE(cluster_->StartNode(id).ok());
     const Status serving = cluster_->WaitServing(30);
     ASSERT_TRUE(serving.ok()) << serving;
-    workload_ = std::make_unique<Workload>(cluster_->uri(), /*threads=*/2,
-                                           /*keys_per_thread=*/100);
+    workload_ =
+        std::make_unique<Workload>(cluster_->uri(), cluster_->connect_options(), /*threads=*/2,
+                                   /*keys_per_thread=*/100);
     const Status started = workload_->Start();
     ASSERT_TRUE(started.ok()) << started;
     const Status loaded = cluster_->AwaitLoadReported(std::chrono::seconds(20));

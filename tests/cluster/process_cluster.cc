@@ -19,6 +19,8 @@
 #include "include/shoal/shoal.h"
 #include "proto/shoal.pb.h"
 #include "src/client/client.h"
+#include "src/security/certificates.h"
+#include "src/security/credentials_file.h"
 #include "src/transport/failpoints.h"
 
 extern char** environ;
@@ -84,6 +86,38 @@ std::string ShoalBinary() {
 ProcessCluster::ProcessCluster(std::string binary) : binary_(std::move(binary)) {
   std::string pattern = (std::filesystem::temp_directory_path() / "shoal-fault-XXXXXX").string();
   if (::mkdtemp(pattern.data()) != nullptr) dir_ = pattern;
+  certs_ = security::CreateCa({.certs_dir = certs_dir()});
+  if (certs_.ok()) certs_ = security::CreateNodeCert({.certs_dir = certs_dir(), .hosts = {}});
+  if (certs_.ok()) {
+    certs_ = security::CreateClientCert(
+        {.certs_dir = certs_dir(), .user = std::string(security::kDefaultUser)});
+  }
+}
+
+std::vector<std::string> ProcessCluster::SecurityArgs() const {
+  if (insecure_) return {"--insecure"};
+  // Reloaded every second: the rotation test replaces the files under running processes.
+  return {"--certs-dir", certs_dir(), "--cert-reload-seconds", "1"};
+}
+
+std::vector<std::string> ProcessCluster::CliSecurityArgs() const {
+  if (insecure_) return {"--insecure"};
+  return {"--certs-dir", certs_dir()};
+}
+
+ConnectOptions ProcessCluster::connect_options() const {
+  ConnectOptions options;
+  options.insecure = insecure_;
+  if (!insecure_) {
+    options.certs_dir = certs_dir();
+    options.user = std::string(security::kDefaultUser);
+  }
+  return options;
+}
+
+net::TransportSecurity ProcessCluster::client_security() const {
+  if (insecure_) return {};
+  return {.tls = security::ClientTlsFiles(certs_dir(), security::kDefaultUser)};
 }
 
 ProcessCluster::~ProcessCluster() {
@@ -112,6 +146,7 @@ Status ProcessCluster::Launch(uint32_t id, const std::vector<std::string>& args,
 Status ProcessCluster::Begin(uint32_t id, const std::vector<std::string>& args,
                              const std::string& failpoints) {
   if (dir_.empty()) return InternalError("no temporary directory");
+  SHOAL_RETURN_IF_ERROR(Prefixed(certs_, "certificates"));
   const std::string out = fmt::format("{}/{}.out", dir_, NameOf(id));
   const std::string log = fmt::format("{}/{}.log", dir_, NameOf(id));
   {
@@ -185,6 +220,8 @@ std::vector<std::string> ProcessCluster::CoordinatorArgs(const std::string& data
                              std::to_string(election_session_ms_)});
   }
   if (replicas_ > 0) args.insert(args.end(), {"--replicas", std::to_string(replicas_)});
+  const std::vector<std::string> security = SecurityArgs();
+  args.insert(args.end(), security.begin(), security.end());
   return args;
 }
 
@@ -229,7 +266,10 @@ StatusOr<std::unique_ptr<net::GrpcRuntime>> ProcessCluster::ClientRuntime() cons
                                   .advertise = {},
                                   .coordinator = coordinators(),
                                   .address_book_path = {},
-                                  .max_message_bytes = net::kDefaultMaxMessageBytes});
+                                  .max_message_bytes = net::kDefaultMaxMessageBytes,
+                                  .server_mode = net::GrpcServerMode::kSync,
+                                  .pipe = false,
+                                  .security = client_security()});
 }
 
 std::string ProcessCluster::CoordinatorAddress(uint32_t id) const {
@@ -237,10 +277,24 @@ std::string ProcessCluster::CoordinatorAddress(uint32_t id) const {
 }
 
 Status ProcessCluster::StartNode(uint32_t id, const std::string& failpoints) {
-  return Launch(id,
-                {"node", "--id", std::to_string(id), "--data", fmt::format("{}/node-{}", dir_, id),
-                 "--listen", "127.0.0.1:0", "--coordinator", coordinators(), "--no-sync", "--json"},
-                failpoints);
+  // The listen address stays at index 6 (AwaitListening).
+  std::vector<std::string> args = {"node",
+                                   "--id",
+                                   std::to_string(id),
+                                   "--data",
+                                   fmt::format("{}/node-{}", dir_, id),
+                                   "--listen",
+                                   "127.0.0.1:0",
+                                   "--coordinator",
+                                   coordinators(),
+                                   "--no-sync",
+                                   "--json"};
+  std::vector<std::string> security = SecurityArgs();
+  if (auto it = node_certs_.find(id); it != node_certs_.end() && !insecure_) {
+    security = {"--certs-dir", it->second, "--cert-reload-seconds", "1"};
+  }
+  args.insert(args.end(), security.begin(), security.end());
+  return Launch(id, args, failpoints);
 }
 
 Status ProcessCluster::Restart(uint32_t id) {
@@ -310,11 +364,7 @@ std::vector<Exit> ProcessCluster::Reap() {
 
 net::GrpcRuntime* ProcessCluster::Admin() {
   if (admin_ == nullptr) {
-    auto runtime = net::GrpcRuntime::Start({.listen = {},
-                                            .advertise = {},
-                                            .coordinator = coordinators(),
-                                            .address_book_path = {},
-                                            .max_message_bytes = net::kDefaultMaxMessageBytes});
+    auto runtime = ClientRuntime();
     if (!runtime.ok()) return nullptr;
     admin_ = std::move(*runtime);
   }
@@ -423,15 +473,27 @@ Status ProcessCluster::RunAdminCommand(const std::vector<std::string>& args) {
 }
 
 int ProcessCluster::RunCli(const std::vector<std::string>& args, std::string* out) {
+  std::string err;
+  return RunCliWith(args, CliSecurityArgs(), out, &err);
+}
+
+int ProcessCluster::RunCliWith(const std::vector<std::string>& args,
+                               const std::vector<std::string>& security, std::string* out,
+                               std::string* err) {
   std::vector<std::string> full = args;
   full.push_back("--cluster");
   full.push_back(uri());
+  full.insert(full.end(), security.begin(), security.end());
   const std::string out_path = dir_ + "/cli.out";
-  const pid_t pid = Spawn(binary_, full, ChildEnvironment({}), out_path, dir_ + "/cli.log");
+  const std::string log_path = dir_ + "/cli.log";
+  const size_t log_size = ReadFile(log_path).size();
+  const pid_t pid = Spawn(binary_, full, ChildEnvironment({}), out_path, log_path);
   if (pid < 0) return -1;
   int status = 0;
   if (::waitpid(pid, &status, 0) != pid) return -1;
   *out = ReadFile(out_path);
+  const std::string log = ReadFile(log_path);
+  *err = log.substr(std::min(log_size, log.size()));
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -440,7 +502,7 @@ Status ProcessCluster::WaitServing(int seconds) {
   Status last = UnavailableError("not tried");
   while (std::chrono::steady_clock::now() < until) {
     auto progress = Progress();
-    auto db = progress.ok() ? Database::Connect(uri()) : progress.status();
+    auto db = progress.ok() ? Database::Connect(uri(), connect_options()) : progress.status();
     if (db.ok()) {
       auto probe = (*db)->CreateCollection("_probe");
       last = probe.status();

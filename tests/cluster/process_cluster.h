@@ -7,6 +7,11 @@
 // Children die with the test (PR_SET_PDEATHSIG) and are SIGKILLed by the destructor, so a failed
 // or interrupted test leaves no process behind.
 //
+// Secure by default (docs/security.md): the constructor makes a CA, a node certificate and the
+// client certificate of `admin` in dir()/certs; every process gets --certs-dir (and reloads its
+// files every second), and the test's clients, admin runtime and CLI runs present the admin
+// certificate. SetInsecure, before the first start, runs the cluster with --insecure instead.
+//
 // Thread-safety: none; the test's main thread drives it (the children's death signal is tied to
 // the thread that forked them).
 
@@ -20,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "include/shoal/shoal.h"
 #include "src/common/status.h"
 #include "src/net/grpc_runtime.h"
 #include "src/transport/messages.h"
@@ -58,6 +64,14 @@ class ProcessCluster {
   // coordinator serves (the coordinator has no flag for it; 0 keeps its default, a majority of
   // K). Without a call, the coordinator's default applies (one copy).
   void SetReplication(uint32_t replicas, uint32_t min_in_sync = 0);
+  // Processes started from now on serve plaintext (--insecure), and the test's clients dial
+  // plaintext.
+  void SetInsecure() { insecure_ = true; }
+  // Node `id`, when started from now on, serves and dials with the certificates of `certs_dir`
+  // (e.g. of another CA) instead of the cluster's.
+  void SetNodeCertsDir(uint32_t id, std::string certs_dir) {
+    node_certs_[id] = std::move(certs_dir);
+  }
   // The coordinator with a new map of nodes 1..initial_nodes and `buckets`; `failpoints` is the
   // process's SHOAL_FAILPOINTS (empty: none).
   [[nodiscard]] Status StartCoordinator(uint32_t initial_nodes, uint32_t buckets,
@@ -112,8 +126,14 @@ class ProcessCluster {
   [[nodiscard]] Status SetCoordinatorFailpoints(uint32_t id, const std::string& spec);
   [[nodiscard]] Status RemoveNode(uint32_t id);
 
-  // Runs `shoal ARGS... --cluster URI` to its end; its stdout in *out. The exit status.
+  // Runs `shoal ARGS... --cluster URI` to its end, as `admin`; its stdout in *out. The exit
+  // status.
   [[nodiscard]] int RunCli(const std::vector<std::string>& args, std::string* out);
+  // The same with `security` (e.g. {"--insecure"}) instead of the admin certificate; its stderr
+  // in *err.
+  [[nodiscard]] int RunCliWith(const std::vector<std::string>& args,
+                               const std::vector<std::string>& security, std::string* out,
+                               std::string* err);
 
   // The coordinator's map and collections, as it answers GetMap (from memory).
   [[nodiscard]] StatusOr<transport::ClusterState> State();
@@ -127,6 +147,12 @@ class ProcessCluster {
   // A client-only gRPC runtime (it serves nothing) that knows the coordinators, for a test's
   // own client::Client or admin calls.
   [[nodiscard]] StatusOr<std::unique_ptr<net::GrpcRuntime>> ClientRuntime() const;
+  // Database::Connect's options for this cluster: the admin certificate (or plaintext).
+  [[nodiscard]] ConnectOptions connect_options() const;
+  // The TLS of a test's own runtime: the admin certificate (or plaintext).
+  [[nodiscard]] net::TransportSecurity client_security() const;
+  // The certificates of the processes and of `admin` (empty when the CA could not be made).
+  [[nodiscard]] std::string certs_dir() const { return dir_ + "/certs"; }
   // The address of coordinator `id` (kCoordinator or kStandbyCoordinator).
   [[nodiscard]] std::string CoordinatorAddress(uint32_t id) const;
   [[nodiscard]] const std::string& dir() const { return dir_; }
@@ -166,6 +192,12 @@ class ProcessCluster {
   std::unique_ptr<net::GrpcRuntime> admin_;
   std::function<void()> between_attempts_;
   bool keep_node_ports_ = false;
+  bool insecure_ = false;
+  std::map<uint32_t, std::string> node_certs_;  // SetNodeCertsDir
+  Status certs_ = OkStatus();                   // making the certificates; starts fail with it
+  // --certs-dir or --insecure, appended to every process's arguments.
+  [[nodiscard]] std::vector<std::string> SecurityArgs() const;
+  [[nodiscard]] std::vector<std::string> CliSecurityArgs() const;
 };
 
 }  // namespace shoal::cluster_test

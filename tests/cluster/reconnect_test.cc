@@ -82,7 +82,7 @@ TEST_P(ReconnectTest, AClientWritesAndReadsSoonAfterCoordinatorAndNodeRestartTog
   Status serving = cluster_->WaitServing(30);
   ASSERT_TRUE(serving.ok()) << serving;
 
-  auto db = Database::Connect(cluster_->uri());
+  auto db = Database::Connect(cluster_->uri(), cluster_->connect_options());
   ASSERT_TRUE(db.ok()) << db.status();
   auto docs = (*db)->GetCollection("docs");
   ASSERT_TRUE(docs.ok()) << docs.status();

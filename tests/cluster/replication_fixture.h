@@ -156,14 +156,17 @@ class History {
 // and records each write in the History and each acknowledgement's time.
 class Writer {
  public:
-  Writer(std::string uri, History* history, std::vector<std::string> keys)
-      : uri_(std::move(uri)), history_(history), keys_(std::move(keys)) {}
+  Writer(std::string uri, ConnectOptions connect, History* history, std::vector<std::string> keys)
+      : uri_(std::move(uri)),
+        connect_(std::move(connect)),
+        history_(history),
+        keys_(std::move(keys)) {}
   ~Writer() { Stop(); }
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
   [[nodiscard]] Status Start() {
-    auto db = Database::Connect(uri_);
+    auto db = Database::Connect(uri_, connect_);
     if (!db.ok()) return db.status();
     db_ = std::move(*db);
     auto collection = db_->GetCollection(kCollection);
@@ -218,6 +221,7 @@ class Writer {
   }
 
   const std::string uri_;
+  const ConnectOptions connect_;
   History* const history_;
   const std::vector<std::string> keys_;
   std::unique_ptr<Database> db_;
@@ -373,8 +377,9 @@ class ReplicationTest : public testing::Test {
     const cluster::ShardMapPtr map = Map();
     ASSERT_NE(map, nullptr);
     for (const auto& bucket : map->buckets()) {
-      auto writer = std::make_unique<Writer>(cluster_->uri(), &history_,
-                                             KeysIn(*map, bucket.id, "w", kKeysPerWriter));
+      auto writer =
+          std::make_unique<Writer>(cluster_->uri(), cluster_->connect_options(), &history_,
+                                   KeysIn(*map, bucket.id, "w", kKeysPerWriter));
       const Status started = writer->Start();
       ASSERT_TRUE(started.ok()) << started;
       writers_[bucket.id] = std::move(writer);
@@ -498,7 +503,7 @@ class ReplicationTest : public testing::Test {
     uint64_t acknowledged = 0;
     for (const auto& [bucket, writer] : writers_) acknowledged += writer->acknowledged();
     EXPECT_GT(acknowledged, 100u);
-    auto db = Database::Connect(cluster_->uri());
+    auto db = Database::Connect(cluster_->uri(), cluster_->connect_options());
     ASSERT_TRUE(db.ok()) << db.status();
     auto collection = (*db)->GetCollection(kCollection);
     ASSERT_TRUE(collection.ok()) << collection.status();

@@ -181,7 +181,7 @@ class ScanDuringMoveTest : public testing::Test {
     ASSERT_TRUE(serving.ok()) << serving;
     Status joiner = cluster_->StartNode(kJoiner);
     ASSERT_TRUE(joiner.ok()) << joiner;
-    auto db = Database::Connect(cluster_->uri());
+    auto db = Database::Connect(cluster_->uri(), cluster_->connect_options());
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = std::move(*db);
     auto collection = db_->GetCollection(kCollection);
@@ -204,8 +204,9 @@ class ScanDuringMoveTest : public testing::Test {
       if (spec.name == kCollection) collection_id_ = spec.id;
     }
     if (workload) {
-      workload_ = std::make_unique<Workload>(cluster_->uri(), /*threads=*/2,
-                                             /*keys_per_thread=*/150);
+      workload_ =
+          std::make_unique<Workload>(cluster_->uri(), cluster_->connect_options(), /*threads=*/2,
+                                     /*keys_per_thread=*/150);
       Status started = workload_->Start();
       ASSERT_TRUE(started.ok()) << started;
     }

@@ -30,8 +30,11 @@ StatusOr<int64_t> ReadState(Collection& collection, const std::string& key) {
 
 }  // namespace
 
-Workload::Workload(std::string uri, int threads, int keys_per_thread)
-    : uri_(std::move(uri)), threads_(threads), keys_per_thread_(keys_per_thread) {
+Workload::Workload(std::string uri, ConnectOptions connect, int threads, int keys_per_thread)
+    : uri_(std::move(uri)),
+      connect_(std::move(connect)),
+      threads_(threads),
+      keys_per_thread_(keys_per_thread) {
   keys_.resize(threads);
   for (int t = 0; t < threads; ++t) {
     for (int k = 0; k < keys_per_thread; ++k) {
@@ -46,7 +49,7 @@ Workload::Workload(std::string uri, int threads, int keys_per_thread)
 Workload::~Workload() { Stop(); }
 
 Status Workload::Start() {
-  auto db = Database::Connect(uri_);
+  auto db = Database::Connect(uri_, connect_);
   if (!db.ok()) return db.status();
   db_ = std::move(*db);
   for (int t = 0; t < threads_; ++t) writers_.emplace_back([this, t] { Run(t); });
@@ -100,7 +103,7 @@ VerifyResult Workload::Verify(Database* db, int seconds) {
   VerifyResult result;
   std::unique_ptr<Database> own;
   if (db == nullptr) {
-    auto connected = Database::Connect(uri_);
+    auto connected = Database::Connect(uri_, connect_);
     if (!connected.ok()) {
       result.first_problem = connected.status().ToString();
       result.unreadable = 1;

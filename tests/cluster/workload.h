@@ -31,8 +31,8 @@ struct VerifyResult {
 
 class Workload {
  public:
-  // `uri`: the cluster; `threads` writers of `keys_per_thread` keys each.
-  Workload(std::string uri, int threads, int keys_per_thread);
+  // `uri`: the cluster, reached with `connect`; `threads` writers of `keys_per_thread` keys each.
+  Workload(std::string uri, ConnectOptions connect, int threads, int keys_per_thread);
   ~Workload();
   Workload(const Workload&) = delete;
   Workload& operator=(const Workload&) = delete;
@@ -56,6 +56,7 @@ class Workload {
   void Run(int thread);
 
   const std::string uri_;
+  const ConnectOptions connect_;
   const int threads_;
   const int keys_per_thread_;
   std::unique_ptr<Database> db_;

@@ -76,7 +76,8 @@ class ZooKeeperOutageTest : public testing::Test {
     }
     Status serving = cluster_->WaitServing(60);
     ASSERT_TRUE(serving.ok()) << serving;
-    workload_ = std::make_unique<Workload>(cluster_->uri(), /*threads=*/2, /*keys_per_thread=*/150);
+    workload_ = std::make_unique<Workload>(cluster_->uri(), cluster_->connect_options(),
+                                           /*threads=*/2, /*keys_per_thread=*/150);
     ASSERT_TRUE(workload_->Start().ok());
     for (int i = 0; i < 400 && workload_->acknowledged() < 300; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -207,7 +208,7 @@ TEST_F(ZooKeeperOutageTest, MoveAcrossZooKeeperOutage) {
 
   // While ZooKeeper is down (through the end of the pause, the failed commit after it and
   // kDownAfterCommitMs more), writes to every other bucket are acknowledged.
-  auto db = Database::Connect(cluster_->uri());
+  auto db = Database::Connect(cluster_->uri(), cluster_->connect_options());
   ASSERT_TRUE(db.ok()) << db.status();
   auto probe = (*db)->GetCollection("faults");
   ASSERT_TRUE(probe.ok()) << probe.status();

@@ -30,11 +30,14 @@ allowed() {
       echo "include/shoal src/common src/cluster src/storage src/metadata src/transport src/node"
       echo "src/coordinator src/client src/hotspot src/api"
       ;;
-    src/net) echo "proto src/common src/cluster src/storage src/transport" ;;
-    src/remote) echo "include/shoal src/common src/transport src/client src/api src/net" ;;
+    src/security) echo "src/common" ;;
+    src/net) echo "proto src/common src/cluster src/storage src/transport src/security" ;;
+    src/remote)
+      echo "include/shoal src/common src/transport src/client src/api src/net src/security"
+      ;;
     src/process)
       echo "proto src/common src/cluster src/storage src/metadata src/transport src/node"
-      echo "src/coordinator src/net"
+      echo "src/coordinator src/net src/security"
       ;;
     examples) echo "include/shoal" ;;
     *) echo "?" ;;
@@ -43,8 +46,8 @@ allowed() {
 
 status=0
 for dir in include/shoal src/common src/partition src/cluster src/storage src/metadata \
-    src/transport src/node src/coordinator src/client src/hotspot src/api src/server src/net \
-    src/remote src/process examples; do
+    src/transport src/security src/node src/coordinator src/client src/hotspot src/api src/server \
+    src/net src/remote src/process examples; do
   ok=" $dir $(allowed "$dir" | tr '\n' ' ') "
   for file in "$dir"/*.h "$dir"/*.cc; do
     [ -e "$file" ] || continue

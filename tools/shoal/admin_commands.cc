@@ -43,6 +43,7 @@ struct AdminFlags {
   bool no_wait = false;
   int timeout_seconds = 600;
   bool json = false;
+  ClientSecurityFlags security;
 };
 
 std::string Bytes(double bytes) {
@@ -130,7 +131,7 @@ StatusOr<nlohmann::json> WaitBalanced(net::GrpcRuntime& runtime, const wire::Adm
 }
 
 int RunAdmin(const AdminFlags& flags, const std::string& command) {
-  auto runtime = StartCommandRuntime(flags.cluster);
+  auto runtime = StartCommandRuntime(flags.cluster, flags.security);
   if (!runtime.ok()) return FailCommand(runtime.status());
   wire::AdminRequest progress;
   progress.mutable_progress();
@@ -253,6 +254,7 @@ CLI::App* AdminCommand(CLI::App& app, const std::string& name, const std::string
   cmd->add_option("--cluster", flags->cluster, "shoal://HOST:PORT of the coordinator")
       ->capture_default_str();
   cmd->add_flag("--json", flags->json, "Print one JSON object");
+  AddClientSecurityOptions(cmd, &flags->security);
   if (waits) {
     cmd->add_flag("--no-wait", flags->no_wait, "Return once the coordinator accepted the request");
     cmd->add_option("--timeout", flags->timeout_seconds, "Seconds to wait for balance")
@@ -267,11 +269,12 @@ struct ThresholdFlags {
   std::optional<uint64_t> split_bytes;
   std::optional<uint64_t> merge_bytes;
   bool json = false;
+  ClientSecurityFlags security;
 };
 
 // Without a value: reads the thresholds (a progress request answers them too).
 int RunThresholds(const ThresholdFlags& flags) {
-  auto runtime = StartCommandRuntime(flags.cluster);
+  auto runtime = StartCommandRuntime(flags.cluster, flags.security);
   if (!runtime.ok()) return FailCommand(runtime.status());
   wire::AdminRequest request;
   if (flags.split_bytes.has_value() || flags.merge_bytes.has_value()) {
@@ -303,11 +306,12 @@ struct FailpointFlags {
   std::string target;
   std::string spec;
   bool json = false;
+  ClientSecurityFlags security;
 };
 
 // Replaces the failpoints of one running process (docs/design/network.md, "Failpoints").
 int RunFailpoint(const FailpointFlags& flags) {
-  auto runtime = StartCommandRuntime(flags.target);
+  auto runtime = StartCommandRuntime(flags.target, flags.security);
   if (!runtime.ok()) return FailCommand(runtime.status());
   wire::AdminRequest request;
   request.mutable_set_failpoints()->set_spec(flags.spec);
@@ -337,6 +341,7 @@ void AddAdminCommands(CLI::App& app) {
   f->add_option("spec", failpoint->spec, "NAME=crash[:N] or NAME=pause:MS, comma-separated")
       ->required();
   f->add_flag("--json", failpoint->json, "Print one JSON object");
+  AddClientSecurityOptions(f, &failpoint->security);
   f->callback([failpoint] { std::exit(RunFailpoint(*failpoint)); });
 
   auto thresholds = std::make_shared<ThresholdFlags>();
@@ -351,6 +356,7 @@ void AddAdminCommands(CLI::App& app) {
   t->add_option("--merge-bytes", thresholds->merge_bytes,
                 "Merge adjacent buckets below this many bytes (below half of split-bytes)");
   t->add_flag("--json", thresholds->json, "Print one JSON object");
+  AddClientSecurityOptions(t, &thresholds->security);
   t->callback([thresholds] { std::exit(RunThresholds(*thresholds)); });
 
   auto add = std::make_shared<AdminFlags>();

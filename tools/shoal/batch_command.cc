@@ -24,6 +24,7 @@ struct BatchFlags {
   std::string file;  // "" = stdin
   size_t batch_size = kMaxBatchWrites;
   bool json = false;
+  ClientSecurityFlags security;
 };
 
 void PrintResult(const BatchLine& line, const StatusOr<uint64_t>& result, bool json) {
@@ -59,7 +60,7 @@ int RunBatch(const BatchFlags& flags) {
   auto batches = SplitBatches(*lines, flags.batch_size);
   if (!batches.ok()) return FailCommand(batches.status());
   if (batches->empty()) return 0;
-  auto db = Database::Connect(flags.cluster);
+  auto db = Database::Connect(flags.cluster, ConnectOptionsOf(flags.security));
   if (!db.ok()) return FailCommand(db.status());
   auto collection = (*db)->GetCollection(flags.collection);
   if (!collection.ok()) return FailCommand(collection.status());
@@ -89,6 +90,7 @@ void AddBatchCommand(CLI::App& app) {
   cmd->add_option("--cluster", flags->cluster, "shoal://HOST:PORT of the coordinator")
       ->capture_default_str();
   cmd->add_flag("--json", flags->json, "Print one JSON object per line");
+  AddClientSecurityOptions(cmd, &flags->security);
   cmd->add_option("collection", flags->collection,
                   "Collection (created if missing when a line puts or inserts)")
       ->required();

@@ -40,6 +40,7 @@ struct DataFlags {
   uint32_t limit = 0;  // query: stop after this many documents; 0 = all
   bool json = false;
   bool any_replica = false;  // get: ReadMode::kAnyReplica
+  ClientSecurityFlags security;
 };
 
 // A stored body as JSON (it was validated on the way in; fall back to a string just in case).
@@ -49,7 +50,7 @@ nlohmann::json BodyJson(const std::string& body) {
 }
 
 StatusOr<Collection> OpenCollection(const DataFlags& flags, std::unique_ptr<Database>* db) {
-  SHOAL_ASSIGN_OR_RETURN(*db, Database::Connect(flags.cluster));
+  SHOAL_ASSIGN_OR_RETURN(*db, Database::Connect(flags.cluster, ConnectOptionsOf(flags.security)));
   return (*db)->GetCollection(flags.collection);
 }
 
@@ -244,7 +245,7 @@ void PrintHotKeys(const std::vector<HotKeyRow>& rows,
 int RunStatus(const DataFlags& flags) {
   auto coordinator = net::CoordinatorsOf(flags.cluster);
   if (!coordinator.ok()) return FailCommand(coordinator.status());
-  auto runtime = StartCommandRuntime(*coordinator);
+  auto runtime = StartCommandRuntime(*coordinator, flags.security);
   if (!runtime.ok()) return FailCommand(runtime.status());
   constexpr transport::Micros kTimeout = 5'000'000;
   auto reply =
@@ -415,19 +416,24 @@ CLI::App* DataCommand(CLI::App& app, const std::string& name, const std::string&
   cmd->add_option("--cluster", flags->cluster, "shoal://HOST:PORT of the coordinator")
       ->capture_default_str();
   cmd->add_flag("--json", flags->json, "Print one JSON object");
+  AddClientSecurityOptions(cmd, &flags->security);
   return cmd;
 }
 
 }  // namespace
 
-StatusOr<std::unique_ptr<net::GrpcRuntime>> StartCommandRuntime(const std::string& cluster) {
+StatusOr<std::unique_ptr<net::GrpcRuntime>> StartCommandRuntime(
+    const std::string& cluster, const ClientSecurityFlags& security) {
   SHOAL_ASSIGN_OR_RETURN(std::string coordinator, net::CoordinatorsOf(cluster));
+  SHOAL_ASSIGN_OR_RETURN(net::TransportSecurity transport, ClientSecurity(security, coordinator));
   return net::GrpcRuntime::Start({.listen = {},
                                   .advertise = {},
                                   .coordinator = coordinator,
                                   .address_book_path = {},
                                   .max_message_bytes = net::kDefaultMaxMessageBytes,
-                                  .server_mode = net::GrpcServerMode::kSync});
+                                  .server_mode = net::GrpcServerMode::kSync,
+                                  .pipe = false,
+                                  .security = std::move(transport)});
 }
 
 int FailCommand(const Status& status) {

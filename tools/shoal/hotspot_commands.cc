@@ -21,6 +21,7 @@ struct HotspotFlags {
   std::string json_body;
   bool no_retry = false;
   bool json = false;
+  ClientSecurityFlags security;
 };
 
 // JSON text as a value (a string when it does not parse, which the server then refuses).
@@ -30,7 +31,7 @@ nlohmann::json AsJson(const std::string& text) {
 }
 
 int RunDeclare(const HotspotFlags& flags) {
-  auto db = Database::Connect(flags.cluster);
+  auto db = Database::Connect(flags.cluster, ConnectOptionsOf(flags.security));
   if (!db.ok()) return FailCommand(db.status());
   auto collection = (*db)->GetCollection(flags.collection);
   if (!collection.ok()) return FailCommand(collection.status());
@@ -49,7 +50,7 @@ int RunDeclare(const HotspotFlags& flags) {
 }
 
 int RunApply(const HotspotFlags& flags) {
-  auto db = Database::Connect(flags.cluster);
+  auto db = Database::Connect(flags.cluster, ConnectOptionsOf(flags.security));
   if (!db.ok()) return FailCommand(db.status());
   auto collection = (*db)->GetCollection(flags.collection);
   if (!collection.ok()) return FailCommand(collection.status());
@@ -72,6 +73,7 @@ CLI::App* HotspotCommand(CLI::App& app, const std::string& name, const std::stri
   cmd->add_option("--cluster", flags->cluster, "shoal://HOST:PORT of the coordinator")
       ->capture_default_str();
   cmd->add_flag("--json", flags->json, "Print one JSON object");
+  AddClientSecurityOptions(cmd, &flags->security);
   cmd->add_option("collection", flags->collection, "Collection (declare creates it if missing)")
       ->required();
   return cmd;

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   shoal::tools::AddBatchCommand(app);
   shoal::tools::AddAdminCommands(app);
   shoal::tools::AddHotspotCommands(app);
+  shoal::tools::AddCertsCommands(app);
   try {
     CLI11_PARSE(app, argc, argv);
   } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 //   batch_command.cc    batch
 //   admin_commands.cc   add-node, remove-node, plan, rebalance, thresholds, failpoint
 //   hotspot_commands.cc declare, apply (sharded fields, paper 003)
+//   security_commands.cc certs, credentials, and every command's security options
 
 #include <CLI/CLI.hpp>
 #include <memory>
@@ -13,6 +14,7 @@
 
 #include "src/common/status.h"
 #include "src/net/grpc_runtime.h"
+#include "tools/shoal/security_flags.h"
 
 namespace shoal::tools {
 
@@ -23,9 +25,10 @@ void AddAdminCommands(CLI::App& app);
 void AddHotspotCommands(CLI::App& app);
 
 // A client runtime of the coordinators named by `cluster` ("shoal://A,B", "HOST:PORT", or the
-// host:port of any one process): what every networked command talks through.
+// host:port of any one process), with the identity `security` chooses: what every networked
+// command talks through.
 [[nodiscard]] StatusOr<std::unique_ptr<net::GrpcRuntime>> StartCommandRuntime(
-    const std::string& cluster);
+    const std::string& cluster, const ClientSecurityFlags& security);
 
 // Prints "error: NOT_FOUND: ..." (without the payloads ToString appends), with the storage reason
 // when it says more than the code ("error: NOT_FOUND (UNKNOWN_COLLECTION): ..."), and returns

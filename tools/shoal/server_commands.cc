@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "include/shoal/shoal.h"
 #include "src/common/log.h"
 #include "src/process/processes.h"
+#include "tools/shoal/local_security.h"
 #include "tools/shoal/local_supervisor.h"
 #include "tools/shoal/net_commands.h"
 
@@ -78,6 +80,7 @@ struct CoordinatorFlags {
   bool no_sync = false;
   bool json = false;
   LogFlags log;
+  ServerSecurityFlags security;
 };
 
 struct NodeFlags {
@@ -92,6 +95,7 @@ struct NodeFlags {
   uint64_t min_free_disk_mib = process::NodeProcessOptions{}.min_free_disk_bytes >> 20;
   bool json = false;
   LogFlags log;
+  ServerSecurityFlags security;
 };
 
 struct LocalFlags {
@@ -105,6 +109,7 @@ struct LocalFlags {
   bool json = false;
   bool no_restart = false;
   uint32_t restart_delay_ms = 1000;
+  bool insecure = false;
   LogFlags log;
 };
 
@@ -117,10 +122,25 @@ void PrintReady(bool json, const std::string& role, const std::string& address) 
   std::fflush(stdout);
 }
 
+// The process's TransportSecurity, or nullopt after printing why there is none (exit code 2).
+std::optional<net::TransportSecurity> SecurityOrExplain(const ServerSecurityFlags& flags) {
+  auto security = ServerSecurity(flags);
+  if (!security.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(MessageOf(security.status())).c_str());
+    return std::nullopt;
+  }
+  return *security;
+}
+
 int RunCoordinator(const CoordinatorFlags& flags) {
   if (!StartLog(flags.log, "coordinator")) return 2;
+  auto security = SecurityOrExplain(flags.security);
+  if (!security.has_value()) return 2;
+  RouteGrpcLog();
+  WarnInsecure(flags.security);
   process::BlockTerminationSignals();
   process::CoordinatorProcessOptions options;
+  options.security = *security;
   options.data_dir = flags.data;
   options.listen = flags.listen;
   options.initial_nodes = flags.initial_nodes;
@@ -168,6 +188,7 @@ int RunCoordinator(const CoordinatorFlags& flags) {
                               {"listen", (*started)->address()},
                               {"data", flags.data},
                               {"metadata", flags.metadata},
+                              {"tls", !flags.security.insecure},
                               {"sync", !flags.no_sync}});
   PrintReady(flags.json, "coordinator", (*started)->address());
   const int signal = process::WaitForTermination();
@@ -179,8 +200,13 @@ int RunCoordinator(const CoordinatorFlags& flags) {
 
 int RunNode(const NodeFlags& flags) {
   if (!StartLog(flags.log, flags.id == 0 ? "node" : fmt::format("node-{}", flags.id))) return 2;
+  auto security = SecurityOrExplain(flags.security);
+  if (!security.has_value()) return 2;
+  RouteGrpcLog();
+  WarnInsecure(flags.security);
   process::BlockTerminationSignals();
   process::NodeProcessOptions options;
+  options.security = *security;
   options.id = flags.id;
   options.data_dir = flags.data;
   options.listen = flags.listen;
@@ -209,6 +235,7 @@ int RunNode(const NodeFlags& flags) {
                               {"listen", (*started)->address()},
                               {"coordinator", flags.coordinator},
                               {"data", flags.data},
+                              {"tls", !flags.security.insecure},
                               {"sync", !flags.no_sync}});
   PrintReady(flags.json, fmt::format("node {}", id), (*started)->address());
   const int signal = process::WaitForTermination();
@@ -243,11 +270,11 @@ pid_t Launch(const std::vector<std::string>& args, const std::string& log) {
 }
 
 // Waits up to `timeout` for the cluster to answer a client, each node included.
-bool WaitUntilServing(const std::string& coordinator, uint32_t nodes,
+bool WaitUntilServing(const std::string& coordinator, const ConnectOptions& connect, uint32_t nodes,
                       std::chrono::seconds timeout) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < until) {
-    auto db = Database::Connect(coordinator);
+    auto db = Database::Connect(coordinator, connect);
     if (db.ok()) {
       auto probe = (*db)->CreateCollection("_probe");
       // Reads of keys spread over the hash space reach every node that holds a bucket.
@@ -288,6 +315,14 @@ int RunLocal(const LocalFlags& given) {
     std::fprintf(stderr, "error: create %s: %s\n", flags.data.c_str(), ec.message().c_str());
     return 1;
   }
+  const std::string coordinator = fmt::format("127.0.0.1:{}", flags.base_port);
+  auto security = PrepareLocalSecurity(flags.data, coordinator, flags.insecure);
+  if (!security.ok()) {
+    std::fprintf(stderr, "error: certificates in %s/certs: %s\n", flags.data.c_str(),
+                 security.status().ToString().c_str());
+    return 1;
+  }
+  const std::vector<std::string> security_args = ChildSecurityArgs(*security);
   using Clock = LocalSupervisor::Clock;
   LocalSupervisor supervisor(
       SupervisorOptions{.restart = !flags.no_restart,
@@ -297,7 +332,6 @@ int RunLocal(const LocalFlags& given) {
         std::printf("%s\n", line.c_str());
         std::fflush(stdout);
       });
-  const std::string coordinator = fmt::format("127.0.0.1:{}", flags.base_port);
   std::vector<std::string> coordinator_args = {"shoal",           "coordinator",
                                                "--data",          flags.data + "/coordinator",
                                                "--listen",        coordinator,
@@ -311,6 +345,7 @@ int RunLocal(const LocalFlags& given) {
     coordinator_args.insert(coordinator_args.end(),
                             {"--min-in-sync", std::to_string(flags.min_in_sync)});
   }
+  coordinator_args.insert(coordinator_args.end(), security_args.begin(), security_args.end());
   supervisor.Start({.name = "coordinator",
                     .args = std::move(coordinator_args),
                     .log = flags.data + "/coordinator.log"},
@@ -319,15 +354,20 @@ int RunLocal(const LocalFlags& given) {
   for (uint32_t i = 1; i <= flags.nodes; ++i) {
     const std::string listen = fmt::format("127.0.0.1:{}", flags.base_port + static_cast<int>(i));
     node_addresses.push_back(listen);
-    supervisor.Start(
-        {.name = fmt::format("node {}", i),
-         .args = {"shoal", "node", "--id", std::to_string(i), "--data",
-                  fmt::format("{}/node-{}", flags.data, i), "--listen", listen, "--coordinator",
-                  coordinator, "--log-level", flags.log.level, "--log-format", flags.log.format},
-         .log = fmt::format("{}/node-{}.log", flags.data, i)},
-        Clock::now());
+    std::vector<std::string> args = {
+        "shoal",           "node",          "--id",
+        std::to_string(i), "--data",        fmt::format("{}/node-{}", flags.data, i),
+        "--listen",        listen,          "--coordinator",
+        coordinator,       "--log-level",   flags.log.level,
+        "--log-format",    flags.log.format};
+    args.insert(args.end(), security_args.begin(), security_args.end());
+    supervisor.Start({.name = fmt::format("node {}", i),
+                      .args = std::move(args),
+                      .log = fmt::format("{}/node-{}.log", flags.data, i)},
+                     Clock::now());
   }
-  const bool serving = WaitUntilServing(coordinator, flags.nodes, std::chrono::seconds(20));
+  const bool serving = WaitUntilServing(coordinator, LocalConnectOptions(*security), flags.nodes,
+                                        std::chrono::seconds(20));
   const auto pid_of = [&](const std::string& name) { return supervisor.PidOf(name).value_or(0); };
   if (flags.json) {
     nlohmann::json pids{{"coordinator", pid_of("coordinator")}};
@@ -339,6 +379,10 @@ int RunLocal(const LocalFlags& given) {
                        {"nodes", node_addresses},
                        {"pids", pids},
                        {"data", flags.data},
+                       {"tls", security->secure},
+                       {"certs_dir", security->certs_dir},
+                       {"credentials", security->credentials_file},
+                       {"registered_in", security->registered_in},
                        {"serving", serving}};
     std::printf("%s\n", out.dump().c_str());
   } else {
@@ -348,6 +392,9 @@ int RunLocal(const LocalFlags& given) {
                   pid_of(fmt::format("node {}", i + 1)));
     }
     std::printf("data         %s (logs: %s/*.log)\n", flags.data.c_str(), flags.data.c_str());
+    for (const auto& line : LocalSecurityLines(*security, coordinator)) {
+      std::printf("%s\n", line.c_str());
+    }
     std::printf(serving
                     ? "cluster      shoal://%s ready; Ctrl-C stops it\n"
                     : "cluster      shoal://%s NOT serving yet (see the logs); Ctrl-C stops it\n",
@@ -453,6 +500,7 @@ void AddServerCommands(CLI::App& app) {
       ->check(CLI::Range(uint64_t{0}, uint64_t{64} << 10));
   c->add_flag("--no-sync", coordinator->no_sync, "Do not fsync metadata writes");
   c->add_flag("--json", coordinator->json, "Print the listen address as JSON");
+  AddServerSecurityOptions(c, &coordinator->security);
   AddLogOptions(c, &coordinator->log);
   c->callback([coordinator] { std::exit(RunCoordinator(*coordinator)); });
 
@@ -484,6 +532,7 @@ void AddServerCommands(CLI::App& app) {
       ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 30))
       ->capture_default_str();
   n->add_flag("--json", node->json, "Print the listen address as JSON");
+  AddServerSecurityOptions(n, &node->security);
   AddLogOptions(n, &node->log);
   n->callback([node] { std::exit(RunNode(*node)); });
 
@@ -520,6 +569,9 @@ void AddServerCommands(CLI::App& app) {
                 "How long after a process dies it is started again")
       ->capture_default_str()
       ->check(CLI::Range(0u, 600'000u));
+  l->add_flag("--insecure", local->insecure,
+              "No TLS and no certificates: plaintext, and anyone who reaches the ports can read "
+              "and change everything (clients then need --insecure too)");
   AddLogOptions(l, &local->log);
   l->callback([local] { std::exit(RunLocal(*local)); });
 }

@@ -1,0 +1,133 @@
+#include "src/net/tls_credentials.h"
+
+#include <fmt/format.h>
+#include <grpc/grpc_security_constants.h>
+#include <grpcpp/security/auth_context.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_certificate_verifier.h>
+#include <grpcpp/security/tls_credentials_options.h>
+#include <grpcpp/support/status.h>
+
+#include "proto/shoal.pb.h"
+#include "src/security/certificates.h"
+
+namespace shoal::net {
+
+StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Create(
+    const TransportSecurity& security) {
+  std::shared_ptr<TlsCredentials> credentials(new TlsCredentials());
+  if (!security.tls.has_value()) {
+    credentials->channel_ = grpc::InsecureChannelCredentials();
+    return std::shared_ptr<const TlsCredentials>(std::move(credentials));
+  }
+  if (security.reload_seconds == 0) return InvalidArgumentError("reload_seconds must be >= 1");
+  const security::TlsFiles& files = *security.tls;
+  SHOAL_RETURN_IF_ERROR(security::CheckTlsFiles(files));
+  credentials->provider_ = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      files.key, files.cert, files.ca_cert, security.reload_seconds);
+  grpc::experimental::TlsChannelCredentialsOptions options;
+  options.set_certificate_provider(credentials->provider_);
+  options.watch_root_certs();
+  options.watch_identity_key_cert_pairs();
+  options.set_verify_server_certs(true);
+  // The server's certificate must name the host dialled (gRPC's own check of the target name
+  // against the subject alternative names).
+  options.set_certificate_verifier(
+      std::make_shared<grpc::experimental::HostNameCertificateVerifier>());
+  options.set_check_call_host(true);
+  credentials->channel_ = grpc::experimental::TlsCredentials(options);
+  if (credentials->channel_ == nullptr) {
+    return InternalError("gRPC refused the TLS channel credentials");
+  }
+  return std::shared_ptr<const TlsCredentials>(std::move(credentials));
+}
+
+std::shared_ptr<grpc::ServerCredentials> TlsCredentials::Server() const {
+  if (provider_ == nullptr) return grpc::InsecureServerCredentials();
+  grpc::experimental::TlsServerCredentialsOptions options(provider_);
+  options.watch_root_certs();
+  options.watch_identity_key_cert_pairs();
+  options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  return grpc::experimental::TlsServerCredentials(options);
+}
+
+std::shared_ptr<grpc::ChannelCredentials> TlsCredentials::Channel() const { return channel_; }
+
+namespace {
+
+constexpr std::string_view kHandshakeHint =
+    "TLS handshake failed: the client and the server need certificates of the same cluster CA, "
+    "and the server's must name the host dialled (docs/security.md)";
+
+// The requests only cluster processes send: map installs, heartbeats, everything of a bucket
+// move (exports, ingests, file chunks, catch-up, fences, drops, transfers) and of replication.
+// Clients send the others (documents, scans, maps, collections, the nodes' load for `status`).
+bool OnlyClusterProcessesSend(const wire::Request& request) {
+  switch (request.body_case()) {
+    case wire::Request::kInstallMap:
+    case wire::Request::kHeartbeat:
+    case wire::Request::kExportBucket:
+    case wire::Request::kIngestBucket:
+    case wire::Request::kCatchUp:
+    case wire::Request::kReadChanges:
+    case wire::Request::kFence:
+    case wire::Request::kDropBucket:
+    case wire::Request::kTransferBucket:
+    case wire::Request::kFetchMoveFile:
+    case wire::Request::kReplicate:
+    case wire::Request::kReplicaReport:
+    case wire::Request::kSealTerm:
+    case wire::Request::kQuiesce:
+      return true;
+    case wire::Request::kWrite:
+    case wire::Request::kGet:
+    case wire::Request::kScan:
+    case wire::Request::kGetMap:
+    case wire::Request::kCreateCollection:
+    case wire::Request::kBucketLoad:
+    case wire::Request::kBatchWrite:
+    case wire::Request::kBatchGet:
+    case wire::Request::BODY_NOT_SET:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string SecurityHint(std::string_view grpc_message) {
+  if (grpc_message.find("andshake failed") != std::string_view::npos ||
+      grpc_message.find("andshake read failed") != std::string_view::npos) {
+    return std::string(kHandshakeHint);
+  }
+  if (grpc_message.find("Socket closed") != std::string_view::npos) {
+    return "the server closed the connection at once: if it requires TLS, give this client "
+           "--certs-dir or credentials instead of --insecure (docs/security.md)";
+  }
+  return {};
+}
+
+bool HandshakeFailed(const Status& status) {
+  return MessageOf(status).find(kHandshakeHint) != std::string_view::npos;
+}
+
+std::string PeerCommonName(const grpc::AuthContext& context) {
+  const auto values = context.FindPropertyValues(GRPC_X509_CN_PROPERTY_NAME);
+  if (values.empty()) return {};
+  return std::string(values.front().data(), values.front().size());
+}
+
+grpc::Status CheckClusterSender(const wire::Envelope& envelope, std::string_view peer) {
+  if (peer == security::kNodeCommonName) return grpc::Status::OK;
+  const bool claims_process = envelope.from().kind() != wire::Address::CLIENT;
+  if (!claims_process && !OnlyClusterProcessesSend(envelope.request())) return grpc::Status::OK;
+  return grpc::Status(
+      grpc::StatusCode::PERMISSION_DENIED,
+      fmt::format("only cluster processes (with a node certificate) send {}; this connection's "
+                  "certificate names '{}'",
+                  claims_process ? "as a node or coordinator" : "this request", peer));
+}
+
+}  // namespace shoal::net

@@ -1,0 +1,99 @@
+#pragma once
+
+// The one place where a GrpcRuntime's server and channel credentials are made
+// (docs/security.md, "TLS").
+//
+// With TLS files (TransportSecurity::tls), every connection is mutual TLS through gRPC's TLS
+// credentials (OpenSSL underneath):
+//   - the server presents its certificate, and requires and verifies a client certificate that
+//     chains to the CA bundle: a peer without one fails the handshake, before any request;
+//   - a channel presents this process's certificate, verifies the server's against the CA bundle
+//     and checks that it names the host dialled (a DNS or IP subject alternative name);
+//   - one FileWatcherCertificateProvider per runtime reads the three files again every
+//     reload_seconds: a replaced certificate, key or CA bundle is used by new connections
+//     without a restart; connections already open keep the identity they were made with.
+// Without them (--insecure) both are gRPC's insecure credentials: plaintext, no peer identity.
+//
+// Limits of gRPC 1.51's experimental TLS API, as built on: the watcher reads key and certificate
+// one after the other with no check that they match, so a reload that falls between the two
+// renames of a rotation (microseconds apart) serves a mismatched pair, refusing handshakes, until
+// the next reload; TLS session resumption is not configured (channels are long-lived, so a
+// handshake is paid per connection, not per call).
+//
+// Thread-safety: TlsCredentials is immutable after Create; its methods are thread-safe.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "src/common/status.h"
+#include "src/security/tls_files.h"
+
+namespace grpc {
+class AuthContext;
+class Status;
+class ChannelCredentials;
+class ServerCredentials;
+namespace experimental {
+class CertificateProviderInterface;
+}  // namespace experimental
+}  // namespace grpc
+
+namespace shoal::wire {
+class Envelope;
+}  // namespace shoal::wire
+
+namespace shoal::net {
+
+inline constexpr uint32_t kDefaultCertReloadSeconds = 10;
+
+struct TransportSecurity {
+  // This process's identity and the CA bundle it trusts; nullopt: plaintext (--insecure).
+  std::optional<security::TlsFiles> tls = std::nullopt;
+  // How often the files are read again (rotation without a restart), >= 1.
+  uint32_t reload_seconds = kDefaultCertReloadSeconds;
+};
+
+class TlsCredentials {
+ public:
+  // Checks the files (security::CheckTlsFiles: a clear error at start, e.g. a key that is not
+  // the certificate's or a certificate of another CA) and starts watching them.
+  [[nodiscard]] static StatusOr<std::shared_ptr<const TlsCredentials>> Create(
+      const TransportSecurity& security);
+
+  [[nodiscard]] bool secure() const { return provider_ != nullptr; }
+  [[nodiscard]] std::shared_ptr<grpc::ServerCredentials> Server() const;
+  [[nodiscard]] std::shared_ptr<grpc::ChannelCredentials> Channel() const;
+
+ private:
+  TlsCredentials() = default;
+
+  std::shared_ptr<grpc::experimental::CertificateProviderInterface> provider_;
+  std::shared_ptr<grpc::ChannelCredentials> channel_;
+};
+
+// What a failed connection's gRPC message says about security, for the operator: a TLS
+// handshake that failed (certificates of different CAs, or a server certificate that does not
+// name the host dialled), or a server that closed a connection at once (e.g. a plaintext client
+// at a TLS server). "" for anything else.
+[[nodiscard]] std::string SecurityHint(std::string_view grpc_message);
+// Whether `status` failed a TLS handshake (its message carries SecurityHint's first kind): no
+// retry will fix it until the certificates change.
+[[nodiscard]] bool HandshakeFailed(const Status& status);
+
+// Cluster membership over TLS (docs/security.md): an envelope from a node or coordinator, or
+// carrying a request only cluster processes send (map installs, heartbeats, every step of a
+// bucket move, replication), must come over a connection whose client certificate is a node's:
+// its common name is security::kNodeCommonName, and the CA vouched for it in the handshake.
+// `peer` is that common name ("" when unknown). PERMISSION_DENIED (certainly not handled) when
+// refused.
+[[nodiscard]] grpc::Status CheckClusterSender(const wire::Envelope& envelope,
+                                              std::string_view peer);
+
+// The common name of the verified client certificate of a call ("" without TLS): "node" for a
+// cluster process, the user's name for a client (security/certificates.h). For authorization.
+[[nodiscard]] std::string PeerCommonName(const grpc::AuthContext& context);
+
+}  // namespace shoal::net

@@ -1,0 +1,34 @@
+#pragma once
+
+// TlsFiles: the three files a process's TLS identity is made of (a trusted CA bundle, its
+// certificate, its private key), as the network layer loads and reloads them
+// (src/net/tls_credentials.h). Where they come from: a node's certs directory (NodeTlsFiles), a
+// user's (ClientTlsFiles), or a client's credentials file (credentials_file.h).
+//
+// Thread-safety: a value type; the functions are stateless.
+
+#include <string>
+#include <string_view>
+
+#include "src/common/status.h"
+
+namespace shoal::security {
+
+struct TlsFiles {
+  std::string ca_cert{};  // PEM roots every peer's certificate must chain to
+  std::string cert{};     // this process's certificate (PEM)
+  std::string key{};      // its private key (PEM)
+};
+
+// ca.crt, node.crt and node.key of `certs_dir`: the identity of a coordinator or a node.
+[[nodiscard]] TlsFiles NodeTlsFiles(std::string_view certs_dir);
+// ca.crt, client.<user>.crt and client.<user>.key of `certs_dir`.
+[[nodiscard]] TlsFiles ClientTlsFiles(std::string_view certs_dir, std::string_view user);
+
+// Checks before anything listens or dials, so that a mistake is one clear error at start rather
+// than handshakes failing later: every file is readable, the key belongs to the certificate, and
+// the certificate chains to the CA bundle and is valid now. The errors name files, never their
+// content.
+[[nodiscard]] Status CheckTlsFiles(const TlsFiles& files);
+
+}  // namespace shoal::security

@@ -1,0 +1,99 @@
+#include "tools/shoal/local_security.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "src/security/certificates.h"
+#include "src/security/credentials_file.h"
+
+namespace shoal::tools {
+namespace {
+
+bool Exists(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec);
+}
+
+}  // namespace
+
+StatusOr<LocalSecurity> PrepareLocalSecurity(const std::string& data_dir,
+                                             const std::string& cluster, bool insecure) {
+  LocalSecurity out;
+  if (insecure) {
+    out.secure = false;
+    return out;
+  }
+  const std::string data = std::filesystem::absolute(data_dir).lexically_normal().string();
+  out.certs_dir = data + "/certs";
+  const std::string user(security::kDefaultUser);
+  if (!Exists(security::CaCertPath(out.certs_dir))) {
+    SHOAL_RETURN_IF_ERROR(security::CreateCa({.certs_dir = out.certs_dir}));
+  }
+  if (!Exists(security::NodeCertPath(out.certs_dir))) {
+    SHOAL_RETURN_IF_ERROR(security::CreateNodeCert({.certs_dir = out.certs_dir, .hosts = {}}));
+  }
+  if (!Exists(security::ClientCertPath(out.certs_dir, user))) {
+    SHOAL_RETURN_IF_ERROR(security::CreateClientCert({.certs_dir = out.certs_dir, .user = user}));
+  }
+  const security::ClusterCredentials entry{.cluster = "shoal://" + cluster,
+                                           .user = user,
+                                           .ca = security::CaCertPath(out.certs_dir),
+                                           .cert = security::ClientCertPath(out.certs_dir, user),
+                                           .key = security::ClientKeyPath(out.certs_dir, user)};
+  out.credentials_file = data + "/credentials";
+  // Rewritten at each start: the port may have changed.
+  std::error_code ec;
+  std::filesystem::remove(out.credentials_file, ec);
+  SHOAL_RETURN_IF_ERROR(security::RegisterCredentials(out.credentials_file, entry));
+  const std::string user_file = security::DefaultCredentialsPath();
+  if (user_file.empty()) {
+    out.registration_error = "neither SHOAL_CREDENTIALS nor HOME is set";
+  } else if (Status registered = security::RegisterCredentials(user_file, entry);
+             !registered.ok()) {
+    out.registration_error = registered.ToString();
+  } else {
+    out.registered_in = user_file;
+  }
+  return out;
+}
+
+std::vector<std::string> ChildSecurityArgs(const LocalSecurity& security) {
+  if (!security.secure) return {"--insecure"};
+  return {"--certs-dir", security.certs_dir};
+}
+
+ConnectOptions LocalConnectOptions(const LocalSecurity& security) {
+  ConnectOptions options;
+  options.insecure = !security.secure;
+  options.certs_dir = security.certs_dir;
+  options.user = std::string(security::kDefaultUser);
+  return options;
+}
+
+std::vector<std::string> LocalSecurityLines(const LocalSecurity& security,
+                                            const std::string& cluster) {
+  if (!security.secure) {
+    return {
+        "security     OFF (--insecure): plaintext, no client certificates; clients need "
+        "--insecure"};
+  }
+  std::vector<std::string> lines;
+  lines.push_back(fmt::format("security     mutual TLS; certificates in {}", security.certs_dir));
+  if (!security.registered_in.empty()) {
+    lines.push_back(
+        fmt::format("credentials  {} (the shoal commands need no flags)", security.registered_in));
+  } else {
+    lines.push_back(
+        fmt::format("credentials  not registered ({}); give the commands --credentials "
+                    "{}",
+                    security.registration_error, security.credentials_file));
+  }
+  lines.push_back(fmt::format(
+      "elsewhere    SHOAL_CREDENTIALS={} shoal status, or shoal status --cluster shoal://{} "
+      "--certs-dir {} (docs/security.md)",
+      security.credentials_file, cluster, security.certs_dir));
+  return lines;
+}
+
+}  // namespace shoal::tools

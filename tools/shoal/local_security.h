@@ -1,0 +1,45 @@
+#pragma once
+
+// `shoal local`'s certificates and credentials (docs/security.md, "shoal local"): at the first
+// start, a CA, a node certificate for the loopback addresses and a client certificate of the
+// user `admin` in DATA/certs; at every start, DATA/credentials (one entry: this cluster) and
+// this cluster's entry in the user's credentials file, so that the CLI and Database::Connect of
+// whoever started it need no flag. A later start reuses the certificates.
+//
+// Thread-safety: called once, by shoal local's main thread.
+
+#include <string>
+#include <vector>
+
+#include "include/shoal/shoal.h"
+#include "src/common/status.h"
+
+namespace shoal::tools {
+
+struct LocalSecurity {
+  bool secure = true;                // false: --insecure
+  std::string certs_dir{};           // absolute
+  std::string credentials_file{};    // DATA/credentials
+  std::string registered_in{};       // the user's credentials file ("" when not registered)
+  std::string registration_error{};  // why not, when it failed (the cluster runs anyway)
+};
+
+// For a secure cluster (`insecure` false): the header's files, for the coordinator `cluster`
+// ("HOST:PORT"). The errors of certificate creation; a failure to register in the user's file is
+// only reported in registration_error.
+[[nodiscard]] StatusOr<LocalSecurity> PrepareLocalSecurity(const std::string& data_dir,
+                                                           const std::string& cluster,
+                                                           bool insecure);
+
+// The security arguments of shoal local's coordinator and nodes.
+[[nodiscard]] std::vector<std::string> ChildSecurityArgs(const LocalSecurity& security);
+
+// How shoal local itself connects (to see that the cluster serves).
+[[nodiscard]] ConnectOptions LocalConnectOptions(const LocalSecurity& security);
+
+// The lines shoal local prints about security: where the credentials are, and how to connect
+// from another shell, program or user.
+[[nodiscard]] std::vector<std::string> LocalSecurityLines(const LocalSecurity& security,
+                                                          const std::string& cluster);
+
+}  // namespace shoal::tools

@@ -1,0 +1,317 @@
+// `shoal certs`, `shoal credentials`, and the security options of the other commands
+// (security_flags.h, docs/security.md).
+
+#include <fmt/format.h>
+#include <grpc/support/log.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "src/common/log.h"
+#include "src/net/uri.h"
+#include "src/security/certificates.h"
+#include "src/security/credentials_file.h"
+#include "src/security/tls_files.h"
+#include "tools/shoal/security_flags.h"
+
+namespace shoal::tools {
+namespace {
+
+// gRPC's own log lines (a failed handshake is logged at each reconnection attempt) say nothing a
+// client command's final error does not, so the client commands drop them.
+void DropGrpcLog(gpr_log_func_args* /*args*/) {}
+void QuietGrpcLog() { gpr_set_log_function(&DropGrpcLog); }
+
+// A server's gRPC log lines (failed handshakes of peers without a cluster certificate, files the
+// certificate watcher cannot read) as events of its own log, so that --log-format json stays one
+// JSON object per line.
+void GrpcLogAsEvent(gpr_log_func_args* args) {
+  const char* message = args->message != nullptr ? args->message : "";
+  const char* file = args->file != nullptr ? args->file : "";
+  log::Warning("grpc.log", {{"message", std::string_view(message)},
+                            {"source", fmt::format("{}:{}", file, args->line)}});
+}
+
+int Fail(const Status& status) {
+  std::fprintf(stderr, "error: %s\n", status.ToString().c_str());
+  return 1;
+}
+
+std::string Date(int64_t unix_seconds) {
+  const std::time_t time = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  ::gmtime_r(&time, &tm);
+  char text[32] = {};
+  std::strftime(text, sizeof(text), "%Y-%m-%d", &tm);
+  return text;
+}
+
+struct CertsFlags {
+  std::string certs_dir;
+  std::string ca_key;
+  std::vector<std::string> hosts;
+  std::string user;
+  int lifetime_days = 0;  // 0: the kind's default
+  bool overwrite = false;
+  bool json = false;
+};
+
+void PrintWritten(const std::vector<std::string>& paths) {
+  for (const auto& path : paths) std::printf("wrote %s\n", path.c_str());
+}
+
+int RunCreateCa(const CertsFlags& flags) {
+  const Status status = security::CreateCa(
+      {.certs_dir = flags.certs_dir,
+       .lifetime_days = flags.lifetime_days > 0 ? flags.lifetime_days : security::kCaLifetimeDays,
+       .overwrite = flags.overwrite});
+  if (!status.ok()) return Fail(status);
+  PrintWritten({security::CaCertPath(flags.certs_dir), security::CaKeyPath(flags.certs_dir)});
+  std::printf("keep %s secret: whoever has it can issue certificates the cluster trusts\n",
+              security::CaKeyPath(flags.certs_dir).c_str());
+  return 0;
+}
+
+int RunCreateNode(const CertsFlags& flags) {
+  const Status status = security::CreateNodeCert(
+      {.certs_dir = flags.certs_dir,
+       .ca_key = flags.ca_key,
+       .hosts = flags.hosts,
+       .lifetime_days = flags.lifetime_days > 0 ? flags.lifetime_days : security::kLeafLifetimeDays,
+       .overwrite = flags.overwrite});
+  if (!status.ok()) return Fail(status);
+  PrintWritten({security::NodeCertPath(flags.certs_dir), security::NodeKeyPath(flags.certs_dir)});
+  return 0;
+}
+
+int RunCreateClient(const CertsFlags& flags) {
+  const Status status = security::CreateClientCert(
+      {.certs_dir = flags.certs_dir,
+       .ca_key = flags.ca_key,
+       .user = flags.user,
+       .lifetime_days = flags.lifetime_days > 0 ? flags.lifetime_days : security::kLeafLifetimeDays,
+       .overwrite = flags.overwrite});
+  if (!status.ok()) return Fail(status);
+  PrintWritten({security::ClientCertPath(flags.certs_dir, flags.user),
+                security::ClientKeyPath(flags.certs_dir, flags.user)});
+  return 0;
+}
+
+int RunList(const CertsFlags& flags) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(flags.certs_dir, ec)) {
+    if (entry.path().extension() == ".crt") files.push_back(entry.path().string());
+  }
+  if (ec) return Fail(NotFoundError(fmt::format("{}: {}", flags.certs_dir, ec.message())));
+  std::sort(files.begin(), files.end());
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& file : files) {
+    auto info = security::ReadCertificate(file);
+    if (!info.ok()) return Fail(info.status());
+    std::vector<std::string> names = info->dns_names;
+    names.insert(names.end(), info->ip_addresses.begin(), info->ip_addresses.end());
+    const Status trusted = security::VerifyCertificate(security::CaCertPath(flags.certs_dir), file);
+    if (flags.json) {
+      out.push_back({{"file", file},
+                     {"common_name", info->common_name},
+                     {"issuer", info->issuer_common_name},
+                     {"hosts", names},
+                     {"not_after", Date(info->not_after_unix)},
+                     {"trusted", trusted.ok()}});
+    } else {
+      std::string hosts;
+      for (const auto& name : names) hosts += (hosts.empty() ? "" : ",") + name;
+      std::printf("%-24s CN=%-16s expires %s%s%s%s\n",
+                  std::filesystem::path(file).filename().c_str(), info->common_name.c_str(),
+                  Date(info->not_after_unix).c_str(), hosts.empty() ? "" : " hosts ", hosts.c_str(),
+                  trusted.ok() ? "" : "  NOT TRUSTED by ca.crt");
+    }
+  }
+  if (flags.json) std::printf("%s\n", out.dump().c_str());
+  return 0;
+}
+
+struct CredentialsFlags {
+  std::string cluster = "shoal://127.0.0.1:7400";
+  std::string certs_dir;
+  std::string user = std::string(security::kDefaultUser);
+  std::string file;
+};
+
+int RunCredentialsAdd(const CredentialsFlags& flags) {
+  auto coordinators = net::CoordinatorsOf(flags.cluster);
+  if (!coordinators.ok()) return Fail(coordinators.status());
+  if (Status valid = security::CheckUserName(flags.user); !valid.ok()) return Fail(valid);
+  const std::string dir = std::filesystem::absolute(flags.certs_dir).lexically_normal().string();
+  const security::TlsFiles files = security::ClientTlsFiles(dir, flags.user);
+  if (Status valid = security::CheckTlsFiles(files); !valid.ok()) return Fail(valid);
+  const std::string path = flags.file.empty() ? security::DefaultCredentialsPath() : flags.file;
+  const Status status = security::RegisterCredentials(path, {.cluster = "shoal://" + *coordinators,
+                                                             .user = flags.user,
+                                                             .ca = files.ca_cert,
+                                                             .cert = files.cert,
+                                                             .key = files.key});
+  if (!status.ok()) return Fail(status);
+  std::printf("%s: shoal://%s as %s\n", path.c_str(), coordinators->c_str(), flags.user.c_str());
+  return 0;
+}
+
+CLI::App* CertsCommand(CLI::App* certs, const std::string& name, const std::string& help,
+                       const std::shared_ptr<CertsFlags>& flags) {
+  CLI::App* command = certs->add_subcommand(name, help);
+  command->add_option("--certs-dir", flags->certs_dir, "The certs directory")->required();
+  return command;
+}
+
+void AddIssueOptions(CLI::App* command, CertsFlags* flags, int default_days) {
+  command->add_option("--ca-key", flags->ca_key, "The CA's key (default: CERTS_DIR/ca.key)");
+  command
+      ->add_option("--lifetime-days", flags->lifetime_days,
+                   fmt::format("Validity in days (default {})", default_days))
+      ->check(CLI::Range(1, 36500));
+  command->add_flag("--overwrite", flags->overwrite,
+                    "Replace existing files (rotation: running processes reload them)");
+}
+
+}  // namespace
+
+void AddServerSecurityOptions(CLI::App* command, ServerSecurityFlags* flags) {
+  command->add_option("--certs-dir", flags->certs_dir,
+                      "Mutual TLS with ca.crt, node.crt and node.key of this directory "
+                      "(`shoal certs`)");
+  command->add_flag("--insecure", flags->insecure,
+                    "No TLS: plaintext, and anyone who reaches the port can read and change "
+                    "everything");
+  command
+      ->add_option("--cert-reload-seconds", flags->reload_seconds,
+                   "How often the certificate, key and CA files are read again")
+      ->check(CLI::Range(1u, 86'400u))
+      ->capture_default_str();
+}
+
+StatusOr<net::TransportSecurity> ServerSecurity(const ServerSecurityFlags& flags) {
+  if (flags.insecure == !flags.certs_dir.empty()) {
+    return InvalidArgumentError(
+        flags.insecure
+            ? "give either --certs-dir or --insecure, not both"
+            : "give --certs-dir DIR (ca.crt, node.crt and node.key from `shoal certs "
+              "create-ca` and `shoal certs create-node`) to serve over mutual TLS, or --insecure "
+              "to serve plaintext to anyone who reaches the port");
+  }
+  if (flags.insecure) return net::TransportSecurity{};
+  return net::TransportSecurity{.tls = security::NodeTlsFiles(flags.certs_dir),
+                                .reload_seconds = flags.reload_seconds};
+}
+
+void RouteGrpcLog() { gpr_set_log_function(&GrpcLogAsEvent); }
+
+void WarnInsecure(const ServerSecurityFlags& flags) {
+  if (!flags.insecure) return;
+  log::Warning("security.insecure",
+               {{"message",
+                 "TLS is off (--insecure): traffic is plaintext and anyone who reaches this "
+                 "process's port can read and change every document"}});
+}
+
+void AddClientSecurityOptions(CLI::App* command, ClientSecurityFlags* flags) {
+  command->add_option("--certs-dir", flags->certs_dir,
+                      "Mutual TLS with ca.crt and client.USER.crt/.key of this directory");
+  command->add_option("--user", flags->user,
+                      "With --certs-dir: whose client certificate "
+                      "(default admin)");
+  command->add_option("--credentials", flags->credentials,
+                      "Credentials file (default: $SHOAL_CREDENTIALS, else "
+                      "~/.config/shoal/credentials)");
+  command->add_flag("--insecure", flags->insecure,
+                    "Plaintext, for a cluster started with --insecure");
+}
+
+ConnectOptions ConnectOptionsOf(const ClientSecurityFlags& flags) {
+  QuietGrpcLog();
+  ConnectOptions options;
+  options.insecure = flags.insecure;
+  options.certs_dir = flags.certs_dir;
+  options.user = flags.user;
+  options.credentials_file = flags.credentials;
+  return options;
+}
+
+StatusOr<net::TransportSecurity> ClientSecurity(const ClientSecurityFlags& flags,
+                                                const std::string& coordinators) {
+  QuietGrpcLog();
+  SHOAL_ASSIGN_OR_RETURN(std::optional<security::TlsFiles> tls,
+                         security::ResolveClientTls({.insecure = flags.insecure,
+                                                     .certs_dir = flags.certs_dir,
+                                                     .user = flags.user,
+                                                     .credentials_file = flags.credentials},
+                                                    coordinators));
+  return net::TransportSecurity{.tls = std::move(tls)};
+}
+
+void AddCertsCommands(CLI::App& app) {
+  CLI::App* certs = app.add_subcommand(
+      "certs", "Create the cluster's CA, node and client certificates (docs/security.md)");
+  certs->require_subcommand(1);
+
+  auto ca = std::make_shared<CertsFlags>();
+  CLI::App* c = CertsCommand(certs, "create-ca",
+                             "A new cluster CA: ca.crt (copy it everywhere) and ca.key (keep it "
+                             "secret)",
+                             ca);
+  c->add_option("--lifetime-days", ca->lifetime_days,
+                fmt::format("Validity in days (default {})", security::kCaLifetimeDays))
+      ->check(CLI::Range(1, 36500));
+  c->add_flag("--overwrite", ca->overwrite, "Replace an existing CA");
+  c->callback([ca] { std::exit(RunCreateCa(*ca)); });
+
+  auto node = std::make_shared<CertsFlags>();
+  CLI::App* n = CertsCommand(certs, "create-node",
+                             "node.crt and node.key for coordinators and nodes, naming the hosts "
+                             "they are dialled by (localhost, 127.0.0.1 and ::1 always)",
+                             node);
+  n->add_option("--host", node->hosts, "A DNS name or IP address (repeatable)");
+  AddIssueOptions(n, node.get(), security::kLeafLifetimeDays);
+  n->callback([node] { std::exit(RunCreateNode(*node)); });
+
+  auto client = std::make_shared<CertsFlags>();
+  CLI::App* u =
+      CertsCommand(certs, "create-client",
+                   "client.USER.crt and client.USER.key: a user's identity (CN = USER)", client);
+  u->add_option("--user", client->user, "The user")->required();
+  AddIssueOptions(u, client.get(), security::kLeafLifetimeDays);
+  u->callback([client] { std::exit(RunCreateClient(*client)); });
+
+  auto list = std::make_shared<CertsFlags>();
+  CLI::App* l = CertsCommand(certs, "list",
+                             "Each certificate of the directory: name, hosts, expiry, and whether "
+                             "ca.crt trusts it",
+                             list);
+  l->add_flag("--json", list->json, "Print one JSON array");
+  l->callback([list] { std::exit(RunList(*list)); });
+
+  CLI::App* credentials = app.add_subcommand(
+      "credentials", "The client credentials file the commands and Database::Connect read");
+  credentials->require_subcommand(1);
+  auto add = std::make_shared<CredentialsFlags>();
+  CLI::App* a = credentials->add_subcommand(
+      "add", "Register a cluster with a user's certificate, so that commands need no flags");
+  a->add_option("--cluster", add->cluster, "shoal://HOST:PORT of the coordinator(s)")
+      ->capture_default_str();
+  a->add_option("--certs-dir", add->certs_dir, "Directory with ca.crt and client.USER.crt/.key")
+      ->required();
+  a->add_option("--user", add->user, "The user")->capture_default_str();
+  a->add_option("--file", add->file,
+                "The credentials file (default: $SHOAL_CREDENTIALS, else "
+                "~/.config/shoal/credentials)");
+  a->callback([add] { std::exit(RunCredentialsAdd(*add)); });
+}
+
+}  // namespace shoal::tools
