@@ -42,6 +42,7 @@ test-release: build
 
 test-asan: build-asan
 	cd $(ASAN_BUILD_DIR) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	  SHOAL_INTERLEAVE_BUDGET=$(ASAN_INTERLEAVE_BUDGET) SHOAL_INTERLEAVE_SAMPLE=$(ASAN_INTERLEAVE_SAMPLE) \
 	  SHOAL_SIM_SEEDS=$(ASAN_SIM_SEEDS) ctest --output-on-failure -j $(JOBS)
 
