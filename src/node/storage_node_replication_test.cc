@@ -120,15 +120,29 @@ class ReplicationNodeTest : public ::testing::Test {
     }
   }
 
+  static transport::WriteRequest Write(WriteOp op, std::string key, std::string body) {
+    transport::WriteRequest request;
+    request.op = op;
+    request.collection = kDocs;
+    request.primary_key = std::move(key);
+    request.body = std::move(body);
+    return request;
+  }
+
   StatusOr<Response> Put(NodeId to, const ShardMapPtr& map, const std::string& key,
                          const std::string& body) {
-    transport::WriteRequest request;
+    transport::WriteRequest request = Write(WriteOp::kUpsert, key, body);
     request.epoch = map->epoch();
-    request.op = WriteOp::kUpsert;
-    request.collection = kDocs;
-    request.primary_key = key;
-    request.body = body;
     return sim_.Call(Address::Node(to), std::move(request), 10 * kSecond);
+  }
+
+  // n2 becomes the primary under a new term, installed at n2 and n3; n1 has not heard of it.
+  ShardMapPtr PromoteN2BehindN1sBack() {
+    ShardMapPtr promoted = Next(initial_, [](ShardMapEdit& e) { e.PromoteReplica(kB0, kN2); });
+    coordinator_->SetMap(promoted);
+    Install(kN2, promoted);
+    Install(kN3, promoted);
+    return promoted;
   }
 
   StatusOr<Response> Get(NodeId to, const ShardMapPtr& map, const std::string& key) {
@@ -201,12 +215,7 @@ TEST_F(ReplicationNodeTest, ABatchIsOneEntryOnEveryReplicaWhenAcknowledged) {
     const uint64_t before = nodes_.at(kN1)->store()->GetReplicaState(kB0).position.rseq;
     transport::BatchWriteRequest batch{.epoch = initial_->epoch(), .writes = {}};
     auto write = [&](WriteOp op, std::string key, std::string body) {
-      transport::WriteRequest w;
-      w.op = op;
-      w.collection = kDocs;
-      w.primary_key = std::move(key);
-      w.body = std::move(body);
-      batch.writes.push_back(std::move(w));
+      batch.writes.push_back(Write(op, std::move(key), std::move(body)));
     };
     for (int i = 0; i < 8; ++i) {
       write(WriteOp::kUpsert, fmt::format("k{}", i), fmt::format(R"({{"i":{}}})", i));
@@ -262,18 +271,10 @@ TEST_F(ReplicationNodeTest, ABatchIsOneEntryOnEveryReplicaWhenAcknowledged) {
 TEST_F(ReplicationNodeTest, ABatchAtAStalePrimaryEndsUnknownInEveryWrittenSlot) {
   Run([&] {
     ASSERT_TRUE(StatusOf(Put(kN1, initial_, "a", R"({"v":1})")).ok());
-    ShardMapPtr promoted = Next(initial_, [](ShardMapEdit& e) { e.PromoteReplica(kB0, kN2); });
-    coordinator_->SetMap(promoted);
-    Install(kN2, promoted);
-    Install(kN3, promoted);
+    PromoteN2BehindN1sBack();
     transport::BatchWriteRequest batch{.epoch = initial_->epoch(), .writes = {}};
     for (std::string key : {"b", "c"}) {
-      transport::WriteRequest w;
-      w.op = WriteOp::kUpsert;
-      w.collection = kDocs;
-      w.primary_key = key;
-      w.body = R"({"v":2})";
-      batch.writes.push_back(std::move(w));
+      batch.writes.push_back(Write(WriteOp::kUpsert, key, R"({"v":2})"));
     }
     auto response = sim_.Call(Address::Node(kN1), batch, 10 * kSecond);
     ASSERT_TRUE(StatusOf(response).ok()) << StatusOf(response);
@@ -308,11 +309,7 @@ TEST_F(ReplicationNodeTest, ASilentBackupHoldsTheAckUntilTheMapDropsIt) {
 TEST_F(ReplicationNodeTest, AStalePrimaryIsRefusedAndItsPendingWriteIsUnknown) {
   Run([&] {
     ASSERT_TRUE(StatusOf(Put(kN1, initial_, "a", R"({"v":1})")).ok());
-    // n2 becomes the primary under a new term; n1 has not heard of it.
-    ShardMapPtr promoted = Next(initial_, [](ShardMapEdit& e) { e.PromoteReplica(kB0, kN2); });
-    coordinator_->SetMap(promoted);
-    Install(kN2, promoted);
-    Install(kN3, promoted);
+    const ShardMapPtr promoted = PromoteN2BehindN1sBack();
     auto stale = Put(kN1, initial_, "b", R"({"v":2})");
     EXPECT_EQ(StatusOf(stale).code(), StatusCode::kUnknown) << StatusOf(stale);
     // n1 learned the newer map from the refusal: it now sends clients to n2.
