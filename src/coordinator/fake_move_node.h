@@ -74,6 +74,7 @@ class FakeMoveNode final : public transport::Service {
       return Response::Ok(transport::CatchUpResponse{
           .applied_sequence = catch_up->until_sequence.value_or(catch_up->after_sequence),
           .applied = 0,
+          .applied_bytes = 0,
           .read_micros = 0,
           .apply_micros = 0});
     }
