@@ -91,11 +91,14 @@ StatusOr<std::optional<uint64_t>> Move::ResumeFromLog() {
       transport::ResumeCopyRequest{
           .move = move_, .bucket = bucket_, .source = source_, .store_id = node->store_id},
       options.call_attempts);
-  if (!response.ok() && response.status().code() == StatusCode::kCancelled) {
-    return response.status();
-  }
   auto answer = response.ok() ? transport::BodyAs<transport::ResumeCopyResponse>(*response)
                               : StatusOr<transport::ResumeCopyResponse>(response.status());
+  // A node that does not know the request (another build) takes a snapshot. Any other failure
+  // (the destination or the primary does not answer) would fail the snapshot's calls too: the
+  // move fails, and its next attempt may still find the copy.
+  if (!answer.ok() && answer.status().code() != StatusCode::kUnimplemented) {
+    return answer.status();
+  }
   if (!answer.ok() || !answer->sequence.has_value()) {
     log::Info("move.snapshot",
               {{"bucket", bucket_.value()},
@@ -118,7 +121,7 @@ Status Move::CopyThenSwitch(uint64_t planned_bytes) {
   // A copy the destination still holds resumes from the primary's log (replication.md §6):
   // no snapshot, and the catch-up starts where the primary's log holds what the copy lacks.
   auto resumed = ResumeFromLog();
-  if (!resumed.ok()) return resumed.status();
+  if (!resumed.ok()) return fail(resumed.status());
   uint64_t start_sequence = 0;
   uint64_t snapshot_bytes = 0;
   if (resumed->has_value()) {

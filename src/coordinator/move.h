@@ -64,9 +64,9 @@ class Move {
                                                  uint64_t* bytes = nullptr);
   // A replicated bucket's copy move: asks the destination to resume the copy it holds from the
   // primary's log (replication.md §6, "Log retention"). The engine sequence its catch-up starts
-  // after if it did; nullopt if the copy is to be rebuilt from a snapshot (none held, divergent,
-  // not retained, or the call failed: the export path then runs as it would have). An error
-  // only if this incarnation was stopped.
+  // after if it did; nullopt if the copy is to be rebuilt from a snapshot (none held, another
+  // store, divergent, not retained, or a node that does not know the request). The call's error
+  // otherwise (a node does not answer, this incarnation was stopped): the move fails.
   [[nodiscard]] StatusOr<std::optional<uint64_t>> ResumeFromLog();
   // Pulls the whole bucket into the destination while the move stays in `stage`, waiting out
   // nodes that do not answer (the source as long as it takes; the destination until it is
