@@ -393,6 +393,7 @@ class StorageNode final : public transport::Service,
   // storage_node_resume.cc (RESUMED COPY): the destination resumes the copy it holds from the
   // primary's log; the source says whether its log retains what that copy lacks.
   transport::Response HandleResumeCopy(const transport::ResumeCopyRequest& request);
+  transport::Response HandleRetainedLog(const transport::RetainedLogRequest& request);
   // At a map install: a bucket this node is no replica of, or whose range differs from
   // `before`'s, loses its log index (storage/rseq_index.h): this node's WAL may lack writes of
   // its range from then on, or a copy of the old range may lack part of the new one.
@@ -400,7 +401,6 @@ class StorageNode final : public transport::Service,
   // Clears the bucket's stored replica state, if any, before its data is dropped or replaced: a
   // state says the data is the history up to its position (storage_node_resume.cc).
   [[nodiscard]] Status ForgetCopy(BucketId bucket);
-  transport::Response HandleRetainedLog(const transport::RetainedLogRequest& request);
   // kServeViaSource: run the request at the source, then keep its result locally.
   transport::Response ForwardWrite(const transport::WriteRequest& request, const Admitted& admitted,
                                    storage::WalSync wal_sync);
