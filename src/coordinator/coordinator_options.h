@@ -66,6 +66,11 @@ struct CoordinatorOptions {
   transport::Micros read_lease = 1'000'000;
   transport::Micros clock_drift = 100'000;
   transport::Micros replica_poll = 100'000;
+  // A copy move of a replicated bucket whose destination still holds a copy that is a prefix of
+  // the primary's history, within the primary's log retention, resumes it from that log instead
+  // of a snapshot (replication.md §6, "Log retention"). Off: every copy is rebuilt from a
+  // snapshot (for comparisons; the safety rules are the same either way).
+  bool resume_copies_from_log = true;
 };
 
 // A committed move's fence window (from the source's fence to the commit published: the time
@@ -100,6 +105,11 @@ struct MoveProgress {
   // Grows during a move, so a rate and an ETA can be computed from it.
   uint64_t bytes_copied = 0;
   uint64_t bytes_moved = 0;  // exported bytes of committed moves: it jumps at each COMMIT
+  // Key + body bytes of the changes committed copy-then-switch moves caught up with from their
+  // source's log (rounds and drain), and how many of those moves resumed a copy the destination
+  // held, with no snapshot at all (replication.md §6).
+  uint64_t bytes_caught_up = 0;
+  uint64_t copies_resumed = 0;
   std::vector<FenceWindow> fence_windows;     // one per committed move, in commit order
   std::map<NodeId, int64_t> first_commit_to;  // time a node first received a bucket
   std::vector<std::string> abort_reasons;     // the latest few

@@ -43,9 +43,10 @@ constexpr BucketId kB0{0};
 constexpr BucketId kB1{1};
 
 // A node that answers each move call at once: Export with kExportedBytes at sequence
-// kExportSequence, Fence with kFenceSequence, CatchUp with the position it was asked to reach,
-// Transfer in one page, every other call with an Ack. It records the name of each request it
-// received, and answers a request whose name is in `failures` with that status.
+// kExportSequence, ResumeCopy with a refusal (no copy held), Fence with kFenceSequence, CatchUp
+// with the position it was asked to reach, Transfer in one page, every other call with an Ack. It
+// records the name of each request it received, and answers a request whose name is in `failures`
+// with that status.
 class FakeMoveNode final : public transport::Service {
  public:
   static constexpr uint64_t kExportedBytes = 4096;
@@ -67,6 +68,9 @@ class FakeMoveNode final : public transport::Service {
       out.exported.sequence = kExportSequence;
       return Response::Ok(out);
     }
+    if (std::holds_alternative<transport::ResumeCopyRequest>(request)) {
+      return Response::Ok(transport::ResumeCopyResponse{.refused = "a fake node holds no copy"});
+    }
     if (std::holds_alternative<transport::FenceRequest>(request)) {
       return Response::Ok(transport::FenceResponse{.sequence = kFenceSequence});
     }
@@ -74,6 +78,7 @@ class FakeMoveNode final : public transport::Service {
       return Response::Ok(transport::CatchUpResponse{
           .applied_sequence = catch_up->until_sequence.value_or(catch_up->after_sequence),
           .applied = 0,
+          .applied_bytes = 0,
           .read_micros = 0,
           .apply_micros = 0});
     }

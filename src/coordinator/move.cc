@@ -54,7 +54,7 @@ Status Move::Commit(std::string_view suffix) {
 }
 
 StatusOr<uint64_t> Move::CatchUpRounds(uint64_t after_sequence,
-                                       std::optional<uint64_t> until_sequence) {
+                                       std::optional<uint64_t> until_sequence, uint64_t* bytes) {
   const CoordinatorOptions& options = x_.options();
   uint64_t position = after_sequence;
   for (uint32_t round = 0; round < options.catch_up_rounds; ++round) {
@@ -71,39 +71,94 @@ StatusOr<uint64_t> Move::CatchUpRounds(uint64_t after_sequence,
     SHOAL_ASSIGN_OR_RETURN(auto body,
                            transport::BodyAs<transport::CatchUpResponse>(std::move(caught)));
     position = body.applied_sequence;
+    if (bytes != nullptr) *bytes += body.applied_bytes;
     if (until_sequence.has_value() || body.applied < options.fence_backlog) break;
   }
   return position;
+}
+
+StatusOr<std::optional<uint64_t>> Move::ResumeFromLog() {
+  const CoordinatorOptions& options = x_.options();
+  const ShardMapPtr map = x_.committer().map();
+  if (!options.resume_copies_from_log || map == nullptr || map->replication_factor() <= 1) {
+    return std::optional<uint64_t>();
+  }
+  const cluster::NodeInfo* node = map->FindNode(destination_);
+  // A store the map has not bound holds no copy of the bucket's history.
+  if (node == nullptr || node->store_id == 0) return std::optional<uint64_t>();
+  auto response = x_.CallNode(
+      destination_,
+      transport::ResumeCopyRequest{
+          .move = move_, .bucket = bucket_, .source = source_, .store_id = node->store_id},
+      options.call_attempts);
+  auto answer = response.ok() ? transport::BodyAs<transport::ResumeCopyResponse>(*response)
+                              : StatusOr<transport::ResumeCopyResponse>(response.status());
+  // A node that does not know the request (another build) takes a snapshot. Any other failure
+  // (the destination or the primary does not answer) would fail the snapshot's calls too: the
+  // move fails, and its next attempt may still find the copy.
+  if (!answer.ok() && answer.status().code() != StatusCode::kUnimplemented) {
+    return answer.status();
+  }
+  if (!answer.ok() || !answer->sequence.has_value()) {
+    log::Info("move.snapshot",
+              {{"bucket", bucket_.value()},
+               {"destination", destination_.value()},
+               {"move", move_.value()},
+               {"reason", answer.ok() ? answer->refused : answer.status().ToString()}});
+    return std::optional<uint64_t>();
+  }
+  log::Info("move.resume", {{"bucket", bucket_.value()},
+                            {"destination", destination_.value()},
+                            {"move", move_.value()},
+                            {"position", answer->position.DebugString()}});
+  return answer->sequence;
 }
 
 Status Move::CopyThenSwitch(uint64_t planned_bytes) {
   transport::Runtime& runtime = x_.runtime();
   const CoordinatorOptions& options = x_.options();
   auto fail = [&](const Status& status) { return Fail(status); };
-  // Snapshot: export at the source, ingest (invisibly) at the destination.
-  auto exported_response =
-      x_.CallNode(source_, transport::ExportBucketRequest{.move = move_, .bucket = bucket_},
-                  options.call_attempts);
-  if (!exported_response.ok()) return fail(exported_response.status());
-  auto exported = transport::BodyAs<transport::ExportBucketResponse>(std::move(*exported_response));
-  if (!exported.ok()) return fail(exported.status());
-  x_.progress().CorrectPlanned(planned_bytes, exported->exported.bytes);
-  if (Status s = runtime.Failpoint("coordinator.after_export"); !s.ok()) return s;
-  const uint64_t rate = std::max<uint64_t>(options.min_transfer_bytes_per_second, 1);
-  const auto copy_time = static_cast<transport::Micros>(
-      static_cast<double>(exported->exported.bytes) * 1e6 / static_cast<double>(rate));
-  auto ingested = x_.CallNode(destination_,
-                              transport::IngestBucketRequest{
-                                  .move = move_, .bucket = bucket_, .exported = exported->exported},
-                              options.call_attempts, options.call_timeout + copy_time);
-  if (!ingested.ok()) return fail(ingested.status());
-  if (!ingested->status.ok()) return fail(ingested->status);
-  x_.progress().Copied(exported->exported.bytes);
-  if (Status s = runtime.Failpoint("coordinator.after_ingest"); !s.ok()) return s;
+  // A copy the destination still holds resumes from the primary's log (replication.md §6):
+  // no snapshot, and the catch-up starts where the primary's log holds what the copy lacks.
+  auto resumed = ResumeFromLog();
+  if (!resumed.ok()) return fail(resumed.status());
+  uint64_t start_sequence = 0;
+  uint64_t snapshot_bytes = 0;
+  if (resumed->has_value()) {
+    start_sequence = **resumed;
+    x_.progress().CorrectPlanned(planned_bytes, 0);
+    if (Status s = runtime.Failpoint("coordinator.after_resume"); !s.ok()) return s;
+  } else {
+    // Snapshot: export at the source, ingest (invisibly) at the destination.
+    auto exported_response =
+        x_.CallNode(source_, transport::ExportBucketRequest{.move = move_, .bucket = bucket_},
+                    options.call_attempts);
+    if (!exported_response.ok()) return fail(exported_response.status());
+    auto exported =
+        transport::BodyAs<transport::ExportBucketResponse>(std::move(*exported_response));
+    if (!exported.ok()) return fail(exported.status());
+    x_.progress().CorrectPlanned(planned_bytes, exported->exported.bytes);
+    if (Status s = runtime.Failpoint("coordinator.after_export"); !s.ok()) return s;
+    const uint64_t rate = std::max<uint64_t>(options.min_transfer_bytes_per_second, 1);
+    const auto copy_time = static_cast<transport::Micros>(
+        static_cast<double>(exported->exported.bytes) * 1e6 / static_cast<double>(rate));
+    auto ingested =
+        x_.CallNode(destination_,
+                    transport::IngestBucketRequest{
+                        .move = move_, .bucket = bucket_, .exported = exported->exported},
+                    options.call_attempts, options.call_timeout + copy_time);
+    if (!ingested.ok()) return fail(ingested.status());
+    if (!ingested->status.ok()) return fail(ingested->status);
+    x_.progress().Copied(exported->exported.bytes);
+    if (Status s = runtime.Failpoint("coordinator.after_ingest"); !s.ok()) return s;
+    start_sequence = exported->exported.sequence;
+    snapshot_bytes = exported->exported.bytes;
+  }
 
   // Catch-up.
+  uint64_t caught_up_bytes = 0;
   if (Status s = AdvanceStage(TransitionStage::kCatchUp); !s.ok()) return fail(s);
-  auto caught_up = CatchUpRounds(exported->exported.sequence, std::nullopt);
+  auto caught_up = CatchUpRounds(start_sequence, std::nullopt, &caught_up_bytes);
   if (!caught_up.ok()) return fail(caught_up.status());
   const uint64_t position = *caught_up;
 
@@ -130,13 +185,17 @@ Status Move::CopyThenSwitch(uint64_t planned_bytes) {
   if (!drained->status.ok()) return fail(drained->status);
   transport::CatchUpResponse drain_report;
   if (auto* body = std::get_if<transport::CatchUpResponse>(&drained->body)) drain_report = *body;
+  caught_up_bytes += drain_report.applied_bytes;
   if (Status s = runtime.Failpoint("coordinator.before_commit"); !s.ok()) return s;
 
   // COMMIT: the map with the committed transition is the commit point.
   const transport::Micros commit_start = runtime.Now();
-  if (Status s = Commit(); !s.ok()) return fail(s);
+  if (Status s = Commit(resumed->has_value() ? " (resumed from the log)" : ""); !s.ok()) {
+    return fail(s);
+  }
   const transport::Micros now = runtime.Now();
-  x_.progress().Committed(exported->exported.bytes);
+  x_.progress().Committed(snapshot_bytes);
+  x_.progress().CaughtUp(caught_up_bytes, /*resumed=*/resumed->has_value());
   x_.progress().FenceWindowEnded({.fence_call_micros = drain_start - fence_start,
                                   .drain_micros = commit_start - drain_start,
                                   .drain_read_micros = drain_report.read_micros,
@@ -148,8 +207,8 @@ Status Move::CopyThenSwitch(uint64_t planned_bytes) {
   x_.progress().Ended();
   if (finished.ok() && options.max_bytes_per_second > 0) {
     // Throttle: the next move of this task waits as long as this one's bytes take at the rate.
-    const auto pause = static_cast<transport::Micros>(exported->exported.bytes * 1'000'000 /
-                                                      options.max_bytes_per_second);
+    const auto pause = static_cast<transport::Micros>((snapshot_bytes + caught_up_bytes) *
+                                                      1'000'000 / options.max_bytes_per_second);
     (void)runtime.Sleep(pause);
   }
   return finished;

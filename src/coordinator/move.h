@@ -58,8 +58,16 @@ class Move {
   // Catch-up rounds of the destination from `after_sequence`: until fewer than fence_backlog
   // changes came in a round or, with `until_sequence`, once up to it. The position reached, or
   // the error of a round (a node is down, the source's log is gone).
+  // Adds the bytes applied to *bytes when given.
   [[nodiscard]] StatusOr<uint64_t> CatchUpRounds(uint64_t after_sequence,
-                                                 std::optional<uint64_t> until_sequence);
+                                                 std::optional<uint64_t> until_sequence,
+                                                 uint64_t* bytes = nullptr);
+  // A replicated bucket's copy move: asks the destination to resume the copy it holds from the
+  // primary's log (replication.md §6, "Log retention"). The engine sequence its catch-up starts
+  // after if it did; nullopt if the copy is to be rebuilt from a snapshot (none held, another
+  // store, divergent, not retained, or a node that does not know the request). The call's error
+  // otherwise (a node does not answer, this incarnation was stopped): the move fails.
+  [[nodiscard]] StatusOr<std::optional<uint64_t>> ResumeFromLog();
   // Pulls the whole bucket into the destination while the move stays in `stage`, waiting out
   // nodes that do not answer (the source as long as it takes; the destination until it is
   // down). Adds to *bytes.

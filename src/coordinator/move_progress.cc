@@ -28,6 +28,12 @@ void ProgressCounters::Committed(uint64_t bytes_moved) {
   progress_.bytes_moved += bytes_moved;
 }
 
+void ProgressCounters::CaughtUp(uint64_t bytes, bool resumed) {
+  absl::MutexLock lock(&mu_);
+  progress_.bytes_caught_up += bytes;
+  if (resumed) ++progress_.copies_resumed;
+}
+
 void ProgressCounters::FenceWindowEnded(const FenceWindow& window, NodeId destination,
                                         transport::Micros now) {
   absl::MutexLock lock(&mu_);

@@ -27,6 +27,9 @@ class ProgressCounters {
   void Copied(uint64_t bytes);
   // COMMIT stored, with the bytes the move carried.
   void Committed(uint64_t bytes_moved);
+  // Of a committed copy-then-switch move: the bytes its catch-up applied, and whether it resumed
+  // a copy the destination held (no snapshot).
+  void CaughtUp(uint64_t bytes, bool resumed);
   // A fence window ended by the commit (or the switch) that made `destination` an owner.
   void FenceWindowEnded(const FenceWindow& window, NodeId destination, transport::Micros now);
   // The move's task no longer runs it (finished, failed or handed to recovery).

@@ -89,6 +89,28 @@ TEST(WireCodecTest, RequestsRoundTrip) {
                                                   .broken = true});
   ExpectRoundTrip(
       transport::SealTermRequest{.buckets = {{.bucket = BucketId(5), .term = Term(2)}}});
+  ExpectRoundTrip(transport::ResumeCopyRequest{
+      .move = MoveId(3), .bucket = BucketId(4), .source = NodeId(5), .store_id = 0xbeef});
+  ExpectRoundTrip(transport::RetainedLogRequest{
+      .move = MoveId(3),
+      .bucket = BucketId(4),
+      .copy = {.position = {Term(6), 12}, .history = {{Term(2), 1}, {Term(6), 10}}}});
+}
+
+TEST(WireCodecTest, ResumeCopyResponseRoundTrips) {
+  for (const transport::ResumeCopyResponse& answer :
+       {transport::ResumeCopyResponse{.sequence = 4242, .position = {Term(6), 12}},
+        transport::ResumeCopyResponse{.sequence = std::nullopt, .refused = "divergent"}}) {
+    wire::Response first;
+    ToWire(transport::Response::Ok(answer), &first);
+    auto decoded = FromWire(first);
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    auto body = transport::BodyAs<transport::ResumeCopyResponse>(std::move(*decoded));
+    ASSERT_TRUE(body.ok()) << body.status();
+    EXPECT_EQ(body->sequence, answer.sequence);
+    EXPECT_EQ(body->refused, answer.refused);
+    EXPECT_EQ(body->position, answer.position);
+  }
 }
 
 TEST(WireCodecTest, HeartbeatResponseRoundTripsItsReleases) {

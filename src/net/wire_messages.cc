@@ -227,6 +227,19 @@ void ToWire(const transport::Request& request, wire::Request* out) {
                    w->set_token(r.token);
                    w->set_release(r.release);
                  },
+                 [out](const transport::ResumeCopyRequest& r) {
+                   auto* w = out->mutable_resume_copy();
+                   w->set_move(r.move.value());
+                   w->set_bucket(r.bucket.value());
+                   w->set_source(r.source.value());
+                   w->set_store_id(r.store_id);
+                 },
+                 [out](const transport::RetainedLogRequest& r) {
+                   auto* w = out->mutable_retained_log();
+                   w->set_move(r.move.value());
+                   w->set_bucket(r.bucket.value());
+                   ToWire(r.copy, w->mutable_copy());
+                 },
                  [out](const transport::FenceRequest& r) {
                    auto* w = out->mutable_fence();
                    w->set_move(r.move.value());
@@ -390,6 +403,19 @@ StatusOr<transport::Request> FromWire(const wire::Request& request) {
     case wire::Request::kSealTerm:
       return transport::Request(transport::SealTermRequest{
           .buckets = BucketTermsFromWire(request.seal_term().buckets())});
+    case wire::Request::kResumeCopy: {
+      const auto& w = request.resume_copy();
+      return transport::Request(transport::ResumeCopyRequest{.move = MoveId(w.move()),
+                                                             .bucket = BucketId(w.bucket()),
+                                                             .source = NodeId(w.source()),
+                                                             .store_id = w.store_id()});
+    }
+    case wire::Request::kRetainedLog: {
+      const auto& w = request.retained_log();
+      SHOAL_ASSIGN_OR_RETURN(storage::ReplicaState copy, FromWire(w.copy()));
+      return transport::Request(transport::RetainedLogRequest{
+          .move = MoveId(w.move()), .bucket = BucketId(w.bucket()), .copy = std::move(copy)});
+    }
     case wire::Request::kFence:
       return transport::Request(transport::FenceRequest{
           .move = MoveId(request.fence().move()), .bucket = BucketId(request.fence().bucket())});
@@ -462,6 +488,15 @@ void ToWire(const transport::Response& response, wire::Response* out) {
                    out->mutable_catch_up()->set_applied(r.applied);
                    out->mutable_catch_up()->set_read_micros(r.read_micros);
                    out->mutable_catch_up()->set_apply_micros(r.apply_micros);
+                   out->mutable_catch_up()->set_applied_bytes(r.applied_bytes);
+                 },
+                 [out](const transport::ResumeCopyResponse& r) {
+                   auto* w = out->mutable_resume_copy();
+                   w->set_resumed(r.sequence.has_value());
+                   w->set_sequence(r.sequence.value_or(0));
+                   w->set_refused(r.refused);
+                   w->set_term(r.position.term.value());
+                   w->set_rseq(r.position.rseq);
                  },
                  [out](const transport::ReadChangesResponse& r) {
                    auto* w = out->mutable_read_changes();
@@ -610,9 +645,18 @@ StatusOr<transport::Response> FromWire(const wire::Response& response) {
       out.body =
           transport::CatchUpResponse{.applied_sequence = response.catch_up().applied_sequence(),
                                      .applied = response.catch_up().applied(),
+                                     .applied_bytes = response.catch_up().applied_bytes(),
                                      .read_micros = response.catch_up().read_micros(),
                                      .apply_micros = response.catch_up().apply_micros()};
       break;
+    case wire::Response::kResumeCopy: {
+      const auto& w = response.resume_copy();
+      out.body = transport::ResumeCopyResponse{
+          .sequence = w.resumed() ? std::optional<uint64_t>(w.sequence()) : std::nullopt,
+          .refused = w.refused(),
+          .position = {Term(w.term()), w.rseq()}};
+      break;
+    }
     case wire::Response::kReadChanges: {
       transport::ReadChangesResponse changes;
       for (const auto& d : response.read_changes().changes()) {

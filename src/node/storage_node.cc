@@ -195,6 +195,7 @@ void StorageNode::InstallLocked(const transport::ClusterState& state) {
   const cluster::ShardMapPtr before = map_;
   map_ = state.map;
   if (before != nullptr && map_->replication_factor() > 1) StartNewBucketsLocked(*before);
+  if (before != nullptr) ForgetRetainedLogsLocked(*before);
   if (!installed_) {
     installed_ = true;
     FenceRestartedTermsLocked();
@@ -382,6 +383,8 @@ Response StorageNode::Handle(const Address& from, const transport::Request& requ
           [&](const transport::ReplicateRequest& r) { return HandleReplicate(r); },
           [&](const transport::SealTermRequest& r) { return HandleSealTerm(r); },
           [&](const transport::QuiesceRequest& r) { return HandleQuiesce(r); },
+          [&](const transport::ResumeCopyRequest& r) { return HandleResumeCopy(r); },
+          [&](const transport::RetainedLogRequest& r) { return HandleRetainedLog(r); },
           [&](const auto&) {
             return Response::Error(UnimplementedError("not a storage node request"));
           },

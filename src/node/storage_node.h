@@ -198,6 +198,9 @@ struct NodeCounters {
   // batch was not served here at once: storage_node_batch.cc).
   uint64_t batches_at_once = 0;
   uint64_t batches_one_by_one = 0;
+  // Copies of replicated buckets this node resumed from their primary's log, with no snapshot
+  // (storage_node_resume.cc).
+  uint64_t copies_resumed = 0;
 };
 
 class StorageNode final : public transport::Service,
@@ -399,6 +402,17 @@ class StorageNode final : public transport::Service,
   transport::Response HandleLoad();
   transport::Response HandleTransfer(const transport::TransferBucketRequest& request);
   transport::Response HandleFetchMoveFile(const transport::FetchMoveFileRequest& request);
+  // storage_node_resume.cc (RESUMED COPY): the destination resumes the copy it holds from the
+  // primary's log; the source says whether its log retains what that copy lacks.
+  transport::Response HandleResumeCopy(const transport::ResumeCopyRequest& request);
+  transport::Response HandleRetainedLog(const transport::RetainedLogRequest& request);
+  // At a map install: a bucket this node is no replica of, or whose range differs from
+  // `before`'s, loses its log index (storage/rseq_index.h): this node's WAL may lack writes of
+  // its range from then on, or a copy of the old range may lack part of the new one.
+  void ForgetRetainedLogsLocked(const cluster::ShardMap& before) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Clears the bucket's stored replica state, if any, before its data is dropped or replaced: a
+  // state says the data is the history up to its position (storage_node_resume.cc).
+  [[nodiscard]] Status ForgetCopy(BucketId bucket);
   // kServeViaSource: run the request at the source, then keep its result locally.
   transport::Response ForwardWrite(const transport::WriteRequest& request, const Admitted& admitted,
                                    storage::WalSync wal_sync);

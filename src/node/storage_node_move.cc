@@ -112,10 +112,13 @@ Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request
       }
     }
     if (range.has_value()) {
-      // Outside mu_ (MOVE I/O OUTSIDE THE LOCK): other buckets are served meanwhile.
-      Status staged = OkStatus();
-      runtime_.RunAtLowerPriority(options_.background_nice,
-                                  [&] { staged = StageIngest(*range, request, source); });
+      // Outside mu_ (MOVE I/O OUTSIDE THE LOCK): other buckets are served meanwhile. A copy held
+      // from before stops vouching for the range first: the staging drops it (RESUMED COPY).
+      Status staged = ForgetCopy(request.bucket);
+      if (staged.ok()) {
+        runtime_.RunAtLowerPriority(options_.background_nice,
+                                    [&] { staged = StageIngest(*range, request, source); });
+      }
       // Read before any catch-up can apply (none runs until the record below exists).
       const uint64_t churn = store_->LiveBytesChurn(*range);
       {
@@ -214,6 +217,7 @@ Response StorageNode::HandleFetchMoveFile(const transport::FetchMoveFileRequest&
 Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
   uint64_t position = request.after_sequence;
   uint64_t applied = 0;
+  uint64_t applied_bytes = 0;
   transport::Micros read_micros = 0;
   transport::Micros apply_micros = 0;
   int idle_rounds = 0;
@@ -293,6 +297,9 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
       counters_.changes_applied += changes->changes.size();
     }
     applied += changes->changes.size();
+    for (const storage::Document& change : changes->changes) {
+      applied_bytes += change.primary_key.size() + change.body.size();
+    }
     if (Status s = runtime_.Failpoint("destination.after_apply"); !s.ok()) {
       return Response::Error(s);
     }
@@ -332,8 +339,15 @@ Response StorageNode::HandleCatchUp(const transport::CatchUpRequest& request) {
   }
   return Response::Ok(transport::CatchUpResponse{.applied_sequence = position,
                                                  .applied = applied,
+                                                 .applied_bytes = applied_bytes,
                                                  .read_micros = read_micros,
                                                  .apply_micros = apply_micros});
+}
+
+Status StorageNode::ForgetCopy(BucketId bucket) {
+  const storage::ReplicaState state = store_->GetReplicaState(bucket);
+  if (state.position.rseq == 0 && state.history.empty()) return OkStatus();
+  return store_->SetReplicaState(bucket, storage::ReplicaState{});
 }
 
 Response StorageNode::HandleReadChanges(const transport::ReadChangesRequest& request) {
@@ -456,7 +470,12 @@ Response StorageNode::HandleDrop(const transport::DropBucketRequest& request) {
     mu_.Lock();
   }
   move_io_.erase(request.bucket);
-  const Status dropped = store_->DropRange(request.range);
+  // The copies whose data goes stop vouching for it first (RESUMED COPY).
+  Status dropped = ForgetCopy(request.bucket);
+  for (const BucketPlacement& bucket : map_->buckets()) {
+    if (dropped.ok() && Overlaps(bucket.range, request.range)) dropped = ForgetCopy(bucket.id);
+  }
+  if (dropped.ok()) dropped = store_->DropRange(request.range);
   if (dropped.ok()) {
     moves_.erase(request.bucket);
     exports_.Forget(request.bucket);

@@ -58,6 +58,7 @@
 #include "src/storage/point_range.h"
 #include "src/storage/predicate.h"
 #include "src/storage/replica_position.h"
+#include "src/storage/rseq_index.h"
 #include "src/storage/store_options.h"
 #include "src/storage/version_clock.h"
 
@@ -266,9 +267,17 @@ class BucketStore {
   // Starts `term` at the bucket's next rseq; its primary does this before it orders a write of
   // the term. FailedPrecondition unless `term` is above the current one. Durable (synced).
   [[nodiscard]] Status BeginTerm(BucketId bucket, Term term);
-  // Replaces the bucket's state, e.g. with its primary's once a new copy holds its data.
-  // Durable (synced).
+  // Replaces the bucket's state, e.g. with its primary's once a new copy holds its data, or
+  // with the empty state once the data no longer matches it. Durable (synced). The bucket's
+  // RseqIndex starts afresh at the stored position.
   [[nodiscard]] Status SetReplicaState(BucketId bucket, const ReplicaState& state);
+  // Log retention (rseq_index.h, replication.md §6): an engine sequence from which
+  // ReadChangesSince returns every write of the bucket after rseq `rseq`, when this store can
+  // vouch for a copy at `rseq` (its index covers it; the WAL may still be gone: the read says).
+  [[nodiscard]] std::optional<uint64_t> RetainedLogStart(BucketId bucket, uint64_t rseq) const;
+  // Forgets the bucket's index: the store's log may lack writes of the bucket's range from now
+  // on (it is no replica of it any more, or the range changed).
+  void ForgetRetainedLog(BucketId bucket);
   // ApplyEach at a primary of `bucket`, which the caller says holds every mutation's key (the
   // storage node decides that by its map): if the call writes anything, it takes the bucket's
   // next rseq under its current term and records the position in the same WriteBatch, so commit
@@ -361,6 +370,7 @@ class BucketStore {
   struct ReplicaTrack {
     std::mutex sequencer;
     ReplicaState state;
+    RseqIndex index;  // where the log holds the writes after a position (rseq_index.h)
   };
   [[nodiscard]] std::shared_ptr<ReplicaTrack> Track(BucketId bucket) const;
   [[nodiscard]] Status LoadReplicaRecord(std::string_view key, std::string_view value);

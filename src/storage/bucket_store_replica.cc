@@ -87,10 +87,32 @@ Status BucketStore::SetReplicaState(BucketId bucket, const ReplicaState& state) 
   std::lock_guard<std::mutex> lock(track->sequencer);
   rocksdb::WriteBatch batch;
   PutReplicaState(bucket, state, &batch);
+  // Whatever the index said was about the data before: from here on it covers the writes after
+  // the stored position, which the stream applies later than this write.
+  track->index.Clear();
   SHOAL_RETURN_IF_ERROR(WriteBatchToEngine(&batch));
   SHOAL_RETURN_IF_ERROR(SyncWal());
   track->state = state;
+  track->index.Record(state.position.rseq, LatestSequence());
   return OkStatus();
+}
+
+std::optional<uint64_t> BucketStore::RetainedLogStart(BucketId bucket, uint64_t rseq) const {
+  std::shared_ptr<ReplicaTrack> track = Track(bucket);
+  std::lock_guard<std::mutex> lock(track->sequencer);
+  return track->index.SequenceAfter(rseq);
+}
+
+void BucketStore::ForgetRetainedLog(BucketId bucket) {
+  std::shared_ptr<ReplicaTrack> track;
+  {
+    std::lock_guard<std::mutex> lock(replica_mu_);
+    auto it = tracks_.find(bucket);
+    if (it == tracks_.end()) return;
+    track = it->second;
+  }
+  std::lock_guard<std::mutex> lock(track->sequencer);
+  track->index.Clear();
 }
 
 StatusOr<BucketStore::StampedWrite> BucketStore::ApplyEachStamped(BucketId bucket,
@@ -103,6 +125,8 @@ StatusOr<BucketStore::StampedWrite> BucketStore::ApplyEachStamped(BucketId bucke
     return FailedPreconditionError(
         fmt::format("bucket {} began no term: it orders no write", bucket.DebugString()));
   }
+  // Every write of rseq <= position has returned; this one and later ones come after.
+  track->index.Record(track->state.position.rseq, LatestSequence());
   StampedWrite out;
   ReplicatedEntry entry{.bucket = bucket,
                         .position = {.term = term, .rseq = track->state.position.rseq + 1},
@@ -183,6 +207,10 @@ StatusOr<std::vector<StatusOr<ReplicaPosition>>> BucketStore::ApplyReplicated(
     if (at.term > state.current_term()) {
       state.history.push_back({.term = at.term, .first_rseq = at.rseq});
       new_term[e.bucket] = true;
+    }
+    if (at.rseq == tracks.at(e.bucket)->state.position.rseq + 1) {
+      // The bucket's first entry of this call: the writes it holds returned before.
+      tracks.at(e.bucket)->index.Record(at.rseq - 1, LatestSequence());
     }
     state.position = at;
     results[i] = at;

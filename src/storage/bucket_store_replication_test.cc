@@ -196,6 +196,55 @@ TEST_F(ReplicationStoreTest, SetReplicaStateIsDurableAndChecked) {
   EXPECT_EQ(backup_->GetReplicaState(kB), state);
 }
 
+// Log retention (rseq_index.h, replication.md §6): a copy that stopped at rseq x catches up from
+// the sequence the primary's index names for x, reading the primary's WAL: it ends equal without
+// a snapshot. A backup indexes what it applies, so that it can do the same once promoted. The
+// index is lost with a restart, and starts afresh where SetReplicaState puts the copy.
+TEST_F(ReplicationStoreTest, TheIndexNamesWhereTheLogHoldsTheWritesAfterAPosition) {
+  SHOAL_ASSERT_OK(primary_->BeginTerm(kB, Term(1)));
+  std::vector<ReplicatedEntry> log;
+  for (int i = 0; i < 30; ++i) {
+    for (ReplicatedEntry& e : Write({Put("k" + std::to_string(i % 9), i)})) log.push_back(e);
+    if (i % 4 == 3) {
+      for (ReplicatedEntry& e : Write({Remove("k" + std::to_string(i % 9))})) log.push_back(e);
+    }
+  }
+  // The backup holds the first 11 writes, then misses the rest.
+  SHOAL_ASSERT_OK(backup_->ApplyReplicated(std::span(log).subspan(0, 11)).status());
+  const ReplicaState copy = backup_->GetReplicaState(kB);
+  ASSERT_EQ(copy.position.rseq, 11u);
+  ASSERT_TRUE(IsPrefixOf(copy, primary_->GetReplicaState(kB)));
+  EXPECT_FALSE(primary_->RetainedLogStart(kB, 0).has_value()) << "a copy that holds no write";
+  const std::optional<uint64_t> start = primary_->RetainedLogStart(kB, copy.position.rseq);
+  ASSERT_TRUE(start.has_value());
+  uint64_t after = *start;
+  for (;;) {
+    auto batch = primary_->ReadChangesSince(PointRange::All(), after, 5);
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    if (batch->changes.empty()) break;
+    SHOAL_ASSERT_OK(backup_->ApplyChanges(batch->changes).status());
+    after = batch->next_sequence;
+  }
+  EXPECT_EQ(Digest(*backup_), Digest(*primary_));
+  // The backup indexed what it applied (from its first entry on).
+  EXPECT_FALSE(backup_->RetainedLogStart(kB, 0).has_value());
+  EXPECT_TRUE(backup_->RetainedLogStart(kB, 5).has_value());
+  // Taking the primary's state starts its index there.
+  SHOAL_ASSERT_OK(backup_->SetReplicaState(kB, primary_->GetReplicaState(kB)));
+  EXPECT_FALSE(backup_->RetainedLogStart(kB, 5).has_value());
+  EXPECT_FALSE(backup_->RetainedLogStart(kB, log.back().position.rseq).has_value());
+  // Forgotten: vouches for nothing.
+  primary_->ForgetRetainedLog(kB);
+  EXPECT_FALSE(primary_->RetainedLogStart(kB, copy.position.rseq).has_value());
+  Write({Put("z", 99)});
+  EXPECT_FALSE(primary_->RetainedLogStart(kB, copy.position.rseq).has_value());
+  // Restarted: the index is empty.
+  SHOAL_ASSERT_OK(backup_->Close());
+  backup_ = OpenTestStore(TestOptions(dir_.Sub("backup")));
+  ASSERT_NE(backup_, nullptr);
+  EXPECT_FALSE(backup_->RetainedLogStart(kB, 5).has_value());
+}
+
 // Concurrent writers to one bucket: every rseq from 1 to the number of writes is taken once, and
 // a backup that applies the entries in rseq order ends equal to the primary.
 TEST_F(ReplicationStoreTest, ConcurrentWritersGetEveryRseqOnce) {

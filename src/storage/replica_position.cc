@@ -33,6 +33,27 @@ Term ReplicaState::TermOf(uint64_t rseq) const {
   return term;
 }
 
+bool IsPrefixOf(const ReplicaState& copy, const ReplicaState& primary) {
+  const uint64_t x = copy.position.rseq;
+  if (x == 0 || x > primary.position.rseq) return false;
+  if (copy.TermOf(x) != copy.position.term) return false;
+  // Both TermOf functions are steps that change only where a term starts: equal at rseq 1 and
+  // at every start up to x, they are equal on 1..x.
+  const auto same_at = [&](uint64_t rseq) {
+    const Term term = copy.TermOf(rseq);
+    return term != Term(0) && term == primary.TermOf(rseq);
+  };
+  if (!same_at(1)) return false;
+  for (const ReplicaState* state : {&copy, &primary}) {
+    for (const TermStart& start : state->history) {
+      if (start.first_rseq >= 1 && start.first_rseq <= x && !same_at(start.first_rseq)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 Status ReplicaState::CheckInvariants() const {
   for (size_t i = 1; i < history.size(); ++i) {
     if (history[i].term <= history[i - 1].term ||

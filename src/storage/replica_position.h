@@ -55,6 +55,15 @@ struct ReplicaState {
   friend bool operator==(const ReplicaState&, const ReplicaState&) = default;
 };
 
+// Whether a copy in state `copy` holds a prefix of the history of `primary` (§4.3): it holds at
+// least one write, no more writes than the primary, and each of its writes 1..x was ordered in
+// the term the primary's history gives that rseq. Stricter than "the copy's term is in the
+// primary's history and x does not exceed that term's last rseq there": the earlier terms must
+// match too, which the ordered stream makes true of any copy it built. A copy that fails it
+// diverged (an old primary's unacknowledged tail, a backup that got more than a failover's
+// winner) or holds nothing, and is rebuilt from a snapshot.
+[[nodiscard]] bool IsPrefixOf(const ReplicaState& copy, const ReplicaState& primary);
+
 // One ordered write of a bucket as a primary sends it and a backup applies it: the new state of
 // each key it wrote (version, tombstone, body), all under one (term, rseq).
 struct ReplicatedEntry {

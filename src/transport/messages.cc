@@ -134,6 +134,8 @@ std::string_view RequestName(const Request& request) {
           [](const ReplicaReportRequest&) { return std::string_view("ReplicaReport"); },
           [](const SealTermRequest&) { return std::string_view("SealTerm"); },
           [](const QuiesceRequest&) { return std::string_view("Quiesce"); },
+          [](const ResumeCopyRequest&) { return std::string_view("ResumeCopy"); },
+          [](const RetainedLogRequest&) { return std::string_view("RetainedLog"); },
       },
       request);
 }

@@ -298,6 +298,36 @@ struct FetchMoveFileResponse {
   uint32_t file_count = 0;  // files in the export
 };
 
+// Destination of a copy-then-switch move of a replicated bucket, before any export: resume the
+// copy of the bucket this node still holds instead of ingesting a snapshot
+// (docs/design/replication.md §6, "Log retention = hinted handoff"). The destination asks the
+// source, the primary, whether its log holds every write after the copy's position
+// (RetainedLogRequest). If so it clears its copy's state before anything is applied (a catch-up
+// that fails halfway leaves no copy to be taken for one again) and answers the sequence the
+// catch-up starts after; there is no ingest. `store_id` is the store the map binds the
+// destination to: another store holds no copy of the bucket's history.
+struct ResumeCopyRequest {
+  MoveId move{};
+  BucketId bucket{};
+  NodeId source{};
+  uint64_t store_id = 0;
+};
+// Destination -> source of that move: whether the source's log holds every write of the bucket
+// after `copy`, a prefix of its history (§4.3).
+struct RetainedLogRequest {
+  MoveId move{};
+  BucketId bucket{};
+  storage::ReplicaState copy{};
+};
+// The answer to both. `sequence`: the copy resumes, and the writes after that engine sequence of
+// the source are what it lacks. Otherwise `refused` says why (no copy, a divergent one, a log
+// not retained) and the copy is rebuilt from a snapshot. `position`: the copy's.
+struct ResumeCopyResponse {
+  std::optional<uint64_t> sequence = std::nullopt;
+  std::string refused{};
+  storage::ReplicaPosition position{};
+};
+
 // Destination: pull the source's writes after `after_sequence` until fewer than
 // `stop_below` remain per round, or, with `until_sequence` set, until that sequence is reached.
 struct CatchUpRequest {
@@ -315,6 +345,8 @@ struct CatchUpRequest {
 struct CatchUpResponse {
   uint64_t applied_sequence = 0;
   uint64_t applied = 0;  // changes applied by this call
+  // Key + body bytes of those changes, as read from the source.
+  uint64_t applied_bytes = 0;
   // Where the call's time went (diagnostics: a fence's drain is this call).
   int64_t read_micros = 0;   // in ReadChanges calls to the source
   int64_t apply_micros = 0;  // in applying their changes here
@@ -473,14 +505,14 @@ using Request =
                  IngestBucketRequest, CatchUpRequest, ReadChangesRequest, FenceRequest,
                  DropBucketRequest, BucketLoadRequest, TransferBucketRequest, FetchMoveFileRequest,
                  BatchWriteRequest, BatchGetRequest, ReplicateRequest, ReplicaReportRequest,
-                 SealTermRequest, QuiesceRequest>;
+                 SealTermRequest, QuiesceRequest, ResumeCopyRequest, RetainedLogRequest>;
 
 using ResponseBody =
     std::variant<Ack, WriteResponse, GetResponse, ScanResponse, GetMapResponse, HeartbeatResponse,
                  CreateCollectionResponse, ExportBucketResponse, CatchUpResponse,
                  ReadChangesResponse, FenceResponse, BucketLoadResponse, TransferBucketResponse,
                  FetchMoveFileResponse, BatchWriteResponse, BatchGetResponse, ReplicateResponse,
-                 SealTermResponse>;
+                 SealTermResponse, ResumeCopyResponse>;
 
 struct Response {
   Status status{};

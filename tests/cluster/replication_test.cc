@@ -5,7 +5,8 @@
 //   - the primary of some buckets is SIGKILLed: a backup is promoted and writes go on (the time
 //     from the kill to the bucket's next acknowledged write is printed, never asserted);
 //   - a backup is SIGKILLed: its primaries remove it and writes go on; restarted, it gets its
-//     copies back (`shoal status`);
+//     copies back (`shoal status`), those it held as a backup resumed from their primaries' logs
+//     with no snapshot;
 //   - two of four nodes die one after the other: buckets left with one live copy refuse writes
 //     with NOT_ENOUGH_REPLICAS, the others keep working, and a copy promoted alone serves reads;
 //     both come back and every bucket has three copies again;
@@ -102,6 +103,15 @@ TEST_F(ReplicationTest, BackupKilledIsRemovedAndRestartedGetsItsCopiesBack) {
   ASSERT_NE(after, nullptr);
   for (const auto& bucket : after->buckets()) {
     EXPECT_TRUE(bucket.HasReplica(victim)) << bucket.DebugString();
+  }
+  // Log retention (§6): the node came back on its store within seconds, so each copy it held
+  // as a backup is a prefix of its primary's history, which the primary's log still holds: it
+  // resumes there, with no snapshot. (A copy it led may hold an unacknowledged write of its own
+  // and be rebuilt instead.)
+  for (BucketId b : backed) {
+    EXPECT_TRUE(cluster_->LogShows(kCoordinator, fmt::format("move.resume bucket={} destination={}",
+                                                             b.value(), victim.value())))
+        << b.DebugString() << " was not resumed from its primary's log";
   }
   // Primaries are evened by handoffs once every copy is there: the rebuilt copies serve.
   const Status leads = AwaitMap(

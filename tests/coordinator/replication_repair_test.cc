@@ -81,13 +81,16 @@ TEST_F(ReplicationRepairTest, ABackupOnANodeThatStaysDownIsReplacedOnALiveNode) 
   });
 }
 
-// The bucket's primary dies after the new copy ingested its snapshot: the failover aborts the
-// move in the edit that promotes a backup, and the copy is built again from the new primary.
+// The bucket's primary dies once the new copy holds the bucket's data, before its catch-up: after
+// it ingested the primary's snapshot or resumed the copy it held from the primary's log (§6.1).
+// The failover aborts the move in the edit that promotes a backup, and the copy is built again
+// from the new primary.
 TEST_F(ReplicationRepairTest, APrimaryCrashedWhileACopyIsBuiltEndsTheMoveAndTheCopyIsRebuilt) {
   bool crashed = false;
   NodeId victim;
   sim_.SetChaosHook([&](const Address& process, std::string_view name) {
-    if (crashed || process != Address::Coordinator() || name != "coordinator.after_ingest") {
+    if (crashed || process != Address::Coordinator() ||
+        (name != "coordinator.after_ingest" && name != "coordinator.after_resume")) {
       return false;
     }
     for (const auto& bucket : map()->buckets()) {

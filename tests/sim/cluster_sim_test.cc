@@ -72,6 +72,8 @@ TEST(ClusterSimTest, ReplicationRegressionSeeds) {
 TEST(ClusterSimTest, ReplicationSeeds) {
   const auto [first, seeds] = SimSeedRange(40);
   uint64_t operations = 0, crashes = 0, failovers = 0, moves = 0, partitions = 0, failures = 0;
+  // Copies resumed from a primary's log (replication.md §6.1), and crashes in that path.
+  uint64_t resumed = 0, resume_crashes = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     ClusterSimOptions options{.seed = seed, .dir = ScratchDir(), .replication_factor = 3};
     // To tell which fault a failing seed needs: SHOAL_SIM_NO_PARTITIONS, SHOAL_SIM_CLOCK_DRIFT=d.
@@ -85,6 +87,13 @@ TEST(ClusterSimTest, ReplicationSeeds) {
     crashes += result.crashes;
     failovers += result.failovers;
     partitions += result.partitions;
+    const auto count = [](const std::map<std::string, uint64_t>& counts, const char* name) {
+      auto it = counts.find(name);
+      return it == counts.end() ? uint64_t{0} : it->second;
+    };
+    resumed += count(result.failpoint_hits, "coordinator.after_resume");
+    resume_crashes += count(result.failpoint_crashes, "coordinator.after_resume") +
+                      count(result.failpoint_crashes, "destination.after_resume");
     if (!result.ok) {
       ++failures;
       ADD_FAILURE() << result.failure;
@@ -92,15 +101,17 @@ TEST(ClusterSimTest, ReplicationSeeds) {
   }
   std::printf(
       "K=3 seeds %llu: operations %llu, crashes %llu, buckets failed over %llu, moves %llu, "
-      "partitions %llu, failures %llu\n",
+      "copies resumed from a log %llu (crashes there %llu), partitions %llu, failures %llu\n",
       static_cast<unsigned long long>(seeds), static_cast<unsigned long long>(operations),
       static_cast<unsigned long long>(crashes), static_cast<unsigned long long>(failovers),
-      static_cast<unsigned long long>(moves), static_cast<unsigned long long>(partitions),
+      static_cast<unsigned long long>(moves), static_cast<unsigned long long>(resumed),
+      static_cast<unsigned long long>(resume_crashes), static_cast<unsigned long long>(partitions),
       static_cast<unsigned long long>(failures));
   EXPECT_EQ(failures, 0u);
   if (seeds >= 10) {
     EXPECT_GT(failovers, 0u);
     EXPECT_GT(partitions, 0u);
+    EXPECT_GT(resumed, 0u);
   }
 }
 

@@ -186,7 +186,9 @@ class Demo {
   std::optional<double> failover_ms_;   // kill to no bucket left with it as primary
   std::optional<double> recovered_ms_;  // kill to every bucket with K copies again
   uint64_t repair_moves_ = 0;  // committed during the phase: copies rebuilt, primaries handed back
-  uint64_t repair_bytes_ = 0;
+  uint64_t repair_bytes_ = 0;  // snapshot bytes of the phase's committed moves
+  uint64_t repair_log_bytes_ = 0;       // bytes their catch-ups applied from the primaries' logs
+  uint64_t repair_resumed_ = 0;         // copies resumed from a primary's log, with no snapshot
   uint64_t errors_during_failure_ = 0;  // client-visible errors during the phase
   Status cluster_status_;               // the first failure of an admin step
 };
@@ -201,6 +203,7 @@ server::EmbeddedClusterOptions Demo::ClusterOptions() const {
   cluster.coordinator.max_moves_per_node = 1;
   cluster.coordinator.auto_balance = true;
   cluster.replication_factor = options_.replicas;
+  cluster.coordinator.resume_copies_from_log = options_.log_resume;
   return cluster;
 }
 
@@ -295,16 +298,18 @@ void Demo::CrashAndRecover() {
   const coordinator::MoveProgress now = coordinator->progress();
   repair_moves_ = now.committed - at_start.committed;
   repair_bytes_ = now.bytes_moved - at_start.bytes_moved;
+  repair_log_bytes_ = now.bytes_caught_up - at_start.bytes_caught_up;
+  repair_resumed_ = now.copies_resumed - at_start.copies_resumed;
   membership_moves_ += repair_moves_;
   errors_during_failure_ = workload_->errors() - errors_at_start;
   ops_during_.Add(workload_->ops() - ops_at_start, SecondsSince(killed_at));
   balanced_ &= recovered_ms_.has_value();
   progress_.Show(fmt::format(
       "[failure] {:5.1f}s  n{} restarted  |  {} primaries failed over after {}  |  {} moves "
-      "({:.1f} MiB)  |  {}",
+      "({:.1f} MiB), {} copies resumed from the log  |  {}",
       SecondsSince(killed_at), kCrashingNode.value(), crashed_primaries_,
       failover_ms_.has_value() ? fmt::format("{:.0f} ms", *failover_ms_) : "-", repair_moves_,
-      static_cast<double>(repair_bytes_) / kMiB,
+      static_cast<double>(repair_bytes_ + repair_log_bytes_) / kMiB, repair_resumed_,
       recovered_ms_.has_value() ? fmt::format("{} copies of every bucket", options_.replicas)
                                 : "TIMED OUT"));
   progress_.Finish();
@@ -538,6 +543,10 @@ int Demo::Report(const Verification& v, double load_seconds) {
         {"recovered_ms",
          recovered_ms_.has_value() ? nlohmann::json(*recovered_ms_) : nlohmann::json(nullptr)},
         {"failure_moves", repair_moves_},
+        {"failure_bytes", repair_bytes_ + repair_log_bytes_},
+        {"failure_snapshot_bytes", repair_bytes_},
+        {"failure_log_bytes", repair_log_bytes_},
+        {"failure_copies_resumed", repair_resumed_},
         {"errors_during_failure", errors_during_failure_},
         {"ops_per_s_before", ops_before_.PerSecond()},
         {"ops_per_s_during", ops_during_.PerSecond()},
@@ -566,13 +575,16 @@ int Demo::Report(const Verification& v, double load_seconds) {
   if (crashed_) {
     std::printf(
         "failure:     n%u killed; its %llu primaries failed over after %s; restarted after %.0f "
-        "s; %u copies of every bucket again after %s (%llu moves, %.2f MiB); %llu client "
-        "errors meanwhile\n",
+        "s; %u copies of every bucket again after %s (%llu moves, %.2f MiB: %.2f of snapshots, "
+        "%.2f from logs; %llu copies resumed from a log); %llu client errors meanwhile\n",
         kCrashingNode.value(), static_cast<unsigned long long>(crashed_primaries_),
         failover_ms_.has_value() ? fmt::format("{:.0f} ms", *failover_ms_).c_str() : "-",
         std::chrono::duration<double>(kRestartDelay).count(), options_.replicas,
         recovered_ms_.has_value() ? fmt::format("{:.1f} s", *recovered_ms_ / 1000.0).c_str() : "-",
-        static_cast<unsigned long long>(repair_moves_), static_cast<double>(repair_bytes_) / kMiB,
+        static_cast<unsigned long long>(repair_moves_),
+        static_cast<double>(repair_bytes_ + repair_log_bytes_) / kMiB,
+        static_cast<double>(repair_bytes_) / kMiB, static_cast<double>(repair_log_bytes_) / kMiB,
+        static_cast<unsigned long long>(repair_resumed_),
         static_cast<unsigned long long>(errors_during_failure_));
   }
   std::printf(
@@ -654,6 +666,9 @@ void AddDemoCommand(CLI::App& app) {
                   "Copies of every bucket (K); with K > 1 a node is killed mid-run and restarted")
       ->capture_default_str()
       ->check(CLI::Range(1u, kInitialNodes));
+  cmd->add_flag("--no-log-resume{false}", options->log_resume,
+                "Rebuild every copy from a snapshot, even one the restarted node still holds "
+                "(for a comparison)");
   cmd->add_flag("--json", options->json, "Print one JSON object");
   cmd->callback([options]() {
     const int rc = RunDemo(*options);

@@ -27,6 +27,9 @@ struct DemoOptions {
   uint32_t clients = 4;
   // K: copies of every bucket. With K > 1 a node is also killed mid-run and restarted.
   uint32_t replicas = 3;
+  // Off: every copy the failure phase rebuilds comes from a snapshot, as before log retention
+  // (CoordinatorOptions::resume_copies_from_log), for a comparison.
+  bool log_resume = true;
   bool json = false;
 };
 
