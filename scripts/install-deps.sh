@@ -17,6 +17,8 @@ packages=(
   protobuf-compiler protobuf-compiler-grpc libgrpc++-dev libprotobuf-dev
   # certificates (src/security) on the OpenSSL that gRPC's TLS runs on
   libssl-dev
+  # password hashing for users (Argon2id): src/security
+  libsodium-dev
   # the PostgreSQL shard backend's tests start a real server
   postgresql
   # tests and benchmarks
