@@ -1,11 +1,14 @@
 #include "src/storage/store_options.h"
 
+#include <linux/magic.h>
 #include <rocksdb/cache.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/table.h>
+#include <sys/vfs.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "src/storage/errors.h"
 
@@ -18,6 +21,21 @@ rocksdb::CompressionType PickCompression() {
     if (std::find(supported.begin(), supported.end(), c) != supported.end()) return c;
   }
   return rocksdb::kNoCompression;
+}
+
+// Whether `path`, or its nearest existing ancestor, is on a memory file system. There the engine's
+// file preallocation (4 MiB per MANIFEST, a memtable's worth per WAL) buys nothing, since
+// nothing is fragmented or synced, and costs: tmpfs zeroes and holds every preallocated page,
+// and truncates them again when the file closes.
+bool OnMemoryFileSystem(const std::string& path) {
+  std::error_code error;
+  std::filesystem::path at = std::filesystem::absolute(path, error);
+  if (error) return false;
+  while (!std::filesystem::exists(at, error) && at.has_parent_path() && at != at.parent_path()) {
+    at = at.parent_path();
+  }
+  struct statfs fs {};
+  return ::statfs(at.c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC;
 }
 
 }  // namespace
@@ -39,6 +57,7 @@ StatusOr<EngineOptions> BuildEngineOptions(const StoreOptions& options) {
   e.db.recycle_log_file_num = 0;  // recycled WAL files cannot be tailed
   e.db.max_total_wal_size = 4 * options.write_buffer_bytes;
   e.db.avoid_flush_during_shutdown = false;
+  e.db.allow_fallocate = !OnMemoryFileSystem(options.path);
   if (options.env != nullptr) e.db.env = options.env;
 
   rocksdb::BlockBasedTableOptions table;
