@@ -288,6 +288,8 @@ TEST_F(TransferTest, ATailingReaderIsNeverReplacedWhileWritesGoOn) {
   ASSERT_NO_FATAL_FAILURE(ReopenSourceWithOneWalFile("tail"));
   SHOAL_ASSERT_OK(source_->Upsert(kC, "first", DocBody(0)).status());
   const uint64_t seeks = source_->wal_seeks();
+  // Taken before the writers start: every write they make comes after it.
+  uint64_t cursor = source_->LatestSequence();
   constexpr int kWriters = 2;
   constexpr int kWritesEach = 4000;
   std::atomic<int> writers_done{0};
@@ -308,7 +310,6 @@ TEST_F(TransferTest, ATailingReaderIsNeverReplacedWhileWritesGoOn) {
     });
   }
   std::vector<std::vector<std::string>> read(kWriters);
-  uint64_t cursor = source_->LatestSequence();
   Status read_error = OkStatus();
   while (true) {
     const bool last_round = writers_done.load() == kWriters;
