@@ -84,7 +84,7 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
   }
   const auto fits = [&](std::optional<NodeId> from, NodeId to) {
     return (!from.has_value() || busy[*from] < options.max_moves_per_node) &&
-           busy[to] < options.max_moves_per_node;
+           busy[to] < options.max_moves_per_node && !Holds(options.damped, to);
   };
   const auto take = [&](size_t u, std::optional<NodeId> from, NodeId to) {
     if (from.has_value()) ++busy[*from];
@@ -243,11 +243,11 @@ void PlanSplitsAndMerges(const ShardMap& map, const LoadReport& load,
 // the reads and order the writes. With nothing else to do, each handoff gives one bucket's
 // primary, from the node with the most, to its backup on the node with the fewest, while the two
 // differ by more than one (so that every step narrows the spread and plans converge). No data
-// moves. Nodes that are leaving or unavailable neither give nor take primaries here.
+// moves. Nodes that are leaving, unavailable or damped neither give nor take primaries here.
 void PlanHandoffs(const ShardMap& map, const BalancerOptions& options, MigrationPlan* plan) {
   std::map<NodeId, uint32_t> primaries;
   for (NodeId node : map.ActiveNodes()) {
-    if (!Holds(options.unavailable, node)) primaries[node] = 0;
+    if (!Holds(options.unavailable, node) && !Holds(options.damped, node)) primaries[node] = 0;
   }
   if (primaries.size() < 2) return;
   for (const BucketPlacement& bucket : map.buckets()) {

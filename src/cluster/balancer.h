@@ -60,6 +60,10 @@ struct BalancerOptions {
   // rule 2); with K = 1 ignored: the only copy of a bucket cannot be copied off a node that is
   // down.
   std::vector<NodeId> unavailable = {};
+  // Nodes that receive no new copy and no primary for now (flap damping,
+  // docs/design/replication.md §4.1): moves to them are left for a later plan, as if they took
+  // part in max_moves_per_node moves already. Their copies count as present.
+  std::vector<NodeId> damped = {};
 };
 
 class Balancer {

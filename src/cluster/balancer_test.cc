@@ -129,6 +129,61 @@ TEST(BalancerTest, CopiesOnAnUnavailableNodeAreRebuiltElsewhereOnlyWithReplicas)
       Balancer::Plan(single, load, {.max_moves_per_node = 8, .unavailable = {NodeId(2)}})->empty());
 }
 
+// Flap damping (replication.md §4.1): a damped node receives no repair and no primary while it
+// is damped, keeps serving what it holds, and is planned for as usual once it is not.
+TEST(BalancerTest, ADampedNodeReceivesNoCopyNorPrimaryUntilItIsNot) {
+  ShardMap map =
+      *ShardMap::Initial({.nodes = Nodes({1, 2, 3}), .bucket_count = 6, .replication_factor = 3});
+  // n3 was removed from every bucket (it stopped answering) and is back.
+  ShardMapEdit removed(map.epoch());
+  for (const BucketPlacement& bucket : map.buckets()) {
+    if (bucket.replicas.front() == NodeId(3)) {
+      removed.PromoteReplica(bucket.id, NodeId(1));
+    } else {
+      removed.RemoveReplica(bucket.id, NodeId(3));
+    }
+  }
+  map = *Apply(map, removed);
+  LoadReport load;
+  for (uint32_t b = 0; b < 6; ++b) load.buckets[BucketId(b)].bytes = 10;
+  const BalancerOptions damped{.max_moves_per_node = 8, .damped = {NodeId(3)}};
+  auto held = Balancer::Plan(map, load, damped);
+  ASSERT_TRUE(held.ok());
+  for (const MoveIntent& move : held->moves) {
+    EXPECT_FALSE(std::count(move.destination.begin(), move.destination.end(), NodeId(3)))
+        << move.DebugString();
+  }
+  EXPECT_TRUE(held->splits.empty() && held->merges.empty());
+
+  auto repair = Balancer::Plan(map, load, {.max_moves_per_node = 8});
+  ASSERT_TRUE(repair.ok());
+  int repairs_to_3 = 0;
+  for (const MoveIntent& move : repair->moves) {
+    repairs_to_3 += move.reason == MoveReason::kRepair &&
+                    std::count(move.destination.begin(), move.destination.end(), NodeId(3));
+  }
+  EXPECT_EQ(repairs_to_3, 6) << repair->DebugString();
+
+  // Once every copy is back, a damped node takes no primary either.
+  IdSource ids{.next_move = MoveId(1), .next_bucket = BucketId(0)};
+  for (int round = 0; round < 10; ++round) {
+    auto plan = Balancer::Plan(map, load, {.max_moves_per_node = 8});
+    ASSERT_TRUE(plan.ok());
+    if (plan->moves.empty() || plan->moves.front().reason != MoveReason::kRepair) break;
+    map = *ExecutePlan(map, *plan, &ids, &load);
+  }
+  auto handoffs = Balancer::Plan(map, load, damped);
+  ASSERT_TRUE(handoffs.ok());
+  for (const MoveIntent& move : handoffs->moves) {
+    EXPECT_NE(move.destination.front(), NodeId(3)) << move.DebugString();
+  }
+  auto undamped = Balancer::Plan(map, load, {.max_moves_per_node = 8});
+  ASSERT_TRUE(undamped.ok());
+  EXPECT_TRUE(std::any_of(undamped->moves.begin(), undamped->moves.end(), [](const MoveIntent& m) {
+    return m.destination.front() == NodeId(3);
+  })) << undamped->DebugString();
+}
+
 // After failovers piled the primaries on one node (each promotion also dropped the old primary's
 // copy), repairs bring every bucket back to three copies first; then handoffs (no data moved)
 // bring every node within one primary of the others, and the plans stop.

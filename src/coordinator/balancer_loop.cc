@@ -135,12 +135,16 @@ StatusOr<cluster::MigrationPlan> BalancerLoop::PlanNow(const ShardMap& map,
                                     .min_buckets = options_.min_buckets,
                                     .max_moves_per_node = options_.max_moves_per_node,
                                     .mode = cluster::TransitionMode::kCopyThenSwitch,
-                                    .unavailable = {}};
+                                    .unavailable = {},
+                                    .damped = {}};
   // A node that does not answer receives no copy; at K > 1 its copies are rebuilt elsewhere
   // (paper 001 §3.2 rule 2).
   for (const cluster::NodeInfo& node : map.nodes()) {
     if (membership_->IsDown(node.id)) balancer.unavailable.push_back(node.id);
   }
+  // A node removed from configurations again and again gets no new copy for a while
+  // (FlapDamper, docs/design/replication.md §4.1).
+  balancer.damped = membership_->flaps().Damped(runtime_.Now());
   // Two-phase bootstrap (paper 001 §3.2): a joining node first takes a small share from heavily
   // loaded nodes, then the balancer brings it to the average.
   for (NodeId node : membership_->Joining()) {

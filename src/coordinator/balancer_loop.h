@@ -12,6 +12,7 @@
 //   - at most max_moves_in_flight moves run at once, and a node takes part in at most
 //     max_moves_per_node moves, counting moves whose BEGIN is not stored yet;
 //   - a node that is down is neither a source nor a destination of a new move;
+//   - a damped node (Membership::flaps()) is no destination of a new move or primary;
 //   - Balanced() holds only when the last round planned on the current map (its epoch) found
 //     nothing to do, no move runs or waits, no node waits for its bootstrap, and no operator
 //     change came after that round began;

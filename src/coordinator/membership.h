@@ -2,7 +2,7 @@
 
 // Membership: which nodes the coordinator hears from (liveness), and which were added and wait
 // for their two-phase bootstrap (paper 001 §3.2). The ShardMap says who is a member; this says
-// who is alive.
+// who is alive, and flaps() which nodes lost copies too often lately (FlapDamper).
 //
 // Invariants:
 //   - a node is down when no heartbeat came for node_timeout; a node never heard from by this
@@ -22,6 +22,7 @@
 #include "src/cluster/shard_map.h"
 #include "src/common/ids.h"
 #include "src/common/status.h"
+#include "src/coordinator/flap_damper.h"
 #include "src/transport/messages.h"
 #include "src/transport/runtime.h"
 
@@ -53,6 +54,10 @@ class Membership {
   bool TakeJoining(NodeId node);
   [[nodiscard]] std::set<NodeId> Joining() const;
 
+  // Copy counts and removals from bucket configurations (ReplicaManager), and the nodes they
+  // damp (BalancerLoop).
+  [[nodiscard]] FlapDamper& flaps() { return flaps_; }
+
  private:
   [[nodiscard]] bool IsDownLocked(NodeId node) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   [[nodiscard]] bool HeardFromLocked(NodeId node) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -65,6 +70,7 @@ class Membership {
   mutable absl::Mutex mu_;
   std::map<NodeId, transport::Micros> last_heartbeat_ ABSL_GUARDED_BY(mu_);
   std::set<NodeId> joining_ ABSL_GUARDED_BY(mu_);
+  FlapDamper flaps_;
 };
 
 }  // namespace shoal::coordinator

@@ -63,8 +63,28 @@ Response ReplicaManager::HandleReport(const transport::ReplicaReportRequest& rep
                                      {"reason", report.reason},
                                      {"broken", report.broken},
                                      {"epoch", (*committed)->epoch().value()}});
+    NoteRemoval(report.backup);
   }
   return Response::Ok();
+}
+
+void ReplicaManager::NoteCopies(const ShardMap& map) {
+  std::map<NodeId, size_t> copies;
+  for (const cluster::NodeInfo& node : map.nodes()) copies[node.id] = 0;
+  for (const BucketPlacement& bucket : map.buckets()) {
+    for (NodeId node : bucket.replicas) ++copies[node];
+  }
+  for (const auto& [node, count] : copies) membership_->flaps().NoteCopies(node, count);
+}
+
+void ReplicaManager::NoteRemoval(NodeId node) {
+  if (membership_->flaps().NoteRemoval(node, runtime_.Now())) {
+    log::Warning("replica.flap_damped",
+                 {{"node", node.value()},
+                  {"removals", FlapDamper::kDampAfterRemovals},
+                  {"within_s", FlapDamper::kDampWindow / 1'000'000},
+                  {"no_new_copies_until_stable_s", FlapDamper::kStableFor / 1'000'000}});
+  }
 }
 
 void ReplicaManager::NoteHeartbeat(const transport::HeartbeatRequest& heartbeat) {
@@ -92,6 +112,7 @@ void ReplicaManager::Run() {
 Status ReplicaManager::Round() {
   const ShardMapPtr map = committer_->map();
   if (map == nullptr || map->replication_factor() <= 1) return OkStatus();
+  NoteCopies(*map);
   std::map<NodeId, std::vector<transport::BucketTerm>> fenced;
   std::map<NodeId, uint64_t> stores;
   {
@@ -220,7 +241,7 @@ Status ReplicaManager::Failover(NodeId primary, const std::vector<transport::Buc
     BucketId bucket;
     NodeId winner;
     storage::ReplicaPosition position;
-    size_t removed = 0;
+    std::vector<NodeId> removed;
   };
   std::vector<Promotion> promotions;
   auto committed = committer_->CommitEdit([&](const ShardMap& now, ShardMapEdit* edit) {
@@ -278,7 +299,7 @@ Status ReplicaManager::Failover(NodeId primary, const std::vector<transport::Buc
       promotions.push_back(Promotion{.bucket = at.bucket,
                                      .winner = winner->node,
                                      .position = winner->position,
-                                     .removed = silent.size()});
+                                     .removed = silent});
     }
     return OkStatus();
   });
@@ -291,9 +312,11 @@ Status ReplicaManager::Failover(NodeId primary, const std::vector<transport::Buc
                   {"new_primary", p.winner.value()},
                   {"term", bucket == nullptr ? uint64_t{0} : bucket->term.value()},
                   {"at", p.position.DebugString()},
-                  {"removed", p.removed},
+                  {"removed", p.removed.size()},
                   {"waited_ms", std::max<transport::Micros>(wait, 0) / 1000},
                   {"epoch", (*committed)->epoch().value()}});
+    NoteRemoval(primary);
+    for (NodeId backup : p.removed) NoteRemoval(backup);
   }
   SHOAL_RETURN_IF_ERROR(runtime_.Failpoint("coordinator.after_promote"));
   return OkStatus();

@@ -29,6 +29,8 @@
 //     answers, and no copy outside its replicas is ever chosen (§4.6).
 //   A backup that answers but cannot catch up (a gap, a divergent copy) is reported broken and
 //   leaves even below the floor (DropReplica): it holds nothing the bucket needs.
+//   Every removal is noted in Membership::flaps(): a node removed again and again gets no new
+//     copy for a while (FlapDamper).
 //   STORES (§4.6): the first store id a node reports is bound in the map (BindStore); a different
 //     one later (a wiped or replaced directory) resets the node (ResetNode) once it is no
 //     bucket's primary, so that copy is rebuilt and never promoted.
@@ -81,6 +83,10 @@ class ReplicaManager {
   [[nodiscard]] Status Failover(NodeId primary, const std::vector<transport::BucketTerm>& buckets,
                                 bool silent);
   [[nodiscard]] Status SyncStores();
+  // `node` left a bucket's configuration (flap damping, FlapDamper).
+  void NoteRemoval(NodeId node);
+  // Every node's copy count in `map` (a copy gained re-arms flap counting, FlapDamper).
+  void NoteCopies(const cluster::ShardMap& map);
   // True the first time a bucket at a term cannot fail over (one log line per term, not per
   // round).
   bool WarnOnce(const transport::BucketTerm& at);

@@ -12,7 +12,9 @@
 //   - the primaries restarted while the node was down: their log index is empty, so every copy
 //     is rebuilt from a snapshot;
 //   - a node whose copy a balance move dropped holds no copy any more: a repair that brings the
-//     bucket back to it is a snapshot.
+//     bucket back to it is a snapshot;
+//   - a node that keeps failing (flap damping, §4.1): after its third removal within a minute it
+//     gets no copy back until it has been stable for 30 s.
 // Each case ends with every bucket at three copies, no acknowledged write lost and every copy
 // equal to its primary's, key by key (version, tombstone, body) and position.
 
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "src/coordinator/coordinator.h"
+#include "src/coordinator/flap_damper.h"
 #include "tests/support/coordinator_test_fixture.h"
 
 namespace shoal::coordinator {
@@ -288,6 +291,45 @@ TEST_F(ReplicationResumeTest, ADroppedCopyIsNeverResumed) {
     EXPECT_GE(coordinator().progress().committed - before.committed, taken.size());
     ExpectNoAcknowledgedRoundLost(*w, documents);
     ExpectAllDocumentsReadableOnEveryCopy(documents);
+    ExpectCopiesEqual();
+  });
+}
+
+// Flap damping (§4.1): n3 crashes and comes back three times within a minute. The first two
+// times the balancer repairs every bucket onto it as soon as it is back. The third removal damps
+// it: on three nodes it is the only place for a third copy, and the buckets stay at two copies
+// (min_in_sync holds, writes go on) until 30 s after that removal, then come back to three.
+TEST_F(ReplicationResumeTest, AFlappingNodeGetsNoCopyBackUntilItIsStable) {
+  Run(/*auto_balance=*/true, [&] {
+    ASSERT_TRUE(WaitFor([&] { return StoresBound(); }));
+    const std::vector<int> documents = AllDocuments();
+    auto w = StartRoundWriter(documents, 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > kDocuments; }));
+    const Micros first_crash = sim_.Now();
+    Micros removed_at = 0;
+    for (int flap = 1; flap <= FlapDamper::kDampAfterRemovals; ++flap) {
+      ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
+      ASSERT_TRUE(WaitFor([&] { return !Holds(kN3); }, 20 * kSecond)) << "flap " << flap;
+      removed_at = sim_.Now();
+      ASSERT_TRUE(cluster_->StartNode(kN3).ok());
+      if (flap < FlapDamper::kDampAfterRemovals) {
+        ASSERT_TRUE(WaitFor([&] { return FullyReplicated(); }, 20 * kSecond)) << "flap " << flap;
+      }
+    }
+    ASSERT_LT(removed_at - first_crash, FlapDamper::kDampWindow);
+    // Damped: nothing comes back to n3 for most of kStableFor.
+    for (Micros waited = 0; waited < FlapDamper::kStableFor - 5 * kSecond; waited += kSecond) {
+      ASSERT_FALSE(Holds(kN3)) << "a copy came back to n3 " << waited / kSecond << " s in";
+      ASSERT_TRUE(sim_.Sleep(kSecond).ok());
+    }
+    ExpectWritesGoOn(*w);
+    ASSERT_TRUE(WaitFor([&] { return FullyReplicated(); }, 30 * kSecond));
+    const Micros back_after = sim_.Now() - removed_at;
+    std::printf("third removal to three copies again: %.1f s\n", back_after / 1e6);
+    EXPECT_GE(back_after, FlapDamper::kStableFor - 5 * kSecond);
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, documents);
     ExpectCopiesEqual();
   });
 }
