@@ -298,6 +298,7 @@ StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeProcessOptio
                                                   .max_message_bytes = options.max_message_bytes,
                                                   .server_mode = options.server_mode,
                                                   .pipe = false,
+                                                  .call_limits = options.call_limits,
                                                   .security = options.security}));
   node::NodeOptions node;
   node.id = NodeId(id);
