@@ -81,8 +81,9 @@ StatusOr<Document> Collection::Get(std::string_view key, const ReadOptions& opti
       break;
   }
   SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kMustExist));
-  SHOAL_ASSIGN_OR_RETURN(storage::Document d,
-                         c.hot->Get(key, mode, options.mode == ReadMode::kAnyReplica));
+  SHOAL_ASSIGN_OR_RETURN(
+      storage::Document d,
+      impl_->InUserWords(c.hot->Get(key, mode, options.mode == ReadMode::kAnyReplica)));
   return Document{.key = std::move(d.primary_key), .json = std::move(d.body), .version = d.version};
 }
 
