@@ -300,6 +300,9 @@ StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeProcessOptio
                                                   .pipe = false,
                                                   .call_limits = options.call_limits,
                                                   .security = options.security}));
+  net::StreamLimits streams = process->runtime_->stream_limits();
+  streams.max_streams = options.max_streams;
+  SHOAL_RETURN_IF_ERROR(process->runtime_->SetStreamLimits(streams));
   node::NodeOptions node;
   node.id = NodeId(id);
   node.data_dir = options.data_dir;

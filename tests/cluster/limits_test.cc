@@ -423,5 +423,74 @@ TEST_F(CallLimitsTest, PerClientAddressAndPerNode) {
   Check({"--max-calls", "4"}, "already handles 4 calls; the limit is 4 calls in flight");
 }
 
+// Scan streams served at once by one node (--max-streams 2): two streams whose readers stall
+// hold the node's slots (its writes wait on flow control); a third is refused before any page,
+// and is served once they end.
+TEST(StreamLimitsTest, ConcurrentStreamsPerNode) {
+  ProcessCluster cluster(ShoalBinary());
+  cluster.SetNodeArgs(1, {"--max-streams", "2"});
+  ASSERT_TRUE(cluster.StartCoordinator(1, 1).ok());
+  ASSERT_TRUE(cluster.StartNode(1).ok());
+  ASSERT_TRUE(cluster.WaitServing(30).ok());
+  auto db = Database::Connect(cluster.uri(), cluster.connect_options());
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto c = (*db)->CreateCollection("streams");
+  ASSERT_TRUE(c.ok()) << c.status();
+  // 40 documents of 256 KiB: far more than the flow-control windows hold.
+  constexpr size_t kDocuments = 40;
+  for (size_t batch = 0; batch < 2; ++batch) {
+    std::vector<BatchWrite> writes;
+    for (size_t i = 0; i < kDocuments / 2; ++i) {
+      writes.push_back({.op = BatchOp::kUpsert,
+                        .key = fmt::format("s{}-{}", batch, i),
+                        .json = BodyOf(256 << 10)});
+    }
+    auto written = c->Batch(writes);
+    ASSERT_TRUE(written.ok()) << written.status();
+  }
+  const QueryOptions one_per_message{.filter = {}, .limit = 1, .cursor = ""};
+  std::atomic<bool> release{false};
+  std::atomic<int> started{0};
+  std::vector<size_t> read(2, 0);
+  std::vector<Status> ended(2);
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r) {
+    readers.emplace_back([&, r] {
+      ended[r] = c->QueryStream(one_per_message, [&](const Document&) {
+        if (read[r]++ == 0) ++started;
+        while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        return OkStatus();
+      });
+    });
+  }
+  for (int i = 0; i < 1000 && started.load() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(started.load(), 2);
+  size_t third_read = 0;
+  const auto count = [&third_read](const Document&) {
+    ++third_read;
+    return OkStatus();
+  };
+  ExpectRefused(c->QueryStream(one_per_message, count), StatusCode::kResourceExhausted,
+                "this server already serves 2 streams; the limit is 2", "third stream");
+  EXPECT_EQ(third_read, 0u);
+  release = true;
+  for (auto& t : readers) t.join();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(ended[r].ok()) << ended[r];
+    EXPECT_EQ(read[r], kDocuments);
+  }
+  // The slots are given back: a stream and another client are served.
+  ASSERT_TRUE(c->QueryStream(one_per_message, count).ok());
+  EXPECT_EQ(third_read, kDocuments);
+  auto other = Database::Connect(cluster.uri(), cluster.connect_options());
+  ASSERT_TRUE(other.ok()) << other.status();
+  auto again = (*other)->GetCollection("streams");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->Get("s0-0").ok());
+  if (::testing::Test::HasFailure()) std::fprintf(stderr, "%s\n", cluster.LogTails(15).c_str());
+}
+
 }  // namespace
 }  // namespace shoal::cluster_test

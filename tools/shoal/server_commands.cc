@@ -94,6 +94,7 @@ struct NodeFlags {
   int background_nice = process::NodeProcessOptions{}.background_nice;
   uint64_t min_free_disk_mib = process::NodeProcessOptions{}.min_free_disk_bytes >> 20;
   net::CallLimits calls;
+  uint32_t max_streams = net::kDefaultMaxStreams;
   bool json = false;
   LogFlags log;
   ServerSecurityFlags security;
@@ -217,6 +218,7 @@ int RunNode(const NodeFlags& flags) {
   options.background_nice = flags.background_nice;
   options.min_free_disk_bytes = flags.min_free_disk_mib << 20;
   options.call_limits = flags.calls;
+  options.max_streams = flags.max_streams;
   auto server_mode = net::ParseGrpcServerMode(flags.grpc_server);
   if (!server_mode.ok()) {
     std::fprintf(stderr, "error: %s\n", server_mode.status().ToString().c_str());
@@ -541,6 +543,11 @@ void AddServerCommands(CLI::App& app) {
   n->add_option("--max-calls-per-address", node->calls.max_calls_per_address,
                 "Calls handled at once from one client address (host); one more is refused with "
                 "RESOURCE_EXHAUSTED (docs/limits.md)")
+      ->check(CLI::Range(1u, 1u << 20))
+      ->capture_default_str();
+  n->add_option("--max-streams", node->max_streams,
+                "Scan streams served at once; one more is refused with RESOURCE_EXHAUSTED "
+                "(docs/limits.md)")
       ->check(CLI::Range(1u, 1u << 20))
       ->capture_default_str();
   n->add_flag("--json", node->json, "Print the listen address as JSON");
