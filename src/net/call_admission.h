@@ -9,10 +9,12 @@
 // Thread-safety: every method is thread-safe; a Ticket may be released on any thread.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
