@@ -344,12 +344,17 @@ TEST_F(LimitsTest, ErrorsNameTheCollectionAsTyped) {
             std::string::npos)
       << err;
   EXPECT_EQ(cluster_->RunCliWith({"get", "users", "x"}, security, &out, &err), 1);
-  EXPECT_NE(err.find(R"(collection "users" key "x": nothing stored)"), std::string::npos) << err;
+  EXPECT_NE(err.find(R"(error: NOT_FOUND: collection "users" key "x": nothing stored)"),
+            std::string::npos)
+      << err;
   EXPECT_EQ(err.find("pk="), std::string::npos) << err;
   EXPECT_EQ(cluster_->RunCliWith({"put", "users", std::string(kKeyLimit + 1, 'k'), "{}"}, security,
                                  &out, &err),
             1);
-  EXPECT_NE(err.find("the limit is 8192 (docs/limits.md)"), std::string::npos) << err;
+  EXPECT_NE(err.find("error: RESOURCE_EXHAUSTED (TOO_LARGE): key is 8193 bytes; the limit is 8192 "
+                     "(docs/limits.md)"),
+            std::string::npos)
+      << err;
 }
 
 // Calls in flight at one node, per client address and in all: a node whose writes pause holds
