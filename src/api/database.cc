@@ -130,8 +130,16 @@ Status Collection::Impl::InUserWords(const Status& status) const {
       continue;
     }
     const bool starts_word = i == 0 || !is_word(message[i - 1]);
-    if (starts_word && message.substr(i).starts_with(id) &&
-        (i + id.size() == message.size() || !is_word(message[i + id.size()]))) {
+    const bool is_id = starts_word && message.substr(i).starts_with(id) &&
+                       (i + id.size() == message.size() || !is_word(message[i + id.size()]));
+    // Only where the id stands for the collection ("collection c4", "c4 pk=..."): other
+    // tokens of the same spelling (a sharded field's cells) are left alone.
+    if (is_id && out.ends_with("collection ")) {
+      out += fmt::format("{:?}", name);
+      i += id.size();
+      continue;
+    }
+    if (is_id && message.substr(i + id.size()).starts_with(" pk=")) {
       out += fmt::format("collection {:?}", name);
       i += id.size();
       continue;
