@@ -216,8 +216,9 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
     return runtime_->StartScan(context, *envelope);
   }
   grpc::ServerBidiReactor<wire::PipeCall, wire::PipeReply>* Pipe(
-      grpc::CallbackServerContext*) override {
-    return NewPipeReactor(&runtime_->pipe_handle_, runtime_->workers_.get());
+      grpc::CallbackServerContext* context) override {
+    return NewPipeReactor(&runtime_->pipe_handle_, runtime_->workers_.get(), &runtime_->admission_,
+                          context->peer());
   }
 
  private:
@@ -416,7 +417,7 @@ Status GrpcRuntime::StartServer() {
         [handler = handler_.get()](auto* context, auto* stream, auto* cq, void* tag) {
           handler->RequestPipe(context, stream, cq, cq, tag);
         },
-        pipe_handle_, workers_.get());
+        pipe_handle_, workers_.get(), &admission_);
     pipe_server_->Start();
   }
   return OkStatus();

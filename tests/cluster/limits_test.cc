@@ -358,7 +358,8 @@ TEST_F(LimitsTest, ErrorsNameTheCollectionAsTyped) {
 }
 
 // Calls in flight at one node, per client address and in all: a node whose writes pause holds
-// them; one call more is refused at once, and the node serves again once they end.
+// them; one call more, unary or on a pipe stream, is refused at once, and the node serves again
+// once they end.
 class CallLimitsTest : public testing::Test {
  protected:
   void SetUp() override { cluster_ = std::make_unique<ProcessCluster>(ShoalBinary()); }
@@ -389,6 +390,20 @@ class CallLimitsTest : public testing::Test {
     }
     auto raw = cluster_->ClientRuntime();
     ASSERT_TRUE(raw.ok()) << raw.status();
+    // A client whose asynchronous operations travel on a Shoal.Pipe stream. Its first get reads
+    // the collection's schema (a blocking call); the next ones go on the pipe.
+    ConnectOptions pipe_options = cluster_->connect_options();
+    pipe_options.pipe = true;
+    auto piped_db = Database::Connect(cluster_->uri(), pipe_options);
+    ASSERT_TRUE(piped_db.ok()) << piped_db.status();
+    auto piped = (*piped_db)->GetCollection("calls");
+    ASSERT_TRUE(piped.ok()) << piped.status();
+    for (int i = 0; i < 2; ++i) {
+      Status warm;
+      piped->GetAsync("none", [&warm](StatusOr<Document> d) { warm = d.status(); });
+      (*piped_db)->WaitAsync();
+      ASSERT_EQ(warm.code(), StatusCode::kNotFound) << warm;
+    }
     // kLimit writes held at the node (each pauses after it is applied).
     std::atomic<int> ok{0};
     std::vector<std::thread> held;
@@ -410,6 +425,12 @@ class CallLimitsTest : public testing::Test {
     const Status refused = c->Upsert("one-more", "{}").status();
     EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted) << refused;
     EXPECT_NE(MessageOf(refused).find(names), std::string_view::npos) << refused;
+    // A call on the pipe stream counts the same.
+    Status piped_refused;
+    piped->GetAsync("none", [&piped_refused](StatusOr<Document> d) { piped_refused = d.status(); });
+    (*piped_db)->WaitAsync();
+    EXPECT_EQ(piped_refused.code(), StatusCode::kResourceExhausted) << piped_refused;
+    EXPECT_NE(MessageOf(piped_refused).find(names), std::string_view::npos) << piped_refused;
     for (auto& t : held) t.join();
     EXPECT_EQ(ok.load(), kLimit);
     // Nothing of the refused call was written; the node serves again.
