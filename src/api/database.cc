@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "include/shoal/shoal.h"
@@ -110,25 +111,72 @@ std::optional<ResolvedCollection> Collection::Impl::Known() const {
   return ResolvedCollection{.id = id_, .hot = hot_.get()};
 }
 
+Status Collection::Impl::InUserWords(const Status& status) const {
+  const std::optional<ResolvedCollection> known = Known();
+  if (status.ok() || !known.has_value()) return status;
+  const std::string_view message = MessageOf(status);
+  const std::string id = known->id.DebugString();
+  const auto is_word = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  };
+  std::string out;
+  out.reserve(message.size() + name.size());
+  for (size_t i = 0; i < message.size();) {
+    if (message[i] == '"') {  // a quoted key or name: copied as is, escapes included
+      const size_t start = i++;
+      while (i < message.size() && message[i] != '"') i += message[i] == '\\' ? 2 : 1;
+      i = std::min(i + 1, message.size());
+      out.append(message.substr(start, i - start));
+      continue;
+    }
+    const bool starts_word = i == 0 || !is_word(message[i - 1]);
+    const bool is_id = starts_word && message.substr(i).starts_with(id) &&
+                       (i + id.size() == message.size() || !is_word(message[i + id.size()]));
+    // Only where the id stands for the collection ("collection c4", "c4 pk=..."): other
+    // tokens of the same spelling (a sharded field's cells) are left alone.
+    if (is_id && out.ends_with("collection ")) {
+      out += fmt::format("{:?}", name);
+      i += id.size();
+      continue;
+    }
+    if (is_id && message.substr(i + id.size()).starts_with(" pk=")) {
+      out += fmt::format("collection {:?}", name);
+      i += id.size();
+      continue;
+    }
+    if (starts_word && message.substr(i).starts_with("pk=")) {
+      out += "key ";
+      i += 3;
+      continue;
+    }
+    out += message[i++];
+  }
+  Status result = MakeStatus(status.code(), out);
+  status.ForEachPayload([&result](std::string_view url, std::string_view payload) {
+    result.SetPayload(url, payload);
+  });
+  return result;
+}
+
 // Writes refuse bodies that set a declared sharded field (CheckWrite): those change by Apply.
 StatusOr<uint64_t> Collection::Insert(std::string_view key, std::string_view json) {
   SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kCreateIfMissing));
   SHOAL_RETURN_IF_ERROR(c.hot->CheckWrite(json));
-  return impl_->client->Insert(c.id, key, json);
+  return impl_->InUserWords(impl_->client->Insert(c.id, key, json));
 }
 StatusOr<uint64_t> Collection::Update(std::string_view key, std::string_view json) {
   SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kMustExist));
   SHOAL_RETURN_IF_ERROR(c.hot->CheckWrite(json));
-  return impl_->client->Update(c.id, key, json);
+  return impl_->InUserWords(impl_->client->Update(c.id, key, json));
 }
 StatusOr<uint64_t> Collection::Upsert(std::string_view key, std::string_view json) {
   SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kCreateIfMissing));
   SHOAL_RETURN_IF_ERROR(c.hot->CheckWrite(json));
-  return impl_->client->Upsert(c.id, key, json);
+  return impl_->InUserWords(impl_->client->Upsert(c.id, key, json));
 }
 StatusOr<uint64_t> Collection::Delete(std::string_view key) {
   SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kMustExist));
-  SHOAL_ASSIGN_OR_RETURN(uint64_t version, impl_->client->Delete(c.id, key));
+  SHOAL_ASSIGN_OR_RETURN(uint64_t version, impl_->InUserWords(impl_->client->Delete(c.id, key)));
   // The document is gone: its sharded fields start again from neutral.
   SHOAL_RETURN_IF_ERROR(c.hot->AfterDelete(key));
   return version;
@@ -137,7 +185,7 @@ StatusOr<uint64_t> Collection::CompareAndSet(std::string_view key, uint64_t expe
                                              std::string_view json) {
   SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(UseOf(BatchOp::kCompareAndSet, expected_version)));
   SHOAL_RETURN_IF_ERROR(c.hot->CheckWrite(json));
-  return impl_->client->CompareAndSet(c.id, key, expected_version, json);
+  return impl_->InUserWords(impl_->client->CompareAndSet(c.id, key, expected_version, json));
 }
 StatusOr<std::vector<StatusOr<uint64_t>>> Collection::Batch(std::span<const BatchWrite> writes) {
   std::vector<transport::WriteRequest> requests;
@@ -188,7 +236,7 @@ StatusOr<std::vector<StatusOr<uint64_t>>> Collection::Batch(std::span<const Batc
         // As Delete: the document is gone, its sharded fields start again from neutral.
         if (Status s = c->hot->AfterDelete(writes[i].key); !s.ok()) answers[k] = std::move(s);
       }
-      results[i] = std::move(answers[k]);
+      results[i] = impl_->InUserWords(std::move(answers[k]));
     }
   }
   std::vector<StatusOr<uint64_t>> out;
@@ -218,7 +266,8 @@ StatusOr<QueryPage> Collection::Query(const QueryOptions& options) {
   SHOAL_ASSIGN_OR_RETURN(client::QueryOptions query, ToClientQuery(options));
   SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kMustExist));
   query.collection = c.id;
-  SHOAL_ASSIGN_OR_RETURN(client::QueryPage page, c.hot->Query(std::move(query)));
+  SHOAL_ASSIGN_OR_RETURN(client::QueryPage page,
+                         impl_->InUserWords(c.hot->Query(std::move(query))));
   QueryPage out;
   out.next_cursor = std::move(page.next_cursor);
   for (auto& document : page.documents) out.documents.push_back(ToPublic(std::move(document)));
@@ -230,9 +279,9 @@ Status Collection::QueryStream(const QueryOptions& options,
   SHOAL_ASSIGN_OR_RETURN(client::QueryOptions query, ToClientQuery(options));
   SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kMustExist));
   query.collection = c.id;
-  return c.hot->QueryStream(std::move(query), [&fn](storage::Document document) {
+  return impl_->InUserWords(c.hot->QueryStream(std::move(query), [&fn](storage::Document document) {
     return fn(ToPublic(std::move(document)));
-  });
+  }));
 }
 
 Database::Database(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -40,33 +40,42 @@ void WriteAsyncOr(client::Client& client, const std::optional<ResolvedCollection
   client.WriteAsync(PlainWrite(known->id, op, key, json), std::move(done));
 }
 
+// `done`, given its result in the caller's words (Collection::Impl::InUserWords). `impl` is the
+// collection's Impl, kept alive by the callback.
+template <typename ImplPtr, typename Callback>
+Callback InUserWords(const ImplPtr& impl, Callback done) {
+  return
+      [impl, done = std::move(done)](auto result) { done(impl->InUserWords(std::move(result))); };
+}
+
 }  // namespace
 
 void Collection::InsertAsync(std::string_view key, std::string_view json, WriteCallback done) {
   WriteAsyncOr(
       *impl_->client, impl_->Known(), transport::WriteOp::kInsert, key, json,
       [c = *this, k = std::string(key), j = std::string(json)]() mutable { return c.Insert(k, j); },
-      std::move(done));
+      InUserWords(impl_, std::move(done)));
 }
 
 void Collection::UpdateAsync(std::string_view key, std::string_view json, WriteCallback done) {
   WriteAsyncOr(
       *impl_->client, impl_->Known(), transport::WriteOp::kUpdate, key, json,
       [c = *this, k = std::string(key), j = std::string(json)]() mutable { return c.Update(k, j); },
-      std::move(done));
+      InUserWords(impl_, std::move(done)));
 }
 
 void Collection::UpsertAsync(std::string_view key, std::string_view json, WriteCallback done) {
   WriteAsyncOr(
       *impl_->client, impl_->Known(), transport::WriteOp::kUpsert, key, json,
       [c = *this, k = std::string(key), j = std::string(json)]() mutable { return c.Upsert(k, j); },
-      std::move(done));
+      InUserWords(impl_, std::move(done)));
 }
 
 void Collection::DeleteAsync(std::string_view key, WriteCallback done) {
   WriteAsyncOr(
       *impl_->client, impl_->Known(), transport::WriteOp::kDelete, key, "",
-      [c = *this, k = std::string(key)]() mutable { return c.Delete(k); }, std::move(done));
+      [c = *this, k = std::string(key)]() mutable { return c.Delete(k); },
+      InUserWords(impl_, std::move(done)));
 }
 
 void Collection::GetAsync(std::string_view key, GetCallback done) {
@@ -77,8 +86,9 @@ void Collection::GetAsync(std::string_view key, GetCallback done) {
     return;
   }
   impl_->client->GetAsync(
-      known->id, std::string(key), [done = std::move(done)](StatusOr<storage::Document> d) {
-        if (!d.ok()) return done(d.status());
+      known->id, std::string(key),
+      [impl = impl_, done = std::move(done)](StatusOr<storage::Document> d) {
+        if (!d.ok()) return done(impl->InUserWords(d.status()));
         done(Document{
             .key = std::move(d->primary_key), .json = std::move(d->body), .version = d->version});
       });

@@ -81,19 +81,20 @@ StatusOr<Document> Collection::Get(std::string_view key, const ReadOptions& opti
       break;
   }
   SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kMustExist));
-  SHOAL_ASSIGN_OR_RETURN(storage::Document d,
-                         c.hot->Get(key, mode, options.mode == ReadMode::kAnyReplica));
+  SHOAL_ASSIGN_OR_RETURN(
+      storage::Document d,
+      impl_->InUserWords(c.hot->Get(key, mode, options.mode == ReadMode::kAnyReplica)));
   return Document{.key = std::move(d.primary_key), .json = std::move(d.body), .version = d.version};
 }
 
 Status Collection::Declare(std::string_view schema_json) {
   SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kCreateIfMissing));
-  return c.hot->Declare(schema_json);
+  return impl_->InUserWords(c.hot->Declare(schema_json));
 }
 
 StatusOr<std::string> Collection::Schema() {
   SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kMustExist));
-  SHOAL_ASSIGN_OR_RETURN(hotspot::CollectionSchema schema, c.hot->Schema());
+  SHOAL_ASSIGN_OR_RETURN(hotspot::CollectionSchema schema, impl_->InUserWords(c.hot->Schema()));
   return schema.ToJson().dump();
 }
 
@@ -101,30 +102,30 @@ StatusOr<ApplyResult> Collection::Apply(std::string_view key, std::string_view f
                                         std::string_view operand_json,
                                         const ApplyOptions& options) {
   SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kMustExist));
-  SHOAL_ASSIGN_OR_RETURN(
-      hotspot::ApplyOutcome outcome,
-      c.hot->Apply(key, field, operand_json,
-                   hotspot::ApplyOptions{.retry_on_conflict = options.retry_on_conflict,
-                                         .max_attempts = 256,
-                                         .combine = options.combine}));
+  SHOAL_ASSIGN_OR_RETURN(hotspot::ApplyOutcome outcome,
+                         impl_->InUserWords(c.hot->Apply(
+                             key, field, operand_json,
+                             hotspot::ApplyOptions{.retry_on_conflict = options.retry_on_conflict,
+                                                   .max_attempts = 256,
+                                                   .combine = options.combine})));
   return ApplyResult{.conflicts = outcome.conflicts, .members = outcome.members};
 }
 
 Status Collection::PutMember(std::string_view key, std::string_view field, std::string_view member,
                              std::string_view json) {
   SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kMustExist));
-  return c.hot->PutMember(key, field, member, json);
+  return impl_->InUserWords(c.hot->PutMember(key, field, member, json));
 }
 
 Status Collection::RemoveMember(std::string_view key, std::string_view field,
                                 std::string_view member) {
   SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kMustExist));
-  return c.hot->RemoveMember(key, field, member);
+  return impl_->InUserWords(c.hot->RemoveMember(key, field, member));
 }
 
 StatusOr<ShardingInfo> Collection::Sharding(std::string_view key, std::string_view field) {
   SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kMustExist));
-  SHOAL_ASSIGN_OR_RETURN(auto described, c.hot->Describe(key, field));
+  SHOAL_ASSIGN_OR_RETURN(auto described, impl_->InUserWords(c.hot->Describe(key, field)));
   const auto& [kind, layout] = described;
   return ShardingInfo{.kind = std::string(hotspot::ToString(kind)),
                       .active_cells = layout.active_cells,
@@ -136,12 +137,12 @@ StatusOr<ShardingInfo> Collection::Sharding(std::string_view key, std::string_vi
 
 Status Collection::Reshard(std::string_view key, std::string_view field, uint32_t shards) {
   SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kMustExist));
-  return c.hot->Reshard(key, field, shards);
+  return impl_->InUserWords(c.hot->Reshard(key, field, shards));
 }
 
 Status Collection::Compact(std::string_view key) {
   SHOAL_ASSIGN_OR_RETURN(auto c, impl_->Resolve(CollectionUse::kMustExist));
-  return c.hot->Compact(key);
+  return impl_->InUserWords(c.hot->Compact(key));
 }
 
 Status RegisterFold(std::string_view name, const Json& neutral, FoldFunction combine,

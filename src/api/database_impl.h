@@ -52,6 +52,15 @@ struct Collection::Impl {
   [[nodiscard]] StatusOr<ResolvedCollection> Resolve(CollectionUse use);
   // Resolve's answer if it is known without asking the cluster.
   [[nodiscard]] std::optional<ResolvedCollection> Known() const;
+  // `status` in the caller's words: the collection's internal id where the nodes' messages name
+  // the collection by it ("collection c4", "c4 pk=") becomes its name, and "pk=" becomes "key ";
+  // code and reason are kept. Quoted text (the caller's keys) is never rewritten.
+  [[nodiscard]] Status InUserWords(const Status& status) const;
+  template <typename T>
+  [[nodiscard]] StatusOr<T> InUserWords(StatusOr<T> result) const {
+    if (result.ok()) return result;
+    return InUserWords(result.status());
+  }
 
   client::Client* const client;
   const std::string name;

@@ -164,7 +164,7 @@ StatusOr<CollectionId> Client::FindCollection(std::string_view name) {
         if (spec.name == name) return spec.id;
       }
       return storage::StorageError(storage::ErrorReason::kUnknownCollection,
-                                   fmt::format("collection \"{}\" does not exist", name));
+                                   fmt::format("no collection named {:?}", name));
     }
     if (!IsTransportFailure(state.status()) || !MayRetry(attempt + 1, started)) {
       return state.status();

@@ -100,11 +100,21 @@ class ReplyQueue {
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-// Hands `call` to a worker, whose reply goes to `replies`.
+// Hands `call` of `peer` to a worker, whose reply goes to `replies`; or, past `admission`'s
+// limits, replies at once.
 void Dispatch(wire::PipeCall call, const PipeServer::Handle* handle, WorkerPool* workers,
-              ReplyQueue* replies) {
+              ReplyQueue* replies, CallAdmission* admission, const std::string& peer) {
   replies->HandlerStarted();
-  workers->Submit([call = std::move(call), handle, replies] {
+  auto ticket = admission->Admit(peer);
+  if (!ticket.ok()) {
+    wire::PipeReply reply;
+    reply.set_id(call.id());
+    reply.set_code(static_cast<int32_t>(grpc::StatusCode::RESOURCE_EXHAUSTED));
+    reply.set_message(std::string(MessageOf(ticket.status())));
+    replies->Reply(std::move(reply));
+    return;
+  }
+  workers->Submit([call = std::move(call), handle, replies, ticket = *ticket] {
     wire::PipeReply reply;
     reply.set_id(call.id());
     (*handle)(call, &reply);
@@ -115,9 +125,12 @@ void Dispatch(wire::PipeCall call, const PipeServer::Handle* handle, WorkerPool*
 // One stream of the callback server.
 class PipeReactor final : public grpc::ServerBidiReactor<wire::PipeCall, wire::PipeReply> {
  public:
-  PipeReactor(const PipeServer::Handle* handle, WorkerPool* workers)
+  PipeReactor(const PipeServer::Handle* handle, WorkerPool* workers, CallAdmission* admission,
+              std::string peer)
       : handle_(handle),
         workers_(workers),
+        admission_(admission),
+        peer_(std::move(peer)),
         replies_([this](const wire::PipeReply* reply) { StartWrite(reply); },
                  [this] { Finish(grpc::Status::OK); }) {
     replies_.MetadataInFlight();
@@ -134,7 +147,7 @@ class PipeReactor final : public grpc::ServerBidiReactor<wire::PipeCall, wire::P
     wire::PipeCall call = std::move(call_);
     call_ = wire::PipeCall();
     StartRead(&call_);
-    Dispatch(std::move(call), handle_, workers_, &replies_);
+    Dispatch(std::move(call), handle_, workers_, &replies_, admission_, peer_);
   }
   void OnSendInitialMetadataDone(bool ok) override { replies_.WriteDone(ok); }
   void OnWriteDone(bool ok) override { replies_.WriteDone(ok); }
@@ -143,6 +156,8 @@ class PipeReactor final : public grpc::ServerBidiReactor<wire::PipeCall, wire::P
  private:
   const PipeServer::Handle* const handle_;
   WorkerPool* const workers_;
+  CallAdmission* const admission_;
+  const std::string peer_;
   wire::PipeCall call_;  // the read in flight
   ReplyQueue replies_;
 };
@@ -150,8 +165,9 @@ class PipeReactor final : public grpc::ServerBidiReactor<wire::PipeCall, wire::P
 }  // namespace
 
 grpc::ServerBidiReactor<wire::PipeCall, wire::PipeReply>* NewPipeReactor(
-    const PipeServer::Handle* handle, WorkerPool* workers) {
-  return new PipeReactor(handle, workers);
+    const PipeServer::Handle* handle, WorkerPool* workers, CallAdmission* admission,
+    std::string peer) {
+  return new PipeReactor(handle, workers, admission, std::move(peer));
 }
 
 // One Pipe stream of the synchronous server's queue, from its accept to its Finish. The queue
@@ -179,6 +195,7 @@ class PipeServer::Session {
       case Kind::kAccept:
         if (!ok) return true;  // the server is shutting down: no stream came
         // The client sends calls only once this arrives (PipeClient).
+        peer_ = context_.peer();
         replies_.MetadataInFlight();
         stream_.SendInitialMetadata(&write_);
         stream_.Read(&call_, &read_);
@@ -191,7 +208,8 @@ class PipeServer::Session {
         wire::PipeCall call = std::move(call_);
         call_ = wire::PipeCall();
         stream_.Read(&call_, &read_);
-        Dispatch(std::move(call), &server_->handle_, server_->workers_, &replies_);
+        Dispatch(std::move(call), &server_->handle_, server_->workers_, &replies_,
+                 server_->admission_, peer_);
         return false;
       }
       case Kind::kWrite:
@@ -211,16 +229,19 @@ class PipeServer::Session {
   Tag read_{this, Kind::kRead};
   Tag write_{this, Kind::kWrite};
   Tag finish_{this, Kind::kFinish};
+  std::string peer_;     // set on accept (the queue thread's only)
   wire::PipeCall call_;  // the read in flight (the queue thread's only)
   ReplyQueue replies_;
 };
 
 PipeServer::PipeServer(std::unique_ptr<grpc::ServerCompletionQueue> cq,
-                       RequestStream request_stream, Handle handle, WorkerPool* workers)
+                       RequestStream request_stream, Handle handle, WorkerPool* workers,
+                       CallAdmission* admission)
     : cq_(std::move(cq)),
       request_stream_(std::move(request_stream)),
       handle_(std::move(handle)),
-      workers_(workers) {}
+      workers_(workers),
+      admission_(admission) {}
 
 PipeServer::~PipeServer() { Shutdown(); }
 

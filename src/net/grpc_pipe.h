@@ -46,6 +46,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/shoal.grpc.pb.h"
+#include "src/net/call_admission.h"
 #include "src/net/worker_pool.h"
 
 namespace shoal::net {
@@ -64,9 +65,11 @@ class PipeServer {
   // Answers one call on a worker thread.
   using Handle = std::function<void(const wire::PipeCall&, wire::PipeReply*)>;
 
-  // `cq` comes from the server's builder; `workers` outlives this.
+  // `cq` comes from the server's builder; `workers` and `admission` outlive this. Every call is
+  // counted by `admission` against its stream's peer before it is queued for a worker, and held
+  // until answered; a call refused there is answered at once with RESOURCE_EXHAUSTED.
   PipeServer(std::unique_ptr<grpc::ServerCompletionQueue> cq, RequestStream request_stream,
-             Handle handle, WorkerPool* workers);
+             Handle handle, WorkerPool* workers, CallAdmission* admission);
   ~PipeServer();
   PipeServer(const PipeServer&) = delete;
   PipeServer& operator=(const PipeServer&) = delete;
@@ -89,6 +92,7 @@ class PipeServer {
   const RequestStream request_stream_;
   const Handle handle_;
   WorkerPool* const workers_;
+  CallAdmission* const admission_;
   std::thread thread_;
   bool shut_down_ = false;
   // Guards the three below; held while the queue thread handles an event (so that nothing is
@@ -99,10 +103,11 @@ class PipeServer {
   std::set<Session*> sessions_ ABSL_GUARDED_BY(mu_);  // every session not yet ended
 };
 
-// One Pipe stream of the callback server; it deletes itself when done. `handle` and `workers`
-// outlive it.
+// One Pipe stream of the callback server from `peer` (ServerContext::peer()); it deletes itself
+// when done. `handle`, `workers` and `admission` outlive it; calls are admitted as PipeServer's.
 [[nodiscard]] grpc::ServerBidiReactor<wire::PipeCall, wire::PipeReply>* NewPipeReactor(
-    const PipeServer::Handle* handle, WorkerPool* workers);
+    const PipeServer::Handle* handle, WorkerPool* workers, CallAdmission* admission,
+    std::string peer);
 
 class PipeClient {
  public:

@@ -39,6 +39,10 @@ constexpr char kBackupPollMs[] = "50";
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
 // Idle threads the sync server keeps polling for calls (see StartServer).
 constexpr int kSyncServerMaxPollers = 64;
+// Calls and streams open at once on one client connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS,
+// docs/limits.md): gRPC's client holds further ones until a slot frees, so this bounds what one
+// connection makes the server hold, never fails a call.
+constexpr uint32_t kMaxStreamsPerConnection = 1024;
 
 // "host:port" with the port replaced.
 std::string WithPort(const std::string& host_port, int port) {
@@ -108,6 +112,11 @@ std::vector<std::string> SplitList(const std::string& list) {
   return out;
 }
 
+// A call CallAdmission refused, as gRPC answers it.
+grpc::Status ResourceExhausted(const Status& refused) {
+  return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, std::string(MessageOf(refused)));
+}
+
 }  // namespace
 
 // The Shoal service of one GrpcRuntime's synchronous server: gRPC calls it from many threads
@@ -123,6 +132,8 @@ class GrpcRuntime::Handler final : public wire::Shoal::WithAsyncMethod_Pipe<wire
       grpc::Status sender = CheckClusterSender(*envelope, PeerCommonName(*context->auth_context()));
       if (!sender.ok()) return sender;
     }
+    auto ticket = runtime_->admission_.Admit(context->peer());
+    if (!ticket.ok()) return ResourceExhausted(ticket.status());
     return runtime_->HandleEnvelope(*envelope, context->deadline(), out);
   }
   grpc::Status Admin(grpc::ServerContext*, const wire::AdminRequest* request,
@@ -164,8 +175,13 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
         return reactor;
       }
     }
+    auto ticket = runtime_->admission_.Admit(context->peer());
+    if (!ticket.ok()) {
+      reactor->Finish(ResourceExhausted(ticket.status()));
+      return reactor;
+    }
     // The envelope, the response and the context live until the reactor finishes.
-    runtime_->workers_->Submit([this, reactor, context, envelope, out] {
+    runtime_->workers_->Submit([this, reactor, context, envelope, out, ticket = *ticket] {
       reactor->Finish(runtime_->HandleEnvelope(*envelope, context->deadline(), out));
     });
     return reactor;
@@ -200,8 +216,9 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
     return runtime_->StartScan(context, *envelope);
   }
   grpc::ServerBidiReactor<wire::PipeCall, wire::PipeReply>* Pipe(
-      grpc::CallbackServerContext*) override {
-    return NewPipeReactor(&runtime_->pipe_handle_, runtime_->workers_.get());
+      grpc::CallbackServerContext* context) override {
+    return NewPipeReactor(&runtime_->pipe_handle_, runtime_->workers_.get(), &runtime_->admission_,
+                          context->peer());
   }
 
  private:
@@ -242,8 +259,8 @@ grpc::Status GrpcRuntime::HandleEnvelope(const wire::Envelope& envelope,
   if (bytes > options_.max_message_bytes) {
     out->Clear();
     ToWire(transport::Response::Error(ResourceExhaustedError(
-               fmt::format("response of {} bytes exceeds the limit of {} bytes", bytes,
-                           options_.max_message_bytes))),
+               fmt::format("response of {} bytes exceeds the limit of {} bytes (docs/limits.md)",
+                           bytes, options_.max_message_bytes))),
            out);
   }
   return grpc::Status::OK;
@@ -304,7 +321,9 @@ int GrpcRuntime::GrpcMessageLimit() const {
 }
 
 GrpcRuntime::GrpcRuntime(const GrpcRuntimeOptions& options)
-    : options_(options), coordinators_(SplitList(options.coordinator)) {}
+    : options_(options),
+      coordinators_(SplitList(options.coordinator)),
+      admission_(options.call_limits) {}
 
 GrpcRuntime::~GrpcRuntime() { Shutdown(); }
 
@@ -313,6 +332,7 @@ StatusOr<std::unique_ptr<GrpcRuntime>> GrpcRuntime::Start(const GrpcRuntimeOptio
       options.max_message_bytes > static_cast<size_t>(std::numeric_limits<int>::max())) {
     return InvalidArgumentError("max_message_bytes must be in [1, 2^31)");
   }
+  SHOAL_RETURN_IF_ERROR(ValidateCallLimits(options.call_limits));
   // This build's abseil checks every absl::Mutex acquisition (gRPC's, on every call) for
   // lock-order cycles, a debug aid that cost ~3% of a node and of a client in the profile
   // (docs/results/network.md). Process-wide, so Shoal's own absl::Mutex locks go unchecked here
@@ -376,6 +396,8 @@ Status GrpcRuntime::StartServer() {
   builder.SetMaxSendMessageSize(GrpcMessageLimit());
   // Without this, gRPC sets SO_REUSEPORT and two servers could share one port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             static_cast<int>(kMaxStreamsPerConnection));
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port == 0) {
     server_.reset();
@@ -395,7 +417,7 @@ Status GrpcRuntime::StartServer() {
         [handler = handler_.get()](auto* context, auto* stream, auto* cq, void* tag) {
           handler->RequestPipe(context, stream, cq, cq, tag);
         },
-        pipe_handle_, workers_.get());
+        pipe_handle_, workers_.get(), &admission_);
     pipe_server_->Start();
   }
   return OkStatus();
@@ -545,8 +567,8 @@ Status GrpcRuntime::FillEnvelope(const Address& to, const transport::Request& re
   const size_t bytes = envelope->ByteSizeLong();
   if (bytes > options_.max_message_bytes) {
     return ResourceExhaustedError(
-        fmt::format("{}: request of {} bytes exceeds the limit of {} bytes", RequestName(request),
-                    bytes, options_.max_message_bytes));
+        fmt::format("{}: request of {} bytes exceeds the limit of {} bytes (docs/limits.md)",
+                    RequestName(request), bytes, options_.max_message_bytes));
   }
   return OkStatus();
 }

@@ -35,9 +35,12 @@
 // call to the next one, so one call tries every configured coordinator once. A CallCanceller ends
 // a waiting call from another thread; nothing else makes WatchMap answer kCancelled.
 //
-// Limits: one request or response is at most max_message_bytes when serialized (default
-// kDefaultMaxMessageBytes). A larger request fails in Call with kResourceExhausted before
-// anything is sent; a larger response is replaced by a kResourceExhausted response.
+// Limits (docs/limits.md): one request or response is at most max_message_bytes when serialized
+// (default kDefaultMaxMessageBytes). A larger request fails in Call with kResourceExhausted
+// before anything is sent; a larger response is replaced by a kResourceExhausted response.
+// Calls in flight on the server (Shoal.Call requests and Shoal.Pipe calls), in all and per client
+// address, are bounded by GrpcRuntimeOptions::call_limits (CallAdmission): one more is refused
+// with kResourceExhausted.
 //
 // Streams (Shoal.Scan, StreamScan): the server runs the callee's scan handler page after page
 // on a thread acting for the callee (a sync-server thread, or a WorkerPool thread in callback
@@ -77,6 +80,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "src/net/call_admission.h"
 #include "src/net/tls_credentials.h"
 #include "src/net/worker_pool.h"
 #include "src/transport/runtime.h"
@@ -181,6 +185,8 @@ struct GrpcRuntimeOptions {
   // CallAsync to a node sends each call as a message of one Shoal.Pipe stream per node
   // (grpc_pipe.h) instead of one unary Shoal.Call. Every server answers both.
   bool pipe = false;
+  // Calls held at once, in all and per client address (call_admission.h).
+  CallLimits call_limits{};
   // TLS of the server and of every channel (tls_credentials.h); plaintext by default, which only
   // tests and --insecure processes use: the commands refuse to start a server without
   // --certs-dir or --insecure.
@@ -350,6 +356,7 @@ class GrpcRuntime final : public transport::Runtime {
   std::shared_ptr<const TlsCredentials> credentials_;
   const std::vector<std::string> coordinators_;  // options_.coordinator, split at commas
   transport::ThreadRuntime local_;
+  CallAdmission admission_;  // of Shoal.Call and Shoal.Pipe calls, both server modes
   std::unique_ptr<Handler> handler_;
   std::unique_ptr<CallbackHandler> callback_handler_;
   // The handler threads of the callback server and of Pipe calls; outlives server_, whose

@@ -47,7 +47,8 @@ class GrpcRuntime::ScanStream {
     }
     if (scan->max_documents > limits_.max_documents) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          fmt::format("max_documents {} per streamed message is outside [1, {}]",
+                          fmt::format("{} documents per streamed message; the limit is {} "
+                                      "(docs/limits.md)",
                                       scan->max_documents, limits_.max_documents));
     }
     // A client's smaller bound is kept; none or a larger one becomes the server's.
@@ -179,8 +180,9 @@ grpc::Status GrpcRuntime::AdmitStream() {
   absl::MutexLock lock(&mu_);
   if (open_streams_ >= stream_limits_.max_streams) {
     return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        fmt::format("this server already serves {} streams (the limit)",
-                                    stream_limits_.max_streams));
+                        fmt::format("this server already serves {} streams; the limit is {} "
+                                    "(docs/limits.md)",
+                                    open_streams_, stream_limits_.max_streams));
   }
   ++open_streams_;
   return grpc::Status::OK;
@@ -244,8 +246,9 @@ Status GrpcRuntime::StreamScan(const Address& to, transport::ScanRequest request
   ToWire(transport::Request(std::move(request)), envelope.mutable_request());
   const std::string what = fmt::format("scan stream to {}", to.DebugString());
   if (const size_t bytes = envelope.ByteSizeLong(); bytes > options_.max_message_bytes) {
-    return ResourceExhaustedError(fmt::format("{}: request of {} bytes exceeds the limit of {}",
-                                              what, bytes, options_.max_message_bytes));
+    return ResourceExhaustedError(
+        fmt::format("{}: request of {} bytes exceeds the limit of {} bytes (docs/limits.md)", what,
+                    bytes, options_.max_message_bytes));
   }
   auto peer = PeerOf(to);
   if (!peer.ok()) return Prefixed(peer.status(), what);

@@ -273,6 +273,7 @@ TEST_F(NetClusterTest, ReadOfAnUnknownCollectionDoesNotCreateIt) {
   auto db = Database::Connect("shoal://" + coordinator_->address(), {.insecure = true});
   ASSERT_TRUE(db.ok()) << db.status();
   collection_test::ExpectReadsOfAMissingCollectionCreateNothing(**db, "nocoll");
+  collection_test::ExpectErrorsInUserWords(**db, "words");
   collection_test::ExpectCreatingWritesCreateAMissingCollection(**db, "fresh");
   collection_test::ExpectNameRuleIsEnforced(**db);
 

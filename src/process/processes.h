@@ -142,6 +142,10 @@ struct NodeProcessOptions {
   // storage::StoreOptions::min_free_disk_bytes: document writes stop (NO_SPACE) while they
   // would leave less free disk than this.
   uint64_t min_free_disk_bytes = storage::StoreOptions{}.min_free_disk_bytes;
+  // Calls its server handles at once, in all and per client address, and scan streams it serves
+  // at once (docs/limits.md).
+  net::CallLimits call_limits{};
+  uint32_t max_streams = net::kDefaultMaxStreams;
   // TLS of its server and of its calls to the coordinator and other nodes (docs/security.md);
   // plaintext by default.
   net::TransportSecurity security{};

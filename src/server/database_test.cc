@@ -164,6 +164,7 @@ TEST(DatabaseTest, ReadOfAnUnknownCollectionDoesNotCreateIt) {
     auto db = Database::OpenEmbedded({.data_dir = dir, .nodes = 2, .buckets = 8, .sync = false});
     ASSERT_TRUE(db.ok()) << db.status();
     collection_test::ExpectReadsOfAMissingCollectionCreateNothing(**db, "nocoll");
+    collection_test::ExpectErrorsInUserWords(**db, "words");
     collection_test::ExpectCreatingWritesCreateAMissingCollection(**db, "fresh");
     ASSERT_TRUE((*db)->Close().ok());
   }

@@ -28,7 +28,7 @@ Status ValidateCollectionName(std::string_view name) {
   return StorageError(ErrorReason::kInvalidArgument,
                       fmt::format("invalid collection name {:?}{} ({} bytes): a name has 1 to {} "
                                   "bytes of letters, digits, '_', '.' and '-', and starts with a "
-                                  "letter, a digit or '_'",
+                                  "letter, a digit or '_' (docs/limits.md)",
                                   shown, shown.size() < name.size() ? "..." : "", name.size(),
                                   kMaxCollectionNameBytes));
 }

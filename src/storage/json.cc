@@ -68,16 +68,19 @@ bool NestsAtMost(simdjson::dom::element element, size_t levels) {
 }
 
 Status TooDeep(const DocumentLimits& limits) {
-  return StorageError(ErrorReason::kInvalidDocument,
-                      fmt::format("body nests deeper than {}", limits.max_depth));
+  return StorageError(
+      ErrorReason::kInvalidDocument,
+      fmt::format("document body nests deeper than the limit of {} (docs/limits.md)",
+                  limits.max_depth));
 }
 
 }  // namespace
 
 Status ValidateJsonBody(std::string_view body, const DocumentLimits& limits) {
   if (body.size() > limits.max_body_bytes) {
-    return StorageError(ErrorReason::kTooLarge, fmt::format("body of {} bytes exceeds {} bytes",
-                                                            body.size(), limits.max_body_bytes));
+    return StorageError(ErrorReason::kTooLarge,
+                        fmt::format("document body is {} bytes; the limit is {} (docs/limits.md)",
+                                    body.size(), limits.max_body_bytes));
   }
   if (limits.max_depth == 0) return TooDeep(limits);  // even {} is 1 deep
   simdjson::dom::element root;
@@ -100,11 +103,14 @@ Status ValidateJsonBody(std::string_view body, const DocumentLimits& limits) {
 }
 
 Status ValidatePrimaryKey(std::string_view primary_key, const DocumentLimits& limits) {
-  if (primary_key.empty()) return StorageError(ErrorReason::kInvalidDocument, "empty primary key");
+  if (primary_key.empty()) {
+    return StorageError(ErrorReason::kInvalidDocument,
+                        "key is empty; a key has at least 1 byte (docs/limits.md)");
+  }
   if (primary_key.size() > limits.max_primary_key_bytes) {
     return StorageError(ErrorReason::kTooLarge,
-                        fmt::format("primary key of {} bytes exceeds {} bytes", primary_key.size(),
-                                    limits.max_primary_key_bytes));
+                        fmt::format("key is {} bytes; the limit is {} (docs/limits.md)",
+                                    primary_key.size(), limits.max_primary_key_bytes));
   }
   return OkStatus();
 }

@@ -75,7 +75,8 @@ TEST(JsonTest, DepthLimitCountsEveryArrayAndObjectEmptyOrNot) {
         const std::string deeper = Nest(max_depth + 1, kinds, innermost);
         const Status refused = ValidateJsonBody(deeper, limits);
         EXPECT_TRUE(Is(refused, ErrorReason::kInvalidDocument)) << deeper << ": " << refused;
-        EXPECT_EQ(MessageOf(refused), "body nests deeper than " + std::to_string(max_depth))
+        EXPECT_EQ(MessageOf(refused), "document body nests deeper than the limit of " +
+                                          std::to_string(max_depth) + " (docs/limits.md)")
             << deeper;
       }
     }

@@ -70,8 +70,8 @@ std::string_view ToString(WriteOp op) {
 Status ValidateBatch(const std::vector<WriteRequest>& writes) {
   if (writes.empty()) return InvalidArgumentError("a batch needs at least one write");
   if (writes.size() > kMaxBatchWrites) {
-    return ResourceExhaustedError(fmt::format("a batch of {} writes exceeds the limit of {}",
-                                              writes.size(), kMaxBatchWrites));
+    return ResourceExhaustedError(fmt::format(
+        "a batch of {} writes; the limit is {} (docs/limits.md)", writes.size(), kMaxBatchWrites));
   }
   size_t bytes = 0;
   for (const WriteRequest& write : writes) {
@@ -82,8 +82,8 @@ Status ValidateBatch(const std::vector<WriteRequest>& writes) {
   }
   if (bytes > kMaxBatchBytes) {
     return ResourceExhaustedError(
-        fmt::format("a batch of {} bytes of keys and bodies exceeds the limit of {} bytes", bytes,
-                    kMaxBatchBytes));
+        fmt::format("a batch of {} bytes of keys and bodies; the limit is {} (docs/limits.md)",
+                    bytes, kMaxBatchBytes));
   }
   return OkStatus();
 }
@@ -91,8 +91,8 @@ Status ValidateBatch(const std::vector<WriteRequest>& writes) {
 Status ValidateBatchGet(const std::vector<GetRequest>& gets) {
   if (gets.empty()) return InvalidArgumentError("a batch get needs at least one key");
   if (gets.size() > kMaxBatchGets) {
-    return ResourceExhaustedError(
-        fmt::format("a batch of {} gets exceeds the limit of {}", gets.size(), kMaxBatchGets));
+    return ResourceExhaustedError(fmt::format(
+        "a batch of {} gets; the limit is {} (docs/limits.md)", gets.size(), kMaxBatchGets));
   }
   for (const GetRequest& get : gets) {
     if (get.via_move.has_value() || get.include_tombstones) {

@@ -99,7 +99,7 @@ TEST_F(ClientTest, FindCollectionNeverCreatesACollection) {
       auto missing = client_->FindCollection("nocoll");
       EXPECT_TRUE(storage::Is(missing, ErrorReason::kUnknownCollection)) << missing.status();
       EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
-      EXPECT_EQ(MessageOf(missing.status()), R"(collection "nocoll" does not exist)");
+      EXPECT_EQ(MessageOf(missing.status()), R"(no collection named "nocoll")");
     }
     auto created = client_->OpenCollection("nocoll");
     ASSERT_TRUE(created.ok()) << created.status();

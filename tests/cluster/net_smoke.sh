@@ -93,7 +93,7 @@ grep -q ALREADY_EXISTS "$dir/err" || fail "duplicate insert: $(cat "$dir/err")"
 for command in "get nocoll x" "query nocoll" "delete nocoll x"; do
   # shellcheck disable=SC2086 # the command's words
   if "$shoal" $command --cluster "$cluster" 2>"$dir/err"; then fail "$command succeeded"; fi
-  grep -qF 'error: NOT_FOUND (UNKNOWN_COLLECTION): collection "nocoll" does not exist' "$dir/err" ||
+  grep -qF 'error: NOT_FOUND (UNKNOWN_COLLECTION): no collection named "nocoll"' "$dir/err" ||
     fail "$command: $(cat "$dir/err")"
 done
 if "$shoal" put --cluster "$cluster" $'bad\nname' k '{}' 2>"$dir/err"; then

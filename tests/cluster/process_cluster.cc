@@ -294,6 +294,9 @@ Status ProcessCluster::StartNode(uint32_t id, const std::string& failpoints) {
     security = {"--certs-dir", it->second, "--cert-reload-seconds", "1"};
   }
   args.insert(args.end(), security.begin(), security.end());
+  if (auto it = node_args_.find(id); it != node_args_.end()) {
+    args.insert(args.end(), it->second.begin(), it->second.end());
+  }
   return Launch(id, args, failpoints);
 }
 

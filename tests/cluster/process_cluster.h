@@ -72,6 +72,8 @@ class ProcessCluster {
   void SetNodeCertsDir(uint32_t id, std::string certs_dir) {
     node_certs_[id] = std::move(certs_dir);
   }
+  // Node `id`, when started from now on (StartNode), also gets `args` (e.g. {"--max-calls", "4"}).
+  void SetNodeArgs(uint32_t id, std::vector<std::string> args) { node_args_[id] = std::move(args); }
   // The coordinator with a new map of nodes 1..initial_nodes and `buckets`; `failpoints` is the
   // process's SHOAL_FAILPOINTS (empty: none).
   [[nodiscard]] Status StartCoordinator(uint32_t initial_nodes, uint32_t buckets,
@@ -193,8 +195,9 @@ class ProcessCluster {
   std::function<void()> between_attempts_;
   bool keep_node_ports_ = false;
   bool insecure_ = false;
-  std::map<uint32_t, std::string> node_certs_;  // SetNodeCertsDir
-  Status certs_ = OkStatus();                   // making the certificates; starts fail with it
+  std::map<uint32_t, std::string> node_certs_;              // SetNodeCertsDir
+  std::map<uint32_t, std::vector<std::string>> node_args_;  // SetNodeArgs
+  Status certs_ = OkStatus();  // making the certificates; starts fail with it
   // --certs-dir or --insecure, appended to every process's arguments.
   [[nodiscard]] std::vector<std::string> SecurityArgs() const;
   [[nodiscard]] std::vector<std::string> CliSecurityArgs() const;

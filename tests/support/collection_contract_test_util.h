@@ -24,8 +24,55 @@ inline void ExpectUnknownCollection(const Status& status, std::string_view name,
   EXPECT_EQ(status.code(), StatusCode::kNotFound) << operation << ": " << status;
   EXPECT_TRUE(storage::Is(status, storage::ErrorReason::kUnknownCollection))
       << operation << ": " << status;
-  EXPECT_NE(MessageOf(status).find("\"" + std::string(name) + "\""), std::string_view::npos)
+  EXPECT_NE(MessageOf(status).find("no collection named \"" + std::string(name) + "\""),
+            std::string_view::npos)
       << operation << ": " << status;
+}
+
+// `status` names the collection `name` and the key `key` as the caller typed them, and no
+// internal collection id ("c4") or key encoding ("pk=").
+inline void ExpectUserWords(const Status& status, std::string_view name, std::string_view key,
+                            std::string_view operation) {
+  ASSERT_FALSE(status.ok()) << operation;
+  const std::string_view message = MessageOf(status);
+  EXPECT_NE(message.find("collection \"" + std::string(name) + "\""), std::string_view::npos)
+      << operation << ": " << status;
+  EXPECT_NE(message.find("key \"" + std::string(key) + "\""), std::string_view::npos)
+      << operation << ": " << status;
+  EXPECT_EQ(message.find("pk="), std::string_view::npos) << operation << ": " << status;
+  for (size_t i = 0; i + 1 < message.size(); ++i) {
+    const bool id_like = message[i] == 'c' && (i == 0 || message[i - 1] == ' ') &&
+                         message[i + 1] >= '0' && message[i + 1] <= '9';
+    EXPECT_FALSE(id_like) << operation << ": " << status;
+  }
+}
+
+// The errors of an existing collection `name` (unused by the caller) speak of it by its name and
+// of keys as typed, whatever path they take (blocking, batch, asynchronous, query).
+inline void ExpectErrorsInUserWords(Database& db, const std::string& name) {
+  auto c = db.GetCollection(name);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->Insert("here", R"({"n":1})").ok());
+  // A key that looks like a collection id stays as typed.
+  for (const std::string key : {"x", "c4"}) {
+    const Status got = c->Get(key).status();
+    EXPECT_EQ(got.code(), StatusCode::kNotFound) << got;
+    ExpectUserWords(got, name, key, "Get");
+    ExpectUserWords(c->Update(key, "{}").status(), name, key, "Update");
+    ExpectUserWords(c->CompareAndSet(key, 9, "{}").status(), name, key, "CompareAndSet");
+  }
+  ExpectUserWords(c->Insert("here", "{}").status(), name, "here", "Insert of a present key");
+  auto batch = c->Batch(std::vector<BatchWrite>{
+      {.op = BatchOp::kInsert, .key = "here", .json = "{}", .expected_version = 0}});
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  ExpectUserWords((*batch)[0].status(), name, "here", "Batch");
+  Status got_async;
+  Status updated_async;
+  c->GetAsync("x", [&](StatusOr<Document> d) { got_async = d.status(); });
+  c->UpdateAsync("x", "{}", [&](StatusOr<uint64_t> v) { updated_async = v.status(); });
+  db.WaitAsync();
+  ExpectUserWords(got_async, name, "x", "GetAsync");
+  ExpectUserWords(updated_async, name, "x", "UpdateAsync");
 }
 
 inline void ExpectNameRuleIsEnforced(Database& db) {

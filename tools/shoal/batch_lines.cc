@@ -77,8 +77,9 @@ StatusOr<std::vector<std::span<const BatchLine>>> SplitBatches(std::span<const B
   for (size_t i = 0; i < lines.size(); ++i) {
     const size_t size = lines[i].write.key.size() + lines[i].write.json.size();
     if (size > kMaxBatchBytes) {
-      return ResourceExhaustedError(fmt::format("line {}: {} bytes exceed the batch limit of {}",
-                                                lines[i].line, size, kMaxBatchBytes));
+      return ResourceExhaustedError(
+          fmt::format("line {}: {} bytes of key and value; the batch limit is {} (docs/limits.md)",
+                      lines[i].line, size, kMaxBatchBytes));
     }
     if (i - begin == max_writes || bytes + size > kMaxBatchBytes) {
       out.push_back(lines.subspan(begin, i - begin));

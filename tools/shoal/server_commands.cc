@@ -93,6 +93,8 @@ struct NodeFlags {
   bool no_sync = false;
   int background_nice = process::NodeProcessOptions{}.background_nice;
   uint64_t min_free_disk_mib = process::NodeProcessOptions{}.min_free_disk_bytes >> 20;
+  net::CallLimits calls;
+  uint32_t max_streams = net::kDefaultMaxStreams;
   bool json = false;
   LogFlags log;
   ServerSecurityFlags security;
@@ -215,6 +217,8 @@ int RunNode(const NodeFlags& flags) {
   options.sync = !flags.no_sync;
   options.background_nice = flags.background_nice;
   options.min_free_disk_bytes = flags.min_free_disk_mib << 20;
+  options.call_limits = flags.calls;
+  options.max_streams = flags.max_streams;
   auto server_mode = net::ParseGrpcServerMode(flags.grpc_server);
   if (!server_mode.ok()) {
     std::fprintf(stderr, "error: %s\n", server_mode.status().ToString().c_str());
@@ -530,6 +534,21 @@ void AddServerCommands(CLI::App& app) {
                 "Refuse document writes (NO_SPACE) while they would leave less free disk than "
                 "this under --data (0: off)")
       ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 30))
+      ->capture_default_str();
+  n->add_option("--max-calls", node->calls.max_calls,
+                "Calls handled at once; one more is refused with RESOURCE_EXHAUSTED "
+                "(docs/limits.md)")
+      ->check(CLI::Range(1u, 1u << 20))
+      ->capture_default_str();
+  n->add_option("--max-calls-per-address", node->calls.max_calls_per_address,
+                "Calls handled at once from one client address (host); one more is refused with "
+                "RESOURCE_EXHAUSTED (docs/limits.md)")
+      ->check(CLI::Range(1u, 1u << 20))
+      ->capture_default_str();
+  n->add_option("--max-streams", node->max_streams,
+                "Scan streams served at once; one more is refused with RESOURCE_EXHAUSTED "
+                "(docs/limits.md)")
+      ->check(CLI::Range(1u, 1u << 20))
       ->capture_default_str();
   n->add_flag("--json", node->json, "Print the listen address as JSON");
   AddServerSecurityOptions(n, &node->security);
