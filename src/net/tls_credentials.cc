@@ -62,7 +62,8 @@ constexpr std::string_view kHandshakeHint =
     "and the server's must name the host dialled (docs/security.md)";
 
 // The requests only cluster processes send: map installs, heartbeats, everything of a bucket
-// move (exports, ingests, file chunks, catch-up, fences, drops, transfers) and of replication.
+// move (exports, ingests, file chunks, catch-up, fences, drops, transfers, a copy resumed from
+// the primary's retained log) and of replication.
 // Clients send the others (documents, scans, maps, collections, the nodes' load for `status`).
 bool OnlyClusterProcessesSend(const wire::Request& request) {
   switch (request.body_case()) {
@@ -80,6 +81,8 @@ bool OnlyClusterProcessesSend(const wire::Request& request) {
     case wire::Request::kReplicaReport:
     case wire::Request::kSealTerm:
     case wire::Request::kQuiesce:
+    case wire::Request::kResumeCopy:
+    case wire::Request::kRetainedLog:
       return true;
     case wire::Request::kWrite:
     case wire::Request::kGet:
