@@ -251,8 +251,11 @@ grpc::Status GrpcRuntime::HandleEnvelope(const wire::Envelope& envelope,
 
 grpc::Status GrpcRuntime::HandleAdmin(const wire::AdminRequest& request, wire::AdminResponse* out) {
   if (request.has_set_failpoints()) {
-    // Any process answers this one itself: the failpoints are its runtime's.
-    ToWire(local_.SetFailpoints(request.set_failpoints().spec()), out->mutable_status());
+    // Any process answers this one itself: the failpoints are its runtime's. A failpoint can
+    // crash or stall the process, so only one started to be tested takes them from the network.
+    ToWire(options_.remote_failpoints ? local_.SetFailpoints(request.set_failpoints().spec())
+                                      : FailedPreconditionError(kRemoteFailpointsOff),
+           out->mutable_status());
     out->set_failpoints(local_.FailpointSpec());
     return grpc::Status::OK;
   }

@@ -63,7 +63,8 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
                                .max_message_bytes = options.max_message_bytes,
                                .server_mode = options.server_mode,
                                .pipe = false,
-                               .security = options.security}));
+                               .security = options.security,
+                               .remote_failpoints = options.enable_failpoints}));
   CoordinatorProcess* self = process.get();
   process->runtime_->SetAdminHandler(
       [self](const wire::AdminRequest& request, wire::AdminResponse* out) {
@@ -298,7 +299,8 @@ StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeProcessOptio
                                                   .max_message_bytes = options.max_message_bytes,
                                                   .server_mode = options.server_mode,
                                                   .pipe = false,
-                                                  .security = options.security}));
+                                                  .security = options.security,
+                                                  .remote_failpoints = options.enable_failpoints}));
   node::NodeOptions node;
   node.id = NodeId(id);
   node.data_dir = options.data_dir;
