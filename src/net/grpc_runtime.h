@@ -336,7 +336,8 @@ class GrpcRuntime final : public transport::Runtime {
   void ReconnectSoon(const std::string& host_port, const grpc::Status& status);
   void LoadAddressBook();
   void SaveAddressBookLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Serves one envelope (both server modes): decodes it, runs the callee's handler in local_.
+  // Serves one envelope (both server modes): learns the sender's address, then DispatchEnvelope
+  // in local_ (envelope_dispatch.h).
   grpc::Status HandleEnvelope(const wire::Envelope& envelope,
                               std::chrono::system_clock::time_point deadline, wire::Response* out);
   // Serves one stream on the sync server (grpc_scan_stream.cc).

@@ -238,23 +238,7 @@ void CoordinatorProcess::AnswerAdmin(const wire::AdminRequest& request, wire::Ad
 void CoordinatorProcess::AnswerWatch(const wire::WatchMapRequest& request,
                                      const std::function<bool()>& cancelled,
                                      wire::WatchMapResponse* out) {
-  if (request.hold_millis() > net::kMaxWatchHoldMillis) {
-    net::ToWire(InvalidArgumentError(fmt::format("a map watch holds at most {} ms, not {}",
-                                                 net::kMaxWatchHoldMillis, request.hold_millis())),
-                out->mutable_status());
-    return;
-  }
-  auto state = watch_hub_->Wait(MapEpoch(request.known_epoch()),
-                                std::chrono::milliseconds(request.hold_millis()), cancelled);
-  if (!state.ok()) {
-    net::ToWire(state.status(), out->mutable_status());
-    return;
-  }
-  if (!state->has_value()) return;
-  net::ToWire(**state, out->mutable_state());
-  if (request.structured() && (*state)->map != nullptr) {
-    net::ToWire(*(*state)->map, out->mutable_map());
-  }
+  AnswerMapWatch(*watch_hub_, request, cancelled, out);
 }
 
 void CoordinatorProcess::Stop() {
