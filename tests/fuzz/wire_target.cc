@@ -24,8 +24,6 @@
 namespace shoal::net::fuzz {
 namespace {
 
-using transport::Address;
-
 // The handler's deadline of every envelope. ThreadRuntime runs a handler to its end whatever
 // the deadline; what bounds a handler's waits are the cluster's own timeouts (Harness).
 constexpr transport::Micros kHandlerTimeout = 50'000;
@@ -44,6 +42,7 @@ void Check(bool condition, const char* what) {
 
 // The embedded cluster every input is handed to. Its timeouts are short, so that a request that
 // waits (a write queued behind a fence, a call a node retries) costs milliseconds, not seconds.
+// Called from the fuzzing thread only; the cluster's own tasks run beside it.
 class Harness {
  public:
   Harness() {
