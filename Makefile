@@ -91,14 +91,15 @@ crash-test: build
 	  rm -rf $$dir; \
 	done
 
-# libFuzzer with ASan/UBSan (clang) on the storage decoders and the JSON intake, seeded from the
-# committed corpus; new inputs accumulate in $(FUZZ_BUILD_DIR)/corpus.
+# libFuzzer with ASan/UBSan (clang) on the storage decoders, the JSON intake and the wire (every
+# request type a server accepts, handed to a node's and the coordinator's handlers), seeded from
+# the committed corpus; new inputs accumulate in $(FUZZ_BUILD_DIR)/corpus.
 fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DSHOAL_BUILD_FUZZERS=ON -DSHOAL_BUILD_TESTS=OFF -DSHOAL_BUILD_BENCHMARKS=OFF \
 	  -DSHOAL_WERROR=OFF -DSHOAL_SANITIZE=address,undefined
-	cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS) --target fuzz_document_decode fuzz_json_intake
-	@for t in document_decode json_intake; do \
+	cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS) --target fuzz_document_decode fuzz_json_intake fuzz_wire
+	@for t in document_decode json_intake wire; do \
 	  mkdir -p $(FUZZ_BUILD_DIR)/corpus/$$t; \
 	  ./$(FUZZ_BUILD_DIR)/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
 	    $(FUZZ_BUILD_DIR)/corpus/$$t tests/fuzz/corpus/$$t || exit 1; \

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "proto/shoal.grpc.pb.h"
+#include "src/net/envelope_dispatch.h"
 #include "src/net/grpc_pipe.h"
 #include "src/net/grpc_runtime_internal.h"
 #include "src/net/wire_codec.h"
@@ -228,48 +229,22 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
 grpc::Status GrpcRuntime::HandleEnvelope(const wire::Envelope& envelope,
                                          std::chrono::system_clock::time_point deadline,
                                          wire::Response* out) {
-  auto from = FromWire(envelope.from());
-  auto to = FromWire(envelope.to());
-  if (!from.ok() || !to.ok()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed envelope address");
+  if (!envelope.from_listen().empty()) {
+    if (auto from = FromWire(envelope.from()); from.ok() && from->kind != Address::Kind::kClient) {
+      SetAddress(*from, envelope.from_listen());
+    }
   }
-  if (!envelope.from_listen().empty() && from->kind != Address::Kind::kClient) {
-    SetAddress(*from, envelope.from_listen());
-  }
-  auto request = FromWire(envelope.request());
-  if (!request.ok()) {
-    ToWire(transport::Response::Error(request.status()), out);
-    return grpc::Status::OK;
-  }
-  const Micros timeout = TimeoutUntil(deadline);
-  StatusOr<transport::Response> response;
-  {
-    // The handler runs on this thread as a call from `from` within this process's
-    // ThreadRuntime, which knows whether `to` is served and whether it stops meanwhile.
-    transport::ThreadRuntime::ScopedActor actor(local_, *from);
-    response = local_.Call(*to, std::move(*request), timeout);
-  }
-  if (!response.ok()) {
-    const std::string message(MessageOf(response.status()));
-    if (response.status().code() == StatusCode::kUnavailable) return NotHandled(message);
-    return grpc::Status(grpc::StatusCode::ABORTED, message);
-  }
-  ToWireAnswering(envelope.request(), *response, out);
-  const size_t bytes = out->ByteSizeLong();
-  if (bytes > options_.max_message_bytes) {
-    out->Clear();
-    ToWire(transport::Response::Error(ResourceExhaustedError(
-               fmt::format("response of {} bytes exceeds the limit of {} bytes (docs/limits.md)",
-                           bytes, options_.max_message_bytes))),
-           out);
-  }
-  return grpc::Status::OK;
+  return DispatchEnvelope(local_, envelope, TimeoutUntil(deadline), options_.max_message_bytes,
+                          out);
 }
 
 grpc::Status GrpcRuntime::HandleAdmin(const wire::AdminRequest& request, wire::AdminResponse* out) {
   if (request.has_set_failpoints()) {
-    // Any process answers this one itself: the failpoints are its runtime's.
-    ToWire(local_.SetFailpoints(request.set_failpoints().spec()), out->mutable_status());
+    // Any process answers this one itself: the failpoints are its runtime's. A failpoint can
+    // crash or stall the process, so only one started to be tested takes them from the network.
+    ToWire(options_.remote_failpoints ? local_.SetFailpoints(request.set_failpoints().spec())
+                                      : FailedPreconditionError(kRemoteFailpointsOff),
+           out->mutable_status());
     out->set_failpoints(local_.FailpointSpec());
     return grpc::Status::OK;
   }

@@ -170,6 +170,11 @@ struct StreamLimits {
   transport::Micros max_duration = kDefaultMaxStreamDuration;  // per stream, > 0
 };
 
+// The error message of AdminRequest.set_failpoints to a process without remote_failpoints.
+inline constexpr std::string_view kRemoteFailpointsOff =
+    "this process was started without --enable-failpoints; failpoints cannot be set over the "
+    "network (docs/security.md)";
+
 struct GrpcRuntimeOptions {
   // "host:port" to serve on; port 0 picks a free port. Empty: serve nothing (a client).
   std::string listen{};
@@ -191,6 +196,10 @@ struct GrpcRuntimeOptions {
   // tests and --insecure processes use: the commands refuse to start a server without
   // --certs-dir or --insecure.
   TransportSecurity security{};
+  // Whether AdminRequest.set_failpoints may replace this process's failpoints over the network
+  // (`--enable-failpoints`). Off, the request is refused with kFailedPrecondition and nothing
+  // changes; failpoints from the environment (failpoints.h) apply either way.
+  bool remote_failpoints = false;
 };
 
 class GrpcRuntime final : public transport::Runtime {
@@ -333,7 +342,8 @@ class GrpcRuntime final : public transport::Runtime {
   void ReconnectSoon(const std::string& host_port, const grpc::Status& status);
   void LoadAddressBook();
   void SaveAddressBookLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Serves one envelope (both server modes): decodes it, runs the callee's handler in local_.
+  // Serves one envelope (both server modes): learns the sender's address, then DispatchEnvelope
+  // in local_ (envelope_dispatch.h).
   grpc::Status HandleEnvelope(const wire::Envelope& envelope,
                               std::chrono::system_clock::time_point deadline, wire::Response* out);
   // Serves one stream on the sync server (grpc_scan_stream.cc).

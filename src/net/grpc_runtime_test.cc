@@ -225,14 +225,47 @@ TEST_P(GrpcRuntimeTest, AdminIsUnimplementedWithoutAHandlerAndAnsweredWithOne) {
   EXPECT_EQ(r->splits(), 7u);
 }
 
+// A server whose failpoints may be set over the network (or not), and a client.
+Pair StartFailpointPair(GrpcServerMode mode, bool remote_failpoints) {
+  auto server = GrpcRuntime::Start(
+      {.listen = "127.0.0.1:0", .server_mode = mode, .remote_failpoints = remote_failpoints});
+  EXPECT_TRUE(server.ok()) << server.status();
+  auto client = GrpcRuntime::Start({.coordinator = (*server)->advertised_address()});
+  EXPECT_TRUE(client.ok()) << client.status();
+  return Pair{std::move(*server), std::move(*client)};
+}
+
+StatusOr<wire::AdminResponse> SetFailpointsAt(Pair& p, const std::string& spec) {
+  wire::AdminRequest request;
+  request.mutable_set_failpoints()->set_spec(spec);
+  return p.client->AdminAt(p.server->advertised_address(), request, kTimeout);
+}
+
+TEST_P(GrpcRuntimeTest, FailpointsAreRefusedOverTheNetworkWithoutRemoteFailpoints) {
+  Pair p = StartFailpointPair(GetParam(), /*remote_failpoints=*/false);
+  for (const std::string spec : {"test.pause=pause:600000", ""}) {
+    auto r = SetFailpointsAt(p, spec);
+    EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_EQ(MessageOf(r.status()), kRemoteFailpointsOff);
+  }
+  // Nothing was armed: a task passes the point at once.
+  p.server->Serve(Address::Node(NodeId(1)), std::make_shared<EchoService>(*p.server));
+  std::atomic<bool> done = false;
+  std::atomic<int> code = -1;
+  p.server->Spawn(Address::Node(NodeId(1)), "free", [&] {
+    code = static_cast<int>(p.server->Failpoint("test.pause").code());
+    done = true;
+  });
+  for (int i = 0; i < 3000 && !done.load(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(done.load());
+  EXPECT_EQ(code.load(), static_cast<int>(StatusCode::kOk));
+}
+
 TEST_P(GrpcRuntimeTest, FailpointsAreReplacedByAnAdminCallToTheProcess) {
-  Pair p = StartPair(GetParam());
-  const std::string target = p.server->advertised_address();
-  auto set = [&](const std::string& spec) {
-    wire::AdminRequest request;
-    request.mutable_set_failpoints()->set_spec(spec);
-    return p.client->AdminAt(target, request, kTimeout);
-  };
+  Pair p = StartFailpointPair(GetParam(), /*remote_failpoints=*/true);
+  auto set = [&](const std::string& spec) { return SetFailpointsAt(p, spec); };
   // Answered by the process itself: no coordinator admin handler is needed.
   auto r = set("test.pause=pause:600000");
   ASSERT_TRUE(r.ok()) << r.status();

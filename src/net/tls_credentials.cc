@@ -62,8 +62,8 @@ constexpr std::string_view kHandshakeHint =
     "and the server's must name the host dialled (docs/security.md)";
 
 // The requests only cluster processes send: map installs, heartbeats, everything of a bucket
-// move (exports, ingests, file chunks, catch-up, fences, drops, transfers, resumed copies) and of
-// replication.
+// move (exports, ingests, file chunks, catch-up, fences, drops, transfers, a copy resumed from
+// the primary's retained log) and of replication.
 // Clients send the others (documents, scans, maps, collections, the nodes' load for `status`).
 bool OnlyClusterProcessesSend(const wire::Request& request) {
   switch (request.body_case()) {

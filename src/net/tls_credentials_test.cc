@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "proto/shoal.pb.h"
 #include "src/net/grpc_runtime.h"
 #include "src/net/test_echo_service.h"
 #include "src/net/test_peer_certificate.h"
@@ -229,6 +230,25 @@ TEST_P(TlsTest, StartRefusesFilesThatDoNotFit) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(mismatched.status().ToString().find("PRIVATE KEY"), std::string::npos);
+}
+
+// Every step of a copy move is a cluster message, also those that resume a copy from the
+// primary's retained log.
+TEST(ClusterSenderTest, ResumeCopyAndRetainedLogNeedANodeCertificate) {
+  for (const bool resume : {true, false}) {
+    wire::Envelope envelope;
+    envelope.mutable_from()->set_kind(wire::Address::CLIENT);
+    envelope.mutable_to()->set_kind(wire::Address::NODE);
+    envelope.mutable_to()->set_id(1);
+    if (resume) {
+      envelope.mutable_request()->mutable_resume_copy();
+    } else {
+      envelope.mutable_request()->mutable_retained_log();
+    }
+    EXPECT_EQ(CheckClusterSender(envelope, "admin").error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_TRUE(CheckClusterSender(envelope, security::kNodeCommonName).ok());
+  }
 }
 
 }  // namespace

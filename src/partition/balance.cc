@@ -218,7 +218,8 @@ StatusOr<BalanceResult> Balance(std::span<const BalanceBucket> buckets,
     size_t b = Assignment::kNone;
     for (const auto& [load, receiver] : assignment.order()) {
       if (load >= load_max) break;
-      b = assignment.FirstOn(pmax, [&](size_t candidate) {
+      // Copied into the lambda: clang 14 (`make fuzz`) cannot capture structured bindings.
+      b = assignment.FirstOn(pmax, [&, load = load, receiver = receiver](size_t candidate) {
         return assignment.MayReceive(receiver, candidate) &&
                narrows(load_max, load, buckets[candidate].size);
       });

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "src/net/grpc_runtime.h"
+#include "src/net/wire_codec.h"
+
 namespace shoal::process {
 
 void MapWatchHub::Publish(const transport::ClusterState& state) {
@@ -61,6 +64,27 @@ StatusOr<std::optional<transport::ClusterState>> MapWatchHub::Wait(
   if (!open_) return UnavailableError("the coordinator stopped leading");
   if (!newer) return std::optional<transport::ClusterState>();
   return std::optional<transport::ClusterState>(state_);
+}
+
+void AnswerMapWatch(MapWatchHub& hub, const wire::WatchMapRequest& request,
+                    const std::function<bool()>& cancelled, wire::WatchMapResponse* out) {
+  if (request.hold_millis() > net::kMaxWatchHoldMillis) {
+    net::ToWire(InvalidArgumentError(fmt::format("a map watch holds at most {} ms, not {}",
+                                                 net::kMaxWatchHoldMillis, request.hold_millis())),
+                out->mutable_status());
+    return;
+  }
+  auto state = hub.Wait(MapEpoch(request.known_epoch()),
+                        std::chrono::milliseconds(request.hold_millis()), cancelled);
+  if (!state.ok()) {
+    net::ToWire(state.status(), out->mutable_status());
+    return;
+  }
+  if (!state->has_value()) return;
+  net::ToWire(**state, out->mutable_state());
+  if (request.structured() && (*state)->map != nullptr) {
+    net::ToWire(*(*state)->map, out->mutable_map());
+  }
 }
 
 }  // namespace shoal::process

@@ -18,6 +18,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "proto/shoal.pb.h"
 #include "src/common/status.h"
 #include "src/transport/messages.h"
 
@@ -54,5 +55,11 @@ class MapWatchHub {
   bool open_ ABSL_GUARDED_BY(mu_) = false;
   size_t watchers_ ABSL_GUARDED_BY(mu_) = 0;
 };
+
+// Answers one Shoal.WatchMap request from `hub`: the state (and with `structured`, the map as
+// messages) once newer than the request's epoch, nothing when the hold ran out, or the error in
+// out->status (a hold above net::kMaxWatchHoldMillis is kInvalidArgument).
+void AnswerMapWatch(MapWatchHub& hub, const wire::WatchMapRequest& request,
+                    const std::function<bool()>& cancelled, wire::WatchMapResponse* out);
 
 }  // namespace shoal::process

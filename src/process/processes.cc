@@ -63,7 +63,8 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
                                .max_message_bytes = options.max_message_bytes,
                                .server_mode = options.server_mode,
                                .pipe = false,
-                               .security = options.security}));
+                               .security = options.security,
+                               .remote_failpoints = options.enable_failpoints}));
   CoordinatorProcess* self = process.get();
   process->runtime_->SetAdminHandler(
       [self](const wire::AdminRequest& request, wire::AdminResponse* out) {
@@ -237,23 +238,7 @@ void CoordinatorProcess::AnswerAdmin(const wire::AdminRequest& request, wire::Ad
 void CoordinatorProcess::AnswerWatch(const wire::WatchMapRequest& request,
                                      const std::function<bool()>& cancelled,
                                      wire::WatchMapResponse* out) {
-  if (request.hold_millis() > net::kMaxWatchHoldMillis) {
-    net::ToWire(InvalidArgumentError(fmt::format("a map watch holds at most {} ms, not {}",
-                                                 net::kMaxWatchHoldMillis, request.hold_millis())),
-                out->mutable_status());
-    return;
-  }
-  auto state = watch_hub_->Wait(MapEpoch(request.known_epoch()),
-                                std::chrono::milliseconds(request.hold_millis()), cancelled);
-  if (!state.ok()) {
-    net::ToWire(state.status(), out->mutable_status());
-    return;
-  }
-  if (!state->has_value()) return;
-  net::ToWire(**state, out->mutable_state());
-  if (request.structured() && (*state)->map != nullptr) {
-    net::ToWire(*(*state)->map, out->mutable_map());
-  }
+  AnswerMapWatch(*watch_hub_, request, cancelled, out);
 }
 
 void CoordinatorProcess::Stop() {
@@ -298,8 +283,9 @@ StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeProcessOptio
                                                   .max_message_bytes = options.max_message_bytes,
                                                   .server_mode = options.server_mode,
                                                   .pipe = false,
-                                                  .call_limits = options.call_limits,
-                                                  .security = options.security}));
+                                                   .call_limits = options.call_limits,
+                                                   .security = options.security,
+                                                   .remote_failpoints = options.enable_failpoints}));
   net::StreamLimits streams = process->runtime_->stream_limits();
   streams.max_streams = options.max_streams;
   SHOAL_RETURN_IF_ERROR(process->runtime_->SetStreamLimits(streams));

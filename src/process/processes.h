@@ -73,6 +73,8 @@ struct CoordinatorProcessOptions {
   size_t max_map_watchers = kDefaultMaxMapWatchers;
   // TLS of its server and of its calls to nodes (docs/security.md); plaintext by default.
   net::TransportSecurity security{};
+  // net::GrpcRuntimeOptions::remote_failpoints (`--enable-failpoints`).
+  bool enable_failpoints = false;
 };
 
 class CoordinatorProcess {
@@ -149,6 +151,8 @@ struct NodeProcessOptions {
   // TLS of its server and of its calls to the coordinator and other nodes (docs/security.md);
   // plaintext by default.
   net::TransportSecurity security{};
+  // net::GrpcRuntimeOptions::remote_failpoints (`--enable-failpoints`).
+  bool enable_failpoints = false;
 };
 
 class NodeProcess {

@@ -220,6 +220,7 @@ std::vector<std::string> ProcessCluster::CoordinatorArgs(const std::string& data
                              std::to_string(election_session_ms_)});
   }
   if (replicas_ > 0) args.insert(args.end(), {"--replicas", std::to_string(replicas_)});
+  if (remote_failpoints_) args.push_back("--enable-failpoints");
   const std::vector<std::string> security = SecurityArgs();
   args.insert(args.end(), security.begin(), security.end());
   return args;
@@ -276,6 +277,14 @@ std::string ProcessCluster::CoordinatorAddress(uint32_t id) const {
   return id == kStandbyCoordinator ? standby_address_ : coordinator_address_;
 }
 
+std::string ProcessCluster::NodeAddress(uint32_t id) const {
+  const std::string out = ReadFile(fmt::format("{}/node-{}.out", dir_, id));
+  const size_t at = out.find("\"listen\":\"");
+  if (at == std::string::npos) return {};
+  const size_t begin = at + 10;
+  return out.substr(begin, out.find('"', begin) - begin);
+}
+
 Status ProcessCluster::StartNode(uint32_t id, const std::string& failpoints) {
   // The listen address stays at index 6 (AwaitListening).
   std::vector<std::string> args = {"node",
@@ -294,6 +303,7 @@ Status ProcessCluster::StartNode(uint32_t id, const std::string& failpoints) {
     security = {"--certs-dir", it->second, "--cert-reload-seconds", "1"};
   }
   args.insert(args.end(), security.begin(), security.end());
+  if (remote_failpoints_) args.push_back("--enable-failpoints");
   if (auto it = node_args_.find(id); it != node_args_.end()) {
     args.insert(args.end(), it->second.begin(), it->second.end());
   }
@@ -444,6 +454,14 @@ Status ProcessCluster::SetCoordinatorFailpoints(uint32_t id, const std::string& 
   wire::AdminRequest request;
   request.mutable_set_failpoints()->set_spec(spec);
   return admin->AdminAt(CoordinatorAddress(id), request, kAdminTimeout).status();
+}
+
+Status ProcessCluster::SetNodeFailpoints(uint32_t id, const std::string& spec) {
+  net::GrpcRuntime* admin = Admin();
+  if (admin == nullptr) return UnavailableError("no admin client");
+  wire::AdminRequest request;
+  request.mutable_set_failpoints()->set_spec(spec);
+  return admin->AdminAt(NodeAddress(id), request, kAdminTimeout).status();
 }
 
 Status ProcessCluster::AddNode(uint32_t id) {

@@ -67,6 +67,9 @@ class ProcessCluster {
   // Processes started from now on serve plaintext (--insecure), and the test's clients dial
   // plaintext.
   void SetInsecure() { insecure_ = true; }
+  // Every process is started with --enable-failpoints (so that a test can set failpoints over
+  // the network) unless this is called first.
+  void DisableRemoteFailpoints() { remote_failpoints_ = false; }
   // Node `id`, when started from now on, serves and dials with the certificates of `certs_dir`
   // (e.g. of another CA) instead of the cluster's.
   void SetNodeCertsDir(uint32_t id, std::string certs_dir) {
@@ -126,6 +129,8 @@ class ProcessCluster {
   [[nodiscard]] Status AddNode(uint32_t id);
   // Replaces the failpoints of running coordinator `id` (`shoal failpoint`; "" switches them off).
   [[nodiscard]] Status SetCoordinatorFailpoints(uint32_t id, const std::string& spec);
+  // The same for running node `id`.
+  [[nodiscard]] Status SetNodeFailpoints(uint32_t id, const std::string& spec);
   [[nodiscard]] Status RemoveNode(uint32_t id);
 
   // Runs `shoal ARGS... --cluster URI` to its end, as `admin`; its stdout in *out. The exit
@@ -157,6 +162,8 @@ class ProcessCluster {
   [[nodiscard]] std::string certs_dir() const { return dir_ + "/certs"; }
   // The address of coordinator `id` (kCoordinator or kStandbyCoordinator).
   [[nodiscard]] std::string CoordinatorAddress(uint32_t id) const;
+  // The address node `id` serves on (the first line of its stdout, rewritten at each start).
+  [[nodiscard]] std::string NodeAddress(uint32_t id) const;
   [[nodiscard]] const std::string& dir() const { return dir_; }
   // The last lines of every log, for a failure message.
   [[nodiscard]] std::string LogTails(int lines) const;
@@ -195,6 +202,7 @@ class ProcessCluster {
   std::function<void()> between_attempts_;
   bool keep_node_ports_ = false;
   bool insecure_ = false;
+  bool remote_failpoints_ = true;                           // DisableRemoteFailpoints
   std::map<uint32_t, std::string> node_certs_;              // SetNodeCertsDir
   std::map<uint32_t, std::vector<std::string>> node_args_;  // SetNodeArgs
   Status certs_ = OkStatus();  // making the certificates; starts fail with it

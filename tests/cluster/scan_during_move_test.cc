@@ -165,7 +165,6 @@ class ScanDuringMoveTest : public testing::Test {
     workload_.reset();
     collection_.reset();
     db_.reset();
-    admin_.reset();
     cluster_.reset();
   }
 
@@ -323,27 +322,6 @@ class ScanDuringMoveTest : public testing::Test {
     return {std::move(documents), status};
   }
 
-  // The address node `id` serves on (the first line of its stdout, rewritten at each start).
-  std::string NodeAddress(uint32_t id) {
-    const std::string out = ReadFile(fmt::format("{}/node-{}.out", cluster_->dir(), id));
-    const size_t at = out.find("\"listen\":\"");
-    if (at == std::string::npos) return {};
-    const size_t begin = at + 10;
-    return out.substr(begin, out.find('"', begin) - begin);
-  }
-
-  // Replaces the failpoints of running node `id` (`shoal failpoint`).
-  Status SetNodeFailpoints(uint32_t id, std::string_view spec) {
-    if (admin_ == nullptr) {
-      auto runtime = cluster_->ClientRuntime();
-      if (!runtime.ok()) return runtime.status();
-      admin_ = std::move(*runtime);
-    }
-    wire::AdminRequest request;
-    request.mutable_set_failpoints()->set_spec(std::string(spec));
-    return admin_->AdminAt(NodeAddress(id), request, 5'000'000).status();
-  }
-
   // Nodes 1..3 pause after the fence of every move they are the source of; node 4 joins; the
   // first of them to pause there in a copy-then-switch move is SIGKILLed, in the middle of the
   // move: fenced, its destination holding a full copy, not committed. Pauses in other moves
@@ -351,7 +329,7 @@ class ScanDuringMoveTest : public testing::Test {
   // switched off. The killed node, or 0 (with a failure).
   uint32_t KillASourceAfterTheFenceOfACopyThenSwitchMove() {
     for (uint32_t id = 1; id <= kInitialNodes; ++id) {
-      Status armed = SetNodeFailpoints(id, kSourceFencePause);
+      Status armed = cluster_->SetNodeFailpoints(id, std::string(kSourceFencePause));
       if (!armed.ok()) {
         ADD_FAILURE() << "failpoints of node " << id << ": " << armed;
         return 0;
@@ -390,7 +368,7 @@ class ScanDuringMoveTest : public testing::Test {
     cluster_->Kill(victim);
     for (uint32_t id = 1; id <= kInitialNodes; ++id) {
       if (id == victim) continue;
-      Status disarmed = SetNodeFailpoints(id, "");
+      Status disarmed = cluster_->SetNodeFailpoints(id, "");
       EXPECT_TRUE(disarmed.ok()) << "failpoints of node " << id << ": " << disarmed;
     }
     std::fprintf(stderr, "node %u SIGKILLed after the fence of %s\n", victim, move.c_str());
@@ -479,8 +457,7 @@ class ScanDuringMoveTest : public testing::Test {
   CollectionId collection_id_;
   Untouched untouched_;
   std::unique_ptr<Workload> workload_;
-  std::unique_ptr<net::GrpcRuntime> admin_;  // for the nodes' failpoints
-  std::vector<std::string> reference_;       // StartPausedCluster's walk of the quiet cluster
+  std::vector<std::string> reference_;  // StartPausedCluster's walk of the quiet cluster
 };
 
 // A paged query (20 a page, about 120 pages) over 2,400 untouched documents on 3 nodes; after

@@ -1,6 +1,5 @@
-// Replays the committed corpus of every storage fuzz target, then deterministic mutations of it
-// (byte flips, truncations, splices) from a fixed seed, so `make test` exercises the targets
-// without libFuzzer.
+// Replays the committed corpus of every storage fuzz target and deterministic mutations of it
+// (replay_driver.h), so `make test` exercises the targets without libFuzzer.
 //
 //   storage_fuzz_replay CORPUS_DIR [mutations per input, default 200]
 //   storage_fuzz_replay --write-seeds CORPUS_DIR   (regenerates the document_decode seeds)
@@ -10,50 +9,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
-#include <vector>
+#include <utility>
 
-#include "src/common/random.h"
 #include "src/storage/codec.h"
 #include "src/storage/local_directory.h"
 #include "tests/fuzz/fuzz_targets.h"
+#include "tests/fuzz/replay_driver.h"
 
 namespace {
-
-using Target = int (*)(const uint8_t*, size_t);
-
-struct NamedTarget {
-  const char* name;
-  Target fn;
-};
-
-void Run(Target fn, const std::string& input) {
-  fn(reinterpret_cast<const uint8_t*>(input.data()), input.size());
-}
-
-std::string Mutate(shoal::Random& rng, const std::string& input, const std::string& other) {
-  std::string out = input;
-  switch (rng.Uniform(4)) {
-    case 0:  // flip bytes
-      for (uint64_t n = rng.Range(1, 4); n > 0 && !out.empty(); --n) {
-        out[rng.Uniform(out.size())] = static_cast<char>(rng.Uniform(256));
-      }
-      break;
-    case 1:  // truncate
-      out.resize(out.empty() ? 0 : rng.Uniform(out.size()));
-      break;
-    case 2:  // splice with another input
-      out = out.substr(0, out.empty() ? 0 : rng.Uniform(out.size() + 1)) +
-            other.substr(other.empty() ? 0 : rng.Uniform(other.size()));
-      break;
-    default:  // insert a byte
-      out.insert(out.empty() ? 0 : rng.Uniform(out.size() + 1), 1,
-                 static_cast<char>(rng.Uniform(256)));
-      break;
-  }
-  return out;
-}
 
 int WriteSeeds(const std::filesystem::path& corpus) {
   using shoal::storage::Document;
@@ -93,33 +57,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s CORPUS_DIR [mutations]\n", argv[0]);
     return 2;
   }
-  const int mutations = argc > 2 ? std::atoi(argv[2]) : 200;
-  const NamedTarget targets[] = {
+  const shoal::fuzz::ReplayOptions options{.mutations_per_input =
+                                               argc > 2 ? std::atoi(argv[2]) : 200};
+  const std::pair<const char*, shoal::fuzz::FuzzTarget> targets[] = {
       {"document_decode", shoal::storage::fuzz::FuzzDocumentDecode},
       {"json_intake", shoal::storage::fuzz::FuzzJsonIntake},
   };
-  for (const NamedTarget& target : targets) {
-    const std::filesystem::path dir = std::filesystem::path(argv[1]) / target.name;
-    std::vector<std::string> inputs;
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-      std::ifstream in(entry.path(), std::ios::binary);
-      inputs.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    }
-    if (inputs.empty()) {
-      std::fprintf(stderr, "no corpus in %s\n", dir.c_str());
+  for (const auto& [name, target] : targets) {
+    const shoal::Status replayed =
+        shoal::fuzz::ReplayCorpus(name, target, std::filesystem::path(argv[1]) / name, options);
+    if (!replayed.ok()) {
+      std::fprintf(stderr, "%s\n", replayed.ToString().c_str());
       return 1;
     }
-    shoal::Random rng(20240601);
-    size_t runs = 0;
-    for (const std::string& input : inputs) {
-      Run(target.fn, input);
-      ++runs;
-      for (int i = 0; i < mutations; ++i) {
-        Run(target.fn, Mutate(rng, input, inputs[rng.Uniform(inputs.size())]));
-        ++runs;
-      }
-    }
-    std::printf("%s: %zu corpus inputs, %zu runs\n", target.name, inputs.size(), runs);
   }
   return 0;
 }

@@ -79,6 +79,7 @@ struct CoordinatorFlags {
   uint64_t merge_mib = kDefaultMergeMib;
   bool no_sync = false;
   bool json = false;
+  bool enable_failpoints = false;
   LogFlags log;
   ServerSecurityFlags security;
 };
@@ -96,6 +97,7 @@ struct NodeFlags {
   net::CallLimits calls;
   uint32_t max_streams = net::kDefaultMaxStreams;
   bool json = false;
+  bool enable_failpoints = false;
   LogFlags log;
   ServerSecurityFlags security;
 };
@@ -112,8 +114,16 @@ struct LocalFlags {
   bool no_restart = false;
   uint32_t restart_delay_ms = 1000;
   bool insecure = false;
+  bool enable_failpoints = false;  // passed to every child
   LogFlags log;
 };
+
+// `--enable-failpoints`, the same on every server command.
+void AddFailpointOption(CLI::App* command, bool* enable) {
+  command->add_flag("--enable-failpoints", *enable,
+                    "Let `shoal failpoint` replace this process's failpoints over the network "
+                    "(tests only: a failpoint can crash or stall the process)");
+}
 
 void PrintReady(bool json, const std::string& role, const std::string& address) {
   if (json) {
@@ -143,6 +153,7 @@ int RunCoordinator(const CoordinatorFlags& flags) {
   process::BlockTerminationSignals();
   process::CoordinatorProcessOptions options;
   options.security = *security;
+  options.enable_failpoints = flags.enable_failpoints;
   options.data_dir = flags.data;
   options.listen = flags.listen;
   options.initial_nodes = flags.initial_nodes;
@@ -191,6 +202,7 @@ int RunCoordinator(const CoordinatorFlags& flags) {
                               {"data", flags.data},
                               {"metadata", flags.metadata},
                               {"tls", !flags.security.insecure},
+                              {"remote_failpoints", flags.enable_failpoints},
                               {"sync", !flags.no_sync}});
   PrintReady(flags.json, "coordinator", (*started)->address());
   const int signal = process::WaitForTermination();
@@ -209,6 +221,7 @@ int RunNode(const NodeFlags& flags) {
   process::BlockTerminationSignals();
   process::NodeProcessOptions options;
   options.security = *security;
+  options.enable_failpoints = flags.enable_failpoints;
   options.id = flags.id;
   options.data_dir = flags.data;
   options.listen = flags.listen;
@@ -240,6 +253,7 @@ int RunNode(const NodeFlags& flags) {
                               {"coordinator", flags.coordinator},
                               {"data", flags.data},
                               {"tls", !flags.security.insecure},
+                              {"remote_failpoints", flags.enable_failpoints},
                               {"sync", !flags.no_sync}});
   PrintReady(flags.json, fmt::format("node {}", id), (*started)->address());
   const int signal = process::WaitForTermination();
@@ -326,7 +340,9 @@ int RunLocal(const LocalFlags& given) {
                  security.status().ToString().c_str());
     return 1;
   }
-  const std::vector<std::string> security_args = ChildSecurityArgs(*security);
+  // What every child is given beside its own role's flags.
+  std::vector<std::string> shared_args = ChildSecurityArgs(*security);
+  if (flags.enable_failpoints) shared_args.push_back("--enable-failpoints");
   using Clock = LocalSupervisor::Clock;
   LocalSupervisor supervisor(
       SupervisorOptions{.restart = !flags.no_restart,
@@ -349,7 +365,7 @@ int RunLocal(const LocalFlags& given) {
     coordinator_args.insert(coordinator_args.end(),
                             {"--min-in-sync", std::to_string(flags.min_in_sync)});
   }
-  coordinator_args.insert(coordinator_args.end(), security_args.begin(), security_args.end());
+  coordinator_args.insert(coordinator_args.end(), shared_args.begin(), shared_args.end());
   supervisor.Start({.name = "coordinator",
                     .args = std::move(coordinator_args),
                     .log = flags.data + "/coordinator.log"},
@@ -364,7 +380,7 @@ int RunLocal(const LocalFlags& given) {
         "--listen",        listen,          "--coordinator",
         coordinator,       "--log-level",   flags.log.level,
         "--log-format",    flags.log.format};
-    args.insert(args.end(), security_args.begin(), security_args.end());
+    args.insert(args.end(), shared_args.begin(), shared_args.end());
     supervisor.Start({.name = fmt::format("node {}", i),
                       .args = std::move(args),
                       .log = fmt::format("{}/node-{}.log", flags.data, i)},
@@ -504,6 +520,7 @@ void AddServerCommands(CLI::App& app) {
       ->check(CLI::Range(uint64_t{0}, uint64_t{64} << 10));
   c->add_flag("--no-sync", coordinator->no_sync, "Do not fsync metadata writes");
   c->add_flag("--json", coordinator->json, "Print the listen address as JSON");
+  AddFailpointOption(c, &coordinator->enable_failpoints);
   AddServerSecurityOptions(c, &coordinator->security);
   AddLogOptions(c, &coordinator->log);
   c->callback([coordinator] { std::exit(RunCoordinator(*coordinator)); });
@@ -551,6 +568,7 @@ void AddServerCommands(CLI::App& app) {
       ->check(CLI::Range(1u, 1u << 20))
       ->capture_default_str();
   n->add_flag("--json", node->json, "Print the listen address as JSON");
+  AddFailpointOption(n, &node->enable_failpoints);
   AddServerSecurityOptions(n, &node->security);
   AddLogOptions(n, &node->log);
   n->callback([node] { std::exit(RunNode(*node)); });
@@ -591,6 +609,7 @@ void AddServerCommands(CLI::App& app) {
   l->add_flag("--insecure", local->insecure,
               "No TLS and no certificates: plaintext, and anyone who reaches the ports can read "
               "and change everything (clients then need --insecure too)");
+  AddFailpointOption(l, &local->enable_failpoints);
   AddLogOptions(l, &local->log);
   l->callback([local] { std::exit(RunLocal(*local)); });
 }
