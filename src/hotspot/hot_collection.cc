@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "src/storage/collection_name.h"
+#include "src/storage/errors.h"
 #include "src/storage/predicate.h"
 
 namespace shoal::hotspot {
@@ -103,7 +104,13 @@ StatusOr<CollectionId> HotCollection::SchemaCollection() {
     std::lock_guard lock(mu_);
     if (schemas_.has_value()) return *schemas_;
   }
-  SHOAL_ASSIGN_OR_RETURN(CollectionId id, client_.OpenCollection(kSchemaCollection));
+  // Found before it is created: a user with the read role may not create a collection, but
+  // reads through the schemas once a writer made them.
+  StatusOr<CollectionId> found = client_.FindCollection(kSchemaCollection);
+  if (!found.ok() && storage::Is(found.status(), storage::ErrorReason::kUnknownCollection)) {
+    found = client_.OpenCollection(kSchemaCollection);
+  }
+  SHOAL_ASSIGN_OR_RETURN(CollectionId id, std::move(found));
   std::lock_guard lock(mu_);
   schemas_ = id;
   return id;

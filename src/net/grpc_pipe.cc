@@ -101,13 +101,14 @@ class ReplyQueue {
 };
 
 // Hands `call` to a worker, whose reply goes to `replies`.
-void Dispatch(wire::PipeCall call, const PipeServer::Handle* handle, WorkerPool* workers,
-              ReplyQueue* replies) {
+// `context` outlives the handler: a stream ends only after every handler replied.
+void Dispatch(const grpc::ServerContextBase* context, wire::PipeCall call,
+              const PipeServer::Handle* handle, WorkerPool* workers, ReplyQueue* replies) {
   replies->HandlerStarted();
-  workers->Submit([call = std::move(call), handle, replies] {
+  workers->Submit([context, call = std::move(call), handle, replies] {
     wire::PipeReply reply;
     reply.set_id(call.id());
-    (*handle)(call, &reply);
+    (*handle)(*context, call, &reply);
     replies->Reply(std::move(reply));
   });
 }
@@ -115,8 +116,10 @@ void Dispatch(wire::PipeCall call, const PipeServer::Handle* handle, WorkerPool*
 // One stream of the callback server.
 class PipeReactor final : public grpc::ServerBidiReactor<wire::PipeCall, wire::PipeReply> {
  public:
-  PipeReactor(const PipeServer::Handle* handle, WorkerPool* workers)
-      : handle_(handle),
+  PipeReactor(const grpc::CallbackServerContext* context, const PipeServer::Handle* handle,
+              WorkerPool* workers)
+      : context_(context),
+        handle_(handle),
         workers_(workers),
         replies_([this](const wire::PipeReply* reply) { StartWrite(reply); },
                  [this] { Finish(grpc::Status::OK); }) {
@@ -134,13 +137,14 @@ class PipeReactor final : public grpc::ServerBidiReactor<wire::PipeCall, wire::P
     wire::PipeCall call = std::move(call_);
     call_ = wire::PipeCall();
     StartRead(&call_);
-    Dispatch(std::move(call), handle_, workers_, &replies_);
+    Dispatch(context_, std::move(call), handle_, workers_, &replies_);
   }
   void OnSendInitialMetadataDone(bool ok) override { replies_.WriteDone(ok); }
   void OnWriteDone(bool ok) override { replies_.WriteDone(ok); }
   void OnDone() override { delete this; }
 
  private:
+  const grpc::CallbackServerContext* const context_;
   const PipeServer::Handle* const handle_;
   WorkerPool* const workers_;
   wire::PipeCall call_;  // the read in flight
@@ -150,8 +154,9 @@ class PipeReactor final : public grpc::ServerBidiReactor<wire::PipeCall, wire::P
 }  // namespace
 
 grpc::ServerBidiReactor<wire::PipeCall, wire::PipeReply>* NewPipeReactor(
-    const PipeServer::Handle* handle, WorkerPool* workers) {
-  return new PipeReactor(handle, workers);
+    const grpc::CallbackServerContext* context, const PipeServer::Handle* handle,
+    WorkerPool* workers) {
+  return new PipeReactor(context, handle, workers);
 }
 
 // One Pipe stream of the synchronous server's queue, from its accept to its Finish. The queue
@@ -191,7 +196,7 @@ class PipeServer::Session {
         wire::PipeCall call = std::move(call_);
         call_ = wire::PipeCall();
         stream_.Read(&call_, &read_);
-        Dispatch(std::move(call), &server_->handle_, server_->workers_, &replies_);
+        Dispatch(&context_, std::move(call), &server_->handle_, server_->workers_, &replies_);
         return false;
       }
       case Kind::kWrite:

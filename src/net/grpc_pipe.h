@@ -61,8 +61,9 @@ class PipeServer {
   using RequestStream = std::function<void(
       grpc::ServerContext*, grpc::ServerAsyncReaderWriter<wire::PipeReply, wire::PipeCall>*,
       grpc::ServerCompletionQueue*, void* tag)>;
-  // Answers one call on a worker thread.
-  using Handle = std::function<void(const wire::PipeCall&, wire::PipeReply*)>;
+  // Answers one call on a worker thread; `context` is its stream's (who the caller is).
+  using Handle = std::function<void(const grpc::ServerContextBase& context, const wire::PipeCall&,
+                                    wire::PipeReply*)>;
 
   // `cq` comes from the server's builder; `workers` outlives this.
   PipeServer(std::unique_ptr<grpc::ServerCompletionQueue> cq, RequestStream request_stream,
@@ -102,7 +103,8 @@ class PipeServer {
 // One Pipe stream of the callback server; it deletes itself when done. `handle` and `workers`
 // outlive it.
 [[nodiscard]] grpc::ServerBidiReactor<wire::PipeCall, wire::PipeReply>* NewPipeReactor(
-    const PipeServer::Handle* handle, WorkerPool* workers);
+    const grpc::CallbackServerContext* context, const PipeServer::Handle* handle,
+    WorkerPool* workers);
 
 class PipeClient {
  public:
