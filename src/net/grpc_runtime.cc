@@ -300,17 +300,6 @@ grpc::Status GrpcRuntime::HandleWatchMap(const wire::WatchMapRequest& request,
   return grpc::Status::OK;
 }
 
-grpc::Status GrpcRuntime::HandleResolve(wire::ResolveResponse* out) const {
-  // A standby's book may be incomplete or stale: the caller asks the leader instead.
-  if (grpc::Status standby = StandbyStatus(); !standby.ok()) return standby;
-  for (const auto& [who, host_port] : AddressBook()) {
-    auto* entry = out->add_entries();
-    ToWire(who, entry->mutable_address());
-    entry->set_host_port(host_port);
-  }
-  return grpc::Status::OK;
-}
-
 int GrpcRuntime::GrpcMessageLimit() const {
   // Shoal checks every Envelope and Response against max_message_bytes itself; gRPC's own limit
   // is a backstop that leaves room for a pipe message's framing around them.
