@@ -147,9 +147,11 @@ int RunWithPassword(const UserFlags& flags, const wire::AdminRequest& request,
   const std::string generated = flags.generate_password ? *password : std::string();
   const int code = RunUser(flags, request);
   if (code == 0 && !generated.empty()) {
-    std::fprintf(stderr, "password of %s (shown once): ", flags.name.c_str());
-    std::fflush(stderr);
+    // The label on stderr, the password alone on stdout (for a script to capture).
+    std::fflush(stdout);
+    std::fprintf(stderr, "password of %s (shown once):\n", flags.name.c_str());
     std::printf("%s\n", generated.c_str());
+    std::fflush(stdout);
   }
   return code;
 }
