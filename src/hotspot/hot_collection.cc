@@ -25,6 +25,16 @@ constexpr size_t kMaxActivityKeys = 4096;
   return path.substr(0, path.find('.'));
 }
 
+// A system collection, found before it is created: a user with the read role may not create a
+// collection (docs/security.md), but reads through the ones a writer made.
+[[nodiscard]] StatusOr<CollectionId> FindOrCreate(client::Client& client, std::string_view name) {
+  StatusOr<CollectionId> found = client.FindCollection(name);
+  if (!found.ok() && storage::Is(found.status(), storage::ErrorReason::kUnknownCollection)) {
+    return client.OpenCollection(name);
+  }
+  return found;
+}
+
 }  // namespace
 
 StatusOr<std::string> HiddenCollectionName(std::string_view collection) {
@@ -90,7 +100,7 @@ Status HotCollection::EnsureHidden() {
     if (fields_ != nullptr) return OkStatus();
   }
   SHOAL_ASSIGN_OR_RETURN(std::string hidden_name, HiddenCollectionName(name_));
-  SHOAL_ASSIGN_OR_RETURN(CollectionId hidden, client_.OpenCollection(hidden_name));
+  SHOAL_ASSIGN_OR_RETURN(CollectionId hidden, FindOrCreate(client_, hidden_name));
   std::lock_guard lock(mu_);
   if (fields_ == nullptr) {
     fields_ = std::make_unique<ShardedFields>(client_, hidden, seed_);
@@ -104,13 +114,7 @@ StatusOr<CollectionId> HotCollection::SchemaCollection() {
     std::lock_guard lock(mu_);
     if (schemas_.has_value()) return *schemas_;
   }
-  // Found before it is created: a user with the read role may not create a collection, but
-  // reads through the schemas once a writer made them.
-  StatusOr<CollectionId> found = client_.FindCollection(kSchemaCollection);
-  if (!found.ok() && storage::Is(found.status(), storage::ErrorReason::kUnknownCollection)) {
-    found = client_.OpenCollection(kSchemaCollection);
-  }
-  SHOAL_ASSIGN_OR_RETURN(CollectionId id, std::move(found));
+  SHOAL_ASSIGN_OR_RETURN(CollectionId id, FindOrCreate(client_, kSchemaCollection));
   std::lock_guard lock(mu_);
   schemas_ = id;
   return id;
