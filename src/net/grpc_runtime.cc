@@ -163,13 +163,12 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
   grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* context,
                                  const wire::Envelope* envelope, wire::Response* out) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    if (grpc::Status allowed = runtime_->AuthorizeEnvelope(*context, *envelope); !allowed.ok()) {
-      reactor->Finish(allowed);
-      return reactor;
-    }
-    // The envelope, the response and the context live until the reactor finishes.
+    // The envelope, the response and the context live until the reactor finishes. Authorizing
+    // may wait for the coordinator (a node's refresh of its users): on the worker too.
     runtime_->workers_->Submit([this, reactor, context, envelope, out] {
-      reactor->Finish(runtime_->HandleEnvelope(*envelope, context->deadline(), out));
+      grpc::Status allowed = runtime_->AuthorizeEnvelope(*context, *envelope);
+      reactor->Finish(allowed.ok() ? runtime_->HandleEnvelope(*envelope, context->deadline(), out)
+                                   : allowed);
     });
     return reactor;
   }
@@ -186,12 +185,12 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
                                      const wire::WatchMapRequest* request,
                                      wire::WatchMapResponse* out) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    if (grpc::Status allowed = runtime_->Authorize(*context, kWatchMapAccess, "watch_map");
-        !allowed.ok()) {
-      reactor->Finish(allowed);
-      return reactor;
-    }
     runtime_->workers_->Submit([this, reactor, context, request, out] {
+      grpc::Status allowed = runtime_->Authorize(*context, kWatchMapAccess, "watch_map");
+      if (!allowed.ok()) {
+        reactor->Finish(allowed);
+        return;
+      }
       reactor->Finish(runtime_->HandleWatchMap(
           *request, [context] { return context->IsCancelled(); }, out));
     });

@@ -9,8 +9,8 @@
 //
 // A cluster's first table (written by the first coordinator that finds none) holds one user,
 // security::kDefaultUser ("admin") with the admin role and no password: whoever holds the client
-// certificate `shoal certs create-client --user admin` issued administers the cluster, as before
-// users existed. `shoal local` gives it a password too.
+// certificate `shoal certs create-client --user admin` issued administers the cluster and adds
+// the others. `shoal local` gives it a password too.
 //
 // Who knows the table: the leader coordinator installs each table it writes or loads into its
 // runtime's Authenticator; a standby reads it from the store on every election poll; a node's

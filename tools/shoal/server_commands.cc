@@ -369,7 +369,7 @@ int RunLocal(const LocalFlags& given) {
   bool serving = WaitUntilServing(coordinator, LocalConnectOptions(*security), flags.nodes,
                                   std::chrono::seconds(20));
   if (serving) {
-    // Before "ready": the credentials files carry the password from now on.
+    // Before "ready": the credentials files carry the password, so it must be stored first.
     if (Status set = SetLocalAdminPassword(*security, coordinator); !set.ok()) {
       std::fprintf(stderr, "error: setting the password of admin: %s\n", set.ToString().c_str());
       serving = false;
