@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "src/storage/collection_name.h"
+#include "src/storage/errors.h"
 #include "src/storage/predicate.h"
 
 namespace shoal::hotspot {
@@ -22,6 +23,16 @@ constexpr size_t kMaxActivityKeys = 4096;
 // The top-level member a condition path names ("votes" of "votes.x").
 [[nodiscard]] std::string_view TopField(std::string_view path) {
   return path.substr(0, path.find('.'));
+}
+
+// A system collection, found before it is created: a user with the read role may not create a
+// collection (docs/security.md), but reads through the ones a writer made.
+[[nodiscard]] StatusOr<CollectionId> FindOrCreate(client::Client& client, std::string_view name) {
+  StatusOr<CollectionId> found = client.FindCollection(name);
+  if (!found.ok() && storage::Is(found.status(), storage::ErrorReason::kUnknownCollection)) {
+    return client.OpenCollection(name);
+  }
+  return found;
 }
 
 }  // namespace
@@ -89,7 +100,7 @@ Status HotCollection::EnsureHidden() {
     if (fields_ != nullptr) return OkStatus();
   }
   SHOAL_ASSIGN_OR_RETURN(std::string hidden_name, HiddenCollectionName(name_));
-  SHOAL_ASSIGN_OR_RETURN(CollectionId hidden, client_.OpenCollection(hidden_name));
+  SHOAL_ASSIGN_OR_RETURN(CollectionId hidden, FindOrCreate(client_, hidden_name));
   std::lock_guard lock(mu_);
   if (fields_ == nullptr) {
     fields_ = std::make_unique<ShardedFields>(client_, hidden, seed_);
@@ -103,7 +114,7 @@ StatusOr<CollectionId> HotCollection::SchemaCollection() {
     std::lock_guard lock(mu_);
     if (schemas_.has_value()) return *schemas_;
   }
-  SHOAL_ASSIGN_OR_RETURN(CollectionId id, client_.OpenCollection(kSchemaCollection));
+  SHOAL_ASSIGN_OR_RETURN(CollectionId id, FindOrCreate(client_, kSchemaCollection));
   std::lock_guard lock(mu_);
   schemas_ = id;
   return id;

@@ -95,10 +95,17 @@ AdminRepeat RepeatOf(const wire::AdminRequest& request) {
     case wire::AdminRequest::kSetFailpoints:
     case wire::AdminRequest::kSetReplication:
     case wire::AdminRequest::kForcePrimary:
+    case wire::AdminRequest::kListUsers:
+    case wire::AdminRequest::kSetPassword:
+    case wire::AdminRequest::kGrantRole:
+    case wire::AdminRequest::kGetUserTable:
       return AdminRepeat::kRepeat;
     case wire::AdminRequest::kAddNode:
     case wire::AdminRequest::kRemoveNode:
       return AdminRepeat::kCheckMap;
+    // A repeat would answer ALREADY_EXISTS or NOT_FOUND for a change that took effect.
+    case wire::AdminRequest::kAddUser:
+    case wire::AdminRequest::kRemoveUser:
     case wire::AdminRequest::BODY_NOT_SET:
       return AdminRepeat::kNever;
   }

@@ -101,9 +101,11 @@ class ReplyQueue {
 };
 
 // Hands `call` of `peer` to a worker, whose reply goes to `replies`; or, past `admission`'s
-// limits, replies at once.
-void Dispatch(wire::PipeCall call, const PipeServer::Handle* handle, WorkerPool* workers,
-              ReplyQueue* replies, CallAdmission* admission, const std::string& peer) {
+// limits, replies at once. `context` outlives the handler: a stream ends only after every
+// handler replied.
+void Dispatch(const grpc::ServerContextBase* context, wire::PipeCall call,
+              const PipeServer::Handle* handle, WorkerPool* workers, ReplyQueue* replies,
+              CallAdmission* admission, const std::string& peer) {
   replies->HandlerStarted();
   auto ticket = admission->Admit(peer);
   if (!ticket.ok()) {
@@ -114,10 +116,10 @@ void Dispatch(wire::PipeCall call, const PipeServer::Handle* handle, WorkerPool*
     replies->Reply(std::move(reply));
     return;
   }
-  workers->Submit([call = std::move(call), handle, replies, ticket = *ticket] {
+  workers->Submit([context, call = std::move(call), handle, replies, ticket = *ticket] {
     wire::PipeReply reply;
     reply.set_id(call.id());
-    (*handle)(call, &reply);
+    (*handle)(*context, call, &reply);
     replies->Reply(std::move(reply));
   });
 }
@@ -125,9 +127,10 @@ void Dispatch(wire::PipeCall call, const PipeServer::Handle* handle, WorkerPool*
 // One stream of the callback server.
 class PipeReactor final : public grpc::ServerBidiReactor<wire::PipeCall, wire::PipeReply> {
  public:
-  PipeReactor(const PipeServer::Handle* handle, WorkerPool* workers, CallAdmission* admission,
-              std::string peer)
-      : handle_(handle),
+  PipeReactor(const grpc::CallbackServerContext* context, const PipeServer::Handle* handle,
+              WorkerPool* workers, CallAdmission* admission, std::string peer)
+      : context_(context),
+        handle_(handle),
         workers_(workers),
         admission_(admission),
         peer_(std::move(peer)),
@@ -147,13 +150,14 @@ class PipeReactor final : public grpc::ServerBidiReactor<wire::PipeCall, wire::P
     wire::PipeCall call = std::move(call_);
     call_ = wire::PipeCall();
     StartRead(&call_);
-    Dispatch(std::move(call), handle_, workers_, &replies_, admission_, peer_);
+    Dispatch(context_, std::move(call), handle_, workers_, &replies_, admission_, peer_);
   }
   void OnSendInitialMetadataDone(bool ok) override { replies_.WriteDone(ok); }
   void OnWriteDone(bool ok) override { replies_.WriteDone(ok); }
   void OnDone() override { delete this; }
 
  private:
+  const grpc::CallbackServerContext* const context_;
   const PipeServer::Handle* const handle_;
   WorkerPool* const workers_;
   CallAdmission* const admission_;
@@ -165,9 +169,9 @@ class PipeReactor final : public grpc::ServerBidiReactor<wire::PipeCall, wire::P
 }  // namespace
 
 grpc::ServerBidiReactor<wire::PipeCall, wire::PipeReply>* NewPipeReactor(
-    const PipeServer::Handle* handle, WorkerPool* workers, CallAdmission* admission,
-    std::string peer) {
-  return new PipeReactor(handle, workers, admission, std::move(peer));
+    const grpc::CallbackServerContext* context, const PipeServer::Handle* handle,
+    WorkerPool* workers, CallAdmission* admission, std::string peer) {
+  return new PipeReactor(context, handle, workers, admission, std::move(peer));
 }
 
 // One Pipe stream of the synchronous server's queue, from its accept to its Finish. The queue
@@ -208,7 +212,7 @@ class PipeServer::Session {
         wire::PipeCall call = std::move(call_);
         call_ = wire::PipeCall();
         stream_.Read(&call_, &read_);
-        Dispatch(std::move(call), &server_->handle_, server_->workers_, &replies_,
+        Dispatch(&context_, std::move(call), &server_->handle_, server_->workers_, &replies_,
                  server_->admission_, peer_);
         return false;
       }

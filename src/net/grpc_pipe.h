@@ -62,8 +62,9 @@ class PipeServer {
   using RequestStream = std::function<void(
       grpc::ServerContext*, grpc::ServerAsyncReaderWriter<wire::PipeReply, wire::PipeCall>*,
       grpc::ServerCompletionQueue*, void* tag)>;
-  // Answers one call on a worker thread.
-  using Handle = std::function<void(const wire::PipeCall&, wire::PipeReply*)>;
+  // Answers one call on a worker thread; `context` is its stream's (who the caller is).
+  using Handle = std::function<void(const grpc::ServerContextBase& context, const wire::PipeCall&,
+                                    wire::PipeReply*)>;
 
   // `cq` comes from the server's builder; `workers` and `admission` outlive this. Every call is
   // counted by `admission` against its stream's peer before it is queued for a worker, and held
@@ -106,8 +107,8 @@ class PipeServer {
 // One Pipe stream of the callback server from `peer` (ServerContext::peer()); it deletes itself
 // when done. `handle`, `workers` and `admission` outlive it; calls are admitted as PipeServer's.
 [[nodiscard]] grpc::ServerBidiReactor<wire::PipeCall, wire::PipeReply>* NewPipeReactor(
-    const PipeServer::Handle* handle, WorkerPool* workers, CallAdmission* admission,
-    std::string peer);
+    const grpc::CallbackServerContext* context, const PipeServer::Handle* handle,
+    WorkerPool* workers, CallAdmission* admission, std::string peer);
 
 class PipeClient {
  public:

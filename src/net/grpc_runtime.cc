@@ -117,6 +117,9 @@ std::vector<std::string> SplitList(const std::string& list) {
 grpc::Status ResourceExhausted(const Status& refused) {
   return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, std::string(MessageOf(refused)));
 }
+// Shoal.Resolve and Shoal.WatchMap carry no Request: reading the cluster's shape needs kRead.
+constexpr RequestAccess kResolveAccess{.role = security::Role::kRead};
+constexpr RequestAccess kWatchMapAccess{.role = security::Role::kRead};
 
 }  // namespace
 
@@ -129,24 +132,26 @@ class GrpcRuntime::Handler final : public wire::Shoal::WithAsyncMethod_Pipe<wire
 
   grpc::Status Call(grpc::ServerContext* context, const wire::Envelope* envelope,
                     wire::Response* out) override {
-    if (runtime_->credentials_->secure()) {
-      grpc::Status sender = CheckClusterSender(*envelope, PeerCommonName(*context->auth_context()));
-      if (!sender.ok()) return sender;
-    }
+    grpc::Status allowed = runtime_->AuthorizeEnvelope(*context, *envelope);
+    if (!allowed.ok()) return allowed;
     auto ticket = runtime_->admission_.Admit(context->peer());
     if (!ticket.ok()) return ResourceExhausted(ticket.status());
     return runtime_->HandleEnvelope(*envelope, context->deadline(), out);
   }
-  grpc::Status Admin(grpc::ServerContext*, const wire::AdminRequest* request,
+  grpc::Status Admin(grpc::ServerContext* context, const wire::AdminRequest* request,
                      wire::AdminResponse* out) override {
-    return runtime_->HandleAdmin(*request, out);
+    return runtime_->HandleAdmin(*context, *request, out);
   }
-  grpc::Status Resolve(grpc::ServerContext*, const wire::ResolveRequest*,
+  grpc::Status Resolve(grpc::ServerContext* context, const wire::ResolveRequest*,
                        wire::ResolveResponse* out) override {
+    grpc::Status allowed = runtime_->Authorize(*context, kResolveAccess, "resolve");
+    if (!allowed.ok()) return allowed;
     return runtime_->HandleResolve(out);
   }
   grpc::Status WatchMap(grpc::ServerContext* context, const wire::WatchMapRequest* request,
                         wire::WatchMapResponse* out) override {
+    grpc::Status allowed = runtime_->Authorize(*context, kWatchMapAccess, "watch_map");
+    if (!allowed.ok()) return allowed;
     return runtime_->HandleWatchMap(
         *request, [context] { return context->IsCancelled(); }, out);
   }
@@ -169,21 +174,17 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
   grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* context,
                                  const wire::Envelope* envelope, wire::Response* out) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    if (runtime_->credentials_->secure()) {
-      grpc::Status sender = CheckClusterSender(*envelope, PeerCommonName(*context->auth_context()));
-      if (!sender.ok()) {
-        reactor->Finish(sender);
-        return reactor;
-      }
-    }
     auto ticket = runtime_->admission_.Admit(context->peer());
     if (!ticket.ok()) {
       reactor->Finish(ResourceExhausted(ticket.status()));
       return reactor;
     }
-    // The envelope, the response and the context live until the reactor finishes.
+    // The envelope, the response and the context live until the reactor finishes. Authorizing
+    // may wait for the coordinator (a node's refresh of its users): on the worker too.
     runtime_->workers_->Submit([this, reactor, context, envelope, out, ticket = *ticket] {
-      reactor->Finish(runtime_->HandleEnvelope(*envelope, context->deadline(), out));
+      grpc::Status allowed = runtime_->AuthorizeEnvelope(*context, *envelope);
+      reactor->Finish(allowed.ok() ? runtime_->HandleEnvelope(*envelope, context->deadline(), out)
+                                   : allowed);
     });
     return reactor;
   }
@@ -191,8 +192,9 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
                                   const wire::AdminRequest* request,
                                   wire::AdminResponse* out) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    runtime_->workers_->Submit(
-        [this, reactor, request, out] { reactor->Finish(runtime_->HandleAdmin(*request, out)); });
+    runtime_->workers_->Submit([this, reactor, context, request, out] {
+      reactor->Finish(runtime_->HandleAdmin(*context, *request, out));
+    });
     return reactor;
   }
   grpc::ServerUnaryReactor* WatchMap(grpc::CallbackServerContext* context,
@@ -200,6 +202,11 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
                                      wire::WatchMapResponse* out) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     runtime_->workers_->Submit([this, reactor, context, request, out] {
+      grpc::Status allowed = runtime_->Authorize(*context, kWatchMapAccess, "watch_map");
+      if (!allowed.ok()) {
+        reactor->Finish(allowed);
+        return;
+      }
       reactor->Finish(runtime_->HandleWatchMap(
           *request, [context] { return context->IsCancelled(); }, out));
     });
@@ -209,7 +216,8 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
                                     const wire::ResolveRequest*,
                                     wire::ResolveResponse* out) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    reactor->Finish(runtime_->HandleResolve(out));
+    grpc::Status allowed = runtime_->Authorize(*context, kResolveAccess, "resolve");
+    reactor->Finish(allowed.ok() ? runtime_->HandleResolve(out) : allowed);
     return reactor;
   }
   grpc::ServerWriteReactor<wire::Response>* Scan(grpc::CallbackServerContext* context,
@@ -218,8 +226,8 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
   }
   grpc::ServerBidiReactor<wire::PipeCall, wire::PipeReply>* Pipe(
       grpc::CallbackServerContext* context) override {
-    return NewPipeReactor(&runtime_->pipe_handle_, runtime_->workers_.get(), &runtime_->admission_,
-                          context->peer());
+    return NewPipeReactor(context, &runtime_->pipe_handle_, runtime_->workers_.get(),
+                          &runtime_->admission_, context->peer());
   }
 
  private:
@@ -238,7 +246,12 @@ grpc::Status GrpcRuntime::HandleEnvelope(const wire::Envelope& envelope,
                           out);
 }
 
-grpc::Status GrpcRuntime::HandleAdmin(const wire::AdminRequest& request, wire::AdminResponse* out) {
+grpc::Status GrpcRuntime::HandleAdmin(const grpc::ServerContextBase& context,
+                                      const wire::AdminRequest& request, wire::AdminResponse* out) {
+  if (grpc::Status allowed = Authorize(context, AccessOf(request), NameOf(request));
+      !allowed.ok()) {
+    return allowed;
+  }
   if (request.has_set_failpoints()) {
     // Any process answers this one itself: the failpoints are its runtime's. A failpoint can
     // crash or stall the process, so only one started to be tested takes them from the network.
@@ -274,17 +287,6 @@ grpc::Status GrpcRuntime::HandleWatchMap(const wire::WatchMapRequest& request,
     return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "not a coordinator");
   }
   (*handler)(request, cancelled, out);
-  return grpc::Status::OK;
-}
-
-grpc::Status GrpcRuntime::HandleResolve(wire::ResolveResponse* out) const {
-  // A standby's book may be incomplete or stale: the caller asks the leader instead.
-  if (grpc::Status standby = StandbyStatus(); !standby.ok()) return standby;
-  for (const auto& [who, host_port] : AddressBook()) {
-    auto* entry = out->add_entries();
-    ToWire(who, entry->mutable_address());
-    entry->set_host_port(host_port);
-  }
   return grpc::Status::OK;
 }
 
@@ -338,14 +340,14 @@ Status GrpcRuntime::StartServer() {
   builder.AddListeningPort(options_.listen, credentials_->Server(), &port);
   // Pipe calls are handed to workers in both modes (a handler may block).
   workers_ = std::make_unique<WorkerPool>(kMaxCallbackWorkers);
-  pipe_handle_ = [this](const wire::PipeCall& call, wire::PipeReply* reply) {
+  pipe_handle_ = [this](const grpc::ServerContextBase& context, const wire::PipeCall& call,
+                        wire::PipeReply* reply) {
     const auto deadline = DeadlineAfter(call.timeout_micros() > 0
                                             ? static_cast<transport::Micros>(call.timeout_micros())
                                             : kNoDeadline);
-    // Only clients use the pipe: over TLS, what only cluster processes send is refused on it
-    // whoever the peer is.
-    grpc::Status status = credentials_->secure() ? CheckClusterSender(call.envelope(), /*peer=*/"")
-                                                 : grpc::Status::OK;
+    // Authorized per call, from the authenticator's cache: a pipe stays open for as long as
+    // its client, and a revoked user is refused from the next call.
+    grpc::Status status = AuthorizeEnvelope(context, call.envelope());
     if (status.ok()) status = HandleEnvelope(call.envelope(), deadline, reply->mutable_response());
     reply->set_code(static_cast<int32_t>(status.error_code()));
     reply->set_message(status.error_message());

@@ -64,6 +64,14 @@
 // handling it: possibly handled; kCancelled when the calling process was stopped;
 // kResourceExhausted for an oversized request.
 //
+// Authorization (docs/security.md, "Users and roles"; grpc_runtime_auth.cc): over TLS, every
+// Call, Pipe call, Scan, Admin, Resolve and WatchMap is authenticated (authenticator(): a node
+// certificate, a user's password in the call metadata, or a user's certificate) and checked
+// against the role its request needs (request_roles.h) before anything is decoded, read or
+// changed: UNAUTHENTICATED or PERMISSION_DENIED otherwise. A process that has not learned the
+// user table yet (version 0) answers UNAVAILABLE, certainly not handled, so clients retry.
+// Plaintext (--insecure): no authentication.
+//
 // Thread-safety: every method is thread-safe. Shutdown (or the destructor) must not be called
 // from a task or a handler.
 
@@ -81,13 +89,16 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "src/net/call_admission.h"
+#include "src/net/request_roles.h"
 #include "src/net/tls_credentials.h"
 #include "src/net/worker_pool.h"
+#include "src/security/authenticator.h"
 #include "src/transport/runtime.h"
 #include "src/transport/thread_runtime.h"
 
 namespace grpc {
 class ClientContext;
+class ServerContextBase;
 class CallbackServerContext;
 class Server;
 class ServerContext;
@@ -260,6 +271,10 @@ class GrpcRuntime final : public transport::Runtime {
   [[nodiscard]] StatusOr<wire::AdminResponse> AdminAnswer(const wire::AdminRequest& request,
                                                           transport::Micros timeout);
 
+  // The users this server authenticates against; the coordinator and the nodes install the
+  // user table in it (process/user_admin.h).
+  [[nodiscard]] security::Authenticator& authenticator() { return authenticator_; }
+
   [[nodiscard]] transport::Micros Now() const override { return local_.Now(); }
   [[nodiscard]] Status Sleep(transport::Micros micros) override { return local_.Sleep(micros); }
   [[nodiscard]] Status Await(const transport::Wakeup& wakeup, transport::Micros poll,
@@ -356,7 +371,15 @@ class GrpcRuntime final : public transport::Runtime {
   // stream admitted must be ended with EndStream.
   grpc::Status AdmitStream();
   void EndStream();
-  grpc::Status HandleAdmin(const wire::AdminRequest& request, wire::AdminResponse* out);
+  // The header's "Authorization": OK if the caller of `context` may send a request needing
+  // `access`, named `request` in errors; OK always without TLS.
+  [[nodiscard]] grpc::Status Authorize(const grpc::ServerContextBase& context, RequestAccess access,
+                                       std::string_view request);
+  // Authorize for an envelope's request (and CheckClusterSender for its sender).
+  [[nodiscard]] grpc::Status AuthorizeEnvelope(const grpc::ServerContextBase& context,
+                                               const wire::Envelope& envelope);
+  grpc::Status HandleAdmin(const grpc::ServerContextBase& context,
+                           const wire::AdminRequest& request, wire::AdminResponse* out);
   grpc::Status HandleResolve(wire::ResolveResponse* out) const;
   grpc::Status HandleWatchMap(const wire::WatchMapRequest& request,
                               const std::function<bool()>& cancelled, wire::WatchMapResponse* out);
@@ -364,6 +387,7 @@ class GrpcRuntime final : public transport::Runtime {
   const GrpcRuntimeOptions options_;
   // The server's and the channels' credentials; set by Start before anything listens or dials.
   std::shared_ptr<const TlsCredentials> credentials_;
+  security::Authenticator authenticator_;
   const std::vector<std::string> coordinators_;  // options_.coordinator, split at commas
   transport::ThreadRuntime local_;
   CallAdmission admission_;  // of Shoal.Call and Shoal.Pipe calls, both server modes
@@ -374,7 +398,8 @@ class GrpcRuntime final : public transport::Runtime {
   std::unique_ptr<WorkerPool> workers_;
   std::unique_ptr<grpc::Server> server_;
   // Answers one PipeCall (either server mode); set before the server starts.
-  std::function<void(const wire::PipeCall&, wire::PipeReply*)> pipe_handle_;
+  std::function<void(const grpc::ServerContextBase&, const wire::PipeCall&, wire::PipeReply*)>
+      pipe_handle_;
   std::unique_ptr<PipeServer> pipe_server_;  // serves Shoal.Pipe (the sync server)
   std::unique_ptr<PipeClient> pipe_client_;  // with options_.pipe
   std::string advertised_;

@@ -1,13 +1,16 @@
 // GrpcRuntime's address book (grpc_runtime.h, "Addresses"): who serves where, kept in a file at
-// the coordinator across restarts; and the server mode's parser.
+// the coordinator across restarts, and served by Shoal.Resolve; and the server mode's parser.
 
 #include <fmt/format.h>
+#include <grpcpp/support/status.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "proto/shoal.pb.h"
 #include "src/net/grpc_runtime.h"
+#include "src/net/wire_codec.h"
 
 namespace shoal::net {
 
@@ -72,6 +75,17 @@ void GrpcRuntime::SaveAddressBookLocked() const {
   std::filesystem::rename(tmp, options_.address_book_path, ec);
   // A failed save only costs a re-announcement after a restart: nodes heartbeat continuously.
   (void)ec;
+}
+
+grpc::Status GrpcRuntime::HandleResolve(wire::ResolveResponse* out) const {
+  // A standby's book may be incomplete or stale: the caller asks the leader instead.
+  if (grpc::Status standby = StandbyStatus(); !standby.ok()) return standby;
+  for (const auto& [who, host_port] : AddressBook()) {
+    auto* entry = out->add_entries();
+    ToWire(who, entry->mutable_address());
+    entry->set_host_port(host_port);
+  }
+  return grpc::Status::OK;
 }
 
 }  // namespace shoal::net

@@ -133,8 +133,11 @@ class GrpcRuntime::ScanReactor final : public grpc::ServerWriteReactor<wire::Res
   ScanReactor(GrpcRuntime* runtime, grpc::CallbackServerContext* context,
               const wire::Envelope& envelope)
       : runtime_(runtime), stream_(runtime, context->deadline()) {
-    grpc::Status status = runtime_->AdmitStream();
-    admitted_ = status.ok();
+    grpc::Status status = runtime_->AuthorizeEnvelope(*context, envelope);
+    if (status.ok()) {
+      status = runtime_->AdmitStream();
+      admitted_ = status.ok();
+    }
     if (status.ok()) status = stream_.Start(envelope);
     if (!status.ok()) {
       Finish(status);
@@ -210,6 +213,7 @@ StreamLimits GrpcRuntime::stream_limits() const {
 
 grpc::Status GrpcRuntime::ServeScan(grpc::ServerContext* context, const wire::Envelope& envelope,
                                     grpc::ServerWriter<wire::Response>* writer) {
+  if (grpc::Status allowed = AuthorizeEnvelope(*context, envelope); !allowed.ok()) return allowed;
   if (grpc::Status admitted = AdmitStream(); !admitted.ok()) return admitted;
   struct Slot {
     GrpcRuntime* runtime;

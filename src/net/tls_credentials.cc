@@ -10,10 +10,41 @@
 #include <grpcpp/security/tls_credentials_options.h>
 #include <grpcpp/support/status.h>
 
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
 #include "proto/shoal.pb.h"
+#include "src/net/request_roles.h"
 #include "src/security/certificates.h"
 
 namespace shoal::net {
+namespace {
+
+// Adds the client's user and password to the metadata of every call.
+class LoginPlugin final : public grpc::MetadataCredentialsPlugin {
+ public:
+  LoginPlugin(std::string user, std::string password)
+      : user_(std::move(user)), password_(std::move(password)) {}
+
+  bool IsBlocking() const override { return false; }
+  const char* GetType() const override { return "shoal-login"; }
+  grpc::Status GetMetadata(grpc::string_ref, grpc::string_ref, const grpc::AuthContext&,
+                           std::multimap<grpc::string, grpc::string>* metadata) override {
+    metadata->emplace(kUserMetadataKey, user_);
+    metadata->emplace(kPasswordMetadataKey, password_);
+    return grpc::Status::OK;
+  }
+  // Never the password: gRPC may print call credentials in its traces.
+  grpc::string DebugString() override { return "shoal-login(" + user_ + ")"; }
+
+ private:
+  const std::string user_;
+  const std::string password_;
+};
+
+}  // namespace
 
 StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Create(
     const TransportSecurity& security) {
@@ -41,6 +72,11 @@ StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Create(
   if (credentials->channel_ == nullptr) {
     return InternalError("gRPC refused the TLS channel credentials");
   }
+  if (!files.user.empty()) {
+    credentials->channel_ = grpc::CompositeChannelCredentials(
+        credentials->channel_, grpc::MetadataCredentialsFromPlugin(
+                                   std::make_unique<LoginPlugin>(files.user, files.password)));
+  }
   return std::shared_ptr<const TlsCredentials>(std::move(credentials));
 }
 
@@ -60,43 +96,6 @@ namespace {
 constexpr std::string_view kHandshakeHint =
     "TLS handshake failed: the client and the server need certificates of the same cluster CA, "
     "and the server's must name the host dialled (docs/security.md)";
-
-// The requests only cluster processes send: map installs, heartbeats, everything of a bucket
-// move (exports, ingests, file chunks, catch-up, fences, drops, transfers, a copy resumed from
-// the primary's retained log) and of replication.
-// Clients send the others (documents, scans, maps, collections, the nodes' load for `status`).
-bool OnlyClusterProcessesSend(const wire::Request& request) {
-  switch (request.body_case()) {
-    case wire::Request::kInstallMap:
-    case wire::Request::kHeartbeat:
-    case wire::Request::kExportBucket:
-    case wire::Request::kIngestBucket:
-    case wire::Request::kCatchUp:
-    case wire::Request::kReadChanges:
-    case wire::Request::kFence:
-    case wire::Request::kDropBucket:
-    case wire::Request::kTransferBucket:
-    case wire::Request::kFetchMoveFile:
-    case wire::Request::kReplicate:
-    case wire::Request::kReplicaReport:
-    case wire::Request::kSealTerm:
-    case wire::Request::kQuiesce:
-    case wire::Request::kResumeCopy:
-    case wire::Request::kRetainedLog:
-      return true;
-    case wire::Request::kWrite:
-    case wire::Request::kGet:
-    case wire::Request::kScan:
-    case wire::Request::kGetMap:
-    case wire::Request::kCreateCollection:
-    case wire::Request::kBucketLoad:
-    case wire::Request::kBatchWrite:
-    case wire::Request::kBatchGet:
-    case wire::Request::BODY_NOT_SET:
-      return false;
-  }
-  return false;
-}
 
 }  // namespace
 
@@ -125,7 +124,7 @@ std::string PeerCommonName(const grpc::AuthContext& context) {
 grpc::Status CheckClusterSender(const wire::Envelope& envelope, std::string_view peer) {
   if (peer == security::kNodeCommonName) return grpc::Status::OK;
   const bool claims_process = envelope.from().kind() != wire::Address::CLIENT;
-  if (!claims_process && !OnlyClusterProcessesSend(envelope.request())) return grpc::Status::OK;
+  if (!claims_process && !AccessOf(envelope.request()).cluster_only) return grpc::Status::OK;
   return grpc::Status(
       grpc::StatusCode::PERMISSION_DENIED,
       fmt::format("only cluster processes (with a node certificate) send {}; this connection's "

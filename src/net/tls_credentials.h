@@ -9,6 +9,9 @@
 //     chains to the CA bundle: a peer without one fails the handshake, before any request;
 //   - a channel presents this process's certificate, verifies the server's against the CA bundle
 //     and checks that it names the host dialled (a DNS or IP subject alternative name);
+//   - a client's user and password (TlsFiles::user, ::password), when given, ride as call
+//     metadata on every call of every channel (gRPC call credentials composed with the TLS
+//     ones, which gRPC sends only over a secure channel);
 //   - one FileWatcherCertificateProvider per runtime reads the three files again every
 //     reload_seconds: a replaced certificate, key or CA bundle is used by new connections
 //     without a restart; connections already open keep the identity they were made with.
@@ -48,6 +51,11 @@ class Envelope;
 namespace shoal::net {
 
 inline constexpr uint32_t kDefaultCertReloadSeconds = 10;
+// The call metadata that carries a client's user and password (TlsFiles::user, ::password):
+// attached to every call of a channel by TlsCredentials, read by the server's authorization
+// (GrpcRuntime). Only ever sent over TLS.
+inline constexpr std::string_view kUserMetadataKey = "shoal-user";
+inline constexpr std::string_view kPasswordMetadataKey = "shoal-password";
 
 struct TransportSecurity {
   // This process's identity and the CA bundle it trusts; nullopt: plaintext (--insecure).

@@ -18,6 +18,8 @@
 #include "src/net/test_echo_service.h"
 #include "src/net/test_peer_certificate.h"
 #include "src/security/certificates.h"
+#include "src/security/passwords.h"
+#include "src/security/users.h"
 
 namespace shoal::net {
 namespace {
@@ -58,7 +60,30 @@ class TlsTest : public ::testing::TestWithParam<GrpcServerMode> {
     if (!server.ok()) return nullptr;
     service_ = std::make_shared<EchoService>(**server);
     (*server)->Serve(Address::Coordinator(), service_);
+    (void)(*server)->authenticator().Install(std::make_shared<const security::UserTable>(Users()));
     return std::move(*server);
+  }
+  // admin (certificate only), writer and reader (passwords).
+  static security::UserTable Users() {
+    security::UserTable table;
+    table = table.Add({.name = "admin", .role = security::Role::kAdmin}).value();
+    table = table
+                .Add({.name = "writer",
+                      .role = security::Role::kWrite,
+                      .password_hash = security::HashPassword("writer's password").value()})
+                .value();
+    table = table
+                .Add({.name = "reader",
+                      .role = security::Role::kRead,
+                      .password_hash = security::HashPassword("reader's password").value()})
+                .value();
+    return table;
+  }
+  TransportSecurity PasswordSecurity(const std::string& user, const std::string& password) const {
+    TransportSecurity security = ClientSecurity(certs_);
+    security.tls->user = user;
+    security.tls->password = password;
+    return security;
   }
   StatusOr<transport::Response> Write(const std::string& address,
                                       const TransportSecurity& security) {
@@ -249,6 +274,33 @@ TEST(ClusterSenderTest, ResumeCopyAndRetainedLogNeedANodeCertificate) {
               grpc::StatusCode::PERMISSION_DENIED);
     EXPECT_TRUE(CheckClusterSender(envelope, security::kNodeCommonName).ok());
   }
+}
+
+TEST_P(TlsTest, PasswordsAndRolesAreCheckedOnEveryCall) {
+  auto server = StartServer();
+  ASSERT_NE(server, nullptr);
+  const std::string address = server->advertised_address();
+  const auto wrong = Write(address, PasswordSecurity("writer", "reader's password"));
+  EXPECT_EQ(wrong.status().code(), StatusCode::kUnauthenticated) << wrong.status();
+  EXPECT_EQ(std::string(MessageOf(wrong.status())).find("reader's password"), std::string::npos);
+  const auto reader = Write(address, PasswordSecurity("reader", "reader's password"));
+  EXPECT_EQ(reader.status().code(), StatusCode::kPermissionDenied) << reader.status();
+  EXPECT_NE(std::string(MessageOf(reader.status())).find("needs the role write"), std::string::npos)
+      << reader.status();
+  EXPECT_EQ(service_->last_from.load(), Address::Client(99));  // nothing reached the service
+  EXPECT_TRUE(Write(address, PasswordSecurity("writer", "writer's password")).ok());
+}
+
+TEST_P(TlsTest, AServerThatKnowsNoUsersYetIsUnavailable) {
+  auto server = GrpcRuntime::Start(
+      {.listen = "127.0.0.1:0", .server_mode = GetParam(), .security = NodeSecurity(certs_)});
+  ASSERT_TRUE(server.ok());
+  service_ = std::make_shared<EchoService>(**server);
+  (*server)->Serve(Address::Coordinator(), service_);
+  const auto reply = Write((*server)->advertised_address(), ClientSecurity(certs_));
+  EXPECT_EQ(reply.status().code(), StatusCode::kUnavailable) << reply.status();
+  // Cluster processes do not need the users.
+  EXPECT_TRUE(Write((*server)->advertised_address(), NodeSecurity(certs_)).ok());
 }
 
 }  // namespace

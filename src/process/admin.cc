@@ -94,6 +94,15 @@ void HandleAdmin(coordinator::Coordinator& coordinator, const wire::AdminRequest
       // The runtime answers it before any handler (GrpcRuntime::HandleAdmin).
       status = InternalError("failpoints are set by the process's runtime");
       break;
+    case wire::AdminRequest::kAddUser:
+    case wire::AdminRequest::kRemoveUser:
+    case wire::AdminRequest::kListUsers:
+    case wire::AdminRequest::kSetPassword:
+    case wire::AdminRequest::kGrantRole:
+    case wire::AdminRequest::kGetUserTable:
+      // The coordinator process answers them before any handler (UserAdmin).
+      status = InternalError("users are administered by the coordinator process");
+      break;
     case wire::AdminRequest::BODY_NOT_SET:
       status = InvalidArgumentError("admin request without a body");
       break;

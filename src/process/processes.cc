@@ -133,6 +133,8 @@ Status CoordinatorProcess::Lead() {
   }
   SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<coordinator::Coordinator> coordinator,
                          coordinator::Coordinator::Open(*runtime_, *store, options_.coordinator));
+  SHOAL_ASSIGN_OR_RETURN(const UserTablePtr users, LoadUserTable(*store));
+  (void)runtime_->authenticator().Install(users);  // false: a standby had read it already
   if (election_ != nullptr) {
     // A takeover: the nodes announce themselves to standbys too (their heartbeats try every
     // coordinator), so their addresses are usually known already; give the rest a moment so
@@ -161,6 +163,7 @@ Status CoordinatorProcess::Lead() {
   {
     absl::MutexLock lock(&mu_);
     coordinator_ = std::move(coordinator);
+    users_store_ = store;
   }
   cv_.SignalAll();
   runtime_->SetStandby(false, "");
@@ -176,6 +179,7 @@ void CoordinatorProcess::LoseLead() {
   {
     absl::MutexLock lock(&mu_);
     coordinator_.reset();
+    users_store_ = nullptr;
   }
   election_->Resign();
 }
@@ -214,6 +218,10 @@ void CoordinatorProcess::ElectionLoop() {
       election_->Resign();
       continue;
     }
+    // A standby checks clients too (failpoints): it follows the users the leader writes.
+    if (auto users = ReadUserTable(*metadata_); users.ok() && *users != nullptr) {
+      (void)runtime_->authenticator().Install(*users);
+    }
     auto leader = metadata::LeaderElection::Leader(*metadata_, kElectionPrefix);
     if (leader.ok() && leader->has_value()) runtime_->SetStandby(true, (*leader)->second);
   }
@@ -225,10 +233,23 @@ void CoordinatorProcess::AnswerAdmin(const wire::AdminRequest& request, wire::Ad
     net::ToWire(UnavailableError("not the leader coordinator"), out->mutable_status());
     return;
   }
-  HandleAdmin(*coordinator, request, out);
+  if (IsUserAdmin(request)) {
+    metadata::MetadataStore* store;
+    {
+      absl::MutexLock lock(&mu_);
+      store = users_store_;
+    }
+    if (store == nullptr) {
+      net::ToWire(UnavailableError("not the leader coordinator"), out->mutable_status());
+      return;
+    }
+    AnswerUserAdmin(*store, runtime_->authenticator(), request, out);
+  } else {
+    HandleAdmin(*coordinator, request, out);
+  }
   // A change is committed (or refused) and not answered yet: a crash here loses the answer of a
   // change that took effect (tests/cluster/admin_repeat_test.cc).
-  if (!request.has_progress() && !request.has_plan()) {
+  if (!request.has_progress() && !request.has_plan() && !request.has_get_user_table()) {
     (void)runtime_->Failpoint("coordinator.before_admin_reply");
   }
   out->set_leader(address());
@@ -298,6 +319,10 @@ StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeProcessOptio
   node.store.min_free_disk_bytes = options.min_free_disk_bytes;
   SHOAL_ASSIGN_OR_RETURN(process->node_, node::StorageNode::Open(*process->runtime_, node));
   process->node_->Start();
+  if (options.security.tls.has_value()) {
+    process->users_ = std::make_unique<UserTableFollower>(*process->runtime_);
+    process->users_->Start();
+  }
   return process;
 }
 
@@ -306,6 +331,7 @@ NodeProcess::~NodeProcess() { (void)Stop(); }
 Status NodeProcess::Stop() {
   if (stopped_) return OkStatus();
   stopped_ = true;
+  if (users_ != nullptr) users_->Stop();
   // A Start that failed part way has no node or no runtime yet.
   Status status = node_ != nullptr ? node_->Close() : OkStatus();
   if (runtime_ != nullptr) runtime_->Shutdown();

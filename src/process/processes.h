@@ -40,6 +40,7 @@
 #include "src/net/grpc_runtime.h"
 #include "src/node/storage_node.h"
 #include "src/process/map_watch_hub.h"
+#include "src/process/user_admin.h"
 #include "src/storage/store_options.h"
 
 namespace shoal::process {
@@ -125,6 +126,8 @@ class CoordinatorProcess {
   absl::CondVar cv_;  // coordinator_ was set, or stopping_
   // Set while leading.
   std::shared_ptr<coordinator::Coordinator> coordinator_ ABSL_GUARDED_BY(mu_);
+  // The store the leader writes the user table to (fenced under an election); set while leading.
+  metadata::MetadataStore* users_store_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 };
@@ -173,6 +176,7 @@ class NodeProcess {
 
   std::unique_ptr<net::GrpcRuntime> runtime_;
   std::shared_ptr<node::StorageNode> node_;
+  std::unique_ptr<UserTableFollower> users_;  // over TLS only
   bool stopped_ = false;
 };
 

@@ -85,6 +85,7 @@ StatusOr<ClusterCredentials> EntryOf(const Json& entry, const std::string& path,
   SHOAL_RETURN_IF_ERROR(field("ca", &out.ca));
   SHOAL_RETURN_IF_ERROR(field("cert", &out.cert));
   SHOAL_RETURN_IF_ERROR(field("key", &out.key));
+  if (entry.contains("password")) SHOAL_RETURN_IF_ERROR(field("password", &out.password));
   std::string_view coordinators = out.cluster;
   if (coordinators.substr(0, kScheme.size()) == kScheme) coordinators.remove_prefix(kScheme.size());
   SHOAL_RETURN_IF_ERROR(Prefixed(CheckHostPortList(coordinators), path));
@@ -169,11 +170,13 @@ Status RegisterCredentials(const std::string& path, const ClusterCredentials& en
       if (!same) clusters.push_back(old);
     }
   }
-  clusters.push_back(Json{{"cluster", entry.cluster},
-                          {"user", entry.user},
-                          {"ca", entry.ca},
-                          {"cert", entry.cert},
-                          {"key", entry.key}});
+  Json added{{"cluster", entry.cluster},
+             {"user", entry.user},
+             {"ca", entry.ca},
+             {"cert", entry.cert},
+             {"key", entry.key}};
+  if (!entry.password.empty()) added["password"] = entry.password;
+  clusters.push_back(std::move(added));
   json["clusters"] = std::move(clusters);
   return internal::WriteFileAtomically(path, json.dump(2) + "\n", 0600);
 }
@@ -223,8 +226,12 @@ StatusOr<std::optional<TlsFiles>> ResolveClientTls(const ClientSecurityRequest& 
                                                coordinators, path,
                                                known.empty() ? std::string("none") : known, how));
   }
-  return std::optional<TlsFiles>(
-      TlsFiles{.ca_cert = chosen->ca, .cert = chosen->cert, .key = chosen->key});
+  TlsFiles files{.ca_cert = chosen->ca, .cert = chosen->cert, .key = chosen->key};
+  if (!chosen->password.empty()) {
+    files.user = chosen->user;
+    files.password = chosen->password;
+  }
+  return std::optional<TlsFiles>(std::move(files));
 }
 
 }  // namespace shoal::security

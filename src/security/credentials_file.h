@@ -11,9 +11,10 @@
 //   ]}
 //
 // One entry per cluster, found by any coordinator address the client dials. Paths may be
-// relative to the file's directory. The file names key files, never holds a key, but is written
-// 0600 all the same: an entry is meant to take a `password` beside `user` once users have
-// passwords, and unknown fields of an entry are kept when another entry is written.
+// relative to the file's directory. The file names key files, never holds a key; an entry may
+// hold the user's `password` beside `user` (then the client authenticates as that user by
+// password, docs/security.md), so the file is written 0600. Unknown fields of an entry are kept
+// when another entry is written.
 //
 // Where: $SHOAL_CREDENTIALS, else $XDG_CONFIG_HOME/shoal/credentials, else
 // $HOME/.config/shoal/credentials. `shoal local` registers its cluster there (and writes a
@@ -43,6 +44,8 @@ struct ClusterCredentials {
   std::string ca{};  // paths, absolute once read
   std::string cert{};
   std::string key{};
+  // The user's password (docs/security.md, "Users and roles"); "": the certificate's user.
+  std::string password{};
 };
 
 // The file the header's "Where" names ("" when neither variable nor HOME is set).

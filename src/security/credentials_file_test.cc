@@ -76,6 +76,28 @@ TEST_F(CredentialsFileTest, ASoleEntryServesAnyAddress) {
   EXPECT_EQ((*node)->ca_cert, "/a/ca.crt");
 }
 
+TEST_F(CredentialsFileTest, APasswordMakesTheClientSendItsUser) {
+  ClusterCredentials entry = Entry("shoal://127.0.0.1:7400", "/a");
+  ASSERT_TRUE(RegisterCredentials(file_, entry).ok());
+  auto by_certificate = ResolveClientTls({.credentials_file = file_}, "127.0.0.1:7400");
+  ASSERT_TRUE(by_certificate.ok() && by_certificate->has_value());
+  EXPECT_TRUE((*by_certificate)->user.empty());
+  EXPECT_TRUE((*by_certificate)->password.empty());
+
+  entry.user = "alice";
+  entry.password = "alice's password";
+  ASSERT_TRUE(RegisterCredentials(file_, entry).ok());
+  auto entries = ReadCredentialsFile(file_);
+  ASSERT_TRUE(entries.ok());
+  ASSERT_EQ(entries->size(), 1u);
+  EXPECT_EQ(entries->front().password, "alice's password");
+  auto by_password = ResolveClientTls({.credentials_file = file_}, "127.0.0.1:7400");
+  ASSERT_TRUE(by_password.ok() && by_password->has_value());
+  EXPECT_EQ((*by_password)->user, "alice");
+  EXPECT_EQ((*by_password)->password, "alice's password");
+  EXPECT_EQ((*by_password)->cert, "/a/client.admin.crt");
+}
+
 TEST_F(CredentialsFileTest, RelativePathsAreRelativeToTheFile) {
   std::filesystem::create_directories(root_ + "/copy");
   std::ofstream(root_ + "/copy/credentials")

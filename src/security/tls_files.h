@@ -18,6 +18,10 @@ struct TlsFiles {
   std::string ca_cert{};  // PEM roots every peer's certificate must chain to
   std::string cert{};     // this process's certificate (PEM)
   std::string key{};      // its private key (PEM)
+  // A client's user and password, sent with every call over this TLS identity (call metadata;
+  // net/tls_credentials.h); "": the user is the certificate's common name.
+  std::string user{};
+  std::string password{};
 };
 
 // ca.crt, node.crt and node.key of `certs_dir`: the identity of a coordinator or a node.

@@ -4,8 +4,12 @@
 
 #include <filesystem>
 
+#include "proto/shoal.pb.h"
+#include "src/net/admin_client.h"
+#include "src/net/grpc_runtime.h"
 #include "src/security/certificates.h"
 #include "src/security/credentials_file.h"
+#include "src/security/passwords.h"
 
 namespace shoal::tools {
 namespace {
@@ -13,6 +17,13 @@ namespace {
 bool Exists(const std::string& path) {
   std::error_code ec;
   return std::filesystem::exists(path, ec);
+}
+
+// The password of the only entry of shoal local's credentials file ("" if none).
+std::string StoredPassword(const std::string& path) {
+  auto entries = security::ReadCredentialsFile(path);
+  if (!entries.ok() || entries->size() != 1) return {};
+  return entries->front().password;
 }
 
 }  // namespace
@@ -36,12 +47,15 @@ StatusOr<LocalSecurity> PrepareLocalSecurity(const std::string& data_dir,
   if (!Exists(security::ClientCertPath(out.certs_dir, user))) {
     SHOAL_RETURN_IF_ERROR(security::CreateClientCert({.certs_dir = out.certs_dir, .user = user}));
   }
+  out.credentials_file = data + "/credentials";
+  out.admin_password = StoredPassword(out.credentials_file);
+  if (out.admin_password.empty()) out.admin_password = security::GeneratePassword();
   const security::ClusterCredentials entry{.cluster = "shoal://" + cluster,
                                            .user = user,
                                            .ca = security::CaCertPath(out.certs_dir),
                                            .cert = security::ClientCertPath(out.certs_dir, user),
-                                           .key = security::ClientKeyPath(out.certs_dir, user)};
-  out.credentials_file = data + "/credentials";
+                                           .key = security::ClientKeyPath(out.certs_dir, user),
+                                           .password = out.admin_password};
   // Rewritten at each start: the port may have changed.
   std::error_code ec;
   std::filesystem::remove(out.credentials_file, ec);
@@ -56,6 +70,23 @@ StatusOr<LocalSecurity> PrepareLocalSecurity(const std::string& data_dir,
     out.registered_in = user_file;
   }
   return out;
+}
+
+Status SetLocalAdminPassword(const LocalSecurity& security, const std::string& cluster) {
+  if (!security.secure) return OkStatus();
+  SHOAL_ASSIGN_OR_RETURN(
+      auto runtime,
+      net::GrpcRuntime::Start({.coordinator = cluster,
+                               .security = {.tls = security::ClientTlsFiles(
+                                                security.certs_dir, security::kDefaultUser)}}));
+  wire::AdminRequest request;
+  request.mutable_set_password()->set_name(std::string(security::kDefaultUser));
+  request.mutable_set_password()->set_password(security.admin_password);
+  constexpr transport::Micros kTimeout = 10'000'000;
+  SHOAL_ASSIGN_OR_RETURN(auto outcome,
+                         net::AdminWithRepeat(*runtime, request, {.call_timeout = kTimeout}));
+  (void)outcome;
+  return OkStatus();
 }
 
 std::vector<std::string> ChildSecurityArgs(const LocalSecurity& security) {

@@ -6,6 +6,11 @@
 // this cluster's entry in the user's credentials file, so that the CLI and Database::Connect of
 // whoever started it need no flag. A later start reuses the certificates.
 //
+// The user `admin` (the cluster's first user, process/user_admin.h) also gets a password,
+// generated at the first start and kept in the credentials entry (0600, beside the client
+// certificate it names): SetLocalAdminPassword stores its hash in the cluster once it serves, so
+// the credentials file authenticates by certificate and by password alike.
+//
 // Thread-safety: called once, by shoal local's main thread.
 
 #include <string>
@@ -22,6 +27,7 @@ struct LocalSecurity {
   std::string credentials_file{};    // DATA/credentials
   std::string registered_in{};       // the user's credentials file ("" when not registered)
   std::string registration_error{};  // why not, when it failed (the cluster runs anyway)
+  std::string admin_password{};      // in the credentials entries; never printed
 };
 
 // For a secure cluster (`insecure` false): the header's files, for the coordinator `cluster`
@@ -30,6 +36,11 @@ struct LocalSecurity {
 [[nodiscard]] StatusOr<LocalSecurity> PrepareLocalSecurity(const std::string& data_dir,
                                                            const std::string& cluster,
                                                            bool insecure);
+
+// Gives `admin` its password in the cluster served at `cluster` ("HOST:PORT"), as `admin` by
+// certificate.
+[[nodiscard]] Status SetLocalAdminPassword(const LocalSecurity& security,
+                                           const std::string& cluster);
 
 // The security arguments of shoal local's coordinator and nodes.
 [[nodiscard]] std::vector<std::string> ChildSecurityArgs(const LocalSecurity& security);

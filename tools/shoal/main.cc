@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   shoal::tools::AddDataCommands(app);
   shoal::tools::AddBatchCommand(app);
   shoal::tools::AddAdminCommands(app);
+  shoal::tools::AddUserCommands(app);
   shoal::tools::AddHotspotCommands(app);
   shoal::tools::AddCertsCommands(app);
   try {

@@ -7,6 +7,7 @@
 //   admin_commands.cc   add-node, remove-node, plan, rebalance, thresholds, failpoint
 //   hotspot_commands.cc declare, apply (sharded fields, paper 003)
 //   security_commands.cc certs, credentials, and every command's security options
+//   user_commands.cc    user add, remove, list, set-password, grant
 
 #include <CLI/CLI.hpp>
 #include <memory>
@@ -23,6 +24,7 @@ void AddDataCommands(CLI::App& app);
 void AddBatchCommand(CLI::App& app);
 void AddAdminCommands(CLI::App& app);
 void AddHotspotCommands(CLI::App& app);
+void AddUserCommands(CLI::App& app);
 
 // A client runtime of the coordinators named by `cluster` ("shoal://A,B", "HOST:PORT", or the
 // host:port of any one process), with the identity `security` chooses: what every networked

@@ -386,8 +386,15 @@ int RunLocal(const LocalFlags& given) {
                       .log = fmt::format("{}/node-{}.log", flags.data, i)},
                      Clock::now());
   }
-  const bool serving = WaitUntilServing(coordinator, LocalConnectOptions(*security), flags.nodes,
-                                        std::chrono::seconds(20));
+  bool serving = WaitUntilServing(coordinator, LocalConnectOptions(*security), flags.nodes,
+                                  std::chrono::seconds(20));
+  if (serving) {
+    // Before "ready": the credentials files carry the password, so it must be stored first.
+    if (Status set = SetLocalAdminPassword(*security, coordinator); !set.ok()) {
+      std::fprintf(stderr, "error: setting the password of admin: %s\n", set.ToString().c_str());
+      serving = false;
+    }
+  }
   const auto pid_of = [&](const std::string& name) { return supervisor.PidOf(name).value_or(0); };
   if (flags.json) {
     nlohmann::json pids{{"coordinator", pid_of("coordinator")}};

@@ -1,0 +1,68 @@
+// GrpcRuntime's authorization (grpc_runtime.h, "Authorization"): who the caller of a call or
+// stream is, and whether its role allows the request.
+
+#include <fmt/format.h>
+#include <grpcpp/security/auth_context.h>
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/status.h>
+
+#include <string>
+#include <string_view>
+
+#include "proto/shoal.pb.h"
+#include "src/net/grpc_runtime.h"
+#include "src/net/grpc_status.h"
+#include "src/security/certificates.h"
+
+namespace shoal::net {
+namespace {
+
+grpc::StatusCode GrpcCodeOf(const Status& status) {
+  return static_cast<grpc::StatusCode>(static_cast<int>(status.code()));
+}
+
+std::string MetadataValue(const grpc::ServerContextBase& context, std::string_view key) {
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find(grpc::string_ref(key.data(), key.size()));
+  if (it == metadata.end()) return {};
+  return std::string(it->second.data(), it->second.size());
+}
+
+}  // namespace
+
+grpc::Status GrpcRuntime::Authorize(const grpc::ServerContextBase& context, RequestAccess access,
+                                    std::string_view request) {
+  if (!credentials_->secure()) return grpc::Status::OK;
+  security::PeerIdentity peer{.certificate_name = PeerCommonName(*context.auth_context()),
+                              .user = MetadataValue(context, kUserMetadataKey),
+                              .password = MetadataValue(context, kPasswordMetadataKey)};
+  auto principal = authenticator_.Authenticate(peer);
+  if (!principal.ok()) {
+    if (authenticator_.version() == 0) {
+      // Not refused: this process does not know the users yet (a node that has not heard from
+      // the coordinator since it started).
+      return NotHandled("this process has not learned the cluster's users yet");
+    }
+    return grpc::Status(GrpcCodeOf(principal.status()), std::string(principal.status().message()));
+  }
+  if (access.cluster_only && !principal->cluster_process) {
+    return grpc::Status(
+        grpc::StatusCode::PERMISSION_DENIED,
+        fmt::format("only cluster processes (with a node certificate) send {}", request));
+  }
+  const Status allowed = security::Authenticator::Authorize(*principal, access.role, request);
+  if (!allowed.ok()) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(allowed.message()));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status GrpcRuntime::AuthorizeEnvelope(const grpc::ServerContextBase& context,
+                                            const wire::Envelope& envelope) {
+  if (!credentials_->secure()) return grpc::Status::OK;
+  grpc::Status sender = CheckClusterSender(envelope, PeerCommonName(*context.auth_context()));
+  if (!sender.ok()) return sender;
+  return Authorize(context, AccessOf(envelope.request()), NameOf(envelope.request()));
+}
+
+}  // namespace shoal::net

@@ -1,0 +1,139 @@
+#include "src/process/user_admin.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "proto/shoal.pb.h"
+#include "src/metadata/embedded_metadata_store.h"
+#include "src/security/authenticator.h"
+
+namespace shoal::process {
+namespace {
+
+using security::Role;
+using security::UserTable;
+
+class UserAdminTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/shoal-user-admin-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    root_ = pattern;
+    Reopen();
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(root_);
+  }
+  void Reopen() {
+    store_.reset();
+    metadata::EmbeddedMetadataOptions options;
+    options.path = root_ + "/metadata";
+    auto store = metadata::EmbeddedMetadataStore::Open(options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+  }
+  wire::AdminResponse Answer(const wire::AdminRequest& request) {
+    wire::AdminResponse out;
+    AnswerUserAdmin(*store_, authenticator_, request, &out);
+    return out;
+  }
+
+  std::string root_;
+  std::unique_ptr<metadata::EmbeddedMetadataStore> store_;
+  security::Authenticator authenticator_;
+};
+
+TEST_F(UserAdminTest, FirstTableHoldsTheCertificateAdmin) {
+  auto read = ReadUserTable(*store_);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(*read, nullptr);
+  auto table = LoadUserTable(*store_);
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ((*table)->DebugString(), "v1 [admin:admin(certificate)]");
+  // Loaded again, not written again.
+  auto again = LoadUserTable(*store_);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->version(), 1u);
+}
+
+TEST_F(UserAdminTest, ChangesAreStoredAndSurviveAReopen) {
+  wire::AdminRequest add;
+  add.mutable_add_user()->set_name("alice");
+  add.mutable_add_user()->set_role("write");
+  add.mutable_add_user()->set_password("alice's password");
+  wire::AdminResponse added = Answer(add);
+  ASSERT_EQ(added.status().code(), 0) << added.status().message();
+  EXPECT_EQ(added.users_version(), 2u);
+  ASSERT_EQ(added.users_size(), 2);
+  EXPECT_TRUE(added.users(1).has_password());
+  EXPECT_EQ(added.user_table(), "");  // the hashes only for GetUserTable
+  EXPECT_EQ(authenticator_.version(), 2u);
+
+  wire::AdminRequest grant;
+  grant.mutable_grant_role()->set_name("alice");
+  grant.mutable_grant_role()->set_role("admin");
+  ASSERT_EQ(Answer(grant).status().code(), 0);
+
+  ASSERT_NO_FATAL_FAILURE(Reopen());  // as a coordinator that takes over would find it
+  auto table = ReadUserTable(*store_);
+  ASSERT_TRUE(table.ok() && *table != nullptr);
+  EXPECT_EQ((*table)->version(), 3u);
+  EXPECT_EQ((*table)->Find("alice")->role, Role::kAdmin);
+  EXPECT_TRUE(authenticator_.Authenticate({.user = "alice", .password = "alice's password"}).ok());
+
+  wire::AdminRequest get;
+  get.mutable_get_user_table()->set_known_version(3);
+  EXPECT_EQ(Answer(get).user_table(), "");
+  get.mutable_get_user_table()->set_known_version(2);
+  auto copied = UserTable::Decode(Answer(get).user_table());
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  EXPECT_EQ(*copied, **table);
+}
+
+TEST_F(UserAdminTest, RefusedChangesChangeNothing) {
+  for (const char* role : {"root", ""}) {
+    wire::AdminRequest add;
+    add.mutable_add_user()->set_name("bob");
+    add.mutable_add_user()->set_role(role);
+    EXPECT_EQ(Answer(add).status().code(), static_cast<int>(StatusCode::kInvalidArgument));
+  }
+  wire::AdminRequest short_password;
+  short_password.mutable_add_user()->set_name("bob");
+  short_password.mutable_add_user()->set_role("read");
+  short_password.mutable_add_user()->set_password("short");
+  const wire::AdminResponse refused = Answer(short_password);
+  EXPECT_EQ(refused.status().code(), static_cast<int>(StatusCode::kInvalidArgument));
+  EXPECT_EQ(refused.status().message().find("short"), std::string::npos);
+  wire::AdminRequest remove;
+  remove.mutable_remove_user()->set_name("nobody");
+  EXPECT_EQ(Answer(remove).status().code(), static_cast<int>(StatusCode::kNotFound));
+  auto table = LoadUserTable(*store_);
+  ASSERT_TRUE(table.ok());
+  EXPECT_EQ((*table)->version(), 1u);
+}
+
+TEST_F(UserAdminTest, AConcurrentWriterIsNotOverwritten) {
+  ASSERT_TRUE(LoadUserTable(*store_).ok());
+  bool interfered = false;
+  auto table = UpdateUserTable(*store_, [&](const UserTable& current) -> StatusOr<UserTable> {
+    if (!interfered) {
+      // Another coordinator writes between this read and this write.
+      interfered = true;
+      UserTable other = current.Add({.name = "other", .role = Role::kRead}).value();
+      EXPECT_TRUE(store_->Put(kUsersKey, other.Encode(), metadata::kAnyVersion).ok());
+    }
+    return current.Add({.name = "mine", .role = Role::kRead});
+  });
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_NE((*table)->Find("other"), nullptr);
+  EXPECT_NE((*table)->Find("mine"), nullptr);
+  EXPECT_EQ((*table)->version(), 3u);
+}
+
+}  // namespace
+}  // namespace shoal::process

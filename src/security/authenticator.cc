@@ -1,0 +1,109 @@
+#include "src/security/authenticator.h"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "src/security/certificates.h"
+#include "src/security/passwords.h"
+
+namespace shoal::security {
+namespace {
+
+Status Refused() { return UnauthenticatedError("wrong user or password"); }
+
+}  // namespace
+
+Authenticator::Authenticator()
+    : digest_key_(NewPasswordDigestKey()), table_(std::make_shared<const UserTable>()) {}
+
+bool Authenticator::Install(std::shared_ptr<const UserTable> table) {
+  absl::MutexLock lock(&mu_);
+  if (table == nullptr || table->version() <= table_->version()) return false;
+  table_ = std::move(table);
+  verified_.clear();
+  return true;
+}
+
+uint64_t Authenticator::version() const {
+  absl::MutexLock lock(&mu_);
+  return table_->version();
+}
+
+std::shared_ptr<const UserTable> Authenticator::table() const {
+  absl::MutexLock lock(&mu_);
+  return table_;
+}
+
+void Authenticator::SetRefresher(std::function<void()> refresh) { refresh_ = std::move(refresh); }
+
+StatusOr<Principal> Authenticator::Authenticate(const PeerIdentity& peer) {
+  StatusOr<Principal> principal = AuthenticateOnce(peer);
+  if (principal.ok() || refresh_ == nullptr) return principal;
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  int64_t due = next_refresh_nanos_.load();
+  if (now < due || !next_refresh_nanos_.compare_exchange_strong(
+                       due, now + std::chrono::nanoseconds(kMinRefreshInterval).count())) {
+    return principal;
+  }
+  const uint64_t before = version();
+  refresh_();
+  return version() == before ? principal : AuthenticateOnce(peer);
+}
+
+StatusOr<Principal> Authenticator::AuthenticateOnce(const PeerIdentity& peer) {
+  if (peer.certificate_name == kNodeCommonName) {
+    return Principal{
+        .name = std::string(kNodeCommonName), .role = Role::kAdmin, .cluster_process = true};
+  }
+  std::shared_ptr<const UserTable> table = this->table();
+  if (peer.user.empty()) {
+    if (peer.certificate_name.empty()) {
+      return UnauthenticatedError(
+          "no credentials: give a user and password, or a client "
+          "certificate of a user (docs/security.md)");
+    }
+    const User* user = table->Find(peer.certificate_name);
+    if (user == nullptr) {
+      return UnauthenticatedError(fmt::format(
+          "the client certificate's user '{}' is not a user of this cluster (shoal user add)",
+          peer.certificate_name));
+    }
+    return Principal{.name = user->name, .role = user->role};
+  }
+  const User* user = table->Find(peer.user);
+  if (user == nullptr || user->password_hash.empty() || peer.password.empty()) return Refused();
+  std::string key = peer.user;
+  key += '\0';
+  key += PasswordDigest(digest_key_, peer.password);
+  {
+    absl::MutexLock lock(&mu_);
+    if (table_ == table && verified_.contains(key)) {
+      return Principal{.name = user->name, .role = user->role};
+    }
+    ++verifications_;
+  }
+  if (!VerifyPassword(peer.password, user->password_hash).ok()) return Refused();
+  absl::MutexLock lock(&mu_);
+  if (table_ == table) {
+    if (verified_.size() >= kMaxCachedPasswords) verified_.clear();
+    verified_.emplace(std::move(key), true);
+  }
+  return Principal{.name = user->name, .role = user->role};
+}
+
+Status Authenticator::Authorize(const Principal& principal, Role needed, std::string_view request) {
+  if (Allows(principal.role, needed)) return OkStatus();
+  return PermissionDeniedError(fmt::format("{} needs the role {}; user '{}' has {}", request,
+                                           ToString(needed), principal.name,
+                                           ToString(principal.role)));
+}
+
+uint64_t Authenticator::TEST_password_verifications() const {
+  absl::MutexLock lock(&mu_);
+  return verifications_;
+}
+
+}  // namespace shoal::security

@@ -1,0 +1,98 @@
+#pragma once
+
+// Who is asking, and may they (docs/security.md, "Users and roles"): the serving side's one
+// place that turns a connection's identity into a principal with a role, and checks a role
+// against what a request needs. No gRPC: src/net reads the peer certificate's common name and
+// the call's user and password and hands them here.
+//
+// Authentication, in order:
+//   1. a client certificate whose common name is kNodeCommonName is a cluster process: every
+//      right (its requests are further limited to cluster processes by net::CheckClusterSender);
+//   2. a user and password (call metadata over TLS) are that user if the password matches its
+//      hash; a user without a hash takes no password;
+//   3. otherwise the certificate's common name is the user, if the table holds it.
+// Anything else is kUnauthenticated, with a message that names no password.
+//
+// A process that only follows the table (a node) may give a refresher: when a peer would be
+// refused, it is asked once for a newer table (at most every kMinRefreshInterval), so that a
+// user added a moment ago is not refused while the follower's next poll is due.
+//
+// A password is verified with Argon2id once per (user, password) and table version: verified
+// pairs are cached by a keyed digest (never the password), and the cache is dropped when a newer
+// table is installed, so a removed user or a changed password or role counts from the next call.
+//
+// Thread-safety: thread-safe; Authenticate may run on many threads while Install runs.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "src/common/status.h"
+#include "src/security/users.h"
+
+namespace shoal::security {
+
+struct Principal {
+  std::string name{};  // the user, or kNodeCommonName for a cluster process
+  Role role = Role::kRead;
+  bool cluster_process = false;
+};
+
+struct PeerIdentity {
+  std::string certificate_name{};  // the verified client certificate's CN ("" without one)
+  std::string user{};              // "" when the call carries no user
+  std::string password{};
+};
+
+class Authenticator {
+ public:
+  // Cached verified passwords; the cache is emptied when it reaches this size.
+  static constexpr size_t kMaxCachedPasswords = 4096;
+
+  static constexpr std::chrono::milliseconds kMinRefreshInterval{100};
+
+  Authenticator();
+
+  // Fetches and Installs a newer table, if there is one; called by Authenticate on a thread of
+  // its caller. Set once, before the first Authenticate.
+  void SetRefresher(std::function<void()> refresh);
+
+  // Makes `table` the current one if it is newer (its version higher); an older or equal one is
+  // ignored. Returns whether it was installed.
+  bool Install(std::shared_ptr<const UserTable> table);
+  // The current table's version (0: none installed).
+  [[nodiscard]] uint64_t version() const;
+  [[nodiscard]] std::shared_ptr<const UserTable> table() const;
+
+  [[nodiscard]] StatusOr<Principal> Authenticate(const PeerIdentity& peer);
+
+  // OK if `principal` may send a request needing `needed`; kPermissionDenied naming the request
+  // and the role it needs otherwise.
+  [[nodiscard]] static Status Authorize(const Principal& principal, Role needed,
+                                        std::string_view request);
+
+  // How many passwords were hashed to verify them (tests check the cache with it).
+  [[nodiscard]] uint64_t TEST_password_verifications() const;
+
+ private:
+  // One attempt of Authenticate against the current table.
+  [[nodiscard]] StatusOr<Principal> AuthenticateOnce(const PeerIdentity& peer);
+
+  const std::string digest_key_;
+  std::function<void()> refresh_;
+  std::atomic<int64_t> next_refresh_nanos_{0};
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const UserTable> table_ ABSL_GUARDED_BY(mu_);
+  // user + '\0' + keyed digest of the password -> verified under the current table.
+  std::unordered_map<std::string, bool> verified_ ABSL_GUARDED_BY(mu_);
+  uint64_t verifications_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace shoal::security

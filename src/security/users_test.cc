@@ -1,0 +1,116 @@
+#include "src/security/users.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "src/security/passwords.h"
+
+namespace shoal::security {
+namespace {
+
+const std::string& SomeHash() {
+  static const std::string hash = HashPassword("a password for tests").value();
+  return hash;
+}
+
+UserTable ThreeUsers() {
+  UserTable table;
+  table = table.Add({.name = "alice", .role = Role::kAdmin, .password_hash = SomeHash()}).value();
+  table = table.Add({.name = "bob", .role = Role::kRead}).value();
+  table = table.Add({.name = "carol_2", .role = Role::kWrite, .password_hash = SomeHash()}).value();
+  return table;
+}
+
+TEST(RoleTest, RolesNest) {
+  EXPECT_TRUE(Allows(Role::kAdmin, Role::kWrite));
+  EXPECT_TRUE(Allows(Role::kAdmin, Role::kRead));
+  EXPECT_TRUE(Allows(Role::kWrite, Role::kRead));
+  EXPECT_TRUE(Allows(Role::kWrite, Role::kWrite));
+  EXPECT_FALSE(Allows(Role::kWrite, Role::kAdmin));
+  EXPECT_FALSE(Allows(Role::kRead, Role::kWrite));
+}
+
+TEST(RoleTest, ParseIsTheInverseOfToString) {
+  for (Role role : {Role::kRead, Role::kWrite, Role::kAdmin}) {
+    auto parsed = ParseRole(ToString(role));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, role);
+  }
+  const auto bad = ParseRole("root");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("read, write, admin"), std::string_view::npos);
+}
+
+TEST(UserTableTest, EveryChangeRaisesTheVersion) {
+  UserTable table = ThreeUsers();
+  EXPECT_EQ(table.version(), 3u);
+  table = table.Grant("bob", Role::kWrite).value();
+  EXPECT_EQ(table.version(), 4u);
+  EXPECT_EQ(table.Find("bob")->role, Role::kWrite);
+  table = table.SetPasswordHash("bob", SomeHash()).value();
+  EXPECT_EQ(table.version(), 5u);
+  EXPECT_EQ(table.Find("bob")->password_hash, SomeHash());
+  table = table.SetPasswordHash("bob", "").value();
+  EXPECT_TRUE(table.Find("bob")->password_hash.empty());
+  table = table.Remove("bob").value();
+  EXPECT_EQ(table.version(), 7u);
+  EXPECT_EQ(table.Find("bob"), nullptr);
+  EXPECT_TRUE(table.CheckInvariants().ok());
+}
+
+TEST(UserTableTest, RefusedChangesLeaveTheTable) {
+  const UserTable table = ThreeUsers();
+  EXPECT_EQ(table.Add({.name = "alice"}).status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(table.Add({.name = "node"}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(table.Add({.name = "-x"}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(table.Add({.name = "dave", .password_hash = "plain"}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(table.Remove("dave").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(table.Grant("dave", Role::kAdmin).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(table.SetPasswordHash("dave", SomeHash()).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(table.SetPasswordHash("bob", "plain").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(table.version(), 3u);
+}
+
+TEST(UserTableTest, EncodeDecodeEncodeIsStable) {
+  const UserTable table = ThreeUsers();
+  const std::string json = table.Encode();
+  auto decoded = UserTable::Decode(json);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(*decoded, table);
+  EXPECT_EQ(decoded->Encode(), json);
+  EXPECT_TRUE(decoded->CheckInvariants().ok());
+
+  auto empty = UserTable::Decode(UserTable().Encode());
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->version(), 0u);
+  EXPECT_TRUE(empty->users().empty());
+}
+
+TEST(UserTableTest, DecodeRefusesBrokenTables) {
+  for (const char* json : {
+           "",
+           "[]",
+           R"({"users": []})",
+           R"({"version": -1, "users": []})",
+           R"({"version": 1})",
+           R"({"version": 1, "users": [{"name": "a"}]})",
+           R"({"version": 1, "users": [{"name": "a", "role": "root", "password_hash": ""}]})",
+           R"({"version": 1, "users": [{"name": "node", "role": "read", "password_hash": ""}]})",
+           R"({"version": 1, "users": [{"name": "a", "role": "read", "password_hash": "x"}]})",
+           R"({"version": 2, "users": [{"name": "a", "role": "read", "password_hash": ""},
+                                       {"name": "a", "role": "admin", "password_hash": ""}]})",
+       }) {
+    EXPECT_EQ(UserTable::Decode(json).status().code(), StatusCode::kInvalidArgument) << json;
+  }
+}
+
+TEST(UserTableTest, DebugStringShowsNoHash) {
+  const std::string text = ThreeUsers().DebugString();
+  EXPECT_EQ(text, "v3 [alice:admin(password) bob:read(certificate) carol_2:write(password)]");
+  EXPECT_EQ(text.find("argon2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shoal::security

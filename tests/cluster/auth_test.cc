@@ -1,0 +1,280 @@
+// Users, roles and passwords between real `shoal` processes (docs/security.md, "Users and
+// roles"): a client without credentials or with a wrong password is UNAUTHENTICATED and a read
+// user writing is PERMISSION_DENIED, with nothing written; a write user cannot add a node or set
+// a failpoint; a user removed at the coordinator is refused by every process within the stated
+// bound (5 s; the time is measured and printed); and no password ever reaches a log or a
+// command's output.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "include/shoal/shoal.h"
+#include "src/net/grpc_runtime.h"
+#include "src/security/certificates.h"
+#include "src/security/tls_files.h"
+#include "src/transport/messages.h"
+#include "tests/cluster/process_cluster.h"
+
+namespace shoal::cluster_test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::chrono::seconds kRevocationBound{5};
+// A certificate of the cluster's CA whose name is no user: mutual TLS passes, nothing else.
+constexpr char kGuest[] = "guest";
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void WritePrivate(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+  ::chmod(path.c_str(), 0600);
+}
+
+class AuthClusterTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    cluster_ = std::make_unique<ProcessCluster>(ShoalBinary());
+    ASSERT_TRUE(security::CreateClientCert(
+                    {.certs_dir = cluster_->certs_dir(), .user = kGuest, .overwrite = true})
+                    .ok());
+    ASSERT_TRUE(cluster_->StartCoordinator(2, 8).ok());
+    for (uint32_t id = 1; id <= 2; ++id) ASSERT_TRUE(cluster_->StartNode(id).ok());
+    Status serving = cluster_->WaitServing(30);
+    ASSERT_TRUE(serving.ok()) << serving;
+  }
+  void TearDown() override {
+    if (HasFailure()) std::fprintf(stderr, "%s\n", cluster_->LogTails(15).c_str());
+    ExpectNoPasswordInLogs();
+    cluster_.reset();
+  }
+
+  // `shoal ARGS [--cluster URI] SECURITY < stdin_file`: its exit status; stdout and stderr in
+  // *out, and in a .out file of the test's directory (which the password check reads).
+  int Cli(const std::string& args, const std::string& security, std::string* out,
+          const std::string& stdin_file = "/dev/null", bool with_cluster = true) {
+    const std::string out_path = fmt::format("{}/auth-cli-{}.out", cluster_->dir(), ++runs_);
+    const std::string cluster = with_cluster ? "--cluster " + cluster_->uri() : std::string();
+    const std::string command = fmt::format("{} {} {} {} < {} > {} 2>&1", ShoalBinary(), args,
+                                            cluster, security, stdin_file, out_path);
+    const int status = std::system(command.c_str());
+    *out = ReadAll(out_path);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  int AdminCli(const std::string& args, std::string* out,
+               const std::string& stdin_file = "/dev/null") {
+    return Cli(args, "--certs-dir " + cluster_->certs_dir(), out, stdin_file);
+  }
+
+  // Adds `user` with `role` and a password (through stdin, never the command line).
+  void AddUser(const std::string& user, const std::string& role, const std::string& password) {
+    const std::string file = fmt::format("{}/{}.password", cluster_->dir(), user);
+    WritePrivate(file, password + "\n");
+    passwords_.push_back(password);
+    std::string out;
+    ASSERT_EQ(
+        AdminCli(fmt::format("user add {} --role {} --password-stdin", user, role), &out, file), 0)
+        << out;
+    EXPECT_NE(out.find(user), std::string::npos) << out;
+  }
+
+  // A credentials file naming `user` with `password`, over the guest's certificate.
+  std::string CredentialsFor(const std::string& user, const std::string& password) {
+    const std::string path = fmt::format("{}/{}.credentials", cluster_->dir(), user);
+    const std::string certs = cluster_->certs_dir();
+    nlohmann::json entry{{"cluster", cluster_->uri()},
+                         {"user", user},
+                         {"ca", security::CaCertPath(certs)},
+                         {"cert", security::ClientCertPath(certs, kGuest)},
+                         {"key", security::ClientKeyPath(certs, kGuest)}};
+    if (!password.empty()) entry["password"] = password;
+    WritePrivate(path, nlohmann::json{{"clusters", {entry}}}.dump());
+    return path;
+  }
+
+  StatusOr<std::unique_ptr<Database>> ConnectAs(const std::string& credentials) {
+    ConnectOptions options;
+    options.credentials_file = credentials;
+    return Database::Connect(cluster_->uri(), options);
+  }
+
+  // Whether the admin reads `key` of collection "docs" (it must not exist).
+  void ExpectNotWritten(const std::string& key) {
+    auto db = Database::Connect(cluster_->uri(), cluster_->connect_options());
+    ASSERT_TRUE(db.ok()) << db.status();
+    auto docs = (*db)->CreateCollection("docs");
+    ASSERT_TRUE(docs.ok()) << docs.status();
+    EXPECT_EQ(docs->Get(key).status().code(), StatusCode::kNotFound) << key;
+  }
+
+  // Every log and output of the test holds none of the passwords used.
+  void ExpectNoPasswordInLogs() {
+    std::error_code ec;
+    int files = 0;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(cluster_->dir(), ec)) {
+      const std::string name = entry.path().filename().string();
+      if (!entry.is_regular_file() || !(name.ends_with(".log") || name.ends_with(".out"))) {
+        continue;
+      }
+      ++files;
+      const std::string text = ReadAll(entry.path().string());
+      for (const auto& password : passwords_) {
+        EXPECT_EQ(text.find(password), std::string::npos) << "a password in " << entry.path();
+      }
+    }
+    EXPECT_GT(files, 3);
+  }
+
+  std::unique_ptr<ProcessCluster> cluster_;
+  std::vector<std::string> passwords_;
+  int runs_ = 0;
+};
+
+TEST_F(AuthClusterTest, NoCredentialsOrWrongPasswordIsUnauthenticatedAndWritesNothing) {
+  ASSERT_NO_FATAL_FAILURE(AddUser("writer", "write", "writer-password-4dc1f"));
+  passwords_.push_back("not-the-writer-password");
+  for (const std::string& credentials :
+       {CredentialsFor(kGuest, ""), CredentialsFor("writer", "not-the-writer-password"),
+        CredentialsFor("nobody", "no-such-user-password")}) {
+    auto db = ConnectAs(credentials);
+    if (!db.ok()) {
+      EXPECT_EQ(db.status().code(), StatusCode::kUnauthenticated) << db.status();
+      continue;
+    }
+    auto docs = (*db)->GetCollection("docs");
+    const Status put = docs.ok() ? docs->Insert("k-unauth", R"({"a": 1})").status() : docs.status();
+    EXPECT_EQ(put.code(), StatusCode::kUnauthenticated) << put;
+  }
+  std::string out;
+  EXPECT_NE(
+      Cli("put docs k-unauth '{\"a\": 1}'", "--credentials " + CredentialsFor(kGuest, ""), &out),
+      0);
+  EXPECT_NE(out.find("UNAUTHENTICATED"), std::string::npos) << out;
+  ASSERT_NO_FATAL_FAILURE(ExpectNotWritten("k-unauth"));
+}
+
+TEST_F(AuthClusterTest, ReadUserCannotWriteAndWriteUserCannotAdminister) {
+  ASSERT_NO_FATAL_FAILURE(AddUser("reader", "read", "reader-password-81b2e"));
+  ASSERT_NO_FATAL_FAILURE(AddUser("writer", "write", "writer-password-77a0c"));
+  {
+    auto admin = Database::Connect(cluster_->uri(), cluster_->connect_options());
+    ASSERT_TRUE(admin.ok());
+    auto docs = (*admin)->CreateCollection("docs");
+    ASSERT_TRUE(docs.ok()) << docs.status();
+    ASSERT_TRUE(docs->Insert("seen", R"({"a": 1})").ok());
+  }
+  auto reader = ConnectAs(CredentialsFor("reader", "reader-password-81b2e"));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto docs = (*reader)->GetCollection("docs");
+  ASSERT_TRUE(docs.ok()) << docs.status();
+  const auto seen = docs->Get("seen");
+  EXPECT_TRUE(seen.ok()) << seen.status();
+  const auto denied = docs->Insert("k-reader", R"({"a": 2})");
+  EXPECT_EQ(denied.status().code(), StatusCode::kPermissionDenied) << denied.status();
+  EXPECT_NE(denied.status().message().find("write"), std::string_view::npos) << denied.status();
+  ASSERT_NO_FATAL_FAILURE(ExpectNotWritten("k-reader"));
+
+  auto writer = ConnectAs(CredentialsFor("writer", "writer-password-77a0c"));
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  auto written = (*writer)->GetCollection("docs");
+  ASSERT_TRUE(written.ok());
+  EXPECT_TRUE(written->Insert("k-writer", R"({"a": 3})").ok());
+
+  const std::string as_writer =
+      "--credentials " + CredentialsFor("writer", "writer-password-77a0c");
+  std::string out;
+  EXPECT_NE(Cli("add-node --id 3 --no-wait", as_writer, &out), 0);
+  EXPECT_NE(out.find("PERMISSION_DENIED"), std::string::npos) << out;
+  EXPECT_NE(out.find("admin"), std::string::npos) << out;
+  // Failpoints are set at the process itself: the coordinator and a node both refuse.
+  ASSERT_EQ(AdminCli("status --json", &out), 0) << out;
+  const auto status = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(status.is_discarded()) << out;
+  std::vector<std::string> targets = {cluster_->CoordinatorAddress(kCoordinator)};
+  for (const auto& node : status["nodes"]) targets.push_back(node.value("address", ""));
+  ASSERT_EQ(targets.size(), 3u) << out;
+  for (const std::string& target : targets) {
+    std::string failpoint;
+    EXPECT_NE(Cli(fmt::format("failpoint --target {} x=crash", target), as_writer, &failpoint,
+                  "/dev/null", /*with_cluster=*/false),
+              0)
+        << target;
+    EXPECT_NE(failpoint.find("PERMISSION_DENIED"), std::string::npos) << failpoint;
+  }
+  // The admin still administers; the users list shows no hash.
+  ASSERT_EQ(AdminCli("user list --json", &out), 0) << out;
+  EXPECT_EQ(out.find("argon2"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"reader\""), std::string::npos) << out;
+}
+
+TEST_F(AuthClusterTest, RemovedUserIsRefusedByEveryProcessWithinTheBound) {
+  ASSERT_NO_FATAL_FAILURE(AddUser("leaving", "write", "leaving-password-3e9d1"));
+  security::TlsFiles files = security::ClientTlsFiles(cluster_->certs_dir(), kGuest);
+  files.user = "leaving";
+  files.password = "leaving-password-3e9d1";
+  auto runtime = net::GrpcRuntime::Start(
+      {.coordinator = cluster_->coordinators(), .security = {.tls = files}});
+  ASSERT_TRUE(runtime.ok()) << runtime.status();
+  const std::vector<transport::Address> processes = {transport::Address::Coordinator(),
+                                                     transport::Address::Node(NodeId(1)),
+                                                     transport::Address::Node(NodeId(2))};
+  // Whether `to` refuses the user: any answer but UNAUTHENTICATED means it was let in.
+  const auto refused = [&](const transport::Address& to) {
+    transport::Request request =
+        to == transport::Address::Coordinator()
+            ? transport::Request(transport::GetMapRequest{})
+            : transport::Request(transport::GetRequest{.primary_key = "k"});
+    auto answer = (*runtime)->Call(to, std::move(request), 2'000'000);
+    return !answer.ok() && answer.status().code() == StatusCode::kUnauthenticated;
+  };
+  // Every process knows the user (a node learns it within its poll).
+  const auto known_by = Clock::now() + std::chrono::seconds(10);
+  for (const auto& to : processes) {
+    while (refused(to) && Clock::now() < known_by) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_FALSE(refused(to)) << to.DebugString();
+  }
+
+  std::string out;
+  const auto removed_at = Clock::now();
+  ASSERT_EQ(AdminCli("user remove leaving", &out), 0) << out;
+  std::vector<double> seconds(processes.size(), -1);
+  size_t left = processes.size();
+  while (left > 0 && Clock::now() - removed_at < 2 * kRevocationBound) {
+    for (size_t i = 0; i < processes.size(); ++i) {
+      if (seconds[i] >= 0 || !refused(processes[i])) continue;
+      seconds[i] = std::chrono::duration<double>(Clock::now() - removed_at).count();
+      --left;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (size_t i = 0; i < processes.size(); ++i) {
+    std::printf("removed user refused by %s after %.3f s\n", processes[i].DebugString().c_str(),
+                seconds[i]);
+    EXPECT_GE(seconds[i], 0) << processes[i].DebugString() << " still lets the user in";
+    EXPECT_LE(seconds[i], std::chrono::duration<double>(kRevocationBound).count())
+        << processes[i].DebugString();
+  }
+}
+
+}  // namespace
+}  // namespace shoal::cluster_test
