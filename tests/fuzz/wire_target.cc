@@ -128,6 +128,14 @@ bool OutlivesTheRequest(const wire::AdminRequest& request) {
     case wire::AdminRequest::kSetThresholds:
     case wire::AdminRequest::kForcePrimary:
     case wire::AdminRequest::kSetFailpoints:
+    // Users are administered by the coordinator process (process::UserAdmin); the embedded
+    // handler answers them with an error at once.
+    case wire::AdminRequest::kAddUser:
+    case wire::AdminRequest::kRemoveUser:
+    case wire::AdminRequest::kListUsers:
+    case wire::AdminRequest::kSetPassword:
+    case wire::AdminRequest::kGrantRole:
+    case wire::AdminRequest::kGetUserTable:
     case wire::AdminRequest::BODY_NOT_SET:
       return false;
   }
