@@ -8,7 +8,9 @@
 # the default move throttle). Measured: the time from the restart until `shoal status` shows no
 # bucket with fewer than three copies, and the get throughput of CLIENTS clients in windows of
 # WINDOW seconds before (BEFORE windows) and during the rebuild, as a ratio of medians.
-# Usage: [MIB=1024] [VALUE_BYTES=65536] [CLIENTS=16] [WINDOW=2] [BEFORE=5]
+# MOVE_MIB sets the coordinator's --max-move-mib-per-s (0: unthrottled; default: its default);
+# TLS=1 runs every process over mutual TLS (bench/net/processes.sh).
+# Usage: [MIB=1024] [VALUE_BYTES=65536] [CLIENTS=16] [WINDOW=2] [BEFORE=5] [MOVE_MIB=] [TLS=0]
 #        bench/cluster/rereplication.sh BUILD_DIR
 set -euo pipefail
 
@@ -18,6 +20,8 @@ value_bytes=${VALUE_BYTES:-65536}
 clients=${CLIENTS:-16}
 window=${WINDOW:-2}
 before_windows=${BEFORE:-5}
+throttle=()
+[ -n "${MOVE_MIB:-}" ] && throttle=(--max-move-mib-per-s "$MOVE_MIB")
 keys=$((mib * 1024 * 1024 / value_bytes))
 shoal=$build/tools/shoal/shoal
 load=$build/bench/net/net_load
@@ -27,7 +31,7 @@ source "$(dirname "$0")/../net/processes.sh"
 now_ms() { date +%s%3N; }
 
 start coordinator "$shoal" coordinator --data "$dir/coordinator" --listen 127.0.0.1:0 \
-  --initial-nodes 3 --buckets 32 --replicas 3 --no-sync
+  --initial-nodes 3 --buckets 32 --replicas 3 --no-sync "${throttle[@]}"
 coordinator=$address
 cluster="shoal://$coordinator"
 for i in 1 2 3; do
