@@ -8,7 +8,10 @@
 # per-round ratio (TLS / insecure) of throughput, of p50 and p99 latency and of the nodes' CPU
 # time per operation (/proc/PID/stat over the run).
 # GRPC_SERVER=callback runs both arms on gRPC's callback server API (default sync).
-# Usage: [ROUNDS=7] [CLIENTS=16] [NODES=3] [OPS="get put"] [GRPC_SERVER=sync]
+# The TLS arm's clients authenticate with the `admin` client certificate; AUTH=password makes
+# them a `write` user with a password instead (a credentials file with the password, the
+# certificate still the transport's), so every call carries the password and is checked.
+# Usage: [ROUNDS=7] [CLIENTS=16] [NODES=3] [OPS="get put"] [GRPC_SERVER=sync] [AUTH=certificate]
 #        bench/net/security.sh BUILD_DIR [SECONDS]
 set -euo pipefail
 
@@ -49,11 +52,25 @@ for arm in tls insecure; do
   done
 done
 sleep 2
+if [ "${AUTH:-certificate}" = password ]; then
+  password=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+  printf '%s\n' "$password" | "$shoal" user add bench --role write --password-stdin \
+    --cluster "shoal://${coordinators[tls]}" --certs-dir "$dir/certs" >/dev/null
+  jq -n --arg cluster "shoal://${coordinators[tls]}" --arg password "$password" \
+    --arg certs "$dir/certs" '{clusters: [{cluster: $cluster, user: "bench", password: $password,
+      ca: "\($certs)/ca.crt", cert: "\($certs)/client.admin.crt",
+      key: "\($certs)/client.admin.key"}]}' >"$dir/credentials"
+  chmod 600 "$dir/credentials"
+  # Every node learns the new user by its next poll (1 s): measure after that.
+  sleep 2
+  export SHOAL_CREDENTIALS="$dir/credentials"
+  clients_of[tls]=""
+fi
 # Every key once in each cluster (a short get run loads them), so that the get arms find them.
 for arm in tls insecure; do
   # shellcheck disable=SC2086
   "$load" ${clients_of[$arm]} --cluster "shoal://${coordinators[$arm]}" --op get \
-    --clients "$clients" --seconds 1 >/dev/null
+    --clients "$clients" --seconds 1 >"$dir/load-$arm.out" || { cat "$dir/load-$arm.out" >&2; exit 1; }
 done
 
 node_ticks() {  # ARM -> utime + stime of the arm's nodes
