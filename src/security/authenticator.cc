@@ -38,19 +38,17 @@ std::shared_ptr<const UserTable> Authenticator::table() const {
 void Authenticator::SetRefresher(std::function<void()> refresh) { refresh_ = std::move(refresh); }
 
 StatusOr<Principal> Authenticator::Authenticate(const PeerIdentity& peer) {
+  const uint64_t judged_by = version();
   StatusOr<Principal> principal = AuthenticateOnce(peer);
   if (principal.ok() || refresh_ == nullptr) return principal;
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
-  int64_t due = next_refresh_nanos_.load();
-  if (now < due || !next_refresh_nanos_.compare_exchange_strong(
-                       due, now + std::chrono::nanoseconds(kMinRefreshInterval).count())) {
-    return principal;
-  }
-  const uint64_t before = version();
+  absl::MutexLock lock(&refresh_mu_);
+  // A newer table came while this peer waited (a refresh it queued behind, or the poll).
+  if (version() != judged_by) return AuthenticateOnce(peer);
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_refresh_) return principal;
+  next_refresh_ = now + kMinRefreshInterval;
   refresh_();
-  return version() == before ? principal : AuthenticateOnce(peer);
+  return version() == judged_by ? principal : AuthenticateOnce(peer);
 }
 
 StatusOr<Principal> Authenticator::AuthenticateOnce(const PeerIdentity& peer) {

@@ -15,7 +15,9 @@
 //
 // A process that only follows the table (a node) may give a refresher: when a peer would be
 // refused, it is asked once for a newer table (at most every kMinRefreshInterval), so that a
-// user added a moment ago is not refused while the follower's next poll is due.
+// user added a moment ago is not refused while the follower's next poll is due. One refresh runs
+// at a time; a peer refused meanwhile waits for it and is judged again by what it brought,
+// instead of being refused by the table it came too early for.
 //
 // A password is verified with Argon2id once per (user, password) and table version: verified
 // pairs are cached by a keyed digest (never the password), and the cache is dropped when a newer
@@ -23,7 +25,6 @@
 //
 // Thread-safety: thread-safe; Authenticate may run on many threads while Install runs.
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -87,7 +88,9 @@ class Authenticator {
 
   const std::string digest_key_;
   std::function<void()> refresh_;
-  std::atomic<int64_t> next_refresh_nanos_{0};
+  // Held across a refresh: the peers refused meanwhile wait for its table.
+  absl::Mutex refresh_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::chrono::steady_clock::time_point next_refresh_ ABSL_GUARDED_BY(refresh_mu_){};
   mutable absl::Mutex mu_;
   std::shared_ptr<const UserTable> table_ ABSL_GUARDED_BY(mu_);
   // user + '\0' + keyed digest of the password -> verified under the current table.

@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "src/security/passwords.h"
 
@@ -90,6 +94,38 @@ TEST(AuthenticatorTest, WrongPasswordsAndRemovedUsersAreRefused) {
   ASSERT_TRUE(
       auth.Install(std::make_shared<const UserTable>(auth.table()->Remove("alice").value())));
   refused({.user = "alice", .password = std::string(kAlicePassword)});
+}
+
+// A user added a moment ago, at a follower that has not learned it: the first refused call
+// refreshes, and the calls refused while that refresh runs wait for it instead of being refused
+// by the table they came too early for.
+TEST(AuthenticatorTest, CallsRefusedDuringARefreshAreJudgedByItsTable) {
+  Authenticator auth;
+  ASSERT_TRUE(auth.Install(Table()));
+  std::atomic<int> refreshes{0};
+  auth.SetRefresher([&] {
+    ++refreshes;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    (void)auth.Install(std::make_shared<const UserTable>(
+        auth.table()->Add({.name = "bob", .role = Role::kRead}).value()));
+  });
+  std::atomic<int> accepted{0};
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 8; ++i) {
+    callers.emplace_back([&] {
+      if (auth.Authenticate({.certificate_name = "bob"}).ok()) ++accepted;
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(accepted.load(), 8);
+  EXPECT_EQ(refreshes.load(), 1);
+  // A peer the new table does not know either is refused, and refreshes at most once per
+  // kMinRefreshInterval.
+  EXPECT_EQ(auth.Authenticate({.certificate_name = "mallory"}).status().code(),
+            StatusCode::kUnauthenticated);
+  EXPECT_EQ(auth.Authenticate({.certificate_name = "mallory"}).status().code(),
+            StatusCode::kUnauthenticated);
+  EXPECT_LE(refreshes.load(), 2);
 }
 
 TEST(AuthenticatorTest, AuthorizeNamesTheRoleNeeded) {
