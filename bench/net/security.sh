@@ -61,8 +61,6 @@ if [ "${AUTH:-certificate}" = password ]; then
       ca: "\($certs)/ca.crt", cert: "\($certs)/client.admin.crt",
       key: "\($certs)/client.admin.key"}]}' >"$dir/credentials"
   chmod 600 "$dir/credentials"
-  # Every node learns the new user by its next poll (1 s): measure after that.
-  sleep 2
   export SHOAL_CREDENTIALS="$dir/credentials"
   clients_of[tls]=""
 fi
