@@ -37,9 +37,9 @@ grpc::Status DispatchEnvelope(transport::ThreadRuntime& runtime, const wire::Env
   const size_t bytes = out->ByteSizeLong();
   if (bytes > max_message_bytes) {
     out->Clear();
-    ToWire(transport::Response::Error(ResourceExhaustedError(fmt::format(
-               "response of {} bytes exceeds the limit of {} bytes (docs/limits.md)", bytes,
-               max_message_bytes))),
+    ToWire(transport::Response::Error(ResourceExhaustedError(
+               fmt::format("response of {} bytes exceeds the limit of {} bytes (docs/limits.md)",
+                           bytes, max_message_bytes))),
            out);
   }
   return grpc::Status::OK;

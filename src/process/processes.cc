@@ -304,9 +304,9 @@ StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeProcessOptio
                                                   .max_message_bytes = options.max_message_bytes,
                                                   .server_mode = options.server_mode,
                                                   .pipe = false,
-                                                   .call_limits = options.call_limits,
-                                                   .security = options.security,
-                                                   .remote_failpoints = options.enable_failpoints}));
+                                                  .call_limits = options.call_limits,
+                                                  .security = options.security,
+                                                  .remote_failpoints = options.enable_failpoints}));
   net::StreamLimits streams = process->runtime_->stream_limits();
   streams.max_streams = options.max_streams;
   SHOAL_RETURN_IF_ERROR(process->runtime_->SetStreamLimits(streams));
