@@ -131,6 +131,29 @@ TEST_F(ReplicationTest, BackupKilledIsRemovedAndRestartedGetsItsCopiesBack) {
 TEST_F(ReplicationTest, TwoNodesKilledLeaveOneCopyThatRefusesWrites) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(4));
   ASSERT_NO_FATAL_FAILURE(StartWriters());
+  // Long enough for the checks below; the held moves end (most abort) soon after. Set before
+  // the map is read: a move that began earlier (the balancer evens bytes while the writers
+  // run) would add a copy meanwhile, so the map is read once every such move has ended.
+  const Status held =
+      cluster_->SetCoordinatorFailpoints(kCoordinator, "coordinator.after_begin=pause:30000");
+  ASSERT_TRUE(held.ok()) << held;
+  std::set<uint64_t> unheld;  // moves past their BEGIN when the failpoint was set
+  {
+    const cluster::ShardMapPtr now = Map();
+    ASSERT_NE(now, nullptr);
+    for (const auto& bucket : now->buckets()) {
+      if (bucket.transition.has_value()) unheld.insert(bucket.transition->move.value());
+    }
+  }
+  const Status quiet = AwaitMap(
+      "every move begun before the failpoint ended",
+      [&](const cluster::ShardMap& map) {
+        return std::none_of(map.buckets().begin(), map.buckets().end(), [&](const auto& b) {
+          return b.transition.has_value() && unheld.contains(b.transition->move.value());
+        });
+      },
+      60);
+  ASSERT_TRUE(quiet.ok()) << quiet;
   const cluster::ShardMapPtr before = Map();
   ASSERT_NE(before, nullptr);
   // Two nodes that both hold some buckets, but not every bucket.
@@ -153,11 +176,6 @@ TEST_F(ReplicationTest, TwoNodesKilledLeaveOneCopyThatRefusesWrites) {
   ASSERT_NE(first, NodeId()) << "no two nodes share some buckets but not all";
   fmt::print("n{} and n{} die; they share {} buckets\n", first.value(), second.value(),
              one_left.size());
-  // Long enough for the checks below; the held moves end (most abort) soon after.
-  const Status held =
-      cluster_->SetCoordinatorFailpoints(kCoordinator, "coordinator.after_begin=pause:25000");
-  ASSERT_TRUE(held.ok()) << held;
-
   cluster_->Kill(first.value());
   const Status out = AwaitMap(
       "the first out of every bucket", [&](const auto& map) { return ListedNowhere(map, first); },
