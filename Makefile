@@ -3,8 +3,9 @@ BUILD_DIR      ?= build
 ASAN_BUILD_DIR ?= build-asan
 JOBS           ?= $(shell nproc)
 CMAKE_FLAGS    ?=
-# The release run of `make test` simulates 200 seeds; the sanitizer run, slower, 4 x 5.
-ASAN_SIM_SEEDS ?= 5
+# The release run of `make test` simulates 100 K = 1 and 40 K = 3 seeds; the sanitizer run,
+# slower, 3 per shard.
+ASAN_SIM_SEEDS ?= 3
 # The interleavings: the sanitizer run lets the move advance only while no operation can run.
 ASAN_INTERLEAVE_BUDGET ?= 0
 # ... and every interleaving of one config in 40 (the release run: one in 6).
@@ -14,7 +15,7 @@ ASAN_INTERLEAVE_SAMPLE ?= 40
 export CCACHE_BASEDIR   := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: deps build build-asan demo test test-release test-asan bench clean format tidy
+.PHONY: deps build build-asan demo test test-release test-asan test-long bench clean format tidy
 
 deps:
 	@./scripts/install-deps.sh
@@ -48,6 +49,17 @@ test-asan: build-asan
 
 # The whole suite: release build, then the same tests under AddressSanitizer + UBSan.
 test: test-release test-asan
+
+# Deeper simulation than `make test` (about 25 more minutes on two cores): all 200 K = 1 seeds,
+# 30 batch seeds, and twice the interleaving configs (one in six of a move, half of each single
+# replication fault).
+test-long: build
+	cd $(BUILD_DIR) && SHOAL_SIM_SEEDS=50 ctest --output-on-failure -j $(JOBS) -R '^sim_cluster_seeds_'
+	cd $(BUILD_DIR) && SHOAL_SIM_SEEDS=30 ctest --output-on-failure -j $(JOBS) -R '^sim_cluster_batch_seeds$$'
+	cd $(BUILD_DIR) && SHOAL_INTERLEAVE_SAMPLE=6 ctest --output-on-failure -j $(JOBS) \
+	  -R '^sim_interleave_(CopyThenSwitch|SwitchThenCopy)_'
+	cd $(BUILD_DIR) && SHOAL_INTERLEAVE_SAMPLE=2 ctest --output-on-failure -j $(JOBS) \
+	  -R '^sim_interleave_replication_(remove-backup|failover)_'
 
 bench: build
 	./scripts/run-benchmarks.sh $(BUILD_DIR)
