@@ -74,6 +74,9 @@ StatusOr<std::shared_ptr<StorageNode>> StorageNode::Open(transport::Runtime& run
   {
     absl::MutexLock lock(&node->mu_);
     for (const auto& spec : node->store_->ListCollections()) node->collections_[spec.id] = true;
+    // Seals outlive a restart (replication.md §4.8): a failover may still be waiting out the
+    // lease of the primary this node refused.
+    for (const auto& [bucket, term] : node->store_->Seals()) node->sealed_[bucket] = term;
   }
   return node;
 }
@@ -196,6 +199,7 @@ void StorageNode::InstallLocked(const transport::ClusterState& state) {
   map_ = state.map;
   if (before != nullptr && map_->replication_factor() > 1) StartNewBucketsLocked(*before);
   if (before != nullptr) ForgetRetainedLogsLocked(*before);
+  ForgetMootSealsLocked();
   if (!installed_) {
     installed_ = true;
     FenceRestartedTermsLocked();

@@ -448,8 +448,8 @@ class StorageNode final : public transport::Service,
   // A backup still listed at this node's term answered sealed (a failover began): the bucket's
   // pending writes are abandoned and the term is closed here as a seal closes it at a backup,
   // so that this node serves nothing more at it and its heartbeats report it until a map with
-  // a newer term comes. The failover may never finish by itself (the sealed backup restarted
-  // and forgot its seal, or left the bucket), and with its writes abandoned the term could not
+  // a newer term comes. The failover may never finish by itself (the sealed backup left the
+  // bucket), and with its writes abandoned the term could not
   // commit another write: the report makes the coordinator end it.
   void CloseTermSealedAtBackup(const transport::BucketTerm& at);
   // The closed terms the heartbeat reports (HeartbeatRequest::fenced): the restart-fenced
@@ -457,6 +457,8 @@ class StorageNode final : public transport::Service,
   // holds, sealed at their current term.
   [[nodiscard]] std::vector<transport::BucketTerm> FencedTerms() const;
   transport::Response HandleSealTerm(const transport::SealTermRequest& request);
+  // Forgets the seals a newer term (or the bucket's end) made moot, here and in the store.
+  void ForgetMootSealsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The buckets (with their terms) this node replicates to `backup` now.
   [[nodiscard]] std::vector<transport::BucketTerm> TermsFor(NodeId backup);
   // The coordinator kept the silent `backup` of `bucket` at the floor: new writes are refused
@@ -551,7 +553,8 @@ class StorageNode final : public transport::Service,
   const uint64_t incarnation_;                   // this start of the process
   bool installed_ ABSL_GUARDED_BY(mu_) = false;  // a map was installed since the start
   // Terms this node held as a replicated primary before its start, and terms the coordinator
-  // sealed here (a failover): no read or write of the bucket is admitted at or below them.
+  // sealed here (a failover; durable in the store, restored at Open): no read or write of the
+  // bucket is admitted at or below them.
   absl::flat_hash_map<BucketId, Term> restart_fenced_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<BucketId, Term> sealed_ ABSL_GUARDED_BY(mu_);
   // At a backup: when it last acknowledged the bucket's stream (what a seal reports), and the

@@ -5,8 +5,9 @@
 //   crash, so after a start it serves none of the buckets it was the replicated primary of (and
 //   wrote to) at the term it held; its heartbeats name them and the coordinator ends the term by
 //   a failover, which this node may win with a new term.
-// - SEAL (§4.2 step 2): a replica sealed at a term refuses that term's stream from then on, which
-//   also stops renewing that primary's read lease, and answers its position, its store id and
+// - SEAL (§4.2 step 2): a replica sealed at a term refuses that term's stream from then on, also
+//   after a restart (the seal is durable before the answer), which stops renewing that
+//   primary's read lease, and answers its position, its store id and
 //   how long ago it last acknowledged the primary; a sealed primary serves nothing at the term.
 // - REPORT (§4.1): a primary reports a silent or broken backup; the coordinator removes it from
 //   the bucket, and the primary's writes waiting for it commit once the new map is installed.
@@ -112,8 +113,34 @@ std::vector<transport::BucketTerm> StorageNode::FencedTerms() const {
   return fenced;
 }
 
+void StorageNode::ForgetMootSealsLocked() {
+  std::vector<BucketId> moot;
+  for (auto it = sealed_.begin(); it != sealed_.end();) {
+    const BucketPlacement* placement = map_->Find(it->first);
+    if (placement == nullptr || placement->term > it->second) {
+      moot.push_back(it->first);
+      sealed_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  if (moot.empty()) return;
+  if (Status s = store_->ForgetSeals(moot); !s.ok()) {
+    log::Warning("replica.forget_seals", {{"node", options_.id.value()}, {"error", s.ToString()}});
+  }
+}
+
 Response StorageNode::HandleSealTerm(const transport::SealTermRequest& request) {
   transport::SealTermResponse out{.store_id = store_->store_id(), .buckets = {}};
+  // Durable before the answer: the coordinator waits out the old primary's lease on the word
+  // of this answer, and a restart meanwhile must not let this replica renew that lease.
+  std::vector<std::pair<BucketId, Term>> seals;
+  seals.reserve(request.buckets.size());
+  for (const transport::BucketTerm& seal : request.buckets)
+    seals.emplace_back(seal.bucket, seal.term);
+  if (Status recorded = store_->RecordSeals(seals); !recorded.ok()) {
+    return Response::Error(recorded);
+  }
   const transport::Micros now = runtime_.Now();
   absl::MutexLock lock(&mu_);
   for (const transport::BucketTerm& seal : request.buckets) {

@@ -371,6 +371,41 @@ TEST_F(ReplicationNodeTest, ASealedBackupRefusesTheOldPrimaryAndReportsItsPositi
   });
 }
 
+// §4.8: a seal outlives the backup's restart. n2 is sealed (a failover began and waits out n1's
+// lease) and restarts before any promotion: it still refuses n1's stream at the old term, so n1
+// commits no write and its lease is not renewed, and n2's heartbeats name the term for the
+// coordinator to finish the failover. A map with a newer term makes the seal moot, and it goes.
+TEST_F(ReplicationNodeTest, ASealedBackupKeepsRefusingTheOldTermAfterARestart) {
+  Run([&] {
+    ASSERT_TRUE(StatusOf(Put(kN1, initial_, "a", R"({"v":1})")).ok());
+    const Term term = initial_->Find(kB0)->term;
+    auto sealed = sim_.Call(Address::Node(kN2),
+                            transport::SealTermRequest{.buckets = {{.bucket = kB0, .term = term}}},
+                            10 * kSecond);
+    ASSERT_TRUE(StatusOf(sealed).ok()) << StatusOf(sealed);
+    Crash(kN2);
+    ASSERT_TRUE(OpenNode(kN2));
+    Install(kN2, initial_);
+    EXPECT_EQ(nodes_.at(kN2)->store()->Seals().at(kB0), term);
+    auto put = Put(kN1, initial_, "b", "{}");
+    EXPECT_FALSE(StatusOf(put).ok()) << "the old primary committed a write past a seal";
+    ASSERT_TRUE(sim_.Sleep(2500 * kMs).ok());
+    EXPECT_FALSE(StatusOf(Get(kN1, initial_, "a")).ok()) << "the old primary's lease was renewed";
+    const transport::HeartbeatRequest heartbeat = coordinator_->last_heartbeat(kN2);
+    ASSERT_EQ(heartbeat.fenced.size(), 1u);
+    EXPECT_EQ(heartbeat.fenced[0].bucket, kB0);
+    EXPECT_EQ(heartbeat.fenced[0].term, term);
+
+    ShardMapPtr promoted = Next(initial_, [](ShardMapEdit& e) { e.PromoteReplica(kB0, kN2); });
+    Publish(promoted);
+    EXPECT_TRUE(nodes_.at(kN2)->store()->Seals().empty());
+    auto after = Put(kN2, promoted, "b", "{}");
+    EXPECT_TRUE(StatusOf(after).ok()) << StatusOf(after);
+    auto read = Get(kN2, promoted, "a");
+    EXPECT_TRUE(StatusOf(read).ok()) << StatusOf(read);
+  });
+}
+
 TEST_F(ReplicationNodeTest, ARestartedPrimaryServesNothingAtItsOldTerm) {
   Run([&] {
     ASSERT_TRUE(StatusOf(Put(kN1, initial_, "a", R"({"v":1})")).ok());

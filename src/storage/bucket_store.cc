@@ -151,6 +151,11 @@ Status BucketStore::LoadMeta() {
       SHOAL_RETURN_IF_ERROR(Prefixed(directory_.Add(entry), "recover directory"));
     } else if (key[0] == kReplicaPositionPrefix || key[0] == kTermHistoryPrefix) {
       SHOAL_RETURN_IF_ERROR(LoadReplicaRecord(key, val));
+    } else if (key[0] == kSealPrefix) {
+      if (key.size() != 5 || val.size() != 8) {
+        return StorageError(ErrorReason::kCorruption, "bad seal record");
+      }
+      seals_[BucketId(DecodeBigEndian32(key.data() + 1))] = Term(DecodeBigEndian64(val.data()));
     }
   }
   return FromRocks(it->status(), "load meta");

@@ -35,6 +35,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -271,6 +272,15 @@ class BucketStore {
   // with the empty state once the data no longer matches it. Durable (synced). The bucket's
   // RseqIndex starts afresh at the stored position.
   [[nodiscard]] Status SetReplicaState(BucketId bucket, const ReplicaState& state);
+  // Seals (replication.md §4.2 step 2, §4.8): a replica sealed at a bucket's term refuses that
+  // term's stream, and must go on refusing it after a restart, or it could renew a cut-off old
+  // primary's read lease while a failover waits that lease out. RecordSeals raises each bucket's
+  // sealed term (a lower or equal one changes nothing) and returns once the seals are durable
+  // (synced). Seals() is every recorded seal. ForgetSeals drops those a newer term made moot,
+  // unsynced: a seal that a crash brings back is below its bucket's term and refuses nothing.
+  [[nodiscard]] Status RecordSeals(std::span<const std::pair<BucketId, Term>> seals);
+  [[nodiscard]] std::map<BucketId, Term> Seals() const;
+  [[nodiscard]] Status ForgetSeals(std::span<const BucketId> buckets);
   // Log retention (rseq_index.h, replication.md §6): an engine sequence from which
   // ReadChangesSince returns every write of the bucket after rseq `rseq`, when this store can
   // vouch for a copy at `rseq` (its index covers it; the WAL may still be gone: the read says).
@@ -410,6 +420,9 @@ class BucketStore {
 
   mutable std::mutex replica_mu_;  // guards the map below, not the tracks
   mutable absl::flat_hash_map<BucketId, std::shared_ptr<ReplicaTrack>> tracks_;
+
+  mutable std::mutex seals_mu_;  // orders RecordSeals and ForgetSeals; guards seals_
+  std::map<BucketId, Term> seals_;
 
   mutable std::shared_mutex collections_mu_;
   absl::flat_hash_map<CollectionId, std::string> collections_;

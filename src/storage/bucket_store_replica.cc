@@ -97,6 +97,43 @@ Status BucketStore::SetReplicaState(BucketId bucket, const ReplicaState& state) 
   return OkStatus();
 }
 
+Status BucketStore::RecordSeals(std::span<const std::pair<BucketId, Term>> seals) {
+  std::lock_guard<std::mutex> lock(seals_mu_);
+  rocksdb::WriteBatch batch;
+  std::map<BucketId, Term> raised;
+  for (const auto& [bucket, term] : seals) {
+    auto known = seals_.find(bucket);
+    if (known != seals_.end() && known->second >= term) continue;
+    Term& next = raised[bucket];
+    next = std::max(next, term);
+  }
+  if (raised.empty()) return OkStatus();
+  for (const auto& [bucket, term] : raised) {
+    std::string value;
+    AppendBigEndian64(term.value(), &value);
+    batch.Put(meta_, SealKey(bucket), value);
+  }
+  SHOAL_RETURN_IF_ERROR(WriteBatchToEngine(&batch));
+  SHOAL_RETURN_IF_ERROR(SyncWal());
+  for (const auto& [bucket, term] : raised) seals_[bucket] = term;
+  return OkStatus();
+}
+
+std::map<BucketId, Term> BucketStore::Seals() const {
+  std::lock_guard<std::mutex> lock(seals_mu_);
+  return seals_;
+}
+
+Status BucketStore::ForgetSeals(std::span<const BucketId> buckets) {
+  std::lock_guard<std::mutex> lock(seals_mu_);
+  rocksdb::WriteBatch batch;
+  for (BucketId bucket : buckets) {
+    if (seals_.erase(bucket) > 0) batch.Delete(meta_, SealKey(bucket));
+  }
+  if (batch.Count() == 0) return OkStatus();
+  return WriteBatchToEngine(&batch);
+}
+
 std::optional<uint64_t> BucketStore::RetainedLogStart(BucketId bucket, uint64_t rseq) const {
   std::shared_ptr<ReplicaTrack> track = Track(bucket);
   std::lock_guard<std::mutex> lock(track->sequencer);

@@ -316,5 +316,43 @@ TEST(ReplicationCrashTest, ThePositionSurvivesExactlyWithItsWrites) {
   }
 }
 
+// Seals (replication.md §4.8) survive a machine crash the moment RecordSeals returns: the store
+// runs with periodic syncs, so only RecordSeals' own sync can have made them durable. A lower
+// term never lowers a seal; ForgetSeals drops one for good.
+TEST(ReplicationCrashTest, SealsAreDurableWhenRecorded) {
+  TempDir dir;
+  auto fs = std::make_shared<SyncTrackingFileSystem>();
+  std::unique_ptr<rocksdb::Env> env = SyncTrackingFileSystem::NewEnv(fs);
+  StoreOptions options = TestOptions(dir.Sub("db"));
+  options.sync = SyncPolicy::kPeriodic;
+  options.env = env.get();
+  std::unique_ptr<BucketStore> store = OpenTestStore(options);
+  ASSERT_NE(store, nullptr);
+  const std::vector<std::pair<BucketId, Term>> first = {{kB, Term(5)}, {BucketId(7), Term(2)}};
+  SHOAL_ASSERT_OK(store->RecordSeals(first));
+  const std::vector<std::pair<BucketId, Term>> lower = {{kB, Term(4)}};
+  SHOAL_ASSERT_OK(store->RecordSeals(lower));
+  const std::map<BucketId, Term> expected = {{kB, Term(5)}, {BucketId(7), Term(2)}};
+  EXPECT_EQ(store->Seals(), expected);
+  SHOAL_ASSERT_OK(fs->CopyDurable(dir.Sub("db"), dir.Sub("crash")));
+  const std::vector<BucketId> moot = {BucketId(7)};
+  SHOAL_ASSERT_OK(store->ForgetSeals(moot));
+  SHOAL_ASSERT_OK(store->Close());
+
+  StoreOptions crash_options = TestOptions(dir.Sub("crash"));
+  crash_options.create_if_missing = false;
+  std::unique_ptr<BucketStore> crashed = OpenTestStore(crash_options);
+  ASSERT_NE(crashed, nullptr);
+  EXPECT_EQ(crashed->Seals(), expected);
+  SHOAL_ASSERT_OK(crashed->Close());
+  StoreOptions reopen_options = TestOptions(dir.Sub("db"));
+  reopen_options.create_if_missing = false;
+  reopen_options.env = env.get();
+  std::unique_ptr<BucketStore> reopened = OpenTestStore(reopen_options);
+  ASSERT_NE(reopened, nullptr);
+  const std::map<BucketId, Term> kept = {{kB, Term(5)}};
+  EXPECT_EQ(reopened->Seals(), kept);
+}
+
 }  // namespace
 }  // namespace shoal::storage

@@ -81,6 +81,8 @@ std::string ReplicaPositionKey(BucketId bucket) {
 
 std::string TermHistoryKey(BucketId bucket) { return BucketKey(kTermHistoryPrefix, bucket); }
 
+std::string SealKey(BucketId bucket) { return BucketKey(kSealPrefix, bucket); }
+
 std::string EncodeReplicaPosition(const ReplicaPosition& position) {
   std::string out;
   AppendBigEndian64(position.term.value(), &out);

@@ -76,6 +76,9 @@ struct ReplicatedEntry {
 [[nodiscard]] std::string TermHistoryKey(BucketId bucket);
 inline constexpr char kReplicaPositionPrefix = 'r';
 inline constexpr char kTermHistoryPrefix = 'h';
+// A seal (replication.md §4.2 step 2): the term of the bucket's stream this replica refuses.
+[[nodiscard]] std::string SealKey(BucketId bucket);
+inline constexpr char kSealPrefix = 's';
 [[nodiscard]] std::string EncodeReplicaPosition(const ReplicaPosition& position);
 [[nodiscard]] StatusOr<ReplicaPosition> DecodeReplicaPosition(std::string_view bytes);
 [[nodiscard]] std::string EncodeTermHistory(const std::vector<TermStart>& history);

@@ -136,14 +136,14 @@ TEST_F(ReplicationSimTest, MostAdvancedBackupPartitionedAtFailover) {
   });
 }
 
-// A failover that stopped after its seal, whose sealed backup then restarts and forgets the
-// seal (replication.md §4.8, "Seals"): n1 and n2 are cut from the coordinator, which fails n1's
-// buckets over, seals n3 alone (n2 is silent too) and crashes right after. n3 refuses n1's stream
-// as sealed, so n1 abandons those buckets' pending writes: no write can commit at their terms any
-// more. n3 restarts, the links heal, a new coordinator starts: nobody remembers the seal and n1
-// is healthy, so only n1 can tell that its terms are dead. It closes them and reports them in its
-// heartbeats, and the coordinator fails them over. (The K = 3
-// simulation found the bucket frozen for good without that, seeds 77, 122 and 125 with
+// A failover that stopped after its seal, whose sealed backup then restarts (replication.md
+// §4.8, "Seals"): n1 and n2 are cut from the coordinator, which fails n1's buckets over, seals n3
+// alone (n2 is silent too) and crashes right after. n3 refuses n1's stream as sealed, so n1
+// abandons those buckets' pending writes: no write can commit at their terms any more. n3
+// restarts, the links heal, a new coordinator starts, which knows nothing of the seal, and n1 is
+// healthy. n1 closes its terms and reports them in its heartbeats (as a sealed backup that left
+// the bucket could not), and so does n3, whose seal is durable; the coordinator fails them over.
+// (The K = 3 simulation found the bucket frozen for good without that, seeds 77, 122 and 125 with
 // partitions: every read of a key with an abandoned write and every write waited forever.)
 TEST_F(ReplicationSimTest, APrimaryWhoseSealedBackupForgotTheSealClosesTheTerm) {
   bool crashed = false;
