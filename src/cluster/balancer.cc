@@ -91,7 +91,47 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
     ++busy[to];
     owner[u] = to;
   };
+  // A copy added in step 1 goes to a node that holds one outside the replicas when it may
+  // receive it (BalancerOptions::held_copies) and is left no more loaded than the most loaded
+  // node after step 1.
+  std::map<NodeId, uint64_t> step1_loads;
+  {
+    const std::vector<uint64_t> before = partition::NodeLoads(units, active);
+    for (size_t n = 0; n < active.size(); ++n) step1_loads[active[n]] = before[n];
+    for (size_t s = 0; s < result.steps.size() - result.step2_moves; ++s) {
+      step1_loads[result.steps[s].to] += units[unit_index[result.steps[s].bucket]].size;
+    }
+  }
+  uint64_t max_load = 0;
+  for (const auto& [node, node_load] : step1_loads) max_load = std::max(max_load, node_load);
+  const size_t group_slots = std::min<size_t>(k, active.size());
+  const auto holder_for = [&](size_t u, std::optional<NodeId> from) -> std::optional<NodeId> {
+    if (k == 1) return std::nullopt;
+    const size_t i = unit_bucket[u];
+    auto held = options.held_copies.find(map.buckets()[i].id);
+    if (held == options.held_copies.end()) return std::nullopt;
+    const uint64_t size = units[u].size;
+    std::optional<NodeId> best;
+    for (NodeId node : held->second) {
+      if (!Holds(active, node) || Holds(map.buckets()[i].TargetReplicas(), node) ||
+          !fits(from, node) || step1_loads[node] + size > max_load) {
+        continue;
+      }
+      if (auto room = balance_options.room.find(node);
+          room != balance_options.room.end() && room->second < size) {
+        continue;
+      }
+      bool in_group = false;
+      for (size_t v = i * group_slots; v < (i + 1) * group_slots; ++v) {
+        in_group = in_group || owner[v] == node || result.owners[v] == node;
+      }
+      if (in_group) continue;
+      if (!best.has_value() || step1_loads[node] < step1_loads[*best]) best = node;
+    }
+    return best;
+  };
   bool step1_complete = true;
+  bool redirected = false;
   for (size_t s = 0; s < result.steps.size() - result.step2_moves; ++s) {
     const partition::BalanceMove& step = result.steps[s];
     const size_t u = unit_index[step.bucket];
@@ -100,13 +140,32 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
     const std::vector<NodeId>& target = map.buckets()[unit_bucket[u]].TargetReplicas();
     const size_t r = units[u].id.value() % k;
     if (r < target.size()) from = target[r];
-    if (map.buckets()[unit_bucket[u]].transition.has_value() || !fits(from, step.to)) {
+    if (map.buckets()[unit_bucket[u]].transition.has_value()) {
       step1_complete = false;
       continue;
     }
-    take(u, from, step.to);
+    NodeId to = step.to;
+    if (std::optional<NodeId> holder = holder_for(u, from);
+        holder.has_value() && *holder != step.to) {
+      loads[step.to] -= units[u].size;
+      loads[*holder] += units[u].size;
+      step1_loads[step.to] -= units[u].size;
+      step1_loads[*holder] += units[u].size;
+      if (auto room = balance_options.room.find(*holder); room != balance_options.room.end()) {
+        room->second -= units[u].size;
+      }
+      to = *holder;
+      redirected = true;
+    }
+    if (!fits(from, to)) {
+      step1_complete = false;
+      continue;
+    }
+    take(u, from, to);
   }
-  if (step1_complete) {
+  // Algorithm 2's step 2 starts from its own step 1: after a redirected placement it waits for
+  // the next plan.
+  if (step1_complete && !redirected) {
     for (size_t s = result.steps.size() - result.step2_moves; s < result.steps.size(); ++s) {
       const partition::BalanceMove& step = result.steps[s];
       const size_t u = unit_index[step.bucket];
