@@ -105,16 +105,22 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
   uint64_t max_load = 0;
   for (const auto& [node, node_load] : step1_loads) max_load = std::max(max_load, node_load);
   const size_t group_slots = std::min<size_t>(k, active.size());
-  const auto holder_for = [&](size_t u, std::optional<NodeId> from) -> std::optional<NodeId> {
-    if (k == 1) return std::nullopt;
+  // The holder a unit goes to; `wait` when the only holders that may take it are at the move
+  // limit now: resuming there soon costs less than a snapshot elsewhere.
+  struct Holder {
+    std::optional<NodeId> node;
+    bool wait = false;
+  };
+  const auto holder_for = [&](size_t u, std::optional<NodeId> from) -> Holder {
+    Holder out;
+    if (k == 1) return out;
     const size_t i = unit_bucket[u];
     auto held = options.held_copies.find(map.buckets()[i].id);
-    if (held == options.held_copies.end()) return std::nullopt;
+    if (held == options.held_copies.end()) return out;
     const uint64_t size = units[u].size;
-    std::optional<NodeId> best;
     for (NodeId node : held->second) {
-      if (!Holds(active, node) || Holds(map.buckets()[i].TargetReplicas(), node) ||
-          !fits(from, node) || step1_loads[node] + size > max_load) {
+      if (!Holds(active, node) || Holds(options.damped, node) ||
+          Holds(map.buckets()[i].TargetReplicas(), node) || step1_loads[node] + size > max_load) {
         continue;
       }
       if (auto room = balance_options.room.find(node);
@@ -126,9 +132,14 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
         in_group = in_group || owner[v] == node || result.owners[v] == node;
       }
       if (in_group) continue;
-      if (!best.has_value() || step1_loads[node] < step1_loads[*best]) best = node;
+      if (!fits(from, node)) {
+        out.wait = true;
+        continue;
+      }
+      if (!out.node.has_value() || step1_loads[node] < step1_loads[*out.node]) out.node = node;
     }
-    return best;
+    if (out.node.has_value()) out.wait = false;
+    return out;
   };
   bool step1_complete = true;
   bool redirected = false;
@@ -145,16 +156,20 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
       continue;
     }
     NodeId to = step.to;
-    if (std::optional<NodeId> holder = holder_for(u, from);
-        holder.has_value() && *holder != step.to) {
+    const Holder holder = holder_for(u, from);
+    if (holder.wait) {
+      step1_complete = false;
+      continue;
+    }
+    if (holder.node.has_value() && *holder.node != step.to) {
       loads[step.to] -= units[u].size;
-      loads[*holder] += units[u].size;
+      loads[*holder.node] += units[u].size;
       step1_loads[step.to] -= units[u].size;
-      step1_loads[*holder] += units[u].size;
-      if (auto room = balance_options.room.find(*holder); room != balance_options.room.end()) {
+      step1_loads[*holder.node] += units[u].size;
+      if (auto room = balance_options.room.find(*holder.node); room != balance_options.room.end()) {
         room->second -= units[u].size;
       }
-      to = *holder;
+      to = *holder.node;
       redirected = true;
     }
     if (!fits(from, to)) {

@@ -73,9 +73,10 @@ struct BalancerOptions {
   // not unavailable, not damped, within max_moves_per_node and its room, holding no other copy
   // of the bucket, and left no more loaded than the most loaded node after Algorithm 2's step 1
   // (the preference never makes a new maximum; the balance moves of later plans even out what
-  // it gives up). Such a copy may resume from the primary's log instead of a snapshot; the move
-  // checks that and falls back to a snapshot, so the preference is never unsafe. Balance moves
-  // wait for a plan that placed nothing this way. Ignored at K = 1.
+  // it gives up). When the only such holders are at max_moves_per_node, the copy waits for a
+  // later plan rather than going elsewhere by snapshot. Such a copy may resume from the primary's
+  // log instead of a snapshot; the move checks that and falls back to a snapshot, so the preference
+  // is never unsafe. Balance moves wait for a plan that placed nothing this way. Ignored at K = 1.
   std::map<BucketId, std::vector<NodeId>> held_copies = {};
 };
 
