@@ -92,8 +92,8 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
     owner[u] = to;
   };
   // A copy added in step 1 goes to a node that holds one outside the replicas when it may
-  // receive it (BalancerOptions::held_copies) and is left no more loaded than the most loaded
-  // node after step 1.
+  // receive it (BalancerOptions::held_copies): it ends at most that bucket above the most loaded
+  // node after step 1, the one bucket of spread Algorithm 2 itself leaves.
   std::map<NodeId, uint64_t> step1_loads;
   {
     const std::vector<uint64_t> before = partition::NodeLoads(units, active);
@@ -120,7 +120,7 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
     const uint64_t size = units[u].size;
     for (NodeId node : held->second) {
       if (!Holds(active, node) || Holds(options.damped, node) ||
-          Holds(map.buckets()[i].TargetReplicas(), node) || step1_loads[node] + size > max_load) {
+          Holds(map.buckets()[i].TargetReplicas(), node) || step1_loads[node] > max_load) {
         continue;
       }
       if (auto room = balance_options.room.find(node);

@@ -71,12 +71,13 @@ struct BalancerOptions {
   // replicas"). A copy the plan adds to the bucket (a repair, or the replacement of a copy on a
   // node that left or is down) goes to the least loaded of them that may receive it: active,
   // not unavailable, not damped, within max_moves_per_node and its room, holding no other copy
-  // of the bucket, and left no more loaded than the most loaded node after Algorithm 2's step 1
-  // (the preference never makes a new maximum; the balance moves of later plans even out what
-  // it gives up). When the only such holders are at max_moves_per_node, the copy waits for a
-  // later plan rather than going elsewhere by snapshot. Such a copy may resume from the primary's
-  // log instead of a snapshot; the move checks that and falls back to a snapshot, so the preference
-  // is never unsafe. Balance moves wait for a plan that placed nothing this way. Ignored at K = 1.
+  // of the bucket, and left at most that bucket above the most loaded node after Algorithm 2's
+  // step 1 (the one bucket of spread Algorithm 2 itself leaves; the balance moves of later plans
+  // even out what the preference gives up). When the only such holders are at max_moves_per_node,
+  // the copy waits for a later plan rather than going elsewhere by snapshot. Such a copy may resume
+  // from the primary's log instead of a snapshot; the move checks that and falls back to a
+  // snapshot, so the preference is never unsafe. Balance moves wait for a plan that placed nothing
+  // this way. Ignored at K = 1.
   std::map<BucketId, std::vector<NodeId>> held_copies = {};
 };
 
