@@ -104,6 +104,12 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
   }
   uint64_t max_load = 0;
   for (const auto& [node, node_load] : step1_loads) max_load = std::max(max_load, node_load);
+  // Each unit's owner once step 1 has placed it (a redirect waits for no step 2).
+  std::vector<std::optional<NodeId>> step1_owner(units.size());
+  for (size_t v = 0; v < units.size(); ++v) step1_owner[v] = units[v].owner;
+  for (size_t s = 0; s < result.steps.size() - result.step2_moves; ++s) {
+    step1_owner[unit_index[result.steps[s].bucket]] = result.steps[s].to;
+  }
   const size_t group_slots = std::min<size_t>(k, active.size());
   // The holder a unit goes to; `wait` when the only holders that may take it are at the move
   // limit now: resuming there soon costs less than a snapshot elsewhere.
@@ -129,7 +135,7 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
       }
       bool in_group = false;
       for (size_t v = i * group_slots; v < (i + 1) * group_slots; ++v) {
-        in_group = in_group || owner[v] == node || result.owners[v] == node;
+        in_group = in_group || (v != u && (owner[v] == node || step1_owner[v] == node));
       }
       if (in_group) continue;
       if (!fits(from, node)) {
@@ -170,6 +176,7 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
         room->second -= units[u].size;
       }
       to = *holder.node;
+      step1_owner[u] = to;
       redirected = true;
     }
     if (!fits(from, to)) {

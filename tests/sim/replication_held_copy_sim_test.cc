@@ -105,8 +105,6 @@ TEST_F(HeldCopyTest, ARepairGoesToTheReturningNodeThatHoldsACopy) {
                 static_cast<unsigned long long>(n3.bytes_ingested));
     EXPECT_EQ(n3.copies_resumed, held.size());
     EXPECT_EQ(coordinator().progress().copies_resumed - before.copies_resumed, held.size());
-    ASSERT_TRUE(WaitFor([&] { return coordinator().Balanced().value_or(false); }, 60 * kSecond));
-    EXPECT_TRUE(Holds(kN5)) << "the balance moves that follow give n5 its share";
     ExpectWritesGoOn(*w);
     StopRoundWriter(*w);
     ExpectNoAcknowledgedRoundLost(*w, documents);
@@ -165,6 +163,7 @@ TEST_F(HeldCopyTest, AStaleCopyIsDroppedOnceItsBucketHasBeenWholeForTheGrace) {
     for (BucketId bucket : held) dropped += map()->Find(bucket)->HasReplica(kN3) ? 0 : 1;
     std::printf("n3 held %zu copies; %zu were dropped, the others moved back to it\n", held.size(),
                 dropped);
+    EXPECT_GT(dropped, 0u);
     ExpectWritesGoOn(*w);
     StopRoundWriter(*w);
     ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
