@@ -91,7 +91,64 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
     ++busy[to];
     owner[u] = to;
   };
+  // A copy added in step 1 goes to a node that holds one outside the replicas when it may
+  // receive it (BalancerOptions::held_copies): it ends at most that bucket above the most loaded
+  // node after step 1, the one bucket of spread Algorithm 2 itself leaves.
+  std::map<NodeId, uint64_t> step1_loads;
+  {
+    const std::vector<uint64_t> before = partition::NodeLoads(units, active);
+    for (size_t n = 0; n < active.size(); ++n) step1_loads[active[n]] = before[n];
+    for (size_t s = 0; s < result.steps.size() - result.step2_moves; ++s) {
+      step1_loads[result.steps[s].to] += units[unit_index[result.steps[s].bucket]].size;
+    }
+  }
+  uint64_t max_load = 0;
+  for (const auto& [node, node_load] : step1_loads) max_load = std::max(max_load, node_load);
+  // Each unit's owner once step 1 has placed it (a redirect waits for no step 2).
+  std::vector<std::optional<NodeId>> step1_owner(units.size());
+  for (size_t v = 0; v < units.size(); ++v) step1_owner[v] = units[v].owner;
+  for (size_t s = 0; s < result.steps.size() - result.step2_moves; ++s) {
+    step1_owner[unit_index[result.steps[s].bucket]] = result.steps[s].to;
+  }
+  const size_t group_slots = std::min<size_t>(k, active.size());
+  // The holder a unit goes to; `wait` when the only holders that may take it are at the move
+  // limit now: resuming there soon costs less than a snapshot elsewhere.
+  struct Holder {
+    std::optional<NodeId> node;
+    bool wait = false;
+  };
+  const auto holder_for = [&](size_t u, std::optional<NodeId> from) -> Holder {
+    Holder out;
+    if (k == 1) return out;
+    const size_t i = unit_bucket[u];
+    auto held = options.held_copies.find(map.buckets()[i].id);
+    if (held == options.held_copies.end()) return out;
+    const uint64_t size = units[u].size;
+    for (NodeId node : held->second) {
+      if (!Holds(active, node) || Holds(options.damped, node) ||
+          Holds(map.buckets()[i].TargetReplicas(), node) || step1_loads[node] > max_load) {
+        continue;
+      }
+      if (auto room = balance_options.room.find(node);
+          room != balance_options.room.end() && room->second < size) {
+        continue;
+      }
+      bool in_group = false;
+      for (size_t v = i * group_slots; v < (i + 1) * group_slots; ++v) {
+        in_group = in_group || (v != u && (owner[v] == node || step1_owner[v] == node));
+      }
+      if (in_group) continue;
+      if (!fits(from, node)) {
+        out.wait = true;
+        continue;
+      }
+      if (!out.node.has_value() || step1_loads[node] < step1_loads[*out.node]) out.node = node;
+    }
+    if (out.node.has_value()) out.wait = false;
+    return out;
+  };
   bool step1_complete = true;
+  bool redirected = false;
   for (size_t s = 0; s < result.steps.size() - result.step2_moves; ++s) {
     const partition::BalanceMove& step = result.steps[s];
     const size_t u = unit_index[step.bucket];
@@ -100,13 +157,37 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
     const std::vector<NodeId>& target = map.buckets()[unit_bucket[u]].TargetReplicas();
     const size_t r = units[u].id.value() % k;
     if (r < target.size()) from = target[r];
-    if (map.buckets()[unit_bucket[u]].transition.has_value() || !fits(from, step.to)) {
+    if (map.buckets()[unit_bucket[u]].transition.has_value()) {
       step1_complete = false;
       continue;
     }
-    take(u, from, step.to);
+    NodeId to = step.to;
+    const Holder holder = holder_for(u, from);
+    if (holder.wait) {
+      step1_complete = false;
+      continue;
+    }
+    if (holder.node.has_value() && *holder.node != step.to) {
+      loads[step.to] -= units[u].size;
+      loads[*holder.node] += units[u].size;
+      step1_loads[step.to] -= units[u].size;
+      step1_loads[*holder.node] += units[u].size;
+      if (auto room = balance_options.room.find(*holder.node); room != balance_options.room.end()) {
+        room->second -= units[u].size;
+      }
+      to = *holder.node;
+      step1_owner[u] = to;
+      redirected = true;
+    }
+    if (!fits(from, to)) {
+      step1_complete = false;
+      continue;
+    }
+    take(u, from, to);
   }
-  if (step1_complete) {
+  // Algorithm 2's step 2 starts from its own step 1: after a redirected placement it waits for
+  // the next plan.
+  if (step1_complete && !redirected) {
     for (size_t s = result.steps.size() - result.step2_moves; s < result.steps.size(); ++s) {
       const partition::BalanceMove& step = result.steps[s];
       const size_t u = unit_index[step.bucket];

@@ -35,11 +35,13 @@
 // "Groups"): it never wants two replicas of a bucket on one node, so that a join or a leave moves
 // only the copies it must. Where it places two anyway (step 1, when every node already holds
 // one), the slot keeps its current owner if that is distinct, else takes the least loaded active
-// node not yet holding the bucket.
+// node not yet holding the bucket. A node holding a copy outside the replicas is preferred for
+// a copy added in step 1 (BalancerOptions::held_copies).
 //
 // Pure; thread-safe.
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "src/cluster/migration_plan.h"
@@ -64,6 +66,19 @@ struct BalancerOptions {
   // docs/design/replication.md §4.1): moves to them are left for a later plan, as if they took
   // part in max_moves_per_node moves already. Their copies count as present.
   std::vector<NodeId> damped = {};
+  // Per bucket, the nodes outside its replicas that hold a copy of its range in the map (their
+  // load reports, transport::HeldCopy; docs/design/replication.md §6.1, "Copies outside the
+  // replicas"). A copy the plan adds to the bucket (a repair, or the replacement of a copy on a
+  // node that left or is down) goes to the least loaded of them that may receive it: active,
+  // not unavailable, not damped, within max_moves_per_node and its room, holding no other copy
+  // of the bucket, and left at most that bucket above the most loaded node after Algorithm 2's
+  // step 1 (the one bucket of spread Algorithm 2 itself leaves; the balance moves of later plans
+  // even out what the preference gives up). When the only such holders are at max_moves_per_node,
+  // the copy waits for a later plan rather than going elsewhere by snapshot. Such a copy may resume
+  // from the primary's log instead of a snapshot; the move checks that and falls back to a
+  // snapshot, so the preference is never unsafe. Balance moves wait for a plan that placed nothing
+  // this way. Ignored at K = 1.
+  std::map<BucketId, std::vector<NodeId>> held_copies = {};
 };
 
 class Balancer {

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <vector>
 
 #include "src/cluster/cluster_test_util.h"
 #include "src/partition/balance.h"
@@ -182,6 +184,102 @@ TEST(BalancerTest, ADampedNodeReceivesNoCopyNorPrimaryUntilItIsNot) {
   EXPECT_TRUE(std::any_of(undamped->moves.begin(), undamped->moves.end(), [](const MoveIntent& m) {
     return m.destination.front() == NodeId(3);
   })) << undamped->DebugString();
+}
+
+// docs/design/replication.md §6.1, "Copies outside the replicas": n4 was removed from one
+// bucket's replicas and still holds its copy while an empty n5 joined. The repair goes to n4,
+// which may resume from the primary's log, and not to the least loaded n5; balance moves wait
+// for the next plan, and the plans still end balanced. A holder that may not receive the copy
+// (damped or down) is passed over; one at its move limit is waited for.
+TEST(BalancerTest, ARepairPrefersANodeHoldingACopyOfTheBucket) {
+  ShardMap map = *ShardMap::Initial(
+      {.nodes = Nodes({1, 2, 3, 4}), .bucket_count = 8, .replication_factor = 3});
+  BucketId short_bucket;
+  for (const BucketPlacement& bucket : map.buckets()) {
+    if (bucket.replicas.front() != NodeId(4) && bucket.HasReplica(NodeId(4))) {
+      short_bucket = bucket.id;
+      break;
+    }
+  }
+  map = *Apply(map, ShardMapEdit(map.epoch()).RemoveReplica(short_bucket, NodeId(4)));
+  map = *Apply(map, ShardMapEdit(map.epoch()).AddNode(NodeId(5)));
+  LoadReport load;
+  for (uint32_t b = 0; b < 8; ++b) load.buckets[BucketId(b)].bytes = 10;
+  const auto repair_of = [&](const MigrationPlan& plan) -> std::optional<MoveIntent> {
+    for (const MoveIntent& move : plan.moves) {
+      if (move.bucket == short_bucket) return move;
+    }
+    return std::nullopt;
+  };
+  const auto added = [](const MoveIntent& move) {
+    for (NodeId node : move.destination) {
+      if (!std::count(move.source.begin(), move.source.end(), node)) return node;
+    }
+    return NodeId(0);
+  };
+
+  auto plain = Balancer::Plan(map, load, {.max_moves_per_node = 8});
+  ASSERT_TRUE(plain.ok());
+  ASSERT_TRUE(repair_of(*plain).has_value()) << plain->DebugString();
+  EXPECT_EQ(repair_of(*plain)->reason, MoveReason::kRepair);
+  EXPECT_EQ(added(*repair_of(*plain)), NodeId(5)) << plain->DebugString();
+
+  BalancerOptions options{.max_moves_per_node = 8, .held_copies = {{short_bucket, {NodeId(4)}}}};
+  auto preferred = Balancer::Plan(map, load, options);
+  ASSERT_TRUE(preferred.ok());
+  ASSERT_TRUE(repair_of(*preferred).has_value()) << preferred->DebugString();
+  EXPECT_EQ(repair_of(*preferred)->reason, MoveReason::kRepair);
+  EXPECT_EQ(added(*repair_of(*preferred)), NodeId(4)) << preferred->DebugString();
+  for (const MoveIntent& move : preferred->moves) {
+    EXPECT_NE(move.reason, MoveReason::kBalance) << move.DebugString();
+  }
+  EXPECT_EQ(*Balancer::Plan(map, load, options), *preferred);  // pure
+
+  // Passed over when it may not receive the copy.
+  BalancerOptions damped = options;
+  damped.damped = {NodeId(4)};
+  EXPECT_NE(added(*repair_of(*Balancer::Plan(map, load, damped))), NodeId(4));
+  BalancerOptions down = options;
+  down.unavailable = {NodeId(4)};
+  auto without_4 = Balancer::Plan(map, load, down);
+  ASSERT_TRUE(without_4.ok());
+  for (const MoveIntent& move : without_4->moves) {
+    EXPECT_FALSE(std::count(move.destination.begin(), move.destination.end(), NodeId(4)))
+        << move.DebugString();
+  }
+  ShardMap busy = map;
+  for (const BucketPlacement& bucket : map.buckets()) {
+    if (bucket.id == short_bucket || !bucket.HasReplica(NodeId(4))) continue;
+    std::vector<NodeId> target = bucket.replicas;
+    std::replace(target.begin(), target.end(), NodeId(4), NodeId(5));
+    MigrationPlan one;
+    one.moves.push_back({.bucket = bucket.id, .source = bucket.replicas, .destination = target});
+    IdSource ids{.next_move = busy.NextMoveId(), .next_bucket = busy.NextBucketId()};
+    busy = *Apply(busy, *ToBeginEdit(busy, one, &ids));
+    break;
+  }
+  auto limited = Balancer::Plan(
+      busy, load, {.max_moves_per_node = 1, .held_copies = {{short_bucket, {NodeId(4)}}}});
+  ASSERT_TRUE(limited.ok());
+  EXPECT_FALSE(repair_of(*limited).has_value())
+      << "waits for n4 rather than a snapshot elsewhere: " << limited->DebugString();
+
+  // Once the copy is a replica its node reports it no more; the plans end balanced.
+  IdSource ids{.next_move = MoveId(1), .next_bucket = BucketId(0)};
+  map = *ExecutePlan(map, *preferred, &ids, &load);
+  ASSERT_TRUE(map.Find(short_bucket)->HasReplica(NodeId(4)));
+  int rounds = 0;
+  for (; rounds < 50; ++rounds) {
+    auto plan = Balancer::Plan(map, load, {.max_moves_per_node = 8});
+    ASSERT_TRUE(plan.ok());
+    if (plan->empty()) break;
+    map = *ExecutePlan(map, *plan, &ids, &load);
+  }
+  ASSERT_LT(rounds, 50);
+  for (const auto& [node, bytes] : Loads(map, load)) {
+    EXPECT_GE(bytes, 40u) << node;
+    EXPECT_LE(bytes, 50u) << node;
+  }
 }
 
 // After failovers piled the primaries on one node (each promotion also dropped the old primary's

@@ -35,6 +35,10 @@ uint64_t RoomOf(const transport::DiskSpaceReport& disk) {
   return disk.free_bytes > disk.reserve_bytes ? (disk.free_bytes - disk.reserve_bytes) / 2 : 0;
 }
 
+// Stale copies dropped per round at most: a drop is one range deletion at the node, and the
+// rest wait for the next round.
+constexpr size_t kMaxStaleDropsPerRound = 8;
+
 }  // namespace
 
 BalancerLoop::BalancerLoop(transport::Runtime& runtime, metadata::MetadataStore& store,
@@ -49,6 +53,7 @@ BalancerLoop::BalancerLoop(transport::Runtime& runtime, metadata::MetadataStore&
       executor_(std::move(executor)),
       resizer_(std::move(resizer)),
       options_(options),
+      held_(options.stale_copy_grace),
       auto_balance_(options.auto_balance),
       thresholds_{.split_bytes = options.split_bytes, .merge_bytes = options.merge_bytes} {}
 
@@ -118,6 +123,7 @@ StatusOr<cluster::LoadReport> BalancerLoop::CollectLoads() {
       node_bytes[node.id] += load.bytes;
     }
     if (body->disk.has_value()) report.node_room_bytes[node.id] = RoomOf(*body->disk);
+    held_.Record(node.id, body->held);
   }
   uint64_t max_bytes = 1;
   for (const auto& [node, bytes] : node_bytes) max_bytes = std::max(max_bytes, bytes);
@@ -145,6 +151,9 @@ StatusOr<cluster::MigrationPlan> BalancerLoop::PlanNow(const ShardMap& map,
   // A node removed from configurations again and again gets no new copy for a while
   // (FlapDamper, docs/design/replication.md §4.1).
   balancer.damped = membership_->flaps().Damped(runtime_.Now());
+  // A copy held outside a bucket's replicas may resume from the primary's log: its repair goes
+  // there when it may (replication.md §6.1, "Copies outside the replicas").
+  balancer.held_copies = held_.Holders(map);
   // Two-phase bootstrap (paper 001 §3.2): a joining node first takes a small share from heavily
   // loaded nodes, then the balancer brings it to the average.
   for (NodeId node : membership_->Joining()) {
@@ -179,6 +188,7 @@ Status BalancerLoop::BalanceOnce() {
   SHOAL_ASSIGN_OR_RETURN(auto load, CollectLoads());
   map = committer_->map();
   SHOAL_ASSIGN_OR_RETURN(auto plan, PlanNow(*map, load));
+  SHOAL_RETURN_IF_ERROR(DropStaleCopies());
   // A failed split or merge is planned again by a later round.
   for (const auto& split : plan.splits) (void)resizer_->Split(split.bucket, split.at);
   for (const auto& merge : plan.merges) (void)resizer_->Merge(merge.left, merge.right);
@@ -260,6 +270,42 @@ Status BalancerLoop::BalanceOnce() {
     idle_at_ = map->epoch();  // the map this round planned on
   } else {
     idle_at_.reset();
+  }
+  return OkStatus();
+}
+
+Status BalancerLoop::DropStaleCopies() {
+  // The newest map: a bucket that became short meanwhile keeps its copies.
+  const ShardMapPtr latest = committer_->map();
+  if (latest == nullptr) return OkStatus();
+  const ShardMap& map = *latest;
+  std::vector<HeldCopies::Stale> stale =
+      held_.TakeStale(map, membership_->DownNodes(map), runtime_.Now());
+  if (stale.size() > kMaxStaleDropsPerRound) stale.resize(kMaxStaleDropsPerRound);
+  for (const HeldCopies::Stale& copy : stale) {
+    // No move: the node refuses it if its map (at this epoch or later) shows it serving or
+    // receiving the range.
+    auto dropped = runtime_.Call(
+        transport::Address::Node(copy.node),
+        transport::DropBucketRequest{
+            .epoch = map.epoch(), .move = MoveId(0), .bucket = copy.bucket, .range = copy.range},
+        options_.call_timeout);
+    if (!dropped.ok() && dropped.status().code() == StatusCode::kCancelled) {
+      return dropped.status();
+    }
+    const Status status = dropped.ok() ? dropped->status : dropped.status();
+    if (!status.ok()) {
+      // The next round tries again if the node still reports it.
+      log::Warning("copy.drop_stale_failed", {{"node", copy.node.value()},
+                                              {"bucket", copy.bucket.value()},
+                                              {"error", status.ToString()}});
+      continue;
+    }
+    held_.Dropped(copy.node, copy.bucket);
+    log::Info("copy.drop_stale", {{"node", copy.node.value()},
+                                  {"bucket", copy.bucket.value()},
+                                  {"position", copy.position.DebugString()},
+                                  {"epoch", map.epoch().value()}});
   }
   return OkStatus();
 }

@@ -5,14 +5,18 @@
 // started ends or an operator changed the membership or the thresholds), resolves orphans,
 // removes drained leaving nodes, collects the nodes' loads, plans with cluster::Balancer
 // (two-phase bootstrap for joining nodes first, paper 001 §3.2) and starts the planned moves,
-// splits and merges. It also holds the split and merge thresholds (durable key
-// cluster/thresholds: "<split_bytes> <merge_bytes>") and computes plan previews (Plan).
+// splits and merges. The copies nodes report outside a bucket's replicas (HeldCopies) steer its
+// repairs, and the loop drops them once the bucket has been whole for stale_copy_grace. It also
+// holds the split and merge thresholds (durable key cluster/thresholds: "<split_bytes>
+// <merge_bytes>") and computes plan previews (Plan).
 //
 // Invariants:
 //   - at most max_moves_in_flight moves run at once, and a node takes part in at most
 //     max_moves_per_node moves, counting moves whose BEGIN is not stored yet;
 //   - a node that is down is neither a source nor a destination of a new move;
 //   - a damped node (Membership::flaps()) is no destination of a new move or primary;
+//   - a copy outside a bucket's replicas is dropped only under HeldCopies' rule (never while
+//     the bucket is short of copies, has a replica down or moves);
 //   - Balanced() holds only when the last round planned on the current map (its epoch) found
 //     nothing to do, no move runs or waits, no node waits for its bootstrap, and no operator
 //     change came after that round began;
@@ -34,6 +38,7 @@
 #include "src/common/ids.h"
 #include "src/common/status.h"
 #include "src/coordinator/coordinator_options.h"
+#include "src/coordinator/held_copies.h"
 #include "src/coordinator/map_committer.h"
 #include "src/coordinator/membership.h"
 #include "src/coordinator/move_executor.h"
@@ -75,6 +80,8 @@ class BalancerLoop : public std::enable_shared_from_this<BalancerLoop> {
   void Recover();
   [[nodiscard]] Status BalanceOnce();
   [[nodiscard]] StatusOr<cluster::LoadReport> CollectLoads();
+  // Drops the stale copies of the newest map (HeldCopies::TakeStale), a few per round.
+  [[nodiscard]] Status DropStaleCopies();
   [[nodiscard]] StatusOr<cluster::MigrationPlan> PlanNow(const cluster::ShardMap& map,
                                                          const cluster::LoadReport& load);
   [[nodiscard]] uint64_t generation() const;
@@ -86,6 +93,7 @@ class BalancerLoop : public std::enable_shared_from_this<BalancerLoop> {
   const std::shared_ptr<MoveExecutor> executor_;
   const std::shared_ptr<Resizer> resizer_;
   const CoordinatorOptions options_;
+  HeldCopies held_;  // the latest load reports' copies outside the replicas
 
   absl::Mutex set_thresholds_mu_;  // orders setters: what is stored last is in effect
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(set_thresholds_mu_);

@@ -27,6 +27,10 @@ inline constexpr transport::Micros kAddNodeGrace = 2'000'000;
 // How long Coordinator::SetReplication waits for the moves in flight to end.
 inline constexpr transport::Micros kReplicationChangeWait = 30'000'000;
 inline constexpr transport::Micros kCheckInPoll = 20'000;
+// Ten minutes: a rolling restart (nodes down for a minute or two, one after another) often makes
+// a bucket short again soon after it became whole, and its stale copy is then the repair that
+// resumes from the log; by the log's retention (1 h, storage.md §3) it could resume no more.
+inline constexpr transport::Micros kDefaultStaleCopyGrace = 600'000'000;
 
 struct CoordinatorOptions {
   transport::Micros call_timeout = 2'000'000;
@@ -71,6 +75,10 @@ struct CoordinatorOptions {
   // of a snapshot (replication.md §6, "Log retention"). Off: every copy is rebuilt from a
   // snapshot (for comparisons; the safety rules are the same either way).
   bool resume_copies_from_log = true;
+  // Copies that nodes hold outside a bucket's replicas (replication.md §6.1, "Copies outside the
+  // replicas", HeldCopies): a repair prefers their nodes, and once the bucket has been whole (K
+  // replicas, none down, no move) for this long without a break, the coordinator drops them.
+  transport::Micros stale_copy_grace = kDefaultStaleCopyGrace;
 };
 
 // A committed move's fence window (from the source's fence to the commit published: the time

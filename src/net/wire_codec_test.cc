@@ -159,7 +159,11 @@ TEST(WireCodecTest, BucketLoadWithHotKeysRoundTrips) {
                     .writes_per_second = 0.5,
                     .error_per_second = 0}},
       .disk = transport::DiskSpaceReport{.free_bytes = uint64_t{5} << 40,
-                                         .reserve_bytes = uint64_t{128} << 20}};
+                                         .reserve_bytes = uint64_t{128} << 20},
+      .held = {{.bucket = BucketId(8),
+                .range = *storage::PointRange::Make(16, 32),
+                .position = {Term(4), 9}},
+               {.bucket = BucketId(9), .range = storage::PointRange::From(32), .position = {}}}};
   wire::Response first;
   ToWire(transport::Response::Ok(load), &first);
   auto decoded = FromWire(first);
@@ -181,6 +185,12 @@ TEST(WireCodecTest, BucketLoadWithHotKeysRoundTrips) {
   ASSERT_TRUE(body->disk.has_value());
   EXPECT_EQ(body->disk->free_bytes, uint64_t{5} << 40);
   EXPECT_EQ(body->disk->reserve_bytes, uint64_t{128} << 20);
+  ASSERT_EQ(body->held.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(body->held[i].bucket, load.held[i].bucket) << i;
+    EXPECT_EQ(body->held[i].range, load.held[i].range) << i;
+    EXPECT_EQ(body->held[i].position, load.held[i].position) << i;
+  }
   // A node that could not read its disk sends none, and none arrives.
   wire::Response without;
   ToWire(transport::Response::Ok(transport::BucketLoadResponse{}), &without);

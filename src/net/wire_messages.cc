@@ -549,6 +549,13 @@ void ToWire(const transport::Response& response, wire::Response* out) {
                      hot->set_writes_per_second(h.writes_per_second);
                      hot->set_error_per_second(h.error_per_second);
                    }
+                   for (const auto& h : r.held) {
+                     auto* held = w->add_held();
+                     held->set_bucket(h.bucket.value());
+                     ToWire(h.range, held->mutable_range());
+                     held->set_term(h.position.term.value());
+                     held->set_rseq(h.position.rseq);
+                   }
                  },
                  [out](const transport::TransferBucketResponse& r) {
                    auto* w = out->mutable_transfer_bucket();
@@ -710,6 +717,12 @@ StatusOr<transport::Response> FromWire(const wire::Response& response) {
         load.disk = transport::DiskSpaceReport{
             .free_bytes = response.bucket_load().disk().free_bytes(),
             .reserve_bytes = response.bucket_load().disk().reserve_bytes()};
+      }
+      for (const auto& h : response.bucket_load().held()) {
+        SHOAL_ASSIGN_OR_RETURN(storage::PointRange range, FromWire(h.range()));
+        load.held.push_back(transport::HeldCopy{.bucket = BucketId(h.bucket()),
+                                                .range = range,
+                                                .position = {Term(h.term()), h.rseq()}});
       }
       out.body = std::move(load);
       break;

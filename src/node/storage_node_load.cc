@@ -1,6 +1,7 @@
 // A storage node's load reports for the coordinator's balancer (docs/design/cluster.md,
-// "Storage node"): bucket sizes, cached between reports (the heartbeat loop that sends them is in
-// storage_node.cc).
+// "Storage node"): bucket sizes, cached between reports, and the copies the node holds outside
+// a bucket's replicas (docs/design/replication.md §6.1, "Copies outside the replicas"); the
+// heartbeat loop that sends them is in storage_node.cc.
 
 #include <algorithm>
 
@@ -13,17 +14,43 @@ namespace shoal::node {
 using cluster::BucketPlacement;
 using transport::Response;
 
+namespace {
+
+// The copies `store` holds of the buckets its node's map does not list it for (`unassigned`).
+std::vector<transport::HeldCopy> HeldCopies(
+    const storage::BucketStore& store,
+    const std::vector<std::pair<BucketId, storage::PointRange>>& unassigned) {
+  // A stored state vouches for the data of the bucket's range (RESUMED COPY in
+  // storage_node_resume.cc); the range is the one this node's map gives the bucket, which the
+  // coordinator compares with its own.
+  std::vector<transport::HeldCopy> held;
+  for (const auto& [id, range] : unassigned) {
+    if (held.size() == transport::kMaxHeldCopies) break;
+    const storage::ReplicaState state = store.GetReplicaState(id);
+    if (state.position.rseq == 0) continue;
+    held.push_back(transport::HeldCopy{.bucket = id, .range = range, .position = state.position});
+  }
+  return held;
+}
+
+}  // namespace
+
 Response StorageNode::HandleLoad() {
   // The buckets are chosen under mu_; sizing them (an exact scan by default) runs outside it, so
   // reads, writes and map installs go on meanwhile.
   std::vector<std::pair<BucketId, storage::PointRange>> served;
   std::vector<BucketId> adding;
+  std::vector<std::pair<BucketId, storage::PointRange>> unassigned;  // of a replicated map
   {
     absl::MutexLock lock(&mu_);
     if (map_ != nullptr) {
+      const bool replicated = map_->replication_factor() > 1;
       for (const BucketPlacement& bucket : map_->buckets()) {
         const LocalRole role = RoleLocked(bucket);
         if (role == LocalRole::kAdding) adding.push_back(bucket.id);
+        if (role == LocalRole::kNotAssigned && replicated) {
+          unassigned.emplace_back(bucket.id, ToPointRange(bucket.range));
+        }
         const bool committed_away = role == LocalRole::kLeaving && bucket.transition.has_value() &&
                                     cluster::IsCommitted(bucket.transition->stage);
         if ((role == LocalRole::kReadWrite || role == LocalRole::kLeaving) && !committed_away) {
@@ -34,6 +61,7 @@ Response StorageNode::HandleLoad() {
   }
   transport::BucketLoadResponse out;
   out.hot_keys = HotKeys();
+  out.held = HeldCopies(*store_, unassigned);
   // A fresh reading: the balancer plans on it (docs/design/cluster.md, "Free space").
   storage::DiskSpaceGuard& disk = store_->disk_space();
   if (auto free = disk.ReadFreeBytes(); free.ok()) {

@@ -8,6 +8,7 @@
 //
 // Value types; thread-compatible.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -433,10 +434,22 @@ struct DiskSpaceReport {
   uint64_t free_bytes = 0;
   uint64_t reserve_bytes = 0;
 };
+// A copy of a replicated bucket that the node holds but its map does not list it for (a backup
+// removed while it was down, one replaced elsewhere meanwhile): the bucket's range in the node's
+// map and the copy's position. A repair prefers its node; once the bucket is whole again the
+// coordinator drops it (docs/design/replication.md §6.1, "Copies outside the replicas").
+struct HeldCopy {
+  BucketId bucket{};
+  storage::PointRange range{};
+  storage::ReplicaPosition position{};
+};
+// At most this many HeldCopy per report (the first in the node's map order).
+inline constexpr size_t kMaxHeldCopies = 256;
 struct BucketLoadResponse {
   std::vector<BucketLoad> buckets{};
   std::vector<HotKeyStat> hot_keys{};     // hottest first
   std::optional<DiskSpaceReport> disk{};  // none when the node could not read it
+  std::vector<HeldCopy> held{};           // at most kMaxHeldCopies
 };
 
 // ---- replication (docs/design/replication.md §3): primary -> backup ----

@@ -72,6 +72,7 @@ class CoordinatorTest : public ::testing::Test {
     options.coordinator.balance_interval = 100 * kMs;
     options.coordinator.call_timeout = 200 * kMs;
     options.coordinator.node_timeout = 2 * kSecond;
+    options.coordinator.stale_copy_grace = stale_copy_grace_;
     options.node.call_timeout = 200 * kMs;
     options.node.fence_timeout = 500 * kMs;
     options.node.heartbeat_interval = 50 * kMs;
@@ -334,6 +335,8 @@ class CoordinatorTest : public ::testing::Test {
   transport::SimRuntime sim_;
   // Set before Run: K, the copies of every bucket.
   uint32_t replication_factor_ = 1;
+  // Set before Run: CoordinatorOptions::stale_copy_grace.
+  transport::Micros stale_copy_grace_ = kDefaultStaleCopyGrace;
   // Set before Run: EmbeddedClusterOptions::wrap_metadata.
   std::function<std::unique_ptr<metadata::MetadataStore>(std::unique_ptr<metadata::MetadataStore>)>
       wrap_metadata_;

@@ -1,0 +1,92 @@
+#include "src/coordinator/held_copies.h"
+
+#include <algorithm>
+
+#include "src/coordinator/coordinator_internal.h"
+
+namespace shoal::coordinator {
+namespace {
+
+// The placement of `bucket` in `map` when `node` holds a copy of its `range` outside its
+// replicas; nullptr otherwise (another range: the node's map or this one is behind a split or
+// merge, and the copy is not the bucket's; K = 1: a copy outside the replicas is none).
+const cluster::BucketPlacement* CopyOf(const cluster::ShardMap& map, NodeId node, BucketId bucket,
+                                       const storage::PointRange& range) {
+  if (map.replication_factor() <= 1) return nullptr;
+  const cluster::BucketPlacement* placement = map.Find(bucket);
+  if (placement == nullptr || internal::ToPointRange(placement->range) != range) return nullptr;
+  if (placement->HasReplica(node)) return nullptr;
+  if (placement->transition.has_value()) {
+    const std::vector<NodeId>& to = placement->transition->destination;
+    if (std::find(to.begin(), to.end(), node) != to.end()) return nullptr;
+  }
+  return placement;
+}
+
+bool Whole(const cluster::ShardMap& map, const cluster::BucketPlacement& bucket,
+           const std::set<NodeId>& down) {
+  if (bucket.transition.has_value() || bucket.replicas.size() < map.replication_factor()) {
+    return false;
+  }
+  for (NodeId node : bucket.replicas) {
+    if (down.contains(node)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void HeldCopies::Record(NodeId node, const std::vector<transport::HeldCopy>& held) {
+  absl::MutexLock lock(&mu_);
+  std::map<BucketId, Entry>& before = held_[node];
+  std::map<BucketId, Entry> now;
+  for (const transport::HeldCopy& copy : held) {
+    Entry entry{.range = copy.range, .position = copy.position, .whole_since = std::nullopt};
+    auto it = before.find(copy.bucket);
+    if (it != before.end() && it->second.range == copy.range) {
+      entry.whole_since = it->second.whole_since;
+    }
+    now.emplace(copy.bucket, entry);
+  }
+  before = std::move(now);
+}
+
+std::map<BucketId, std::vector<NodeId>> HeldCopies::Holders(const cluster::ShardMap& map) const {
+  std::map<BucketId, std::vector<NodeId>> holders;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [node, copies] : held_) {
+    for (const auto& [bucket, entry] : copies) {
+      if (CopyOf(map, node, bucket, entry.range) != nullptr) holders[bucket].push_back(node);
+    }
+  }
+  return holders;
+}
+
+std::vector<HeldCopies::Stale> HeldCopies::TakeStale(const cluster::ShardMap& map,
+                                                     const std::set<NodeId>& down,
+                                                     transport::Micros now) {
+  std::vector<Stale> stale;
+  absl::MutexLock lock(&mu_);
+  for (auto& [node, copies] : held_) {
+    for (auto& [bucket, entry] : copies) {
+      const cluster::BucketPlacement* placement = CopyOf(map, node, bucket, entry.range);
+      if (placement == nullptr || !Whole(map, *placement, down)) {
+        entry.whole_since.reset();
+        continue;
+      }
+      if (!entry.whole_since.has_value()) entry.whole_since = now;
+      if (now - *entry.whole_since < grace_ || down.contains(node)) continue;
+      stale.push_back(
+          Stale{.node = node, .bucket = bucket, .range = entry.range, .position = entry.position});
+    }
+  }
+  return stale;
+}
+
+void HeldCopies::Dropped(NodeId node, BucketId bucket) {
+  absl::MutexLock lock(&mu_);
+  auto it = held_.find(node);
+  if (it != held_.end()) it->second.erase(bucket);
+}
+
+}  // namespace shoal::coordinator

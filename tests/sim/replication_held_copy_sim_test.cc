@@ -1,0 +1,175 @@
+// Copies held outside a bucket's replicas (docs/design/replication.md §6.1, "Copies outside the
+// replicas"), on the embedded cluster of the coordinator fixture (K = 3, 8 buckets) in the
+// simulation:
+//   - a node comes back while the repairs of the buckets it was removed from are still pending,
+//     and an empty node joined meanwhile: each repair goes to the returning node, which resumes
+//     its copy from the primary's log, rather than to the empty node by snapshot;
+//   - with no grace at all, a copy held while its bucket is short of copies is kept (it is what
+//     the repair resumes);
+//   - a node that returns after its copies were rebuilt elsewhere: the copies it holds outside
+//     the replicas are dropped once their buckets have been whole for the grace.
+// Each case ends with every bucket at three copies, no acknowledged write lost and every copy
+// equal to its primary's.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "src/coordinator/coordinator.h"
+#include "tests/support/coordinator_test_fixture.h"
+
+namespace shoal::coordinator {
+namespace {
+
+using namespace test;  // NOLINT(google-build-using-namespace): the shared fixture
+
+constexpr NodeId kN4{4};
+constexpr NodeId kN5{5};
+
+class HeldCopyTest : public CoordinatorTest {
+ protected:
+  HeldCopyTest() { replication_factor_ = 3; }
+
+  // The loaded documents of buckets whose primary is not `node`: a copy `node` held of them
+  // holds no write of its own, so it is a prefix of its primary's history.
+  std::vector<int> DocumentsNotLedBy(NodeId node) {
+    std::vector<int> out;
+    for (int i = 0; i < kDocuments; ++i) {
+      if (map()->Lookup(PointOf(collection_, Key(i))).replicas.front() != node) out.push_back(i);
+    }
+    return out;
+  }
+
+  bool StoresBound() {
+    return std::all_of(map()->nodes().begin(), map()->nodes().end(),
+                       [](const cluster::NodeInfo& n) { return n.store_id != 0; });
+  }
+
+  std::set<BucketId> BucketsOf(NodeId node) {
+    std::set<BucketId> out;
+    for (const auto& bucket : map()->buckets()) {
+      if (bucket.HasReplica(node)) out.insert(bucket.id);
+    }
+    return out;
+  }
+
+  // Whether `node` holds a copy (a stored state or any document) of a bucket it is no replica of.
+  bool HoldsACopyOutsideTheReplicas(NodeId node) {
+    for (const auto& bucket : map()->buckets()) {
+      if (bucket.HasReplica(node) || bucket.transition.has_value()) continue;
+      storage::BucketStore* store = cluster_->node(node)->store();
+      if (store->GetReplicaState(bucket.id).position.rseq != 0) return true;
+      auto stats = store->ComputeStats(transport::ToPointRange(bucket.range));
+      if (!stats.ok() || stats->documents != 0) return true;
+    }
+    return false;
+  }
+};
+
+// n3 dies and is removed from every bucket while the balancer is off, and an empty n5 joins. When
+// the balancer runs again, n3 is back: the empty n5 is the least loaded node, yet each bucket
+// short of a copy is repaired on n3, which holds a copy of it, from the primary's log.
+TEST_F(HeldCopyTest, ARepairGoesToTheReturningNodeThatHoldsACopy) {
+  Run(/*auto_balance=*/true, [&] {
+    ASSERT_TRUE(cluster_->AddNode(kN4).ok());
+    ASSERT_TRUE(
+        WaitFor([&] { return Holds(kN4) && FullyReplicated() && StoresBound(); }, 30 * kSecond));
+    coordinator().SetAutoBalance(false);
+    ASSERT_TRUE(WaitFor([&] { return FullyReplicated(); }, 30 * kSecond));
+    const std::vector<int> documents = DocumentsNotLedBy(kN3);
+    auto w = StartRoundWriter(documents, 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    const std::set<BucketId> held = BucketsOf(kN3);
+    ASSERT_FALSE(held.empty());
+    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
+    ASSERT_TRUE(WaitFor([&] { return !Holds(kN3); }, 20 * kSecond));
+    ExpectWritesGoOn(*w);
+    ASSERT_TRUE(cluster_->AddNode(kN5).ok());
+    ASSERT_TRUE(cluster_->StartNode(kN3).ok());
+    ASSERT_TRUE(sim_.Sleep(500 * kMs).ok());  // heartbeats: n3 is not down any more
+    const MoveProgress before = coordinator().progress();
+    coordinator().SetAutoBalance(true);
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return FullyReplicated() && std::all_of(held.begin(), held.end(), [&](BucketId b) {
+                   return map()->Find(b)->HasReplica(kN3);
+                 });
+        },
+        60 * kSecond));
+    const node::NodeCounters n3 = cluster_->node(kN3)->counters();
+    std::printf("n3 held %zu copies; resumed %llu, ingested %llu bytes\n", held.size(),
+                static_cast<unsigned long long>(n3.copies_resumed),
+                static_cast<unsigned long long>(n3.bytes_ingested));
+    EXPECT_EQ(n3.copies_resumed, held.size());
+    EXPECT_EQ(coordinator().progress().copies_resumed - before.copies_resumed, held.size());
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, documents);
+    ExpectCopiesEqual();
+  });
+}
+
+// No grace: a copy outside the replicas may be dropped as soon as its bucket is whole, and still
+// the copies n3 holds while their buckets are short are kept: on three nodes every repair goes
+// back to n3 and resumes its copy.
+TEST_F(HeldCopyTest, ACopyIsKeptWhileItsBucketIsShortOfCopies) {
+  stale_copy_grace_ = 0;
+  Run(/*auto_balance=*/true, [&] {
+    ASSERT_TRUE(WaitFor([&] { return StoresBound(); }));
+    const std::vector<int> documents = DocumentsNotLedBy(kN3);
+    auto w = StartRoundWriter(documents, 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
+    ASSERT_TRUE(WaitFor([&] { return !Holds(kN3); }, 20 * kSecond));
+    ExpectWritesGoOn(*w);
+    ASSERT_TRUE(cluster_->StartNode(kN3).ok());
+    ASSERT_TRUE(WaitFor([&] { return FullyReplicated(); }, 30 * kSecond));
+    EXPECT_EQ(cluster_->node(kN3)->counters().copies_resumed, map()->buckets().size());
+    EXPECT_EQ(cluster_->node(kN3)->counters().bytes_ingested, 0u);
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, documents);
+    ExpectCopiesEqual();
+  });
+}
+
+// n3 stays down until its copies are rebuilt on the other nodes; back, it holds copies of
+// buckets that are whole. Those the balance moves do not bring back to it are dropped once the
+// grace has passed: no stored state, no document of their ranges.
+TEST_F(HeldCopyTest, AStaleCopyIsDroppedOnceItsBucketHasBeenWholeForTheGrace) {
+  stale_copy_grace_ = 2 * kSecond;
+  Run(/*auto_balance=*/true, [&] {
+    ASSERT_TRUE(cluster_->AddNode(kN4).ok());
+    ASSERT_TRUE(
+        WaitFor([&] { return Holds(kN4) && FullyReplicated() && StoresBound(); }, 30 * kSecond));
+    auto w = StartRoundWriter(AllDocuments(), 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    const std::set<BucketId> held = BucketsOf(kN3);
+    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
+    ASSERT_TRUE(WaitFor([&] { return !Holds(kN3) && FullyReplicated(); }, 60 * kSecond));
+    ExpectWritesGoOn(*w);
+    ASSERT_TRUE(cluster_->StartNode(kN3).ok());
+    ASSERT_TRUE(WaitFor([&] { return HoldsACopyOutsideTheReplicas(kN3); }, 5 * kSecond))
+        << "n3 comes back with its copies";
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return coordinator().Balanced().value_or(false) && !HoldsACopyOutsideTheReplicas(kN3);
+        },
+        60 * kSecond));
+    size_t dropped = 0;
+    for (BucketId bucket : held) dropped += map()->Find(bucket)->HasReplica(kN3) ? 0 : 1;
+    std::printf("n3 held %zu copies; %zu were dropped, the others moved back to it\n", held.size(),
+                dropped);
+    EXPECT_GT(dropped, 0u);
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+    ExpectCopiesEqual();
+  });
+}
+
+}  // namespace
+}  // namespace shoal::coordinator
