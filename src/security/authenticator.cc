@@ -51,7 +51,9 @@ StatusOr<Principal> Authenticator::Authenticate(const PeerIdentity& peer) {
   if (version() == 0) return std::move(attempt.principal);
   switch (attempt.refusal) {
     case Refusal::kWrongCredentials:
-      throttle_.RecordUserFailure(peer.user);
+      // A name no user can have counts against its address only, so that the names tracked
+      // stay short.
+      if (CheckUserName(peer.user).ok()) throttle_.RecordUserFailure(peer.user);
       throttle_.RecordAddressFailure(peer.address);
       break;
     case Refusal::kUserThrottled:

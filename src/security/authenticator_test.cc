@@ -221,6 +221,21 @@ TEST(AuthenticatorTest, UserLimitRefusesOnlyPasswordsNotYetVerified) {
   EXPECT_EQ(auth.TEST_password_verifications(), 5u);
 }
 
+// Names no user can have (too long, say) are counted against the address only: the table of
+// names holds short keys.
+TEST(AuthenticatorTest, NamesNoUserCanHaveCountOnlyAgainstTheAddress) {
+  Authenticator auth({.throttle = {.max_failures_per_address = 3, .max_failures_per_user = 1}});
+  ASSERT_TRUE(auth.Install(Table()));
+  const PeerIdentity peer{
+      .user = std::string(4096, 'x'), .password = "guess-guess", .address = "10.0.0.1"};
+  EXPECT_EQ(auth.Authenticate(peer).status().message(), "wrong user or password");
+  EXPECT_EQ(auth.Authenticate(peer).status().message(), "wrong user or password");
+  // The third failure from the address blocks it.
+  EXPECT_EQ(auth.Authenticate(peer).status().message(), "wrong user or password");
+  EXPECT_NE(auth.Authenticate(peer).status().message().find("from client address 10.0.0.1"),
+            std::string_view::npos);
+}
+
 // A node that knows no users yet refuses every password: none of that counts as guessing.
 TEST(AuthenticatorTest, NothingCountsBeforeTheFirstTable) {
   Authenticator auth({.throttle = {.max_failures_per_address = 1, .max_failures_per_user = 1}});
