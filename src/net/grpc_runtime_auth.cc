@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "proto/shoal.pb.h"
+#include "src/net/call_admission.h"
 #include "src/net/grpc_runtime.h"
 #include "src/net/grpc_status.h"
 #include "src/security/certificates.h"
@@ -35,7 +36,8 @@ grpc::Status GrpcRuntime::Authorize(const grpc::ServerContextBase& context, Requ
   if (!credentials_->secure()) return grpc::Status::OK;
   security::PeerIdentity peer{.certificate_name = PeerCommonName(*context.auth_context()),
                               .user = MetadataValue(context, kUserMetadataKey),
-                              .password = MetadataValue(context, kPasswordMetadataKey)};
+                              .password = MetadataValue(context, kPasswordMetadataKey),
+                              .address = std::string(PeerHost(context.peer()))};
   auto principal = authenticator_.Authenticate(peer);
   if (!principal.ok()) {
     if (authenticator_.version() == 0) {

@@ -29,9 +29,9 @@ StatusOr<UserTable> Bootstrap() {
 }
 
 // The hash of a password given in a request; "" stays "" (certificate only).
-StatusOr<std::string> HashOf(const std::string& password) {
+StatusOr<std::string> HashOf(const std::string& password, security::PasswordCost cost) {
   if (password.empty()) return std::string();
-  return security::HashPassword(password);
+  return security::HashPassword(password, cost);
 }
 
 void FillUsers(const UserTable& table, wire::AdminResponse* out) {
@@ -46,11 +46,11 @@ void FillUsers(const UserTable& table, wire::AdminResponse* out) {
 }
 
 // The change a user change request asks for; kInvalidArgument for a bad role or password.
-StatusOr<UserTableChange> ChangeOf(const wire::AdminRequest& request) {
+StatusOr<UserTableChange> ChangeOf(const wire::AdminRequest& request, security::PasswordCost cost) {
   if (request.has_add_user()) {
     const auto& add = request.add_user();
     SHOAL_ASSIGN_OR_RETURN(Role role, security::ParseRole(add.role()));
-    SHOAL_ASSIGN_OR_RETURN(std::string hash, HashOf(add.password()));
+    SHOAL_ASSIGN_OR_RETURN(std::string hash, HashOf(add.password(), cost));
     return UserTableChange([name = add.name(), role, hash](const UserTable& table) {
       return table.Add(User{.name = name, .role = role, .password_hash = hash});
     });
@@ -61,7 +61,7 @@ StatusOr<UserTableChange> ChangeOf(const wire::AdminRequest& request) {
     });
   }
   if (request.has_set_password()) {
-    SHOAL_ASSIGN_OR_RETURN(std::string hash, HashOf(request.set_password().password()));
+    SHOAL_ASSIGN_OR_RETURN(std::string hash, HashOf(request.set_password().password(), cost));
     return UserTableChange([name = request.set_password().name(), hash](const UserTable& table) {
       return table.SetPasswordHash(name, hash);
     });
@@ -139,7 +139,8 @@ bool IsUserAdmin(const wire::AdminRequest& request) {
 }
 
 void AnswerUserAdmin(metadata::MetadataStore& store, security::Authenticator& authenticator,
-                     const wire::AdminRequest& request, wire::AdminResponse* out) {
+                     const wire::AdminRequest& request, wire::AdminResponse* out,
+                     const UserAdminOptions& options) {
   const auto answer = [&](const StatusOr<UserTablePtr>& table) {
     if (!table.ok()) {
       net::ToWire(table.status(), out->mutable_status());
@@ -160,7 +161,7 @@ void AnswerUserAdmin(metadata::MetadataStore& store, security::Authenticator& au
     }
     return;
   }
-  auto change = ChangeOf(request);
+  auto change = ChangeOf(request, options.password_cost);
   if (!change.ok()) {
     net::ToWire(change.status(), out->mutable_status());
     return;

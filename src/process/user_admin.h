@@ -35,6 +35,7 @@
 #include "src/metadata/metadata_store.h"
 #include "src/net/grpc_runtime.h"
 #include "src/security/authenticator.h"
+#include "src/security/passwords.h"
 #include "src/security/users.h"
 
 namespace shoal::wire {
@@ -64,11 +65,19 @@ using UserTableChange = std::function<StatusOr<security::UserTable>(const securi
 
 // Whether `request` is one of the user administration requests (AddUser ... GetUserTable).
 [[nodiscard]] bool IsUserAdmin(const wire::AdminRequest& request);
+
+struct UserAdminOptions {
+  // What a password of an add or set-password costs to hash: servers keep the default; the wire
+  // fuzz harness lowers it (security::PasswordCost).
+  security::PasswordCost password_cost{};
+};
+
 // Answers a user administration request from the table in `store`, installing every table it
 // reads or writes in `authenticator`. Passwords are hashed here (Argon2id) and never logged or
 // answered; ListUsers and every change answer the users without their hashes.
 void AnswerUserAdmin(metadata::MetadataStore& store, security::Authenticator& authenticator,
-                     const wire::AdminRequest& request, wire::AdminResponse* out);
+                     const wire::AdminRequest& request, wire::AdminResponse* out,
+                     const UserAdminOptions& options = {});
 
 // A node's copy of the user table: asks the coordinator (runtime.Admin) for a newer table every
 // kUserTablePoll and installs it in the runtime's Authenticator, and is its refresher (a peer

@@ -14,8 +14,13 @@ Status Refused() { return UnauthenticatedError("wrong user or password"); }
 
 }  // namespace
 
-Authenticator::Authenticator()
-    : digest_key_(NewPasswordDigestKey()), table_(std::make_shared<const UserTable>()) {}
+Authenticator::Authenticator() : Authenticator(AuthenticatorOptions{}) {}
+
+Authenticator::Authenticator(AuthenticatorOptions options)
+    : digest_key_(NewPasswordDigestKey()),
+      throttle_(std::move(options.throttle)),
+      slots_(options.max_concurrent_verifications, options.verification_wait),
+      table_(std::make_shared<const UserTable>()) {}
 
 bool Authenticator::Install(std::shared_ptr<const UserTable> table) {
   absl::MutexLock lock(&mu_);
@@ -38,58 +43,97 @@ std::shared_ptr<const UserTable> Authenticator::table() const {
 void Authenticator::SetRefresher(std::function<void()> refresh) { refresh_ = std::move(refresh); }
 
 StatusOr<Principal> Authenticator::Authenticate(const PeerIdentity& peer) {
+  const bool password_attempt = !peer.user.empty() && peer.certificate_name != kNodeCommonName;
+  if (!password_attempt) return Judge(peer).principal;
+  SHOAL_RETURN_IF_ERROR(throttle_.CheckAddress(peer.address));
+  Attempt attempt = Judge(peer);
+  // A process that knows no users yet refuses everyone: that is no guess.
+  if (version() == 0) return std::move(attempt.principal);
+  switch (attempt.refusal) {
+    case Refusal::kWrongCredentials:
+      // A name no user can have counts against its address only, so that the names tracked
+      // stay short.
+      if (CheckUserName(peer.user).ok()) throttle_.RecordUserFailure(peer.user);
+      throttle_.RecordAddressFailure(peer.address);
+      break;
+    case Refusal::kUserThrottled:
+      throttle_.RecordAddressFailure(peer.address);
+      break;
+    case Refusal::kNone:
+    case Refusal::kBusy:
+      break;
+  }
+  return std::move(attempt.principal);
+}
+
+Authenticator::Attempt Authenticator::Judge(const PeerIdentity& peer) {
   const uint64_t judged_by = version();
-  StatusOr<Principal> principal = AuthenticateOnce(peer);
-  if (principal.ok() || refresh_ == nullptr) return principal;
+  Attempt attempt = AuthenticateOnce(peer);
+  if (attempt.refusal != Refusal::kWrongCredentials || refresh_ == nullptr) return attempt;
   absl::MutexLock lock(&refresh_mu_);
   // A newer table came while this peer waited (a refresh it queued behind, or the poll).
   if (version() != judged_by) return AuthenticateOnce(peer);
   const auto now = std::chrono::steady_clock::now();
-  if (now < next_refresh_) return principal;
+  if (now < next_refresh_) return attempt;
   next_refresh_ = now + kMinRefreshInterval;
   refresh_();
-  return version() == judged_by ? principal : AuthenticateOnce(peer);
+  return version() == judged_by ? std::move(attempt) : AuthenticateOnce(peer);
 }
 
-StatusOr<Principal> Authenticator::AuthenticateOnce(const PeerIdentity& peer) {
+Authenticator::Attempt Authenticator::AuthenticateOnce(const PeerIdentity& peer) {
   if (peer.certificate_name == kNodeCommonName) {
-    return Principal{
-        .name = std::string(kNodeCommonName), .role = Role::kAdmin, .cluster_process = true};
+    return {Principal{
+        .name = std::string(kNodeCommonName), .role = Role::kAdmin, .cluster_process = true}};
   }
   std::shared_ptr<const UserTable> table = this->table();
   if (peer.user.empty()) {
     if (peer.certificate_name.empty()) {
-      return UnauthenticatedError(
-          "no credentials: give a user and password, or a client "
-          "certificate of a user (docs/security.md)");
+      return {UnauthenticatedError("no credentials: give a user and password, or a client "
+                                   "certificate of a user (docs/security.md)"),
+              Refusal::kWrongCredentials};
     }
     const User* user = table->Find(peer.certificate_name);
     if (user == nullptr) {
-      return UnauthenticatedError(fmt::format(
-          "the client certificate's user '{}' is not a user of this cluster (shoal user add)",
-          peer.certificate_name));
+      return {UnauthenticatedError(fmt::format(
+                  "the client certificate's user '{}' is not a user of this cluster (shoal user "
+                  "add)",
+                  peer.certificate_name)),
+              Refusal::kWrongCredentials};
     }
-    return Principal{.name = user->name, .role = user->role};
+    return {Principal{.name = user->name, .role = user->role}};
   }
   const User* user = table->Find(peer.user);
-  if (user == nullptr || user->password_hash.empty() || peer.password.empty()) return Refused();
-  std::string key = peer.user;
-  key += '\0';
-  key += PasswordDigest(digest_key_, peer.password);
-  {
+  std::string key;
+  if (user != nullptr && !peer.password.empty()) {
+    key = peer.user;
+    key += '\0';
+    key += PasswordDigest(digest_key_, peer.password);
     absl::MutexLock lock(&mu_);
     if (table_ == table && verified_.contains(key)) {
-      return Principal{.name = user->name, .role = user->role};
+      return {Principal{.name = user->name, .role = user->role}};
     }
+  }
+  // Before the user is looked at, so that a throttled name says nothing of whether it exists.
+  if (Status throttled = throttle_.CheckUser(peer.user); !throttled.ok()) {
+    return {std::move(throttled), Refusal::kUserThrottled};
+  }
+  if (user == nullptr || user->password_hash.empty() || peer.password.empty()) {
+    return {Refused(), Refusal::kWrongCredentials};
+  }
+  if (Status busy = slots_.Acquire(); !busy.ok()) return {std::move(busy), Refusal::kBusy};
+  {
+    absl::MutexLock lock(&mu_);
     ++verifications_;
   }
-  if (!VerifyPassword(peer.password, user->password_hash).ok()) return Refused();
+  const Status verified = VerifyPassword(peer.password, user->password_hash);
+  slots_.Release();
+  if (!verified.ok()) return {Refused(), Refusal::kWrongCredentials};
   absl::MutexLock lock(&mu_);
   if (table_ == table) {
     if (verified_.size() >= kMaxCachedPasswords) verified_.clear();
     verified_.emplace(std::move(key), true);
   }
-  return Principal{.name = user->name, .role = user->role};
+  return {Principal{.name = user->name, .role = user->role}};
 }
 
 Status Authenticator::Authorize(const Principal& principal, Role needed, std::string_view request) {

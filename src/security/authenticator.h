@@ -23,6 +23,14 @@
 // pairs are cached by a keyed digest (never the password), and the cache is dropped when a newer
 // table is installed, so a removed user or a changed password or role counts from the next call.
 //
+// Password guessing is limited (auth_throttle.h; docs/security.md, "Password guessing"): a
+// client address past its failures is refused every password attempt, cached or not, for the
+// backoff; a user name past its failures is refused any password this process has not verified
+// yet (no Argon2id runs for it), while a cached one still passes; and at most
+// max_concurrent_verifications hashes run at once. A refusal for a user's limit counts against the
+// address, or it would answer guesses for free. Certificates are never throttled, and a process
+// that knows no table yet counts nothing.
+//
 // Thread-safety: thread-safe; Authenticate may run on many threads while Install runs.
 
 #include <chrono>
@@ -36,6 +44,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "src/common/status.h"
+#include "src/security/auth_throttle.h"
 #include "src/security/users.h"
 
 namespace shoal::security {
@@ -50,6 +59,14 @@ struct PeerIdentity {
   std::string certificate_name{};  // the verified client certificate's CN ("" without one)
   std::string user{};              // "" when the call carries no user
   std::string password{};
+  std::string address{};  // the client's host, without the port ("" when unknown)
+};
+
+struct AuthenticatorOptions {
+  AuthThrottleOptions throttle{};
+  uint32_t max_concurrent_verifications = DefaultConcurrentVerifications();
+  // How long a verification waits for a slot before it is refused.
+  std::chrono::milliseconds verification_wait = kDefaultVerificationWait;
 };
 
 class Authenticator {
@@ -60,6 +77,7 @@ class Authenticator {
   static constexpr std::chrono::milliseconds kMinRefreshInterval{100};
 
   Authenticator();
+  explicit Authenticator(AuthenticatorOptions options);
 
   // Fetches and Installs a newer table, if there is one; called by Authenticate on a thread of
   // its caller. Set once, before the first Authenticate.
@@ -83,10 +101,26 @@ class Authenticator {
   [[nodiscard]] uint64_t TEST_password_verifications() const;
 
  private:
+  // Why an attempt was refused: what it counts against, and whether a newer table may help.
+  enum class Refusal : uint8_t {
+    kNone,
+    kWrongCredentials,  // counts against the address and the user name; a newer table may help
+    kUserThrottled,     // counts against the address
+    kBusy,              // no verification slot: counts against nothing
+  };
+  struct Attempt {
+    StatusOr<Principal> principal;
+    Refusal refusal = Refusal::kNone;
+  };
+
+  // Authentication with the refresh described above.
+  [[nodiscard]] Attempt Judge(const PeerIdentity& peer);
   // One attempt of Authenticate against the current table.
-  [[nodiscard]] StatusOr<Principal> AuthenticateOnce(const PeerIdentity& peer);
+  [[nodiscard]] Attempt AuthenticateOnce(const PeerIdentity& peer);
 
   const std::string digest_key_;
+  AuthThrottle throttle_;
+  VerificationSlots slots_;
   std::function<void()> refresh_;
   // Held across a refresh: the peers refused meanwhile wait for its table.
   absl::Mutex refresh_mu_ ABSL_ACQUIRED_BEFORE(mu_);

@@ -128,6 +128,124 @@ TEST(AuthenticatorTest, CallsRefusedDuringARefreshAreJudgedByItsTable) {
   EXPECT_LE(refreshes.load(), 2);
 }
 
+// Guessing from one address: past the limit, every password attempt from it is refused without
+// hashing, a right one too; another address, and certificates from the same one, are unaffected.
+TEST(AuthenticatorTest, WrongPasswordsFromAnAddressAreThrottledWithoutHashing) {
+  auto now = std::chrono::steady_clock::time_point() + std::chrono::hours(1);
+  Authenticator auth({.throttle = {.max_failures_per_address = 3,
+                                   .window = std::chrono::seconds(60),
+                                   .backoff = std::chrono::seconds(60),
+                                   .now = [&] { return now; }}});
+  ASSERT_TRUE(auth.Install(Table()));
+  const PeerIdentity guess{
+      .user = "alice", .password = "not alice's password", .address = "10.0.0.66"};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(auth.Authenticate(guess).status().message(), "wrong user or password");
+  }
+  EXPECT_EQ(auth.TEST_password_verifications(), 3u);
+  const Status throttled = auth.Authenticate(guess).status();
+  EXPECT_EQ(throttled.code(), StatusCode::kUnauthenticated);
+  EXPECT_NE(throttled.message().find("too many failed password attempts from client address "
+                                     "10.0.0.66"),
+            std::string_view::npos)
+      << throttled;
+  PeerIdentity right = guess;
+  right.password = std::string(kAlicePassword);
+  EXPECT_EQ(auth.Authenticate(right).status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(auth.TEST_password_verifications(), 3u);  // no Argon2id for a throttled address
+
+  PeerIdentity elsewhere = right;
+  elsewhere.address = "10.0.0.7";
+  EXPECT_TRUE(auth.Authenticate(elsewhere).ok());
+  // Now cached, yet still refused from the throttled address.
+  EXPECT_EQ(auth.Authenticate(right).status().code(), StatusCode::kUnauthenticated);
+  EXPECT_TRUE(auth.Authenticate({.certificate_name = "admin", .address = "10.0.0.66"}).ok());
+  EXPECT_TRUE(auth.Authenticate({.certificate_name = "node", .address = "10.0.0.66"}).ok());
+
+  now += std::chrono::seconds(60);
+  EXPECT_TRUE(auth.Authenticate(right).ok());
+}
+
+// Guessing one user from many addresses: past the user's limit no Argon2id runs for that user
+// name, known or not, but a password this process verified already still passes.
+TEST(AuthenticatorTest, UserLimitRefusesOnlyPasswordsNotYetVerified) {
+  auto now = std::chrono::steady_clock::time_point() + std::chrono::hours(1);
+  Authenticator auth(
+      {.throttle = {
+           .max_failures_per_address = 2, .max_failures_per_user = 3, .now = [&] { return now; }}});
+  ASSERT_TRUE(auth.Install(Table()));
+  const PeerIdentity alice{
+      .user = "alice", .password = std::string(kAlicePassword), .address = "10.0.0.1"};
+  ASSERT_TRUE(auth.Authenticate(alice).ok());
+  for (int i = 0; i < 3; ++i) {
+    const std::string address = "10.0.1." + std::to_string(i);
+    EXPECT_FALSE(
+        auth.Authenticate({.user = "alice", .password = "guess-guess", .address = address}).ok());
+    EXPECT_FALSE(
+        auth.Authenticate({.user = "nobody", .password = "guess-guess", .address = address}).ok());
+  }
+  EXPECT_EQ(auth.TEST_password_verifications(), 4u);
+  const Status alice_throttled =
+      auth.Authenticate({.user = "alice", .password = "guess-guess", .address = "10.0.2.1"})
+          .status();
+  const Status nobody_throttled =
+      auth.Authenticate({.user = "nobody", .password = "guess-guess", .address = "10.0.2.2"})
+          .status();
+  EXPECT_NE(alice_throttled.message().find("for user 'alice'"), std::string_view::npos)
+      << alice_throttled;
+  // The same answer whether the user exists or not.
+  EXPECT_NE(nobody_throttled.message().find("for user 'nobody'"), std::string_view::npos)
+      << nobody_throttled;
+  EXPECT_EQ(auth.TEST_password_verifications(), 4u);
+
+  // The verified password still passes, from any address that is not throttled.
+  EXPECT_TRUE(auth.Authenticate(alice).ok());
+  PeerIdentity alice_elsewhere = alice;
+  alice_elsewhere.address = "10.0.3.1";
+  EXPECT_TRUE(auth.Authenticate(alice_elsewhere).ok());
+  // A refusal for the user's limit counts against the address: the second one throttles it.
+  EXPECT_FALSE(
+      auth.Authenticate({.user = "alice", .password = "guess-again", .address = "10.0.2.1"}).ok());
+  alice_elsewhere.address = "10.0.2.1";
+  EXPECT_NE(
+      auth.Authenticate(alice_elsewhere).status().message().find("from client address 10.0.2.1"),
+      std::string_view::npos);
+
+  // A new table empties the cache: the right password waits for the user's backoff.
+  ASSERT_TRUE(auth.Install(
+      std::make_shared<const UserTable>(auth.table()->Add({.name = "carol"}).value())));
+  EXPECT_EQ(auth.Authenticate(alice).status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(auth.TEST_password_verifications(), 4u);
+  now += kDefaultThrottleBackoff;
+  EXPECT_TRUE(auth.Authenticate(alice).ok());
+  EXPECT_EQ(auth.TEST_password_verifications(), 5u);
+}
+
+// Names no user can have (too long, say) are counted against the address only: the table of
+// names holds short keys.
+TEST(AuthenticatorTest, NamesNoUserCanHaveCountOnlyAgainstTheAddress) {
+  Authenticator auth({.throttle = {.max_failures_per_address = 3, .max_failures_per_user = 1}});
+  ASSERT_TRUE(auth.Install(Table()));
+  const PeerIdentity peer{
+      .user = std::string(4096, 'x'), .password = "guess-guess", .address = "10.0.0.1"};
+  EXPECT_EQ(auth.Authenticate(peer).status().message(), "wrong user or password");
+  EXPECT_EQ(auth.Authenticate(peer).status().message(), "wrong user or password");
+  // The third failure from the address blocks it.
+  EXPECT_EQ(auth.Authenticate(peer).status().message(), "wrong user or password");
+  EXPECT_NE(auth.Authenticate(peer).status().message().find("from client address 10.0.0.1"),
+            std::string_view::npos);
+}
+
+// A node that knows no users yet refuses every password: none of that counts as guessing.
+TEST(AuthenticatorTest, NothingCountsBeforeTheFirstTable) {
+  Authenticator auth({.throttle = {.max_failures_per_address = 1, .max_failures_per_user = 1}});
+  const PeerIdentity alice{
+      .user = "alice", .password = std::string(kAlicePassword), .address = "10.0.0.1"};
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(auth.Authenticate(alice).ok());
+  ASSERT_TRUE(auth.Install(Table()));
+  EXPECT_TRUE(auth.Authenticate(alice).ok());
+}
+
 TEST(AuthenticatorTest, AuthorizeNamesTheRoleNeeded) {
   const Principal reader{.name = "bob", .role = Role::kRead};
   EXPECT_TRUE(Authenticator::Authorize(reader, Role::kRead, "get").ok());

@@ -38,15 +38,15 @@ Status CheckPassword(std::string_view password) {
   return OkStatus();
 }
 
-StatusOr<std::string> HashPassword(std::string_view password) {
+StatusOr<std::string> HashPassword(std::string_view password, PasswordCost cost) {
   SHOAL_RETURN_IF_ERROR(CheckPassword(password));
   InitSodiumOnce();
   std::string hash(crypto_pwhash_STRBYTES, '\0');
-  if (crypto_pwhash_str_alg(hash.data(), password.data(), password.size(), kPasswordOpsLimit,
-                            kPasswordMemLimit, crypto_pwhash_ALG_ARGON2ID13) != 0) {
+  if (crypto_pwhash_str_alg(hash.data(), password.data(), password.size(), cost.passes,
+                            cost.memory_bytes, crypto_pwhash_ALG_ARGON2ID13) != 0) {
     return ResourceExhaustedError(
-        fmt::format("hashing a password needs {} MiB of memory, which is not available",
-                    kPasswordMemLimit >> 20));
+        fmt::format("hashing a password needs {} KiB of memory, which is not available",
+                    cost.memory_bytes >> 10));
   }
   hash.resize(hash.find('\0'));
   return hash;

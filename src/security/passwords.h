@@ -34,9 +34,17 @@ inline constexpr size_t kGeneratedPasswordChars = 24;
 // never quotes the password.
 [[nodiscard]] Status CheckPassword(std::string_view password);
 
+// The cost of a new hash (a verification reads the cost from the hash). Servers keep the
+// default; only the wire fuzz harness lowers it (tests/fuzz/wire_target.cc), so that an input
+// costs microseconds instead of a full Argon2id.
+struct PasswordCost {
+  uint64_t passes = kPasswordOpsLimit;
+  size_t memory_bytes = kPasswordMemLimit;
+};
+
 // The Argon2id hash of `password` with a fresh random salt (CheckPassword first).
 // kResourceExhausted if libsodium cannot get the memory.
-[[nodiscard]] StatusOr<std::string> HashPassword(std::string_view password);
+[[nodiscard]] StatusOr<std::string> HashPassword(std::string_view password, PasswordCost cost = {});
 
 // OK if `password` matches `hash`; kUnauthenticated if it does not (or is too long to be any
 // user's password); kInvalidArgument if `hash` is not an Argon2id hash.

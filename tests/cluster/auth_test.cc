@@ -2,8 +2,8 @@
 // roles"): a client without credentials or with a wrong password is UNAUTHENTICATED and a read
 // user writing is PERMISSION_DENIED, with nothing written; a write user cannot add a node or set
 // a failpoint; a user removed at the coordinator is refused by every process within the stated
-// bound (5 s; the time is measured and printed); and no password ever reaches a log or a
-// command's output.
+// bound (5 s; the time is measured and printed); password guessing from one address is
+// throttled without touching anything; and no password ever reaches a log or a command's output.
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -23,6 +23,7 @@
 
 #include "include/shoal/shoal.h"
 #include "src/net/grpc_runtime.h"
+#include "src/security/auth_throttle.h"
 #include "src/security/certificates.h"
 #include "src/security/tls_files.h"
 #include "src/transport/messages.h"
@@ -223,6 +224,90 @@ TEST_F(AuthClusterTest, ReadUserCannotWriteAndWriteUserCannotAdminister) {
   ASSERT_EQ(AdminCli("user list --json", &out), 0) << out;
   EXPECT_EQ(out.find("argon2"), std::string::npos) << out;
   EXPECT_NE(out.find("\"reader\""), std::string::npos) << out;
+}
+
+// Guessing a password from one address (every client here is 127.0.0.1): past the limit the
+// coordinator refuses that address's password attempts with the limit and when to retry, a
+// right password too, and logs the throttle once; a certificate user from the same address, and
+// the right password at another process (each counts its own failures), are unaffected; the
+// guesses changed nothing.
+TEST_F(AuthClusterTest, WrongPasswordsFromOneAddressAreThrottled) {
+  ASSERT_NO_FATAL_FAILURE(AddUser("victim", "write", "victim-password-5a7c3"));
+  passwords_.push_back("victim-guess-0001");
+  const auto runtime_as = [&](const std::string& password) {
+    security::TlsFiles files = security::ClientTlsFiles(cluster_->certs_dir(), kGuest);
+    files.user = "victim";
+    files.password = password;
+    auto runtime = net::GrpcRuntime::Start(
+        {.coordinator = cluster_->coordinators(), .security = {.tls = files}});
+    EXPECT_TRUE(runtime.ok()) << runtime.status();
+    return std::move(runtime).value();
+  };
+  const auto create = [](net::GrpcRuntime& runtime) {
+    return runtime
+        .Call(transport::Address::Coordinator(),
+              transport::Request(transport::CreateCollectionRequest{.name = "guessed"}), 2'000'000)
+        .status();
+  };
+  auto guesser = runtime_as("victim-guess-0001");
+  for (uint32_t i = 0; i < security::kDefaultMaxFailuresPerAddress; ++i) {
+    const Status refused = create(*guesser);
+    ASSERT_EQ(refused.code(), StatusCode::kUnauthenticated) << refused;
+    EXPECT_NE(refused.message().find("wrong user or password"), std::string_view::npos) << refused;
+  }
+  for (int i = 0; i < 3; ++i) {
+    const Status throttled = create(*guesser);
+    EXPECT_EQ(throttled.code(), StatusCode::kUnauthenticated) << throttled;
+    EXPECT_NE(throttled.message().find(fmt::format(
+                  "too many failed password attempts from client address 127.0.0.1: the limit "
+                  "is {} per 60 s",
+                  security::kDefaultMaxFailuresPerAddress)),
+              std::string_view::npos)
+        << throttled;
+    EXPECT_NE(throttled.message().find("retry in"), std::string_view::npos) << throttled;
+  }
+  // The right password from the throttled address waits for the backoff too.
+  auto victim = runtime_as("victim-password-5a7c3");
+  const Status right = create(*victim);
+  EXPECT_EQ(right.code(), StatusCode::kUnauthenticated) << right;
+  EXPECT_NE(right.message().find("too many failed password attempts"), std::string_view::npos)
+      << right;
+  // Another process counts its own failures: the right password works at a node.
+  const auto known_by = Clock::now() + std::chrono::seconds(10);
+  StatusOr<transport::Response> at_node = UnavailableError("not asked yet");
+  while (Clock::now() < known_by) {
+    at_node =
+        victim->Call(transport::Address::Node(NodeId(1)),
+                     transport::Request(transport::GetRequest{.primary_key = "k"}), 2'000'000);
+    if (at_node.status().code() != StatusCode::kUnauthenticated) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(at_node.status().code(), StatusCode::kUnauthenticated) << at_node.status();
+
+  // A certificate user from the same address is not throttled, and nothing was created.
+  auto admin = Database::Connect(cluster_->uri(), cluster_->connect_options());
+  ASSERT_TRUE(admin.ok()) << admin.status();
+  auto guessed = (*admin)->GetCollection("guessed");
+  ASSERT_TRUE(guessed.ok()) << guessed.status();
+  const Status unknown = guessed->Get("k").status();
+  EXPECT_EQ(unknown.code(), StatusCode::kNotFound) << unknown;
+  EXPECT_NE(unknown.message().find("no collection named"), std::string_view::npos) << unknown;
+  std::string out;
+  EXPECT_EQ(AdminCli("status", &out), 0) << out;
+  ASSERT_NO_FATAL_FAILURE(ExpectNotWritten("k-guessed"));
+
+  EXPECT_TRUE(cluster_->LogShows(kCoordinator, "auth.throttled"));
+  size_t throttles = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(cluster_->dir(), ec)) {
+    if (entry.path().extension() != ".log") continue;
+    const std::string log = ReadAll(entry.path().string());
+    for (size_t at = log.find("auth.throttled"); at != std::string::npos;
+         at = log.find("auth.throttled", at + 1)) {
+      ++throttles;
+    }
+  }
+  EXPECT_EQ(throttles, 1u) << "one warning per address and block, at the coordinator only";
 }
 
 TEST_F(AuthClusterTest, RemovedUserIsRefusedByEveryProcessWithinTheBound) {

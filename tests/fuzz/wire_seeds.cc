@@ -95,6 +95,27 @@ std::vector<WireSeed> WireSeeds() {
   seeds.push_back({"admin-force-primary", Encoded(WireInput::kAdmin, admin)});
   admin.mutable_set_failpoints()->set_spec("source.after_fence=pause:1");
   seeds.push_back({"admin-failpoints", Encoded(WireInput::kAdmin, admin)});
+  auto* add = admin.mutable_add_user();
+  add->set_name("alice");
+  add->set_role("write");
+  add->set_password("alice-password-1");
+  seeds.push_back({"admin-user-add", Encoded(WireInput::kAdmin, admin)});
+  add = admin.mutable_add_user();
+  add->set_name("bob.cert-only");
+  add->set_role("read");
+  seeds.push_back({"admin-user-add-certificate", Encoded(WireInput::kAdmin, admin)});
+  admin.mutable_set_password()->set_name("alice");
+  admin.mutable_set_password()->set_password("alice-password-2");
+  seeds.push_back({"admin-user-set-password", Encoded(WireInput::kAdmin, admin)});
+  admin.mutable_grant_role()->set_name("bob.cert-only");
+  admin.mutable_grant_role()->set_role("admin");
+  seeds.push_back({"admin-user-grant", Encoded(WireInput::kAdmin, admin)});
+  admin.mutable_list_users();
+  seeds.push_back({"admin-user-list", Encoded(WireInput::kAdmin, admin)});
+  admin.mutable_get_user_table()->set_known_version(1);
+  seeds.push_back({"admin-user-table", Encoded(WireInput::kAdmin, admin)});
+  admin.mutable_remove_user()->set_name("alice");
+  seeds.push_back({"admin-user-remove", Encoded(WireInput::kAdmin, admin)});
 
   wire::WatchMapRequest watch;
   seeds.push_back({"watch-map", Encoded(WireInput::kWatchMap, watch)});

@@ -13,11 +13,15 @@
 #include <utility>
 
 #include "proto/shoal.pb.h"
+#include "src/metadata/embedded_metadata_store.h"
 #include "src/net/envelope_dispatch.h"
 #include "src/net/grpc_runtime.h"
 #include "src/net/wire_codec.h"
 #include "src/process/admin.h"
 #include "src/process/map_watch_hub.h"
+#include "src/process/user_admin.h"
+#include "src/security/authenticator.h"
+#include "src/security/passwords.h"
 #include "src/server/embedded_cluster.h"
 #include "src/transport/thread_runtime.h"
 
@@ -32,6 +36,13 @@ constexpr transport::Micros kHandlerTimeout = 50'000;
 constexpr uint32_t kWatchHoldMillis = 1;
 constexpr uint32_t kNodes = 2;
 constexpr uint32_t kBuckets = 4;
+// Argon2id at its least cost (libsodium's minimum: one pass over 8 KiB), so that an add or a
+// set-password costs microseconds; the hash's format, and all the request's handling, are the
+// server's.
+constexpr security::PasswordCost kFuzzPasswordCost{.passes = 1, .memory_bytes = 8 << 10};
+// The user table starts over from the bootstrap table past this many users, so that an input's
+// cost does not grow with the inputs before it.
+constexpr size_t kMaxUsers = 64;
 
 void Check(bool condition, const char* what) {
   if (!condition) {
@@ -70,8 +81,16 @@ class Harness {
     hub_.Publish(coordinator_->State());
     coordinator_->SetStateObserver(
         [hub = &hub_](const transport::ClusterState& state) { hub->Publish(state); });
+    metadata::EmbeddedMetadataOptions users_options;
+    users_options.path = dir_ + "/users";
+    users_options.sync = false;
+    auto users = metadata::EmbeddedMetadataStore::Open(users_options);
+    Check(users.ok(), "the users' metadata store opens");
+    users_ = std::move(*users);
+    authenticator_ = std::make_unique<security::Authenticator>();
   }
   ~Harness() {
+    users_.reset();
     hub_.Close();
     (void)cluster_->StopAll();  // deliberately ignored: the directory is removed anyway
     runtime_.Shutdown();
@@ -88,9 +107,55 @@ class Harness {
     if (status.ok()) Check(FromWire(out).ok(), "every answer to an envelope decodes");
   }
 
+  // As the coordinator process answers it: users by process::AnswerUserAdmin, the rest by the
+  // coordinator's handler.
   void Admin(const wire::AdminRequest& request) {
     wire::AdminResponse out;
+    if (process::IsUserAdmin(request)) {
+      UserAdmin(request, &out);
+      return;
+    }
     process::HandleAdmin(*coordinator_, request, &out);
+  }
+
+  // Properties: no answer but GetUserTable's holds a hash; an error never quotes the password;
+  // the stored table decodes, keeps its invariants and, once a request is answered without an
+  // error, is the one the authenticator has.
+  void UserAdmin(const wire::AdminRequest& request, wire::AdminResponse* out) {
+    process::AnswerUserAdmin(*users_, *authenticator_, request, out,
+                             {.password_cost = kFuzzPasswordCost});
+    if (!request.has_get_user_table()) {
+      Check(out->SerializeAsString().find("$argon2id$") == std::string::npos,
+            "only GetUserTable answers a hash");
+    }
+    if ((request.has_add_user() || request.has_set_password()) && out->status().code() != 0) {
+      // A refused change changed nothing, so the same request with other password bytes (of the
+      // same length and validity) must be refused alike: the error never quotes the password.
+      wire::AdminRequest other = request;
+      std::string* password = request.has_add_user()
+                                  ? other.mutable_add_user()->mutable_password()
+                                  : other.mutable_set_password()->mutable_password();
+      for (char& c : *password) {
+        if (c != '\0' && c != '\n' && c != '\r') c = c == 'a' ? 'b' : 'a';
+      }
+      wire::AdminResponse again;
+      process::AnswerUserAdmin(*users_, *authenticator_, other, &again,
+                               {.password_cost = kFuzzPasswordCost});
+      Check(again.status().message() == out->status().message(),
+            "a refused change's error does not depend on the password's bytes");
+    }
+    auto stored = process::ReadUserTable(*users_);
+    Check(stored.ok(), "the stored user table decodes");
+    if (*stored == nullptr) return;
+    Check((*stored)->CheckInvariants().ok(), "the stored user table keeps its invariants");
+    Check(out->status().code() != 0 ? authenticator_->version() <= (*stored)->version()
+                                    : authenticator_->version() == (*stored)->version(),
+          "an answered request leaves the authenticator the stored user table");
+    if ((*stored)->users().size() > kMaxUsers) {
+      Check(users_->Delete(process::kUsersKey, metadata::kAnyVersion).ok(),
+            "the user table is dropped");
+      authenticator_ = std::make_unique<security::Authenticator>();
+    }
   }
 
   void WatchMap(const wire::WatchMapRequest& request) {
@@ -105,6 +170,9 @@ class Harness {
   std::unique_ptr<server::EmbeddedCluster> cluster_;
   std::shared_ptr<coordinator::Coordinator> coordinator_;
   process::MapWatchHub hub_{process::kDefaultMaxMapWatchers};
+  // The users, as a coordinator process keeps them beside its cluster.
+  std::unique_ptr<metadata::EmbeddedMetadataStore> users_;
+  std::unique_ptr<security::Authenticator> authenticator_;
 };
 
 Harness& TheHarness() {
@@ -128,8 +196,7 @@ bool OutlivesTheRequest(const wire::AdminRequest& request) {
     case wire::AdminRequest::kSetThresholds:
     case wire::AdminRequest::kForcePrimary:
     case wire::AdminRequest::kSetFailpoints:
-    // Users are administered by the coordinator process (process::UserAdmin); the embedded
-    // handler answers them with an error at once.
+    // Users: answered at once from the harness's user table (Harness::UserAdmin).
     case wire::AdminRequest::kAddUser:
     case wire::AdminRequest::kRemoveUser:
     case wire::AdminRequest::kListUsers:

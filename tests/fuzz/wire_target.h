@@ -4,7 +4,8 @@
 // picks a request type a Shoal server accepts (WireInput), the rest is parsed as that message of
 // proto/shoal.proto, and the message is handed to the handlers that serve it: the storage nodes'
 // and the coordinator's (envelopes through net::DispatchEnvelope, as GrpcRuntime serves them),
-// the coordinator's admin handler and its map watch. They run on an embedded cluster (a
+// the coordinator's admin handler, its user administration (process::AnswerUserAdmin, with
+// passwords hashed at Argon2id's least cost) and its map watch. They run on an embedded cluster (a
 // coordinator and two nodes on a ThreadRuntime in a temporary directory), created at the first
 // input and kept for the process's life.
 //
@@ -25,7 +26,7 @@ enum class WireInput : uint8_t {
   kCall,      // Envelope of Shoal.Call
   kScan,      // Envelope of Shoal.Scan (its first page)
   kPipeCall,  // PipeCall of Shoal.Pipe
-  kAdmin,     // AdminRequest of Shoal.Admin
+  kAdmin,     // AdminRequest of Shoal.Admin, user administration included
   kWatchMap,  // WatchMapRequest of Shoal.WatchMap
   kResolve,   // ResolveRequest of Shoal.Resolve (no fields: parsed only)
 };
