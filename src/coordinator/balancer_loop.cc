@@ -215,10 +215,11 @@ Status BalancerLoop::BalanceOnce() {
     uint64_t bytes = intent.bytes;
     if (map->replication_factor() > 1 && intent.source.front() != target.front() &&
         !Contains(intent.source, target.front())) {
-      // A replicated bucket's primary never goes to a copy being built: draining its node
-      // starts with a handoff to a backup that stays (docs/design/replication.md §7); the
-      // next plan then replaces the old primary as a backup. Other such steps wait.
-      if (intent.reason != cluster::MoveReason::kDrain) continue;
+      // A replicated bucket's primary never goes to a copy being built: the step starts with a
+      // handoff to a backup that stays (docs/design/replication.md §7), and the next plan moves
+      // the old primary's copy as a backup's. (Skipping the step instead stalled the balancer
+      // for good: the planner asked for it again every round, and with a balance move pending
+      // it plans nothing else, not even the handoffs that even out primaries.)
       std::optional<NodeId> heir;
       for (size_t i = 1; i < intent.source.size() && !heir.has_value(); ++i) {
         if (Contains(target, intent.source[i]) && !membership_->IsDown(intent.source[i])) {

@@ -81,6 +81,41 @@ TEST_F(ReplicationRepairTest, ABackupOnANodeThatStaysDownIsReplacedOnALiveNode) 
   });
 }
 
+// Two empty nodes join a K = 3 cluster: copies move to them until the balancer finds nothing
+// more to do, and handoffs even out the primaries. A step of Algorithm 2 that moves a primary's
+// copy starts with a handoff to a backup that stays (§7); skipping it instead left the balancer
+// asking for the same step every round, with copies uneven and no handoff ever planned.
+TEST_F(ReplicationRepairTest, JoiningNodesGetTheirShareOfCopiesAndPrimaries) {
+  constexpr NodeId kN5{5};
+  Run(/*auto_balance=*/true, [&] {
+    auto w = StartRoundWriter(AllDocuments(), 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    ASSERT_TRUE(cluster_->AddNode(kN4).ok());
+    ASSERT_TRUE(cluster_->AddNode(kN5).ok());
+    const Micros joined_at = sim_.Now();
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return Holds(kN4) && Holds(kN5) && FullyReplicated() &&
+                 coordinator().Balanced().value_or(false);
+        },
+        15 * kSecond));
+    EXPECT_TRUE(PrimariesWithinOne());
+    std::printf("balanced %lld ms after the joins\n",
+                static_cast<long long>((sim_.Now() - joined_at) / kMs));
+    std::map<NodeId, size_t> copies;
+    for (const auto& bucket : map()->buckets()) {
+      for (NodeId node : bucket.replicas) ++copies[node];
+    }
+    for (const auto& [node, count] : copies) {
+      std::printf("%s holds %zu copies\n", node.DebugString().c_str(), count);
+    }
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+    ExpectCopiesEqual();
+  });
+}
+
 // The bucket's primary dies once the new copy holds the bucket's data, before its catch-up: after
 // it ingested the primary's snapshot or resumed the copy it held from the primary's log (§6.1).
 // The failover aborts the move in the edit that promotes a backup, and the copy is built again
