@@ -405,6 +405,18 @@ class StorageNode final : public transport::Service,
   // storage_node_resume.cc (RESUMED COPY): the destination resumes the copy it holds from the
   // primary's log; the source says whether its log retains what that copy lacks.
   transport::Response HandleResumeCopy(const transport::ResumeCopyRequest& request);
+  // An incoming copy's claim on `bucket` for staging by `move` (an ingest, or the resume of a
+  // copy held from before), shared by both so that they exclude each other: the map (refreshed
+  // once if it does not show the move yet) lists this node as the move's copy being added, the
+  // staged range (when given) is the bucket's, and no other staging of the bucket runs. The
+  // claim drops the record of an earlier call of the move (the copy is judged afresh, and no
+  // catch-up applies meanwhile, since it needs the record) and holds move_io_ until
+  // ReleaseStagingLocked. Returns the bucket's placement as the claim found it; `what` names the
+  // request in errors.
+  [[nodiscard]] StatusOr<cluster::BucketPlacement> ClaimForStaging(
+      BucketId bucket, MoveId move, const storage::PointRange* staged_range, std::string_view what)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void ReleaseStagingLocked(BucketId bucket) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   transport::Response HandleRetainedLog(const transport::RetainedLogRequest& request);
   // At a map install: a bucket this node is no replica of, or whose range differs from
   // `before`'s, loses its log index (storage/rseq_index.h): this node's WAL may lack writes of

@@ -78,66 +78,70 @@ Response StorageNode::HandleExport(const transport::ExportBucketRequest& request
   return Response::Error(InternalError("unreachable"));
 }
 
-Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request) {
+StatusOr<BucketPlacement> StorageNode::ClaimForStaging(BucketId bucket, MoveId move,
+                                                       const storage::PointRange* staged_range,
+                                                       std::string_view what) {
   for (int attempt = 0; attempt < 2; ++attempt) {
-    std::optional<storage::PointRange> range;
-    NodeId source;
     {
       absl::MutexLock lock(&mu_);
-      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
+      auto placement = MoveBucketLocked(bucket, move, /*as_source=*/false);
       if (placement.ok()) {
         if (RoleLocked(**placement) != LocalRole::kAdding) {
-          return Response::Error(FailedPreconditionError("ingest into a bucket that is served"));
+          return FailedPreconditionError(fmt::format("{} of a bucket that is served", what));
         }
-        range = ToPointRange((*placement)->range);
-        source = (*placement)->transition->source.front();
-        if (!(request.exported.range == *range)) {
-          return Response::Error(InvalidArgumentError("exported range is not the bucket's"));
+        if (staged_range != nullptr && !(*staged_range == ToPointRange((*placement)->range))) {
+          return InvalidArgumentError(
+              fmt::format("{}: the staged range is not the bucket's", what));
         }
-        if (move_io_[request.bucket] > 0) {
-          return Response::Error(transport::MakeClusterError(
+        if (move_io_[bucket] > 0) {
+          return transport::MakeClusterError(
               transport::ClusterError::kNotServing,
               fmt::format("n{}: {} is being staged; retry", options_.id.value(),
-                          request.bucket.DebugString())));
+                          bucket.DebugString()));
         }
-        // No catch-up applies while the range is re-staged: it needs the record, the ingest
-        // needs no apply running (both hold move_io_ while they write).
-        moves_.erase(request.bucket);
-        // Entries kept from an earlier life as a replica of the bucket are not this copy's
-        // history: the drain hands it the primary's.
-        recent_.Forget(request.bucket);
-        ++move_io_[request.bucket];
-      } else if (attempt == 1) {
-        return Response::Error(placement.status());
+        moves_.erase(bucket);
+        ++move_io_[bucket];
+        return **placement;
       }
+      if (attempt == 1) return placement.status();
     }
-    if (range.has_value()) {
-      // Outside mu_ (MOVE I/O OUTSIDE THE LOCK): other buckets are served meanwhile. A copy held
-      // from before stops vouching for the range first: the staging drops it (RESUMED COPY).
-      Status staged = ForgetCopy(request.bucket);
-      if (staged.ok()) {
-        runtime_.RunAtLowerPriority(options_.background_nice,
-                                    [&] { staged = StageIngest(*range, request, source); });
-      }
-      // Read before any catch-up can apply (none runs until the record below exists).
-      const uint64_t churn = store_->LiveBytesChurn(*range);
-      {
-        absl::MutexLock lock(&mu_);
-        --move_io_[request.bucket];
-        if (!staged.ok()) return Response::Error(staged);
-        // The move may have ended while the files went in; its DropBucket waited for us.
-        auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
-        if (!placement.ok()) return Response::Error(placement.status());
-        moves_[request.bucket] =
-            MoveRecord::New(request.move, /*source=*/false, request.exported.sequence);
-        counters_.bytes_ingested += request.exported.bytes;
-      }
-      // The range holds exactly the export now (StageIngest dropped anything else first).
-      SeedLoad(request.bucket, *range, request.exported, churn);
-      break;
-    }
-    if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
+    SHOAL_RETURN_IF_ERROR(RefreshMap());
   }
+  return InternalError("unreachable");
+}
+
+void StorageNode::ReleaseStagingLocked(BucketId bucket) { --move_io_[bucket]; }
+
+Response StorageNode::HandleIngest(const transport::IngestBucketRequest& request) {
+  auto claimed = ClaimForStaging(request.bucket, request.move, &request.exported.range, "ingest");
+  if (!claimed.ok()) return Response::Error(claimed.status());
+  const storage::PointRange range = ToPointRange(claimed->range);
+  const NodeId source = claimed->transition->source.front();
+  // Entries kept from an earlier life as a replica of the bucket are not this copy's history:
+  // the drain hands it the primary's.
+  recent_.Forget(request.bucket);
+  // Outside mu_ (MOVE I/O OUTSIDE THE LOCK): other buckets are served meanwhile. A copy held
+  // from before stops vouching for the range first: the staging drops it (RESUMED COPY).
+  Status staged = ForgetCopy(request.bucket);
+  if (staged.ok()) {
+    runtime_.RunAtLowerPriority(options_.background_nice,
+                                [&] { staged = StageIngest(range, request, source); });
+  }
+  // Read before any catch-up can apply (none runs until the record below exists).
+  const uint64_t churn = store_->LiveBytesChurn(range);
+  {
+    absl::MutexLock lock(&mu_);
+    ReleaseStagingLocked(request.bucket);
+    if (!staged.ok()) return Response::Error(staged);
+    // The move may have ended while the files went in; its DropBucket waited for us.
+    auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
+    if (!placement.ok()) return Response::Error(placement.status());
+    moves_[request.bucket] =
+        MoveRecord::New(request.move, /*source=*/false, request.exported.sequence);
+    counters_.bytes_ingested += request.exported.bytes;
+  }
+  // The range holds exactly the export now (StageIngest dropped anything else first).
+  SeedLoad(request.bucket, range, request.exported, churn);
   if (Status s = runtime_.Failpoint("destination.after_ingest"); !s.ok()) {
     return Response::Error(s);
   }

@@ -46,32 +46,11 @@ Response Refused(std::string why, storage::ReplicaPosition position = {}) {
 Response StorageNode::HandleResumeCopy(const transport::ResumeCopyRequest& request) {
   // As an ingest: this node is the incoming copy of the move, and no ingest, catch-up or drop of
   // the bucket runs while it decides (move_io_, MOVE I/O OUTSIDE THE LOCK).
-  bool claimed = false;
-  for (int attempt = 0; attempt < 2 && !claimed; ++attempt) {
-    {
-      absl::MutexLock lock(&mu_);
-      auto placement = MoveBucketLocked(request.bucket, request.move, /*as_source=*/false);
-      if (placement.ok()) {
-        if (RoleLocked(**placement) != LocalRole::kAdding) {
-          return Response::Error(FailedPreconditionError("resume of a bucket that is served"));
-        }
-        if (move_io_[request.bucket] > 0) {
-          return Response::Error(transport::MakeClusterError(
-              transport::ClusterError::kNotServing,
-              fmt::format("n{}: {} is being staged; retry", options_.id.value(),
-                          request.bucket.DebugString())));
-        }
-        // A record of an earlier call of this move goes: the copy is judged afresh.
-        moves_.erase(request.bucket);
-        ++move_io_[request.bucket];
-        claimed = true;
-        break;
-      }
-      if (attempt == 1) return Response::Error(placement.status());
-    }
-    if (Status s = RefreshMap(); !s.ok()) return Response::Error(s);
+  if (auto claimed = ClaimForStaging(request.bucket, request.move, nullptr, "resume");
+      !claimed.ok()) {
+    return Response::Error(claimed.status());
   }
-  auto release = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { --move_io_[request.bucket]; };
+  auto release = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { ReleaseStagingLocked(request.bucket); };
   auto refuse = [&](std::string why, storage::ReplicaPosition position = {}) {
     absl::MutexLock lock(&mu_);
     release();
