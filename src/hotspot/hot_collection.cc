@@ -109,15 +109,20 @@ Status HotCollection::EnsureHidden() {
   return OkStatus();
 }
 
-StatusOr<CollectionId> HotCollection::SchemaCollection() {
+StatusOr<std::optional<CollectionId>> HotCollection::SchemaCollection(bool create) {
   {
     std::lock_guard lock(mu_);
-    if (schemas_.has_value()) return *schemas_;
+    if (schemas_.has_value()) return schemas_;
   }
-  SHOAL_ASSIGN_OR_RETURN(CollectionId id, FindOrCreate(client_, kSchemaCollection));
+  StatusOr<CollectionId> id =
+      create ? FindOrCreate(client_, kSchemaCollection) : client_.FindCollection(kSchemaCollection);
+  if (!create && !id.ok() && storage::Is(id.status(), storage::ErrorReason::kUnknownCollection)) {
+    return std::optional<CollectionId>();
+  }
+  if (!id.ok()) return id.status();
   std::lock_guard lock(mu_);
-  schemas_ = id;
-  return id;
+  schemas_ = *id;
+  return schemas_;
 }
 
 StatusOr<std::shared_ptr<const CollectionSchema>> HotCollection::CurrentSchema() {
@@ -129,9 +134,10 @@ StatusOr<std::shared_ptr<const CollectionSchema>> HotCollection::CurrentSchema()
       return schema_;
     }
   }
-  auto schemas = SchemaCollection();
-  auto loaded = schemas.ok() ? LoadSchema(client_, *schemas, name_)
-                             : StatusOr<CollectionSchema>(schemas.status());
+  auto schemas = SchemaCollection(/*create=*/false);
+  auto loaded = !schemas.ok()           ? StatusOr<CollectionSchema>(schemas.status())
+                : !schemas->has_value() ? StatusOr<CollectionSchema>(CollectionSchema())
+                                        : LoadSchema(client_, **schemas, name_);
   if (!loaded.ok()) {
     // A refresh that fails (the schema's bucket is moving, the coordinator restarts) must not
     // fail every write of the collection: the last schema read stays in force meanwhile.
@@ -165,9 +171,9 @@ Status HotCollection::Declare(std::string_view schema_json) {
   SHOAL_ASSIGN_OR_RETURN(CollectionSchema declaration,
                          CollectionSchema::Parse(schema_json, FoldRegistry::Global()));
   SHOAL_RETURN_IF_ERROR(HiddenCollectionName(name_).status());
-  SHOAL_ASSIGN_OR_RETURN(CollectionId schemas, SchemaCollection());
+  SHOAL_ASSIGN_OR_RETURN(std::optional<CollectionId> schemas, SchemaCollection(/*create=*/true));
   SHOAL_ASSIGN_OR_RETURN(CollectionSchema merged,
-                         DeclareSchema(client_, schemas, name_, declaration));
+                         DeclareSchema(client_, schemas.value(), name_, declaration));
   SHOAL_RETURN_IF_ERROR(EnsureHidden());
   std::lock_guard lock(mu_);
   schema_ = std::make_shared<const CollectionSchema>(std::move(merged));

@@ -231,6 +231,25 @@ TEST_F(AuthClusterTest, ReadUserCannotWriteAndWriteUserCannotAdminister) {
 // right password too, and logs the throttle once; a certificate user from the same address, and
 // the right password at another process (each counts its own failures), are unaffected; the
 // guesses changed nothing.
+// A read user reads a collection no writer has written through the client library yet, so that
+// no collection has sharded fields and their system collection does not exist: the read needs no
+// schema and creates nothing (a read user may not create a collection).
+TEST_F(AuthClusterTest, ReadUserReadsACollectionNoWriterTouched) {
+  ASSERT_NO_FATAL_FAILURE(AddUser("fresh-reader", "read", "fresh-reader-password-3c9d1"));
+  {
+    auto admin = Database::Connect(cluster_->uri(), cluster_->connect_options());
+    ASSERT_TRUE(admin.ok());
+    auto created = (*admin)->CreateCollection("untouched");
+    ASSERT_TRUE(created.ok()) << created.status();
+  }
+  auto reader = ConnectAs(CredentialsFor("fresh-reader", "fresh-reader-password-3c9d1"));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto untouched = (*reader)->GetCollection("untouched");
+  ASSERT_TRUE(untouched.ok()) << untouched.status();
+  const auto missing = untouched->Get("nothing-here");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound) << missing.status();
+}
+
 TEST_F(AuthClusterTest, WrongPasswordsFromOneAddressAreThrottled) {
   ASSERT_NO_FATAL_FAILURE(AddUser("victim", "write", "victim-password-5a7c3"));
   passwords_.push_back("victim-guess-0001");
