@@ -1,10 +1,11 @@
 #pragma once
 
-// CallAdmission: how many calls (unary Shoal.Call requests and calls on a Shoal.Pipe stream) one
-// server holds at once, in all and per client address (docs/limits.md). A call over either bound is
-// refused at once with kResourceExhausted naming the bound, before its request is decoded; nothing
-// waits in a queue. Addresses are compared by host (IPv4 or IPv6, without the port), so every
-// connection and every process of one machine shares its host's bound; cluster processes count too.
+// CallAdmission: how many calls (unary Shoal.Call, Shoal.Admin and Shoal.Resolve requests, and
+// calls on a Shoal.Pipe stream) one server holds at once, in all and per client address
+// (docs/limits.md). A call over either bound is refused at once with kResourceExhausted naming the
+// bound, before its request is decoded; nothing waits in a queue. Addresses are compared by host
+// (IPv4 or IPv6, without the port), so every connection and every process of one machine shares its
+// host's bound; cluster processes count too.
 //
 // Thread-safety: every method is thread-safe; a Ticket may be released on any thread.
 

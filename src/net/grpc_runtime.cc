@@ -140,10 +140,14 @@ class GrpcRuntime::Handler final : public wire::Shoal::WithAsyncMethod_Pipe<wire
   }
   grpc::Status Admin(grpc::ServerContext* context, const wire::AdminRequest* request,
                      wire::AdminResponse* out) override {
+    auto ticket = runtime_->admission_.Admit(context->peer());
+    if (!ticket.ok()) return ResourceExhausted(ticket.status());
     return runtime_->HandleAdmin(*context, *request, out);
   }
   grpc::Status Resolve(grpc::ServerContext* context, const wire::ResolveRequest*,
                        wire::ResolveResponse* out) override {
+    auto ticket = runtime_->admission_.Admit(context->peer());
+    if (!ticket.ok()) return ResourceExhausted(ticket.status());
     grpc::Status allowed = runtime_->Authorize(*context, kResolveAccess, "resolve");
     if (!allowed.ok()) return allowed;
     return runtime_->HandleResolve(out);
@@ -192,7 +196,12 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
                                   const wire::AdminRequest* request,
                                   wire::AdminResponse* out) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    runtime_->workers_->Submit([this, reactor, context, request, out] {
+    auto ticket = runtime_->admission_.Admit(context->peer());
+    if (!ticket.ok()) {
+      reactor->Finish(ResourceExhausted(ticket.status()));
+      return reactor;
+    }
+    runtime_->workers_->Submit([this, reactor, context, request, out, ticket = *ticket] {
       reactor->Finish(runtime_->HandleAdmin(*context, *request, out));
     });
     return reactor;
@@ -216,6 +225,11 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
                                     const wire::ResolveRequest*,
                                     wire::ResolveResponse* out) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    auto ticket = runtime_->admission_.Admit(context->peer());
+    if (!ticket.ok()) {
+      reactor->Finish(ResourceExhausted(ticket.status()));
+      return reactor;
+    }
     grpc::Status allowed = runtime_->Authorize(*context, kResolveAccess, "resolve");
     reactor->Finish(allowed.ok() ? runtime_->HandleResolve(out) : allowed);
     return reactor;

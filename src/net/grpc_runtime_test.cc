@@ -225,6 +225,45 @@ TEST_P(GrpcRuntimeTest, AdminIsUnimplementedWithoutAHandlerAndAnsweredWithOne) {
   EXPECT_EQ(r->splits(), 7u);
 }
 
+// Admin and Resolve calls count towards the calls in flight (docs/limits.md): with one call
+// allowed, a second one while an Admin call is held is refused at once, and the server serves
+// again once the first is answered.
+TEST_P(GrpcRuntimeTest, AdminAndResolveCallsCountTowardsTheCallLimit) {
+  auto server = GrpcRuntime::Start({.listen = "127.0.0.1:0",
+                                    .server_mode = GetParam(),
+                                    .call_limits = {.max_calls = 1, .max_calls_per_address = 1}});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto client = GrpcRuntime::Start({.coordinator = (*server)->advertised_address()});
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::atomic<bool> entered{false};
+  std::atomic<bool> release{false};
+  (*server)->SetAdminHandler([&](const wire::AdminRequest&, wire::AdminResponse* out) {
+    entered = true;
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    out->set_splits(1);
+  });
+  std::thread held([&] { EXPECT_TRUE((*client)->Admin(wire::AdminRequest(), kTimeout).ok()); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!entered.load() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(entered.load());
+  auto refused =
+      (*client)->AdminAt((*server)->advertised_address(), wire::AdminRequest(), kTimeout);
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_NE(refused.status().message().find("docs/limits.md"), std::string_view::npos)
+      << refused.status();
+  release = true;
+  held.join();
+  // The callback server gives the slot back just after the answer leaves: allow it a moment.
+  auto after = (*client)->AdminAt((*server)->advertised_address(), wire::AdminRequest(), kTimeout);
+  for (int attempt = 0; attempt < 1000 && !after.ok(); ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    after = (*client)->AdminAt((*server)->advertised_address(), wire::AdminRequest(), kTimeout);
+  }
+  EXPECT_TRUE(after.ok()) << after.status();
+}
+
 // A server whose failpoints may be set over the network (or not), and a client.
 Pair StartFailpointPair(GrpcServerMode mode, bool remote_failpoints) {
   auto server = GrpcRuntime::Start(
