@@ -114,9 +114,8 @@ StatusOr<std::optional<CollectionId>> HotCollection::SchemaCollection(bool creat
     std::lock_guard lock(mu_);
     if (schemas_.has_value()) return schemas_;
   }
-  StatusOr<CollectionId> id =
-      create ? FindOrCreate(client_, kSchemaCollection) : client_.FindCollection(kSchemaCollection);
-  if (!create && !id.ok() && storage::Is(id.status(), storage::ErrorReason::kUnknownCollection)) {
+  StatusOr<CollectionId> id = FindOrCreate(client_, kSchemaCollection);
+  if (!create && id.status().code() == StatusCode::kPermissionDenied) {
     return std::optional<CollectionId>();
   }
   if (!id.ok()) return id.status();

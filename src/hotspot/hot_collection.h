@@ -139,9 +139,10 @@ class HotCollection {
                                             storage::FilterEvaluator& evaluator,
                                             storage::Document& doc);
   [[nodiscard]] Status EnsureHidden();
-  // kSchemaCollection's id, resolved with the coordinator once. With `create` false, nullopt
-  // while it does not exist: no collection has sharded fields then, so a read needs no schema,
-  // and a user with the read role, who may not create a collection, still reads.
+  // kSchemaCollection's id, resolved with the coordinator once (and created if missing, once
+  // per cluster). With `create` false, nullopt where it does not exist and this client may not
+  // create it (the read role): no collection has sharded fields then, so a read needs no
+  // schema, and a user with the read role still reads.
   [[nodiscard]] StatusOr<std::optional<CollectionId>> SchemaCollection(bool create);
   void NoteWrite(const FieldSpec& spec, std::string_view pk, const ApplyOutcome& outcome);
   [[nodiscard]] StatusOr<bool> MaybeShrink(const FieldSpec& spec, const std::string& pk,

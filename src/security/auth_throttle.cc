@@ -93,20 +93,10 @@ void AuthThrottle::Record(Kind kind, std::string_view key) {
     entry.blocked_until = now + options_.backoff;
   }
   // Once per block: an operator sees the attack, not each guess.
-  switch (kind) {
-    case Kind::kAddress:
-      log::Warning("auth.throttled", {{"address", key},
-                                      {"failures", limit},
-                                      {"window_s", options_.window.count()},
-                                      {"backoff_s", options_.backoff.count()}});
-      break;
-    case Kind::kUser:
-      log::Warning("auth.throttled", {{"user", key},
-                                      {"failures", limit},
-                                      {"window_s", options_.window.count()},
-                                      {"backoff_s", options_.backoff.count()}});
-      break;
-  }
+  log::Warning("auth.throttled", {{kind == Kind::kAddress ? "address" : "user", key},
+                                  {"failures", limit},
+                                  {"window_s", options_.window.count()},
+                                  {"backoff_s", options_.backoff.count()}});
 }
 
 AuthThrottle::Entry& AuthThrottle::Find(Table& table, std::string_view key,
