@@ -103,11 +103,11 @@ Authenticator::Attempt Authenticator::AuthenticateOnce(const PeerIdentity& peer)
     return {Principal{.name = user->name, .role = user->role}};
   }
   const User* user = table->Find(peer.user);
-  std::string key;
-  if (user != nullptr && !peer.password.empty()) {
-    key = peer.user;
-    key += '\0';
-    key += PasswordDigest(digest_key_, peer.password);
+  if (peer.password.empty()) return {Refused(), Refusal::kWrongCredentials};
+  std::string key = peer.user;
+  key += '\0';
+  key += PasswordDigest(digest_key_, peer.password);
+  if (user != nullptr) {
     absl::MutexLock lock(&mu_);
     if (table_ == table && verified_.contains(key)) {
       return {Principal{.name = user->name, .role = user->role}};
@@ -117,17 +117,27 @@ Authenticator::Attempt Authenticator::AuthenticateOnce(const PeerIdentity& peer)
   if (Status throttled = throttle_.CheckUser(peer.user); !throttled.ok()) {
     return {std::move(throttled), Refusal::kUserThrottled};
   }
-  if (user == nullptr || user->password_hash.empty() || peer.password.empty()) {
-    return {Refused(), Refusal::kWrongCredentials};
+  // A user that does not exist or has no password is checked against the dummy hash, at the
+  // cost of a real one, and refused as a wrong password is: the time and the answer say nothing
+  // of whether the user exists. A process that knows no users has nothing to hide.
+  const bool has_password = user != nullptr && !user->password_hash.empty();
+  std::string_view hash;
+  if (has_password) {
+    hash = user->password_hash;
+  } else {
+    if (table->version() == 0) return {Refused(), Refusal::kWrongCredentials};
+    const StatusOr<std::string>& dummy = DummyPasswordHash();
+    if (!dummy.ok()) return {Refused(), Refusal::kWrongCredentials};
+    hash = *dummy;
   }
   if (Status busy = slots_.Acquire(); !busy.ok()) return {std::move(busy), Refusal::kBusy};
   {
     absl::MutexLock lock(&mu_);
     ++verifications_;
   }
-  const Status verified = VerifyPassword(peer.password, user->password_hash);
+  const Status verified = VerifyPassword(peer.password, hash);
   slots_.Release();
-  if (!verified.ok()) return {Refused(), Refusal::kWrongCredentials};
+  if (!has_password || !verified.ok()) return {Refused(), Refusal::kWrongCredentials};
   absl::MutexLock lock(&mu_);
   if (table_ == table) {
     if (verified_.size() >= kMaxCachedPasswords) verified_.clear();

@@ -19,6 +19,10 @@
 // at a time; a peer refused meanwhile waits for it and is judged again by what it brought,
 // instead of being refused by the table it came too early for.
 //
+// A password for a user that does not exist or has no password is verified against a dummy
+// hash (DummyPasswordHash) and refused exactly as a wrong one, so that neither the time nor the
+// answer tells whether the user exists.
+//
 // A password is verified with Argon2id once per (user, password) and table version: verified
 // pairs are cached by a keyed digest (never the password), and the cache is dropped when a newer
 // table is installed, so a removed user or a changed password or role counts from the next call.

@@ -96,6 +96,42 @@ TEST(AuthenticatorTest, WrongPasswordsAndRemovedUsersAreRefused) {
   refused({.user = "alice", .password = std::string(kAlicePassword)});
 }
 
+// A user name that does not exist, or a user without a password, costs one Argon2id run against
+// the dummy hash, as a wrong password does, and gets the very same answer; it counts against the
+// address and the name as a wrong password does.
+TEST(AuthenticatorTest, UnknownUserIsVerifiedAndRefusedAsAWrongPassword) {
+  Authenticator auth({.throttle = {.max_failures_per_address = 2, .max_failures_per_user = 100}});
+  ASSERT_TRUE(auth.Install(Table()));
+  const Status wrong =
+      auth.Authenticate(
+              {.user = "alice", .password = "not alice's password", .address = "10.0.0.1"})
+          .status();
+  EXPECT_EQ(wrong.code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(auth.TEST_password_verifications(), 1u);
+
+  const PeerIdentity nobody{
+      .user = "nobody", .password = "not alice's password", .address = "10.0.0.2"};
+  const Status unknown = auth.Authenticate(nobody).status();
+  EXPECT_EQ(auth.TEST_password_verifications(), 2u);
+  EXPECT_EQ(unknown.code(), wrong.code());
+  EXPECT_EQ(unknown.message(), wrong.message());
+
+  // A certificate-only user given a password: the same.
+  const Status no_password =
+      auth.Authenticate({.user = "admin", .password = "whatever password", .address = "10.0.0.3"})
+          .status();
+  EXPECT_EQ(auth.TEST_password_verifications(), 3u);
+  EXPECT_EQ(no_password.code(), wrong.code());
+  EXPECT_EQ(no_password.message(), wrong.message());
+
+  // The second failure from 10.0.0.2 blocks it, as a second wrong password would.
+  EXPECT_EQ(auth.Authenticate(nobody).status().message(), wrong.message());
+  EXPECT_EQ(auth.TEST_password_verifications(), 4u);
+  EXPECT_NE(auth.Authenticate(nobody).status().message().find("from client address 10.0.0.2"),
+            std::string_view::npos);
+  EXPECT_EQ(auth.TEST_password_verifications(), 4u);
+}
+
 // A user added a moment ago, at a follower that has not learned it: the first refused call
 // refreshes, and the calls refused while that refresh runs wait for it instead of being refused
 // by the table they came too early for.
@@ -184,7 +220,8 @@ TEST(AuthenticatorTest, UserLimitRefusesOnlyPasswordsNotYetVerified) {
     EXPECT_FALSE(
         auth.Authenticate({.user = "nobody", .password = "guess-guess", .address = address}).ok());
   }
-  EXPECT_EQ(auth.TEST_password_verifications(), 4u);
+  // One Argon2id run per guess, for the user that exists and the one that does not alike.
+  EXPECT_EQ(auth.TEST_password_verifications(), 7u);
   const Status alice_throttled =
       auth.Authenticate({.user = "alice", .password = "guess-guess", .address = "10.0.2.1"})
           .status();
@@ -196,7 +233,7 @@ TEST(AuthenticatorTest, UserLimitRefusesOnlyPasswordsNotYetVerified) {
   // The same answer whether the user exists or not.
   EXPECT_NE(nobody_throttled.message().find("for user 'nobody'"), std::string_view::npos)
       << nobody_throttled;
-  EXPECT_EQ(auth.TEST_password_verifications(), 4u);
+  EXPECT_EQ(auth.TEST_password_verifications(), 7u);
 
   // The verified password still passes, from any address that is not throttled.
   EXPECT_TRUE(auth.Authenticate(alice).ok());
@@ -215,10 +252,10 @@ TEST(AuthenticatorTest, UserLimitRefusesOnlyPasswordsNotYetVerified) {
   ASSERT_TRUE(auth.Install(
       std::make_shared<const UserTable>(auth.table()->Add({.name = "carol"}).value())));
   EXPECT_EQ(auth.Authenticate(alice).status().code(), StatusCode::kUnauthenticated);
-  EXPECT_EQ(auth.TEST_password_verifications(), 4u);
+  EXPECT_EQ(auth.TEST_password_verifications(), 7u);
   now += kDefaultThrottleBackoff;
   EXPECT_TRUE(auth.Authenticate(alice).ok());
-  EXPECT_EQ(auth.TEST_password_verifications(), 5u);
+  EXPECT_EQ(auth.TEST_password_verifications(), 8u);
 }
 
 // Names no user can have (too long, say) are counted against the address only: the table of

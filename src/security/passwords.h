@@ -50,6 +50,12 @@ struct PasswordCost {
 // user's password); kInvalidArgument if `hash` is not an Argon2id hash.
 [[nodiscard]] Status VerifyPassword(std::string_view password, std::string_view hash);
 
+// The hash of a random password no one knows, made once per process at the default cost, on
+// first use: what a verifier checks a password against when the user does not exist or has no
+// password, so that the time of a refusal says nothing of whether the user exists. An error
+// (kResourceExhausted from HashPassword) is kept for the process's lifetime.
+[[nodiscard]] const StatusOr<std::string>& DummyPasswordHash();
+
 // kInvalidArgument unless `hash` has the shape of an encoded Argon2id hash.
 [[nodiscard]] Status CheckPasswordHash(std::string_view hash);
 

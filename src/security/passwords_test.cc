@@ -86,5 +86,19 @@ TEST(PasswordsTest, DigestDependsOnKeyAndPassword) {
   EXPECT_NE(PasswordDigest(key, "password one"), PasswordDigest(other_key, "password one"));
 }
 
+// The dummy hash costs what a real one does: the same parameters in its encoded form.
+TEST(PasswordsTest, DummyHashIsMadeOnceAtTheCostOfARealOne) {
+  const StatusOr<std::string>& dummy = DummyPasswordHash();
+  ASSERT_TRUE(dummy.ok()) << dummy.status();
+  EXPECT_EQ(&DummyPasswordHash(), &dummy);
+  EXPECT_TRUE(CheckPasswordHash(*dummy).ok());
+  const std::string real = HashPassword("a real password").value();
+  const auto parameters = [](const std::string& hash) {
+    return hash.substr(0, hash.find('$', hash.find("m=")));
+  };
+  EXPECT_EQ(parameters(*dummy), parameters(real));
+  EXPECT_EQ(VerifyPassword("a real password", *dummy).code(), StatusCode::kUnauthenticated);
+}
+
 }  // namespace
 }  // namespace shoal::security
