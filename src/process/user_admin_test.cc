@@ -117,6 +117,34 @@ TEST_F(UserAdminTest, RefusedChangesChangeNothing) {
   EXPECT_EQ((*table)->version(), 1u);
 }
 
+// The user limit holds at the coordinator, for every client of the admin request: an add to a
+// full table is RESOURCE_EXHAUSTED naming the limit, and the stored table stays as it was.
+TEST_F(UserAdminTest, AddPastTheUserLimitChangesNothing) {
+  auto first = LoadUserTable(*store_);
+  ASSERT_TRUE(first.ok());
+  UserTable full = **first;
+  for (size_t i = full.users().size(); i < security::kMaxUsers; ++i) {
+    full = full.Add({.name = "user-" + std::to_string(i), .role = Role::kRead}).value();
+  }
+  ASSERT_TRUE(store_->Put(kUsersKey, full.Encode(), metadata::kAnyVersion).ok());
+
+  wire::AdminRequest add;
+  add.mutable_add_user()->set_name("one-too-many");
+  add.mutable_add_user()->set_role("read");
+  const wire::AdminResponse refused = Answer(add);
+  EXPECT_EQ(refused.status().code(), static_cast<int>(StatusCode::kResourceExhausted));
+  EXPECT_NE(refused.status().message().find("the limit is 1000"), std::string::npos)
+      << refused.status().message();
+  auto stored = ReadUserTable(*store_);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(**stored, full);
+
+  wire::AdminRequest remove;
+  remove.mutable_remove_user()->set_name("user-1");
+  ASSERT_EQ(Answer(remove).status().code(), 0);
+  EXPECT_EQ(Answer(add).status().code(), 0);
+}
+
 TEST_F(UserAdminTest, AConcurrentWriterIsNotOverwritten) {
   ASSERT_TRUE(LoadUserTable(*store_).ok());
   bool interfered = false;

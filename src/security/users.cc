@@ -59,6 +59,10 @@ StatusOr<UserTable> UserTable::Add(User user) const {
   if (Find(user.name) != nullptr) {
     return AlreadyExistsError(fmt::format("user '{}' exists", user.name));
   }
+  if (users_.size() >= kMaxUsers) {
+    return ResourceExhaustedError(fmt::format(
+        "the cluster has {} users; the limit is {} (docs/limits.md)", users_.size(), kMaxUsers));
+  }
   UserTable next = *this;
   ++next.version_;
   std::string name = user.name;

@@ -9,12 +9,19 @@
 // allows every request its lower roles allow (which request needs which role:
 // net/request_roles.h).
 //
+// A table holds at most kMaxUsers users; Add refuses one more. The whole table is a single value
+// of the metadata store (at most 1 MiB) and travels whole to every node on each change: at about
+// 200 bytes a user (a 64-byte name and a hash), 1000 users stay near 200 KiB, and users are the
+// people and services that reach a cluster, not the users of an application. Decode takes a
+// larger table (one stored under a higher limit) as it is.
+//
 // UserTable is an immutable value with a version that grows by one with every change, so a
 // process that holds version v knows whether a table it is shown is newer. Its JSON form is what
 // the metadata store holds (Encode / Decode round-trip exactly).
 //
 // Thread-safety: values; a const UserTable may be read from many threads.
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -47,6 +54,8 @@ struct User {
   friend bool operator==(const User&, const User&) = default;
 };
 
+inline constexpr size_t kMaxUsers = 1000;
+
 class UserTable {
  public:
   UserTable() = default;
@@ -58,7 +67,7 @@ class UserTable {
 
   // Each returns the table with one change and the version one higher, or an error and no table:
   // kInvalidArgument for a bad name, hash or role; kAlreadyExists (Add) or kNotFound (the
-  // others) for the user.
+  // others) for the user; kResourceExhausted naming kMaxUsers for an Add to a full table.
   [[nodiscard]] StatusOr<UserTable> Add(User user) const;
   [[nodiscard]] StatusOr<UserTable> Remove(std::string_view name) const;
   // `hash` "" makes the user certificate-only.

@@ -1,5 +1,6 @@
 #include "src/security/users.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -71,6 +72,35 @@ TEST(UserTableTest, RefusedChangesLeaveTheTable) {
   EXPECT_EQ(table.SetPasswordHash("dave", SomeHash()).status().code(), StatusCode::kNotFound);
   EXPECT_EQ(table.SetPasswordHash("bob", "plain").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(table.version(), 3u);
+}
+
+// A full table refuses one more user, naming the limit, and changes nothing; it still fits the
+// metadata store's 1 MiB value with the longest names and a hash for every user.
+TEST(UserTableTest, AddPastTheUserLimitIsRefused) {
+  UserTable table;
+  for (size_t i = 0; i < kMaxUsers; ++i) {
+    std::string name = fmt::format("user-{:04}-", i);
+    name.resize(64, 'x');
+    auto next = table.Add({.name = name, .role = Role::kAdmin, .password_hash = SomeHash()});
+    ASSERT_TRUE(next.ok()) << i << ": " << next.status();
+    table = std::move(*next);
+  }
+  ASSERT_EQ(table.users().size(), kMaxUsers);
+  EXPECT_LT(table.Encode().size(), size_t{1} << 20);
+  const auto refused = table.Add({.name = "one-too-many", .role = Role::kRead});
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find(fmt::format("the limit is {}", kMaxUsers)),
+            std::string_view::npos)
+      << refused.status();
+  EXPECT_EQ(table.version(), kMaxUsers);
+  EXPECT_EQ(table.Find("one-too-many"), nullptr);
+  // One removed, one fits again; a full table still decodes.
+  auto removed = table.Remove(table.users().begin()->first);
+  ASSERT_TRUE(removed.ok());
+  EXPECT_TRUE(removed->Add({.name = "one-too-many", .role = Role::kRead}).ok());
+  auto decoded = UserTable::Decode(table.Encode());
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(*decoded, table);
 }
 
 TEST(UserTableTest, EncodeDecodeEncodeIsStable) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "include/shoal/shoal.h"
+#include "proto/shoal.pb.h"
 #include "src/net/grpc_runtime.h"
 #include "src/transport/messages.h"
 #include "tests/cluster/process_cluster.h"
@@ -30,6 +31,7 @@ constexpr size_t kBodyLimit = 1 << 20;       // storage::DocumentLimits::max_bod
 constexpr size_t kDepthLimit = 64;           // storage::DocumentLimits::max_depth
 constexpr size_t kNameLimit = 256;           // storage::kMaxCollectionNameBytes
 constexpr uint32_t kStreamDocuments = 1000;  // net::kDefaultStreamDocuments
+constexpr size_t kUserLimit = 1000;          // security::kMaxUsers
 constexpr transport::Micros kTimeout = 10'000'000;
 
 // A JSON object of exactly `bytes` bytes.
@@ -273,6 +275,32 @@ TEST_F(LimitsTest, CollectionNames) {
     EXPECT_LE(spec.name.size(), kNameLimit);
     EXPECT_NE(spec.name, "a b");
   }
+}
+
+// Users per cluster, over the wire: the coordinator takes users up to the limit (the first
+// `admin` counts) and refuses one more, naming the limit; the table is as it was.
+TEST_F(LimitsTest, UsersPerCluster) {
+  wire::AdminRequest list;
+  list.mutable_list_users();
+  auto listed = raw_->Admin(list, kTimeout);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  for (size_t i = listed->users_size(); i < kUserLimit; ++i) {
+    wire::AdminRequest add;
+    add.mutable_add_user()->set_name(fmt::format("limit-user-{}", i));
+    add.mutable_add_user()->set_role("read");
+    auto added = raw_->Admin(add, kTimeout);
+    ASSERT_TRUE(added.ok()) << i << ": " << added.status();
+  }
+  wire::AdminRequest past;
+  past.mutable_add_user()->set_name("one-too-many");
+  past.mutable_add_user()->set_role("read");
+  ExpectRefused(raw_->Admin(past, kTimeout).status(), StatusCode::kResourceExhausted,
+                fmt::format("the cluster has {} users; the limit is {}", kUserLimit, kUserLimit),
+                "AddUser");
+  auto after = raw_->Admin(list, kTimeout);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(static_cast<size_t>(after->users_size()), kUserLimit);
+  for (const auto& user : after->users()) EXPECT_NE(user.name(), "one-too-many");
 }
 
 TEST_F(LimitsTest, DocumentsPerStreamedPage) {
