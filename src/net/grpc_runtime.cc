@@ -313,6 +313,7 @@ int GrpcRuntime::GrpcMessageLimit() const {
 
 GrpcRuntime::GrpcRuntime(const GrpcRuntimeOptions& options)
     : options_(options),
+      authenticator_(options.security.authentication),
       coordinators_(SplitList(options.coordinator)),
       admission_(options.call_limits) {}
 
@@ -324,6 +325,7 @@ StatusOr<std::unique_ptr<GrpcRuntime>> GrpcRuntime::Start(const GrpcRuntimeOptio
     return InvalidArgumentError("max_message_bytes must be in [1, 2^31)");
   }
   SHOAL_RETURN_IF_ERROR(ValidateCallLimits(options.call_limits));
+  SHOAL_RETURN_IF_ERROR(security::CheckAuthenticatorOptions(options.security.authentication));
   // This build's abseil checks every absl::Mutex acquisition (gRPC's, on every call) for
   // lock-order cycles, a debug aid that cost ~3% of a node and of a client in the profile
   // (docs/results/network.md). Process-wide, so Shoal's own absl::Mutex locks go unchecked here

@@ -32,6 +32,7 @@
 #include <string_view>
 
 #include "src/common/status.h"
+#include "src/security/authenticator.h"
 #include "src/security/tls_files.h"
 
 namespace grpc {
@@ -62,6 +63,9 @@ struct TransportSecurity {
   std::optional<security::TlsFiles> tls = std::nullopt;
   // How often the files are read again (rotation without a restart), >= 1.
   uint32_t reload_seconds = kDefaultCertReloadSeconds;
+  // A server's limits on password guessing (docs/security.md, "Password guessing"); a process
+  // that serves nothing ignores them.
+  security::AuthenticatorOptions authentication{};
 };
 
 class TlsCredentials {

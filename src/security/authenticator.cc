@@ -14,6 +14,23 @@ Status Refused() { return UnauthenticatedError("wrong user or password"); }
 
 }  // namespace
 
+Status CheckAuthenticatorOptions(const AuthenticatorOptions& options) {
+  const auto at_least_one = [](std::string_view field, int64_t value) {
+    if (value >= 1) return OkStatus();
+    return InvalidArgumentError(fmt::format("{} must be at least 1, not {}", field, value));
+  };
+  const AuthThrottleOptions& throttle = options.throttle;
+  SHOAL_RETURN_IF_ERROR(
+      at_least_one("max_failures_per_address", int64_t{throttle.max_failures_per_address}));
+  SHOAL_RETURN_IF_ERROR(
+      at_least_one("max_failures_per_user", int64_t{throttle.max_failures_per_user}));
+  SHOAL_RETURN_IF_ERROR(at_least_one("window seconds", throttle.window.count()));
+  SHOAL_RETURN_IF_ERROR(at_least_one("backoff seconds", throttle.backoff.count()));
+  SHOAL_RETURN_IF_ERROR(at_least_one("max_tracked", static_cast<int64_t>(throttle.max_tracked)));
+  return at_least_one("max_concurrent_verifications",
+                      int64_t{options.max_concurrent_verifications});
+}
+
 Authenticator::Authenticator() : Authenticator(AuthenticatorOptions{}) {}
 
 Authenticator::Authenticator(AuthenticatorOptions options)

@@ -73,6 +73,9 @@ struct AuthenticatorOptions {
   std::chrono::milliseconds verification_wait = kDefaultVerificationWait;
 };
 
+// kInvalidArgument naming the field for a limit, window or backoff below 1.
+[[nodiscard]] Status CheckAuthenticatorOptions(const AuthenticatorOptions& options);
+
 class Authenticator {
  public:
   // Cached verified passwords; the cache is emptied when it reaches this size.

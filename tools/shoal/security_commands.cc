@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -183,6 +184,62 @@ void AddIssueOptions(CLI::App* command, CertsFlags* flags, int default_days) {
 
 }  // namespace
 
+void AddAuthLimitOptions(CLI::App* command, AuthLimitFlags* flags) {
+  constexpr int64_t kMaxFailures = 1'000'000;
+  command
+      ->add_option("--max-password-failures-per-address", flags->max_failures_per_address,
+                   "Failed password attempts from one client address (host) within 60 s that "
+                   "block its password attempts at this process (docs/security.md)")
+      ->check(CLI::Range(int64_t{1}, kMaxFailures))
+      ->capture_default_str();
+  command
+      ->add_option("--password-block-seconds", flags->block_seconds,
+                   "How long an address or a user name past its failures is blocked")
+      ->check(CLI::Range(int64_t{1}, int64_t{86'400}))
+      ->capture_default_str();
+  command
+      ->add_option("--max-password-failures-per-user", flags->max_failures_per_user,
+                   "Failed password attempts for one user name within 60 s, from any address, "
+                   "that stop verifying new passwords for it at this process")
+      ->check(CLI::Range(int64_t{1}, kMaxFailures))
+      ->capture_default_str();
+  command
+      ->add_option("--max-password-verifications", flags->max_verifications,
+                   "Argon2id password verifications at once in this process (19 MiB each)")
+      ->check(CLI::Range(int64_t{1}, int64_t{64}))
+      ->capture_default_str();
+}
+
+StatusOr<security::AuthenticatorOptions> AuthenticatorOptionsOf(const AuthLimitFlags& flags) {
+  const auto check = [](std::string_view flag, int64_t value) {
+    if (value >= 1 && value <= std::numeric_limits<uint32_t>::max()) return OkStatus();
+    return InvalidArgumentError(fmt::format("{} must be at least 1, not {}", flag, value));
+  };
+  SHOAL_RETURN_IF_ERROR(
+      check("--max-password-failures-per-address", flags.max_failures_per_address));
+  SHOAL_RETURN_IF_ERROR(check("--password-block-seconds", flags.block_seconds));
+  SHOAL_RETURN_IF_ERROR(check("--max-password-failures-per-user", flags.max_failures_per_user));
+  SHOAL_RETURN_IF_ERROR(check("--max-password-verifications", flags.max_verifications));
+  security::AuthenticatorOptions options;
+  options.throttle.max_failures_per_address = static_cast<uint32_t>(flags.max_failures_per_address);
+  options.throttle.max_failures_per_user = static_cast<uint32_t>(flags.max_failures_per_user);
+  options.throttle.backoff = std::chrono::seconds(flags.block_seconds);
+  options.max_concurrent_verifications = static_cast<uint32_t>(flags.max_verifications);
+  SHOAL_RETURN_IF_ERROR(security::CheckAuthenticatorOptions(options));
+  return options;
+}
+
+std::vector<std::string> AuthLimitArgs(const AuthLimitFlags& flags) {
+  return {"--max-password-failures-per-address",
+          std::to_string(flags.max_failures_per_address),
+          "--password-block-seconds",
+          std::to_string(flags.block_seconds),
+          "--max-password-failures-per-user",
+          std::to_string(flags.max_failures_per_user),
+          "--max-password-verifications",
+          std::to_string(flags.max_verifications)};
+}
+
 void AddServerSecurityOptions(CLI::App* command, ServerSecurityFlags* flags) {
   command->add_option("--certs-dir", flags->certs_dir,
                       "Mutual TLS with ca.crt, node.crt and node.key of this directory "
@@ -195,6 +252,7 @@ void AddServerSecurityOptions(CLI::App* command, ServerSecurityFlags* flags) {
                    "How often the certificate, key and CA files are read again")
       ->check(CLI::Range(1u, 86'400u))
       ->capture_default_str();
+  AddAuthLimitOptions(command, &flags->auth);
 }
 
 StatusOr<net::TransportSecurity> ServerSecurity(const ServerSecurityFlags& flags) {
@@ -206,9 +264,12 @@ StatusOr<net::TransportSecurity> ServerSecurity(const ServerSecurityFlags& flags
               "create-ca` and `shoal certs create-node`) to serve over mutual TLS, or --insecure "
               "to serve plaintext to anyone who reaches the port");
   }
-  if (flags.insecure) return net::TransportSecurity{};
+  SHOAL_ASSIGN_OR_RETURN(security::AuthenticatorOptions authentication,
+                         AuthenticatorOptionsOf(flags.auth));
+  if (flags.insecure) return net::TransportSecurity{.authentication = std::move(authentication)};
   return net::TransportSecurity{.tls = security::NodeTlsFiles(flags.certs_dir),
-                                .reload_seconds = flags.reload_seconds};
+                                .reload_seconds = flags.reload_seconds,
+                                .authentication = std::move(authentication)};
 }
 
 void RouteGrpcLog() { gpr_set_log_function(&GrpcLogAsEvent); }

@@ -115,6 +115,7 @@ struct LocalFlags {
   uint32_t restart_delay_ms = 1000;
   bool insecure = false;
   bool enable_failpoints = false;  // passed to every child
+  AuthLimitFlags auth;             // passed to every child
   LogFlags log;
 };
 
@@ -321,6 +322,10 @@ int RunLocal(const LocalFlags& given) {
                  flags.replicas);
     return 2;
   }
+  if (auto limits = AuthenticatorOptionsOf(flags.auth); !limits.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(MessageOf(limits.status())).c_str());
+    return 2;
+  }
   process::BlockTerminationSignals();
   sigset_t set;
   sigemptyset(&set);
@@ -343,6 +348,7 @@ int RunLocal(const LocalFlags& given) {
   // What every child is given beside its own role's flags.
   std::vector<std::string> shared_args = ChildSecurityArgs(*security);
   if (flags.enable_failpoints) shared_args.push_back("--enable-failpoints");
+  for (std::string& arg : AuthLimitArgs(flags.auth)) shared_args.push_back(std::move(arg));
   using Clock = LocalSupervisor::Clock;
   LocalSupervisor supervisor(
       SupervisorOptions{.restart = !flags.no_restart,
@@ -617,6 +623,7 @@ void AddServerCommands(CLI::App& app) {
               "No TLS and no certificates: plaintext, and anyone who reaches the ports can read "
               "and change everything (clients then need --insecure too)");
   AddFailpointOption(l, &local->enable_failpoints);
+  AddAuthLimitOptions(l, &local->auth);
   AddLogOptions(l, &local->log);
   l->callback([local] { std::exit(RunLocal(*local)); });
 }
