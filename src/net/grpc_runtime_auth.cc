@@ -45,6 +45,10 @@ grpc::Status GrpcRuntime::Authorize(const grpc::ServerContextBase& context, Requ
       // the coordinator since it started).
       return NotHandled("this process has not learned the cluster's users yet");
     }
+    if (principal.status().code() == StatusCode::kUnavailable) {
+      // Judged again by a newer table once the client resends (authenticator.h).
+      return NotHandled(std::string(principal.status().message()));
+    }
     return grpc::Status(GrpcCodeOf(principal.status()), std::string(principal.status().message()));
   }
   if (access.cluster_only && !principal->cluster_process) {

@@ -21,7 +21,8 @@ using security::UserTable;
 // Compare-and-set attempts before giving up on a table that keeps changing under us.
 constexpr int kMaxUpdateAttempts = 20;
 constexpr transport::Micros kPollTimeout = 2'000'000;
-// A refresh asked by a call about to be refused holds that call: keep it short.
+// A refresh asked by a call about to be refused: the calls refused meanwhile are told to retry,
+// so keep it short.
 constexpr transport::Micros kRefreshTimeout = 500'000;
 
 StatusOr<UserTable> Bootstrap() {
@@ -174,13 +175,20 @@ void AnswerUserAdmin(metadata::MetadataStore& store, security::Authenticator& au
   }
 }
 
-UserTableFollower::UserTableFollower(net::GrpcRuntime& runtime) : runtime_(runtime) {}
+UserTableFollower::UserTableFollower(net::GrpcRuntime& runtime)
+    : UserTableFollower(runtime.authenticator(),
+                        [&runtime](const wire::AdminRequest& request, transport::Micros timeout) {
+                          return runtime.Admin(request, timeout);
+                        }) {}
+
+UserTableFollower::UserTableFollower(security::Authenticator& authenticator, UserTableSource source)
+    : authenticator_(authenticator), source_(std::move(source)) {}
 
 UserTableFollower::~UserTableFollower() { Stop(); }
 
 void UserTableFollower::Start() {
   // The follower outlives every call: Stop comes before the runtime's shutdown.
-  runtime_.authenticator().SetRefresher([this] { (void)PollOnce(kRefreshTimeout); });
+  authenticator_.SetRefresher([this] { AskRefresh(); });
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -192,28 +200,40 @@ void UserTableFollower::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool UserTableFollower::Woken() const { return stopping_ || refresh_asked_; }
+
+void UserTableFollower::AskRefresh() {
+  absl::MutexLock lock(&mu_);
+  refresh_asked_ = true;
+}
+
 Status UserTableFollower::PollOnce(transport::Micros timeout) {
   wire::AdminRequest request;
-  request.mutable_get_user_table()->set_known_version(runtime_.authenticator().version());
-  SHOAL_ASSIGN_OR_RETURN(wire::AdminResponse response, runtime_.Admin(request, timeout));
+  request.mutable_get_user_table()->set_known_version(authenticator_.version());
+  SHOAL_ASSIGN_OR_RETURN(wire::AdminResponse response, source_(request, timeout));
   if (response.user_table().empty()) return OkStatus();
   SHOAL_ASSIGN_OR_RETURN(UserTable table, UserTable::Decode(response.user_table()));
   const uint64_t version = table.version();
-  if (runtime_.authenticator().Install(std::make_shared<const UserTable>(std::move(table)))) {
+  if (authenticator_.Install(std::make_shared<const UserTable>(std::move(table)))) {
     log::Info("users.learned", {{"users_version", version}});
   }
   return OkStatus();
 }
 
 void UserTableFollower::Run() {
+  bool asked = false;
   while (true) {
     // A failed poll (the coordinator away: a failover, a restart) keeps the table this node has.
-    (void)PollOnce(kPollTimeout);
+    (void)PollOnce(asked ? kRefreshTimeout : kPollTimeout);
+    if (asked) authenticator_.RefreshDone();
     const std::chrono::milliseconds period =
-        runtime_.authenticator().version() > 0 ? kUserTablePoll : kUserTableFirstPoll;
+        authenticator_.version() > 0 ? kUserTablePoll : kUserTableFirstPoll;
     absl::MutexLock lock(&mu_);
-    (void)mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(period));
+    (void)mu_.AwaitWithTimeout(absl::Condition(this, &UserTableFollower::Woken),
+                               absl::FromChrono(period));
     if (stopping_) return;
+    asked = refresh_asked_;
+    refresh_asked_ = false;
   }
 }
 

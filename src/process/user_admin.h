@@ -79,12 +79,18 @@ void AnswerUserAdmin(metadata::MetadataStore& store, security::Authenticator& au
                      const wire::AdminRequest& request, wire::AdminResponse* out,
                      const UserAdminOptions& options = {});
 
-// A node's copy of the user table: asks the coordinator (runtime.Admin) for a newer table every
-// kUserTablePoll and installs it in the runtime's Authenticator, and is its refresher (a peer
-// about to be refused makes it ask at once). Stop before the runtime shuts down.
+// Where a follower asks for newer tables: the coordinator (GrpcRuntime::Admin), or a test's fake.
+using UserTableSource = std::function<StatusOr<wire::AdminResponse>(const wire::AdminRequest&,
+                                                                    transport::Micros timeout)>;
+
+// A node's copy of the user table: asks the coordinator for a newer table every kUserTablePoll
+// and installs it in the runtime's Authenticator, and is its refresher: a peer about to be
+// refused wakes the follower's thread to ask at once, and is not held while it does, however
+// slow the coordinator is. Stop before the runtime shuts down.
 class UserTableFollower {
  public:
   explicit UserTableFollower(net::GrpcRuntime& runtime);
+  UserTableFollower(security::Authenticator& authenticator, UserTableSource source);
   ~UserTableFollower();
   UserTableFollower(const UserTableFollower&) = delete;
   UserTableFollower& operator=(const UserTableFollower&) = delete;
@@ -95,13 +101,18 @@ class UserTableFollower {
 
  private:
   void Run();
+  // The refresher: wakes Run.
+  void AskRefresh();
+  [[nodiscard]] bool Woken() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One poll; OK once the coordinator answered (with or without a newer table).
   [[nodiscard]] Status PollOnce(transport::Micros timeout);
 
-  net::GrpcRuntime& runtime_;
+  security::Authenticator& authenticator_;
+  const UserTableSource source_;
   std::thread thread_;
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool refresh_asked_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace shoal::process

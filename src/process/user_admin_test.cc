@@ -6,7 +6,10 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "proto/shoal.pb.h"
 #include "src/metadata/embedded_metadata_store.h"
 #include "src/security/authenticator.h"
@@ -143,6 +146,61 @@ TEST_F(UserAdminTest, AddPastTheUserLimitChangesNothing) {
   remove.mutable_remove_user()->set_name("user-1");
   ASSERT_EQ(Answer(remove).status().code(), 0);
   EXPECT_EQ(Answer(add).status().code(), 0);
+}
+
+// A node whose user-table source hangs (the coordinator unreachable or slow): a call the
+// current table refuses asks the follower for a refresh and returns; while that fetch is blocked
+// in the source, calls complete (the known user passes, the unknown one is told to retry); once
+// the source answers, the new user passes.
+TEST(UserTableFollowerTest, ABlockedSourceDelaysNoCall) {
+  security::Authenticator authenticator;
+  const UserTable first = UserTable().Add({.name = "admin", .role = Role::kAdmin}).value();
+  const UserTable second = first.Add({.name = "bob", .role = Role::kRead}).value();
+  ASSERT_TRUE(authenticator.Install(std::make_shared<const UserTable>(first)));
+  absl::Mutex mu;
+  int polls = 0;
+  bool hold = false;
+  absl::Notification entered;
+  absl::Notification release;
+  UserTableFollower follower(
+      authenticator,
+      [&](const wire::AdminRequest& request, transport::Micros) -> StatusOr<wire::AdminResponse> {
+        bool held = false;
+        {
+          absl::MutexLock lock(&mu);
+          ++polls;
+          held = hold;
+        }
+        wire::AdminResponse response;
+        if (held) {
+          if (!entered.HasBeenNotified()) entered.Notify();
+          release.WaitForNotification();
+          if (request.get_user_table().known_version() < second.version()) {
+            response.set_user_table(second.Encode());
+          }
+        }
+        return response;
+      });
+  follower.Start();
+  {
+    // The first poll is over (it found nothing newer); from now on the source hangs.
+    absl::MutexLock lock(&mu);
+    mu.Await(absl::Condition(
+        +[](int* n) { return *n > 0; }, &polls));
+    hold = true;
+  }
+  const Status refused = authenticator.Authenticate({.certificate_name = "bob"}).status();
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable) << refused;
+  entered.WaitForNotification();
+  EXPECT_TRUE(authenticator.Authenticate({.certificate_name = "admin"}).ok());
+  EXPECT_EQ(authenticator.Authenticate({.certificate_name = "bob"}).status().code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(authenticator.version(), first.version());
+
+  release.Notify();
+  while (authenticator.version() < second.version()) std::this_thread::yield();
+  EXPECT_TRUE(authenticator.Authenticate({.certificate_name = "bob"}).ok());
+  follower.Stop();
 }
 
 TEST_F(UserAdminTest, AConcurrentWriterIsNotOverwritten) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "src/security/certificates.h"
@@ -57,7 +58,15 @@ std::shared_ptr<const UserTable> Authenticator::table() const {
   return table_;
 }
 
-void Authenticator::SetRefresher(std::function<void()> refresh) { refresh_ = std::move(refresh); }
+void Authenticator::SetRefresher(std::function<void()> ask) { refresh_ = std::move(ask); }
+
+void Authenticator::RefreshDone() {
+  absl::MutexLock lock(&refresh_mu_);
+  refresh_asked_.reset();
+  // A caller told to retry comes back within the interval and is judged by this table, instead
+  // of asking again.
+  next_refresh_ = std::max(next_refresh_, std::chrono::steady_clock::now() + kMinRefreshInterval);
+}
 
 StatusOr<Principal> Authenticator::Authenticate(const PeerIdentity& peer) {
   const bool password_attempt = !peer.user.empty() && peer.certificate_name != kNodeCommonName;
@@ -87,14 +96,26 @@ Authenticator::Attempt Authenticator::Judge(const PeerIdentity& peer) {
   const uint64_t judged_by = version();
   Attempt attempt = AuthenticateOnce(peer);
   if (attempt.refusal != Refusal::kWrongCredentials || refresh_ == nullptr) return attempt;
-  absl::MutexLock lock(&refresh_mu_);
-  // A newer table came while this peer waited (a refresh it queued behind, or the poll).
+  // A newer table came while this peer was judged (a refresh, or the poll).
   if (version() != judged_by) return AuthenticateOnce(peer);
-  const auto now = std::chrono::steady_clock::now();
-  if (now < next_refresh_) return attempt;
-  next_refresh_ = now + kMinRefreshInterval;
-  refresh_();
-  return version() == judged_by ? std::move(attempt) : AuthenticateOnce(peer);
+  bool ask = false;
+  {
+    absl::MutexLock lock(&refresh_mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (refresh_asked_.has_value() && now - *refresh_asked_ >= kMaxRefreshPending) {
+      refresh_asked_.reset();
+    }
+    if (!refresh_asked_.has_value()) {
+      if (now < next_refresh_) return attempt;
+      next_refresh_ = now + kMinRefreshInterval;
+      refresh_asked_ = now;
+      ask = true;
+    }
+  }
+  if (ask) refresh_();
+  attempt.principal = UnavailableError(
+      "this process is fetching the cluster's users to judge these credentials; retry");
+  return attempt;
 }
 
 Authenticator::Attempt Authenticator::AuthenticateOnce(const PeerIdentity& peer) {

@@ -14,10 +14,14 @@
 // Anything else is kUnauthenticated, with a message that names no password.
 //
 // A process that only follows the table (a node) may give a refresher: when a peer would be
-// refused, it is asked once for a newer table (at most every kMinRefreshInterval), so that a
-// user added a moment ago is not refused while the follower's next poll is due. One refresh runs
-// at a time; a peer refused meanwhile waits for it and is judged again by what it brought,
-// instead of being refused by the table it came too early for.
+// refused, it is asked for a newer table (at most every kMinRefreshInterval), so that a user
+// added a moment ago is not refused while the follower's next poll is due (and not again within
+// kMinRefreshInterval of the end of a refresh). The refresher only
+// asks: the table comes later, on the follower's own thread, so that no request thread ever
+// waits for the coordinator. Until the follower reports the fetch over (RefreshDone), or for at
+// most kMaxRefreshPending, a peer that would be refused is answered kUnavailable instead (the
+// client library retries it, and is judged by the newer table then); it counts as the refusal
+// it stands for.
 //
 // A password for a user that does not exist or has no password is verified against a dummy
 // hash (DummyPasswordHash) and refused exactly as a wrong one, so that neither the time nor the
@@ -41,6 +45,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -82,13 +87,18 @@ class Authenticator {
   static constexpr size_t kMaxCachedPasswords = 4096;
 
   static constexpr std::chrono::milliseconds kMinRefreshInterval{100};
+  // A refresh not reported done by then is taken as over.
+  static constexpr std::chrono::milliseconds kMaxRefreshPending{3000};
 
   Authenticator();
   explicit Authenticator(AuthenticatorOptions options);
 
-  // Fetches and Installs a newer table, if there is one; called by Authenticate on a thread of
-  // its caller. Set once, before the first Authenticate.
-  void SetRefresher(std::function<void()> refresh);
+  // Asks for a newer table and returns at once; the table arrives by Install, and RefreshDone
+  // says the fetch asked for is over. Called by Authenticate on a request thread. Set once,
+  // before the first Authenticate.
+  void SetRefresher(std::function<void()> ask);
+  // The fetch the refresher was last asked for is over, with or without a newer table.
+  void RefreshDone();
 
   // Makes `table` the current one if it is newer (its version higher); an older or equal one is
   // ignored. Returns whether it was installed.
@@ -129,9 +139,11 @@ class Authenticator {
   AuthThrottle throttle_;
   VerificationSlots slots_;
   std::function<void()> refresh_;
-  // Held across a refresh: the peers refused meanwhile wait for its table.
   absl::Mutex refresh_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   std::chrono::steady_clock::time_point next_refresh_ ABSL_GUARDED_BY(refresh_mu_){};
+  // When the refresh in flight was asked for; nullopt when none is.
+  std::optional<std::chrono::steady_clock::time_point> refresh_asked_
+      ABSL_GUARDED_BY(refresh_mu_){};
   mutable absl::Mutex mu_;
   std::shared_ptr<const UserTable> table_ ABSL_GUARDED_BY(mu_);
   // user + '\0' + keyed digest of the password -> verified under the current table.

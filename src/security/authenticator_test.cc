@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "src/security/passwords.h"
 
 namespace shoal::security {
@@ -132,36 +133,64 @@ TEST(AuthenticatorTest, UnknownUserIsVerifiedAndRefusedAsAWrongPassword) {
   EXPECT_EQ(auth.TEST_password_verifications(), 4u);
 }
 
-// A user added a moment ago, at a follower that has not learned it: the first refused call
-// refreshes, and the calls refused while that refresh runs wait for it instead of being refused
-// by the table they came too early for.
-TEST(AuthenticatorTest, CallsRefusedDuringARefreshAreJudgedByItsTable) {
+// A user added a moment ago, at a follower that has not learned it: the first refused call asks
+// for a refresh and returns at once; the calls refused until the refresh is over are told to
+// retry (kUnavailable) instead of being refused by the table they came too early for, and ask
+// no second time; once the new table is in, the user passes.
+TEST(AuthenticatorTest, CallsRefusedDuringARefreshAreToldToRetry) {
   Authenticator auth;
   ASSERT_TRUE(auth.Install(Table()));
-  std::atomic<int> refreshes{0};
-  auth.SetRefresher([&] {
-    ++refreshes;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    (void)auth.Install(std::make_shared<const UserTable>(
-        auth.table()->Add({.name = "bob", .role = Role::kRead}).value()));
-  });
-  std::atomic<int> accepted{0};
+  std::atomic<int> asks{0};
+  auth.SetRefresher([&] { ++asks; });
+  std::atomic<int> retry{0};
   std::vector<std::thread> callers;
   for (int i = 0; i < 8; ++i) {
     callers.emplace_back([&] {
-      if (auth.Authenticate({.certificate_name = "bob"}).ok()) ++accepted;
+      const Status status = auth.Authenticate({.certificate_name = "bob"}).status();
+      if (status.code() == StatusCode::kUnavailable) ++retry;
     });
   }
   for (std::thread& t : callers) t.join();
-  EXPECT_EQ(accepted.load(), 8);
-  EXPECT_EQ(refreshes.load(), 1);
-  // A peer the new table does not know either is refused, and refreshes at most once per
+  EXPECT_EQ(retry.load(), 8);
+  EXPECT_EQ(asks.load(), 1);
+  // Known users pass meanwhile.
+  EXPECT_TRUE(auth.Authenticate({.certificate_name = "admin"}).ok());
+
+  ASSERT_TRUE(auth.Install(std::make_shared<const UserTable>(
+      auth.table()->Add({.name = "bob", .role = Role::kRead}).value())));
+  auth.RefreshDone();
+  EXPECT_TRUE(auth.Authenticate({.certificate_name = "bob"}).ok());
+  // A peer the new table does not know either is refused, and asks at most once per
   // kMinRefreshInterval.
-  EXPECT_EQ(auth.Authenticate({.certificate_name = "mallory"}).status().code(),
-            StatusCode::kUnauthenticated);
-  EXPECT_EQ(auth.Authenticate({.certificate_name = "mallory"}).status().code(),
-            StatusCode::kUnauthenticated);
-  EXPECT_LE(refreshes.load(), 2);
+  const Status mallory = auth.Authenticate({.certificate_name = "mallory"}).status();
+  EXPECT_TRUE(mallory.code() == StatusCode::kUnauthenticated ||
+              mallory.code() == StatusCode::kUnavailable)
+      << mallory;
+  EXPECT_LE(asks.load(), 2);
+}
+
+// A refresher whose fetch hangs (an unreachable coordinator) holds no call: the refused one
+// returns while the fetch is blocked, and so do the others.
+TEST(AuthenticatorTest, ABlockedRefreshHoldsNoCall) {
+  Authenticator auth;
+  ASSERT_TRUE(auth.Install(Table()));
+  absl::Notification release;
+  std::thread fetch;
+  auth.SetRefresher([&] {
+    fetch = std::thread([&] {
+      release.WaitForNotification();
+      auth.RefreshDone();
+    });
+  });
+  EXPECT_EQ(auth.Authenticate({.certificate_name = "bob"}).status().code(),
+            StatusCode::kUnavailable);
+  EXPECT_FALSE(release.HasBeenNotified());
+  EXPECT_TRUE(auth.Authenticate({.certificate_name = "admin"}).ok());
+  EXPECT_TRUE(auth.Authenticate({.user = "alice", .password = std::string(kAlicePassword)}).ok());
+  EXPECT_EQ(auth.Authenticate({.certificate_name = "bob"}).status().code(),
+            StatusCode::kUnavailable);
+  release.Notify();
+  fetch.join();
 }
 
 // Guessing from one address: past the limit, every password attempt from it is refused without
