@@ -1,7 +1,8 @@
 #pragma once
 
-// Pieces of GrpcRuntime shared by its source files (grpc_runtime.cc, grpc_runtime_coordinator.cc,
-// grpc_scan_stream.cc); not part of its interface. Stateless; thread-safe.
+// Pieces of GrpcRuntime shared by its source files (grpc_runtime.cc, grpc_runtime_channels.cc,
+// grpc_runtime_coordinator.cc, grpc_scan_stream.cc); not part of its interface. Stateless;
+// thread-safe.
 
 #include <grpcpp/grpcpp.h>
 
