@@ -470,8 +470,12 @@ StatusOr<transport::Response> GrpcRuntime::Answer(const grpc::Status& status,
                                                   std::string_view request_name) {
   if (!status.ok()) {
     ReconnectSoon(std::string(host_port), status);
+    // A node that answered NotHandled itself (e.g. while it fetches the users to judge this
+    // caller) is where the book says: keep its address, or a caller the coordinator no longer
+    // resolves for could not reach it again.
+    const bool answered = CertainlyNotHandled(status) && !NeverConnected(status);
     if (to.kind != Address::Kind::kCoordinator &&
-        status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+        status.error_code() == grpc::StatusCode::UNAVAILABLE && !answered) {
       Forget(to);
     }
     return FromGrpc(status,

@@ -102,6 +102,29 @@ TEST_P(GrpcRuntimeTest, ProcessNotServedIsUnavailable) {
       StatusCode::kUnavailable);
 }
 
+// A node that answers NotHandled itself is where the book says: its address is kept (a caller
+// the coordinator no longer resolves for still reaches it again); one that cannot be reached is
+// forgotten.
+TEST_P(GrpcRuntimeTest, ANodeAnsweringNotHandledKeepsItsAddress) {
+  Pair p = StartPair(GetParam());
+  const Address n1 = Address::Node(NodeId(1));
+  p.client->SetAddress(n1, p.server->advertised_address());
+  auto r = p.client->Call(n1, transport::WriteRequest{}, kTimeout);
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status();
+  EXPECT_EQ(p.client->AddressBook().count(n1), 1u);
+
+  std::string gone;
+  {
+    auto server = *GrpcRuntime::Start({.listen = "127.0.0.1:0", .server_mode = GetParam()});
+    gone = server->advertised_address();
+  }
+  const Address n2 = Address::Node(NodeId(2));
+  p.client->SetAddress(n2, gone);
+  r = p.client->Call(n2, transport::WriteRequest{}, kTimeout);
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status();
+  EXPECT_EQ(p.client->AddressBook().count(n2), 0u);
+}
+
 TEST_P(GrpcRuntimeTest, ConnectionRefusedIsUnavailable) {
   std::string address;
   {
