@@ -14,14 +14,14 @@
 // Anything else is kUnauthenticated, with a message that names no password.
 //
 // A process that only follows the table (a node) may give a refresher: when a peer would be
-// refused, it is asked for a newer table (at most every kMinRefreshInterval), so that a user
-// added a moment ago is not refused while the follower's next poll is due (and not again within
-// kMinRefreshInterval of the end of a refresh). The refresher only
-// asks: the table comes later, on the follower's own thread, so that no request thread ever
-// waits for the coordinator. Until the follower reports the fetch over (RefreshDone), or for at
-// most kMaxRefreshPending, a peer that would be refused is answered kUnavailable instead (the
-// client library retries it, and is judged by the newer table then); it counts as the refusal
-// it stands for.
+// refused, it is asked for a newer table, so that a user added a moment ago is not refused while
+// the follower's next poll is due. It is asked at most every kMinRefreshInterval, never again
+// within that interval of the end of a fetch, and once while a fetch is in flight. The refresher
+// only asks: the table comes later, on the follower's own thread, so that no request thread
+// ever waits for the coordinator. Until the follower reports the fetch over (RefreshDone), or
+// for at most kMaxRefreshPending, a peer that would be refused is answered kUnavailable instead
+// (the client resends, and is judged by the newer table then); it counts as the refusal it
+// stands for.
 //
 // A password for a user that does not exist or has no password is verified against a dummy
 // hash (DummyPasswordHash) and refused exactly as a wrong one, so that neither the time nor the
