@@ -98,7 +98,7 @@ namespace {
 
 constexpr std::string_view kHandshakeHint =
     "TLS handshake failed: the client and the server need certificates of the same cluster CA, "
-    "and the server's must name the host dialled (docs/security.md)";
+    "not revoked, and the server's must name the host dialled (docs/security.md)";
 
 }  // namespace
 
