@@ -154,6 +154,12 @@ void PrintRevocationList(const security::RevocationList& list) {
   std::printf("%s  CRL number %llu  updated %s  next update %s  %zu revoked\n", list.path.c_str(),
               static_cast<unsigned long long>(list.number), Date(list.last_update_unix).c_str(),
               Date(list.next_update_unix).c_str(), list.revoked.size());
+  if (list.next_update_unix < static_cast<int64_t>(std::time(nullptr))) {
+    std::printf(
+        "  EXPIRED: every certificate of %s is refused; revoke again (any serial of the list) to "
+        "issue the next CRL\n",
+        list.issuer_common_name.c_str());
+  }
   for (const auto& entry : list.revoked) {
     std::printf("  %s  revoked %s\n", entry.serial_hex.c_str(), Date(entry.revoked_unix).c_str());
   }
