@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "src/security/certificates.h"
 #include "src/security/pem_files.h"
@@ -263,11 +264,11 @@ StatusOr<CrlPtr> NextCrl(const Ca& ca, X509_CRL* previous,
       X509_CRL_set1_nextUpdate(crl.get(), next.get()) != 1) {
     return InternalError("CRL validity: " + OpenSslError());
   }
-  std::map<std::string, bool> present;
+  std::set<std::string> present;
   STACK_OF(X509_REVOKED)* kept = previous != nullptr ? X509_CRL_get_REVOKED(previous) : nullptr;
   for (int i = 0; kept != nullptr && i < sk_X509_REVOKED_num(kept); ++i) {
     const X509_REVOKED* entry = sk_X509_REVOKED_value(kept, i);
-    present[HexOf(X509_REVOKED_get0_serialNumber(entry))] = true;
+    present.insert(HexOf(X509_REVOKED_get0_serialNumber(entry)));
     SHOAL_RETURN_IF_ERROR(AddRevoked(crl.get(), X509_REVOKED_get0_serialNumber(entry),
                                      X509_REVOKED_get0_revocationDate(entry)));
   }
