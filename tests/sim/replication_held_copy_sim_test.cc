@@ -7,7 +7,9 @@
 //   - with no grace at all, a copy held while its bucket is short of copies is kept (it is what
 //     the repair resumes);
 //   - a node that returns after its copies were rebuilt elsewhere: the copies it holds outside
-//     the replicas are dropped once their buckets have been whole for the grace.
+//     the replicas are dropped once their buckets have been whole for the grace;
+//   - the drops of repairs to a node that aborted while it was down reach it once it is back:
+//     it keeps its copies and resumes them all.
 // Each case ends with every bucket at three copies, no acknowledged write lost and every copy
 // equal to its primary's.
 
@@ -167,6 +169,59 @@ TEST_F(HeldCopyTest, AStaleCopyIsDroppedOnceItsBucketHasBeenWholeForTheGrace) {
     ExpectWritesGoOn(*w);
     StopRoundWriter(*w);
     ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+    ExpectCopiesEqual();
+  });
+}
+
+// n3 is removed from every bucket while it is down. A repair to a holder that is still down (the
+// coordinator calls it down only after node_timeout) aborts, and its drop
+// (DropReason::kAbortedStaging) may reach the node once it is back: here every such drop does,
+// before any repair. n3 keeps every copy, and each is resumed from its primary's log, with no
+// byte ingested.
+TEST_F(HeldCopyTest, AnAbortedRepairsDropReachingTheReturnedHolderKeepsItsCopy) {
+  Run(/*auto_balance=*/true, [&] {
+    ASSERT_TRUE(WaitFor([&] { return FullyReplicated() && StoresBound(); }, 30 * kSecond));
+    coordinator().SetAutoBalance(false);
+    const std::vector<int> documents = DocumentsNotLedBy(kN3);
+    auto w = StartRoundWriter(documents, 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    const std::set<BucketId> held = BucketsOf(kN3);
+    ASSERT_FALSE(held.empty());
+    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
+    ASSERT_TRUE(WaitFor([&] { return !Holds(kN3); }, 20 * kSecond));
+    ExpectWritesGoOn(*w);
+    ASSERT_TRUE(cluster_->StartNode(kN3).ok());
+    ASSERT_TRUE(sim_.Sleep(500 * kMs).ok());  // heartbeats: n3 has the map without it
+    const ShardMapPtr without = map();
+    uint64_t aborted = 1'000'000;  // move ids no move of this cluster uses
+    for (BucketId bucket : held) {
+      auto dropped = sim_.Call(Address::Node(kN3),
+                               transport::DropBucketRequest{
+                                   .epoch = without->epoch(),
+                                   .move = MoveId(++aborted),
+                                   .bucket = bucket,
+                                   .range = transport::ToPointRange(without->Find(bucket)->range),
+                                   .reason = transport::DropReason::kAbortedStaging},
+                               kSecond);
+      ASSERT_TRUE(dropped.ok()) << dropped.status();
+      EXPECT_TRUE(dropped->status.ok()) << bucket.DebugString() << ": " << dropped->status;
+      EXPECT_NE(cluster_->node(kN3)->store()->GetReplicaState(bucket).position.rseq, 0u)
+          << bucket.DebugString();
+    }
+    coordinator().SetAutoBalance(true);
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return FullyReplicated() && std::all_of(held.begin(), held.end(), [&](BucketId b) {
+                   return map()->Find(b)->HasReplica(kN3);
+                 });
+        },
+        60 * kSecond));
+    const node::NodeCounters n3 = cluster_->node(kN3)->counters();
+    EXPECT_EQ(n3.copies_resumed, held.size());
+    EXPECT_EQ(n3.bytes_ingested, 0u);
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, documents);
     ExpectCopiesEqual();
   });
 }
