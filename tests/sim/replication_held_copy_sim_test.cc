@@ -9,7 +9,10 @@
 //   - a node that returns after its copies were rebuilt elsewhere: the copies it holds outside
 //     the replicas are dropped once their buckets have been whole for the grace;
 //   - the drops of repairs to a node that aborted while it was down reach it once it is back:
-//     it keeps its copies and resumes them all.
+//     it keeps its copies and resumes them all;
+//   - data without a stored state that a node holds outside a bucket's replicas (an aborted
+//     ingest's whose drop was lost) is reported and dropped once its bucket has been whole for
+//     the grace.
 // Each case ends with every bucket at three copies, no acknowledged write lost and every copy
 // equal to its primary's.
 
@@ -18,6 +21,7 @@
 
 #include <algorithm>
 #include <set>
+#include <span>
 #include <vector>
 
 #include "src/coordinator/coordinator.h"
@@ -222,6 +226,41 @@ TEST_F(HeldCopyTest, AnAbortedRepairsDropReachingTheReturnedHolderKeepsItsCopy) 
     ExpectWritesGoOn(*w);
     StopRoundWriter(*w);
     ExpectNoAcknowledgedRoundLost(*w, documents);
+    ExpectCopiesEqual();
+  });
+}
+
+// An aborted ingest's leftovers on n4, whose drop was lost: a document of a bucket n4 is no
+// replica of, with no stored state. n4 reports it with no position, and the coordinator drops
+// it once the bucket has been whole for the grace.
+TEST_F(HeldCopyTest, DataWithoutAStoredStateOutsideTheReplicasIsDropped) {
+  stale_copy_grace_ = 2 * kSecond;
+  Run(/*auto_balance=*/true, [&] {
+    ASSERT_TRUE(cluster_->AddNode(kN4).ok());
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return Holds(kN4) && FullyReplicated() && StoresBound() &&
+                 coordinator().Balanced().value_or(false);
+        },
+        60 * kSecond));
+    int document = -1;
+    for (int i = 0; i < kDocuments && document < 0; ++i) {
+      if (!map()->Lookup(PointOf(collection_, Key(i))).HasReplica(kN4)) document = i;
+    }
+    ASSERT_GE(document, 0);
+    const BucketId bucket = map()->Lookup(PointOf(collection_, Key(document))).id;
+    storage::BucketStore* store = cluster_->node(kN4)->store();
+    const storage::Document leftover{.collection = collection_,
+                                     .primary_key = Key(document),
+                                     .body = R"({"left":"over"})",
+                                     .version = 1,
+                                     .tombstone = false};
+    ASSERT_TRUE(store->ApplyChanges(std::span<const storage::Document>(&leftover, 1)).ok());
+    ASSERT_EQ(store->GetReplicaState(bucket).position.rseq, 0u);
+    ASSERT_TRUE(HoldsACopyOutsideTheReplicas(kN4));
+    ASSERT_TRUE(WaitFor([&] { return !HoldsACopyOutsideTheReplicas(kN4); }, 60 * kSecond));
+    EXPECT_FALSE(map()->Find(bucket)->HasReplica(kN4)) << "dropped, not replaced by a move";
+    EXPECT_FALSE(store->Get(collection_, Key(document)).ok());
     ExpectCopiesEqual();
   });
 }
