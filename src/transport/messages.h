@@ -447,9 +447,9 @@ struct DiskSpaceReport {
   uint64_t reserve_bytes = 0;
 };
 // A copy of a replicated bucket that the node holds but its map does not list it for (a backup
-// removed while it was down, one replaced elsewhere meanwhile): the bucket's range in the node's
-// map and the copy's position. A repair prefers its node; once the bucket is whole again the
-// coordinator drops it (docs/design/replication.md §6.1, "Copies outside the replicas").
+// removed while it was down, an aborted ingest's data): the bucket's range in the node's map and
+// the copy's position (0: none, it cannot resume). A repair prefers a node whose copy has one;
+// once the bucket is whole the coordinator drops it (docs/design/replication.md §6.1).
 struct HeldCopy {
   BucketId bucket{};
   storage::PointRange range{};
