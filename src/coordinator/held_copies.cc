@@ -56,6 +56,8 @@ std::map<BucketId, std::vector<NodeId>> HeldCopies::Holders(const cluster::Shard
   absl::MutexLock lock(&mu_);
   for (const auto& [node, copies] : held_) {
     for (const auto& [bucket, entry] : copies) {
+      // A copy without a position cannot resume: a repair there would take a snapshot anyway.
+      if (entry.position.rseq == 0) continue;
       if (CopyOf(map, node, bucket, entry.range) != nullptr) holders[bucket].push_back(node);
     }
   }

@@ -3,11 +3,12 @@
 // HeldCopies: the copies of replicated buckets that nodes hold outside the buckets' replicas, as
 // each node's latest load report names them (transport::HeldCopy: a backup removed while its
 // node was down, a copy replaced elsewhere whose drop did not get through, a destination whose
-// move aborted before it replaced its copy), and the two rules that use them
+// move aborted before it replaced its copy; with position 0, data that vouches for nothing, such
+// as an aborted ingest's whose drop did not get through), and the two rules that use them
 // (docs/design/replication.md §6.1, "Copies outside the replicas"):
-//   - Holders(map): per bucket, the nodes holding a copy of the bucket's range in `map`: a
-//     repair prefers them (cluster::BalancerOptions::held_copies), since such a copy may resume
-//     from the primary's log;
+//   - Holders(map): per bucket, the nodes holding a copy of the bucket's range in `map` with a
+//     position: a repair prefers them (cluster::BalancerOptions::held_copies), since such a copy
+//     may resume from the primary's log;
 //   - TakeStale(map, down, now): the copies to drop. A bucket is WHOLE when it has K replicas,
 //     none of them down, and no transition. A copy is stale once its bucket has been whole for
 //     `grace` without a break, as this coordinator's rounds saw it (a round that finds the

@@ -73,6 +73,24 @@ TEST(HeldCopiesTest, ACopyOfAWholeBucketIsStaleOnlyAfterTheGrace) {
   EXPECT_TRUE(held.Holders(map).empty());
 }
 
+// Data without a stored position (an aborted ingest's, say) cannot resume: no repair prefers its
+// node, and it is dropped as any copy once its bucket has been whole for the grace.
+TEST(HeldCopiesTest, ACopyWithoutAPositionIsNoHolderButIsDroppedOnceStale) {
+  const cluster::ShardMap map = WholeMap();
+  HeldCopies held(kGrace);
+  transport::HeldCopy copy = CopyOf(map, BucketId(2));
+  copy.position = {};
+  held.Record(kN4, {copy, CopyOf(map, BucketId(3))});
+  EXPECT_EQ(held.Holders(map).count(BucketId(2)), 0u);
+  EXPECT_EQ(held.Holders(map).at(BucketId(3)), std::vector<NodeId>{kN4});
+  EXPECT_TRUE(held.TakeStale(map, {}, 0).empty());
+  const auto stale = held.TakeStale(map, {}, kGrace);
+  ASSERT_EQ(stale.size(), 2u);
+  EXPECT_TRUE(std::any_of(stale.begin(), stale.end(), [](const HeldCopies::Stale& s) {
+    return s.bucket == BucketId(2) && s.node == kN4 && s.position.rseq == 0;
+  }));
+}
+
 // Never while the bucket is short of copies, has a replica down or moves: the clock starts again
 // once it is whole.
 TEST(HeldCopiesTest, ACopyIsNeverStaleWhileItsBucketIsShortDownOrMoving) {

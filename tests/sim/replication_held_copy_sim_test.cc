@@ -7,7 +7,12 @@
 //   - with no grace at all, a copy held while its bucket is short of copies is kept (it is what
 //     the repair resumes);
 //   - a node that returns after its copies were rebuilt elsewhere: the copies it holds outside
-//     the replicas are dropped once their buckets have been whole for the grace.
+//     the replicas are dropped once their buckets have been whole for the grace;
+//   - repairs to a node just back abort as if it were still down, and their drops reach it: it
+//     keeps its copies and resumes them all;
+//   - data without a stored state that a node holds outside a bucket's replicas (an aborted
+//     ingest's whose drop was lost) is reported and dropped once its bucket has been whole for
+//     the grace.
 // Each case ends with every bucket at three copies, no acknowledged write lost and every copy
 // equal to its primary's.
 
@@ -16,6 +21,8 @@
 
 #include <algorithm>
 #include <set>
+#include <span>
+#include <variant>
 #include <vector>
 
 #include "src/coordinator/coordinator.h"
@@ -167,6 +174,102 @@ TEST_F(HeldCopyTest, AStaleCopyIsDroppedOnceItsBucketHasBeenWholeForTheGrace) {
     ExpectWritesGoOn(*w);
     StopRoundWriter(*w);
     ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+    ExpectCopiesEqual();
+  });
+}
+
+// n3 is removed from every bucket while it is down, and comes back. The first repairs to it act
+// as if it were still down (the coordinator calls a node down only after node_timeout): their
+// ResumeCopy requests are lost, so they abort, and the aborts' drops
+// (DropReason::kAbortedStaging) reach n3. It keeps every copy, and the next repairs resume each
+// from its primary's log, with no byte ingested.
+TEST_F(HeldCopyTest, AnAbortedRepairsDropReachingTheReturnedHolderKeepsItsCopy) {
+  Run(/*auto_balance=*/true, [&] {
+    ASSERT_TRUE(WaitFor([&] { return FullyReplicated() && StoresBound(); }, 30 * kSecond));
+    coordinator().SetAutoBalance(false);
+    const std::vector<int> documents = DocumentsNotLedBy(kN3);
+    auto w = StartRoundWriter(documents, 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    const std::set<BucketId> held = BucketsOf(kN3);
+    ASSERT_FALSE(held.empty());
+    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
+    ASSERT_TRUE(WaitFor([&] { return !Holds(kN3); }, 20 * kSecond));
+    ExpectWritesGoOn(*w);
+    ASSERT_TRUE(cluster_->StartNode(kN3).ok());
+    ASSERT_TRUE(sim_.Sleep(500 * kMs).ok());  // heartbeats: n3 is not down any more
+    int aborted_drops = 0;
+    sim_.SetMessageHook([&](const Address&, const Address& to, const transport::Request& request,
+                            transport::SimRuntime::MessageLeg leg) {
+      transport::SimRuntime::MessageFate fate;
+      if (!(to == Address::Node(kN3)) || leg != transport::SimRuntime::MessageLeg::kRequest) {
+        return fate;
+      }
+      if (const auto* drop = std::get_if<transport::DropBucketRequest>(&request);
+          drop != nullptr && drop->reason == transport::DropReason::kAbortedStaging) {
+        ++aborted_drops;
+      }
+      fate.lose =
+          aborted_drops == 0 && std::holds_alternative<transport::ResumeCopyRequest>(request);
+      return fate;
+    });
+    const MoveProgress before = coordinator().progress();
+    coordinator().SetAutoBalance(true);
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return FullyReplicated() && std::all_of(held.begin(), held.end(), [&](BucketId b) {
+                   return map()->Find(b)->HasReplica(kN3);
+                 });
+        },
+        60 * kSecond));
+    sim_.SetMessageHook({});
+    const node::NodeCounters n3 = cluster_->node(kN3)->counters();
+    std::printf(
+        "n3 held %zu copies; %d aborted repairs' drops reached it; resumed %llu, "
+        "ingested %llu bytes\n",
+        held.size(), aborted_drops, static_cast<unsigned long long>(n3.copies_resumed),
+        static_cast<unsigned long long>(n3.bytes_ingested));
+    EXPECT_GT(aborted_drops, 0);
+    EXPECT_GT(coordinator().progress().aborted, before.aborted);
+    EXPECT_EQ(n3.copies_resumed, held.size());
+    EXPECT_EQ(n3.bytes_ingested, 0u);
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, documents);
+    ExpectCopiesEqual();
+  });
+}
+
+// An aborted ingest's leftovers on n4, whose drop was lost: a document of a bucket n4 is no
+// replica of, with no stored state. n4 reports it with no position, and the coordinator drops
+// it once the bucket has been whole for the grace.
+TEST_F(HeldCopyTest, DataWithoutAStoredStateOutsideTheReplicasIsDropped) {
+  stale_copy_grace_ = 2 * kSecond;
+  Run(/*auto_balance=*/true, [&] {
+    ASSERT_TRUE(cluster_->AddNode(kN4).ok());
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return Holds(kN4) && FullyReplicated() && StoresBound() &&
+                 coordinator().Balanced().value_or(false);
+        },
+        60 * kSecond));
+    int document = -1;
+    for (int i = 0; i < kDocuments && document < 0; ++i) {
+      if (!map()->Lookup(PointOf(collection_, Key(i))).HasReplica(kN4)) document = i;
+    }
+    ASSERT_GE(document, 0);
+    const BucketId bucket = map()->Lookup(PointOf(collection_, Key(document))).id;
+    storage::BucketStore* store = cluster_->node(kN4)->store();
+    const storage::Document leftover{.collection = collection_,
+                                     .primary_key = Key(document),
+                                     .body = R"({"left":"over"})",
+                                     .version = 1,
+                                     .tombstone = false};
+    ASSERT_TRUE(store->ApplyChanges(std::span<const storage::Document>(&leftover, 1)).ok());
+    ASSERT_EQ(store->GetReplicaState(bucket).position.rseq, 0u);
+    ASSERT_TRUE(HoldsACopyOutsideTheReplicas(kN4));
+    ASSERT_TRUE(WaitFor([&] { return !HoldsACopyOutsideTheReplicas(kN4); }, 60 * kSecond));
+    EXPECT_FALSE(map()->Find(bucket)->HasReplica(kN4)) << "dropped, not replaced by a move";
+    EXPECT_FALSE(store->Get(collection_, Key(document)).ok());
     ExpectCopiesEqual();
   });
 }
