@@ -1,11 +1,12 @@
 #pragma once
 
-// The copies held outside their buckets' replicas in `shoal status` (docs/cluster.md, "Status"):
-// per node, how many it holds; per bucket short of copies or whose primary is unreachable, its
-// holders with their positions, most advanced first, so that the operator can pick a `shoal
-// force-primary` target when every replica is lost (docs/design/replication.md §4.6, §6.1). The
-// holders come from the coordinator's progress answer (AdminResponse.held_copies); which nodes
-// are unreachable, from the status command's own calls. Pure functions; thread-safe.
+// The copies held outside their buckets' replicas in `shoal status`: per node, how many it
+// holds; per bucket short of copies or whose primary is unreachable, its holders with their
+// positions, most advanced first, so that the operator can pick a `shoal force-primary` target
+// when every replica is lost (docs/design/replication.md §4.6, §6.1 "Copies outside the
+// replicas"). The holders come from the coordinator's progress answer (AdminResponse.
+// held_copies); which nodes are unreachable, from the status command's own calls. Pure
+// functions; thread-safe.
 
 #include <cstdint>
 #include <map>
