@@ -143,5 +143,34 @@ TEST(HeldCopiesTest, OnlyACopyOfTheBucketsRangeOutsideItsReplicasCounts) {
   EXPECT_TRUE(held.TakeStale(*single, {}, kGrace).empty());
 }
 
+// What the status answer lists: per bucket, every holder with its position, the most advanced
+// copy first (a later term first, then a longer log; ties by node); Holders keeps node order.
+TEST(HeldCopiesTest, CopiesListTheHoldersMostAdvancedFirst) {
+  const NodeId n5{5}, n6{6};
+  cluster::ShardMap map = WholeMap();
+  map = *cluster::Apply(map, cluster::ShardMapEdit(map.epoch()).AddNode(n5).AddNode(n6));
+  HeldCopies held(kGrace);
+  const auto at = [&](BucketId bucket, storage::ReplicaPosition position) {
+    transport::HeldCopy copy = CopyOf(map, bucket);
+    copy.position = position;
+    return copy;
+  };
+  held.Record(kN4, {at(BucketId(0), {Term(1), 9}), at(BucketId(1), {Term(1), 7})});
+  held.Record(n5, {at(BucketId(0), {Term(2), 3})});
+  held.Record(n6, {at(BucketId(0), {Term(1), 9})});
+  const auto copies = held.Copies(map);
+  ASSERT_EQ(copies.size(), 2u);
+  const std::vector<HeldCopies::Holder>& zero = copies.at(BucketId(0));
+  ASSERT_EQ(zero.size(), 3u);
+  EXPECT_EQ(zero[0].node, n5);
+  EXPECT_EQ(zero[0].position, (storage::ReplicaPosition{Term(2), 3}));
+  EXPECT_EQ(zero[1].node, kN4);
+  EXPECT_EQ(zero[2].node, n6);
+  EXPECT_EQ(zero[2].position, (storage::ReplicaPosition{Term(1), 9}));
+  ASSERT_EQ(copies.at(BucketId(1)).size(), 1u);
+  EXPECT_EQ(copies.at(BucketId(1)).front().position, (storage::ReplicaPosition{Term(1), 7}));
+  EXPECT_EQ(held.Holders(map).at(BucketId(0)), (std::vector<NodeId>{kN4, n5, n6}));
+}
+
 }  // namespace
 }  // namespace shoal::coordinator

@@ -12,7 +12,9 @@
 //     keeps its copies and resumes them all;
 //   - data without a stored state that a node holds outside a bucket's replicas (an aborted
 //     ingest's whose drop was lost) is reported and dropped once its bucket has been whole for
-//     the grace.
+//     the grace;
+//   - the coordinator's status answer (the admin progress answer `shoal status` reads) lists the
+//     copies a returning node holds outside the replicas, with their positions.
 // Each case ends with every bucket at three copies, no acknowledged write lost and every copy
 // equal to its primary's.
 
@@ -20,12 +22,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <span>
 #include <variant>
 #include <vector>
 
 #include "src/coordinator/coordinator.h"
+#include "src/process/admin.h"
 #include "tests/support/coordinator_test_fixture.h"
 
 namespace shoal::coordinator {
@@ -174,6 +178,61 @@ TEST_F(HeldCopyTest, AStaleCopyIsDroppedOnceItsBucketHasBeenWholeForTheGrace) {
     ExpectWritesGoOn(*w);
     StopRoundWriter(*w);
     ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+    ExpectCopiesEqual();
+  });
+}
+
+// n3 dies and is removed from every bucket while the balancer is off, then comes back: every
+// bucket it was removed from is short of a copy, and the status answer names n3 as holding one,
+// at the position its store reports, until a repair brings it back into the replicas.
+TEST_F(HeldCopyTest, TheStatusAnswerListsTheCopiesHeldOutsideTheReplicas) {
+  Run(/*auto_balance=*/true, [&] {
+    ASSERT_TRUE(WaitFor([&] { return FullyReplicated() && StoresBound(); }, 30 * kSecond));
+    coordinator().SetAutoBalance(false);
+    const std::vector<int> documents = DocumentsNotLedBy(kN3);
+    auto w = StartRoundWriter(documents, 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    const std::set<BucketId> held = BucketsOf(kN3);
+    ASSERT_FALSE(held.empty());
+    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
+    ASSERT_TRUE(WaitFor([&] { return !Holds(kN3); }, 20 * kSecond));
+    StopRoundWriter(*w);
+    ASSERT_TRUE(cluster_->StartNode(kN3).ok());
+    ASSERT_TRUE(sim_.Sleep(500 * kMs).ok());  // heartbeats: n3 is not down any more
+    // A plan preview collects the loads, held copies included, as a balancer round does.
+    ASSERT_TRUE(coordinator().Plan().ok());
+
+    std::map<BucketId, storage::ReplicaPosition> expected;
+    for (BucketId bucket : held) {
+      expected[bucket] = cluster_->node(kN3)->store()->GetReplicaState(bucket).position;
+      EXPECT_GT(expected[bucket].rseq, 0u) << bucket;
+    }
+    std::map<BucketId, storage::ReplicaPosition> listed;
+    for (const auto& [bucket, holders] : coordinator().CopiesOutsideReplicas()) {
+      ASSERT_EQ(holders.size(), 1u) << bucket;
+      EXPECT_EQ(holders.front().node, kN3) << bucket;
+      listed[bucket] = holders.front().position;
+    }
+    EXPECT_EQ(listed, expected);
+
+    wire::AdminRequest request;
+    request.mutable_progress();
+    wire::AdminResponse answer;
+    process::HandleAdmin(coordinator(), request, &answer);
+    ASSERT_EQ(answer.status().code(), 0) << answer.status().message();
+    std::map<BucketId, storage::ReplicaPosition> answered;
+    for (const wire::HeldCopyStatus& copy : answer.held_copies()) {
+      EXPECT_EQ(copy.node(), kN3.value());
+      answered[BucketId(copy.bucket())] = {Term(copy.term()), copy.rseq()};
+    }
+    EXPECT_EQ(answered, expected);
+
+    // Repaired, n3 is a replica again: nothing is held outside the replicas.
+    coordinator().SetAutoBalance(true);
+    ASSERT_TRUE(WaitFor([&] { return FullyReplicated(); }, 60 * kSecond));
+    ASSERT_TRUE(coordinator().Plan().ok());
+    EXPECT_TRUE(coordinator().CopiesOutsideReplicas().empty());
+    ExpectNoAcknowledgedRoundLost(*w, documents);
     ExpectCopiesEqual();
   });
 }
