@@ -3,7 +3,7 @@ BUILD_DIR      ?= build
 ASAN_BUILD_DIR ?= build-asan
 JOBS           ?= $(shell nproc)
 CMAKE_FLAGS    ?=
-# The release run of `make test` simulates 100 K = 1 and 40 K = 3 seeds; the sanitizer run,
+# The release run of `make test` simulates 60 K = 1 and 40 K = 3 seeds; the sanitizer run,
 # slower, 3 per shard.
 ASAN_SIM_SEEDS ?= 3
 # The interleavings: the sanitizer run lets the move advance only while no operation can run.
@@ -53,7 +53,7 @@ test-asan: build-asan
 # The whole suite: release build, then the same tests under AddressSanitizer + UBSan.
 test: test-release test-asan
 
-# Deeper simulation than `make test` (about 25 more minutes on two cores): all 200 K = 1 seeds,
+# Deeper simulation than `make test` (about 30 more minutes on two cores): all 200 K = 1 seeds,
 # 30 batch seeds, and more interleaving configs (one in six of a move, half of each single
 # replication fault).
 test-long: build

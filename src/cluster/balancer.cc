@@ -320,52 +320,86 @@ void PlanSplitsAndMerges(const ShardMap& map, const LoadReport& load,
   }
 }
 
-// Primaries per node within one of each other (docs/design/replication.md §7): primaries carry
-// the reads and order the writes. With nothing else to do, each handoff gives one bucket's
-// primary, from the node with the most, to its backup on the node with the fewest, while the two
-// differ by more than one (so that every step narrows the spread and plans converge). No data
-// moves. Nodes that are leaving, unavailable or damped neither give nor take primaries here.
-void PlanHandoffs(const ShardMap& map, const BalancerOptions& options, MigrationPlan* plan) {
-  std::map<NodeId, uint32_t> primaries;
+// A handoff planned by PlanHandoffs: bucket `index` of the map gives its primary to `heir`.
+struct Handoff {
+  size_t index = 0;
+  NodeId heir;
+};
+
+// Primaries carry the reads and order the writes (docs/design/replication.md §7). With nothing
+// else to do, each handoff gives one bucket's primary to one of its backups (no data moves, no
+// copy added), at most options.max_moves_per_node per node and plan. Nodes that are leaving,
+// unavailable or damped neither give nor take primaries here. Two rules, by the load report:
+//   - reads known (some bucket's hits_ema > 0): per node, the read load of its primaries (the
+//     sum of their buckets' hits_ema). A handoff of a bucket of read load h from `from` to `to`
+//     is planned only if h > 0 and L(from) - (L(to) + h) > kHandoffReadMargin * (the mean read
+//     load of a bucket): the receiver ends more than the margin below the giver's load before
+//     it. So the pair's larger load strictly falls, no node ends above the largest load before,
+//     the sum of squared loads falls by more than 2h * margin (plans converge), and the reverse
+//     handoff is never planned (no flapping). Among the handoffs allowed, the one lowering the
+//     sum of squares the most goes first;
+//   - no reads known: the same by count (every bucket weighs 1, no margin), from the node with
+//     the most primaries to a backup on the node with the fewest while they differ by more than
+//     one, so that every node ends within one of the others.
+// With equal reads per bucket the two rules plan the same handoffs: a margin of half a bucket
+// asks for a difference of more than 1.5 buckets, as the count rule asks for more than one.
+constexpr double kHandoffReadMargin = 0.5;
+
+void PlanHandoffs(const ShardMap& map, const LoadReport& load, const BalancerOptions& options,
+                  MigrationPlan* plan) {
+  std::map<NodeId, double> primaries;  // per eligible node: its primaries' read load or count
   for (NodeId node : map.ActiveNodes()) {
     if (!Holds(options.unavailable, node) && !Holds(options.damped, node)) primaries[node] = 0;
   }
   if (primaries.size() < 2) return;
+  double total_reads = 0;
+  for (const BucketPlacement& bucket : map.buckets()) total_reads += load.HitsOf(bucket.id);
+  const bool by_reads = total_reads > 0;
+  const auto weight = [&](const BucketPlacement& bucket) {
+    return by_reads ? load.HitsOf(bucket.id) : 1.0;
+  };
+  const double margin =
+      by_reads ? kHandoffReadMargin * total_reads / static_cast<double>(map.buckets().size()) : 0;
   for (const BucketPlacement& bucket : map.buckets()) {
-    if (auto it = primaries.find(bucket.replicas.front()); it != primaries.end()) ++it->second;
+    if (auto it = primaries.find(bucket.replicas.front()); it != primaries.end()) {
+      it->second += weight(bucket);
+    }
   }
   std::map<NodeId, uint32_t> busy;
   std::vector<bool> taken(map.buckets().size(), false);
   while (true) {
-    std::optional<size_t> best;
-    NodeId heir;
-    uint32_t spread = 1;
+    std::optional<Handoff> best;
+    double best_gain = 0;  // how much the handoff lowers the sum of squared loads, halved
     for (size_t i = 0; i < map.buckets().size(); ++i) {
       const BucketPlacement& bucket = map.buckets()[i];
       if (taken[i] || bucket.transition.has_value() || bucket.replicas.size() < 2) continue;
+      const double h = weight(bucket);
+      if (h <= 0) continue;
       auto from = primaries.find(bucket.replicas.front());
       if (from == primaries.end() || busy[from->first] >= options.max_moves_per_node) continue;
       for (size_t r = 1; r < bucket.replicas.size(); ++r) {
         auto to = primaries.find(bucket.replicas[r]);
         if (to == primaries.end() || busy[to->first] >= options.max_moves_per_node) continue;
-        if (from->second > to->second + spread) {
-          spread = from->second - to->second;
-          best = i;
-          heir = to->first;
+        const double gap = from->second - (to->second + h);  // the receiver below, after
+        if (gap <= margin) continue;
+        const double gain = h * gap;
+        if (!best.has_value() || gain > best_gain) {
+          best = Handoff{.index = i, .heir = to->first};
+          best_gain = gain;
         }
       }
     }
     if (!best.has_value()) return;
-    const BucketPlacement& bucket = map.buckets()[*best];
-    std::vector<NodeId> target{heir};
+    const BucketPlacement& bucket = map.buckets()[best->index];
+    std::vector<NodeId> target{best->heir};
     for (NodeId node : bucket.replicas) {
-      if (node != heir) target.push_back(node);
+      if (node != best->heir) target.push_back(node);
     }
-    --primaries[bucket.replicas.front()];
-    ++primaries[heir];
+    primaries[bucket.replicas.front()] -= weight(bucket);
+    primaries[best->heir] += weight(bucket);
     ++busy[bucket.replicas.front()];
-    ++busy[heir];
-    taken[*best] = true;
+    ++busy[best->heir];
+    taken[best->index] = true;
     plan->moves.push_back({.bucket = bucket.id,
                            .source = bucket.replicas,
                            .destination = std::move(target),
@@ -389,7 +423,7 @@ StatusOr<MigrationPlan> Balancer::Plan(const ShardMap& map, const LoadReport& lo
   }
   // Primaries last: once every copy is where it belongs.
   if (map.replication_factor() > 1 && plan.empty() && !pending) {
-    PlanHandoffs(map, options, &plan);
+    PlanHandoffs(map, load, options, &plan);
   }
   return plan;
 }

@@ -104,6 +104,12 @@ void BalancerLoop::Recover() {
   recovered_ = true;
 }
 
+std::map<BucketId, std::vector<HeldCopies::Holder>> BalancerLoop::CopiesOutsideReplicas() const {
+  ShardMapPtr map = committer_->map();
+  if (map == nullptr) return {};
+  return held_.Copies(*map);
+}
+
 StatusOr<cluster::LoadReport> BalancerLoop::CollectLoads() {
   cluster::LoadReport report;
   ShardMapPtr map = committer_->map();

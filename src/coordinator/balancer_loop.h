@@ -30,6 +30,7 @@
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -75,6 +76,9 @@ class BalancerLoop : public std::enable_shared_from_this<BalancerLoop> {
   // balancer with the thresholds in force, moves first, then splits and merges
   // (balancer_plan.cc). Changes nothing.
   [[nodiscard]] StatusOr<PlanSummary> Plan(std::optional<NodeId> add, std::optional<NodeId> remove);
+  // Per bucket of the current map, the copies outside its replicas as the latest load reports
+  // name them (HeldCopies::Copies): collected by each round and by each plan preview.
+  [[nodiscard]] std::map<BucketId, std::vector<HeldCopies::Holder>> CopiesOutsideReplicas() const;
 
  private:
   void Recover();

@@ -76,6 +76,10 @@ bool Coordinator::recovered() const { return balancer_->recovered(); }
 
 void Coordinator::SetAutoBalance(bool enabled) { balancer_->SetAutoBalance(enabled); }
 
+std::map<BucketId, std::vector<HeldCopies::Holder>> Coordinator::CopiesOutsideReplicas() const {
+  return balancer_->CopiesOutsideReplicas();
+}
+
 Thresholds Coordinator::thresholds() const { return balancer_->thresholds(); }
 
 Status Coordinator::SetThresholds(std::optional<uint64_t> split_bytes,

@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -31,6 +32,7 @@
 #include "src/cluster/transition.h"
 #include "src/coordinator/balancer_loop.h"
 #include "src/coordinator/coordinator_options.h"
+#include "src/coordinator/held_copies.h"
 #include "src/coordinator/map_committer.h"
 #include "src/coordinator/membership.h"
 #include "src/coordinator/move_executor.h"
@@ -106,6 +108,10 @@ class Coordinator final : public transport::Service,
   [[nodiscard]] Status SetThresholds(std::optional<uint64_t> split_bytes,
                                      std::optional<uint64_t> merge_bytes);
   [[nodiscard]] Thresholds thresholds() const;
+  // Per bucket, the nodes outside its replicas that hold a copy, most advanced first, as the
+  // balancer's latest load collection saw them (BalancerLoop::CopiesOutsideReplicas): what a
+  // repair prefers and what ForcePrimary may need once every replica is lost.
+  [[nodiscard]] std::map<BucketId, std::vector<HeldCopies::Holder>> CopiesOutsideReplicas() const;
   // Called with the state after each committed map edit or new collection, on the task that made
   // it (and at once with the current state). For map watchers: it must not block.
   using StateObserver = MapCommitter::StateObserver;

@@ -51,13 +51,36 @@ void HeldCopies::Record(NodeId node, const std::vector<transport::HeldCopy>& hel
   before = std::move(now);
 }
 
+std::map<BucketId, std::vector<HeldCopies::Holder>> HeldCopies::Copies(
+    const cluster::ShardMap& map) const {
+  std::map<BucketId, std::vector<Holder>> copies;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [node, held] : held_) {
+      for (const auto& [bucket, entry] : held) {
+        // A copy without a position can neither resume nor be forced primary: it is only
+        // dropped (TakeStale).
+        if (entry.position.rseq == 0) continue;
+        if (CopyOf(map, node, bucket, entry.range) != nullptr) {
+          copies[bucket].push_back(Holder{.node = node, .position = entry.position});
+        }
+      }
+    }
+  }
+  for (auto& [bucket, holders] : copies) {
+    std::stable_sort(holders.begin(), holders.end(), [](const Holder& a, const Holder& b) {
+      return a.position > b.position;  // held_ is in node order: ties stay so
+    });
+  }
+  return copies;
+}
+
 std::map<BucketId, std::vector<NodeId>> HeldCopies::Holders(const cluster::ShardMap& map) const {
   std::map<BucketId, std::vector<NodeId>> holders;
-  absl::MutexLock lock(&mu_);
-  for (const auto& [node, copies] : held_) {
-    for (const auto& [bucket, entry] : copies) {
-      if (CopyOf(map, node, bucket, entry.range) != nullptr) holders[bucket].push_back(node);
-    }
+  for (const auto& [bucket, copies] : Copies(map)) {
+    std::vector<NodeId>& nodes = holders[bucket];
+    for (const Holder& holder : copies) nodes.push_back(holder.node);
+    std::sort(nodes.begin(), nodes.end());
   }
   return holders;
 }

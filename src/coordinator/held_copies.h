@@ -3,11 +3,13 @@
 // HeldCopies: the copies of replicated buckets that nodes hold outside the buckets' replicas, as
 // each node's latest load report names them (transport::HeldCopy: a backup removed while its
 // node was down, a copy replaced elsewhere whose drop did not get through, a destination whose
-// move aborted before it replaced its copy), and the two rules that use them
+// move aborted before it replaced its copy; with position 0, data that vouches for nothing, such
+// as an aborted ingest's whose drop did not get through), and the two rules that use them
 // (docs/design/replication.md §6.1, "Copies outside the replicas"):
-//   - Holders(map): per bucket, the nodes holding a copy of the bucket's range in `map`: a
-//     repair prefers them (cluster::BalancerOptions::held_copies), since such a copy may resume
-//     from the primary's log;
+//   - Holders(map): per bucket, the nodes holding a copy of the bucket's range in `map` with a
+//     position: a repair prefers them (cluster::BalancerOptions::held_copies), since such a copy
+//     may resume from the primary's log; Copies(map) adds each copy's position, for the status
+//     answer;
 //   - TakeStale(map, down, now): the copies to drop. A bucket is WHOLE when it has K replicas,
 //     none of them down, and no transition. A copy is stale once its bucket has been whole for
 //     `grace` without a break, as this coordinator's rounds saw it (a round that finds the
@@ -44,7 +46,16 @@ class HeldCopies {
 
   // `node`'s latest report replaces its earlier one; a copy named again keeps its clock.
   void Record(NodeId node, const std::vector<transport::HeldCopy>& held);
-  // Per bucket of `map`, the nodes outside its replicas that report a copy of its range.
+  // A node outside a bucket's replicas that reports a copy of the bucket's range, and the copy's
+  // position as last reported.
+  struct Holder {
+    NodeId node;
+    storage::ReplicaPosition position;
+  };
+  // Per bucket of `map`, its holders, most advanced copy first (ties by node): what `shoal
+  // status` shows the operator choosing a `force-primary` target.
+  [[nodiscard]] std::map<BucketId, std::vector<Holder>> Copies(const cluster::ShardMap& map) const;
+  // Per bucket of `map`, the nodes of Copies(map), in node order.
   [[nodiscard]] std::map<BucketId, std::vector<NodeId>> Holders(const cluster::ShardMap& map) const;
 
   struct Stale {

@@ -73,6 +73,24 @@ TEST(HeldCopiesTest, ACopyOfAWholeBucketIsStaleOnlyAfterTheGrace) {
   EXPECT_TRUE(held.Holders(map).empty());
 }
 
+// Data without a stored position (an aborted ingest's, say) cannot resume: no repair prefers its
+// node, and it is dropped as any copy once its bucket has been whole for the grace.
+TEST(HeldCopiesTest, ACopyWithoutAPositionIsNoHolderButIsDroppedOnceStale) {
+  const cluster::ShardMap map = WholeMap();
+  HeldCopies held(kGrace);
+  transport::HeldCopy copy = CopyOf(map, BucketId(2));
+  copy.position = {};
+  held.Record(kN4, {copy, CopyOf(map, BucketId(3))});
+  EXPECT_EQ(held.Holders(map).count(BucketId(2)), 0u);
+  EXPECT_EQ(held.Holders(map).at(BucketId(3)), std::vector<NodeId>{kN4});
+  EXPECT_TRUE(held.TakeStale(map, {}, 0).empty());
+  const auto stale = held.TakeStale(map, {}, kGrace);
+  ASSERT_EQ(stale.size(), 2u);
+  EXPECT_TRUE(std::any_of(stale.begin(), stale.end(), [](const HeldCopies::Stale& s) {
+    return s.bucket == BucketId(2) && s.node == kN4 && s.position.rseq == 0;
+  }));
+}
+
 // Never while the bucket is short of copies, has a replica down or moves: the clock starts again
 // once it is whole.
 TEST(HeldCopiesTest, ACopyIsNeverStaleWhileItsBucketIsShortDownOrMoving) {
@@ -123,6 +141,35 @@ TEST(HeldCopiesTest, OnlyACopyOfTheBucketsRangeOutsideItsReplicasCounts) {
   held.Record(other_node, {CopyOf(*single, BucketId(0))});
   EXPECT_TRUE(held.Holders(*single).empty());
   EXPECT_TRUE(held.TakeStale(*single, {}, kGrace).empty());
+}
+
+// What the status answer lists: per bucket, every holder with its position, the most advanced
+// copy first (a later term first, then a longer log; ties by node); Holders keeps node order.
+TEST(HeldCopiesTest, CopiesListTheHoldersMostAdvancedFirst) {
+  const NodeId n5{5}, n6{6};
+  cluster::ShardMap map = WholeMap();
+  map = *cluster::Apply(map, cluster::ShardMapEdit(map.epoch()).AddNode(n5).AddNode(n6));
+  HeldCopies held(kGrace);
+  const auto at = [&](BucketId bucket, storage::ReplicaPosition position) {
+    transport::HeldCopy copy = CopyOf(map, bucket);
+    copy.position = position;
+    return copy;
+  };
+  held.Record(kN4, {at(BucketId(0), {Term(1), 9}), at(BucketId(1), {Term(1), 7})});
+  held.Record(n5, {at(BucketId(0), {Term(2), 3})});
+  held.Record(n6, {at(BucketId(0), {Term(1), 9})});
+  const auto copies = held.Copies(map);
+  ASSERT_EQ(copies.size(), 2u);
+  const std::vector<HeldCopies::Holder>& zero = copies.at(BucketId(0));
+  ASSERT_EQ(zero.size(), 3u);
+  EXPECT_EQ(zero[0].node, n5);
+  EXPECT_EQ(zero[0].position, (storage::ReplicaPosition{Term(2), 3}));
+  EXPECT_EQ(zero[1].node, kN4);
+  EXPECT_EQ(zero[2].node, n6);
+  EXPECT_EQ(zero[2].position, (storage::ReplicaPosition{Term(1), 9}));
+  ASSERT_EQ(copies.at(BucketId(1)).size(), 1u);
+  EXPECT_EQ(copies.at(BucketId(1)).front().position, (storage::ReplicaPosition{Term(1), 7}));
+  EXPECT_EQ(held.Holders(map).at(BucketId(0)), (std::vector<NodeId>{kN4, n5, n6}));
 }
 
 }  // namespace

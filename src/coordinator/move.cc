@@ -313,13 +313,17 @@ Status Move::Abort(const Status& reason) {
         fmt::format("{} {}: {}", move_.DebugString(), bucket_.DebugString(), reason.ToString()));
   }
   // The destination's staged data: best effort (it never serves it, and a new attempt drops the
-  // range before ingesting).
+  // range before ingesting). A copy the destination held from before the move stays
+  // (kAbortedStaging): a repair that aborts must not cost the holder its resume.
   for (NodeId node : destination) {
-    auto dropped = x_.CallNode(
-        node,
-        transport::DropBucketRequest{
-            .epoch = (*aborted)->epoch(), .move = move_, .bucket = bucket_, .range = range},
-        1);
+    auto dropped =
+        x_.CallNode(node,
+                    transport::DropBucketRequest{.epoch = (*aborted)->epoch(),
+                                                 .move = move_,
+                                                 .bucket = bucket_,
+                                                 .range = range,
+                                                 .reason = transport::DropReason::kAbortedStaging},
+                    1);
     if (!dropped.ok() && dropped.status().code() == StatusCode::kCancelled) {
       return dropped.status();
     }

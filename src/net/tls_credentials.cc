@@ -56,6 +56,7 @@ StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Create(
   if (security.reload_seconds == 0) return InvalidArgumentError("reload_seconds must be >= 1");
   const security::TlsFiles& files = *security.tls;
   SHOAL_RETURN_IF_ERROR(security::CheckTlsFiles(files));
+  credentials->crl_dir_ = security::CrlDirOf(files);
   credentials->provider_ = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
       files.key, files.cert, files.ca_cert, security.reload_seconds);
   grpc::experimental::TlsChannelCredentialsOptions options;
@@ -68,6 +69,7 @@ StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Create(
   options.set_certificate_verifier(
       std::make_shared<grpc::experimental::HostNameCertificateVerifier>());
   options.set_check_call_host(true);
+  options.set_crl_directory(credentials->crl_dir_);
   credentials->channel_ = grpc::experimental::TlsCredentials(options);
   if (credentials->channel_ == nullptr) {
     return InternalError("gRPC refused the TLS channel credentials");
@@ -86,6 +88,7 @@ std::shared_ptr<grpc::ServerCredentials> TlsCredentials::Server() const {
   options.watch_root_certs();
   options.watch_identity_key_cert_pairs();
   options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  options.set_crl_directory(crl_dir_);
   return grpc::experimental::TlsServerCredentials(options);
 }
 
@@ -95,7 +98,7 @@ namespace {
 
 constexpr std::string_view kHandshakeHint =
     "TLS handshake failed: the client and the server need certificates of the same cluster CA, "
-    "and the server's must name the host dialled (docs/security.md)";
+    "not revoked, and the server's must name the host dialled (docs/security.md)";
 
 }  // namespace
 
@@ -105,8 +108,9 @@ std::string SecurityHint(std::string_view grpc_message) {
     return std::string(kHandshakeHint);
   }
   if (grpc_message.find("Socket closed") != std::string_view::npos) {
-    return "the server closed the connection at once: if it requires TLS, give this client "
-           "--certs-dir or credentials instead of --insecure (docs/security.md)";
+    return "the server closed the connection at once: it refuses this client's certificate "
+           "(of another CA, or revoked), or it requires TLS and this client has none (give it "
+           "--certs-dir or credentials instead of --insecure) (docs/security.md)";
   }
   return {};
 }

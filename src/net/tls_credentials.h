@@ -12,6 +12,11 @@
 //   - a client's user and password (TlsFiles::user, ::password), when given, ride as call
 //     metadata on every call of every channel (gRPC call credentials composed with the TLS
 //     ones, which gRPC sends only over a secure channel);
+//   - both sides check the peer's certificate against the CRLs of security::CrlDirOf(files)
+//     (security/revocation.h): a revoked certificate fails the handshake, as a client and as a
+//     server. OpenSSL reads a CRL file the runtime has not read yet at the next handshake, so a
+//     revocation counts for new connections without a restart; a CA without a CRL revokes
+//     nothing (gRPC ignores "unable to get CRL");
 //   - one FileWatcherCertificateProvider per runtime reads the three files again every
 //     reload_seconds: a replaced certificate, key or CA bundle is used by new connections
 //     without a restart; connections already open keep the identity they were made with.
@@ -84,12 +89,14 @@ class TlsCredentials {
 
   std::shared_ptr<grpc::experimental::CertificateProviderInterface> provider_;
   std::shared_ptr<grpc::ChannelCredentials> channel_;
+  std::string crl_dir_;  // security::CrlDirOf(the files)
 };
 
 // What a failed connection's gRPC message says about security, for the operator: a TLS
 // handshake that failed (certificates of different CAs, or a server certificate that does not
-// name the host dialled), or a server that closed a connection at once (e.g. a plaintext client
-// at a TLS server). "" for anything else.
+// name the host dialled), or a server that closed a connection at once (a client certificate it
+// refuses, of another CA or revoked, which TLS 1.3 reports to the client so, or a plaintext
+// client at a TLS server). "" for anything else.
 [[nodiscard]] std::string SecurityHint(std::string_view grpc_message);
 // Whether `status` failed a TLS handshake (its message carries SecurityHint's first kind): no
 // retry will fix it until the certificates change.

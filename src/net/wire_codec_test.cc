@@ -95,6 +95,14 @@ TEST(WireCodecTest, RequestsRoundTrip) {
       .move = MoveId(3),
       .bucket = BucketId(4),
       .copy = {.position = {Term(6), 12}, .history = {{Term(2), 1}, {Term(6), 10}}}});
+  for (transport::DropReason reason :
+       {transport::DropReason::kLeavingCopy, transport::DropReason::kAbortedStaging}) {
+    ExpectRoundTrip(transport::DropBucketRequest{.epoch = MapEpoch(5),
+                                                 .move = MoveId(6),
+                                                 .bucket = BucketId(7),
+                                                 .range = storage::PointRange::From(8),
+                                                 .reason = reason});
+  }
 }
 
 TEST(WireCodecTest, ResumeCopyResponseRoundTrips) {
@@ -323,6 +331,11 @@ TEST(WireCodecTest, MalformedInputIsRejected) {
   bad_range.mutable_drop_bucket()->mutable_range()->set_begin(10);
   bad_range.mutable_drop_bucket()->mutable_range()->set_end(5);
   EXPECT_FALSE(FromWire(bad_range).ok());
+  // A drop whose reason this build does not know deletes nothing.
+  wire::Request unknown_drop;
+  unknown_drop.mutable_drop_bucket()->mutable_range()->set_end_is_max(true);
+  unknown_drop.mutable_drop_bucket()->set_reason(static_cast<wire::DropBucketRequest::Reason>(9));
+  EXPECT_EQ(FromWire(unknown_drop).status().code(), StatusCode::kInvalidArgument);
   // An export whose live part is larger than the whole would seed a wrong bucket size.
   wire::Request bad_export;
   bad_export.mutable_ingest_bucket()->mutable_exported()->set_entries(2);

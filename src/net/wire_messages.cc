@@ -106,6 +106,28 @@ StatusOr<transport::WriteOp> WriteOpOf(wire::WriteRequest::Op op) {
   }
 }
 
+wire::DropBucketRequest::Reason DropReasonToWire(transport::DropReason reason) {
+  switch (reason) {
+    case transport::DropReason::kLeavingCopy:
+      return wire::DropBucketRequest::LEAVING_COPY;
+    case transport::DropReason::kAbortedStaging:
+      return wire::DropBucketRequest::ABORTED_STAGING;
+  }
+  return wire::DropBucketRequest::LEAVING_COPY;
+}
+
+// An unknown reason is refused rather than read as a full drop: a drop deletes data.
+StatusOr<transport::DropReason> DropReasonOf(wire::DropBucketRequest::Reason reason) {
+  switch (reason) {
+    case wire::DropBucketRequest::LEAVING_COPY:
+      return transport::DropReason::kLeavingCopy;
+    case wire::DropBucketRequest::ABORTED_STAGING:
+      return transport::DropReason::kAbortedStaging;
+    default:
+      return InvalidArgumentError(fmt::format("unknown drop reason {}", static_cast<int>(reason)));
+  }
+}
+
 StatusOr<transport::WriteRequest> WriteFromWire(const wire::WriteRequest& w) {
   SHOAL_ASSIGN_OR_RETURN(transport::WriteOp op, WriteOpOf(w.op()));
   return transport::WriteRequest{.epoch = MapEpoch(w.epoch()),
@@ -251,6 +273,7 @@ void ToWire(const transport::Request& request, wire::Request* out) {
                    w->set_move(r.move.value());
                    w->set_bucket(r.bucket.value());
                    ToWire(r.range, w->mutable_range());
+                   w->set_reason(DropReasonToWire(r.reason));
                  },
                  [out](const transport::BucketLoadRequest&) { out->mutable_bucket_load(); },
                  [out](const transport::TransferBucketRequest& r) {
@@ -422,10 +445,12 @@ StatusOr<transport::Request> FromWire(const wire::Request& request) {
     case wire::Request::kDropBucket: {
       const auto& w = request.drop_bucket();
       SHOAL_ASSIGN_OR_RETURN(storage::PointRange range, FromWire(w.range()));
+      SHOAL_ASSIGN_OR_RETURN(transport::DropReason reason, DropReasonOf(w.reason()));
       return transport::Request(transport::DropBucketRequest{.epoch = MapEpoch(w.epoch()),
                                                              .move = MoveId(w.move()),
                                                              .bucket = BucketId(w.bucket()),
-                                                             .range = range});
+                                                             .range = range,
+                                                             .reason = reason});
     }
     case wire::Request::kBucketLoad:
       return transport::Request(transport::BucketLoadRequest{});

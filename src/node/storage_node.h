@@ -46,6 +46,13 @@
 //     forwarded requests, so a destination that is cut off answers nothing of the bucket.
 //   - Data of a range is dropped only when the node's map (durable at the coordinator) shows the
 //     node neither serves it nor takes part in a move of it.
+//   - ABORTED STAGING (HandleDrop): an aborted move's drop at its destination
+//     (DropReason::kAbortedStaging) deletes only data the move may have staged. Every staging
+//     (ingest, resume, a switch-then-copy destination's writes) clears the bucket's stored
+//     replica state before it changes the data (COPIES VOUCH FOR THEIR DATA,
+//     storage_node_resume.cc), so a copy whose stored state still has a position is untouched
+//     by the move and stays: kept across a restart too, and a later repair resumes it. A copy a
+//     resume of the move had begun to catch up vouches for nothing and goes.
 //   - HOT KEYS: every write this node acknowledges to a client (not one it executes for the
 //     destination of a switch-then-copy move, which acknowledges it) counts in the node's
 //     hot-key sketch under hot_keys_mu_, taken after the write and never with mu_ held; the
@@ -398,6 +405,9 @@ class StorageNode final : public transport::Service,
   transport::Response HandleCatchUp(const transport::CatchUpRequest& request);
   transport::Response HandleReadChanges(const transport::ReadChangesRequest& request);
   transport::Response HandleFence(const transport::FenceRequest& request);
+  // Refused while the map shows this node serving or receiving the range. Drops the range's data
+  // and the copies' states, except that a kAbortedStaging drop keeps a copy that still vouches for
+  // its data (ABORTED STAGING) and answers OK.
   transport::Response HandleDrop(const transport::DropBucketRequest& request);
   transport::Response HandleLoad();
   transport::Response HandleTransfer(const transport::TransferBucketRequest& request);

@@ -16,7 +16,22 @@ using transport::Response;
 
 namespace {
 
-// The copies `store` holds of the buckets its node's map does not list it for (`unassigned`).
+// Whether `store` holds any entry of `range`, a tombstone included (one seek). A failed read
+// counts as none: the copy is reported at the next load request.
+bool HoldsData(const storage::BucketStore& store, const storage::PointRange& range) {
+  storage::ScanOptions scan;
+  scan.range = range;
+  scan.include_tombstones = true;
+  scan.max_documents = 1;
+  scan.max_examined = 1;
+  auto page = store.Scan(scan);
+  return page.ok() && page->examined > 0;
+}
+
+// The copies `store` holds of the buckets its node's map does not list it for (`unassigned`):
+// first those with a stored position, then those with data but no position (position 0: left by
+// an aborted move whose drop did not arrive, or by a split or merge), which can never be resumed
+// and which the coordinator only drops.
 std::vector<transport::HeldCopy> HeldCopies(
     const storage::BucketStore& store,
     const std::vector<std::pair<BucketId, storage::PointRange>>& unassigned) {
@@ -24,11 +39,20 @@ std::vector<transport::HeldCopy> HeldCopies(
   // storage_node_resume.cc); the range is the one this node's map gives the bucket, which the
   // coordinator compares with its own.
   std::vector<transport::HeldCopy> held;
+  std::vector<std::pair<BucketId, storage::PointRange>> without_position;
   for (const auto& [id, range] : unassigned) {
-    if (held.size() == transport::kMaxHeldCopies) break;
+    if (held.size() == transport::kMaxHeldCopies) return held;
     const storage::ReplicaState state = store.GetReplicaState(id);
-    if (state.position.rseq == 0) continue;
+    if (state.position.rseq == 0) {
+      without_position.emplace_back(id, range);
+      continue;
+    }
     held.push_back(transport::HeldCopy{.bucket = id, .range = range, .position = state.position});
+  }
+  for (const auto& [id, range] : without_position) {
+    if (held.size() == transport::kMaxHeldCopies) break;
+    if (!HoldsData(store, range)) continue;
+    held.push_back(transport::HeldCopy{.bucket = id, .range = range, .position = {}});
   }
   return held;
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "src/common/log.h"
 #include "src/node/node_ranges.h"
 #include "src/node/storage_node.h"
 #include "src/storage/errors.h"
@@ -18,6 +19,24 @@ using cluster::BucketPlacement;
 using cluster::TransitionStage;
 using transport::Address;
 using transport::Response;
+
+namespace {
+
+// Whether `store` holds a copy that vouches for its data (a stored position) of `bucket` or of
+// a bucket of `map` overlapping `range` (ABORTED STAGING): dropping `range` would delete it.
+bool HoldsVouchedCopy(const storage::BucketStore& store, const cluster::ShardMap& map,
+                      BucketId bucket, const storage::PointRange& range) {
+  if (store.GetReplicaState(bucket).position.rseq != 0) return true;
+  for (const BucketPlacement& placement : map.buckets()) {
+    if (Overlaps(placement.range, range) &&
+        store.GetReplicaState(placement.id).position.rseq != 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 StatusOr<const BucketPlacement*> StorageNode::MoveBucketLocked(BucketId bucket, MoveId move,
                                                                bool as_source) const {
@@ -474,6 +493,20 @@ Response StorageNode::HandleDrop(const transport::DropBucketRequest& request) {
     mu_.Lock();
   }
   move_io_.erase(request.bucket);
+  // Decided after the wait: a staging of the move that ran meanwhile cleared the state it
+  // replaced, and none can start now.
+  if (request.reason == transport::DropReason::kAbortedStaging &&
+      HoldsVouchedCopy(*store_, *map_, request.bucket, request.range)) {
+    if (auto record = moves_.find(request.bucket);
+        record != moves_.end() && record->second.move == request.move) {
+      moves_.erase(record);
+    }
+    mu_.Unlock();
+    log::Info("node.drop_kept_copy", {{"node", options_.id.value()},
+                                      {"bucket", request.bucket.value()},
+                                      {"move", request.move.value()}});
+    return Response::Ok();
+  }
   // The copies whose data goes stop vouching for it first (RESUMED COPY).
   Status dropped = ForgetCopy(request.bucket);
   for (const BucketPlacement& bucket : map_->buckets()) {

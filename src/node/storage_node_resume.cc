@@ -17,9 +17,11 @@
 // is never taken for a copy again, and the next attempt ingests a snapshot.
 //
 // COPIES VOUCH FOR THEIR DATA. A node's stored state of a bucket says that its data of the
-// bucket's range is the history up to that position. Every path that replaces or deletes that
-// data clears the state first: an ingest (StageIngest drops the range), a drop (HandleDrop) and a
-// resume (above).
+// bucket's range is the history up to that position. Every path that replaces, changes or
+// deletes that data clears the state first: an ingest (StageIngest drops the range), a drop
+// (HandleDrop), a resume (above) and the writes of a switch-then-copy destination
+// (storage_node_switch.cc). So an aborted move's drop may keep a copy whose state has a position
+// (ABORTED STAGING in storage_node.h): the move changed none of it.
 
 #include <fmt/format.h>
 

@@ -77,8 +77,12 @@ Response StorageNode::ForwardWrite(const transport::WriteRequest& request, const
                                    .version = body->version,
                                    .tombstone = tombstone};
     // The source synced it before answering; here it is synced now or, in a batch
-    // (kDeferred), by the batch's one sync before the client's acknowledgement.
-    auto applied = store_->ApplyChanges(std::span<const storage::Document>(&result, 1), wal_sync);
+    // (kDeferred), by the batch's one sync before the client's acknowledgement. A copy held from
+    // before stops vouching for the range first (COPIES VOUCH FOR THEIR DATA).
+    Status forgotten = ForgetCopy(admitted.bucket);
+    auto applied = forgotten.ok() ? store_->ApplyChanges(
+                                        std::span<const storage::Document>(&result, 1), wal_sync)
+                                  : StatusOr<std::vector<storage::MutationResult>>(forgotten);
     if (!applied.ok()) {
       out = Response::Error(
           MakeStatus(StatusCode::kUnknown,
@@ -126,6 +130,7 @@ Response StorageNode::ForwardGet(const transport::GetRequest& request, const Adm
   auto body = transport::BodyAs<transport::GetResponse>(std::move(*response));
   if (!body.ok()) return finish(Response::Error(body.status()));
   // Keep what was read: a later read here must not return an older state than this one did.
+  if (Status s = ForgetCopy(admitted.bucket); !s.ok()) return finish(Response::Error(s));
   auto applied = store_->ApplyChanges(std::span<const storage::Document>(&body->document, 1));
   if (!applied.ok()) return finish(Response::Error(applied.status()));
   return finish(answer(body->document));
@@ -195,6 +200,7 @@ Response StorageNode::HandleTransfer(const transport::TransferBucketRequest& req
     if (auto still = check(); !still.ok()) return Response::Error(still.status());
     // Apply-if-newer: a document written or read through here since the switch stays.
     if (!body->documents.empty()) {
+      if (Status s = ForgetCopy(request.bucket); !s.ok()) return Response::Error(s);
       auto applied = store_->ApplyChanges(body->documents);
       if (!applied.ok()) return Response::Error(applied.status());
     }

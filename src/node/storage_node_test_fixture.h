@@ -299,12 +299,14 @@ class StorageNodeTest : public ::testing::Test {
     return Call(to, std::move(request));
   }
 
-  StatusOr<Response> Drop(NodeId to, const ShardMapPtr& justifying_map, BucketId bucket) {
+  StatusOr<Response> Drop(NodeId to, const ShardMapPtr& justifying_map, BucketId bucket,
+                          transport::DropReason reason = transport::DropReason::kLeavingCopy) {
     transport::DropBucketRequest request;
     request.epoch = justifying_map->epoch();
     request.move = kMove;
     request.bucket = bucket;
     request.range = RangeOf(*maps_.initial, bucket);
+    request.reason = reason;
     return Call(to, std::move(request));
   }
 

@@ -28,6 +28,18 @@ void FillProgress(coordinator::Coordinator& coordinator, wire::AdminResponse* ou
   out->set_merge_bytes(thresholds.merge_bytes);
 }
 
+void FillHeldCopies(coordinator::Coordinator& coordinator, wire::AdminResponse* out) {
+  for (const auto& [bucket, holders] : coordinator.CopiesOutsideReplicas()) {
+    for (const coordinator::HeldCopies::Holder& holder : holders) {
+      wire::HeldCopyStatus* copy = out->add_held_copies();
+      copy->set_bucket(bucket.value());
+      copy->set_node(holder.node.value());
+      copy->set_term(holder.position.term.value());
+      copy->set_rseq(holder.position.rseq);
+    }
+  }
+}
+
 Status SetThresholds(coordinator::Coordinator& coordinator,
                      const wire::AdminRequest::SetThresholds& request) {
   if (!request.has_split_bytes() && !request.has_merge_bytes()) {
@@ -78,6 +90,7 @@ void HandleAdmin(coordinator::Coordinator& coordinator, const wire::AdminRequest
       coordinator.SetAutoBalance(true);
       break;
     case wire::AdminRequest::kProgress:
+      FillHeldCopies(coordinator, out);
       break;
     case wire::AdminRequest::kSetThresholds:
       status = SetThresholds(coordinator, request.set_thresholds());

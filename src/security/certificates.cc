@@ -28,6 +28,7 @@ namespace shoal::security {
 namespace {
 
 using internal::BioPtr;
+using internal::Ca;
 using internal::OpenSslError;
 using internal::PkeyPtr;
 using internal::X509Ptr;
@@ -271,27 +272,6 @@ StatusOr<X509Ptr> Issue(EVP_PKEY* key, const IssueRequest& request) {
   return cert;
 }
 
-// The CA certificate of `certs_dir`/ca.crt that `ca_key` (or certs_dir/ca.key) belongs to.
-struct Ca {
-  X509Ptr cert;
-  PkeyPtr key;
-};
-
-StatusOr<Ca> LoadCa(const std::string& certs_dir, const std::string& ca_key) {
-  const std::string key_path = ca_key.empty() ? CaKeyPath(certs_dir) : ca_key;
-  SHOAL_ASSIGN_OR_RETURN(PkeyPtr key, internal::ReadPrivateKey(key_path));
-  SHOAL_ASSIGN_OR_RETURN(std::vector<X509Ptr> certs,
-                         internal::ReadCertificates(CaCertPath(certs_dir)));
-  for (auto& cert : certs) {
-    if (X509_check_private_key(cert.get(), key.get()) == 1) {
-      return Ca{.cert = std::move(cert), .key = std::move(key)};
-    }
-  }
-  ERR_clear_error();
-  return FailedPreconditionError(
-      fmt::format("{} belongs to no certificate of {}", key_path, CaCertPath(certs_dir)));
-}
-
 Status WriteKeyAndCert(EVP_PKEY* key, const std::string& key_path, X509* cert,
                        const std::string& cert_path) {
   SHOAL_ASSIGN_OR_RETURN(std::string key_pem, internal::PrivateKeyPem(key));
@@ -376,6 +356,24 @@ CertificateInfo Describe(const X509* cert) {
 
 }  // namespace
 
+namespace internal {
+
+StatusOr<Ca> LoadCa(const std::string& certs_dir, const std::string& ca_key) {
+  const std::string key_path = ca_key.empty() ? CaKeyPath(certs_dir) : ca_key;
+  SHOAL_ASSIGN_OR_RETURN(PkeyPtr key, ReadPrivateKey(key_path));
+  SHOAL_ASSIGN_OR_RETURN(std::vector<X509Ptr> certs, ReadCertificates(CaCertPath(certs_dir)));
+  for (auto& cert : certs) {
+    if (X509_check_private_key(cert.get(), key.get()) == 1) {
+      return Ca{.cert = std::move(cert), .key = std::move(key)};
+    }
+  }
+  ERR_clear_error();
+  return FailedPreconditionError(
+      fmt::format("{} belongs to no certificate of {}", key_path, CaCertPath(certs_dir)));
+}
+
+}  // namespace internal
+
 std::string CaCertPath(std::string_view certs_dir) { return Join(certs_dir, "ca.crt"); }
 std::string CaKeyPath(std::string_view certs_dir) { return Join(certs_dir, "ca.key"); }
 std::string NodeCertPath(std::string_view certs_dir) { return Join(certs_dir, "node.crt"); }
@@ -429,7 +427,7 @@ Status CreateNodeCert(const NodeCertOptions& options) {
   const std::string cert_path = NodeCertPath(options.certs_dir);
   const std::string key_path = NodeKeyPath(options.certs_dir);
   SHOAL_RETURN_IF_ERROR(CheckAbsent({cert_path, key_path}, options.overwrite));
-  SHOAL_ASSIGN_OR_RETURN(Ca ca, LoadCa(options.certs_dir, options.ca_key));
+  SHOAL_ASSIGN_OR_RETURN(Ca ca, internal::LoadCa(options.certs_dir, options.ca_key));
   SHOAL_ASSIGN_OR_RETURN(PkeyPtr key, NewKey());
   SHOAL_ASSIGN_OR_RETURN(X509Ptr cert,
                          Issue(key.get(), {.kind = CertKind::kNode,
@@ -447,7 +445,7 @@ Status CreateClientCert(const ClientCertOptions& options) {
   const std::string cert_path = ClientCertPath(options.certs_dir, options.user);
   const std::string key_path = ClientKeyPath(options.certs_dir, options.user);
   SHOAL_RETURN_IF_ERROR(CheckAbsent({cert_path, key_path}, options.overwrite));
-  SHOAL_ASSIGN_OR_RETURN(Ca ca, LoadCa(options.certs_dir, options.ca_key));
+  SHOAL_ASSIGN_OR_RETURN(Ca ca, internal::LoadCa(options.certs_dir, options.ca_key));
   SHOAL_ASSIGN_OR_RETURN(PkeyPtr key, NewKey());
   SHOAL_ASSIGN_OR_RETURN(X509Ptr cert, Issue(key.get(), {.kind = CertKind::kClient,
                                                          .common_name = options.user,

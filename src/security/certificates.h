@@ -13,6 +13,7 @@
 //   node.crt, node.key           a node's (or coordinator's) identity: serverAuth and clientAuth,
 //                                CN "node", SANs the hosts it is dialled by
 //   client.<user>.crt/.key       a user's identity: clientAuth, CN <user>
+//   crl/                         the CA's revocation lists (revocation.h)
 // Private keys are written 0600, certificates 0644, each to a temporary file renamed into place
 // (a reader never sees half a file; FileWatcherCertificateProvider reloads the new one).
 //

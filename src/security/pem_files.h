@@ -29,6 +29,14 @@ using BioPtr = std::unique_ptr<BIO, BioFree>;
 using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
 using X509Ptr = std::unique_ptr<X509, X509Free>;
 
+// The certificate of `certs_dir`/ca.crt that `ca_key` (or certs_dir/ca.key) belongs to, and
+// that key: what issues certificates and CRLs (certificates.cc).
+struct Ca {
+  X509Ptr cert;
+  PkeyPtr key;
+};
+[[nodiscard]] StatusOr<Ca> LoadCa(const std::string& certs_dir, const std::string& ca_key);
+
 // OpenSSL's error queue as one line (emptied); "unknown error" when it is empty.
 [[nodiscard]] std::string OpenSslError();
 

@@ -1,6 +1,7 @@
 #include "src/security/tls_files.h"
 
 #include "src/security/certificates.h"
+#include "src/security/revocation.h"
 
 namespace shoal::security {
 
@@ -18,7 +19,12 @@ TlsFiles ClientTlsFiles(std::string_view certs_dir, std::string_view user) {
 
 Status CheckTlsFiles(const TlsFiles& files) {
   SHOAL_RETURN_IF_ERROR(CheckKeyMatches(files.cert, files.key));
-  return VerifyCertificate(files.ca_cert, files.cert);
+  SHOAL_RETURN_IF_ERROR(VerifyCertificate(files.ca_cert, files.cert));
+  return VerifyNotRevoked(files.ca_cert, CrlDirOf(files), files.cert);
+}
+
+std::string CrlDirOf(const TlsFiles& files) {
+  return files.crl_dir.empty() ? DefaultCrlDir(files.ca_cert) : files.crl_dir;
 }
 
 }  // namespace shoal::security

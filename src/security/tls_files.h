@@ -22,7 +22,13 @@ struct TlsFiles {
   // net/tls_credentials.h); "": the user is the certificate's common name.
   std::string user{};
   std::string password{};
+  // The CRLs every peer's certificate is checked against (security/revocation.h); "": the
+  // default, DefaultCrlDir(ca_cert). A missing or empty directory revokes nothing.
+  std::string crl_dir{};
 };
+
+// files.crl_dir, else DefaultCrlDir(files.ca_cert).
+[[nodiscard]] std::string CrlDirOf(const TlsFiles& files);
 
 // ca.crt, node.crt and node.key of `certs_dir`: the identity of a coordinator or a node.
 [[nodiscard]] TlsFiles NodeTlsFiles(std::string_view certs_dir);
@@ -31,8 +37,9 @@ struct TlsFiles {
 
 // Checks before anything listens or dials, so that a mistake is one clear error at start rather
 // than handshakes failing later: every file is readable, the key belongs to the certificate, and
-// the certificate chains to the CA bundle and is valid now. The errors name files, never their
-// content.
+// the certificate chains to the CA bundle, is valid now and is not revoked by a CRL of
+// CrlDirOf(files) (a process never starts with an identity its peers refuse). The errors name
+// files, never their content.
 [[nodiscard]] Status CheckTlsFiles(const TlsFiles& files);
 
 }  // namespace shoal::security

@@ -109,6 +109,16 @@ Status ValidateScan(const ScanRequest& scan) {
   return OkStatus();
 }
 
+std::string_view ToString(DropReason reason) {
+  switch (reason) {
+    case DropReason::kLeavingCopy:
+      return "leaving-copy";
+    case DropReason::kAbortedStaging:
+      return "aborted-staging";
+  }
+  return "?";
+}
+
 std::string_view RequestName(const Request& request) {
   return std::visit(
       Overloaded{

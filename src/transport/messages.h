@@ -403,6 +403,17 @@ struct FenceResponse {
   std::optional<storage::ReplicaState> replica = {};
 };
 
+// What a DropBucket cleans up; the node decides by it what it may keep (StorageNode::HandleDrop).
+enum class DropReason : uint8_t {
+  // The copy a committed move replaced (its source, or a replaced backup), or a stale held copy
+  // (no move): the range's data goes.
+  kLeavingCopy = 0,
+  // An aborted move's destination: only what the move staged goes; a copy that still vouches for
+  // its data (a stored replica state, which every staging clears first) stays.
+  kAbortedStaging = 1,
+};
+[[nodiscard]] std::string_view ToString(DropReason reason);
+
 // Source after DONE, or destination after an abort: delete the bucket's local data (idempotent).
 // Refused while the node's map (at least `epoch`) shows the node serving or receiving the range.
 struct DropBucketRequest {
@@ -410,6 +421,7 @@ struct DropBucketRequest {
   MoveId move{};
   BucketId bucket{};
   storage::PointRange range{};
+  DropReason reason = DropReason::kLeavingCopy;
 };
 
 // Approximate per-bucket sizes, for the balancer and split/merge.
@@ -435,9 +447,9 @@ struct DiskSpaceReport {
   uint64_t reserve_bytes = 0;
 };
 // A copy of a replicated bucket that the node holds but its map does not list it for (a backup
-// removed while it was down, one replaced elsewhere meanwhile): the bucket's range in the node's
-// map and the copy's position. A repair prefers its node; once the bucket is whole again the
-// coordinator drops it (docs/design/replication.md §6.1, "Copies outside the replicas").
+// removed while it was down, an aborted ingest's data): the bucket's range in the node's map and
+// the copy's position (0: none, it cannot resume). A repair prefers a node whose copy has one;
+// once the bucket is whole the coordinator drops it (docs/design/replication.md §6.1).
 struct HeldCopy {
   BucketId bucket{};
   storage::PointRange range{};

@@ -22,6 +22,7 @@ struct SimRuntime::Task {
   // event alone (the task resumes, and its yield points then answer kCancelled).
   bool picked = false;
   uint64_t wake_generation = 0;  // events of older generations are stale (woken early by Stop)
+  uint32_t queued = 0;           // its events in the queue, stale ones too
   std::thread thread;
 };
 
@@ -51,6 +52,11 @@ bool SimRuntime::AliveLocked(const Address& who, uint64_t incarnation) const {
   auto it = processes_.find(who);
   if (it == processes_.end()) return incarnation == 1;
   return it->second.alive && it->second.incarnation == incarnation;
+}
+
+size_t SimRuntime::TEST_tasks() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tasks_.size();
 }
 
 bool SimRuntime::IsAlive(const Address& process) const {
@@ -157,7 +163,7 @@ void SimRuntime::RunAs(const Address& process, const std::function<void()>& fn) 
 void SimRuntime::Yield(Micros wake_at) {
   Task* task = Current();
   std::unique_lock<std::mutex> lock(mu_);
-  queue_.push(Event{std::max(wake_at, now_), seq_++, task, task->wake_generation});
+  PushLocked(Event{std::max(wake_at, now_), seq_++, task, task->wake_generation});
   task->scheduled = false;
   running_ = nullptr;
   scheduler_cv_.notify_one();
@@ -286,7 +292,7 @@ void SimRuntime::Spawn(const Address& owner, std::string name, std::function<voi
     running_ = nullptr;
     scheduler_cv_.notify_one();
   });
-  queue_.push(Event{now_, seq_++, raw, raw->wake_generation});
+  PushLocked(Event{now_, seq_++, raw, raw->wake_generation});
   tasks_.push_back(std::move(task));
 }
 
@@ -308,7 +314,7 @@ void SimRuntime::Stop(const Address& self) {
   for (auto& task : tasks_) {
     if (task->finished || task->scheduled || task->picked || task->acting != self) continue;
     ++task->wake_generation;
-    queue_.push(Event{now_, seq_++, task.get(), task->wake_generation});
+    PushLocked(Event{now_, seq_++, task.get(), task->wake_generation});
   }
 }
 
@@ -337,9 +343,8 @@ Status SimRuntime::Failpoint(std::string_view name) {
 bool SimRuntime::RunUntil(Micros deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   while (!queue_.empty()) {
-    Event event = queue_.top();
-    if (event.time > deadline) return true;
-    queue_.pop();
+    if (queue_.top().time > deadline) return true;
+    Event event = PopLocked();
     if (event.generation != event.task->wake_generation) continue;  // woken early by Stop
     if (chooser_) event = ChooseLocked(event, lock);
     now_ = std::max(now_, event.time);
@@ -355,15 +360,41 @@ bool SimRuntime::RunUntil(Micros deadline) {
     event.task->scheduled = true;
     event.task->cv.notify_one();
     scheduler_cv_.wait(lock, [this] { return running_ == nullptr; });
+    if (event.task->finished && ++finished_unreaped_ >= kReapBatch) ReapLocked();
   }
   return false;
+}
+
+void SimRuntime::PushLocked(const Event& event) {
+  ++event.task->queued;
+  queue_.push(event);
+}
+
+SimRuntime::Event SimRuntime::PopLocked() {
+  Event event = queue_.top();
+  queue_.pop();
+  --event.task->queued;
+  return event;
+}
+
+void SimRuntime::ReapLocked() {
+  // A finished task's thread has left mu_ for good (the scheduler holds it now), so the join
+  // returns at once. A task with stale events queued stays until they are popped.
+  finished_unreaped_ = 0;
+  std::erase_if(tasks_, [this](const std::unique_ptr<Task>& task) {
+    if (!task->finished || task->queued > 0) {
+      if (task->finished) ++finished_unreaped_;
+      return false;
+    }
+    task->thread.join();
+    return true;
+  });
 }
 
 SimRuntime::Event SimRuntime::ChooseLocked(const Event& first, std::unique_lock<std::mutex>& lock) {
   std::vector<Event> due{first};
   while (!queue_.empty() && queue_.top().time == first.time) {
-    const Event next = queue_.top();
-    queue_.pop();
+    const Event next = PopLocked();
     if (next.generation == next.task->wake_generation) due.push_back(next);
   }
   size_t pick = 0;
@@ -382,7 +413,7 @@ SimRuntime::Event SimRuntime::ChooseLocked(const Event& first, std::unique_lock<
   }
   // The others keep their seq, so they stay in the default order.
   for (size_t i = 0; i < due.size(); ++i) {
-    if (i != pick) queue_.push(due[i]);
+    if (i != pick) PushLocked(due[i]);
   }
   return due[pick];
 }

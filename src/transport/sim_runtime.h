@@ -154,6 +154,8 @@ class SimRuntime final : public Runtime {
   [[nodiscard]] uint64_t events() const { return events_; }
   [[nodiscard]] uint64_t messages() const { return messages_; }
   [[nodiscard]] bool IsAlive(const Address& process) const;
+  // Tasks whose threads are not yet joined: the live ones and recently finished ones.
+  [[nodiscard]] size_t TEST_tasks() const;
 
   // Runtime.
   [[nodiscard]] Micros Now() const override;
@@ -200,6 +202,12 @@ class SimRuntime final : public Runtime {
   // Pops every live event due at `first`'s time, lets the chooser pick one to run and puts the
   // others back. Releases `lock` while the chooser runs.
   [[nodiscard]] Event ChooseLocked(const Event& first, std::unique_lock<std::mutex>& lock);
+  // Every queue push and pop goes through these: they count each task's queued events.
+  void PushLocked(const Event& event);
+  [[nodiscard]] Event PopLocked();
+  // Joins and frees the finished tasks no queued event refers to. A long run spawns many
+  // short tasks; without this each kept its thread's stack mapped until Shutdown.
+  void ReapLocked();
   [[nodiscard]] Task* Current() const;
   [[nodiscard]] Micros Delay();
   [[nodiscard]] bool Chance(double p);
@@ -225,7 +233,10 @@ class SimRuntime final : public Runtime {
   uint64_t seq_ = 0;
   uint64_t events_ = 0;
   uint64_t messages_ = 0;
+  uint64_t finished_unreaped_ = 0;  // finished tasks since the last ReapLocked
   bool shutting_down_ = false;
+
+  static constexpr uint64_t kReapBatch = 256;
 };
 
 }  // namespace shoal::transport

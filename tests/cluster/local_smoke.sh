@@ -131,9 +131,10 @@ read_all
 write_all after
 read_all after
 # `status` shows the outcome: every bucket has a reachable primary, and none has K copies once
-# the primaries reported node 1 (after 1 s of silence).
+# the primaries reported node 1 (after 1 s of silence); each is listed with its two replicas.
 await_status '.replication_factor == 3 and .primary_unreachable_buckets == 0 and
-  .under_replicated_buckets == 8' 50 || fail "status after the failover: $status"
+  .under_replicated_buckets == 8 and (.degraded_buckets | length) == 8 and
+  all(.degraded_buckets[]; (.replicas | length) == 2)' 50 || fail "status after the failover: $status"
 stop_local
 
 # 4. K = 3: node 1 is stopped (SIGSTOP) for 3 s, longer than the failover timeout, then woken.

@@ -1,8 +1,9 @@
 // Mutual TLS between real `shoal` processes (docs/security.md): a plaintext client, a client
 // certificate of another CA and a node of another CA are refused with nothing read or changed;
-// certificates rotated under a running cluster are served to new connections while the cluster
-// keeps serving; a server given neither --certs-dir nor --insecure does not start; no private
-// key ever reaches a log or a command's output.
+// a node whose certificate was revoked (`shoal certs revoke`) while the cluster runs cannot join
+// it; certificates rotated under a running cluster are served to new connections while the
+// cluster keeps serving; a server given neither --certs-dir nor --insecure does not start; no
+// private key ever reaches a log or a command's output.
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -203,6 +204,57 @@ TEST_F(TlsClusterTest, NodeOfAnotherCaCannotJoin) {
     EXPECT_FALSE(answer.status.ok()) << host_port;
   }
   // The cluster serves on.
+  EXPECT_EQ(cluster_->RunCli({"put", "docs", "k", R"({"a": 1})"}, &out), 0) << out;
+}
+
+TEST_F(TlsClusterTest, NodeWithARevokedCertificateCannotJoin) {
+  // Nodes 1 and 2 of the cluster; node 3 has a node certificate of the cluster CA of its own,
+  // revoked while the cluster runs. It does not read the cluster's CRLs (a thief of its key).
+  ASSERT_NO_FATAL_FAILURE(StartCluster(2, 2));
+  const std::string certs = cluster_->certs_dir();
+  const std::string stolen = cluster_->dir() + "/stolen-certs";
+  std::filesystem::create_directories(stolen);
+  std::filesystem::copy_file(security::CaCertPath(certs), security::CaCertPath(stolen));
+  ASSERT_TRUE(security::CreateNodeCert(
+                  {.certs_dir = stolen, .ca_key = security::CaKeyPath(certs), .hosts = {}})
+                  .ok());
+  std::string out;
+  ASSERT_EQ(Shell(fmt::format("{} certs revoke --certs-dir {} --cert {}", ShoalBinary(), certs,
+                              security::NodeCertPath(stolen)),
+                  &out),
+            0)
+      << out;
+  ASSERT_EQ(Shell(fmt::format("{} certs list-revoked --certs-dir {}", ShoalBinary(), certs), &out),
+            0);
+  EXPECT_NE(out.find(security::ReadCertificate(security::NodeCertPath(stolen))->serial_hex),
+            std::string::npos)
+      << out;
+  cluster_->SetNodeCertsDir(3, stolen);
+  ASSERT_TRUE(cluster_->StartNode(3).ok());
+  // The running coordinator and nodes read the new CRL at their next handshake: node 3's
+  // heartbeats never reach the coordinator, and add-node refuses it and changes nothing.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  std::string err;
+  EXPECT_EQ(cluster_->RunCliWith({"add-node", "--id", "3", "--no-wait", "--json"},
+                                 {"--certs-dir", certs}, &out, &err),
+            1);
+  EXPECT_NE(err.find("FAILED_PRECONDITION"), std::string::npos) << err;
+  auto state = cluster_->State();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->map->nodes().size(), 2u) << state->map->DebugString();
+  // No process of the cluster accepts a connection with its certificate, so it can neither
+  // fetch a bucket file nor be sent one; the cluster's own node certificate still connects.
+  const std::vector<std::string> addresses = ProcessAddresses();
+  ASSERT_EQ(addresses.size(), 3u);
+  security::TlsFiles thief = security::NodeTlsFiles(stolen);
+  for (const auto& host_port : addresses) {
+    EXPECT_FALSE(net::PeerCertificate(host_port, {.tls = thief, .reload_seconds = 1}).status.ok())
+        << host_port;
+    EXPECT_TRUE(
+        net::PeerCertificate(host_port, {.tls = security::NodeTlsFiles(certs), .reload_seconds = 1})
+            .status.ok())
+        << host_port;
+  }
   EXPECT_EQ(cluster_->RunCli({"put", "docs", "k", R"({"a": 1})"}, &out), 0) << out;
 }
 

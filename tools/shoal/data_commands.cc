@@ -14,6 +14,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -26,6 +27,7 @@
 #include "src/net/uri.h"
 #include "src/storage/errors.h"
 #include "tools/shoal/net_commands.h"
+#include "tools/shoal/status_held.h"
 
 namespace shoal::tools {
 namespace {
@@ -260,6 +262,7 @@ int RunStatus(const DataFlags& flags) {
   uint64_t leader_epoch = 0;
   uint64_t split_bytes = 0;
   uint64_t merge_bytes = 0;
+  std::vector<HeldCopyRow> held;  // copies outside the replicas, as the coordinator knows them
   {
     wire::AdminRequest progress;
     progress.mutable_progress();
@@ -268,6 +271,7 @@ int RunStatus(const DataFlags& flags) {
       leader_epoch = answer->leader_epoch();
       split_bytes = answer->split_bytes();
       merge_bytes = answer->merge_bytes();
+      held = HeldCopyRows(*answer);
     }
   }
 
@@ -316,13 +320,22 @@ int RunStatus(const DataFlags& flags) {
   }
   KeepHottest(&hot_keys);
   const bool replicated = map->replication_factor() > 1;
-  ReplicationHealth health;
-  for (const auto& bucket : map->buckets()) {
-    if (!replicated) break;
-    if (bucket.replicas.size() < map->replication_factor()) ++health.under_replicated;
-    if (bucket.replicas.size() < map->min_in_sync()) ++health.below_min_in_sync;
-    if (!nodes[owner[bucket.id]].reachable) ++health.primary_unreachable;
+  std::set<NodeId> unreachable;
+  for (const auto& [id, node] : nodes) {
+    if (!node.reachable) unreachable.insert(id);
   }
+  const std::vector<DegradedBucket> degraded = DegradedBuckets(*map, unreachable, held);
+  ReplicationHealth health;
+  for (const DegradedBucket& bucket : degraded) {
+    if (bucket.under_replicated) ++health.under_replicated;
+    if (bucket.below_min_in_sync) ++health.below_min_in_sync;
+    if (bucket.primary_unreachable) ++health.primary_unreachable;
+  }
+  const std::map<NodeId, uint64_t> held_per_node = HeldCopiesPerNode(held);
+  const auto held_by = [&](NodeId id) -> uint64_t {
+    auto it = held_per_node.find(id);
+    return it == held_per_node.end() ? 0 : it->second;
+  };
   const auto book = (*runtime)->AddressBook();
   double sum = 0, squares = 0;
   for (auto& [id, node] : nodes) {
@@ -346,6 +359,7 @@ int RunStatus(const DataFlags& flags) {
            {"reachable", node.reachable},
            {"buckets", node.buckets},
            {"backups", node.backups},
+           {"held_copies", held_by(id)},
            {"bytes", node.bytes},
            {"documents", node.documents},
            {"free_disk_bytes", node.disk.has_value() ? nlohmann::json(node.disk->free_bytes)
@@ -366,6 +380,7 @@ int RunStatus(const DataFlags& flags) {
                        {"under_replicated_buckets", health.under_replicated},
                        {"below_min_in_sync_buckets", health.below_min_in_sync},
                        {"primary_unreachable_buckets", health.primary_unreachable},
+                       {"degraded_buckets", DegradedBucketsJson(degraded)},
                        {"nodes", out_nodes},
                        {"moves_in_flight", moves},
                        {"hot_keys", HotKeysJson(hot_keys, collection_names)}};
@@ -387,21 +402,29 @@ int RunStatus(const DataFlags& flags) {
           static_cast<unsigned long long>(health.below_min_in_sync),
           static_cast<unsigned long long>(health.primary_unreachable));
     }
-    // With K > 1 "buckets" counts the node's primaries, and "backups" its other copies.
+    // With K > 1 "buckets" counts the node's primaries, "backups" its other copies, and "held"
+    // the copies it holds outside their buckets' replicas.
     std::printf("%-6s %-8s %-22s %-9s %8s%s %14s %12s %20s\n", "node", "state", "address",
-                "reachable", "buckets", replicated ? "  backups" : "", "bytes", "documents",
-                "free disk (reserve)");
+                "reachable", "buckets", replicated ? "  backups     held" : "", "bytes",
+                "documents", "free disk (reserve)");
     for (const auto& [id, node] : nodes) {
       const std::string disk = node.disk.has_value()
                                    ? fmt::format("{} MiB ({})", node.disk->free_bytes >> 20,
                                                  node.disk->reserve_bytes >> 20)
                                    : std::string("?");
-      const std::string backups = replicated ? fmt::format(" {:8}", node.backups) : "";
+      const std::string backups =
+          replicated ? fmt::format(" {:8} {:8}", node.backups, held_by(id)) : "";
       std::printf("%-6u %-8s %-22s %-9s %8llu%s %14llu %12llu %20s\n", id.value(),
                   node.state.c_str(), node.address.empty() ? "?" : node.address.c_str(),
                   node.reachable ? "yes" : "no", static_cast<unsigned long long>(node.buckets),
                   backups.c_str(), static_cast<unsigned long long>(node.bytes),
                   static_cast<unsigned long long>(node.documents), disk.c_str());
+    }
+    if (!degraded.empty()) {
+      std::printf(
+          "buckets short of copies or unavailable, and the nodes holding a copy outside "
+          "their replicas (a force-primary target):\n%s",
+          FormatDegradedBuckets(degraded, map->replication_factor()).c_str());
     }
     std::printf("moves in flight: %zu\n", moves.size());
     for (const auto& move : moves) std::printf("  %s\n", move.dump().c_str());

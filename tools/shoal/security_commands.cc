@@ -19,6 +19,7 @@
 #include "src/net/uri.h"
 #include "src/security/certificates.h"
 #include "src/security/credentials_file.h"
+#include "src/security/revocation.h"
 #include "src/security/tls_files.h"
 #include "tools/shoal/security_flags.h"
 
@@ -59,6 +60,9 @@ struct CertsFlags {
   std::string ca_key;
   std::vector<std::string> hosts;
   std::string user;
+  std::vector<std::string> revoke_certs;
+  std::vector<std::string> revoke_serials;
+  std::string crl_dir;    // "": security::DefaultCrlDir
   int lifetime_days = 0;  // 0: the kind's default
   bool overwrite = false;
   bool json = false;
@@ -119,24 +123,93 @@ int RunList(const CertsFlags& flags) {
     if (!info.ok()) return Fail(info.status());
     std::vector<std::string> names = info->dns_names;
     names.insert(names.end(), info->ip_addresses.begin(), info->ip_addresses.end());
-    const Status trusted = security::VerifyCertificate(security::CaCertPath(flags.certs_dir), file);
+    const std::string ca = security::CaCertPath(flags.certs_dir);
+    const Status trusted = security::VerifyCertificate(ca, file);
+    const bool revoked =
+        trusted.ok() && !security::VerifyNotRevoked(ca, security::DefaultCrlDir(ca), file).ok();
     if (flags.json) {
       out.push_back({{"file", file},
                      {"common_name", info->common_name},
                      {"issuer", info->issuer_common_name},
+                     {"serial", info->serial_hex},
                      {"hosts", names},
                      {"not_after", Date(info->not_after_unix)},
-                     {"trusted", trusted.ok()}});
+                     {"trusted", trusted.ok() && !revoked},
+                     {"revoked", revoked}});
     } else {
       std::string hosts;
       for (const auto& name : names) hosts += (hosts.empty() ? "" : ",") + name;
       std::printf("%-24s CN=%-16s expires %s%s%s%s\n",
                   std::filesystem::path(file).filename().c_str(), info->common_name.c_str(),
                   Date(info->not_after_unix).c_str(), hosts.empty() ? "" : " hosts ", hosts.c_str(),
-                  trusted.ok() ? "" : "  NOT TRUSTED by ca.crt");
+                  !trusted.ok() ? "  NOT TRUSTED by ca.crt"
+                  : revoked     ? "  REVOKED"
+                                : "");
     }
   }
   if (flags.json) std::printf("%s\n", out.dump().c_str());
+  return 0;
+}
+
+void PrintRevocationList(const security::RevocationList& list) {
+  std::printf("%s  CRL number %llu  updated %s  next update %s  %zu revoked\n", list.path.c_str(),
+              static_cast<unsigned long long>(list.number), Date(list.last_update_unix).c_str(),
+              Date(list.next_update_unix).c_str(), list.revoked.size());
+  if (list.next_update_unix < static_cast<int64_t>(std::time(nullptr))) {
+    std::printf(
+        "  EXPIRED: every certificate of %s is refused; revoke again (any serial of the list) to "
+        "issue the next CRL\n",
+        list.issuer_common_name.c_str());
+  }
+  for (const auto& entry : list.revoked) {
+    std::printf("  %s  revoked %s\n", entry.serial_hex.c_str(), Date(entry.revoked_unix).c_str());
+  }
+}
+
+int RunRevoke(const CertsFlags& flags) {
+  if (flags.revoke_certs.empty() && flags.revoke_serials.empty()) {
+    return Fail(InvalidArgumentError("give --cert FILE or --serial HEX (each repeatable)"));
+  }
+  auto list = security::Revoke({.certs_dir = flags.certs_dir,
+                                .ca_key = flags.ca_key,
+                                .crl_dir = flags.crl_dir,
+                                .cert_files = flags.revoke_certs,
+                                .serials = flags.revoke_serials,
+                                .lifetime_days = flags.lifetime_days});
+  if (!list.ok()) return Fail(list.status());
+  PrintWritten({list->path});
+  PrintRevocationList(*list);
+  std::printf(
+      "copy the directory %s to every machine and client (beside ca.crt, or --crl-dir): new "
+      "connections check it at once, open ones are not closed (docs/security.md)\n",
+      std::filesystem::path(list->path).parent_path().c_str());
+  return 0;
+}
+
+int RunListRevoked(const CertsFlags& flags) {
+  const std::string ca = security::CaCertPath(flags.certs_dir);
+  const std::string dir = flags.crl_dir.empty() ? security::DefaultCrlDir(ca) : flags.crl_dir;
+  auto lists = security::ReadRevocationLists(ca, dir);
+  if (!lists.ok()) return Fail(lists.status());
+  if (flags.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& list : *lists) {
+      nlohmann::json revoked = nlohmann::json::array();
+      for (const auto& entry : list.revoked) {
+        revoked.push_back({{"serial", entry.serial_hex}, {"revoked", Date(entry.revoked_unix)}});
+      }
+      out.push_back({{"file", list.path},
+                     {"issuer", list.issuer_common_name},
+                     {"number", list.number},
+                     {"last_update", Date(list.last_update_unix)},
+                     {"next_update", Date(list.next_update_unix)},
+                     {"revoked", revoked}});
+    }
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+  }
+  if (lists->empty()) std::printf("%s: nothing revoked\n", dir.c_str());
+  for (const auto& list : *lists) PrintRevocationList(list);
   return 0;
 }
 
@@ -252,6 +325,9 @@ void AddServerSecurityOptions(CLI::App* command, ServerSecurityFlags* flags) {
                    "How often the certificate, key and CA files are read again")
       ->check(CLI::Range(1u, 86'400u))
       ->capture_default_str();
+  command->add_option("--crl-dir", flags->crl_dir,
+                      "Certificates revoked by the CRLs of this directory are refused (`shoal "
+                      "certs revoke`; default: crl/ beside ca.crt; missing: nothing revoked)");
   AddAuthLimitOptions(command, &flags->auth);
 }
 
@@ -267,7 +343,9 @@ StatusOr<net::TransportSecurity> ServerSecurity(const ServerSecurityFlags& flags
   SHOAL_ASSIGN_OR_RETURN(security::AuthenticatorOptions authentication,
                          AuthenticatorOptionsOf(flags.auth));
   if (flags.insecure) return net::TransportSecurity{.authentication = std::move(authentication)};
-  return net::TransportSecurity{.tls = security::NodeTlsFiles(flags.certs_dir),
+  security::TlsFiles files = security::NodeTlsFiles(flags.certs_dir);
+  files.crl_dir = flags.crl_dir;
+  return net::TransportSecurity{.tls = std::move(files),
                                 .reload_seconds = flags.reload_seconds,
                                 .authentication = std::move(authentication)};
 }
@@ -357,6 +435,29 @@ void AddCertsCommands(CLI::App& app) {
                              list);
   l->add_flag("--json", list->json, "Print one JSON array");
   l->callback([list] { std::exit(RunList(*list)); });
+
+  auto revoke = std::make_shared<CertsFlags>();
+  CLI::App* r = CertsCommand(certs, "revoke",
+                             "Add certificates to the CA's revocation list (crl/ beside ca.crt): "
+                             "every process refuses them from its next connection",
+                             revoke);
+  r->add_option("--cert", revoke->revoke_certs, "A certificate file to revoke (repeatable)");
+  r->add_option("--serial", revoke->revoke_serials,
+                "A serial number in hex to revoke (repeatable; `shoal certs list --json`)");
+  r->add_option("--ca-key", revoke->ca_key, "The CA's key (default: CERTS_DIR/ca.key)");
+  r->add_option("--crl-dir", revoke->crl_dir, "Where the CRLs are (default: CERTS_DIR/crl)");
+  r->add_option("--lifetime-days", revoke->lifetime_days,
+                "The CRL's nextUpdate in days; past it, every certificate of the CA is refused "
+                "(default: the CA's expiry)")
+      ->check(CLI::Range(1, 36500));
+  r->callback([revoke] { std::exit(RunRevoke(*revoke)); });
+
+  auto revoked = std::make_shared<CertsFlags>();
+  CLI::App* v = CertsCommand(certs, "list-revoked",
+                             "The serial numbers each CA of ca.crt has revoked", revoked);
+  v->add_option("--crl-dir", revoked->crl_dir, "Where the CRLs are (default: CERTS_DIR/crl)");
+  v->add_flag("--json", revoked->json, "Print one JSON array");
+  v->callback([revoked] { std::exit(RunListRevoked(*revoked)); });
 
   CLI::App* credentials = app.add_subcommand(
       "credentials", "The client credentials file the commands and Database::Connect read");

@@ -2,8 +2,9 @@
 
 // The security options of the `shoal` commands (docs/security.md):
 //   - servers (coordinator, node): --certs-dir DIR (its ca.crt, node.crt, node.key) or
-//     --insecure, one of them required; --cert-reload-seconds; the limits on password guessing
-//     (AuthLimitFlags, which shoal local passes on to its children);
+//     --insecure, one of them required; --cert-reload-seconds; --crl-dir (default: crl/ beside
+//     ca.crt, security/revocation.h); the limits on password guessing (AuthLimitFlags, which
+//     shoal local passes on to its children);
 //   - clients (put, get, status, add-node, ...): --certs-dir DIR [--user U], --credentials FILE,
 //     or --insecure; none of them: the credentials file ($SHOAL_CREDENTIALS, else
 //     ~/.config/shoal/credentials).
@@ -43,6 +44,7 @@ struct ServerSecurityFlags {
   std::string certs_dir{};
   bool insecure = false;
   uint32_t reload_seconds = net::kDefaultCertReloadSeconds;
+  std::string crl_dir{};  // "": security::DefaultCrlDir(certs_dir/ca.crt)
   AuthLimitFlags auth{};
 };
 
@@ -78,7 +80,8 @@ void AddClientSecurityOptions(CLI::App* command, ClientSecurityFlags* flags);
 [[nodiscard]] StatusOr<net::TransportSecurity> ClientSecurity(const ClientSecurityFlags& flags,
                                                               const std::string& coordinators);
 
-// `shoal certs create-ca|create-node|create-client|list` and `shoal credentials add`.
+// `shoal certs create-ca|create-node|create-client|list|revoke|list-revoked` and `shoal
+// credentials add`.
 void AddCertsCommands(CLI::App& app);
 
 }  // namespace shoal::tools

@@ -1,0 +1,153 @@
+// Revoked certificates between GrpcRuntimes (tls_credentials.h, security/revocation.h): a CRL of
+// the cluster CA refuses a client or a server at the handshake, from the next connection of a
+// process already running, while every other certificate of the CA still connects.
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "src/net/grpc_runtime.h"
+#include "src/net/test_echo_service.h"
+#include "src/net/test_peer_certificate.h"
+#include "src/net/tls_credentials.h"
+#include "src/security/certificates.h"
+#include "src/security/revocation.h"
+#include "src/security/users.h"
+
+namespace shoal::net {
+namespace {
+
+using transport::Address;
+
+constexpr transport::Micros kTimeout = 10'000'000;
+
+class TlsRevocationTest : public ::testing::TestWithParam<GrpcServerMode> {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/shoal-tls-revocation-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    root_ = pattern;
+    certs_ = root_ + "/certs";
+    ASSERT_TRUE(security::CreateCa({.certs_dir = certs_}).ok());
+    ASSERT_TRUE(security::CreateNodeCert({.certs_dir = certs_, .hosts = {}}).ok());
+    for (const char* user : {"admin", "writer"}) {
+      ASSERT_TRUE(security::CreateClientCert({.certs_dir = certs_, .user = user}).ok());
+    }
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+
+  // `files` checked against the CRLs of `crl_dir` ("": the default, certs/crl).
+  static TransportSecurity Security(security::TlsFiles files, const std::string& crl_dir = "") {
+    files.crl_dir = crl_dir;
+    return {.tls = std::move(files), .reload_seconds = 1};
+  }
+  // A client that holds a stolen key and ignores the cluster's CRLs (so that it starts and
+  // presents its certificate).
+  TransportSecurity Thief(const std::string& user) const {
+    return Security(security::ClientTlsFiles(certs_, user), root_ + "/no-crl");
+  }
+
+  std::unique_ptr<GrpcRuntime> StartServer(const TransportSecurity& security) {
+    auto server = GrpcRuntime::Start(
+        {.listen = "127.0.0.1:0", .server_mode = GetParam(), .security = security});
+    EXPECT_TRUE(server.ok()) << server.status();
+    if (!server.ok()) return nullptr;
+    service_ = std::make_shared<EchoService>(**server);
+    (*server)->Serve(Address::Coordinator(), service_);
+    security::UserTable table;
+    table = table.Add({.name = "admin", .role = security::Role::kAdmin}).value();
+    table = table.Add({.name = "writer", .role = security::Role::kWrite}).value();
+    (void)(*server)->authenticator().Install(std::make_shared<const security::UserTable>(table));
+    return std::move(*server);
+  }
+
+  // One write from a new client runtime (a new connection and handshake).
+  static Status Write(const std::string& address, const TransportSecurity& security) {
+    SHOAL_ASSIGN_OR_RETURN(auto client,
+                           GrpcRuntime::Start({.coordinator = address, .security = security}));
+    auto reply =
+        client->Call(Address::Coordinator(), transport::WriteRequest{.body = "hello"}, kTimeout);
+    return reply.ok() ? OkStatus() : reply.status();
+  }
+
+  Status Revoke(const std::string& cert_path) {
+    return security::Revoke({.certs_dir = certs_, .cert_files = {cert_path}}).status();
+  }
+
+  std::string root_;
+  std::string certs_;
+  std::shared_ptr<EchoService> service_;
+};
+
+INSTANTIATE_TEST_SUITE_P(ServerModes, TlsRevocationTest,
+                         ::testing::Values(GrpcServerMode::kSync, GrpcServerMode::kCallback),
+                         [](const auto& info) {
+                           return info.param == GrpcServerMode::kSync ? "Sync" : "Callback";
+                         });
+
+TEST_P(TlsRevocationTest, RevokedClientIsRefusedAtTheHandshakeWithoutARestart) {
+  // Started before anything is revoked: the CRL directory does not exist yet.
+  auto server = StartServer(Security(security::NodeTlsFiles(certs_)));
+  ASSERT_NE(server, nullptr);
+  const std::string address = server->advertised_address();
+  ASSERT_TRUE(Write(address, Thief("admin")).ok());
+  ASSERT_TRUE(Write(address, Thief("writer")).ok());
+
+  // The first CRL (.r0), written while the server runs.
+  ASSERT_TRUE(Revoke(security::ClientCertPath(certs_, "admin")).ok());
+  service_->last_from = Address::Client(99);
+  const Status refused = Write(address, Thief("admin"));
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable) << refused;
+  // TLS 1.3: the server checks the client's certificate after the client finished, and closes.
+  EXPECT_NE(MessageOf(refused).find("revoked"), std::string_view::npos) << refused;
+  EXPECT_EQ(service_->last_from.load(), Address::Client(99)) << "a request was handled";
+  EXPECT_FALSE(PeerCertificate(address, Thief("admin")).status.ok());
+  EXPECT_TRUE(Write(address, Thief("writer")).ok());
+  EXPECT_TRUE(Write(address, Security(security::NodeTlsFiles(certs_))).ok());
+
+  // The next CRL (.r1) is read too.
+  ASSERT_TRUE(Revoke(security::ClientCertPath(certs_, "writer")).ok());
+  EXPECT_FALSE(Write(address, Thief("writer")).ok());
+  EXPECT_FALSE(Write(address, Thief("admin")).ok());
+  EXPECT_TRUE(Write(address, Security(security::NodeTlsFiles(certs_))).ok());
+
+  // A client that reads the CRLs itself refuses to start with a revoked identity.
+  auto own = GrpcRuntime::Start(
+      {.coordinator = address, .security = Security(security::ClientTlsFiles(certs_, "admin"))});
+  EXPECT_EQ(own.status().code(), StatusCode::kUnauthenticated) << own.status();
+}
+
+TEST_P(TlsRevocationTest, RevokedServerIsRefusedByClients) {
+  // A server that holds a stolen node key and ignores the CRLs.
+  auto server =
+      StartServer(Security(security::NodeTlsFiles(certs_), root_ + "/server-ignores-crls"));
+  ASSERT_NE(server, nullptr);
+  const std::string address = server->advertised_address();
+  const TransportSecurity client = Security(security::ClientTlsFiles(certs_, "admin"));
+  ASSERT_TRUE(Write(address, client).ok());
+
+  ASSERT_TRUE(Revoke(security::NodeCertPath(certs_)).ok());
+  service_->last_from = Address::Client(99);
+  const Status refused = Write(address, client);
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable) << refused;
+  EXPECT_TRUE(HandshakeFailed(refused)) << refused;
+  EXPECT_EQ(service_->last_from.load(), Address::Client(99)) << "a request was handled";
+  EXPECT_FALSE(PeerCertificate(address, client).status.ok());
+  // A client that does not read the CRLs still connects: revocation is each peer's own check.
+  EXPECT_TRUE(Write(address, Thief("admin")).ok());
+}
+
+TEST_P(TlsRevocationTest, MissingOrEmptyCrlDirectoryRevokesNothing) {
+  std::filesystem::create_directories(root_ + "/empty");
+  auto server = StartServer(Security(security::NodeTlsFiles(certs_), root_ + "/empty"));
+  ASSERT_NE(server, nullptr);
+  EXPECT_TRUE(Write(server->advertised_address(),
+                    Security(security::ClientTlsFiles(certs_, "admin"), root_ + "/missing"))
+                  .ok());
+}
+
+}  // namespace
+}  // namespace shoal::net
