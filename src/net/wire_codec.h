@@ -7,6 +7,8 @@
 //
 // Stateless functions; thread-safe.
 
+#include <vector>
+
 #include "proto/shoal.pb.h"
 #include "src/common/status.h"
 #include "src/transport/messages.h"
@@ -39,6 +41,10 @@ void ToWire(const transport::ClusterState& state, wire::ClusterState* out);
 [[nodiscard]] StatusOr<transport::ClusterState> FromWire(const wire::ClusterState& state);
 void ToWire(const storage::DocumentFilter& filter, wire::DocumentFilter* out);
 [[nodiscard]] StatusOr<storage::DocumentFilter> FromWire(const wire::DocumentFilter& filter);
+void QuiescedToWire(const std::vector<transport::QuiescedBucket>& quiesced,
+                    google::protobuf::RepeatedPtrField<wire::QuiescedBucket>* out);
+[[nodiscard]] std::vector<transport::QuiescedBucket> QuiescedFromWire(
+    const google::protobuf::RepeatedPtrField<wire::QuiescedBucket>& quiesced);
 // A map in shard_map_codec bytes; "" decodes to nullptr.
 [[nodiscard]] std::string EncodeMap(const cluster::ShardMapPtr& map);
 [[nodiscard]] StatusOr<cluster::ShardMapPtr> DecodeMap(const std::string& bytes);

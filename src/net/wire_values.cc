@@ -363,4 +363,23 @@ StatusOr<storage::DocumentFilter> FromWire(const wire::DocumentFilter& filter) {
   return out;
 }
 
+void QuiescedToWire(const std::vector<transport::QuiescedBucket>& quiesced,
+                    google::protobuf::RepeatedPtrField<wire::QuiescedBucket>* out) {
+  for (const transport::QuiescedBucket& q : quiesced) {
+    wire::QuiescedBucket* w = out->Add();
+    w->set_bucket(q.bucket.value());
+    w->set_token(q.token);
+  }
+}
+
+std::vector<transport::QuiescedBucket> QuiescedFromWire(
+    const google::protobuf::RepeatedPtrField<wire::QuiescedBucket>& quiesced) {
+  std::vector<transport::QuiescedBucket> out;
+  out.reserve(static_cast<size_t>(quiesced.size()));
+  for (const wire::QuiescedBucket& q : quiesced) {
+    out.push_back({.bucket = BucketId(q.bucket()), .token = q.token()});
+  }
+  return out;
+}
+
 }  // namespace shoal::net

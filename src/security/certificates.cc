@@ -28,23 +28,17 @@ namespace shoal::security {
 namespace {
 
 using internal::BioPtr;
+using internal::BnPtr;
 using internal::Ca;
+using internal::ExtensionPtr;
+using internal::Free;
 using internal::OpenSslError;
 using internal::PkeyPtr;
+using internal::StoreContextPtr;
+using internal::StorePtr;
 using internal::X509Ptr;
 
-template <auto kFree>
-struct Free {
-  template <class T>
-  void operator()(T* p) const {
-    kFree(p);
-  }
-};
-using BnPtr = std::unique_ptr<BIGNUM, Free<BN_free>>;
-using ExtensionPtr = std::unique_ptr<X509_EXTENSION, Free<X509_EXTENSION_free>>;
 using GeneralNamesPtr = std::unique_ptr<GENERAL_NAMES, Free<GENERAL_NAMES_free>>;
-using StorePtr = std::unique_ptr<X509_STORE, Free<X509_STORE_free>>;
-using StoreContextPtr = std::unique_ptr<X509_STORE_CTX, Free<X509_STORE_CTX_free>>;
 
 constexpr std::string_view kOrganization = "Shoal";
 constexpr int kMaxLifetimeDays = 36500;

@@ -4,8 +4,10 @@
 // layer's sources; not part of its interface. Stateless; thread-safe.
 
 #include <openssl/bio.h>
+#include <openssl/bn.h>
 #include <openssl/evp.h>
 #include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
 
 #include <memory>
 #include <string>
@@ -16,18 +18,21 @@
 
 namespace shoal::security::internal {
 
-struct BioFree {
-  void operator()(BIO* bio) const { BIO_free_all(bio); }
+// An OpenSSL object owned by a unique_ptr that frees it with `kFree`.
+template <auto kFree>
+struct Free {
+  template <class T>
+  void operator()(T* p) const {
+    kFree(p);
+  }
 };
-struct PkeyFree {
-  void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
-};
-struct X509Free {
-  void operator()(X509* cert) const { X509_free(cert); }
-};
-using BioPtr = std::unique_ptr<BIO, BioFree>;
-using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
-using X509Ptr = std::unique_ptr<X509, X509Free>;
+using BioPtr = std::unique_ptr<BIO, Free<BIO_free_all>>;
+using BnPtr = std::unique_ptr<BIGNUM, Free<BN_free>>;
+using ExtensionPtr = std::unique_ptr<X509_EXTENSION, Free<X509_EXTENSION_free>>;
+using PkeyPtr = std::unique_ptr<EVP_PKEY, Free<EVP_PKEY_free>>;
+using StorePtr = std::unique_ptr<X509_STORE, Free<X509_STORE_free>>;
+using StoreContextPtr = std::unique_ptr<X509_STORE_CTX, Free<X509_STORE_CTX_free>>;
+using X509Ptr = std::unique_ptr<X509, Free<X509_free>>;
 
 // The certificate of `certs_dir`/ca.crt that `ca_key` (or certs_dir/ca.key) belongs to, and
 // that key: what issues certificates and CRLs (certificates.cc).

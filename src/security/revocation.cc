@@ -29,25 +29,19 @@ namespace shoal::security {
 namespace {
 
 using internal::BioPtr;
+using internal::BnPtr;
 using internal::Ca;
+using internal::ExtensionPtr;
+using internal::Free;
 using internal::OpenSslError;
 using internal::PkeyPtr;
+using internal::StoreContextPtr;
+using internal::StorePtr;
 using internal::X509Ptr;
 
-template <auto kFree>
-struct Free {
-  template <class T>
-  void operator()(T* p) const {
-    kFree(p);
-  }
-};
-using BnPtr = std::unique_ptr<BIGNUM, Free<BN_free>>;
 using CrlPtr = std::unique_ptr<X509_CRL, Free<X509_CRL_free>>;
 using IntegerPtr = std::unique_ptr<ASN1_INTEGER, Free<ASN1_INTEGER_free>>;
 using TimePtr = std::unique_ptr<ASN1_TIME, Free<ASN1_TIME_free>>;
-using ExtensionPtr = std::unique_ptr<X509_EXTENSION, Free<X509_EXTENSION_free>>;
-using StorePtr = std::unique_ptr<X509_STORE, Free<X509_STORE_free>>;
-using StoreContextPtr = std::unique_ptr<X509_STORE_CTX, Free<X509_STORE_CTX_free>>;
 
 constexpr int kMaxLifetimeDays = 36500;
 // lastUpdate is this far back, as certificates' notBefore: a CRL "not yet valid" on a machine

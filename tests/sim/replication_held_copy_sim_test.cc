@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 #include <span>
 #include <variant>
@@ -78,6 +79,25 @@ class HeldCopyTest : public CoordinatorTest {
     }
     return false;
   }
+
+  // The setup of the cases where n3 returns holding copies: the balancer off, a round writer on
+  // the documents n3 leads none of, then n3 crashed and removed from every bucket it held.
+  struct N3Removed {
+    std::vector<int> documents;
+    std::shared_ptr<RoundWriter> writer;
+    std::set<BucketId> held;  // the buckets n3 was a replica of
+  };
+  void CrashAndRemoveN3(N3Removed* out) {
+    coordinator().SetAutoBalance(false);
+    ASSERT_TRUE(WaitFor([&] { return FullyReplicated(); }, 30 * kSecond));
+    out->documents = DocumentsNotLedBy(kN3);
+    out->writer = StartRoundWriter(out->documents, 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return out->writer->acknowledged_writes > 2 * kDocuments; }));
+    out->held = BucketsOf(kN3);
+    ASSERT_FALSE(out->held.empty());
+    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
+    ASSERT_TRUE(WaitFor([&] { return !Holds(kN3); }, 20 * kSecond));
+  }
 };
 
 // n3 dies and is removed from every bucket while the balancer is off, and an empty n5 joins. When
@@ -88,15 +108,11 @@ TEST_F(HeldCopyTest, ARepairGoesToTheReturningNodeThatHoldsACopy) {
     ASSERT_TRUE(cluster_->AddNode(kN4).ok());
     ASSERT_TRUE(
         WaitFor([&] { return Holds(kN4) && FullyReplicated() && StoresBound(); }, 30 * kSecond));
-    coordinator().SetAutoBalance(false);
-    ASSERT_TRUE(WaitFor([&] { return FullyReplicated(); }, 30 * kSecond));
-    const std::vector<int> documents = DocumentsNotLedBy(kN3);
-    auto w = StartRoundWriter(documents, 5 * kMs);
-    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
-    const std::set<BucketId> held = BucketsOf(kN3);
-    ASSERT_FALSE(held.empty());
-    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
-    ASSERT_TRUE(WaitFor([&] { return !Holds(kN3); }, 20 * kSecond));
+    N3Removed removed;
+    ASSERT_NO_FATAL_FAILURE(CrashAndRemoveN3(&removed));
+    const std::vector<int>& documents = removed.documents;
+    const std::shared_ptr<RoundWriter> w = removed.writer;
+    const std::set<BucketId>& held = removed.held;
     ExpectWritesGoOn(*w);
     ASSERT_TRUE(cluster_->AddNode(kN5).ok());
     ASSERT_TRUE(cluster_->StartNode(kN3).ok());
@@ -188,14 +204,11 @@ TEST_F(HeldCopyTest, AStaleCopyIsDroppedOnceItsBucketHasBeenWholeForTheGrace) {
 TEST_F(HeldCopyTest, TheStatusAnswerListsTheCopiesHeldOutsideTheReplicas) {
   Run(/*auto_balance=*/true, [&] {
     ASSERT_TRUE(WaitFor([&] { return FullyReplicated() && StoresBound(); }, 30 * kSecond));
-    coordinator().SetAutoBalance(false);
-    const std::vector<int> documents = DocumentsNotLedBy(kN3);
-    auto w = StartRoundWriter(documents, 5 * kMs);
-    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
-    const std::set<BucketId> held = BucketsOf(kN3);
-    ASSERT_FALSE(held.empty());
-    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
-    ASSERT_TRUE(WaitFor([&] { return !Holds(kN3); }, 20 * kSecond));
+    N3Removed removed;
+    ASSERT_NO_FATAL_FAILURE(CrashAndRemoveN3(&removed));
+    const std::vector<int>& documents = removed.documents;
+    const std::shared_ptr<RoundWriter> w = removed.writer;
+    const std::set<BucketId>& held = removed.held;
     StopRoundWriter(*w);
     ASSERT_TRUE(cluster_->StartNode(kN3).ok());
     ASSERT_TRUE(sim_.Sleep(500 * kMs).ok());  // heartbeats: n3 is not down any more
@@ -245,14 +258,11 @@ TEST_F(HeldCopyTest, TheStatusAnswerListsTheCopiesHeldOutsideTheReplicas) {
 TEST_F(HeldCopyTest, AnAbortedRepairsDropReachingTheReturnedHolderKeepsItsCopy) {
   Run(/*auto_balance=*/true, [&] {
     ASSERT_TRUE(WaitFor([&] { return FullyReplicated() && StoresBound(); }, 30 * kSecond));
-    coordinator().SetAutoBalance(false);
-    const std::vector<int> documents = DocumentsNotLedBy(kN3);
-    auto w = StartRoundWriter(documents, 5 * kMs);
-    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
-    const std::set<BucketId> held = BucketsOf(kN3);
-    ASSERT_FALSE(held.empty());
-    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
-    ASSERT_TRUE(WaitFor([&] { return !Holds(kN3); }, 20 * kSecond));
+    N3Removed removed;
+    ASSERT_NO_FATAL_FAILURE(CrashAndRemoveN3(&removed));
+    const std::vector<int>& documents = removed.documents;
+    const std::shared_ptr<RoundWriter> w = removed.writer;
+    const std::set<BucketId>& held = removed.held;
     ExpectWritesGoOn(*w);
     ASSERT_TRUE(cluster_->StartNode(kN3).ok());
     ASSERT_TRUE(sim_.Sleep(500 * kMs).ok());  // heartbeats: n3 is not down any more
