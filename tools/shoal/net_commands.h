@@ -1,7 +1,8 @@
 #pragma once
 
 // The networked commands of `shoal` (docs/design/network.md):
-//   server_commands.cc  coordinator, node, local
+//   server_commands.cc  coordinator, node
+//   local_command.cc    local (server_flags.h)
 //   data_commands.cc    put, get, delete, query, status
 //   batch_command.cc    batch
 //   admin_commands.cc   add-node, remove-node, plan, rebalance, thresholds, failpoint
