@@ -110,9 +110,7 @@ TEST_F(HeldCopyTest, ARepairGoesToTheReturningNodeThatHoldsACopy) {
         WaitFor([&] { return Holds(kN4) && FullyReplicated() && StoresBound(); }, 30 * kSecond));
     N3Removed removed;
     ASSERT_NO_FATAL_FAILURE(CrashAndRemoveN3(&removed));
-    const std::vector<int>& documents = removed.documents;
-    const std::shared_ptr<RoundWriter> w = removed.writer;
-    const std::set<BucketId>& held = removed.held;
+    const auto& [documents, w, held] = removed;
     ExpectWritesGoOn(*w);
     ASSERT_TRUE(cluster_->AddNode(kN5).ok());
     ASSERT_TRUE(cluster_->StartNode(kN3).ok());
@@ -206,9 +204,7 @@ TEST_F(HeldCopyTest, TheStatusAnswerListsTheCopiesHeldOutsideTheReplicas) {
     ASSERT_TRUE(WaitFor([&] { return FullyReplicated() && StoresBound(); }, 30 * kSecond));
     N3Removed removed;
     ASSERT_NO_FATAL_FAILURE(CrashAndRemoveN3(&removed));
-    const std::vector<int>& documents = removed.documents;
-    const std::shared_ptr<RoundWriter> w = removed.writer;
-    const std::set<BucketId>& held = removed.held;
+    const auto& [documents, w, held] = removed;
     StopRoundWriter(*w);
     ASSERT_TRUE(cluster_->StartNode(kN3).ok());
     ASSERT_TRUE(sim_.Sleep(500 * kMs).ok());  // heartbeats: n3 is not down any more
@@ -260,9 +256,7 @@ TEST_F(HeldCopyTest, AnAbortedRepairsDropReachingTheReturnedHolderKeepsItsCopy) 
     ASSERT_TRUE(WaitFor([&] { return FullyReplicated() && StoresBound(); }, 30 * kSecond));
     N3Removed removed;
     ASSERT_NO_FATAL_FAILURE(CrashAndRemoveN3(&removed));
-    const std::vector<int>& documents = removed.documents;
-    const std::shared_ptr<RoundWriter> w = removed.writer;
-    const std::set<BucketId>& held = removed.held;
+    const auto& [documents, w, held] = removed;
     ExpectWritesGoOn(*w);
     ASSERT_TRUE(cluster_->StartNode(kN3).ok());
     ASSERT_TRUE(sim_.Sleep(500 * kMs).ok());  // heartbeats: n3 is not down any more
