@@ -330,7 +330,8 @@ struct Handoff {
 // else to do, each handoff gives one bucket's primary to one of its backups (no data moves, no
 // copy added), at most options.max_moves_per_node per node and plan. Nodes that are leaving,
 // unavailable or damped neither give nor take primaries here. Two rules, by the load report:
-//   - reads known (some bucket's hits_ema > 0): per node, the read load of its primaries (the
+//   - reads known (the buckets' hits_ema average at least kMinMeanBucketReads): per node, the read
+//   load of its primaries (the
 //     sum of their buckets' hits_ema). A handoff of a bucket of read load h from `from` to `to`
 //     is planned only if h > 0 and L(from) - (L(to) + h) > kHandoffReadMargin * (the mean read
 //     load of a bucket): the receiver ends more than the margin below the giver's load before
@@ -338,12 +339,15 @@ struct Handoff {
 //     the sum of squared loads falls by more than 2h * margin (plans converge), and the reverse
 //     handoff is never planned (no flapping). Among the handoffs allowed, the one lowering the
 //     sum of squares the most goes first;
-//   - no reads known: the same by count (every bucket weighs 1, no margin), from the node with
+//   - no reads known (or too few to weigh: noise would move primaries): the same by count (every
+//   bucket weighs 1, no margin), from the node with
 //     the most primaries to a backup on the node with the fewest while they differ by more than
 //     one, so that every node ends within one of the others.
 // With equal reads per bucket the two rules plan the same handoffs: a margin of half a bucket
 // asks for a difference of more than 1.5 buckets, as the count rule asks for more than one.
 constexpr double kHandoffReadMargin = 0.5;
+// Reads per second per bucket, on average, below which primaries are placed by count.
+constexpr double kMinMeanBucketReads = 1.0;
 
 void PlanHandoffs(const ShardMap& map, const LoadReport& load, const BalancerOptions& options,
                   MigrationPlan* plan) {
@@ -354,7 +358,9 @@ void PlanHandoffs(const ShardMap& map, const LoadReport& load, const BalancerOpt
   if (primaries.size() < 2) return;
   double total_reads = 0;
   for (const BucketPlacement& bucket : map.buckets()) total_reads += load.HitsOf(bucket.id);
-  const bool by_reads = total_reads > 0;
+  const bool by_reads =
+      total_reads > 0 &&
+      total_reads >= kMinMeanBucketReads * static_cast<double>(map.buckets().size());
   const auto weight = [&](const BucketPlacement& bucket) {
     return by_reads ? load.HitsOf(bucket.id) : 1.0;
   };

@@ -125,8 +125,13 @@ StatusOr<cluster::LoadReport> BalancerLoop::CollectLoads() {
     auto body = transport::BodyAs<transport::BucketLoadResponse>(std::move(*response));
     if (!body.ok()) continue;
     for (const auto& load : body->buckets) {
-      report.buckets[load.bucket].bytes = load.bytes;
+      cluster::BucketLoad& bucket = report.buckets[load.bucket];
+      bucket.bytes = load.bytes;
       node_bytes[node.id] += load.bytes;
+      // A bucket's reads are the sum over the copies that report it: each node's rate decays
+      // once it stops serving them, as the new primary's rises, so the sum stays put across a
+      // handoff and the balancer does not pile hot buckets onto a node whose rates still rise.
+      bucket.hits_ema += load.reads_per_second;
     }
     if (body->disk.has_value()) report.node_room_bytes[node.id] = RoomOf(*body->disk);
     held_.Record(node.id, body->held);

@@ -40,6 +40,7 @@ StorageNode::StorageNode(transport::Runtime& runtime, const NodeOptions& options
       incarnation_(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                              std::chrono::system_clock::now().time_since_epoch())
                                              .count())),
+      read_rates_(runtime.Now()),
       hot_keys_(options.hot_keys) {}
 
 StorageNode::~StorageNode() {
@@ -276,6 +277,7 @@ void StorageNode::Release(BucketId bucket, bool write) {
     ++counters_.writes;
   } else {
     ++counters_.reads;
+    read_rates_.Record(bucket);
   }
 }
 
@@ -503,6 +505,7 @@ Response StorageNode::HandleScan(const transport::ScanRequest& request) {
   {
     absl::MutexLock lock(&mu_);
     ++counters_.reads;
+    read_rates_.Record(admitted->bucket);
   }
   if (Status readable = AwaitReadable(admitted->bucket, admitted->replicated); !readable.ok()) {
     return Response::Error(readable);

@@ -115,6 +115,7 @@ void StorageNode::ReleaseAtOnce(const std::vector<BucketId>& buckets, Access acc
     case Access::kRead:
     case Access::kReadAnyReplica:
       counters_.reads += buckets.size();
+      for (BucketId bucket : buckets) read_rates_.Record(bucket);
       break;
   }
 }

@@ -94,14 +94,15 @@ Response StorageNode::HandleLoad() {
   }
   if (options_.exact_load_stats) {
     out.buckets = ExactLoads(served, adding);
-    return Response::Ok(out);
+  } else {
+    for (const auto& [id, range] : served) {
+      auto stats = store_->EstimateStats(range);
+      if (!stats.ok()) continue;
+      out.buckets.push_back(transport::BucketLoad{
+          .bucket = id, .bytes = stats->live_bytes, .documents = stats->documents});
+    }
   }
-  for (const auto& [id, range] : served) {
-    auto stats = store_->EstimateStats(range);
-    if (!stats.ok()) continue;
-    out.buckets.push_back(transport::BucketLoad{
-        .bucket = id, .bytes = stats->live_bytes, .documents = stats->documents});
-  }
+  AddReadRates(served, &out.buckets);
   return Response::Ok(out);
 }
 
@@ -181,6 +182,17 @@ std::vector<transport::BucketLoad> StorageNode::ExactLoads(
         .bucket = id, .bytes = it->second.bytes, .documents = it->second.documents});
   }
   return loads;
+}
+
+void StorageNode::AddReadRates(const std::vector<std::pair<BucketId, storage::PointRange>>& served,
+                               std::vector<transport::BucketLoad>* loads) {
+  absl::flat_hash_set<BucketId> ids;
+  for (const auto& [id, range] : served) ids.insert(id);
+  absl::MutexLock lock(&mu_);
+  read_rates_.Fold(runtime_.Now(), ids);
+  for (transport::BucketLoad& load : *loads) {
+    load.reads_per_second = read_rates_.PerSecond(load.bucket);
+  }
 }
 
 void StorageNode::SeedLoad(BucketId bucket, const storage::PointRange& range,

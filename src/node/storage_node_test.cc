@@ -196,6 +196,37 @@ TEST_F(StorageNodeTest, LoadReportShowsTheMostWrittenKeyFirst) {
   });
 }
 
+// The load report carries each bucket's read rate (ReadRates): the reads the node served,
+// gets and scan pages alike, whatever they found; refused reads and writes count nothing.
+TEST_F(StorageNodeTest, LoadReportCarriesTheReadsServedPerBucket) {
+  Run([&] {
+    InsertInto(kB0, 4);
+    for (int i = 0; i < 30; ++i) {
+      ASSERT_TRUE(StatusOf(Get(kN1, maps_.initial, KeyIn(kB0, i % 4))).ok());
+    }
+    for (int i = 0; i < 5; ++i) {
+      EXPECT_EQ(StatusOf(Get(kN1, maps_.initial, KeyIn(kB0, 100 + i))).code(),
+                StatusCode::kNotFound);
+      ASSERT_TRUE(
+          StatusOf(Scan(kN1, maps_.initial->epoch(), kB0, RangeOf(*maps_.initial, kB0))).ok());
+      // n2's bucket: refused here, counted nowhere.
+      EXPECT_FALSE(StatusOf(Get(kN1, maps_.initial, KeyIn(kB1, i))).ok());
+    }
+    auto loads = Loads(kN1);
+    ASSERT_TRUE(loads.contains(kB0));
+    // 40 reads within milliseconds of simulated time, at a 60 s half-life: barely decayed.
+    EXPECT_NEAR(loads[kB0].reads_per_second, 40 * std::numbers::ln2 / 60, 0.01);
+    for (const auto& [bucket, load] : loads) {
+      if (bucket != kB0) EXPECT_EQ(load.reads_per_second, 0.0) << bucket.DebugString();
+    }
+    EXPECT_EQ(Loads(kN2)[kB1].reads_per_second, 0.0);
+    // Ten half-lives without a read: the rate has decayed a thousandfold.
+    const double before = loads[kB0].reads_per_second;
+    ASSERT_TRUE(sim_.Sleep(10 * ReadRates::kDefaultHalfLife).ok());
+    EXPECT_NEAR(Loads(kN1)[kB0].reads_per_second, before / 1024, before / 1e4);
+  });
+}
+
 TEST_F(StorageNodeTest, LoadReportRescansABucketOnlyOnceWritesChangedItsSize) {
   Run([&] {
     const auto load = [&] { return Loads(kN1); };
