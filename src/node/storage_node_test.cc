@@ -217,7 +217,9 @@ TEST_F(StorageNodeTest, LoadReportCarriesTheReadsServedPerBucket) {
     // 40 reads within milliseconds of simulated time, at a 60 s half-life: barely decayed.
     EXPECT_NEAR(loads[kB0].reads_per_second, 40 * std::numbers::ln2 / 60, 0.01);
     for (const auto& [bucket, load] : loads) {
-      if (bucket != kB0) EXPECT_EQ(load.reads_per_second, 0.0) << bucket.DebugString();
+      if (bucket != kB0) {
+        EXPECT_EQ(load.reads_per_second, 0.0) << bucket.DebugString();
+      }
     }
     EXPECT_EQ(Loads(kN2)[kB1].reads_per_second, 0.0);
     // Ten half-lives without a read: the rate has decayed a thousandfold.
