@@ -19,14 +19,19 @@
 //     nothing (gRPC ignores "unable to get CRL");
 //   - one FileWatcherCertificateProvider per runtime reads the three files again every
 //     reload_seconds: a replaced certificate, key or CA bundle is used by new connections
-//     without a restart; connections already open keep the identity they were made with.
+//     without a restart; connections already open keep the identity they were made with;
+//   - the channels of a process to one server address share a TLS session cache
+//     (tls_session_cache.h, ConfigureChannel), so a new connection to a server it connected to
+//     before resumes the session: no certificate is sent or verified again, neither by the
+//     client nor by the server, and the CRLs are not consulted (docs/security.md, "Session
+//     resumption").
 // Without them (--insecure) both are gRPC's insecure credentials: plaintext, no peer identity.
 //
 // Limits of gRPC 1.51's experimental TLS API, as built on: the watcher reads key and certificate
 // one after the other with no check that they match, so a reload that falls between the two
 // renames of a rotation (microseconds apart) serves a mismatched pair, refusing handshakes, until
-// the next reload; TLS session resumption is not configured (channels are long-lived, so a
-// handshake is paid per connection, not per call).
+// the next reload; servers issue session tickets with a key of their own memory (no option sets
+// or disables it), so a ticket resumes only at the server instance that issued it.
 //
 // Thread-safety: TlsCredentials is immutable after Create; its methods are thread-safe.
 
@@ -43,6 +48,7 @@
 namespace grpc {
 class AuthContext;
 class Status;
+class ChannelArguments;
 class ChannelCredentials;
 class ServerCredentials;
 namespace experimental {
@@ -71,6 +77,9 @@ struct TransportSecurity {
   // A server's limits on password guessing (docs/security.md, "Password guessing"); a process
   // that serves nothing ignores them.
   security::AuthenticatorOptions authentication{};
+  // Whether this process's channels resume TLS sessions from the process's cache (a
+  // benchmark's or a test's full-handshake arm turns it off).
+  bool resume_sessions = true;
 };
 
 class TlsCredentials {
@@ -83,6 +92,9 @@ class TlsCredentials {
   [[nodiscard]] bool secure() const { return provider_ != nullptr; }
   [[nodiscard]] std::shared_ptr<grpc::ServerCredentials> Server() const;
   [[nodiscard]] std::shared_ptr<grpc::ChannelCredentials> Channel() const;
+  // Adds to `args` what a channel with Channel() to `host_port` needs besides: with TLS and
+  // resume_sessions, the process's TLS session cache for that address.
+  void ConfigureChannel(const std::string& host_port, grpc::ChannelArguments& args) const;
 
  private:
   TlsCredentials() = default;
@@ -90,6 +102,7 @@ class TlsCredentials {
   std::shared_ptr<grpc::experimental::CertificateProviderInterface> provider_;
   std::shared_ptr<grpc::ChannelCredentials> channel_;
   std::string crl_dir_;  // security::CrlDirOf(the files)
+  bool resume_sessions_ = false;
 };
 
 // What a failed connection's gRPC message says about security, for the operator: a TLS
