@@ -47,6 +47,9 @@ class LoginPlugin final : public grpc::MetadataCredentialsPlugin {
 
 }  // namespace
 
+TlsCredentials::TlsCredentials() = default;
+TlsCredentials::~TlsCredentials() = default;
+
 StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Create(
     const TransportSecurity& security) {
   std::shared_ptr<TlsCredentials> credentials(new TlsCredentials());
@@ -58,7 +61,7 @@ StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Create(
   const security::TlsFiles& files = *security.tls;
   SHOAL_RETURN_IF_ERROR(security::CheckTlsFiles(files));
   credentials->crl_dir_ = security::CrlDirOf(files);
-  credentials->resume_sessions_ = security.resume_sessions;
+  if (security.resume_sessions) credentials->sessions_ = std::make_unique<TlsSessionCaches>();
   credentials->provider_ = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
       files.key, files.cert, files.ca_cert, security.reload_seconds);
   grpc::experimental::TlsChannelCredentialsOptions options;
@@ -98,7 +101,7 @@ std::shared_ptr<grpc::ChannelCredentials> TlsCredentials::Channel() const { retu
 
 void TlsCredentials::ConfigureChannel(const std::string& host_port,
                                       grpc::ChannelArguments& args) const {
-  if (secure() && resume_sessions_) TlsSessionCaches::OfProcess().For(host_port)->AddTo(args);
+  if (sessions_ != nullptr) sessions_->For(host_port)->AddTo(args);
 }
 
 namespace {

@@ -20,11 +20,12 @@
 //   - one FileWatcherCertificateProvider per runtime reads the three files again every
 //     reload_seconds: a replaced certificate, key or CA bundle is used by new connections
 //     without a restart; connections already open keep the identity they were made with;
-//   - the channels of a process to one server address share a TLS session cache
-//     (tls_session_cache.h, ConfigureChannel), so a new connection to a server it connected to
-//     before resumes the session: no certificate is sent or verified again, neither by the
-//     client nor by the server, and the CRLs are not consulted (docs/security.md, "Session
-//     resumption").
+//   - the channels of one TlsCredentials (a runtime's) to one server address share a TLS
+//     session cache (tls_session_cache.h, ConfigureChannel), so a new connection to a server
+//     they connected to before resumes the session: no certificate is sent or verified again,
+//     neither by the client nor by the server, and the CRLs are not consulted
+//     (docs/security.md, "Session resumption"). Never across two TlsCredentials: a session
+//     carries the identity of the handshake that began it.
 // Without them (--insecure) both are gRPC's insecure credentials: plaintext, no peer identity.
 //
 // Limits of gRPC 1.51's experimental TLS API, as built on: the watcher reads key and certificate
@@ -62,6 +63,8 @@ class Envelope;
 
 namespace shoal::net {
 
+class TlsSessionCaches;
+
 inline constexpr uint32_t kDefaultCertReloadSeconds = 10;
 // The call metadata that carries a client's user and password (TlsFiles::user, ::password):
 // attached to every call of a channel by TlsCredentials, read by the server's authorization
@@ -77,8 +80,8 @@ struct TransportSecurity {
   // A server's limits on password guessing (docs/security.md, "Password guessing"); a process
   // that serves nothing ignores them.
   security::AuthenticatorOptions authentication{};
-  // Whether this process's channels resume TLS sessions from the process's cache (a
-  // benchmark's or a test's full-handshake arm turns it off).
+  // Whether channels resume TLS sessions of earlier connections of the same TlsCredentials (a
+  // benchmark's full-handshake arm turns it off).
   bool resume_sessions = true;
 };
 
@@ -88,21 +91,24 @@ class TlsCredentials {
   // the certificate's or a certificate of another CA) and starts watching them.
   [[nodiscard]] static StatusOr<std::shared_ptr<const TlsCredentials>> Create(
       const TransportSecurity& security);
+  ~TlsCredentials();
 
   [[nodiscard]] bool secure() const { return provider_ != nullptr; }
   [[nodiscard]] std::shared_ptr<grpc::ServerCredentials> Server() const;
   [[nodiscard]] std::shared_ptr<grpc::ChannelCredentials> Channel() const;
   // Adds to `args` what a channel with Channel() to `host_port` needs besides: with TLS and
-  // resume_sessions, the process's TLS session cache for that address.
+  // resume_sessions, these credentials' TLS session cache for that address.
   void ConfigureChannel(const std::string& host_port, grpc::ChannelArguments& args) const;
 
  private:
-  TlsCredentials() = default;
+  TlsCredentials();
 
   std::shared_ptr<grpc::experimental::CertificateProviderInterface> provider_;
   std::shared_ptr<grpc::ChannelCredentials> channel_;
   std::string crl_dir_;  // security::CrlDirOf(the files)
-  bool resume_sessions_ = false;
+  // With TLS and resume_sessions; destroyed after the runtime's channels (which hold their own
+  // references to the caches anyway).
+  std::unique_ptr<TlsSessionCaches> sessions_;
 };
 
 // What a failed connection's gRPC message says about security, for the operator: a TLS

@@ -17,11 +17,6 @@ void TlsSessionCache::AddTo(grpc::ChannelArguments& args) const {
   args.SetPointerWithVtable(arg.key, arg.value.pointer.p, arg.value.pointer.vtable);
 }
 
-TlsSessionCaches& TlsSessionCaches::OfProcess() {
-  static TlsSessionCaches caches;
-  return caches;
-}
-
 std::shared_ptr<const TlsSessionCache> TlsSessionCaches::For(const std::string& host_port) {
   absl::MutexLock lock(&mu_);
   if (auto it = caches_.find(host_port); it != caches_.end()) return it->second;

@@ -4,12 +4,14 @@
 // a new connection to a server this process has connected to before resumes the session
 // instead of making a full handshake (docs/security.md, "Session resumption").
 //
-// gRPC 1.51 keys its cache by the host dialled without the port, so one cache shared by
-// channels to two servers of one host (a coordinator and nodes on 127.0.0.1) would hold one
-// session for both, and each would be offered the other's ticket: a full handshake every time.
-// So the process keeps one cache per server address (host:port), shared by every channel to
-// that address (TlsSessionCaches). A ticket resumes only at the server process that issued it:
-// a restarted server, or one that reloaded its certificate, answers with a full handshake.
+// A resumed session carries the client certificate of the full handshake that began it, and
+// gRPC 1.51 keys its cache by the host dialled, without the port. So the caches are
+// TlsSessionCaches, owned by one TlsCredentials (one identity: a runtime's), one cache per
+// server address (host:port) that every channel of those credentials to it shares. A cache
+// shared by two identities would resume one's session for the other (a user's channel served
+// as the node that made the handshake), and one shared by two servers of a host would offer
+// each the other's ticket. A ticket resumes only at the server process that issued it: a
+// restarted server, or one that reloaded its certificate, answers with a full handshake.
 
 #include <absl/base/thread_annotations.h>
 #include <absl/synchronization/mutex.h>
@@ -27,8 +29,8 @@ class ChannelArguments;
 
 namespace shoal::net {
 
-// Server addresses whose sessions the process keeps (one session each: the latest ticket).
-// Beyond it the process forgets them all and starts afresh (channels keep theirs).
+// Server addresses whose sessions one TlsSessionCaches keeps (one session each: the latest
+// ticket). Beyond it they are all forgotten at once (channels keep theirs).
 inline constexpr size_t kTlsSessionCacheAddresses = 1024;
 
 // One gRPC session cache. Thread-safety: immutable after construction; gRPC locks the cache,
@@ -47,13 +49,9 @@ class TlsSessionCache {
   grpc_ssl_session_cache* const cache_;
 };
 
-// The process's caches, one per server address. Thread-safe.
+// The caches of one identity, one per server address. Thread-safe.
 class TlsSessionCaches {
  public:
-  // The process's one instance, made at the first use and destroyed at exit, after every
-  // runtime and its channels.
-  [[nodiscard]] static TlsSessionCaches& OfProcess();
-
   // The cache of channels to `host_port`, made at the first call for it.
   [[nodiscard]] std::shared_ptr<const TlsSessionCache> For(const std::string& host_port)
       ABSL_LOCKS_EXCLUDED(mu_);

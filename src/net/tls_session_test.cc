@@ -1,6 +1,7 @@
 // TLS session resumption (tls_session_cache.h): what a server sees on the connections of
-// channels that share the process's session caches, of channels without them, to two servers
-// of one host, after a server restart or a certificate change, and after a revocation. The server
+// channels that share their credentials' session caches, of channels without them, of two
+// runtimes, to two servers of one host, after a dropped connection, a server restart or a
+// certificate change, and after a revocation. The server
 // reads gRPC's "ssl_session_reused" property of each connection's auth context.
 
 #include <absl/synchronization/mutex.h>
@@ -81,8 +82,10 @@ class TlsSessionTest : public ::testing::Test {
     std::filesystem::remove_all(root_);
   }
 
-  // (Re)starts the server on `port` (0: a free one); returns its port.
-  int StartServer(int port = 0, uint32_t reload_seconds = kDefaultCertReloadSeconds) {
+  // (Re)starts the server on `port` (0: a free one); returns its port. With
+  // `max_connection_age_ms`, the server closes every connection that old (gRPC's GOAWAY).
+  int StartServer(int port = 0, uint32_t reload_seconds = kDefaultCertReloadSeconds,
+                  int max_connection_age_ms = 0) {
     if (server_ != nullptr) server_->Shutdown();
     server_.reset();
     auto credentials = TlsCredentials::Create(
@@ -93,6 +96,10 @@ class TlsSessionTest : public ::testing::Test {
     int bound = 0;
     builder.AddListeningPort("127.0.0.1:" + std::to_string(port), (*credentials)->Server(), &bound);
     builder.RegisterService(service_.get());
+    if (max_connection_age_ms > 0) {
+      builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, max_connection_age_ms);
+      builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, 100);
+    }
     server_ = builder.BuildAndStart();
     EXPECT_NE(server_, nullptr);
     return bound;
@@ -140,18 +147,34 @@ TEST_F(TlsSessionTest, ASecondConnectionResumesTheSession) {
   }
 }
 
-TEST_F(TlsSessionTest, RuntimesOfAProcessShareTheCache) {
-  const std::string target = "localhost:" + std::to_string(StartServer());
+// A runtime's channel whose connection the server closed connects again, and resumes.
+TEST_F(TlsSessionTest, ARuntimeResumesAfterADroppedConnection) {
+  const std::string target = "127.0.0.1:" + std::to_string(StartServer(
+                                                /*port=*/0, kDefaultCertReloadSeconds,
+                                                /*max_connection_age_ms=*/300));
+  auto runtime = GrpcRuntime::Start(
+      {.coordinator = target, .security = {.tls = security::ClientTlsFiles(certs_, "admin")}});
+  ASSERT_TRUE(runtime.ok()) << runtime.status();
   for (int i = 0; i < 2; ++i) {
-    auto runtime = GrpcRuntime::Start(
-        {.coordinator = target, .security = {.tls = security::ClientTlsFiles(certs_, "admin")}});
-    ASSERT_TRUE(runtime.ok()) << runtime.status();
     // No address for node 7: the runtime asks the coordinator for its address book (Resolve).
     (void)(*runtime)->Call(Address::Node(NodeId(7)), transport::GetRequest{}, 10'000'000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   }
-  ASSERT_GE(service_->Reused().size(), 2u);
-  EXPECT_EQ(service_->Reused().front(), "false");
-  EXPECT_EQ(service_->Reused().back(), "true");
+  EXPECT_EQ(service_->Reused(), (Reused{"false", "true"}));
+}
+
+// Two runtimes of one process, of two identities: the second never resumes the first's session
+// (it would be served as the first's certificate).
+TEST_F(TlsSessionTest, ResumptionNeverLendsAnIdentity) {
+  const std::string target = "127.0.0.1:" + std::to_string(StartServer());
+  for (const auto& files :
+       {security::ClientTlsFiles(certs_, "admin"), security::NodeTlsFiles(certs_)}) {
+    auto runtime = GrpcRuntime::Start({.coordinator = target, .security = {.tls = files}});
+    ASSERT_TRUE(runtime.ok()) << runtime.status();
+    (void)(*runtime)->Call(Address::Node(NodeId(7)), transport::GetRequest{}, 10'000'000);
+  }
+  EXPECT_EQ(service_->Reused(), (Reused{"false", "false"}));
+  EXPECT_EQ(service_->Peers(), (std::vector<std::string>{"admin", "node"}));
 }
 
 TEST_F(TlsSessionTest, WithoutTheCacheEveryConnectionIsAFullHandshake) {
