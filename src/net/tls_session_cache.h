@@ -1,7 +1,7 @@
 #pragma once
 
 // Client caches of TLS sessions (gRPC's LRU cache of OpenSSL sessions: TLS 1.3 tickets), so that
-// a new connection to a server this process has connected to before resumes the session
+// a new connection to a server the same credentials connected to before resumes the session
 // instead of making a full handshake (docs/security.md, "Session resumption").
 //
 // A resumed session carries the client certificate of the full handshake that began it, and
