@@ -17,6 +17,7 @@
 
 #include "proto/shoal.pb.h"
 #include "src/net/request_roles.h"
+#include "src/net/tls_session_cache.h"
 #include "src/security/certificates.h"
 
 namespace shoal::net {
@@ -46,6 +47,9 @@ class LoginPlugin final : public grpc::MetadataCredentialsPlugin {
 
 }  // namespace
 
+TlsCredentials::TlsCredentials() = default;
+TlsCredentials::~TlsCredentials() = default;
+
 StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Create(
     const TransportSecurity& security) {
   std::shared_ptr<TlsCredentials> credentials(new TlsCredentials());
@@ -57,6 +61,7 @@ StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Create(
   const security::TlsFiles& files = *security.tls;
   SHOAL_RETURN_IF_ERROR(security::CheckTlsFiles(files));
   credentials->crl_dir_ = security::CrlDirOf(files);
+  if (security.resume_sessions) credentials->sessions_ = std::make_unique<TlsSessionCaches>();
   credentials->provider_ = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
       files.key, files.cert, files.ca_cert, security.reload_seconds);
   grpc::experimental::TlsChannelCredentialsOptions options;
@@ -93,6 +98,11 @@ std::shared_ptr<grpc::ServerCredentials> TlsCredentials::Server() const {
 }
 
 std::shared_ptr<grpc::ChannelCredentials> TlsCredentials::Channel() const { return channel_; }
+
+void TlsCredentials::ConfigureChannel(const std::string& host_port,
+                                      grpc::ChannelArguments& args) const {
+  if (sessions_ != nullptr) sessions_->For(host_port)->AddTo(args);
+}
 
 namespace {
 

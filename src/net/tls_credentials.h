@@ -19,14 +19,20 @@
 //     nothing (gRPC ignores "unable to get CRL");
 //   - one FileWatcherCertificateProvider per runtime reads the three files again every
 //     reload_seconds: a replaced certificate, key or CA bundle is used by new connections
-//     without a restart; connections already open keep the identity they were made with.
+//     without a restart; connections already open keep the identity they were made with;
+//   - the channels of one TlsCredentials (a runtime's) to one server address share a TLS
+//     session cache (tls_session_cache.h, ConfigureChannel), so a new connection to a server
+//     they connected to before resumes the session: no certificate is sent or verified again,
+//     neither by the client nor by the server, and the CRLs are not consulted
+//     (docs/security.md, "Session resumption"). Never across two TlsCredentials: a session
+//     carries the identity of the handshake that began it.
 // Without them (--insecure) both are gRPC's insecure credentials: plaintext, no peer identity.
 //
 // Limits of gRPC 1.51's experimental TLS API, as built on: the watcher reads key and certificate
 // one after the other with no check that they match, so a reload that falls between the two
 // renames of a rotation (microseconds apart) serves a mismatched pair, refusing handshakes, until
-// the next reload; TLS session resumption is not configured (channels are long-lived, so a
-// handshake is paid per connection, not per call).
+// the next reload; servers issue session tickets with a key of their own memory (no option sets
+// or disables it), so a ticket resumes only at the server instance that issued it.
 //
 // Thread-safety: TlsCredentials is immutable after Create; its methods are thread-safe.
 
@@ -43,6 +49,7 @@
 namespace grpc {
 class AuthContext;
 class Status;
+class ChannelArguments;
 class ChannelCredentials;
 class ServerCredentials;
 namespace experimental {
@@ -55,6 +62,8 @@ class Envelope;
 }  // namespace shoal::wire
 
 namespace shoal::net {
+
+class TlsSessionCaches;
 
 inline constexpr uint32_t kDefaultCertReloadSeconds = 10;
 // The call metadata that carries a client's user and password (TlsFiles::user, ::password):
@@ -71,6 +80,9 @@ struct TransportSecurity {
   // A server's limits on password guessing (docs/security.md, "Password guessing"); a process
   // that serves nothing ignores them.
   security::AuthenticatorOptions authentication{};
+  // Whether channels resume TLS sessions of earlier connections of the same TlsCredentials (a
+  // benchmark's full-handshake arm turns it off).
+  bool resume_sessions = true;
 };
 
 class TlsCredentials {
@@ -79,17 +91,24 @@ class TlsCredentials {
   // the certificate's or a certificate of another CA) and starts watching them.
   [[nodiscard]] static StatusOr<std::shared_ptr<const TlsCredentials>> Create(
       const TransportSecurity& security);
+  ~TlsCredentials();
 
   [[nodiscard]] bool secure() const { return provider_ != nullptr; }
   [[nodiscard]] std::shared_ptr<grpc::ServerCredentials> Server() const;
   [[nodiscard]] std::shared_ptr<grpc::ChannelCredentials> Channel() const;
+  // Adds to `args` what a channel with Channel() to `host_port` needs besides: with TLS and
+  // resume_sessions, these credentials' TLS session cache for that address.
+  void ConfigureChannel(const std::string& host_port, grpc::ChannelArguments& args) const;
 
  private:
-  TlsCredentials() = default;
+  TlsCredentials();
 
   std::shared_ptr<grpc::experimental::CertificateProviderInterface> provider_;
   std::shared_ptr<grpc::ChannelCredentials> channel_;
   std::string crl_dir_;  // security::CrlDirOf(the files)
+  // With TLS and resume_sessions; destroyed after the runtime's channels (which hold their own
+  // references to the caches anyway).
+  std::unique_ptr<TlsSessionCaches> sessions_;
 };
 
 // What a failed connection's gRPC message says about security, for the operator: a TLS
