@@ -57,6 +57,8 @@ StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Create(
   const security::TlsFiles& files = *security.tls;
   SHOAL_RETURN_IF_ERROR(security::CheckTlsFiles(files));
   credentials->crl_dir_ = security::CrlDirOf(files);
+  credentials->revocations_ = std::make_unique<security::RevocationCache>(
+      security::RevocationCacheOptions{.ca_path = files.ca_cert, .crl_dir = credentials->crl_dir_});
   credentials->provider_ = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
       files.key, files.cert, files.ca_cert, security.reload_seconds);
   grpc::experimental::TlsChannelCredentialsOptions options;
@@ -93,6 +95,16 @@ std::shared_ptr<grpc::ServerCredentials> TlsCredentials::Server() const {
 }
 
 std::shared_ptr<grpc::ChannelCredentials> TlsCredentials::Channel() const { return channel_; }
+
+grpc::Status TlsCredentials::CheckNotRevoked(const grpc::AuthContext& context) const {
+  if (revocations_ == nullptr) return grpc::Status::OK;
+  const auto pem = context.FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
+  if (pem.empty()) return grpc::Status::OK;
+  const Status checked =
+      revocations_->Check(std::string_view(pem.front().data(), pem.front().size()));
+  if (checked.ok()) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(MessageOf(checked)));
+}
 
 namespace {
 
