@@ -68,8 +68,10 @@
 // Call, Pipe call, Scan, Admin, Resolve and WatchMap is authenticated (authenticator(): a node
 // certificate, a user's password in the call metadata, or a user's certificate) and checked
 // against the role its request needs (request_roles.h) before anything is decoded, read or
-// changed: UNAUTHENTICATED or PERMISSION_DENIED otherwise. A process that has not learned the
-// user table yet (version 0) answers UNAVAILABLE, certainly not handled, so clients retry.
+// changed: UNAUTHENTICATED or PERMISSION_DENIED otherwise. A peer certificate revoked by the CRLs
+// is refused there too (UNAUTHENTICATED), on connections opened before the revocation as well
+// (TlsCredentials::CheckNotRevoked). A process that has not learned the user table yet
+// (version 0) answers UNAVAILABLE, certainly not handled, so clients retry.
 // Plaintext (--insecure): no authentication.
 //
 // Thread-safety: every method is thread-safe. Shutdown (or the destructor) must not be called
@@ -375,6 +377,10 @@ class GrpcRuntime final : public transport::Runtime {
   // `access`, named `request` in errors; OK always without TLS.
   [[nodiscard]] grpc::Status Authorize(const grpc::ServerContextBase& context, RequestAccess access,
                                        std::string_view request);
+  // Authorize after the revocation check (TlsCredentials::CheckNotRevoked), which the callers
+  // run once per call.
+  [[nodiscard]] grpc::Status AuthorizeCaller(const grpc::ServerContextBase& context,
+                                             RequestAccess access, std::string_view request);
   // Authorize for an envelope's request (and CheckClusterSender for its sender).
   [[nodiscard]] grpc::Status AuthorizeEnvelope(const grpc::ServerContextBase& context,
                                                const wire::Envelope& envelope);

@@ -34,6 +34,13 @@ std::string MetadataValue(const grpc::ServerContextBase& context, std::string_vi
 grpc::Status GrpcRuntime::Authorize(const grpc::ServerContextBase& context, RequestAccess access,
                                     std::string_view request) {
   if (!credentials_->secure()) return grpc::Status::OK;
+  grpc::Status revoked = credentials_->CheckNotRevoked(*context.auth_context());
+  if (!revoked.ok()) return revoked;
+  return AuthorizeCaller(context, access, request);
+}
+
+grpc::Status GrpcRuntime::AuthorizeCaller(const grpc::ServerContextBase& context,
+                                          RequestAccess access, std::string_view request) {
   security::PeerIdentity peer{.certificate_name = PeerCommonName(*context.auth_context()),
                               .user = MetadataValue(context, kUserMetadataKey),
                               .password = MetadataValue(context, kPasswordMetadataKey),
@@ -66,9 +73,12 @@ grpc::Status GrpcRuntime::Authorize(const grpc::ServerContextBase& context, Requ
 grpc::Status GrpcRuntime::AuthorizeEnvelope(const grpc::ServerContextBase& context,
                                             const wire::Envelope& envelope) {
   if (!credentials_->secure()) return grpc::Status::OK;
+  // A revoked certificate first: its holder learns why, whatever it claims to be.
+  grpc::Status revoked = credentials_->CheckNotRevoked(*context.auth_context());
+  if (!revoked.ok()) return revoked;
   grpc::Status sender = CheckClusterSender(envelope, PeerCommonName(*context.auth_context()));
   if (!sender.ok()) return sender;
-  return Authorize(context, AccessOf(envelope.request()), NameOf(envelope.request()));
+  return AuthorizeCaller(context, AccessOf(envelope.request()), NameOf(envelope.request()));
 }
 
 }  // namespace shoal::net

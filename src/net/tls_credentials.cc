@@ -62,6 +62,8 @@ StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Create(
   SHOAL_RETURN_IF_ERROR(security::CheckTlsFiles(files));
   credentials->crl_dir_ = security::CrlDirOf(files);
   if (security.resume_sessions) credentials->sessions_ = std::make_unique<TlsSessionCaches>();
+  credentials->revocations_ = std::make_unique<security::RevocationCache>(
+      security::RevocationCacheOptions{.ca_path = files.ca_cert, .crl_dir = credentials->crl_dir_});
   credentials->provider_ = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
       files.key, files.cert, files.ca_cert, security.reload_seconds);
   grpc::experimental::TlsChannelCredentialsOptions options;
@@ -102,6 +104,16 @@ std::shared_ptr<grpc::ChannelCredentials> TlsCredentials::Channel() const { retu
 void TlsCredentials::ConfigureChannel(const std::string& host_port,
                                       grpc::ChannelArguments& args) const {
   if (sessions_ != nullptr) sessions_->For(host_port)->AddTo(args);
+}
+
+grpc::Status TlsCredentials::CheckNotRevoked(const grpc::AuthContext& context) const {
+  if (revocations_ == nullptr) return grpc::Status::OK;
+  const auto pem = context.FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
+  if (pem.empty()) return grpc::Status::OK;
+  const Status checked =
+      revocations_->Check(std::string_view(pem.front().data(), pem.front().size()));
+  if (checked.ok()) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(MessageOf(checked)));
 }
 
 namespace {

@@ -17,6 +17,10 @@
 //     server. OpenSSL reads a CRL file the runtime has not read yet at the next handshake, so a
 //     revocation counts for new connections without a restart; a CA without a CRL revokes
 //     nothing (gRPC ignores "unable to get CRL");
+//   - a server also checks the peer certificate of every call against those CRLs
+//     (CheckNotRevoked, security::RevocationCache): a connection opened before a revocation is
+//     refused from its first call after the CRL directory is read again (at most every
+//     security::kDefaultCrlRereadInterval);
 //   - one FileWatcherCertificateProvider per runtime reads the three files again every
 //     reload_seconds: a replaced certificate, key or CA bundle is used by new connections
 //     without a restart; connections already open keep the identity they were made with;
@@ -44,6 +48,7 @@
 
 #include "src/common/status.h"
 #include "src/security/authenticator.h"
+#include "src/security/revocation_cache.h"
 #include "src/security/tls_files.h"
 
 namespace grpc {
@@ -99,6 +104,9 @@ class TlsCredentials {
   // Adds to `args` what a channel with Channel() to `host_port` needs besides: with TLS and
   // resume_sessions, these credentials' TLS session cache for that address.
   void ConfigureChannel(const std::string& host_port, grpc::ChannelArguments& args) const;
+  // OK unless the peer certificate of `context` (a server call's) is revoked by the CRLs:
+  // UNAUTHENTICATED naming its serial then. OK without TLS or without a peer certificate.
+  [[nodiscard]] grpc::Status CheckNotRevoked(const grpc::AuthContext& context) const;
 
  private:
   TlsCredentials();
@@ -109,6 +117,8 @@ class TlsCredentials {
   // With TLS and resume_sessions; destroyed after the runtime's channels (which hold their own
   // references to the caches anyway).
   std::unique_ptr<TlsSessionCaches> sessions_;
+  // The per-call check of CheckNotRevoked (internally synchronized); null without TLS.
+  std::unique_ptr<security::RevocationCache> revocations_;
 };
 
 // What a failed connection's gRPC message says about security, for the operator: a TLS

@@ -1,13 +1,17 @@
 // Revoked certificates between GrpcRuntimes (tls_credentials.h, security/revocation.h): a CRL of
 // the cluster CA refuses a client or a server at the handshake, from the next connection of a
-// process already running, while every other certificate of the CA still connects.
+// process already running, while every other certificate of the CA still connects; and a server
+// refuses the calls of a connection opened before the revocation once it read the CRL again
+// (security/revocation_cache.h).
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "src/net/grpc_runtime.h"
 #include "src/net/test_echo_service.h"
@@ -23,6 +27,8 @@ namespace {
 using transport::Address;
 
 constexpr transport::Micros kTimeout = 10'000'000;
+// A CRL written this long ago has been read by a server (security::RevocationCache's bound).
+constexpr auto kAfterReread = security::kDefaultCrlRereadInterval + std::chrono::milliseconds(200);
 
 class TlsRevocationTest : public ::testing::TestWithParam<GrpcServerMode> {
  protected:
@@ -71,6 +77,30 @@ class TlsRevocationTest : public ::testing::TestWithParam<GrpcServerMode> {
     auto reply =
         client->Call(Address::Coordinator(), transport::WriteRequest{.body = "hello"}, kTimeout);
     return reply.ok() ? OkStatus() : reply.status();
+  }
+
+  // A runtime with a channel to `address`, kept open by the caller.
+  static std::unique_ptr<GrpcRuntime> Connect(const std::string& address,
+                                              const TransportSecurity& security) {
+    auto client = GrpcRuntime::Start({.coordinator = address, .security = security});
+    EXPECT_TRUE(client.ok()) << client.status();
+    return client.ok() ? std::move(*client) : nullptr;
+  }
+  static Status Send(GrpcRuntime& client) {
+    auto reply =
+        client.Call(Address::Coordinator(), transport::WriteRequest{.body = "hello"}, kTimeout);
+    return reply.ok() ? OkStatus() : reply.status();
+  }
+  // Refused as revoked, and not handled.
+  void ExpectRefusedAsRevoked(GrpcRuntime& client, const std::string& cert_path) {
+    service_->last_from = Address::Client(99);
+    const Status refused = Send(client);
+    EXPECT_EQ(refused.code(), StatusCode::kUnauthenticated) << refused;
+    const std::string serial = security::ReadCertificate(cert_path)->serial_hex;
+    EXPECT_NE(MessageOf(refused).find("certificate serial " + serial), std::string_view::npos)
+        << refused;
+    EXPECT_NE(MessageOf(refused).find("was revoked"), std::string_view::npos) << refused;
+    EXPECT_EQ(service_->last_from.load(), Address::Client(99)) << "a request was handled";
   }
 
   Status Revoke(const std::string& cert_path) {
@@ -147,6 +177,53 @@ TEST_P(TlsRevocationTest, MissingOrEmptyCrlDirectoryRevokesNothing) {
   EXPECT_TRUE(Write(server->advertised_address(),
                     Security(security::ClientTlsFiles(certs_, "admin"), root_ + "/missing"))
                   .ok());
+}
+
+// A client connected and served before its certificate is revoked is refused on the same
+// channel once the server read the CRL again; another client's channel keeps being served.
+TEST_P(TlsRevocationTest, OpenConnectionOfARevokedClientIsRefusedAfterTheReread) {
+  auto server = StartServer(Security(security::NodeTlsFiles(certs_)));
+  ASSERT_NE(server, nullptr);
+  const std::string address = server->advertised_address();
+  auto admin = Connect(address, Thief("admin"));
+  auto writer = Connect(address, Thief("writer"));
+  ASSERT_NE(admin, nullptr);
+  ASSERT_NE(writer, nullptr);
+  ASSERT_TRUE(Send(*admin).ok());
+  ASSERT_TRUE(Send(*writer).ok());
+
+  ASSERT_TRUE(Revoke(security::ClientCertPath(certs_, "admin")).ok());
+  std::this_thread::sleep_for(kAfterReread);
+  ExpectRefusedAsRevoked(*admin, security::ClientCertPath(certs_, "admin"));
+  ExpectRefusedAsRevoked(*admin, security::ClientCertPath(certs_, "admin"));
+  EXPECT_TRUE(Send(*writer).ok());
+  EXPECT_NE(service_->last_from.load(), Address::Client(99));
+}
+
+// The same for a cluster process: a node whose certificate is revoked is refused on the channel
+// it opened before, while another node certificate of the CA keeps being served.
+TEST_P(TlsRevocationTest, OpenConnectionOfARevokedNodeIsRefusedAfterTheReread) {
+  // A second node certificate of the same CA, for the revoked node.
+  const std::string peer = root_ + "/peer";
+  std::filesystem::create_directories(peer);
+  std::filesystem::copy_file(security::CaCertPath(certs_), security::CaCertPath(peer));
+  std::filesystem::copy_file(security::CaKeyPath(certs_), security::CaKeyPath(peer));
+  ASSERT_TRUE(security::CreateNodeCert({.certs_dir = peer, .hosts = {}}).ok());
+
+  auto server = StartServer(Security(security::NodeTlsFiles(certs_)));
+  ASSERT_NE(server, nullptr);
+  const std::string address = server->advertised_address();
+  auto revoked = Connect(address, Security(security::NodeTlsFiles(peer), root_ + "/no-crl"));
+  auto kept = Connect(address, Security(security::NodeTlsFiles(certs_)));
+  ASSERT_NE(revoked, nullptr);
+  ASSERT_NE(kept, nullptr);
+  ASSERT_TRUE(Send(*revoked).ok());
+  ASSERT_TRUE(Send(*kept).ok());
+
+  ASSERT_TRUE(Revoke(security::NodeCertPath(peer)).ok());
+  std::this_thread::sleep_for(kAfterReread);
+  ExpectRefusedAsRevoked(*revoked, security::NodeCertPath(peer));
+  EXPECT_TRUE(Send(*kept).ok());
 }
 
 }  // namespace

@@ -75,14 +75,17 @@ StatusOr<Principal> Authenticator::Authenticate(const PeerIdentity& peer) {
   Attempt attempt = Judge(peer);
   // A process that knows no users yet refuses everyone: that is no guess.
   if (version() == 0) return std::move(attempt.principal);
+  const bool told_to_retry = attempt.principal.status().code() == StatusCode::kUnavailable;
   switch (attempt.refusal) {
     case Refusal::kWrongCredentials:
+      if (!CountsOnce(peer, told_to_retry)) break;
       // A name no user can have counts against its address only, so that the names tracked
       // stay short.
       if (CheckUserName(peer.user).ok()) throttle_.RecordUserFailure(peer.user);
       throttle_.RecordAddressFailure(peer.address);
       break;
     case Refusal::kUserThrottled:
+      if (!CountsOnce(peer, told_to_retry)) break;
       throttle_.RecordAddressFailure(peer.address);
       break;
     case Refusal::kNone:
@@ -90,6 +93,34 @@ StatusOr<Principal> Authenticator::Authenticate(const PeerIdentity& peer) {
       break;
   }
   return std::move(attempt.principal);
+}
+
+bool Authenticator::CountsOnce(const PeerIdentity& peer, bool told_to_retry) {
+  std::string key = peer.address;
+  key += '\0';
+  key += peer.user;
+  key += '\0';
+  key += PasswordDigest(digest_key_, peer.password);
+  const auto now = std::chrono::steady_clock::now();
+  absl::MutexLock lock(&mu_);
+  const auto it = counted_retries_.find(key);
+  const bool counted = it != counted_retries_.end() && now - it->second < kRetryCountedFor;
+  if (!told_to_retry) {
+    // Judged at last: the resend of an attempt counted already, or a new one.
+    if (it != counted_retries_.end()) counted_retries_.erase(it);
+    return !counted;
+  }
+  if (counted) {
+    it->second = now;
+    return false;
+  }
+  if (it == counted_retries_.end() && counted_retries_.size() >= kMaxCachedPasswords) {
+    std::erase_if(counted_retries_,
+                  [&](const auto& entry) { return now - entry.second >= kRetryCountedFor; });
+    if (counted_retries_.size() >= kMaxCachedPasswords) counted_retries_.clear();
+  }
+  counted_retries_.insert_or_assign(std::move(key), now);
+  return true;
 }
 
 Authenticator::Attempt Authenticator::Judge(const PeerIdentity& peer) {

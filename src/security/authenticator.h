@@ -21,7 +21,8 @@
 // ever waits for the coordinator. Until the follower reports the fetch over (RefreshDone), or
 // for at most kMaxRefreshPending, a peer that would be refused is answered kUnavailable instead
 // (the client resends, and is judged by the newer table then); it counts as the refusal it
-// stands for.
+// stands for, once: the resends of that password from that address within kRetryCountedFor
+// (told to retry again, or refused at last) count nothing more.
 //
 // A password for a user that does not exist or has no password is verified against a dummy
 // hash (DummyPasswordHash) and refused exactly as a wrong one, so that neither the time nor the
@@ -86,6 +87,10 @@ class Authenticator {
   // Cached verified passwords; the cache is emptied when it reaches this size.
   static constexpr size_t kMaxCachedPasswords = 4096;
 
+  // How long a password attempt counted when told to retry is remembered, so that its resends
+  // do not count again; at most kMaxCachedPasswords are (emptied when full).
+  static constexpr std::chrono::seconds kRetryCountedFor{10};
+
   static constexpr std::chrono::milliseconds kMinRefreshInterval{100};
   // A refresh not reported done by then is taken as over.
   static constexpr std::chrono::milliseconds kMaxRefreshPending{3000};
@@ -132,6 +137,9 @@ class Authenticator {
 
   // Authentication with the refresh described above.
   [[nodiscard]] Attempt Judge(const PeerIdentity& peer);
+  // Whether the refused password attempt `peer` counts against the throttle: false for the
+  // resend of an attempt counted when it was told to retry (`told_to_retry` says this one is).
+  [[nodiscard]] bool CountsOnce(const PeerIdentity& peer, bool told_to_retry);
   // One attempt of Authenticate against the current table.
   [[nodiscard]] Attempt AuthenticateOnce(const PeerIdentity& peer);
 
@@ -149,6 +157,10 @@ class Authenticator {
   // user + '\0' + keyed digest of the password -> verified under the current table.
   std::unordered_map<std::string, bool> verified_ ABSL_GUARDED_BY(mu_);
   uint64_t verifications_ ABSL_GUARDED_BY(mu_) = 0;
+  // address + '\0' + user + '\0' + keyed digest of the password -> when it was last told to
+  // retry (CountsOnce).
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> counted_retries_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shoal::security

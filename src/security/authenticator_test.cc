@@ -193,6 +193,45 @@ TEST(AuthenticatorTest, ABlockedRefreshHoldsNoCall) {
   fetch.join();
 }
 
+// A wrong password judged while the users are fetched is told to retry (kUnavailable), and the
+// client resends it until it is judged: the password counts once, not once per answer. A second
+// wrong password counts again.
+TEST(AuthenticatorTest, AWrongPasswordResentDuringARefreshCountsOnce) {
+  auto now = std::chrono::steady_clock::time_point() + std::chrono::hours(1);
+  Authenticator auth(
+      {.throttle = {
+           .max_failures_per_address = 2, .max_failures_per_user = 2, .now = [&] { return now; }}});
+  ASSERT_TRUE(auth.Install(Table()));
+  // A fetch that finds no newer table.
+  auth.SetRefresher([&] { auth.RefreshDone(); });
+  // As a client does: resend while told to retry.
+  const auto send = [&](const PeerIdentity& peer) {
+    Status status = auth.Authenticate(peer).status();
+    for (int i = 0; i < 20 && status.code() == StatusCode::kUnavailable; ++i) {
+      status = auth.Authenticate(peer).status();
+    }
+    return status;
+  };
+  const PeerIdentity guess{
+      .user = "alice", .password = "not alice's password", .address = "10.0.0.5"};
+  EXPECT_EQ(auth.Authenticate(guess).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(send(guess).message(), "wrong user or password");
+  PeerIdentity right = guess;
+  right.password = std::string(kAlicePassword);
+  EXPECT_TRUE(auth.Authenticate(right).ok()) << "one wrong password counted more than once";
+
+  PeerIdentity second = guess;
+  second.password = "another wrong one";
+  now += std::chrono::seconds(1);
+  // Refused as wrong, or already by the address's limit that it reached.
+  EXPECT_EQ(send(second).code(), StatusCode::kUnauthenticated);
+  const Status throttled = auth.Authenticate(right).status();
+  EXPECT_NE(throttled.message().find("too many failed password attempts from client address "
+                                     "10.0.0.5"),
+            std::string_view::npos)
+      << throttled;
+}
+
 // Guessing from one address: past the limit, every password attempt from it is refused without
 // hashing, a right one too; another address, and certificates from the same one, are unaffected.
 TEST(AuthenticatorTest, WrongPasswordsFromAnAddressAreThrottledWithoutHashing) {
