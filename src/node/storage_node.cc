@@ -36,11 +36,11 @@ std::string_view ToString(LocalRole role) {
 StorageNode::StorageNode(transport::Runtime& runtime, const NodeOptions& options)
     : runtime_(runtime),
       options_(options),
+      read_rates_(runtime.Now()),
       // Only told apart by the coordinator's logs: the wall clock makes each start distinct.
       incarnation_(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                              std::chrono::system_clock::now().time_since_epoch())
                                              .count())),
-      read_rates_(runtime.Now()),
       hot_keys_(options.hot_keys) {}
 
 StorageNode::~StorageNode() {
