@@ -312,6 +312,9 @@ Status Move::Abort(const Status& reason) {
     x_.progress().Aborted(
         fmt::format("{} {}: {}", move_.DebugString(), bucket_.DebugString(), reason.ToString()));
   }
+  // A crash or pause here leaves the ABORT stored and the drop unsent, or sent late (to a
+  // destination that restarted meanwhile).
+  SHOAL_RETURN_IF_ERROR(x_.runtime().Failpoint("coordinator.after_abort"));
   // The destination's staged data: best effort (it never serves it, and a new attempt drops the
   // range before ingesting). A copy the destination held from before the move stays
   // (kAbortedStaging): a repair that aborts must not cost the holder its resume.

@@ -73,12 +73,13 @@ class Failpoints {
 // seed and interleaving replays unchanged. Deterministic tests crash a process at each of them
 // (tests/coordinator/node_restart_test.cc, coordinator_test.cc); real processes honour them like
 // any other point.
-inline constexpr std::array<std::string_view, 6> kUnscheduledFailpoints = {
+inline constexpr std::array<std::string_view, 7> kUnscheduledFailpoints = {
     "source.after_export",        // the export is registered, not answered
     "source.after_read_changes",  // a catch-up read is done, not answered
     "source.after_drop",          // the bucket's range is dropped, not answered
     "destination.after_drain",    // the drain reached the fence's sequence, not answered
     "coordinator.after_cleanup",  // the kCleanup map is stored, the source's drop not sent
+    "coordinator.after_abort",    // an ABORT is stored, the destination's drop not sent
     "node.after_write",           // a client's write (or batch) is applied, not answered
 };
 

@@ -604,6 +604,11 @@ bool ProcessCluster::LogShows(uint32_t id, const std::string& text) const {
   return log.find(text) != std::string::npos;
 }
 
+std::string ProcessCluster::Log(uint32_t id, size_t from) const {
+  const std::string log = ReadFile(fmt::format("{}/{}.log", dir_, NameOf(id)));
+  return from < log.size() ? log.substr(from) : std::string();
+}
+
 bool ProcessCluster::LogShowsFailpoint(uint32_t id, const std::string& name) const {
   return LogShows(id, fmt::format("failpoint {}: hit", name));
 }

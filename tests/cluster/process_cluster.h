@@ -171,6 +171,9 @@ class ProcessCluster {
   [[nodiscard]] bool LogShows(uint32_t id, const std::string& text) const;
   // True when the log of `id` shows that failpoint `name` was hit.
   [[nodiscard]] bool LogShowsFailpoint(uint32_t id, const std::string& name) const;
+  // The log of `id` from byte `from` on (LogSize, taken earlier, reads only what came after).
+  [[nodiscard]] std::string Log(uint32_t id, size_t from = 0) const;
+  [[nodiscard]] size_t LogSize(uint32_t id) const { return Log(id).size(); }
 
  private:
   struct Child {
