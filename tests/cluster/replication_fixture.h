@@ -387,6 +387,45 @@ class ReplicationTest : public testing::Test {
     ASSERT_NO_FATAL_FAILURE(AwaitWrites(AllBuckets(), 50, 60));
   }
 
+  // A thread that reads, round and round, every writer's key and the stable keys of each bucket
+  // of a map, judging each answer against what was acknowledged before the read began
+  // (History::Judge); a read not served is no harm. Read its counts after Join.
+  struct StaleReads {
+    std::atomic<uint64_t> reads{0};
+    std::atomic<uint64_t> stale{0};
+    std::string first_stale;
+    std::unique_ptr<Background> thread;
+
+    void Join() { thread->Join(); }
+  };
+  std::unique_ptr<StaleReads> StartStaleReader(const cluster::ShardMap& map) {
+    std::vector<std::string> keys;
+    for (const auto& [bucket, writer] : writers_) {
+      keys.insert(keys.end(), writer->keys().begin(), writer->keys().end());
+    }
+    for (const auto& bucket : map.buckets()) {
+      for (std::string& key : KeysIn(map, bucket.id, "s", kStableKeysPerBucket)) {
+        keys.push_back(std::move(key));
+      }
+    }
+    auto out = std::make_unique<StaleReads>();
+    out->thread = std::make_unique<Background>(
+        [this, keys = std::move(keys), r = out.get()](const std::atomic<bool>& stop) {
+          client::Client client(*runtime_);
+          for (size_t i = 0; !stop; ++i) {
+            const std::string& key = keys[i % keys.size()];
+            const int64_t floor = history_.LastAcknowledged(key);
+            auto read = ReadSeq(client, collection_, key);
+            if (!read.ok()) continue;
+            ++r->reads;
+            if (std::string problem = history_.Judge(key, floor, *read); !problem.empty()) {
+              if (r->stale++ == 0) r->first_stale = problem;
+            }
+          }
+        });
+    return out;
+  }
+
   std::vector<BucketId> AllBuckets() const {
     std::vector<BucketId> all;
     for (const auto& [bucket, writer] : writers_) all.push_back(bucket);

@@ -325,31 +325,7 @@ TEST_F(ReplicationTest, NodeBackWithItsDataDeletedIsRebuiltAndNeverServesOldData
   ASSERT_FALSE(PrimariesOf(*before, victim).empty());
 
   // Reads of every key, judged against what was acknowledged before each began.
-  std::vector<std::string> keys;
-  for (const auto& [bucket, writer] : writers_) {
-    keys.insert(keys.end(), writer->keys().begin(), writer->keys().end());
-  }
-  for (const auto& bucket : before->buckets()) {
-    for (std::string& key : KeysIn(*before, bucket.id, "s", kStableKeysPerBucket)) {
-      keys.push_back(std::move(key));
-    }
-  }
-  std::atomic<uint64_t> reads{0};
-  uint64_t stale = 0;
-  std::string first_stale;
-  Background reader([&](const std::atomic<bool>& stop) {
-    client::Client client(*runtime_);
-    for (size_t i = 0; !stop; ++i) {
-      const std::string& key = keys[i % keys.size()];
-      const int64_t floor = history_.LastAcknowledged(key);
-      auto read = ReadSeq(client, collection_, key);
-      if (!read.ok()) continue;  // not served now: no answer is no harm
-      ++reads;
-      if (std::string problem = history_.Judge(key, floor, *read); !problem.empty()) {
-        if (stale++ == 0) first_stale = problem;
-      }
-    }
-  });
+  const std::unique_ptr<StaleReads> reader = StartStaleReader(*before);
 
   cluster_->Kill(victim.value());
   std::error_code ec;
@@ -377,10 +353,10 @@ TEST_F(ReplicationTest, NodeBackWithItsDataDeletedIsRebuiltAndNeverServesOldData
       [&](const auto& map) { return !PrimariesOf(map, victim).empty(); }, 60);
   EXPECT_TRUE(evened.ok()) << evened;
   ASSERT_NO_FATAL_FAILURE(AwaitWrites(AllBuckets(), 50, 60));
-  reader.Join();
-  EXPECT_GT(reads.load(), 100u);
-  EXPECT_EQ(stale, 0u) << "first: " << first_stale;
-  fmt::print("{} reads during the rebuild, none stale\n", reads.load());
+  reader->Join();
+  EXPECT_GT(reader->reads.load(), 100u);
+  EXPECT_EQ(reader->stale.load(), 0u) << "first: " << reader->first_stale;
+  fmt::print("{} reads during the rebuild, none stale\n", reader->reads.load());
   ExpectNothingLost();
 }
 
