@@ -397,6 +397,13 @@ class ReplicationTest : public testing::Test {
     std::unique_ptr<Background> thread;
 
     void Join() { thread->Join(); }
+    // Stops the reader and expects it to have read a lot, never stale.
+    void ExpectNoneStale() {
+      Join();
+      EXPECT_GT(reads.load(), 100u);
+      EXPECT_EQ(stale.load(), 0u) << "first: " << first_stale;
+      fmt::print("{} reads during the rebuild, none stale\n", reads.load());
+    }
   };
   std::unique_ptr<StaleReads> StartStaleReader(const cluster::ShardMap& map) {
     std::vector<std::string> keys;

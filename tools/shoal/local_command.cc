@@ -87,16 +87,7 @@ bool WaitUntilServing(const std::string& coordinator, const ConnectOptions& conn
 int RunLocal(const LocalFlags& given) {
   LocalFlags flags = given;
   if (flags.replicas == 0) flags.replicas = flags.nodes >= 3 ? 3 : 1;
-  if (flags.replicas > flags.nodes) {
-    std::fprintf(stderr, "error: --replicas %u needs at least as many --nodes (%u)\n",
-                 flags.replicas, flags.nodes);
-    return 2;
-  }
-  if (flags.min_in_sync > flags.replicas) {
-    std::fprintf(stderr, "error: --min-in-sync %u is more than --replicas %u\n", flags.min_in_sync,
-                 flags.replicas);
-    return 2;
-  }
+  if (!CheckReplicaFlags(flags.replicas, flags.nodes, "--nodes", flags.min_in_sync)) return 2;
   if (auto limits = AuthenticatorOptionsOf(flags.auth); !limits.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(MessageOf(limits.status())).c_str());
     return 2;

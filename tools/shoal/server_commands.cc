@@ -34,6 +34,21 @@ void AddLogOptions(CLI::App* command, LogFlags* flags) {
       ->capture_default_str();
 }
 
+bool CheckReplicaFlags(uint32_t replicas, uint32_t nodes, const char* nodes_flag,
+                       uint32_t min_in_sync) {
+  if (replicas > nodes) {
+    std::fprintf(stderr, "error: --replicas %u needs at least as many %s (%u)\n", replicas,
+                 nodes_flag, nodes);
+    return false;
+  }
+  if (min_in_sync > replicas) {
+    std::fprintf(stderr, "error: --min-in-sync %u is more than --replicas %u\n", min_in_sync,
+                 replicas);
+    return false;
+  }
+  return true;
+}
+
 bool StartLog(const LogFlags& flags, std::string process) {
   auto level = log::ParseLevel(flags.level);
   auto format = log::ParseFormat(flags.format);
@@ -137,14 +152,8 @@ int RunCoordinator(const CoordinatorFlags& flags) {
   options.listen = flags.listen;
   options.initial_nodes = flags.initial_nodes;
   options.buckets = flags.buckets;
-  if (flags.replicas > flags.initial_nodes) {
-    std::fprintf(stderr, "error: --replicas %u needs at least as many --initial-nodes (%u)\n",
-                 flags.replicas, flags.initial_nodes);
-    return 2;
-  }
-  if (flags.min_in_sync > flags.replicas) {
-    std::fprintf(stderr, "error: --min-in-sync %u is more than --replicas %u\n", flags.min_in_sync,
-                 flags.replicas);
+  if (!CheckReplicaFlags(flags.replicas, flags.initial_nodes, "--initial-nodes",
+                         flags.min_in_sync)) {
     return 2;
   }
   options.replication_factor = flags.replicas;
