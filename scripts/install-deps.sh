@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # toolchain
   build-essential cmake ninja-build ccache pkg-config clang clang-format clang-tidy libclang-rt-14-dev
+  # lld: links the executables several times faster than GNU ld (CMakeLists.txt)
+  lld
   # libraries
   libabsl-dev libxxhash-dev libcli11-dev libfmt-dev nlohmann-json3-dev librocksdb-dev
   libsimdjson-dev rapidjson-dev libpqxx-dev

@@ -30,6 +30,7 @@
 #include "src/common/point.h"
 #include "src/net/grpc_runtime.h"
 #include "src/transport/messages.h"
+#include "tests/cluster/copy_check.h"
 #include "tests/cluster/process_cluster.h"
 
 namespace shoal::cluster_test {
@@ -543,7 +544,8 @@ class ReplicationTest : public testing::Test {
   }
 
   // Stops the writers and reads every key of the History through a new client: none may have
-  // lost an acknowledged write.
+  // lost an acknowledged write. Then, once no move is in flight, compares every copy of each
+  // bucket (ExpectCopiesEqual), which kills the nodes: the last check of a test.
   void ExpectNothingLost() {
     for (auto& [bucket, writer] : writers_) writer->Stop();
     uint64_t acknowledged = 0;
@@ -579,6 +581,23 @@ class ReplicationTest : public testing::Test {
     EXPECT_EQ(unreadable, 0u) << first;
     fmt::print("{} keys read back, {} acknowledged writes by the writers\n", keys.size(),
                acknowledged);
+    std::optional<cluster::ShardMap> quiet;
+    const Status settled = AwaitMap(
+        "no move in flight",
+        [&quiet](const cluster::ShardMap& map) {
+          if (std::ranges::any_of(map.buckets(),
+                                  [](const auto& b) { return b.transition.has_value(); })) {
+            return false;
+          }
+          quiet = map;
+          return true;
+        },
+        60);
+    ASSERT_TRUE(settled.ok()) << settled;
+    // A write the primary applied but no client saw acknowledged reaches its backups in the
+    // replication stream's next batch.
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    ExpectCopiesEqual(*cluster_, *quiet);
   }
 
   // Polls `shoal status --json` until every bucket has kReplicas copies, a reachable primary and
