@@ -8,10 +8,14 @@
 # per-round ratio (TLS / insecure) of throughput, of p50 and p99 latency and of the nodes' CPU
 # time per operation (/proc/PID/stat over the run).
 # GRPC_SERVER=callback runs both arms on gRPC's callback server API (default sync).
+# LOAD_FLAGS are passed to every net_load run of both arms: "--shared-connection" (every thread
+# on one Database, so one connection per node) or "--pipe" (ConnectOptions::pipe: one stream per
+# node carries every thread's calls).
 # The TLS arm's clients authenticate with the `admin` client certificate; AUTH=password makes
 # them a `write` user with a password instead (a credentials file with the password, the
 # certificate still the transport's), so every call carries the password and is checked.
 # Usage: [ROUNDS=7] [CLIENTS=16] [NODES=3] [OPS="get put"] [GRPC_SERVER=sync] [AUTH=certificate]
+#        [LOAD_FLAGS=]
 #        bench/net/security.sh BUILD_DIR [SECONDS]
 set -euo pipefail
 
@@ -22,6 +26,7 @@ clients=${CLIENTS:-16}
 nodes=${NODES:-3}
 ops=${OPS:-get put}
 grpc_server=${GRPC_SERVER:-sync}
+read -r -a load_flags <<<"${LOAD_FLAGS:-}"
 shoal=$build/tools/shoal/shoal
 load=$build/bench/net/net_load
 dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-net-security-XXXXXX")
@@ -68,7 +73,7 @@ fi
 for arm in tls insecure; do
   # shellcheck disable=SC2086
   "$load" ${clients_of[$arm]} --cluster "shoal://${coordinators[$arm]}" --op get \
-    --clients "$clients" --seconds 1 >"$dir/load-$arm.out" || { cat "$dir/load-$arm.out" >&2; exit 1; }
+    --clients "$clients" --seconds 1 "${load_flags[@]}" >"$dir/load-$arm.out" || { cat "$dir/load-$arm.out" >&2; exit 1; }
 done
 
 node_ticks() {  # ARM -> utime + stime of the arm's nodes
@@ -84,7 +89,7 @@ measure() {  # ARM OP -> "ops/s p50_ms p99_ms node_cpu_us_per_op"
   [ "$2" = get ] && skip=(--skip-load)
   # shellcheck disable=SC2086
   out=$("$load" ${clients_of[$1]} --cluster "shoal://${coordinators[$1]}" --op "$2" \
-    --clients "$clients" --seconds "$seconds" "${skip[@]}" |
+    --clients "$clients" --seconds "$seconds" "${skip[@]}" "${load_flags[@]}" |
     jq -r '"\(.ops_per_second) \(.p50_ms) \(.p99_ms)"')
   after=$(node_ticks "$1")
   read -r ops p50 p99 <<<"$out"
