@@ -333,7 +333,7 @@ struct PipeClient::Stream {
   bool failed = false;  // Finish came back: its calls are ended
 };
 
-PipeClient::PipeClient() : thread_([this] { Run(); }) {}
+PipeClient::PipeClient(ServerCheck check) : check_(std::move(check)), thread_([this] { Run(); }) {}
 
 PipeClient::~PipeClient() { Shutdown(); }
 
@@ -412,8 +412,9 @@ void PipeClient::OnEvent(Tag* tag, bool ok, std::vector<Completion>* completions
         if (it != stream->pending.end()) {  // else ended by its deadline: dropped
           completions->push_back(
               [done = std::move(it->second.done),
-               status = grpc::Status(static_cast<grpc::StatusCode>(stream->reply.code()),
-                                     stream->reply.message(), stream->reply.details()),
+               status = check_(stream->context,
+                               grpc::Status(static_cast<grpc::StatusCode>(stream->reply.code()),
+                                            stream->reply.message(), stream->reply.details())),
                response = std::move(*stream->reply.mutable_response())] {
                 done(status, response);
               });

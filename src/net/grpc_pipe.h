@@ -114,8 +114,11 @@ class PipeClient {
  public:
   // The call's gRPC status and, when OK, its response.
   using Done = std::function<void(const grpc::Status&, const wire::Response&)>;
+  // Judges each answer by its stream's context: its argument back, or an error that replaces
+  // it (the runtime's check of the server's certificate, CheckServer).
+  using ServerCheck = std::function<grpc::Status(const grpc::ClientContext&, grpc::Status)>;
 
-  PipeClient();
+  explicit PipeClient(ServerCheck check);
   ~PipeClient();
   PipeClient(const PipeClient&) = delete;
   PipeClient& operator=(const PipeClient&) = delete;
@@ -151,6 +154,7 @@ class PipeClient {
   // Deletes `stream` once it is failed and no operation of it is outstanding.
   void MaybeDeleteLocked(Stream* stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  const ServerCheck check_;
   grpc::CompletionQueue cq_;
   // Guards everything below, and the fields of the streams.
   absl::Mutex mu_;

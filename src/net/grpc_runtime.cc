@@ -329,7 +329,13 @@ StatusOr<std::unique_ptr<GrpcRuntime>> GrpcRuntime::Start(const GrpcRuntimeOptio
   SHOAL_ASSIGN_OR_RETURN(runtime->credentials_, TlsCredentials::Create(options.security));
   runtime->LoadAddressBook();
   if (!options.listen.empty()) SHOAL_RETURN_IF_ERROR(runtime->StartServer());
-  if (options.pipe) runtime->pipe_client_ = std::make_unique<PipeClient>();
+  if (options.pipe) {
+    runtime->pipe_client_ =
+        std::make_unique<PipeClient>([credentials = runtime->credentials_](
+                                         const grpc::ClientContext& context, grpc::Status status) {
+          return CheckServer(*credentials, context, std::move(status));
+        });
+  }
   if (!runtime->coordinators_.empty()) {
     for (const auto& address : runtime->coordinators_) {
       if (address.empty()) return InvalidArgumentError("an empty coordinator address");
@@ -518,7 +524,7 @@ StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Re
     grpc::ClientContext context;
     context.set_deadline(deadline);
     reply.Clear();
-    status = peer->stub->Call(&context, envelope, &reply);
+    status = CheckServer(*credentials_, context, peer->stub->Call(&context, envelope, &reply));
     if (!Alive()) return CancelledError("process stopped");
     if (status.ok()) break;
     if (to_coordinator) {

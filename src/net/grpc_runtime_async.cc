@@ -87,6 +87,7 @@ void GrpcRuntime::CallAsync(const Address& to, transport::Request request, Micro
   raw->peer->stub->async()->Call(
       &raw->context, &raw->envelope, &raw->reply, [this, raw](grpc::Status status) {
         std::unique_ptr<AsyncCall> owned(raw);
+        status = CheckServer(*credentials_, owned->context, std::move(status));
         StatusOr<transport::Response> result =
             local_.Alive() ? Answer(status, owned->reply, owned->to, owned->peer->host_port,
                                     owned->request_name)

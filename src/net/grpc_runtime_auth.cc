@@ -2,6 +2,7 @@
 // stream is, and whether its role allows the request.
 
 #include <fmt/format.h>
+#include <grpcpp/client_context.h>
 #include <grpcpp/security/auth_context.h>
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/status.h>
@@ -12,6 +13,7 @@
 #include "proto/shoal.pb.h"
 #include "src/net/call_admission.h"
 #include "src/net/grpc_runtime.h"
+#include "src/net/grpc_runtime_internal.h"
 #include "src/net/grpc_status.h"
 #include "src/security/certificates.h"
 
@@ -68,6 +70,16 @@ grpc::Status GrpcRuntime::AuthorizeCaller(const grpc::ServerContextBase& context
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(allowed.message()));
   }
   return grpc::Status::OK;
+}
+
+grpc::Status CheckServer(const TlsCredentials& credentials, const grpc::ClientContext& context,
+                         grpc::Status status) {
+  if (!status.ok() || !credentials.secure()) return status;
+  grpc::Status revoked = credentials.CheckNotRevoked(*context.auth_context());
+  if (revoked.ok()) return status;
+  return grpc::Status(revoked.error_code(),
+                      fmt::format("the server's {}: its answer is refused (docs/security.md)",
+                                  revoked.error_message()));
 }
 
 grpc::Status GrpcRuntime::AuthorizeEnvelope(const grpc::ServerContextBase& context,

@@ -90,7 +90,8 @@ Status GrpcRuntime::FetchAddressBookFrom(const std::string& coordinator) {
   context.set_deadline(DeadlineAfter(kResolveTimeout));
   wire::ResolveRequest request;
   wire::ResolveResponse response;
-  const grpc::Status status = peer->stub->Resolve(&context, request, &response);
+  const grpc::Status status =
+      CheckServer(*credentials_, context, peer->stub->Resolve(&context, request, &response));
   if (!status.ok()) {
     ReconnectSoon(coordinator, status);
     return UnavailableError(

@@ -59,7 +59,8 @@ StatusOr<std::optional<transport::ClusterState>> GrpcRuntime::WatchMap(
       return CancelledError("map watch cancelled");
     }
     response.Clear();
-    status = peer->stub->WatchMap(&context, request, &response);
+    status =
+        CheckServer(*credentials_, context, peer->stub->WatchMap(&context, request, &response));
     ReconnectSoon(coordinator, status);
     const bool cancelled = canceller != nullptr && canceller->Detach();
     if (cancelled) return CancelledError("map watch cancelled");
@@ -119,7 +120,7 @@ StatusOr<wire::AdminResponse> GrpcRuntime::AdminAnswer(const wire::AdminRequest&
     grpc::ClientContext context;
     context.set_deadline(DeadlineAfter(timeout));
     response.Clear();
-    status = peer->stub->Admin(&context, request, &response);
+    status = CheckServer(*credentials_, context, peer->stub->Admin(&context, request, &response));
     if (status.ok()) break;
     ReconnectSoon(coordinator, status);
     // A coordinator that did not answer in time may be a paused former leader: the next
@@ -139,7 +140,8 @@ StatusOr<wire::AdminResponse> GrpcRuntime::AdminAt(const std::string& host_port,
   grpc::ClientContext context;
   context.set_deadline(DeadlineAfter(timeout));
   wire::AdminResponse response;
-  const grpc::Status status = peer->stub->Admin(&context, request, &response);
+  const grpc::Status status =
+      CheckServer(*credentials_, context, peer->stub->Admin(&context, request, &response));
   if (!status.ok()) {
     ReconnectSoon(host_port, status);
     return FromGrpc(status, fmt::format("admin request to {}", host_port));

@@ -40,5 +40,13 @@ struct GrpcRuntime::Peer {
 // UNAVAILABLE becomes kUnavailable (resend) only if CertainlyNotHandled, else kDeadlineExceeded
 // (the request may have been handled: a write's outcome is unknown; src/client/client.h).
 [[nodiscard]] Status FromGrpc(const grpc::Status& status, std::string_view what_call);
+// `status`, unless it is OK and a CRL revokes the certificate the server of `context`'s call
+// presented: then UNAUTHENTICATED naming the certificate, and the call's answer is not to be
+// used. The client half of the per-call revocation check (TlsCredentials::CheckNotRevoked): a
+// connection opened before the server's certificate was revoked is refused from the first call
+// after the CRL directory is read again, resumed TLS sessions included. The request itself
+// reached the server. Plaintext credentials check nothing.
+[[nodiscard]] grpc::Status CheckServer(const TlsCredentials& credentials,
+                                       const grpc::ClientContext& context, grpc::Status status);
 
 }  // namespace shoal::net

@@ -263,7 +263,9 @@ Status GrpcRuntime::StreamScan(const Address& to, transport::ScanRequest request
   Status stopped;  // why this side ended the stream early
   while (reader->Read(&reply)) {
     auto response = FromWire(reply);
-    if (!response.ok()) {
+    if (grpc::Status server = CheckServer(*credentials_, context, grpc::Status::OK); !server.ok()) {
+      stopped = FromGrpc(server, what);
+    } else if (!response.ok()) {
       stopped = InternalError(
           fmt::format("{}: undecodable page: {}", what, std::string(MessageOf(response.status()))));
     } else if (Status accepted = on_page(*std::move(response)); !accepted.ok()) {

@@ -17,10 +17,11 @@
 //     server. OpenSSL reads a CRL file the runtime has not read yet at the next handshake, so a
 //     revocation counts for new connections without a restart; a CA without a CRL revokes
 //     nothing (gRPC ignores "unable to get CRL");
-//   - a server also checks the peer certificate of every call against those CRLs
-//     (CheckNotRevoked, security::RevocationCache): a connection opened before a revocation is
-//     refused from its first call after the CRL directory is read again (at most every
-//     security::kDefaultCrlRereadInterval);
+//   - a server also checks the peer certificate of every call against those CRLs, and a client
+//     the server certificate of every answer (CheckNotRevoked, security::RevocationCache; the
+//     client's half is CheckServer, grpc_runtime_internal.h): a connection opened before a
+//     revocation is refused from its first call after the CRL directory is read again (at most
+//     every security::kDefaultCrlRereadInterval);
 //   - one FileWatcherCertificateProvider per runtime reads the three files again every
 //     reload_seconds: a replaced certificate, key or CA bundle is used by new connections
 //     without a restart; connections already open keep the identity they were made with;

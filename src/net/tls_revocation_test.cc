@@ -2,16 +2,18 @@
 // the cluster CA refuses a client or a server at the handshake, from the next connection of a
 // process already running, while every other certificate of the CA still connects; and a server
 // refuses the calls of a connection opened before the revocation once it read the CRL again
-// (security/revocation_cache.h).
+// (security/revocation_cache.h), as a client refuses the answers of such a server.
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "src/net/grpc_runtime.h"
 #include "src/net/test_echo_service.h"
@@ -224,6 +226,54 @@ TEST_P(TlsRevocationTest, OpenConnectionOfARevokedNodeIsRefusedAfterTheReread) {
   std::this_thread::sleep_for(kAfterReread);
   ExpectRefusedAsRevoked(*revoked, security::NodeCertPath(peer));
   EXPECT_TRUE(Send(*kept).ok());
+}
+
+// The client half: a server whose certificate is revoked after the client connected keeps its
+// connection, but once the client read the CRL again it refuses every answer from it, of a unary
+// call, an asynchronous one and one over the pipe, while the CRL-ignoring server goes on serving.
+TEST_P(TlsRevocationTest, OpenConnectionToARevokedServerIsRefusedByTheClientAfterTheReread) {
+  auto server =
+      StartServer(Security(security::NodeTlsFiles(certs_), root_ + "/server-ignores-crls"));
+  ASSERT_NE(server, nullptr);
+  const Address node = Address::Node(NodeId(1));
+  server->Serve(node, service_);
+  const std::string address = server->advertised_address();
+  const TransportSecurity security = Security(security::ClientTlsFiles(certs_, "admin"));
+  std::vector<std::unique_ptr<GrpcRuntime>> clients;
+  for (const bool pipe : {false, true}) {
+    auto client = GrpcRuntime::Start({.coordinator = address, .pipe = pipe, .security = security});
+    ASSERT_TRUE(client.ok()) << client.status();
+    (*client)->SetAddress(node, address);
+    clients.push_back(std::move(*client));
+  }
+  // CallAsync to a node: plain asynchronous calls for the first client, the pipe for the second.
+  const auto call_async = [&node](GrpcRuntime& client) {
+    std::promise<Status> done;
+    client.CallAsync(node, transport::WriteRequest{.body = "hello"}, kTimeout,
+                     [&done](StatusOr<transport::Response> reply) {
+                       done.set_value(reply.ok() ? OkStatus() : reply.status());
+                     });
+    return done.get_future().get();
+  };
+  for (auto& client : clients) {
+    ASSERT_TRUE(Send(*client).ok());
+    ASSERT_TRUE(call_async(*client).ok());
+  }
+
+  ASSERT_TRUE(Revoke(security::NodeCertPath(certs_)).ok());
+  std::this_thread::sleep_for(kAfterReread);
+  const std::string serial = security::ReadCertificate(security::NodeCertPath(certs_))->serial_hex;
+  for (auto& client : clients) {
+    for (const Status& refused : {Send(*client), call_async(*client)}) {
+      EXPECT_EQ(refused.code(), StatusCode::kUnauthenticated) << refused;
+      EXPECT_NE(MessageOf(refused).find("the server's certificate serial " + serial),
+                std::string_view::npos)
+          << refused;
+      EXPECT_NE(MessageOf(refused).find("was revoked"), std::string_view::npos) << refused;
+    }
+  }
+  // The server itself goes on serving a client that ignores the CRLs.
+  EXPECT_TRUE(Write(address, Thief("admin")).ok());
 }
 
 }  // namespace
