@@ -62,6 +62,7 @@ void Authenticator::SetRefresher(std::function<void()> ask) { refresh_ = std::mo
 
 void Authenticator::RefreshDone() {
   absl::MutexLock lock(&refresh_mu_);
+  if (refresh_asked_.has_value()) last_fetch_asked_ = *refresh_asked_;
   refresh_asked_.reset();
   // A caller told to retry comes back within the interval and is judged by this table, instead
   // of asking again.
@@ -130,9 +131,17 @@ Authenticator::Attempt Authenticator::Judge(const PeerIdentity& peer) {
   // A newer table came while this peer was judged (a refresh, or the poll).
   if (version() != judged_by) return AuthenticateOnce(peer);
   bool ask = false;
+  const std::string key = RetryKey(peer);
   {
     absl::MutexLock lock(&refresh_mu_);
     const auto now = std::chrono::steady_clock::now();
+    auto told = told_to_retry_.find(key);
+    if (told != told_to_retry_.end() && now - told->second >= kRetryCountedFor) {
+      told_to_retry_.erase(told);
+      told = told_to_retry_.end();
+    }
+    // Told to retry before, and judged now by a table fetched since: final.
+    if (told != told_to_retry_.end() && last_fetch_asked_ >= told->second) return attempt;
     if (refresh_asked_.has_value() && now - *refresh_asked_ >= kMaxRefreshPending) {
       refresh_asked_.reset();
     }
@@ -142,11 +151,26 @@ Authenticator::Attempt Authenticator::Judge(const PeerIdentity& peer) {
       refresh_asked_ = now;
       ask = true;
     }
+    if (told == told_to_retry_.end()) {
+      if (told_to_retry_.size() >= kMaxCachedPasswords) told_to_retry_.clear();
+      told_to_retry_.emplace(key, now);
+    }
   }
   if (ask) refresh_();
   attempt.principal = UnavailableError(
       "this process is fetching the cluster's users to judge these credentials; retry");
   return attempt;
+}
+
+std::string Authenticator::RetryKey(const PeerIdentity& peer) const {
+  std::string key = peer.address;
+  key += '\0';
+  key += peer.certificate_name;
+  key += '\0';
+  key += peer.user;
+  key += '\0';
+  key += PasswordDigest(digest_key_, peer.password);
+  return key;
 }
 
 Authenticator::Attempt Authenticator::AuthenticateOnce(const PeerIdentity& peer) {

@@ -22,7 +22,10 @@
 // for at most kMaxRefreshPending, a peer that would be refused is answered kUnavailable instead
 // (the client resends, and is judged by the newer table then); it counts as the refusal it
 // stands for, once: the resends of that password from that address within kRetryCountedFor
-// (told to retry again, or refused at last) count nothing more.
+// (told to retry again, or refused at last) count nothing more. A peer told to retry is refused
+// for good once a fetch asked after it was told has ended: told to retry once per fetch at most,
+// however slowly it comes back (else a client resending more than kMinRefreshInterval after
+// each fetch, as a loaded one does, would be told to retry forever).
 //
 // A password for a user that does not exist or has no password is verified against a dummy
 // hash (DummyPasswordHash) and refused exactly as a wrong one, so that neither the time nor the
@@ -140,6 +143,8 @@ class Authenticator {
   // Whether the refused password attempt `peer` counts against the throttle: false for the
   // resend of an attempt counted when it was told to retry (`told_to_retry` says this one is).
   [[nodiscard]] bool CountsOnce(const PeerIdentity& peer, bool told_to_retry);
+  // Who a peer is for told_to_retry_: address, certificate name, user, keyed password digest.
+  [[nodiscard]] std::string RetryKey(const PeerIdentity& peer) const;
   // One attempt of Authenticate against the current table.
   [[nodiscard]] Attempt AuthenticateOnce(const PeerIdentity& peer);
 
@@ -161,6 +166,13 @@ class Authenticator {
   // retry (CountsOnce).
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> counted_retries_
       ABSL_GUARDED_BY(mu_);
+  // When the last fetch that ended (RefreshDone) was asked for: its table is at least as new as
+  // that moment's.
+  std::chrono::steady_clock::time_point last_fetch_asked_ ABSL_GUARDED_BY(refresh_mu_){};
+  // RetryKey(peer) -> when it was first told to retry (Judge); entries older than
+  // kRetryCountedFor are stale, and the map is emptied at kMaxCachedPasswords.
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> told_to_retry_
+      ABSL_GUARDED_BY(refresh_mu_);
 };
 
 }  // namespace shoal::security

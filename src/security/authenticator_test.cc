@@ -169,6 +169,28 @@ TEST(AuthenticatorTest, CallsRefusedDuringARefreshAreToldToRetry) {
   EXPECT_LE(asks.load(), 2);
 }
 
+// A peer told to retry that comes back only after the fetch ended, and later than
+// kMinRefreshInterval after it (a loaded client), is refused for good: told to retry once per
+// fetch, never in a loop.
+TEST(AuthenticatorTest, APeerToldToRetryIsRefusedOnceAFetchEndedAfterIt) {
+  Authenticator auth;
+  ASSERT_TRUE(auth.Install(Table()));
+  std::atomic<int> asks{0};
+  auth.SetRefresher([&] { ++asks; });
+  const PeerIdentity removed{.user = "leaving", .password = "its old password", .address = "a"};
+  EXPECT_EQ(auth.Authenticate(removed).status().code(), StatusCode::kUnavailable);
+  auth.RefreshDone();
+  std::this_thread::sleep_for(2 * Authenticator::kMinRefreshInterval);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(auth.Authenticate(removed).status().code(), StatusCode::kUnauthenticated);
+  }
+  EXPECT_EQ(asks.load(), 1);
+  // Another peer refused is still told to retry once, so that a user added a moment ago passes.
+  EXPECT_EQ(auth.Authenticate({.certificate_name = "bob"}).status().code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(asks.load(), 2);
+}
+
 // A refresher whose fetch hangs (an unreachable coordinator) holds no call: the refused one
 // returns while the fetch is blocked, and so do the others.
 TEST(AuthenticatorTest, ABlockedRefreshHoldsNoCall) {
