@@ -97,11 +97,7 @@ StatusOr<Principal> Authenticator::Authenticate(const PeerIdentity& peer) {
 }
 
 bool Authenticator::CountsOnce(const PeerIdentity& peer, bool told_to_retry) {
-  std::string key = peer.address;
-  key += '\0';
-  key += peer.user;
-  key += '\0';
-  key += PasswordDigest(digest_key_, peer.password);
+  std::string key = RetryKey(peer);
   const auto now = std::chrono::steady_clock::now();
   absl::MutexLock lock(&mu_);
   const auto it = counted_retries_.find(key);

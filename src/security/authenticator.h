@@ -143,7 +143,8 @@ class Authenticator {
   // Whether the refused password attempt `peer` counts against the throttle: false for the
   // resend of an attempt counted when it was told to retry (`told_to_retry` says this one is).
   [[nodiscard]] bool CountsOnce(const PeerIdentity& peer, bool told_to_retry);
-  // Who a peer is for told_to_retry_: address, certificate name, user, keyed password digest.
+  // Who a peer is for told_to_retry_ and counted_retries_: address, certificate name, user,
+  // keyed password digest.
   [[nodiscard]] std::string RetryKey(const PeerIdentity& peer) const;
   // One attempt of Authenticate against the current table.
   [[nodiscard]] Attempt AuthenticateOnce(const PeerIdentity& peer);
@@ -162,8 +163,7 @@ class Authenticator {
   // user + '\0' + keyed digest of the password -> verified under the current table.
   std::unordered_map<std::string, bool> verified_ ABSL_GUARDED_BY(mu_);
   uint64_t verifications_ ABSL_GUARDED_BY(mu_) = 0;
-  // address + '\0' + user + '\0' + keyed digest of the password -> when it was last told to
-  // retry (CountsOnce).
+  // RetryKey(peer) -> when it was last told to retry (CountsOnce).
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> counted_retries_
       ABSL_GUARDED_BY(mu_);
   // When the last fetch that ended (RefreshDone) was asked for: its table is at least as new as
