@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <utility>
 
 namespace shoal::transport {
 
@@ -21,8 +23,12 @@ struct SimRuntime::Task {
   // Picked to run next, while the step observer runs: a Stop from the observer leaves its
   // event alone (the task resumes, and its yield points then answer kCancelled).
   bool picked = false;
-  uint64_t wake_generation = 0;  // events of older generations are stale (woken early by Stop)
-  uint32_t queued = 0;           // its events in the queue, stale ones too
+  // Events of older generations are stale: woken early by Stop, or queued for an earlier task
+  // the thread ran.
+  uint64_t wake_generation = 0;
+  std::function<void()> fn;  // the body of the task it runs next
+  uint64_t spawn_seq = 0;    // the seq of its task's first event: the order of spawns
+  bool exit = false;         // Shutdown: the thread returns
   std::thread thread;
 };
 
@@ -165,9 +171,55 @@ void SimRuntime::Yield(Micros wake_at) {
   std::unique_lock<std::mutex> lock(mu_);
   PushLocked(Event{std::max(wake_at, now_), seq_++, task, task->wake_generation});
   task->scheduled = false;
-  running_ = nullptr;
-  scheduler_cv_.notify_one();
+  // The yielding task resumes the next one itself: one thread switch per event, not two
+  // through the driving thread.
+  Task* next = StartNextLocked(lock);
+  if (next == nullptr) {
+    running_ = nullptr;
+    scheduler_cv_.notify_one();
+  } else if (next != task) {
+    next->cv.notify_one();
+  }
   task->cv.wait(lock, [task] { return task->scheduled; });
+}
+
+namespace {
+// While the chooser or the step observer runs on a task's thread, it is outside every task,
+// as on the driving thread: Now reads true time, and what needs a task aborts.
+class OutsideTasks {
+ public:
+  OutsideTasks() : saved_(std::exchange(current_task, nullptr)) {}
+  ~OutsideTasks() { current_task = saved_; }
+  OutsideTasks(const OutsideTasks&) = delete;
+  OutsideTasks& operator=(const OutsideTasks&) = delete;
+
+ private:
+  void* saved_;
+};
+}  // namespace
+
+SimRuntime::Task* SimRuntime::StartNextLocked(std::unique_lock<std::mutex>& lock) {
+  while (!queue_.empty() && queue_.top().time <= deadline_) {
+    Event event = PopLocked();
+    if (event.generation != event.task->wake_generation) continue;  // woken early by Stop
+    if (chooser_) event = ChooseLocked(event, lock);
+    now_ = std::max(now_, event.time);
+    if (observer_) {
+      event.task->picked = true;
+      lock.unlock();
+      {
+        OutsideTasks outside;
+        observer_(event.task->name);
+      }
+      lock.lock();
+      event.task->picked = false;
+    }
+    ++events_;
+    running_ = event.task;
+    event.task->scheduled = true;
+    return event.task;
+  }
+  return nullptr;
 }
 
 Status SimRuntime::Sleep(Micros micros) {
@@ -273,27 +325,44 @@ StatusOr<Response> SimRuntime::Call(const Address& to, Request request, Micros t
 }
 
 void SimRuntime::Spawn(const Address& owner, std::string name, std::function<void()> fn) {
-  auto task = std::make_unique<Task>();
-  Task* raw = task.get();
-  raw->name = std::move(name);
-  raw->acting = owner;
   std::lock_guard<std::mutex> lock(mu_);
-  raw->acting_incarnation = ProcessLocked(owner).incarnation;
-  raw->thread = std::thread([this, raw, fn = std::move(fn)] {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      raw->cv.wait(lock, [raw] { return raw->scheduled; });
-    }
-    current_task = raw;
+  Task* task = nullptr;
+  if (!idle_.empty()) {
+    task = idle_.back();
+    idle_.pop_back();
+    task->finished = false;
+    ++task->wake_generation;  // the events its earlier task left queued are stale
+  } else {
+    tasks_.push_back(std::make_unique<Task>());
+    task = tasks_.back().get();
+    task->thread = std::thread([this, task] { TaskThread(task); });
+  }
+  task->name = std::move(name);
+  task->acting = owner;
+  task->acting_incarnation = ProcessLocked(owner).incarnation;
+  task->fn = std::move(fn);
+  task->spawn_seq = seq_;
+  PushLocked(Event{now_, seq_++, task, task->wake_generation});
+}
+
+void SimRuntime::TaskThread(Task* task) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    task->cv.wait(lock, [task] { return task->scheduled || task->exit; });
+    if (task->exit) return;
+    std::function<void()> fn = std::move(task->fn);
+    lock.unlock();
+    current_task = task;
     fn();
+    fn = nullptr;  // its captures die outside the lock, as the task's own stack did
     current_task = nullptr;
-    std::lock_guard<std::mutex> lock(mu_);
-    raw->finished = true;
+    lock.lock();
+    task->finished = true;
+    task->scheduled = false;
+    idle_.push_back(task);
     running_ = nullptr;
     scheduler_cv_.notify_one();
-  });
-  PushLocked(Event{now_, seq_++, raw, raw->wake_generation});
-  tasks_.push_back(std::move(task));
+  }
 }
 
 void SimRuntime::Serve(const Address& self, std::shared_ptr<Service> service) {
@@ -311,10 +380,17 @@ void SimRuntime::Stop(const Address& self) {
   process.service = nullptr;
   // Wake the process's parked tasks now, so that they see kCancelled at once instead of at their
   // planned wake-up (their old events become stale). Deterministic: Stop runs in a task.
+  // In the order the tasks were spawned (a reused thread keeps its place in tasks_).
+  std::vector<Task*> parked;
   for (auto& task : tasks_) {
     if (task->finished || task->scheduled || task->picked || task->acting != self) continue;
+    parked.push_back(task.get());
+  }
+  std::sort(parked.begin(), parked.end(),
+            [](const Task* a, const Task* b) { return a->spawn_seq < b->spawn_seq; });
+  for (Task* task : parked) {
     ++task->wake_generation;
-    PushLocked(Event{now_, seq_++, task.get(), task->wake_generation});
+    PushLocked(Event{now_, seq_++, task, task->wake_generation});
   }
 }
 
@@ -342,53 +418,24 @@ Status SimRuntime::Failpoint(std::string_view name) {
 
 bool SimRuntime::RunUntil(Micros deadline) {
   std::unique_lock<std::mutex> lock(mu_);
+  deadline_ = deadline;
   while (!queue_.empty()) {
     if (queue_.top().time > deadline) return true;
-    Event event = PopLocked();
-    if (event.generation != event.task->wake_generation) continue;  // woken early by Stop
-    if (chooser_) event = ChooseLocked(event, lock);
-    now_ = std::max(now_, event.time);
-    if (observer_) {
-      event.task->picked = true;
-      lock.unlock();
-      observer_(event.task->name);
-      lock.lock();
-      event.task->picked = false;
-    }
-    ++events_;
-    running_ = event.task;
-    event.task->scheduled = true;
-    event.task->cv.notify_one();
+    Task* first = StartNextLocked(lock);
+    if (first == nullptr) continue;  // only stale events were due
+    first->cv.notify_one();
+    // Tasks resume one another until one finishes or none is due by `deadline`.
     scheduler_cv_.wait(lock, [this] { return running_ == nullptr; });
-    if (event.task->finished && ++finished_unreaped_ >= kReapBatch) ReapLocked();
   }
   return false;
 }
 
-void SimRuntime::PushLocked(const Event& event) {
-  ++event.task->queued;
-  queue_.push(event);
-}
+void SimRuntime::PushLocked(const Event& event) { queue_.push(event); }
 
 SimRuntime::Event SimRuntime::PopLocked() {
   Event event = queue_.top();
   queue_.pop();
-  --event.task->queued;
   return event;
-}
-
-void SimRuntime::ReapLocked() {
-  // A finished task's thread has left mu_ for good (the scheduler holds it now), so the join
-  // returns at once. A task with stale events queued stays until they are popped.
-  finished_unreaped_ = 0;
-  std::erase_if(tasks_, [this](const std::unique_ptr<Task>& task) {
-    if (!task->finished || task->queued > 0) {
-      if (task->finished) ++finished_unreaped_;
-      return false;
-    }
-    task->thread.join();
-    return true;
-  });
 }
 
 SimRuntime::Event SimRuntime::ChooseLocked(const Event& first, std::unique_lock<std::mutex>& lock) {
@@ -403,7 +450,10 @@ SimRuntime::Event SimRuntime::ChooseLocked(const Event& first, std::unique_lock<
     names.reserve(due.size());
     for (const Event& e : due) names.push_back(e.task->name);
     lock.unlock();
-    pick = chooser_(names);
+    {
+      OutsideTasks outside;
+      pick = chooser_(names);
+    }
     lock.lock();
     if (pick >= due.size()) {
       std::fprintf(stderr, "SimRuntime: the schedule chooser picked %zu of %zu\n", pick,
@@ -431,10 +481,18 @@ void SimRuntime::Shutdown() {
       std::abort();
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& task : tasks_) {
+      task->exit = true;
+      task->cv.notify_one();
+    }
+  }
   for (auto& task : tasks_) {
     if (task->thread.joinable()) task->thread.join();
   }
   tasks_.clear();
+  idle_.clear();
 }
 
 }  // namespace shoal::transport

@@ -1,11 +1,12 @@
 #pragma once
 
 // SimRuntime: the deterministic simulation of ARCHITECTURE.md §5 (FoundationDB-style). Every task
-// is an OS thread, but exactly one runs at a time: a task runs until it yields (Sleep, Call), and
-// the scheduler then resumes the task with the earliest wake-up time on a simulated clock (ties
-// broken by the order the wake-ups were scheduled). Message delays and losses are drawn from one
-// seeded generator by the running task, so a seed replays exactly, whatever the OS does. Time
-// jumps from event to event: a simulated minute of timeouts costs nothing.
+// runs on an OS thread of its own (threads are reused once their task ends), but exactly one runs
+// at a time: a task runs until it yields (Sleep, Call), and then resumes itself the task with the
+// earliest wake-up time on a simulated clock (ties broken by the order the wake-ups were
+// scheduled); the driving thread takes over between RunUntil calls. Message delays and losses
+// are drawn from one seeded generator by the running task, so a seed replays exactly, whatever
+// the OS does. Time jumps from event to event: a simulated minute of timeouts costs nothing.
 //
 // Faults: random one-way delays in [min_delay, max_delay] (which reorder concurrent messages),
 // loss of requests or replies with probability `loss` (the caller waits for its timeout), Stop /
@@ -99,9 +100,9 @@ class SimRuntime final : public Runtime {
                                                 const Request& request, MessageLeg leg)>;
   // Given the names of the tasks whose events are due at the earliest time (at least two, in
   // the order the default scheduler would run them), returns the index of the one to run.
-  // Called by the driving thread between events (no task runs); it must not call the runtime.
+  // Called between events (no task runs), outside every task; it must not call the runtime.
   using ScheduleChooser = std::function<size_t(const std::vector<std::string_view>& candidates)>;
-  // Called by the driving thread before every event with the name of the task about to run
+  // Called before every event, outside every task, with the name of the task about to run
   // (no task runs meanwhile; it may Spawn tasks, which are due at once, and Stop processes: the
   // task about to run still runs, and its next yield point answers kCancelled if it acts for a
   // stopped process).
@@ -154,7 +155,7 @@ class SimRuntime final : public Runtime {
   [[nodiscard]] uint64_t events() const { return events_; }
   [[nodiscard]] uint64_t messages() const { return messages_; }
   [[nodiscard]] bool IsAlive(const Address& process) const;
-  // Tasks whose threads are not yet joined: the live ones and recently finished ones.
+  // Task threads: those of live tasks and the idle ones kept for the next Spawn.
   [[nodiscard]] size_t TEST_tasks() const;
 
   // Runtime.
@@ -194,6 +195,10 @@ class SimRuntime final : public Runtime {
 
   // Parks the calling task until the scheduler resumes it at `wake_at`.
   void Yield(Micros wake_at);
+  // Pops the next live event due by deadline_ (asking the chooser, then the observer, with
+  // `lock` released), makes its task the running one and returns it; null when none is due
+  // (the driving thread then takes over). Called by the yielding task or the driving thread.
+  [[nodiscard]] Task* StartNextLocked(std::unique_lock<std::mutex>& lock);
   // Sleep for `micros` of true time (a message's delay, the rest of a Call's timeout).
   [[nodiscard]] Status SleepTrue(Micros micros);
   // The true time `local` microseconds of `process`'s clock take (at least).
@@ -202,12 +207,12 @@ class SimRuntime final : public Runtime {
   // Pops every live event due at `first`'s time, lets the chooser pick one to run and puts the
   // others back. Releases `lock` while the chooser runs.
   [[nodiscard]] Event ChooseLocked(const Event& first, std::unique_lock<std::mutex>& lock);
-  // Every queue push and pop goes through these: they count each task's queued events.
   void PushLocked(const Event& event);
   [[nodiscard]] Event PopLocked();
-  // Joins and frees the finished tasks no queued event refers to. A long run spawns many
-  // short tasks; without this each kept its thread's stack mapped until Shutdown.
-  void ReapLocked();
+  // The body of a task's thread: runs each task given to it, then waits as an idle thread for
+  // the next Spawn. A long run spawns many short tasks; a thread per task made thread creation
+  // and teardown a fifth of a simulation's time.
+  void TaskThread(Task* task);
   [[nodiscard]] Task* Current() const;
   [[nodiscard]] Micros Delay();
   [[nodiscard]] bool Chance(double p);
@@ -224,19 +229,18 @@ class SimRuntime final : public Runtime {
   mutable std::mutex mu_;
   std::condition_variable scheduler_cv_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
-  std::vector<std::unique_ptr<Task>> tasks_;
+  std::vector<std::unique_ptr<Task>> tasks_;  // every thread: running, parked and idle
+  std::vector<Task*> idle_;                   // threads whose task finished, for Spawn to reuse
   std::map<Address, Process> processes_;
   std::map<Address, Clock> clocks_;            // processes with a clock of their own
   std::set<std::pair<Address, Address>> cut_;  // (from, to) links that lose every message
   Task* running_ = nullptr;
   Micros now_ = 0;
+  Micros deadline_ = 0;  // of the current RunUntil
   uint64_t seq_ = 0;
   uint64_t events_ = 0;
   uint64_t messages_ = 0;
-  uint64_t finished_unreaped_ = 0;  // finished tasks since the last ReapLocked
   bool shutting_down_ = false;
-
-  static constexpr uint64_t kReapBatch = 256;
 };
 
 }  // namespace shoal::transport

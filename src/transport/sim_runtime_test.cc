@@ -326,10 +326,10 @@ TEST(SimRuntimeTest, EachProcessReadsItsOwnClock) {
 }
 
 // Nodes spawn a task per background job (a replication send, a move step, a fan-out call):
-// finished tasks are joined as the run goes, so their threads' stacks do not pile up until the
-// end (long 5-node simulations exhausted the process's memory maps). Stale events keep a
-// stopped task's record until they are popped.
-TEST(SimRuntimeTest, FinishedTasksAreJoinedAsTheRunGoes) {
+// a finished task's thread runs the next task spawned, so threads do not pile up until the end
+// (long 5-node simulations exhausted the process's memory maps), and the stale event a stopped
+// task leaves behind does not wake the task its thread runs next.
+TEST(SimRuntimeTest, FinishedTasksThreadsAreReused) {
   SimRuntime sim(SimOptions{.seed = 3, .min_delay = 10, .max_delay = 100});
   auto service = std::make_shared<EchoService>(sim, 10);
   sim.Serve(Address::Node(NodeId(1)), service);
@@ -354,7 +354,7 @@ TEST(SimRuntimeTest, FinishedTasksAreJoinedAsTheRunGoes) {
   sim.RunUntil(10'000'000'000);
   EXPECT_EQ(answered, 3000);
   EXPECT_EQ(service->handled, 3000);
-  EXPECT_LT(most, 600u);  // without the joins: every job's task, 3000
+  EXPECT_LT(most, 600u);  // a thread per task ever spawned: 3000
 }
 
 }  // namespace
