@@ -326,46 +326,46 @@ struct Handoff {
   NodeId heir;
 };
 
-// Primaries carry the reads and order the writes (docs/design/replication.md §7). With nothing
+// Primaries serve the reads and order the writes (docs/design/replication.md §7). With nothing
 // else to do, each handoff gives one bucket's primary to one of its backups (no data moves, no
 // copy added), at most options.max_moves_per_node per node and plan. Nodes that are leaving,
-// unavailable or damped neither give nor take primaries here. Two rules, by the load report:
-//   - reads known (the buckets' hits_ema average at least kMinMeanBucketReads): per node, the read
-//   load of its primaries (the
-//     sum of their buckets' hits_ema). A handoff of a bucket of read load h from `from` to `to`
-//     is planned only if h > 0 and L(from) - (L(to) + h) > kHandoffReadMargin * (the mean read
-//     load of a bucket): the receiver ends more than the margin below the giver's load before
-//     it. So the pair's larger load strictly falls, no node ends above the largest load before,
-//     the sum of squared loads falls by more than 2h * margin (plans converge), and the reverse
-//     handoff is never planned (no flapping). Among the handoffs allowed, the one lowering the
-//     sum of squares the most goes first;
-//   - no reads known (or too few to weigh: noise would move primaries): the same by count (every
-//   bucket weighs 1, no margin), from the node with
-//     the most primaries to a backup on the node with the fewest while they differ by more than
-//     one, so that every node ends within one of the others.
-// With equal reads per bucket the two rules plan the same handoffs: a margin of half a bucket
+// unavailable or damped neither give nor take primaries here. A bucket's hits (LoadReport
+// hits_ema) are the requests its primary serves, reads and writes (paper 001 counts a
+// partition's hits). Two rules, by the load report:
+//   - hits known (the buckets' hits_ema average at least kMinMeanBucketHits): per node, the
+//     load of its primaries (the sum of their buckets' hits_ema). A handoff of a bucket of load
+//     h from `from` to `to` is planned only if h > 0 and L(from) - (L(to) + h) >
+//     kHandoffHitMargin * (the mean load of a bucket): the receiver ends more than the margin
+//     below the giver's load before it. So the pair's larger load strictly falls, no node ends
+//     above the largest load before, the sum of squared loads falls by more than 2h * margin
+//     (plans converge), and the reverse handoff is never planned (no flapping). Among the
+//     handoffs allowed, the one lowering the sum of squares the most goes first;
+//   - no hits known (or too few to weigh: noise would move primaries): the same by count
+//     (every bucket weighs 1, no margin), from the node with the most primaries to a backup on
+//     the node with the fewest while they differ by more than one, so that every node ends
+//     within one of the others.
+// With equal hits per bucket the two rules plan the same handoffs: a margin of half a bucket
 // asks for a difference of more than 1.5 buckets, as the count rule asks for more than one.
-constexpr double kHandoffReadMargin = 0.5;
-// Reads per second per bucket, on average, below which primaries are placed by count.
-constexpr double kMinMeanBucketReads = 1.0;
+constexpr double kHandoffHitMargin = 0.5;
+// Requests per second per bucket, on average, below which primaries are placed by count.
+constexpr double kMinMeanBucketHits = 1.0;
 
 void PlanHandoffs(const ShardMap& map, const LoadReport& load, const BalancerOptions& options,
                   MigrationPlan* plan) {
-  std::map<NodeId, double> primaries;  // per eligible node: its primaries' read load or count
+  std::map<NodeId, double> primaries;  // per eligible node: its primaries' load or count
   for (NodeId node : map.ActiveNodes()) {
     if (!Holds(options.unavailable, node) && !Holds(options.damped, node)) primaries[node] = 0;
   }
   if (primaries.size() < 2) return;
-  double total_reads = 0;
-  for (const BucketPlacement& bucket : map.buckets()) total_reads += load.HitsOf(bucket.id);
-  const bool by_reads =
-      total_reads > 0 &&
-      total_reads >= kMinMeanBucketReads * static_cast<double>(map.buckets().size());
+  double total_hits = 0;
+  for (const BucketPlacement& bucket : map.buckets()) total_hits += load.HitsOf(bucket.id);
+  const bool by_hits = total_hits > 0 &&
+                       total_hits >= kMinMeanBucketHits * static_cast<double>(map.buckets().size());
   const auto weight = [&](const BucketPlacement& bucket) {
-    return by_reads ? load.HitsOf(bucket.id) : 1.0;
+    return by_hits ? load.HitsOf(bucket.id) : 1.0;
   };
   const double margin =
-      by_reads ? kHandoffReadMargin * total_reads / static_cast<double>(map.buckets().size()) : 0;
+      by_hits ? kHandoffHitMargin * total_hits / static_cast<double>(map.buckets().size()) : 0;
   for (const BucketPlacement& bucket : map.buckets()) {
     if (auto it = primaries.find(bucket.replicas.front()); it != primaries.end()) {
       it->second += weight(bucket);

@@ -17,9 +17,9 @@
 //      total is below Θmin merge (Θmax >= 2Θmin, so a split's halves never merge back). Moving
 //      buckets are never split or merged (paper 001 §3.2 rule 1);
 //   5. handoffs (K > 1, only when 1-4 want nothing): primaries evened out by their buckets'
-//      read load (LoadReport hits_ema) when the reads are enough to weigh, else by count, each
-//      handoff giving a primary to a backup (no data moves; the rule and its margin in
-//      balancer.cc).
+//      requests (LoadReport hits_ema: reads and writes) when they are enough to weigh, else by
+//      count, each handoff giving a primary to a backup (no data moves; the rule and its margin
+//      in balancer.cc).
 // Free space: a node listed in load.node_room_bytes receives at most that many bytes, less the
 // bytes of the moves in flight to it (partition/balance.h, "Room"); balance moves that would
 // overfill it are not planned, and drain and repair placements prefer nodes with room.

@@ -128,10 +128,11 @@ StatusOr<cluster::LoadReport> BalancerLoop::CollectLoads() {
       cluster::BucketLoad& bucket = report.buckets[load.bucket];
       bucket.bytes = load.bytes;
       node_bytes[node.id] += load.bytes;
-      // A bucket's reads are the sum over the copies that report it: each node's rate decays
-      // once it stops serving them, as the new primary's rises, so the sum stays put across a
-      // handoff and the balancer does not pile hot buckets onto a node whose rates still rise.
-      bucket.hits_ema += load.reads_per_second;
+      // A bucket's hits are its reads and writes, summed over the copies that report it: each
+      // node's rates decay once it stops serving them, as the new primary's rise, so the sum
+      // stays put across a handoff and the balancer does not pile hot buckets onto a node whose
+      // rates still rise. (Backups serve no client write, and reads only in kAnyReplica.)
+      bucket.hits_ema += load.reads_per_second + load.writes_per_second;
     }
     if (body->disk.has_value()) report.node_room_bytes[node.id] = RoomOf(*body->disk);
     held_.Record(node.id, body->held);

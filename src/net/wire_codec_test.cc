@@ -157,7 +157,11 @@ TEST(WireCodecTest, SealTermResponseRoundTrips) {
 
 TEST(WireCodecTest, BucketLoadWithHotKeysRoundTrips) {
   const transport::BucketLoadResponse load{
-      .buckets = {{.bucket = BucketId(3), .bytes = 100, .documents = 7, .reads_per_second = 2.5}},
+      .buckets = {{.bucket = BucketId(3),
+                   .bytes = 100,
+                   .documents = 7,
+                   .reads_per_second = 2.5,
+                   .writes_per_second = 0.75}},
       .hot_keys = {{.collection = CollectionId(2),
                     .primary_key = std::string("h\0t", 3),
                     .writes_per_second = 12.5,
@@ -184,6 +188,7 @@ TEST(WireCodecTest, BucketLoadWithHotKeysRoundTrips) {
   ASSERT_EQ(body->buckets.size(), 1u);
   EXPECT_EQ(body->buckets[0].documents, 7u);
   EXPECT_EQ(body->buckets[0].reads_per_second, 2.5);
+  EXPECT_EQ(body->buckets[0].writes_per_second, 0.75);
   ASSERT_EQ(body->hot_keys.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
     EXPECT_EQ(body->hot_keys[i].collection, load.hot_keys[i].collection) << i;

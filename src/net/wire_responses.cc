@@ -95,6 +95,7 @@ void ToWire(const transport::Response& response, wire::Response* out) {
                      load->set_bytes(b.bytes);
                      load->set_documents(b.documents);
                      load->set_reads_per_second(b.reads_per_second);
+                     load->set_writes_per_second(b.writes_per_second);
                    }
                    if (r.disk.has_value()) {
                      w->mutable_disk()->set_free_bytes(r.disk->free_bytes);
@@ -265,7 +266,8 @@ StatusOr<transport::Response> FromWire(const wire::Response& response) {
         load.buckets.push_back(transport::BucketLoad{.bucket = BucketId(b.bucket()),
                                                      .bytes = b.bytes(),
                                                      .documents = b.documents(),
-                                                     .reads_per_second = b.reads_per_second()});
+                                                     .reads_per_second = b.reads_per_second(),
+                                                     .writes_per_second = b.writes_per_second()});
       }
       for (const auto& h : response.bucket_load().hot_keys()) {
         load.hot_keys.push_back(transport::HotKeyStat{.collection = CollectionId(h.collection()),

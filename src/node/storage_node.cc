@@ -37,6 +37,7 @@ StorageNode::StorageNode(transport::Runtime& runtime, const NodeOptions& options
     : runtime_(runtime),
       options_(options),
       read_rates_(runtime.Now()),
+      write_rates_(runtime.Now()),
       // Only told apart by the coordinator's logs: the wall clock makes each start distinct.
       incarnation_(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                              std::chrono::system_clock::now().time_since_epoch())
@@ -275,6 +276,7 @@ void StorageNode::Release(BucketId bucket, bool write) {
   --inflight_writes_[bucket];
   if (write) {
     ++counters_.writes;
+    write_rates_.Record(bucket);
   } else {
     ++counters_.reads;
     read_rates_.Record(bucket);

@@ -110,10 +110,10 @@
 #include "src/hotspot/top_k_sketch.h"
 #include "src/node/move_files.h"
 #include "src/node/node_options.h"
-#include "src/node/read_rates.h"
 #include "src/node/recent_entries.h"
 #include "src/node/replica_stream_queue.h"
 #include "src/node/replication_log.h"
+#include "src/node/request_rates.h"
 #include "src/storage/bucket_store.h"
 #include "src/transport/runtime.h"
 
@@ -253,10 +253,10 @@ class StorageNode final : public transport::Service,
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The exact sizes of `served` (bucket, range), from the cache where it is fresh enough. The
   // cache keeps the entries of `served` and of `adding` (buckets being moved in) only.
-  // Folds the reads counted since the last report (ReadRates) and sets each load's rate; the
-  // buckets outside `served` are forgotten.
-  void AddReadRates(const std::vector<std::pair<BucketId, storage::PointRange>>& served,
-                    std::vector<transport::BucketLoad>* loads) ABSL_LOCKS_EXCLUDED(mu_);
+  // Folds the reads and writes counted since the last report (RequestRates) and sets each
+  // load's rates; the buckets outside `served` are forgotten.
+  void AddRequestRates(const std::vector<std::pair<BucketId, storage::PointRange>>& served,
+                       std::vector<transport::BucketLoad>* loads) ABSL_LOCKS_EXCLUDED(mu_);
   [[nodiscard]] std::vector<transport::BucketLoad> ExactLoads(
       const std::vector<std::pair<BucketId, storage::PointRange>>& served,
       const std::vector<BucketId>& adding);
@@ -475,8 +475,9 @@ class StorageNode final : public transport::Service,
   absl::flat_hash_map<BucketId, MoveRecord> moves_ ABSL_GUARDED_BY(mu_);  // by bucket
   // Admitted, not yet written.
   absl::flat_hash_map<BucketId, int> inflight_writes_ ABSL_GUARDED_BY(mu_);
-  // The reads served per bucket, for the load report (HandleLoad folds them).
-  ReadRates read_rates_ ABSL_GUARDED_BY(mu_);
+  // The reads and the writes served per bucket, for the load report (HandleLoad folds them).
+  RequestRates read_rates_ ABSL_GUARDED_BY(mu_);
+  RequestRates write_rates_ ABSL_GUARDED_BY(mu_);
   // Destination ingest/apply running.
   absl::flat_hash_map<BucketId, int> move_io_ ABSL_GUARDED_BY(mu_);
   std::map<CollectionId, bool> collections_ ABSL_GUARDED_BY(mu_);  // registered in the store

@@ -111,6 +111,7 @@ void StorageNode::ReleaseAtOnce(const std::vector<BucketId>& buckets, Access acc
     case Access::kWrite:
       counters_.writes += buckets.size();
       ++counters_.batches_at_once;
+      for (BucketId bucket : buckets) write_rates_.Record(bucket);
       break;
     case Access::kRead:
     case Access::kReadAnyReplica:

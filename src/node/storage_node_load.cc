@@ -102,7 +102,7 @@ Response StorageNode::HandleLoad() {
           .bucket = id, .bytes = stats->live_bytes, .documents = stats->documents});
     }
   }
-  AddReadRates(served, &out.buckets);
+  AddRequestRates(served, &out.buckets);
   return Response::Ok(out);
 }
 
@@ -184,14 +184,18 @@ std::vector<transport::BucketLoad> StorageNode::ExactLoads(
   return loads;
 }
 
-void StorageNode::AddReadRates(const std::vector<std::pair<BucketId, storage::PointRange>>& served,
-                               std::vector<transport::BucketLoad>* loads) {
+void StorageNode::AddRequestRates(
+    const std::vector<std::pair<BucketId, storage::PointRange>>& served,
+    std::vector<transport::BucketLoad>* loads) {
   absl::flat_hash_set<BucketId> ids;
   for (const auto& [id, range] : served) ids.insert(id);
   absl::MutexLock lock(&mu_);
-  read_rates_.Fold(runtime_.Now(), ids);
+  const transport::Micros now = runtime_.Now();
+  read_rates_.Fold(now, ids);
+  write_rates_.Fold(now, ids);
   for (transport::BucketLoad& load : *loads) {
     load.reads_per_second = read_rates_.PerSecond(load.bucket);
+    load.writes_per_second = write_rates_.PerSecond(load.bucket);
   }
 }
 

@@ -196,7 +196,7 @@ TEST_F(StorageNodeTest, LoadReportShowsTheMostWrittenKeyFirst) {
   });
 }
 
-// The load report carries each bucket's read rate (ReadRates): the reads the node served,
+// The load report carries each bucket's read rate (RequestRates): the reads the node served,
 // gets and scan pages alike, whatever they found; refused reads and writes count nothing.
 TEST_F(StorageNodeTest, LoadReportCarriesTheReadsServedPerBucket) {
   Run([&] {
@@ -224,8 +224,37 @@ TEST_F(StorageNodeTest, LoadReportCarriesTheReadsServedPerBucket) {
     EXPECT_EQ(Loads(kN2)[kB1].reads_per_second, 0.0);
     // Ten half-lives without a read: the rate has decayed a thousandfold.
     const double before = loads[kB0].reads_per_second;
-    ASSERT_TRUE(sim_.Sleep(10 * ReadRates::kDefaultHalfLife).ok());
+    ASSERT_TRUE(sim_.Sleep(10 * RequestRates::kDefaultHalfLife).ok());
     EXPECT_NEAR(Loads(kN1)[kB0].reads_per_second, before / 1024, before / 1e4);
+  });
+}
+
+// The load report carries each bucket's write rate too (RequestRates): the writes the node
+// served, whatever their outcome (an insert of a key that exists is served and refused by the
+// store); a write to a bucket the node does not serve is refused and counts nowhere. Reads do
+// not count as writes.
+TEST_F(StorageNodeTest, LoadReportCarriesTheWritesServedPerBucket) {
+  Run([&] {
+    InsertInto(kB0, 12);
+    EXPECT_EQ(
+        StatusOf(Write(kN1, maps_.initial, WriteOp::kInsert, KeyIn(kB0, 0), R"({"v":1})")).code(),
+        StatusCode::kAlreadyExists);
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE(StatusOf(Get(kN1, maps_.initial, KeyIn(kB0, i))).ok());
+      // n2's bucket: refused here, counted nowhere.
+      EXPECT_FALSE(
+          StatusOf(Write(kN1, maps_.initial, WriteOp::kUpsert, KeyIn(kB1, i), R"({"v":1})")).ok());
+    }
+    auto loads = Loads(kN1);
+    ASSERT_TRUE(loads.contains(kB0));
+    EXPECT_NEAR(loads[kB0].writes_per_second, 13 * std::numbers::ln2 / 60, 0.01);
+    EXPECT_NEAR(loads[kB0].reads_per_second, 5 * std::numbers::ln2 / 60, 0.01);
+    for (const auto& [bucket, load] : loads) {
+      if (bucket != kB0) {
+        EXPECT_EQ(load.writes_per_second, 0.0) << bucket.DebugString();
+      }
+    }
+    EXPECT_EQ(Loads(kN2)[kB1].writes_per_second, 0.0);
   });
 }
 

@@ -430,9 +430,10 @@ struct BucketLoad {
   BucketId bucket{};
   uint64_t bytes = 0;
   uint64_t documents = 0;
-  // The reads the node served of the bucket, a decayed rate (node::ReadRates); the balancer
-  // places primaries by their reads (docs/design/replication.md §7).
+  // The reads and the writes the node served of the bucket, decayed rates (node::RequestRates);
+  // the balancer places primaries by the requests they carry (docs/design/replication.md §7).
   double reads_per_second = 0;
+  double writes_per_second = 0;
 };
 // One of the keys a node acknowledged the most writes to lately, by its hot-key sketch
 // (docs/design/hotspot.md): the true decayed rate lies in

@@ -165,7 +165,8 @@ struct NodeStatus {
   uint64_t backups = 0;  // the buckets it holds a backup copy of (K > 1)
   uint64_t bytes = 0;
   uint64_t documents = 0;
-  double reads_per_second = 0;  // decayed rate of the reads it served, every copy it serves
+  double reads_per_second = 0;   // decayed rate of the reads it served, every copy it serves
+  double writes_per_second = 0;  // decayed rate of the client writes it served (as primary)
   std::optional<transport::DiskSpaceReport> disk;  // none: unreachable or not reported
 };
 
@@ -310,6 +311,7 @@ int RunStatus(const DataFlags& flags) {
     // Only the buckets the node owns count: a move's source still holds its copy meanwhile.
     for (const auto& b : body->buckets) {
       node.reads_per_second += b.reads_per_second;
+      node.writes_per_second += b.writes_per_second;
       if (auto it = owner.find(b.bucket); it != owner.end() && it->second == id) {
         node.bytes += b.bytes;
         node.documents += b.documents;
@@ -365,6 +367,7 @@ int RunStatus(const DataFlags& flags) {
            {"bytes", node.bytes},
            {"documents", node.documents},
            {"reads_per_second", node.reads_per_second},
+           {"writes_per_second", node.writes_per_second},
            {"free_disk_bytes", node.disk.has_value() ? nlohmann::json(node.disk->free_bytes)
                                                      : nlohmann::json(nullptr)},
            {"reserve_bytes", node.disk.has_value() ? nlohmann::json(node.disk->reserve_bytes)
@@ -407,9 +410,9 @@ int RunStatus(const DataFlags& flags) {
     }
     // With K > 1 "buckets" counts the node's primaries, "backups" its other copies, and "held"
     // the copies it holds outside their buckets' replicas.
-    std::printf("%-6s %-8s %-22s %-9s %8s%s %14s %12s %9s %20s\n", "node", "state", "address",
+    std::printf("%-6s %-8s %-22s %-9s %8s%s %14s %12s %9s %9s %20s\n", "node", "state", "address",
                 "reachable", "buckets", replicated ? "  backups     held" : "", "bytes",
-                "documents", "reads/s", "free disk (reserve)");
+                "documents", "reads/s", "writes/s", "free disk (reserve)");
     for (const auto& [id, node] : nodes) {
       const std::string disk = node.disk.has_value()
                                    ? fmt::format("{} MiB ({})", node.disk->free_bytes >> 20,
@@ -417,12 +420,12 @@ int RunStatus(const DataFlags& flags) {
                                    : std::string("?");
       const std::string backups =
           replicated ? fmt::format(" {:8} {:8}", node.backups, held_by(id)) : "";
-      std::printf("%-6u %-8s %-22s %-9s %8llu%s %14llu %12llu %9.1f %20s\n", id.value(),
+      std::printf("%-6u %-8s %-22s %-9s %8llu%s %14llu %12llu %9.1f %9.1f %20s\n", id.value(),
                   node.state.c_str(), node.address.empty() ? "?" : node.address.c_str(),
                   node.reachable ? "yes" : "no", static_cast<unsigned long long>(node.buckets),
                   backups.c_str(), static_cast<unsigned long long>(node.bytes),
                   static_cast<unsigned long long>(node.documents), node.reads_per_second,
-                  disk.c_str());
+                  node.writes_per_second, disk.c_str());
     }
     if (!degraded.empty()) {
       std::printf(

@@ -1,6 +1,6 @@
-// ReadRates: per-bucket read rates decayed by half-life, folded at each load report.
+// RequestRates: per-bucket request rates decayed by half-life, folded at each load report.
 
-#include "src/node/read_rates.h"
+#include "src/node/request_rates.h"
 
 #include <gtest/gtest.h>
 
@@ -16,8 +16,8 @@ constexpr transport::Micros kHalfLife = 10 * kSecond;
 
 const absl::flat_hash_set<BucketId> kBoth = {kB1, kB2};
 
-TEST(ReadRatesTest, ASteadyLoadConvergesToItsRate) {
-  ReadRates rates(0, kHalfLife);
+TEST(RequestRatesTest, ASteadyLoadConvergesToItsRate) {
+  RequestRates rates(0, kHalfLife);
   transport::Micros now = 0;
   for (int report = 0; report < 100; ++report) {  // 100 s at 50 reads/s of b1, none of b2
     rates.Record(kB1, 50);
@@ -29,10 +29,10 @@ TEST(ReadRatesTest, ASteadyLoadConvergesToItsRate) {
   EXPECT_EQ(rates.PerSecond(kB2), 0.0);
 }
 
-TEST(ReadRatesTest, TheWeightOfReadsHalvesEveryHalfLifeWhateverTheReportInterval) {
+TEST(RequestRatesTest, TheWeightOfReadsHalvesEveryHalfLifeWhateverTheReportInterval) {
   // The same reads folded at 1 s and at 5 s intervals end at the same rate once reads stop.
-  ReadRates often(0, kHalfLife);
-  ReadRates seldom(0, kHalfLife);
+  RequestRates often(0, kHalfLife);
+  RequestRates seldom(0, kHalfLife);
   for (int second = 1; second <= 20; ++second) {
     often.Record(kB1, 100);
     seldom.Record(kB1, 100);
@@ -46,8 +46,8 @@ TEST(ReadRatesTest, TheWeightOfReadsHalvesEveryHalfLifeWhateverTheReportInterval
   EXPECT_NEAR(often.PerSecond(kB1), before / 2, 1e-9);
 }
 
-TEST(ReadRatesTest, ReadsAtTheInstantOfAFoldWaitForTheNext) {
-  ReadRates rates(5 * kSecond, kHalfLife);
+TEST(RequestRatesTest, ReadsAtTheInstantOfAFoldWaitForTheNext) {
+  RequestRates rates(5 * kSecond, kHalfLife);
   rates.Record(kB1, 30);
   rates.Fold(5 * kSecond, kBoth);  // no time passed: nothing folded, nothing lost
   EXPECT_EQ(rates.PerSecond(kB1), 0.0);
@@ -57,8 +57,8 @@ TEST(ReadRatesTest, ReadsAtTheInstantOfAFoldWaitForTheNext) {
   ASSERT_TRUE(rates.CheckInvariants().ok());
 }
 
-TEST(ReadRatesTest, ABucketNoLongerServedIsForgotten) {
-  ReadRates rates(0, kHalfLife);
+TEST(RequestRatesTest, ABucketNoLongerServedIsForgotten) {
+  RequestRates rates(0, kHalfLife);
   rates.Record(kB1, 10);
   rates.Record(kB2, 10);
   rates.Fold(kSecond, kBoth);

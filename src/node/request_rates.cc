@@ -1,4 +1,4 @@
-#include "src/node/read_rates.h"
+#include "src/node/request_rates.h"
 
 #include <cmath>
 
@@ -7,12 +7,12 @@
 
 namespace shoal::node {
 
-ReadRates::ReadRates(transport::Micros start, transport::Micros half_life)
+RequestRates::RequestRates(transport::Micros start, transport::Micros half_life)
     : half_life_(half_life > 0 ? half_life : kDefaultHalfLife), last_fold_(start) {}
 
-void ReadRates::Record(BucketId bucket, uint64_t reads) { counts_[bucket] += reads; }
+void RequestRates::Record(BucketId bucket, uint64_t requests) { counts_[bucket] += requests; }
 
-void ReadRates::Fold(transport::Micros now, const absl::flat_hash_set<BucketId>& served) {
+void RequestRates::Fold(transport::Micros now, const absl::flat_hash_set<BucketId>& served) {
   // Buckets no longer served take nothing further: a rate reappears from 0 if the bucket returns.
   absl::erase_if(counts_, [&](const auto& entry) { return !served.contains(entry.first); });
   absl::erase_if(rates_, [&](const auto& entry) { return !served.contains(entry.first); });
@@ -24,23 +24,23 @@ void ReadRates::Fold(transport::Micros now, const absl::flat_hash_set<BucketId>&
   for (auto& [bucket, rate] : rates_) {
     if (!counts_.contains(bucket)) rate = cluster::EmaUpdate(rate, 0.0, alpha);
   }
-  for (const auto& [bucket, reads] : counts_) {
+  for (const auto& [bucket, requests] : counts_) {
     double& rate = rates_[bucket];
-    rate = cluster::EmaUpdate(rate, static_cast<double>(reads) / seconds, alpha);
+    rate = cluster::EmaUpdate(rate, static_cast<double>(requests) / seconds, alpha);
   }
   counts_.clear();
 }
 
-double ReadRates::PerSecond(BucketId bucket) const {
+double RequestRates::PerSecond(BucketId bucket) const {
   auto it = rates_.find(bucket);
   return it == rates_.end() ? 0.0 : it->second;
 }
 
-Status ReadRates::CheckInvariants() const {
+Status RequestRates::CheckInvariants() const {
   if (half_life_ <= 0) return InternalError(fmt::format("half-life {} us", half_life_));
   for (const auto& [bucket, rate] : rates_) {
     if (!std::isfinite(rate) || rate < 0.0) {
-      return InternalError(fmt::format("{} reads at {} per second", bucket.DebugString(), rate));
+      return InternalError(fmt::format("{} at {} requests per second", bucket.DebugString(), rate));
     }
   }
   return OkStatus();
