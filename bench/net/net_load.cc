@@ -1,5 +1,5 @@
 // net_load: a closed-loop load generator for a networked Shoal cluster. C clients (threads, each
-// with its own connection: Database::Connect) run gets or upserts of V-byte values on K keys for
+// with its own Database::Connect) run gets or upserts of V-byte values on K keys for
 // D seconds; prints one JSON object with the throughput and the latency percentiles.
 //
 //   net_load --cluster shoal://127.0.0.1:7400 --op get --clients 16 --seconds 5
@@ -7,6 +7,9 @@
 // `get` first loads the K keys (not timed). With `--batch N` (put only) each client sends
 // Collection::Batch calls of N upserts to random keys: ops_per_second counts writes, the
 // latencies are per batch. Errors are counted (per write), not retried.
+//
+// The C Databases share one connection per node (gRPC's subchannel pool, with or without TLS)
+// unless `--own-connections` gives each its own, as C client processes would have.
 //
 // With `--shared-connection` the C threads share ONE Database (one client, one gRPC channel per
 // node) instead of one each, so that the client coalesces their concurrent operations into
@@ -49,6 +52,7 @@ struct Flags {
   int value_bytes = 1024;
   int batch = 1;
   bool shared_connection = false;
+  bool own_connections = false;
   bool no_coalesce = false;
   bool pipe = false;
   bool async = false;
@@ -138,7 +142,8 @@ int Run(const Flags& flags) {
       .insecure = flags.insecure,
       .certs_dir = flags.certs_dir,
       .user = flags.user,
-      .credentials_file = {}};
+      .credentials_file = {},
+      .share_connections = !flags.own_connections};
   for (int c = 0; c < flags.clients; ++c) {
     if ((flags.shared_connection || flags.async) && c > 0) {
       collections.push_back(collections.front());  // the same client for every thread
@@ -251,6 +256,7 @@ int Run(const Flags& flags) {
                      {"value_bytes", flags.value_bytes},
                      {"batch", flags.batch},
                      {"shared_connection", flags.shared_connection},
+                     {"own_connections", flags.own_connections},
                      {"coalesce", !flags.no_coalesce},
                      {"pipe", flags.pipe},
                      {"async", flags.async},
@@ -287,6 +293,10 @@ int main(int argc, char** argv) {
                "CPU measured over the whole run)");
   app.add_flag("--shared-connection", flags.shared_connection,
                "All client threads share one Database (one connection) instead of one each");
+  app.add_flag("--own-connections", flags.own_connections,
+               "Each client's Database opens connections of its own, as a separate process "
+               "would (ConnectOptions::share_connections = false); by default the Databases "
+               "of this process share one connection per node");
   app.add_flag("--pipe", flags.pipe,
                "Asynchronous calls as messages of one stream per node (ConnectOptions::pipe)");
   app.add_flag("--no-coalesce", flags.no_coalesce,

@@ -216,6 +216,10 @@ struct ConnectOptions {
   std::string certs_dir{};
   std::string user{};  // whose client certificate in certs_dir ("" = "admin")
   std::string credentials_file{};
+  // Databases of one process that reach the same cluster with the same identity share one
+  // connection per node (gRPC multiplexes their calls), with or without TLS. False: this
+  // Database opens connections of its own, as a separate process would.
+  bool share_connections = true;
 };
 
 class Database {

@@ -326,7 +326,9 @@ StatusOr<std::unique_ptr<GrpcRuntime>> GrpcRuntime::Start(const GrpcRuntimeOptio
   // set in the environment is kept.
   ::setenv(kBackupPollVariable, kBackupPollMs, /*overwrite=*/0);
   std::unique_ptr<GrpcRuntime> runtime(new GrpcRuntime(options));
-  SHOAL_ASSIGN_OR_RETURN(runtime->credentials_, TlsCredentials::Create(options.security));
+  SHOAL_ASSIGN_OR_RETURN(runtime->credentials_, options.share_connections
+                                                    ? TlsCredentials::Shared(options.security)
+                                                    : TlsCredentials::Create(options.security));
   runtime->LoadAddressBook();
   if (!options.listen.empty()) SHOAL_RETURN_IF_ERROR(runtime->StartServer());
   if (options.pipe) {

@@ -213,6 +213,10 @@ struct GrpcRuntimeOptions {
   // (`--enable-failpoints`). Off, the request is refused with kFailedPrecondition and nothing
   // changes; failpoints from the environment (failpoints.h) apply either way.
   bool remote_failpoints = false;
+  // Whether this runtime's channels share their connections with the other runtimes of the
+  // process that reach the same server with equal credentials (TlsCredentials::Shared, gRPC's
+  // global subchannel pool). False: connections of its own, as a separate process would have.
+  bool share_connections = true;
 };
 
 class GrpcRuntime final : public transport::Runtime {

@@ -13,8 +13,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 
+#include "absl/synchronization/mutex.h"
 #include "proto/shoal.pb.h"
 #include "src/net/request_roles.h"
 #include "src/net/tls_session_cache.h"
@@ -57,9 +59,15 @@ StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Create(
     credentials->channel_ = grpc::InsecureChannelCredentials();
     return std::shared_ptr<const TlsCredentials>(std::move(credentials));
   }
+  SHOAL_RETURN_IF_ERROR(security::CheckTlsFiles(*security.tls));
+  return Make(security);
+}
+
+StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Make(
+    const TransportSecurity& security) {
   if (security.reload_seconds == 0) return InvalidArgumentError("reload_seconds must be >= 1");
+  std::shared_ptr<TlsCredentials> credentials(new TlsCredentials());
   const security::TlsFiles& files = *security.tls;
-  SHOAL_RETURN_IF_ERROR(security::CheckTlsFiles(files));
   credentials->crl_dir_ = security::CrlDirOf(files);
   if (security.resume_sessions) credentials->sessions_ = std::make_unique<TlsSessionCaches>();
   credentials->revocations_ = std::make_unique<security::RevocationCache>(
@@ -87,6 +95,35 @@ StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Create(
                                    std::make_unique<LoginPlugin>(files.user, files.password)));
   }
   return std::shared_ptr<const TlsCredentials>(std::move(credentials));
+}
+
+StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Shared(
+    const TransportSecurity& security) {
+  if (!security.tls.has_value()) return Create(security);  // gRPC shares insecure ones itself
+  const security::TlsFiles& files = *security.tls;
+  SHOAL_RETURN_IF_ERROR(security::CheckTlsFiles(files));
+  // Every field that makes the credentials; the server's authentication limits are not theirs.
+  using Key = std::tuple<std::string, std::string, std::string, std::string, std::string,
+                         std::string, uint32_t, bool>;
+  Key key{files.ca_cert,
+          files.cert,
+          files.key,
+          files.user,
+          files.password,
+          security::CrlDirOf(files),
+          security.reload_seconds,
+          security.resume_sessions};
+  // The live credentials by key, guarded by `mu`; never destroyed (a process-wide registry).
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* live = new std::map<Key, std::weak_ptr<const TlsCredentials>>();
+  absl::MutexLock lock(&mu);
+  std::erase_if(*live, [](const auto& entry) { return entry.second.expired(); });
+  if (auto it = live->find(key); it != live->end()) {
+    if (auto held = it->second.lock()) return held;
+  }
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<const TlsCredentials> made, Make(security));
+  (*live)[std::move(key)] = made;
+  return made;
 }
 
 std::shared_ptr<grpc::ServerCredentials> TlsCredentials::Server() const {

@@ -22,10 +22,11 @@
 //     client's half is CheckServer, grpc_runtime_internal.h): a connection opened before a
 //     revocation is refused from its first call after the CRL directory is read again (at most
 //     every security::kDefaultCrlRereadInterval);
-//   - one FileWatcherCertificateProvider per runtime reads the three files again every
+//   - one FileWatcherCertificateProvider per TlsCredentials reads the three files again every
 //     reload_seconds: a replaced certificate, key or CA bundle is used by new connections
 //     without a restart; connections already open keep the identity they were made with;
-//   - the channels of one TlsCredentials (a runtime's) to one server address share a TLS
+//   - the channels of one TlsCredentials (of every runtime that holds it) to one server address
+//   share a TLS
 //     session cache (tls_session_cache.h, ConfigureChannel), so a new connection to a server
 //     they connected to before resumes the session: no certificate is sent or verified again,
 //     neither by the client nor by the server, and the CRLs are not consulted
@@ -97,6 +98,15 @@ class TlsCredentials {
   // the certificate's or a certificate of another CA) and starts watching them.
   [[nodiscard]] static StatusOr<std::shared_ptr<const TlsCredentials>> Create(
       const TransportSecurity& security);
+  // Create, but the credentials of equal TLS settings (files, user and password, reload period,
+  // resumption) stay one object for as long as any runtime of the process holds them: gRPC
+  // then lets the channels of all those runtimes to one server share one connection (its
+  // subchannel pool keys a connection by its credentials object and channel arguments), as it
+  // does without TLS. Sixteen Databases of one process with the same identity hold one TLS
+  // connection per node, not sixteen (docs/results/security.md). The files are checked on every
+  // call, so a Connect with an identity revoked since still fails at once.
+  [[nodiscard]] static StatusOr<std::shared_ptr<const TlsCredentials>> Shared(
+      const TransportSecurity& security);
   ~TlsCredentials();
 
   [[nodiscard]] bool secure() const { return provider_ != nullptr; }
@@ -111,6 +121,9 @@ class TlsCredentials {
 
  private:
   TlsCredentials();
+  // Create with TLS files already checked.
+  [[nodiscard]] static StatusOr<std::shared_ptr<const TlsCredentials>> Make(
+      const TransportSecurity& security);
 
   std::shared_ptr<grpc::experimental::CertificateProviderInterface> provider_;
   std::shared_ptr<grpc::ChannelCredentials> channel_;

@@ -6,9 +6,9 @@
 //
 // A resumed session carries the client certificate of the full handshake that began it, and
 // gRPC 1.51 keys its cache by the host dialled, without the port. So the caches are
-// TlsSessionCaches, owned by one TlsCredentials (one identity: a runtime's), one cache per
-// server address (host:port) that every channel of those credentials to it shares. A cache
-// shared by two identities would resume one's session for the other (a user's channel served
+// TlsSessionCaches, owned by one TlsCredentials (one identity, of the runtimes that hold it), one
+// cache per server address (host:port) that every channel of those credentials to it shares. A
+// cache shared by two identities would resume one's session for the other (a user's channel served
 // as the node that made the handshake), and one shared by two servers of a host would offer
 // each the other's ticket. A ticket resumes only at the server process that issued it: a
 // restarted server, or one that reloaded its certificate, answers with a full handshake.

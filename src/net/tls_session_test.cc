@@ -31,8 +31,9 @@ using transport::Address;
 
 // One connection as the server saw it.
 struct Seen {
-  std::string reused;  // "true", "false", or "absent" without the property
-  std::string peer;    // the client certificate's common name
+  std::string reused;   // "true", "false", or "absent" without the property
+  std::string peer;     // the client certificate's common name
+  std::string address;  // the client's end of the connection ("ipv4:127.0.0.1:PORT")
 };
 
 // Answers Resolve with an empty book, after the per-call revocation check every Shoal server
@@ -48,7 +49,8 @@ class RecordingService final : public wire::Shoal::Service {
     const auto values = auth->FindPropertyValues(GRPC_SSL_SESSION_REUSED_PROPERTY);
     Seen seen{.reused = values.empty() ? "absent"
                                        : std::string(values.front().data(), values.front().size()),
-              .peer = PeerCommonName(*auth)};
+              .peer = PeerCommonName(*auth),
+              .address = context->peer()};
     {
       absl::MutexLock lock(&mu_);
       seen_.push_back(std::move(seen));
@@ -59,6 +61,12 @@ class RecordingService final : public wire::Shoal::Service {
     absl::MutexLock lock(&mu_);
     std::vector<std::string> out;
     for (const auto& seen : seen_) out.push_back(seen.reused);
+    return out;
+  }
+  std::vector<std::string> Addresses() const {
+    absl::MutexLock lock(&mu_);
+    std::vector<std::string> out;
+    for (const auto& seen : seen_) out.push_back(seen.address);
     return out;
   }
   std::vector<std::string> Peers() const {
@@ -183,6 +191,31 @@ TEST_F(TlsSessionTest, ResumptionNeverLendsAnIdentity) {
   }
   EXPECT_EQ(service_->Reused(), (Reused{"false", "false"}));
   EXPECT_EQ(service_->Peers(), (std::vector<std::string>{"admin", "node"}));
+}
+
+// Runtimes of one process with equal TLS settings share their connection to a server, as
+// plaintext ones do (TlsCredentials::Shared); another identity, or share_connections = false,
+// opens one of its own.
+TEST_F(TlsSessionTest, RuntimesOfOneIdentityShareTheirConnection) {
+  const std::string target = "127.0.0.1:" + std::to_string(StartServer());
+  const auto admin = security::ClientTlsFiles(certs_, "admin");
+  std::vector<std::unique_ptr<GrpcRuntime>> runtimes;
+  for (const auto& [files, share] : std::vector<std::pair<security::TlsFiles, bool>>{
+           {admin, true}, {admin, true}, {admin, false}, {security::NodeTlsFiles(certs_), true}}) {
+    auto runtime = GrpcRuntime::Start(
+        {.coordinator = target, .security = {.tls = files}, .share_connections = share});
+    ASSERT_TRUE(runtime.ok()) << runtime.status();
+    // No address for node 7: the runtime asks the coordinator for its address book (Resolve).
+    (void)(*runtime)->Call(Address::Node(NodeId(7)), transport::GetRequest{}, 10'000'000);
+    runtimes.push_back(*std::move(runtime));  // kept, with its connection
+  }
+  const std::vector<std::string> addresses = service_->Addresses();
+  ASSERT_EQ(addresses.size(), 4u);
+  EXPECT_EQ(addresses[0], addresses[1]) << "the same identity: one connection";
+  EXPECT_NE(addresses[2], addresses[0]) << "share_connections = false: a connection of its own";
+  EXPECT_NE(addresses[3], addresses[0]) << "another identity: a connection of its own";
+  EXPECT_NE(addresses[3], addresses[2]);
+  EXPECT_EQ(service_->Peers(), (std::vector<std::string>{"admin", "admin", "admin", "node"}));
 }
 
 TEST_F(TlsSessionTest, WithoutTheCacheEveryConnectionIsAFullHandshake) {

@@ -106,7 +106,8 @@ StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri,
                                                   .max_message_bytes = net::kDefaultMaxMessageBytes,
                                                   .server_mode = net::GrpcServerMode::kSync,
                                                   .pipe = options.pipe,
-                                                  .security = {.tls = std::move(tls)}}));
+                                                  .security = {.tls = std::move(tls)},
+                                                  .share_connections = options.share_connections}));
   auto backend = std::make_unique<remote::RemoteBackend>(std::move(runtime), options);
   SHOAL_RETURN_IF_ERROR(backend->Start(coordinator));
   return Database::Impl::Wrap(std::move(backend));
