@@ -54,8 +54,8 @@ TlsCredentials::~TlsCredentials() = default;
 
 StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Create(
     const TransportSecurity& security) {
-  std::shared_ptr<TlsCredentials> credentials(new TlsCredentials());
   if (!security.tls.has_value()) {
+    std::shared_ptr<TlsCredentials> credentials(new TlsCredentials());
     credentials->channel_ = grpc::InsecureChannelCredentials();
     return std::shared_ptr<const TlsCredentials>(std::move(credentials));
   }

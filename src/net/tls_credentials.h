@@ -25,13 +25,12 @@
 //   - one FileWatcherCertificateProvider per TlsCredentials reads the three files again every
 //     reload_seconds: a replaced certificate, key or CA bundle is used by new connections
 //     without a restart; connections already open keep the identity they were made with;
-//   - the channels of one TlsCredentials (of every runtime that holds it) to one server address
-//   share a TLS
-//     session cache (tls_session_cache.h, ConfigureChannel), so a new connection to a server
-//     they connected to before resumes the session: no certificate is sent or verified again,
-//     neither by the client nor by the server, and the CRLs are not consulted
-//     (docs/security.md, "Session resumption"). Never across two TlsCredentials: a session
-//     carries the identity of the handshake that began it.
+//   - the channels of one TlsCredentials (of every runtime that holds it) to one server
+//     address share a TLS session cache (tls_session_cache.h, ConfigureChannel), so a new
+//     connection to a server they connected to before resumes the session: no certificate is
+//     sent or verified again, neither by the client nor by the server, and the CRLs are not
+//     consulted (docs/security.md, "Session resumption"). Never across two TlsCredentials: a
+//     session carries the identity of the handshake that began it.
 // Without them (--insecure) both are gRPC's insecure credentials: plaintext, no peer identity.
 //
 // Limits of gRPC 1.51's experimental TLS API, as built on: the watcher reads key and certificate
