@@ -121,6 +121,13 @@ if "$shoal" get --cluster "$cluster" users b3 >/dev/null 2>&1; then fail "a malf
 "$shoal" delete --cluster "$cluster" users u30 >/dev/null || fail "delete"
 count=$("$shoal" query --cluster "$cluster" users --where 'even==1' | wc -l)
 [ "$count" -eq 14 ] || fail "query even==1 returned $count, expected 14"
+# A pretty-printed document from stdin: stored without the whitespace around it, read back as
+# written, and one line of the query's KEY<TAB>JSON output.
+printf '\n{\n  "name": "Pretty",\n  "tags": [1, 2]\n}\n\n' |
+  "$shoal" put --cluster "$cluster" pretty p1 >/dev/null || fail "put from stdin"
+[ "$("$shoal" get --cluster "$cluster" pretty p1 | wc -l)" -eq 4 ] || fail "get of a 4-line document"
+[ "$("$shoal" query --cluster "$cluster" pretty)" = $'p1\t{"name":"Pretty","tags":[1,2]}' ] ||
+  fail "query of a multi-line document: $("$shoal" query --cluster "$cluster" pretty)"
 # The query streams: --limit stops early (and exits 0), --json keeps its one object.
 count=$("$shoal" query --cluster "$cluster" users --where 'even==1' --limit 5 | wc -l)
 [ "$count" -eq 5 ] || fail "query --limit 5 returned $count lines"

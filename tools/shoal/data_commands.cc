@@ -58,7 +58,14 @@ StatusOr<Collection> OpenCollection(const DataFlags& flags, std::unique_ptr<Data
 
 int RunPut(const DataFlags& flags) {
   std::string body = flags.json_body;
-  if (body == "-") body.assign(std::istreambuf_iterator<char>(std::cin), {});
+  if (body == "-") {
+    body.assign(std::istreambuf_iterator<char>(std::cin), {});
+    // What surrounds the document (the newline of `echo`, of a file's last line) is not of it.
+    const auto first = body.find_first_not_of(" \t\r\n");
+    body = first == std::string::npos
+               ? std::string()
+               : body.substr(first, body.find_last_not_of(" \t\r\n") - first + 1);
+  }
   std::unique_ptr<Database> db;
   auto collection = OpenCollection(flags, &db);
   if (!collection.ok()) return FailCommand(collection.status());
@@ -142,7 +149,11 @@ int RunQuery(const DataFlags& flags) {
       documents.push_back(
           {{"key", doc.key}, {"version", doc.version}, {"document", BodyJson(doc.json)}});
     } else {
-      std::printf("%s\t%s\n", doc.key.c_str(), doc.json.c_str());
+      // One line per document: a body stored with line breaks (a pretty-printed file) is
+      // printed compact; any other body as stored.
+      const bool multiline = doc.json.find_first_of("\r\n") != std::string::npos;
+      std::printf("%s\t%s\n", doc.key.c_str(),
+                  multiline ? BodyJson(doc.json).dump().c_str() : doc.json.c_str());
       std::fflush(stdout);
     }
     if (++count == flags.limit) return CancelledError("--limit reached");
