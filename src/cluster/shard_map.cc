@@ -7,6 +7,8 @@
 #include <set>
 #include <utility>
 
+#include "src/cluster/replication_setting.h"
+
 namespace shoal::cluster {
 namespace {
 
@@ -99,10 +101,8 @@ StatusOr<ShardMap> ShardMap::Initial(const InitialOptions& options) {
     return InvalidArgumentError("shard map: needs at least one bucket");
   std::vector<NodeId> sorted = options.nodes;
   std::sort(sorted.begin(), sorted.end());
-  if (options.replication_factor == 0 || options.replication_factor > sorted.size()) {
-    return InvalidArgumentError(fmt::format("shard map: replication factor {} not in [1, {}]",
-                                            options.replication_factor, sorted.size()));
-  }
+  SHOAL_RETURN_IF_ERROR(CheckReplicationSetting(options.replication_factor, options.min_in_sync,
+                                                static_cast<uint32_t>(sorted.size())));
   std::vector<NodeInfo> nodes;
   for (NodeId node : sorted) nodes.push_back({.id = node, .state = NodeState::kActive});
   std::vector<BucketPlacement> buckets;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "src/cluster/replication_setting.h"
 #include "src/cluster/shard_map_edit.h"
 
 namespace shoal::cluster {
@@ -269,13 +270,7 @@ class Draft {
         static_cast<uint32_t>(std::count_if(nodes_.begin(), nodes_.end(), [](const NodeInfo& info) {
           return info.state == NodeState::kActive;
         }));
-    if (k == 0 || k > active) {
-      return InvalidArgumentError(
-          fmt::format("replication factor {} must be in [1, {}] (the active nodes)", k, active));
-    }
-    if (min > k) {
-      return InvalidArgumentError(fmt::format("min_in_sync {} exceeds K = {}", min, k));
-    }
+    SHOAL_RETURN_IF_ERROR(CheckReplicationSetting(k, min, active));
     for (const BucketPlacement& bucket : buckets_) {
       if (bucket.transition.has_value()) {
         return FailedPreconditionError(

@@ -5,6 +5,7 @@
 #include <rapidcheck/gtest.h>
 
 #include "src/cluster/cluster_test_util.h"
+#include "src/cluster/replication_setting.h"
 #include "src/cluster/shard_map_edit.h"
 
 namespace shoal::cluster {
@@ -331,6 +332,26 @@ TEST(ShardMapApplyTest, ForcePrimaryNamesTheOnlyCopy) {
   map = MustApply(map, ShardMapEdit().BeginTransition(b, MoveId(1), Nodes({4, 1}),
                                                       TransitionMode::kCopyThenSwitch));
   ExpectRejected(map, ShardMapEdit().ForcePrimary(b, NodeId(1)));
+}
+
+// One check of a replication setting, in an operator's words, for the first map and for a change.
+TEST(ShardMapApplyTest, ReplicationSettingsAreCheckedInOnePlace) {
+  const Status too_many = CheckReplicationSetting(5, 0, 3);
+  EXPECT_EQ(too_many.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(too_many.message(),
+            "5 copies of every bucket (K = 5) need 5 active nodes, one per copy; the cluster has "
+            "3, so K can be 1 to 3");
+  EXPECT_EQ(CheckReplicationSetting(0, 0, 3).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckReplicationSetting(2, 3, 3).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CheckReplicationSetting(3, 3, 3).ok());
+  EXPECT_TRUE(CheckReplicationSetting(1, 0, 1).ok());
+  auto initial =
+      ShardMap::Initial({.nodes = Nodes({1, 2}), .bucket_count = 4, .replication_factor = 3});
+  ASSERT_FALSE(initial.ok());
+  EXPECT_EQ(initial.status().message(), CheckReplicationSetting(3, 0, 2).message());
+  initial = ShardMap::Initial(
+      {.nodes = Nodes({1, 2, 3}), .bucket_count = 4, .replication_factor = 3, .min_in_sync = 4});
+  EXPECT_EQ(initial.status().code(), StatusCode::kInvalidArgument);  // not an internal error
 }
 
 // SetReplication: bounds, no moves in flight, lowering K trims the last backups.

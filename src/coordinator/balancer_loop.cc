@@ -45,7 +45,8 @@ BalancerLoop::BalancerLoop(transport::Runtime& runtime, metadata::MetadataStore&
                            std::shared_ptr<MapCommitter> committer,
                            std::shared_ptr<Membership> membership,
                            std::shared_ptr<MoveExecutor> executor, std::shared_ptr<Resizer> resizer,
-                           const CoordinatorOptions& options)
+                           const CoordinatorOptions& options,
+                           std::shared_ptr<ReplicationFloor> floor)
     : runtime_(runtime),
       store_(store),
       committer_(std::move(committer)),
@@ -53,6 +54,7 @@ BalancerLoop::BalancerLoop(transport::Runtime& runtime, metadata::MetadataStore&
       executor_(std::move(executor)),
       resizer_(std::move(resizer)),
       options_(options),
+      floor_(std::move(floor)),
       held_(options.stale_copy_grace),
       auto_balance_(options.auto_balance),
       thresholds_{.split_bytes = options.split_bytes, .merge_bytes = options.merge_bytes} {}
@@ -353,6 +355,13 @@ void BalancerLoop::Run() {
     }
     // Also with the balancer off: a transition left behind holds its source fenced.
     if (executor_->ResolveOrphans().code() == StatusCode::kCancelled) return;
+    // Also with the balancer off: copies may be rebuilt by hand (shoal replicas, move).
+    if (floor_ != nullptr) {
+      if (Status raised = floor_->ApplyIfReady(); !raised.ok()) {
+        if (raised.code() == StatusCode::kCancelled) return;
+        log::Warning("replica.floor_failed", {{"error", raised.ToString()}});
+      }
+    }
     if (!enabled) continue;
     if (BalanceOnce().code() == StatusCode::kCancelled) return;
   }

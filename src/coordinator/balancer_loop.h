@@ -3,7 +3,8 @@
 // BalancerLoop: the coordinator's background task. It recovers the transitions a previous
 // incarnation left (MoveExecutor::Resolve), then, every balance_interval (sooner when a move it
 // started ends or an operator changed the membership or the thresholds), resolves orphans,
-// removes drained leaving nodes, collects the nodes' loads, plans with cluster::Balancer
+// removes drained leaving nodes, raises a pending replication floor (ReplicationFloor), collects
+// the nodes' loads, plans with cluster::Balancer
 // (two-phase bootstrap for joining nodes first, paper 001 §3.2) and starts the planned moves,
 // splits and merges. The copies nodes report outside a bucket's replicas (HeldCopies) steer its
 // repairs, and the loop drops them once the bucket has been whole for stale_copy_grace. It also
@@ -43,6 +44,7 @@
 #include "src/coordinator/map_committer.h"
 #include "src/coordinator/membership.h"
 #include "src/coordinator/move_executor.h"
+#include "src/coordinator/replication_floor.h"
 #include "src/coordinator/resizer.h"
 #include "src/metadata/metadata_store.h"
 #include "src/transport/runtime.h"
@@ -54,7 +56,8 @@ class BalancerLoop : public std::enable_shared_from_this<BalancerLoop> {
   BalancerLoop(transport::Runtime& runtime, metadata::MetadataStore& store,
                std::shared_ptr<MapCommitter> committer, std::shared_ptr<Membership> membership,
                std::shared_ptr<MoveExecutor> executor, std::shared_ptr<Resizer> resizer,
-               const CoordinatorOptions& options);
+               const CoordinatorOptions& options,
+               std::shared_ptr<ReplicationFloor> floor = nullptr);
 
   // Reads the stored thresholds (at open).
   [[nodiscard]] Status LoadThresholds();
@@ -97,6 +100,7 @@ class BalancerLoop : public std::enable_shared_from_this<BalancerLoop> {
   const std::shared_ptr<MoveExecutor> executor_;
   const std::shared_ptr<Resizer> resizer_;
   const CoordinatorOptions options_;
+  const std::shared_ptr<ReplicationFloor> floor_;  // may be null: no floor to raise
   HeldCopies held_;  // the latest load reports' copies outside the replicas
 
   absl::Mutex set_thresholds_mu_;  // orders setters: what is stored last is in effect

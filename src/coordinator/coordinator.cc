@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "src/cluster/replication_setting.h"
 #include "src/common/log.h"
 #include "src/common/overloaded.h"
 #include "src/coordinator/coordinator_internal.h"
@@ -27,8 +28,9 @@ Coordinator::Coordinator(transport::Runtime& runtime, metadata::MetadataStore& s
       executor_(std::make_shared<MoveExecutor>(runtime, store, committer_, membership_, progress_,
                                                options)),
       resizer_(std::make_shared<Resizer>(runtime, committer_, options.call_timeout)),
+      floor_(std::make_shared<ReplicationFloor>(store, committer_)),
       balancer_(std::make_shared<BalancerLoop>(runtime, store, committer_, membership_, executor_,
-                                               resizer_, options)),
+                                               resizer_, options, floor_)),
       replicas_(std::make_shared<ReplicaManager>(runtime, committer_, membership_, options)) {}
 
 StatusOr<std::shared_ptr<Coordinator>> Coordinator::Open(transport::Runtime& runtime,
@@ -37,6 +39,7 @@ StatusOr<std::shared_ptr<Coordinator>> Coordinator::Open(transport::Runtime& run
   std::shared_ptr<Coordinator> coordinator(new Coordinator(runtime, store, options));
   SHOAL_RETURN_IF_ERROR(coordinator->committer_->Load());
   SHOAL_RETURN_IF_ERROR(coordinator->balancer_->LoadThresholds());
+  SHOAL_RETURN_IF_ERROR(coordinator->floor_->Load());
   return coordinator;
 }
 
@@ -183,6 +186,12 @@ Status Coordinator::RemoveNode(NodeId node) {
 }
 
 Status Coordinator::SetReplication(uint32_t replication_factor, uint32_t min_in_sync) {
+  // Refused before any bucket is held, in the operator's words; the edit checks it again
+  // against the map it applies to.
+  if (const ShardMapPtr current = committer_->map(); current != nullptr) {
+    SHOAL_RETURN_IF_ERROR(cluster::CheckReplicationSetting(
+        replication_factor, min_in_sync, static_cast<uint32_t>(current->ActiveNodes().size())));
+  }
   // Hold every bucket (no new move starts), wait for the moves in flight, change K, let go.
   std::vector<BucketId> held;
   const transport::Micros deadline = runtime_.Now() + kReplicationChangeWait;
@@ -200,13 +209,9 @@ Status Coordinator::SetReplication(uint32_t replication_factor, uint32_t min_in_
       }
     }
     if (held.size() == current->buckets().size() && current->TransitionCount() == 0) {
-      status = committer_
-                   ->CommitEdit([&](const ShardMap&, ShardMapEdit* edit) {
-                     edit->SetReplication(replication_factor, min_in_sync);
-                     return OkStatus();
-                   })
-                   .status();
-      break;
+      // The floor the buckets can meet now; one asked for above it waits for the copies.
+      status = floor_->Commit(replication_factor, min_in_sync);
+      if (status.code() != StatusCode::kAborted) break;  // else the loop is raising a floor
     }
     if (runtime_.Now() > deadline) {
       status = DeadlineExceededError("moves in flight did not end; K is unchanged, try again");
@@ -220,9 +225,12 @@ Status Coordinator::SetReplication(uint32_t replication_factor, uint32_t min_in_
   for (BucketId bucket : held) executor_->Release(bucket);
   SHOAL_RETURN_IF_ERROR(status);
   const ShardMapPtr now = committer_->map();
-  log::Info("replica.set_replication", {{"replication_factor", now->replication_factor()},
-                                        {"min_in_sync", now->min_in_sync()},
-                                        {"epoch", now->epoch().value()}});
+  const auto pending = floor_->pending();
+  log::Info("replica.set_replication",
+            {{"replication_factor", now->replication_factor()},
+             {"min_in_sync", now->min_in_sync()},
+             {"pending_min_in_sync", pending.has_value() ? pending->min_in_sync : 0},
+             {"epoch", now->epoch().value()}});
   StartReplicaManager();
   balancer_->NoteAdminChange();
   return OkStatus();

@@ -12,6 +12,8 @@
 //   ProgressCounters  the MoveProgress of this incarnation (move_progress.h)
 //   ReplicaManager    removal of silent backups, failover of primaries, store ids of replicated
 //                     maps (replica_manager.h)
+//   ReplicationFloor  K and min_in_sync changes, and a floor that waits for copies
+//                     (replication_floor.h)
 //   Resizer           splits and merges, quiesced in a replicated map (resizer.h)
 // The coordinator answers the nodes' and clients' requests (Handle) and the operator's admin
 // calls, and wires the parts together. The durable keys, the protocols and their invariants are
@@ -38,6 +40,7 @@
 #include "src/coordinator/move_executor.h"
 #include "src/coordinator/move_progress.h"
 #include "src/coordinator/replica_manager.h"
+#include "src/coordinator/replication_floor.h"
 #include "src/coordinator/resizer.h"
 #include "src/metadata/metadata_store.h"
 #include "src/transport/runtime.h"
@@ -79,10 +82,12 @@ class Coordinator final : public transport::Service,
       cluster::TransitionMode mode = cluster::TransitionMode::kCopyThenSwitch);
   // Changes K and the floor (0: the default, a majority of K) online
   // (docs/design/replication.md §7): raising K leaves buckets with fewer copies, which the
-  // balancer rebuilds before anything else; lowering it drops the last backups of every bucket in
-  // the same edit. New moves wait while it runs, and it waits (up to `kReplicationChangeWait`)
-  // for the moves in flight to end, since no move may span the change. kInvalidArgument outside
-  // 1 <= min_in_sync <= K <= active nodes, and nothing changes.
+  // balancer rebuilds before anything else, and a floor they cannot meet yet waits for them
+  // (ReplicationFloor: writes go on meanwhile, with the copies every bucket has); lowering it
+  // drops the last backups of every bucket in the same edit. New moves wait while it runs, and it
+  // waits (up to `kReplicationChangeWait`) for the moves in flight to end, since no move may span
+  // the change. kInvalidArgument outside 1 <= min_in_sync <= K <= active nodes, and nothing
+  // changes.
   [[nodiscard]] Status SetReplication(uint32_t replication_factor, uint32_t min_in_sync = 0);
   // Makes `node` the only replica, and so the primary, of `bucket` under a new term, whatever
   // the other copies hold (§4.6): the operator's way out once every in-sync copy is lost. Any
@@ -135,6 +140,7 @@ class Coordinator final : public transport::Service,
   const std::shared_ptr<ProgressCounters> progress_;
   const std::shared_ptr<MoveExecutor> executor_;
   const std::shared_ptr<Resizer> resizer_;
+  const std::shared_ptr<ReplicationFloor> floor_;
   const std::shared_ptr<BalancerLoop> balancer_;
   const std::shared_ptr<ReplicaManager> replicas_;
   std::atomic<bool> started_{false};

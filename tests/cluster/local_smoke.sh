@@ -175,10 +175,29 @@ await_status '.primary_unreachable_buckets == 0 and .under_replicated_buckets ==
 read_all back
 stop_local
 
-# 6. K changes online: a K = 1 cluster goes to 3 copies with `shoal replicas --set 3`, which waits
-# until every copy is built; `force-primary` refuses without --accept-data-loss.
+# 6. K changes online: settings that cannot be met are refused and change nothing; a K = 1
+# cluster goes to 2 copies without waiting (the coordinator raises the floor once they are
+# built), then to 3 with `shoal replicas --set 3`, which waits until every copy is built;
+# `force-primary` refuses without --accept-data-loss.
 NODES=3 run_local --replicas 1
 write_all
+# A setting that cannot be met changes nothing and says why in the operator's words.
+if "$shoal" replicas --set 4 --cluster "$cluster" >"$dir/replicas.out" 2>&1; then
+  fail "replicas --set 4 on 3 nodes succeeded"
+fi
+grep -q "K can be 1 to 3" "$dir/replicas.out" || fail "replicas --set 4 said: $(cat "$dir/replicas.out")"
+if "$shoal" replicas --set 2 --min-in-sync 3 --cluster "$cluster" >"$dir/replicas.out" 2>&1; then
+  fail "replicas --min-in-sync 3 above --set 2 succeeded"
+fi
+grep -q "min_in_sync 3 exceeds K = 2" "$dir/replicas.out" ||
+  fail "replicas --min-in-sync 3 said: $(cat "$dir/replicas.out")"
+await_status '.replication_factor == 1 and .min_in_sync == 1' 10 ||
+  fail "a refused replicas command changed the cluster: $status"
+# Without waiting: the coordinator itself raises the floor (2 of 2) once the copies are built.
+"$shoal" replicas --set 2 --no-wait --cluster "$cluster" >"$dir/replicas.out" 2>&1 ||
+  fail "replicas --set 2 --no-wait: $(cat "$dir/replicas.out")"
+await_status '.replication_factor == 2 and .min_in_sync == 2 and .under_replicated_buckets == 0' \
+  300 || fail "status after replicas --set 2 --no-wait: $status"
 "$shoal" replicas --set 3 --cluster "$cluster" >"$dir/replicas.out" 2>&1 ||
   fail "replicas --set 3: $(cat "$dir/replicas.out")"
 grep -q "replicas: done, the cluster is balanced" "$dir/replicas.out" ||

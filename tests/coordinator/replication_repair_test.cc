@@ -229,6 +229,33 @@ TEST_F(ReplicationRepairTest, KIsRaisedAndLoweredOnline) {
   });
 }
 
+// A floor the copies cannot meet yet (K raised from 1 to 3 with the default floor, 2) waits for
+// them: the change commits the floor every bucket meets (one copy), so writes go on while the
+// copies are built, and the coordinator raises it to 2 once they are there, with no second call,
+// here after a coordinator crash in the middle (the pending floor is durable).
+TEST_F(ReplicationRepairTest, AFloorTheCopiesCannotMeetYetWaitsForThem) {
+  replication_factor_ = 1;
+  Run(/*auto_balance=*/true, [&] {
+    auto w = StartRoundWriter(AllDocuments(), 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    ASSERT_TRUE(Admin([](Coordinator& c) { return c.SetReplication(3, 0); }).ok());
+    EXPECT_EQ(map()->replication_factor(), 3u);
+    EXPECT_EQ(map()->min_in_sync(), 1u);
+    ExpectWritesGoOn(*w);
+    cluster_->CrashCoordinator();
+    ASSERT_TRUE(cluster_->StartCoordinator().ok());
+    ASSERT_TRUE(WaitFor([&] { return coordinator().recovered(); }));
+    EXPECT_EQ(map()->min_in_sync(), 1u) << "the copies were built before the crash";
+    ASSERT_TRUE(
+        WaitFor([&] { return FullyReplicated() && map()->min_in_sync() == 2; }, 60 * kSecond))
+        << map()->DebugString();
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+    ExpectCopiesEqual();
+  });
+}
+
 // The operator's way out (`shoal force-primary`): a backup's copy becomes the only one under a
 // new term; the balancer then rebuilds the others from it. Here the forced copy was in sync, so
 // nothing acknowledged is lost.

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "proto/shoal.pb.h"
+#include "src/cluster/replication_setting.h"
 #include "src/net/admin_client.h"
 #include "src/net/grpc_runtime.h"
 #include "src/net/uri.h"
@@ -131,6 +132,14 @@ StatusOr<nlohmann::json> WaitBalanced(net::GrpcRuntime& runtime, const wire::Adm
 }
 
 int RunAdmin(const AdminFlags& flags, const std::string& command) {
+  if (command == "replicas") {
+    // The floor is checked before the first step: that step lowers it to one copy while copies
+    // are rebuilt, and a floor refused only at the end would leave the cluster at one. (The
+    // node count is the coordinator's to check.)
+    const Status floor = cluster::CheckReplicationSetting(
+        flags.replication_factor, flags.min_in_sync, /*active_nodes=*/flags.replication_factor);
+    if (flags.replication_factor > 0 && !floor.ok()) return FailCommand(floor);
+  }
   auto runtime = StartCommandRuntime(flags.cluster, flags.security);
   if (!runtime.ok()) return FailCommand(runtime.status());
   wire::AdminRequest progress;
@@ -158,10 +167,10 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
   if (command == "remove-node") request.mutable_remove_node()->set_node(flags.node);
   if (command == "rebalance") request.mutable_rebalance();
   if (command == "replicas") {
-    // While copies are rebuilt a bucket has fewer than the new floor: it takes writes with one
-    // copy until the rebuild is done, then the floor asked for (or the default) is set.
+    // While copies are rebuilt a bucket has fewer than the new floor: the coordinator sets the
+    // floor every bucket meets and raises it to the one asked for once the copies are there.
     request.mutable_set_replication()->set_replication_factor(flags.replication_factor);
-    request.mutable_set_replication()->set_min_in_sync(flags.no_wait ? flags.min_in_sync : 1);
+    request.mutable_set_replication()->set_min_in_sync(flags.min_in_sync);
   }
   if (command == "force-primary") {
     if (!flags.accept_data_loss) {
@@ -226,10 +235,19 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
   if (!flags.json) std::printf("%s: %s\n", command.c_str(), done.c_str());
   if (!flags.no_wait && command != "force-primary") {
     auto balanced = WaitBalanced(**runtime, *start, expected, flags);
+    if (!balanced.ok() && command == "replicas") {
+      return FailCommand(Prefixed(
+          balanced.status(),
+          fmt::format("K = {} is set and its copies are still being built (the coordinator "
+                      "raises min_in_sync to the floor asked for once they are; `shoal status` "
+                      "shows both)",
+                      flags.replication_factor)));
+    }
     if (!balanced.ok()) return FailCommand(balanced.status());
     out["progress"] = *balanced;
     if (command == "replicas") {
-      // Every bucket has its K copies: the floor asked for applies from now on.
+      // Every bucket has its K copies: the floor asked for applies from now on (the
+      // coordinator would raise it too, within a balancer round).
       wire::AdminRequest floor;
       floor.mutable_set_replication()->set_replication_factor(flags.replication_factor);
       floor.mutable_set_replication()->set_min_in_sync(flags.min_in_sync);
