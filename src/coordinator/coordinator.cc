@@ -172,8 +172,17 @@ Status Coordinator::RemoveNode(NodeId node) {
             if (info == nullptr) {
               return NotFoundError(fmt::format("{} is not a member", node.DebugString()));
             }
-            if (map.ActiveNodes().size() <= 1 && info->state == cluster::NodeState::kActive) {
+            const size_t active = map.ActiveNodes().size();
+            if (active <= 1 && info->state == cluster::NodeState::kActive) {
               return FailedPreconditionError("cannot remove the last active node");
+            }
+            // Its copies would have nowhere to go: the node would stay leaving for good.
+            if (info->state == cluster::NodeState::kActive &&
+                active - 1 < map.replication_factor()) {
+              return FailedPreconditionError(fmt::format(
+                  "cannot remove {}: {} active nodes would remain for K = {} copies of every "
+                  "bucket, one per node; add a node first, or lower K (shoal replicas --set {})",
+                  node.DebugString(), active - 1, map.replication_factor(), active - 1));
             }
             if (info->state != cluster::NodeState::kLeaving) {
               edit->SetNodeState(node, cluster::NodeState::kLeaving);

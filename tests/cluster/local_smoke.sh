@@ -178,7 +178,8 @@ stop_local
 # 6. K changes online: settings that cannot be met are refused and change nothing; a K = 1
 # cluster goes to 2 copies without waiting (the coordinator raises the floor once they are
 # built), then to 3 with `shoal replicas --set 3`, which waits until every copy is built;
-# `force-primary` refuses without --accept-data-loss.
+# a node may not leave while that would leave fewer than K active nodes; `force-primary` refuses
+# without --accept-data-loss.
 NODES=3 run_local --replicas 1
 write_all
 # A setting that cannot be met changes nothing and says why in the operator's words.
@@ -205,6 +206,12 @@ grep -q "replicas: done, the cluster is balanced" "$dir/replicas.out" ||
 await_status '.replication_factor == 3 and .min_in_sync == 2 and .under_replicated_buckets == 0' \
   50 || fail "status after replicas --set 3: $status"
 read_all
+# Three copies need three nodes: a node may not leave (it would stay leaving for good).
+if "$shoal" remove-node --id 2 --cluster "$cluster" >"$dir/remove.out" 2>&1; then
+  fail "remove-node below K active nodes succeeded"
+fi
+grep -q "add a node first, or lower K" "$dir/remove.out" || fail "remove-node said: $(cat "$dir/remove.out")"
+await_status 'all(.nodes[]; .state == "active")' 10 || fail "a refused remove-node changed the cluster: $status"
 if "$shoal" force-primary --bucket 0 --node 2 --cluster "$cluster" >"$dir/force.out" 2>&1; then
   fail "force-primary went on without --accept-data-loss"
 fi

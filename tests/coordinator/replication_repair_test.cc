@@ -256,6 +256,25 @@ TEST_F(ReplicationRepairTest, AFloorTheCopiesCannotMeetYetWaitsForThem) {
   });
 }
 
+// A node whose leaving would leave fewer active nodes than K is refused, and nothing changes:
+// its copies would have nowhere to go, and it would stay leaving for good.
+TEST_F(ReplicationRepairTest, ANodeIsNotRemovedBelowKActiveNodes) {
+  Run(/*auto_balance=*/true, [&] {
+    const cluster::ShardMapPtr before = map();
+    const Status refused = Admin([](Coordinator& c) { return c.RemoveNode(kN2); });
+    EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused;
+    EXPECT_NE(std::string(refused.message()).find("add a node first, or lower K"),
+              std::string::npos)
+        << refused;
+    EXPECT_EQ(map()->epoch(), before->epoch());
+    EXPECT_EQ(map()->FindNode(kN2)->state, cluster::NodeState::kActive);
+    // With a fourth node it may leave.
+    ASSERT_TRUE(cluster_->AddNode(kN4).ok());
+    ASSERT_TRUE(WaitFor([&] { return Holds(kN4) && FullyReplicated(); }, 30 * kSecond));
+    EXPECT_TRUE(Admin([](Coordinator& c) { return c.RemoveNode(kN2); }).ok());
+  });
+}
+
 // The operator's way out (`shoal force-primary`): a backup's copy becomes the only one under a
 // new term; the balancer then rebuilds the others from it. Here the forced copy was in sync, so
 // nothing acknowledged is lost.
