@@ -22,6 +22,7 @@
 
 #include "proto/shoal.pb.h"
 #include "src/cluster/replication_setting.h"
+#include "src/cluster/shard_map.h"
 #include "src/net/admin_client.h"
 #include "src/net/grpc_runtime.h"
 #include "src/net/uri.h"
@@ -131,6 +132,18 @@ StatusOr<nlohmann::json> WaitBalanced(net::GrpcRuntime& runtime, const wire::Adm
   }
 }
 
+// What `replicas` set; without the wait, also when the floor asked for applies.
+std::string ReplicasOutcome(const AdminFlags& flags) {
+  std::string done = fmt::format("K = {}", flags.replication_factor);
+  if (flags.no_wait) {
+    const uint32_t floor = flags.min_in_sync != 0
+                               ? flags.min_in_sync
+                               : cluster::ShardMap::DefaultMinInSync(flags.replication_factor);
+    done += fmt::format(" (min_in_sync becomes {} once every bucket has that many copies)", floor);
+  }
+  return done;
+}
+
 int RunAdmin(const AdminFlags& flags, const std::string& command) {
   if (command == "replicas") {
     // The floor is checked before the first step: that step lowers it to one copy while copies
@@ -221,7 +234,7 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
   // What the coordinator did, with how it was learned when the first answer was lost.
   std::string done = command == "add-node"      ? fmt::format("node {} added", flags.node)
                      : command == "remove-node" ? fmt::format("node {} is leaving", flags.node)
-                     : command == "replicas"    ? fmt::format("K = {}", flags.replication_factor)
+                     : command == "replicas"    ? ReplicasOutcome(flags)
                      : command == "force-primary"
                          ? fmt::format(
                                "node {} is the only copy of bucket {} (writes "
