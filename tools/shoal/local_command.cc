@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "include/shoal/shoal.h"
+#include "src/cluster/shard_map.h"
 #include "src/process/processes.h"
 #include "tools/shoal/local_security.h"
 #include "tools/shoal/local_supervisor.h"
@@ -168,6 +169,9 @@ int RunLocal(const LocalFlags& given) {
     }
   }
   const auto pid_of = [&](const std::string& name) { return supervisor.PidOf(name).value_or(0); };
+  const uint32_t min_in_sync = flags.min_in_sync != 0
+                                   ? flags.min_in_sync
+                                   : cluster::ShardMap::DefaultMinInSync(flags.replicas);
   if (flags.json) {
     nlohmann::json pids{{"coordinator", pid_of("coordinator")}};
     for (uint32_t i = 1; i <= flags.nodes; ++i) {
@@ -178,6 +182,8 @@ int RunLocal(const LocalFlags& given) {
                        {"nodes", node_addresses},
                        {"pids", pids},
                        {"data", flags.data},
+                       {"replicas", flags.replicas},
+                       {"min_in_sync", min_in_sync},
                        {"tls", security->secure},
                        {"certs_dir", security->certs_dir},
                        {"credentials", security->credentials_file},
@@ -191,6 +197,23 @@ int RunLocal(const LocalFlags& given) {
                   pid_of(fmt::format("node {}", i + 1)));
     }
     std::printf("data         %s (logs: %s/*.log)\n", flags.data.c_str(), flags.data.c_str());
+    if (flags.replicas > 1 && min_in_sync < flags.replicas) {
+      const uint32_t spare = flags.replicas - min_in_sync;
+      std::printf(
+          "copies       %u of every bucket, on different nodes; a write needs %u "
+          "(min_in_sync), so writes go on with any %u node%s down\n",
+          flags.replicas, min_in_sync, spare, spare == 1 ? "" : "s");
+    } else if (flags.replicas > 1) {
+      std::printf(
+          "copies       %u of every bucket, on different nodes; a write needs all %u "
+          "(min_in_sync): a node down stops writes to its buckets until it returns or they are "
+          "copied elsewhere\n",
+          flags.replicas, min_in_sync);
+    } else {
+      std::printf(
+          "copies       1 of every bucket: a node lost takes its buckets with it "
+          "(--replicas 3 keeps three)\n");
+    }
     for (const auto& line : LocalSecurityLines(*security, coordinator)) {
       std::printf("%s\n", line.c_str());
     }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "include/shoal/shoal.h"
+#include "src/cluster/replication_setting.h"
 #include "src/common/log.h"
 #include "src/process/processes.h"
 #include "tools/shoal/local_security.h"
@@ -36,17 +37,11 @@ void AddLogOptions(CLI::App* command, LogFlags* flags) {
 
 bool CheckReplicaFlags(uint32_t replicas, uint32_t nodes, const char* nodes_flag,
                        uint32_t min_in_sync) {
-  if (replicas > nodes) {
-    std::fprintf(stderr, "error: --replicas %u needs at least as many %s (%u)\n", replicas,
-                 nodes_flag, nodes);
-    return false;
-  }
-  if (min_in_sync > replicas) {
-    std::fprintf(stderr, "error: --min-in-sync %u is more than --replicas %u\n", min_in_sync,
-                 replicas);
-    return false;
-  }
-  return true;
+  const Status setting = cluster::CheckReplicationSetting(replicas, min_in_sync, nodes);
+  if (setting.ok()) return true;
+  std::fprintf(stderr, "error: --replicas %u with %s %u: %s\n", replicas, nodes_flag, nodes,
+               std::string(MessageOf(setting)).c_str());
+  return false;
 }
 
 bool StartLog(const LogFlags& flags, std::string process) {
