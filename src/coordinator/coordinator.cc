@@ -249,6 +249,14 @@ Status Coordinator::ForcePrimary(BucketId bucket, NodeId node) {
   auto committed = committer_->CommitEdit([&](const ShardMap& map, ShardMapEdit* edit) {
     const auto* placement = map.Find(bucket);
     if (placement == nullptr) return NotFoundError(bucket.DebugString());
+    // A bucket whose primary is up needs no forcing, and forcing it would drop its healthy
+    // copies while the primary may still serve reads under its lease.
+    if (!placement->replicas.empty() && !membership_->IsDown(placement->replicas.front())) {
+      return FailedPreconditionError(fmt::format(
+          "the primary of {} ({}) is up: force-primary is for a bucket whose primary is lost "
+          "for good (`shoal status` lists the unavailable ones); nothing changed",
+          bucket.DebugString(), placement->replicas.front().DebugString()));
+    }
     if (placement->transition.has_value()) {
       if (cluster::IsCommitted(placement->transition->stage)) {
         return FailedPreconditionError(fmt::format(

@@ -276,17 +276,32 @@ TEST_F(ReplicationRepairTest, ANodeIsNotRemovedBelowKActiveNodes) {
 }
 
 // The operator's way out (`shoal force-primary`): a backup's copy becomes the only one under a
-// new term; the balancer then rebuilds the others from it. Here the forced copy was in sync, so
-// nothing acknowledged is lost.
+// new term; the balancer then rebuilds the others from it. It is refused while the bucket's
+// primary is up. Here the primary crashed while the coordinator could not reach the backups (so
+// no failover could seal them), and the forced copy was in sync: nothing acknowledged is lost.
 TEST_F(ReplicationRepairTest, AForcedPrimaryIsTheOnlyCopyUntilTheOthersAreRebuilt) {
   Run(/*auto_balance=*/true, [&] {
-    const auto& first = map()->buckets().front();
+    const cluster::BucketPlacement first = map()->buckets().front();
     const BucketId bucket = first.id;
+    const NodeId primary = first.replicas[0];
     const NodeId backup = first.replicas[1];
     const Term term = first.term;
     auto w = StartRoundWriter(AllDocuments(), 5 * kMs);
     ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    const Status refused = Admin([&](Coordinator& c) { return c.ForcePrimary(bucket, backup); });
+    EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused;
+    EXPECT_EQ(map()->Find(bucket)->term, term);
+    std::vector<Address> backups;
+    for (size_t i = 1; i < first.replicas.size(); ++i) {
+      backups.push_back(Address::Node(first.replicas[i]));
+    }
+    sim_.CutLinks(Address::Coordinator(), backups, transport::LinkDirection::kBoth);
+    ASSERT_TRUE(cluster_->CrashNode(primary).ok());
+    ASSERT_TRUE(sim_.Sleep(3 * kSecond).ok());  // the coordinator's node_timeout: it is down
+    EXPECT_EQ(map()->Find(bucket)->term, term) << "a failover sealed a backup it cannot reach";
     ASSERT_TRUE(Admin([&](Coordinator& c) { return c.ForcePrimary(bucket, backup); }).ok());
+    sim_.HealAllLinks();
+    ASSERT_TRUE(cluster_->StartNode(primary).ok());
     const auto* forced = map()->Find(bucket);
     EXPECT_GT(forced->term, term);
     EXPECT_EQ(forced->replicas.front(), backup);
