@@ -74,6 +74,8 @@ class Coordinator final : public transport::Service,
   // started a moment ago gets kAddNodeGrace to send its first heartbeat.
   [[nodiscard]] Status AddNode(NodeId node);
   // Decommission: no new buckets; the balancer drains it, then removes it from the map.
+  // kFailedPrecondition, changing nothing, for the last active node and for one whose leaving
+  // would leave fewer active nodes than K (its copies would have nowhere to go).
   [[nodiscard]] Status RemoveNode(NodeId node);
   // Runs one move to completion (or abort) on the calling task. The destination must have
   // checked in, as for AddNode.
@@ -92,7 +94,8 @@ class Coordinator final : public transport::Service,
   // Makes `node` the only replica, and so the primary, of `bucket` under a new term, whatever
   // the other copies hold (§4.6): the operator's way out once every in-sync copy is lost. Any
   // acknowledged write the node lacks is lost: logged as such. An uncommitted move of the
-  // bucket is aborted in the same edit; a committed one must finish first.
+  // bucket is aborted in the same edit; a committed one must finish first. kFailedPrecondition,
+  // changing nothing, while the bucket's primary is up (Membership::IsDown is false).
   [[nodiscard]] Status ForcePrimary(BucketId bucket, NodeId node);
   [[nodiscard]] Status SplitBucket(BucketId bucket, std::optional<uint64_t> at = std::nullopt);
   [[nodiscard]] Status MergeBuckets(BucketId left, BucketId right);
