@@ -21,7 +21,6 @@
 #include <thread>
 
 #include "proto/shoal.pb.h"
-#include "src/cluster/replication_setting.h"
 #include "src/cluster/shard_map.h"
 #include "src/net/admin_client.h"
 #include "src/net/grpc_runtime.h"
@@ -145,14 +144,6 @@ std::string ReplicasOutcome(const AdminFlags& flags) {
 }
 
 int RunAdmin(const AdminFlags& flags, const std::string& command) {
-  if (command == "replicas") {
-    // The floor is checked before the first step: that step lowers it to one copy while copies
-    // are rebuilt, and a floor refused only at the end would leave the cluster at one. (The
-    // node count is the coordinator's to check.)
-    const Status floor = cluster::CheckReplicationSetting(
-        flags.replication_factor, flags.min_in_sync, /*active_nodes=*/flags.replication_factor);
-    if (flags.replication_factor > 0 && !floor.ok()) return FailCommand(floor);
-  }
   auto runtime = StartCommandRuntime(flags.cluster, flags.security);
   if (!runtime.ok()) return FailCommand(runtime.status());
   wire::AdminRequest progress;
@@ -253,7 +244,7 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
           balanced.status(),
           fmt::format("K = {} is set and its copies are still being built (the coordinator "
                       "raises min_in_sync to the floor asked for once they are; `shoal status` "
-                      "shows both)",
+                      "shows the floor in force)",
                       flags.replication_factor)));
     }
     if (!balanced.ok()) return FailCommand(balanced.status());
