@@ -16,6 +16,14 @@ bool Holds(const std::vector<NodeId>& nodes, NodeId node) {
   return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
 }
 
+// A copy's weight in Algorithm 2: its bucket's bytes, and at least 1, so that the copies of empty
+// buckets are spread by count too: a node that joins, or whose copies were rebuilt elsewhere, in
+// a cluster that holds no data yet gets its share of copies (and so of primaries) before the
+// data arrives. One byte is nothing beside a bucket that holds data.
+uint64_t WeightOf(const LoadReport& load, BucketId bucket) {
+  return std::max<uint64_t>(1, load.BytesOf(bucket));
+}
+
 Status ValidateOptions(const BalancerOptions& options) {
   if (options.max_moves_per_node == 0) {
     return InvalidArgumentError("balancer: max_moves_per_node must be at least 1");
@@ -49,7 +57,7 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
       // The K units of a bucket form a group: Algorithm 2 never puts two on one node.
       partition::BalanceBucket unit{
           .id = BucketId(static_cast<uint32_t>(i * k + r)),
-          .size = load.BytesOf(bucket.id),
+          .size = WeightOf(load, bucket.id),
           .owner = std::nullopt,
           .group = k > 1 ? std::optional<uint32_t>(static_cast<uint32_t>(i)) : std::nullopt};
       if (r < target.size() && Holds(active, target[r])) unit.owner = target[r];
@@ -197,20 +205,15 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
     }
   }
 
-  // Bytes and copies per node with the moves in flight counted as done: a replicated bucket's
-  // balance step is taken only if it strictly lowers the sum of squared loads (or, for an empty
-  // bucket, of copy counts), so that one-replica steps cannot undo one another.
-  std::map<NodeId, uint64_t> held_bytes;
-  std::map<NodeId, uint64_t> held_copies;
+  // Weight per node with the moves in flight counted as done: a replicated bucket's balance step
+  // is taken only if it strictly lowers the sum of squared loads, so that one-replica steps
+  // cannot undo one another.
+  std::map<NodeId, uint64_t> held;
   for (const BucketPlacement& bucket : map.buckets()) {
-    for (NodeId node : bucket.TargetReplicas()) {
-      held_bytes[node] += load.BytesOf(bucket.id);
-      ++held_copies[node];
-    }
+    for (NodeId node : bucket.TargetReplicas()) held[node] += WeightOf(load, bucket.id);
   }
-  const auto improves = [&](NodeId from, NodeId to, uint64_t size) {
-    if (size > 0) return held_bytes[to] + size < held_bytes[from];
-    return held_copies[to] + 1 < held_copies[from];
+  const auto improves = [&](NodeId from, NodeId to, uint64_t weight) {
+    return held[to] + weight < held[from];
   };
 
   std::vector<MoveIntent> moves;
@@ -261,12 +264,10 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
       const auto to = std::find_if(step->begin(), step->end(),
                                    [&](NodeId node) { return !Holds(bucket.replicas, node); });
       if (from != bucket.replicas.end() && to != step->end()) {
-        const uint64_t size = load.BytesOf(bucket.id);
-        if (!improves(*from, *to, size)) continue;
-        held_bytes[*from] -= size;
-        held_bytes[*to] += size;
-        --held_copies[*from];
-        ++held_copies[*to];
+        const uint64_t weight = WeightOf(load, bucket.id);
+        if (!improves(*from, *to, weight)) continue;
+        held[*from] -= weight;
+        held[*to] += weight;
       }
     }
     const TransitionMode mode = ModeFor(bucket.replicas, *step, options.mode);

@@ -10,7 +10,9 @@
 //   2. repair: buckets with fewer than K replicas get new replicas (paper 001 §3.2 rule 2);
 //   3. balance: paper 004 §5.1 Algorithm 2 (partition::Balance) over bucket byte sizes, one
 //      Balance unit per replica slot, over the active nodes; drain and repair are its step 1
-//      (units whose owner left or is missing), balance is its step 2;
+//      (units whose owner left or is missing), balance is its step 2. A unit weighs its
+//      bucket's bytes and at least 1, so that the copies of empty buckets are spread by count
+//      (a node that joins a cluster holding no data yet gets its share);
 //   4. split and merge (only when 1-3 want nothing and no move is in flight): buckets above Θmax
 //   split at their reported
 //      split point or midpoint (paper 001 §3.1); adjacent buckets with the same replicas whose
@@ -32,8 +34,8 @@
 //
 // Idempotent: the plan is a function of (map, load, options) only; once its moves are done and
 // the load is unchanged, planning again yields nothing new. Ending state of repeated plan ->
-// apply at K = 1: max - min node load <= the smallest non-empty bucket on the most loaded node
-// (the guarantee of Algorithm 2).
+// apply at K = 1: max - min node weight <= the lightest bucket on the most loaded node (the
+// guarantee of Algorithm 2).
 //
 // For K > 1, the K units of a bucket are one group of Algorithm 2 (partition/balance.h,
 // "Groups"): it never wants two replicas of a bucket on one node, so that a join or a leave moves

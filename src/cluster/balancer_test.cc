@@ -19,11 +19,16 @@ using testing::Nodes;
 
 constexpr int kMaxRounds = 200;
 
+// A copy's weight in the balancer: its bucket's bytes, and at least 1 (balancer.h).
+uint64_t WeightOf(const LoadReport& load, BucketId bucket) {
+  return std::max<uint64_t>(1, load.BytesOf(bucket));
+}
+
 std::map<NodeId, uint64_t> Loads(const ShardMap& map, const LoadReport& load) {
   std::map<NodeId, uint64_t> loads;
   for (NodeId node : map.ActiveNodes()) loads[node] = 0;
   for (const BucketPlacement& bucket : map.buckets()) {
-    for (NodeId node : bucket.replicas) loads[node] += load.BytesOf(bucket.id);
+    for (NodeId node : bucket.replicas) loads[node] += WeightOf(load, bucket.id);
   }
   return loads;
 }
@@ -282,6 +287,30 @@ TEST(BalancerTest, ARepairPrefersANodeHoldingACopyOfTheBucket) {
   }
 }
 
+// A cluster that holds no data yet still spreads its copies: a node that joins gets its share of
+// the empty buckets' copies (and can then lead some), at K = 1 and at K = 3. Without it a node
+// whose copies were rebuilt elsewhere while it started late held nothing until data arrived.
+TEST(BalancerTest, CopiesOfEmptyBucketsAreSpreadByCount) {
+  for (uint32_t k : {1u, 3u}) {
+    ShardMap map = *ShardMap::Initial(
+        {.nodes = Nodes({1, 2, 3}), .bucket_count = 12, .replication_factor = k});
+    map = *Apply(map, ShardMapEdit(map.epoch()).AddNode(NodeId(4)));
+    LoadReport load;  // no bucket holds a byte
+    IdSource ids{.next_move = MoveId(1), .next_bucket = BucketId(0)};
+    int rounds = 0;
+    for (; rounds < 50; ++rounds) {
+      auto plan = Balancer::Plan(map, load, {.max_moves_per_node = 2});
+      ASSERT_TRUE(plan.ok());
+      if (plan->empty()) break;
+      map = *ExecutePlan(map, *plan, &ids, &load);
+    }
+    ASSERT_LT(rounds, 50);
+    for (uint32_t n = 1; n <= 4; ++n) {
+      EXPECT_EQ(map.BucketsOf(NodeId(n)).size(), 3u * k) << "K = " << k << ", n" << n;
+    }
+  }
+}
+
 // After failovers piled the primaries on one node (each promotion also dropped the old primary's
 // copy), repairs bring every bucket back to three copies first; then handoffs (no data moved)
 // bring every node within one primary of the others, and the plans stop.
@@ -496,9 +525,7 @@ RC_GTEST_PROP(BalancerProperty, PlanApplyLoopConvergesToABalancedFixedPoint, ())
   uint64_t smallest = UINT64_MAX;
   for (const BucketPlacement& bucket : map.buckets()) {
     RC_ASSERT(bucket.replicas.size() == 1u);
-    if (bucket.replicas[0] == most_loaded && load.BytesOf(bucket.id) > 0) {
-      smallest = std::min(smallest, load.BytesOf(bucket.id));
-    }
+    if (bucket.replicas[0] == most_loaded) smallest = std::min(smallest, WeightOf(load, bucket.id));
     if (split_merge) RC_ASSERT(load.BytesOf(bucket.id) <= options.theta_max_bytes);
   }
   if (max_load > 0) RC_ASSERT(max_load - min_load <= smallest);

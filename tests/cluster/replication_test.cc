@@ -174,7 +174,8 @@ TEST_F(ReplicationTest, TwoNodesKilledLeaveOneCopyThatRefusesWrites) {
       }
     }
   }
-  ASSERT_NE(first, NodeId()) << "no two nodes share some buckets but not all";
+  ASSERT_NE(first, NodeId()) << "no two nodes share some buckets but not all: "
+                             << before->DebugString();
   fmt::print("n{} and n{} die; they share {} buckets\n", first.value(), second.value(),
              one_left.size());
   cluster_->Kill(first.value());
