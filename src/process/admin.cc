@@ -1,6 +1,9 @@
 #include "src/process/admin.h"
 
+#include <algorithm>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "src/net/wire_codec.h"
 
@@ -50,18 +53,39 @@ Status SetThresholds(coordinator::Coordinator& coordinator,
       request.has_merge_bytes() ? std::optional<uint64_t>(request.merge_bytes()) : std::nullopt);
 }
 
+// A planned move in the operator's words: `from` is the copy that leaves (0 when the move adds a
+// copy) and `to` the copy that arrives, so that at K > 1 a copy replaced on a backup reads
+// "node 2 -> node 4" rather than its primary's "node 1 -> node 1". A handoff (the same copies,
+// another primary; docs/design/replication.md §7) moves no data: from the old primary to the new
+// one, mode "handoff".
+void FillPlannedMove(const cluster::MoveIntent& move, wire::PlannedMove* out) {
+  const auto outside = [](const std::vector<NodeId>& nodes, const std::vector<NodeId>& others) {
+    for (NodeId node : nodes) {
+      if (std::find(others.begin(), others.end(), node) == others.end()) return node.value();
+    }
+    return 0u;
+  };
+  out->set_bucket(move.bucket.value());
+  out->set_bytes(move.bytes);
+  const bool handoff = move.source != move.destination && !move.source.empty() &&
+                       std::is_permutation(move.source.begin(), move.source.end(),
+                                           move.destination.begin(), move.destination.end());
+  if (handoff) {
+    out->set_from(move.source.front().value());
+    out->set_to(move.destination.front().value());
+    out->set_mode("handoff");
+    return;
+  }
+  out->set_from(outside(move.source, move.destination));
+  out->set_to(outside(move.destination, move.source));
+  out->set_mode(std::string(cluster::ToString(move.mode)));
+}
+
 Status FillPlan(coordinator::Coordinator& coordinator, const wire::AdminRequest::Plan& request,
                 wire::AdminResponse* out) {
   SHOAL_ASSIGN_OR_RETURN(coordinator::PlanSummary summary,
                          coordinator.Plan(NodeOrNone(request.add()), NodeOrNone(request.remove())));
-  for (const auto& move : summary.plan.moves) {
-    auto* m = out->add_moves();
-    m->set_bucket(move.bucket.value());
-    m->set_from(move.source.empty() ? 0 : move.source.front().value());
-    m->set_to(move.destination.empty() ? 0 : move.destination.front().value());
-    m->set_bytes(move.bytes);
-    m->set_mode(std::string(cluster::ToString(move.mode)));
-  }
+  for (const auto& move : summary.plan.moves) FillPlannedMove(move, out->add_moves());
   out->set_splits(summary.plan.splits.size());
   out->set_merges(summary.plan.merges.size());
   out->set_plan_bytes(summary.bytes);

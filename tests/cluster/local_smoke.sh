@@ -5,7 +5,8 @@
 # then stops everything and leaves no process behind. With --replicas 3, a node killed for good
 # fails over: every document stays readable and takes new writes; a node stopped (SIGSTOP) past
 # the failover timeout and woken serves nothing stale; a node killed and restarted gets its
-# copies back; `shoal replicas --set 3` takes a running cluster from one copy to three.
+# copies back; `shoal replicas --set 3` takes a running cluster from one copy to three; `shoal
+# plan` names the copies a join would replace.
 # Usage: local_smoke.sh path/to/shoal
 set -euo pipefail
 
@@ -212,6 +213,14 @@ if "$shoal" remove-node --id 2 --cluster "$cluster" >"$dir/remove.out" 2>&1; the
 fi
 grep -q "add a node first, or lower K" "$dir/remove.out" || fail "remove-node said: $(cat "$dir/remove.out")"
 await_status 'all(.nodes[]; .state == "active")' 10 || fail "a refused remove-node changed the cluster: $status"
+# A plan names the copy that leaves and the one that arrives: with node 4 joining, each move
+# replaces a copy on node 1, 2 or 3 by one on node 4, never "node 1 -> node 1" (its primary).
+"$shoal" plan --add 4 --json --cluster "$cluster" >"$dir/plan.json" || fail "plan --add 4"
+jq -e '(.moves | length) > 0 and all(.moves[] | select(.mode != "handoff");
+  .to == 4 and .from >= 1 and .from <= 3)' "$dir/plan.json" >/dev/null ||
+  fail "plan --add 4: $(cat "$dir/plan.json")"
+"$shoal" plan --add 4 --cluster "$cluster" >"$dir/plan.out" || fail "plan --add 4 (text)"
+grep -q "node [123] -> node 4 " "$dir/plan.out" || fail "plan --add 4 said: $(cat "$dir/plan.out")"
 if "$shoal" force-primary --bucket 0 --node 2 --cluster "$cluster" >"$dir/force.out" 2>&1; then
   fail "force-primary went on without --accept-data-loss"
 fi

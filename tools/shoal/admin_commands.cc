@@ -215,9 +215,19 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
                   static_cast<unsigned long long>(reply->merges()),
                   Bytes(static_cast<double>(reply->plan_bytes())).c_str(),
                   reply->estimated_seconds());
+      // `from` is the copy that leaves (0: the move adds one), `to` the one that arrives.
       for (const auto& m : reply->moves()) {
-        std::printf("  bucket %u: node %u -> node %u (%s, %s)\n", m.bucket(), m.from(), m.to(),
-                    Bytes(static_cast<double>(m.bytes())).c_str(), m.mode().c_str());
+        const std::string bytes = Bytes(static_cast<double>(m.bytes()));
+        if (m.mode() == "handoff") {
+          std::printf("  bucket %u: primary node %u -> node %u (handoff, no data moves)\n",
+                      m.bucket(), m.from(), m.to());
+        } else if (m.from() == 0) {
+          std::printf("  bucket %u: new copy on node %u (%s, %s)\n", m.bucket(), m.to(),
+                      bytes.c_str(), m.mode().c_str());
+        } else {
+          std::printf("  bucket %u: node %u -> node %u (%s, %s)\n", m.bucket(), m.from(), m.to(),
+                      bytes.c_str(), m.mode().c_str());
+        }
       }
     }
     return 0;
