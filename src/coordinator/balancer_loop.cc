@@ -11,6 +11,7 @@
 #include "src/cluster/bootstrap_planner.h"
 #include "src/common/log.h"
 #include "src/coordinator/coordinator_internal.h"
+#include "src/coordinator/executable_step.h"
 
 namespace shoal::coordinator {
 namespace {
@@ -224,29 +225,13 @@ Status BalancerLoop::BalanceOnce() {
   const auto full = [&](NodeId node) {
     return map->TransitionCountOf(node) + busy[node] >= options_.max_moves_per_node;
   };
-  for (const auto& intent : plan.moves) {
-    std::vector<NodeId> target = intent.destination;
-    uint64_t bytes = intent.bytes;
-    if (map->replication_factor() > 1 && intent.source.front() != target.front() &&
-        !Contains(intent.source, target.front())) {
-      // A replicated bucket's primary never goes to a copy being built: the step starts with a
-      // handoff to a backup that stays (docs/design/replication.md §7), and the next plan moves
-      // the old primary's copy as a backup's. (Skipping the step instead stalled the balancer
-      // for good: the planner asked for it again every round, and with a balance move pending
-      // it plans nothing else, not even the handoffs that even out primaries.)
-      std::optional<NodeId> heir;
-      for (size_t i = 1; i < intent.source.size() && !heir.has_value(); ++i) {
-        if (Contains(target, intent.source[i]) && !membership_->IsDown(intent.source[i])) {
-          heir = intent.source[i];
-        }
-      }
-      if (!heir.has_value()) continue;
-      target = {*heir};
-      for (NodeId node : intent.source) {
-        if (node != *heir) target.push_back(node);
-      }
-      bytes = 0;
-    }
+  for (const auto& planned : plan.moves) {
+    const std::optional<cluster::MoveIntent> step =
+        ExecutableStep(*map, planned, [&](NodeId node) { return membership_->IsDown(node); });
+    if (!step.has_value()) continue;
+    const cluster::MoveIntent& intent = *step;
+    const std::vector<NodeId>& target = intent.destination;
+    const uint64_t bytes = intent.bytes;
     const NodeId source = intent.source.front();
     NodeId destination = target.front();  // the new primary of a handoff
     for (NodeId node : target) {

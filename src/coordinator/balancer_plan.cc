@@ -5,14 +5,20 @@
 //     round are carried to their end in the copy (so that the next round may split or merge,
 //     which the balancer does only once no move is in flight), a split gives each half half the
 //     bytes of the bucket (the split point is chosen to halve them), a merge the sum of both;
+//   - each round's moves are the steps the rounds would carry out (ExecutableStep: a primary's
+//     copy replaced starts as a handoff), so the preview lists the handoffs a change makes;
 //   - bytes and buckets count moves only (a split or merge moves no data);
 //   - nothing changes: no edit is stored, no node is asked for more than its bucket sizes.
 
 #include <fmt/format.h>
 
+#include <optional>
+#include <vector>
+
 #include "src/cluster/balancer.h"
 #include "src/common/point.h"
 #include "src/coordinator/balancer_loop.h"
+#include "src/coordinator/executable_step.h"
 
 namespace shoal::coordinator {
 namespace {
@@ -106,6 +112,14 @@ StatusOr<PlanSummary> BalancerLoop::Plan(std::optional<NodeId> add, std::optiona
     SHOAL_ASSIGN_OR_RETURN(working, FinishTransitions(std::move(working)));
     SHOAL_ASSIGN_OR_RETURN(cluster::MigrationPlan plan,
                            cluster::Balancer::Plan(working, load, balancer));
+    // The steps the rounds would carry out (a primary's copy replaced starts as a handoff).
+    std::vector<cluster::MoveIntent> steps;
+    for (const cluster::MoveIntent& planned : plan.moves) {
+      std::optional<cluster::MoveIntent> step =
+          ExecutableStep(working, planned, [&](NodeId node) { return membership_->IsDown(node); });
+      if (step.has_value()) steps.push_back(*std::move(step));
+    }
+    plan.moves = std::move(steps);
     if (plan.moves.empty() && plan.splits.empty() && plan.merges.empty()) break;
     cluster::IdSource ids{.next_move = working.NextMoveId(), .next_bucket = working.NextBucketId()};
     SHOAL_ASSIGN_OR_RETURN(ShardMapEdit begin, cluster::ToBeginEdit(working, plan, &ids));
@@ -113,7 +127,7 @@ StatusOr<PlanSummary> BalancerLoop::Plan(std::optional<NodeId> add, std::optiona
     SplitAndMergeLoads(plan, next, &load);
     working = std::move(next);
     for (cluster::MoveIntent& move : plan.moves) {
-      summary.bytes += load.BytesOf(move.bucket);
+      summary.bytes += move.bytes;  // 0 for a handoff: no data moves
       ++summary.buckets;
       summary.plan.moves.push_back(std::move(move));
     }

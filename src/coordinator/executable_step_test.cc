@@ -1,0 +1,68 @@
+#include "src/coordinator/executable_step.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "src/cluster/cluster_test_util.h"
+
+namespace shoal::coordinator {
+namespace {
+
+using cluster::MoveIntent;
+using cluster::ShardMap;
+
+MoveIntent Move(std::vector<NodeId> source, std::vector<NodeId> destination) {
+  return {.bucket = BucketId(0),
+          .source = std::move(source),
+          .destination = std::move(destination),
+          .bytes = 100};
+}
+
+const NodeId kN1(1), kN2(2), kN3(3), kN4(4);
+
+TEST(ExecutableStepTest, APrimarysCopyReplacedStartsAsAHandoffToABackupThatStaysAndIsUp) {
+  const ShardMap map = *ShardMap::Initial(
+      {.nodes = cluster::testing::Nodes({1, 2, 3, 4}), .bucket_count = 1, .replication_factor = 3});
+  std::set<NodeId> down;
+  const auto is_down = [&](NodeId node) { return down.contains(node); };
+  const MoveIntent replaces_primary = Move({kN1, kN2, kN3}, {kN4, kN2, kN3});
+
+  auto step = ExecutableStep(map, replaces_primary, is_down);
+  ASSERT_TRUE(step.has_value());
+  EXPECT_EQ(step->destination, (std::vector<NodeId>{kN2, kN1, kN3}));
+  EXPECT_EQ(step->source, replaces_primary.source);
+  EXPECT_EQ(step->bytes, 0u) << "a handoff moves no data";
+
+  down = {kN2};
+  step = ExecutableStep(map, replaces_primary, is_down);
+  ASSERT_TRUE(step.has_value());
+  EXPECT_EQ(step->destination, (std::vector<NodeId>{kN3, kN1, kN2}));
+
+  down = {kN2, kN3};
+  EXPECT_FALSE(ExecutableStep(map, replaces_primary, is_down).has_value());
+
+  // A backup that leaves the target does not take the primary.
+  down = {};
+  step = ExecutableStep(map, Move({kN1, kN2, kN3}, {kN4, kN1, kN3}), is_down);
+  ASSERT_TRUE(step.has_value());
+  EXPECT_EQ(step->destination.front(), kN3);
+}
+
+TEST(ExecutableStepTest, OtherMovesAreCarriedOutAsPlanned) {
+  const auto is_down = [](NodeId) { return false; };
+  const ShardMap replicated = *ShardMap::Initial(
+      {.nodes = cluster::testing::Nodes({1, 2, 3, 4}), .bucket_count = 1, .replication_factor = 3});
+  for (const MoveIntent& move : {Move({kN1, kN2, kN3}, {kN1, kN2, kN4}),  // a backup's copy
+                                 Move({kN1, kN2, kN3}, {kN2, kN1, kN3}),  // a handoff
+                                 Move({kN1, kN2}, {kN1, kN2, kN4})}) {    // a repair
+    EXPECT_EQ(ExecutableStep(replicated, move, is_down), move) << move.DebugString();
+  }
+  const ShardMap single =
+      *ShardMap::Initial({.nodes = cluster::testing::Nodes({1, 2}), .bucket_count = 1});
+  const MoveIntent move = Move({kN1}, {kN2});
+  EXPECT_EQ(ExecutableStep(single, move, is_down), move);
+}
+
+}  // namespace
+}  // namespace shoal::coordinator
