@@ -53,6 +53,19 @@ ShardMap RunToFixedPoint(ShardMap map, LoadReport* load, const BalancerOptions& 
   RC_FAIL("balancer did not converge; its last plans:\n" + last + map.DebugString());
 }
 
+// Plans and executes (at most max_moves_per_node per node and plan) until the plan is empty.
+void PlanUntilEmpty(ShardMap* map, LoadReport* load, uint32_t max_moves_per_node, IdSource* ids) {
+  for (int round = 0; round < 50; ++round) {
+    auto plan = Balancer::Plan(*map, *load, {.max_moves_per_node = max_moves_per_node});
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    if (plan->empty()) return;
+    auto next = ExecutePlan(*map, *plan, ids, load);
+    ASSERT_TRUE(next.ok()) << next.status();
+    *map = *std::move(next);
+  }
+  FAIL() << "no fixed point within 50 plans";
+}
+
 TEST(BalancerTest, MovesInFlightCountAsDone) {
   ShardMap map = *ShardMap::Initial({.nodes = Nodes({1}), .bucket_count = 4});
   map = *Apply(map, ShardMapEdit(map.epoch()).AddNode(NodeId(2)));
@@ -273,14 +286,7 @@ TEST(BalancerTest, ARepairPrefersANodeHoldingACopyOfTheBucket) {
   IdSource ids{.next_move = MoveId(1), .next_bucket = BucketId(0)};
   map = *ExecutePlan(map, *preferred, &ids, &load);
   ASSERT_TRUE(map.Find(short_bucket)->HasReplica(NodeId(4)));
-  int rounds = 0;
-  for (; rounds < 50; ++rounds) {
-    auto plan = Balancer::Plan(map, load, {.max_moves_per_node = 8});
-    ASSERT_TRUE(plan.ok());
-    if (plan->empty()) break;
-    map = *ExecutePlan(map, *plan, &ids, &load);
-  }
-  ASSERT_LT(rounds, 50);
+  ASSERT_NO_FATAL_FAILURE(PlanUntilEmpty(&map, &load, 8, &ids));
   for (const auto& [node, bytes] : Loads(map, load)) {
     EXPECT_GE(bytes, 40u) << node;
     EXPECT_LE(bytes, 50u) << node;
@@ -297,14 +303,7 @@ TEST(BalancerTest, CopiesOfEmptyBucketsAreSpreadByCount) {
     map = *Apply(map, ShardMapEdit(map.epoch()).AddNode(NodeId(4)));
     LoadReport load;  // no bucket holds a byte
     IdSource ids{.next_move = MoveId(1), .next_bucket = BucketId(0)};
-    int rounds = 0;
-    for (; rounds < 50; ++rounds) {
-      auto plan = Balancer::Plan(map, load, {.max_moves_per_node = 2});
-      ASSERT_TRUE(plan.ok());
-      if (plan->empty()) break;
-      map = *ExecutePlan(map, *plan, &ids, &load);
-    }
-    ASSERT_LT(rounds, 50);
+    ASSERT_NO_FATAL_FAILURE(PlanUntilEmpty(&map, &load, 2, &ids));
     for (uint32_t n = 1; n <= 4; ++n) {
       EXPECT_EQ(map.BucketsOf(NodeId(n)).size(), 3u * k) << "K = " << k << ", n" << n;
     }
