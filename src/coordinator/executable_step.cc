@@ -20,9 +20,9 @@ std::optional<cluster::MoveIntent> ExecutableStep(const cluster::ShardMap& map,
       Contains(planned.source, planned.destination.front())) {
     return planned;
   }
-  // (Skipping such a step instead stalled the balancer for good: the planner asked for it again
-  // every round, and with a balance move pending it plans nothing else, not even the handoffs
-  // that even out primaries.)
+  // The step becomes a handoff rather than being skipped: skipped, it stalled the balancer for
+  // good (the planner asked for it again every round, and with a balance move pending it plans
+  // nothing else, not even the handoffs that even out primaries).
   for (size_t i = 1; i < planned.source.size(); ++i) {
     const NodeId heir = planned.source[i];
     if (!Contains(planned.destination, heir) || is_down(heir)) continue;

@@ -1,7 +1,7 @@
 #pragma once
 
 // ExecutableStep: the step the coordinator carries out for a move the balancer planned, the one
-// rule shared by the balancer rounds (BalancerLoop::Round) and the plan preview
+// rule shared by the balancer rounds (BalancerLoop::BalanceOnce) and the plan preview
 // (BalancerLoop::Plan), so that `shoal plan` lists the moves a change will make.
 //
 // Invariant (docs/design/replication.md §7): a replicated bucket's primary never goes to a copy
@@ -10,7 +10,7 @@
 // the next plan then moves the old primary's copy as a backup's. Every other move is carried out
 // as planned. None when no backup may take the primary now.
 //
-// Pure; thread-safe.
+// Pure apart from `is_down` (the failure detector's verdict); thread-safe if `is_down` is.
 
 #include <functional>
 #include <optional>
