@@ -61,6 +61,9 @@ StatusOr<std::vector<MoveIntent>> BalanceMoves(const ShardMap& map, const LoadRe
           .owner = std::nullopt,
           .group = k > 1 ? std::optional<uint32_t>(static_cast<uint32_t>(i)) : std::nullopt};
       if (r < target.size() && Holds(active, target[r])) unit.owner = target[r];
+      // The primary's copy moves last: replacing it first hands the primary to a backup that
+      // stays (ExecutableStep), and the primaries then need evening out again.
+      unit.keep = k > 1 && r == 0 && unit.owner.has_value();
       units.push_back(unit);
     }
   }

@@ -42,7 +42,10 @@
 // only the copies it must. Where it places two anyway (step 1, when every node already holds
 // one), the slot keeps its current owner if that is distinct, else takes the least loaded active
 // node not yet holding the bucket. A node holding a copy outside the replicas is preferred for
-// a copy added in step 1 (BalancerOptions::held_copies).
+// a copy added in step 1 (BalancerOptions::held_copies). A bucket's primary copy is a kept unit
+// (partition/balance.h, "Kept units"): a balance move replaces a backup's copy where one of the
+// same node would do as well, so that a join does not first hand primaries to backups that stay
+// (coordinator/executable_step.h) and then even them out again.
 //
 // Pure; thread-safe.
 

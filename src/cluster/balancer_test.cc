@@ -565,5 +565,55 @@ RC_GTEST_PROP(BalancerProperty, ReplicatedPlanApplyLoopKeepsKDistinctCopies, ())
   if (drain) RC_ASSERT(map.BucketsOf(NodeId(0)).empty());
 }
 
+
+// A join at K = 3 takes the new node's copies from backups, never from a primary's copy (that
+// would first hand the primary to a backup that stays, and the primaries would then need evening
+// out again): the only handoffs are the ones that give the new node its share of primaries. With
+// empty buckets (every copy weighs the same) and with buckets of different sizes.
+TEST(BalancerTest, AJoinAtKThreeMovesBackupCopiesAndHandsOffOnlyTheNewNodesPrimaries) {
+  for (bool sized : {false, true}) {
+    SCOPED_TRACE(sized ? "buckets of different sizes" : "empty buckets");
+    ShardMap map = *ShardMap::Initial(
+        {.nodes = Nodes({1, 2, 3}), .bucket_count = 32, .replication_factor = 3});
+    map = *Apply(map, ShardMapEdit(map.epoch()).AddNode(NodeId(4)));
+    LoadReport load;
+    if (sized) {
+      for (uint32_t b = 0; b < 32; ++b) load.buckets[BucketId(b)].bytes = 117'000 + b * 37;
+    }
+    IdSource ids{.next_move = MoveId(1), .next_bucket = BucketId(0)};
+    int primary_copies_replaced = 0;
+    int handoffs = 0;
+    for (int round = 0; round < kMaxRounds; ++round) {
+      auto plan = Balancer::Plan(map, load, {.max_moves_per_node = 2});
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      if (plan->empty()) break;
+      for (const MoveIntent& move : plan->moves) {
+        const auto& to = move.destination;
+        if (std::find(to.begin(), to.end(), move.source.front()) == to.end()) {
+          ++primary_copies_replaced;
+          ADD_FAILURE() << "replaces the primary's copy: " << move.DebugString();
+        } else if (move.source.front() != to.front()) {
+          ++handoffs;
+        }
+      }
+      auto next = ExecutePlan(map, *plan, &ids, &load);
+      ASSERT_TRUE(next.ok()) << next.status();
+      map = *std::move(next);
+    }
+    EXPECT_EQ(primary_copies_replaced, 0);
+    EXPECT_EQ(handoffs, 8);  // 32 primaries over 4 nodes: n4 leads 8, each by a handoff
+    std::map<NodeId, int> copies;
+    std::map<NodeId, int> primaries;
+    for (const BucketPlacement& bucket : map.buckets()) {
+      for (NodeId node : bucket.replicas) ++copies[node];
+      ++primaries[bucket.replicas.front()];
+    }
+    for (uint32_t n = 1; n <= 4; ++n) {
+      EXPECT_EQ(copies[NodeId(n)], 24) << n;
+      EXPECT_EQ(primaries[NodeId(n)], 8) << n;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace shoal::cluster

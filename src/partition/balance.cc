@@ -212,17 +212,20 @@ StatusOr<BalanceResult> Balance(std::span<const BalanceBucket> buckets,
     const size_t pmax = assignment.MostLoaded();
     if (assignment.empty(pmax)) break;  // Pmax holds no load: every node is empty.
     // The receiver: Pmin, or with room limits and groups the least loaded node that may take
-    // one of Pmax's buckets; B: the smallest of those it may take (balance.h, "Room", "Groups").
+    // one of Pmax's buckets; B: the smallest of those it may take, kept units last (balance.h,
+    // "Room", "Groups", "Kept units").
     const uint64_t load_max = assignment.loads()[pmax];
     size_t pmin = Assignment::kNone;
     size_t b = Assignment::kNone;
     for (const auto& [load, receiver] : assignment.order()) {
       if (load >= load_max) break;
       // Copied into the lambda: clang 14 (`make fuzz`) cannot capture structured bindings.
-      b = assignment.FirstOn(pmax, [&, load = load, receiver = receiver](size_t candidate) {
+      const auto passes = [&, load = load, receiver = receiver](size_t candidate) {
         return assignment.MayReceive(receiver, candidate) &&
                narrows(load_max, load, buckets[candidate].size);
-      });
+      };
+      b = assignment.FirstOn(pmax, [&](size_t c) { return !buckets[c].keep && passes(c); });
+      if (b == Assignment::kNone) b = assignment.FirstOn(pmax, passes);
       if (b != Assignment::kNone) {
         pmin = receiver;
         break;

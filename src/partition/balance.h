@@ -45,14 +45,22 @@
 // bound below need not hold (a node may be unable to give its smallest buckets to the least
 // loaded node); the other properties do, and each move still lowers the sum of squared loads.
 //
+// Kept units (BalanceBucket::keep; none = the paper's algorithm): a unit whose move costs more
+// than moving another (the cluster marks a replicated bucket's primary copy: replacing it first
+// needs a handoff of the primary). Step 2 gives the receiver the smallest of Pmax's units that
+// passes the test and is not kept, and a kept one only when none other passes. The receiver and
+// the stopping rule are unchanged, so every property below holds; only which of the passing
+// units moves differs.
+//
 // Zero-size buckets are never chosen as B: moving one changes no load, so the paper's test can
 // never pass for it. With the paper's normalized sizes (all >= 1) this is exactly the paper.
 //
 // Properties (tested): each move of step 2 strictly narrows the difference of the two nodes it
 // touches and never widens the global max - min; it ends with max - min <= the smallest non-zero
-// bucket on the most loaded node; the result depends only on the set of (id, size, owner) and
-// the set of nodes, not on input order. Step 2 strictly decreases the sum of squared loads, so it
-// terminates; a safety cap on iterations turns a bug into an Internal error, never a hang.
+// bucket on the most loaded node; the result depends only on the set of (id, size, owner, group,
+// keep) and the set of nodes, not on input order. Step 2 strictly decreases the sum of squared
+// loads, so it terminates; a safety cap on iterations turns a bug into an Internal error, never a
+// hang.
 //
 // Pure: no I/O, no threads, no clocks. Thread-safe (no shared state).
 
@@ -72,6 +80,8 @@ struct BalanceBucket {
   uint64_t size = 0;            // any unit (normalized size, bytes); the sum must fit in 64 bits
   std::optional<NodeId> owner;  // none, or a node not in the target set = unassigned
   std::optional<uint32_t> group = std::nullopt;  // units of one group never share a node
+  // A unit whose move costs more than another's of its size (see "Kept units").
+  bool keep = false;
 };
 
 // One reassignment of a bucket. `from` is none for a bucket that had no owner.

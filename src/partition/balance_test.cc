@@ -76,6 +76,7 @@ std::vector<BalanceBucket> GenBuckets(const std::vector<NodeId>& nodes, bool all
   std::vector<BalanceBucket> buckets;
   for (size_t i = 0; i < count; ++i) {
     BalanceBucket bucket{BucketId(static_cast<uint32_t>(i * 7 + 3)), GenSize(), std::nullopt};
+    bucket.keep = *rc::gen::inRange<int>(0, 4) == 0;  // the properties hold with kept units
     if (all_assigned) {
       bucket.owner = *rc::gen::elementOf(nodes);
     } else {
@@ -245,6 +246,23 @@ TEST(BalanceTest, StopsWhenTheMostLoadedNodeOnlyHasABigBucket) {
   ASSERT_TRUE(result.ok());
   EXPECT_TRUE(result->steps.empty());
   EXPECT_EQ(result->loads, (std::vector<uint64_t>{2, 2, 0}));
+}
+
+TEST(BalanceTest, KeptUnitsMoveOnlyWhenNoOtherPasses) {
+  // Four equal units on node 1, the lowest id kept: the two that move are the next ones.
+  std::vector<BalanceBucket> buckets = {B(0, 1, 1), B(1, 1, 1), B(2, 1, 1), B(3, 1, 1)};
+  buckets[0].keep = true;
+  auto result = Balance(buckets, Nodes({1, 2}));
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->moves, (std::vector<BalanceMove>{{BucketId(1), NodeId(1), NodeId(2)},
+                                                     {BucketId(2), NodeId(1), NodeId(2)}}));
+  // Node 1's other unit is too big to narrow the gap (22 - 18): the kept one moves.
+  buckets = {B(0, 2, 1), B(1, 20, 1), B(2, 18, 2)};
+  buckets[0].keep = true;
+  result = Balance(buckets, Nodes({1, 2}));
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->moves, (std::vector<BalanceMove>{{BucketId(0), NodeId(1), NodeId(2)}}));
+  EXPECT_EQ(result->loads, (std::vector<uint64_t>{20, 20}));
 }
 
 TEST(BalanceTest, UnassignedGoLargestFirstToTheLeastLoaded) {
