@@ -85,6 +85,18 @@ std::map<BucketId, std::vector<HeldCopies::Holder>> Coordinator::CopiesOutsideRe
 
 Thresholds Coordinator::thresholds() const { return balancer_->thresholds(); }
 
+uint32_t Coordinator::pending_min_in_sync() const {
+  const std::optional<ReplicationFloor::Setting> pending = floor_->pending();
+  const ShardMapPtr map = committer_->map();
+  // A record of another K is superseded: ApplyIfReady drops it.
+  if (!pending.has_value() || map == nullptr ||
+      pending->replication_factor != map->replication_factor() ||
+      pending->min_in_sync <= map->min_in_sync()) {
+    return 0;
+  }
+  return pending->min_in_sync;
+}
+
 Status Coordinator::SetThresholds(std::optional<uint64_t> split_bytes,
                                   std::optional<uint64_t> merge_bytes) {
   return balancer_->SetThresholds(split_bytes, merge_bytes);

@@ -116,6 +116,9 @@ class Coordinator final : public transport::Service,
   [[nodiscard]] Status SetThresholds(std::optional<uint64_t> split_bytes,
                                      std::optional<uint64_t> merge_bytes);
   [[nodiscard]] Thresholds thresholds() const;
+  // The floor SetReplication asked for that waits for copies (ReplicationFloor), above the map's;
+  // 0 when none waits.
+  [[nodiscard]] uint32_t pending_min_in_sync() const;
   // Per bucket, the nodes outside its replicas that hold a copy, most advanced first, as the
   // balancer's latest load collection saw them (BalancerLoop::CopiesOutsideReplicas): what a
   // repair prefers and what ForcePrimary may need once every replica is lost.

@@ -29,6 +29,7 @@ void FillProgress(coordinator::Coordinator& coordinator, wire::AdminResponse* ou
   const coordinator::Thresholds thresholds = coordinator.thresholds();
   out->set_split_bytes(thresholds.split_bytes);
   out->set_merge_bytes(thresholds.merge_bytes);
+  out->set_pending_min_in_sync(coordinator.pending_min_in_sync());
 }
 
 void FillHeldCopies(coordinator::Coordinator& coordinator, wire::AdminResponse* out) {

@@ -181,7 +181,7 @@ stop_local
 # built), then to 3 with `shoal replicas --set 3`, which waits until every copy is built;
 # a node may not leave while that would leave fewer than K active nodes; `force-primary` refuses
 # without --accept-data-loss.
-NODES=3 run_local --replicas 1
+NODES=3 run_local --replicas 1 --enable-failpoints
 write_all
 # A setting that cannot be met changes nothing and says why in the operator's words.
 if "$shoal" replicas --set 4 --cluster "$cluster" >"$dir/replicas.out" 2>&1; then
@@ -195,11 +195,21 @@ grep -q "min_in_sync 3 exceeds K = 2" "$dir/replicas.out" ||
   fail "replicas --min-in-sync 3 said: $(cat "$dir/replicas.out")"
 await_status '.replication_factor == 1 and .min_in_sync == 1' 10 ||
   fail "a refused replicas command changed the cluster: $status"
-# Without waiting: the coordinator itself raises the floor (2 of 2) once the copies are built.
+# Without waiting: the coordinator itself raises the floor (2 of 2) once the copies are built;
+# meanwhile `status` shows the floor in force and the one that waits (each move is held 2 s
+# after its BEGIN so that the copies take a while).
+"$shoal" failpoint --target "127.0.0.1:$base" "coordinator.after_begin=pause:2000" >/dev/null ||
+  fail "failpoint on the coordinator"
 "$shoal" replicas --set 2 --no-wait --cluster "$cluster" >"$dir/replicas.out" 2>&1 ||
   fail "replicas --set 2 --no-wait: $(cat "$dir/replicas.out")"
-await_status '.replication_factor == 2 and .min_in_sync == 2 and .under_replicated_buckets == 0' \
-  300 || fail "status after replicas --set 2 --no-wait: $status"
+await_status '.replication_factor == 2 and .min_in_sync == 1 and .pending_min_in_sync == 2' 20 ||
+  fail "status while the copies are built: $status"
+"$shoal" status --cluster "$cluster" >"$dir/status.out" || fail "status (text)"
+grep -q "min_in_sync 1 (2 once every bucket has 2 copies)" "$dir/status.out" ||
+  fail "status while the copies are built said: $(cat "$dir/status.out")"
+"$shoal" failpoint --target "127.0.0.1:$base" "" >/dev/null || fail "failpoints off"
+await_status '.replication_factor == 2 and .min_in_sync == 2 and .pending_min_in_sync == 0 and
+  .under_replicated_buckets == 0' 300 || fail "status after replicas --set 2 --no-wait: $status"
 "$shoal" replicas --set 3 --cluster "$cluster" >"$dir/replicas.out" 2>&1 ||
   fail "replicas --set 3: $(cat "$dir/replicas.out")"
 grep -q "replicas: done, the cluster is balanced" "$dir/replicas.out" ||

@@ -241,14 +241,17 @@ TEST_F(ReplicationRepairTest, AFloorTheCopiesCannotMeetYetWaitsForThem) {
     ASSERT_TRUE(Admin([](Coordinator& c) { return c.SetReplication(3, 0); }).ok());
     EXPECT_EQ(map()->replication_factor(), 3u);
     EXPECT_EQ(map()->min_in_sync(), 1u);
+    EXPECT_EQ(coordinator().pending_min_in_sync(), 2u);  // what `shoal status` shows
     ExpectWritesGoOn(*w);
     cluster_->CrashCoordinator();
     ASSERT_TRUE(cluster_->StartCoordinator().ok());
     ASSERT_TRUE(WaitFor([&] { return coordinator().recovered(); }));
     EXPECT_EQ(map()->min_in_sync(), 1u) << "the copies were built before the crash";
+    EXPECT_EQ(coordinator().pending_min_in_sync(), 2u) << "the record is durable";
     ASSERT_TRUE(
         WaitFor([&] { return FullyReplicated() && map()->min_in_sync() == 2; }, 60 * kSecond))
         << map()->DebugString();
+    EXPECT_EQ(coordinator().pending_min_in_sync(), 0u);
     ExpectWritesGoOn(*w);
     StopRoundWriter(*w);
     ExpectNoAcknowledgedRoundLost(*w, AllDocuments());

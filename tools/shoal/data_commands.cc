@@ -275,7 +275,8 @@ int RunStatus(const DataFlags& flags) {
   uint64_t leader_epoch = 0;
   uint64_t split_bytes = 0;
   uint64_t merge_bytes = 0;
-  std::vector<HeldCopyRow> held;  // copies outside the replicas, as the coordinator knows them
+  uint32_t pending_min_in_sync = 0;  // a floor waiting for copies (replicas --set)
+  std::vector<HeldCopyRow> held;     // copies outside the replicas, as the coordinator knows them
   {
     wire::AdminRequest progress;
     progress.mutable_progress();
@@ -284,6 +285,7 @@ int RunStatus(const DataFlags& flags) {
       leader_epoch = answer->leader_epoch();
       split_bytes = answer->split_bytes();
       merge_bytes = answer->merge_bytes();
+      pending_min_in_sync = answer->pending_min_in_sync();
       held = HeldCopyRows(*answer);
     }
   }
@@ -394,6 +396,7 @@ int RunStatus(const DataFlags& flags) {
                        {"merge_bytes", merge_bytes},
                        {"replication_factor", map->replication_factor()},
                        {"min_in_sync", map->min_in_sync()},
+                       {"pending_min_in_sync", pending_min_in_sync},
                        {"under_replicated_buckets", health.under_replicated},
                        {"below_min_in_sync_buckets", health.below_min_in_sync},
                        {"primary_unreachable_buckets", health.primary_unreachable},
@@ -411,10 +414,14 @@ int RunStatus(const DataFlags& flags) {
                 static_cast<unsigned long long>(split_bytes),
                 static_cast<unsigned long long>(merge_bytes));
     if (replicated) {
+      const std::string pending = pending_min_in_sync == 0
+                                      ? ""
+                                      : fmt::format(" ({} once every bucket has {} copies)",
+                                                    pending_min_in_sync, pending_min_in_sync);
       std::printf(
-          "replication: K %u, min_in_sync %u; buckets with fewer than K copies %llu, below "
+          "replication: K %u, min_in_sync %u%s; buckets with fewer than K copies %llu, below "
           "min_in_sync (no writes) %llu, primary unreachable %llu\n",
-          map->replication_factor(), map->min_in_sync(),
+          map->replication_factor(), map->min_in_sync(), pending.c_str(),
           static_cast<unsigned long long>(health.under_replicated),
           static_cast<unsigned long long>(health.below_min_in_sync),
           static_cast<unsigned long long>(health.primary_unreachable));
