@@ -225,9 +225,10 @@ Status BalancerLoop::BalanceOnce() {
   const auto full = [&](NodeId node) {
     return map->TransitionCountOf(node) + busy[node] >= options_.max_moves_per_node;
   };
+  LedPrimaries led = PrimariesLed(*map);
   for (const auto& planned : plan.moves) {
-    const std::optional<cluster::MoveIntent> step =
-        ExecutableStep(*map, planned, [&](NodeId node) { return membership_->IsDown(node); });
+    const std::optional<cluster::MoveIntent> step = ExecutableStep(
+        *map, planned, [&](NodeId node) { return membership_->IsDown(node); }, led);
     if (!step.has_value()) continue;
     const cluster::MoveIntent& intent = *step;
     const std::vector<NodeId>& target = intent.destination;
@@ -250,6 +251,7 @@ Status BalancerLoop::BalanceOnce() {
     }
     ++busy[source];
     ++busy[destination];
+    TakeStep(intent, &led);
     runtime_.Spawn(transport::Address::Coordinator(),
                    fmt::format("move.{}", intent.bucket.DebugString()),
                    [self = shared_from_this(), bucket = intent.bucket, target, mode, bytes] {

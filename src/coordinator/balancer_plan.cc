@@ -114,10 +114,13 @@ StatusOr<PlanSummary> BalancerLoop::Plan(std::optional<NodeId> add, std::optiona
                            cluster::Balancer::Plan(working, load, balancer));
     // The steps the rounds would carry out (a primary's copy replaced starts as a handoff).
     std::vector<cluster::MoveIntent> steps;
+    LedPrimaries led = PrimariesLed(working);
     for (const cluster::MoveIntent& planned : plan.moves) {
-      std::optional<cluster::MoveIntent> step =
-          ExecutableStep(working, planned, [&](NodeId node) { return membership_->IsDown(node); });
-      if (step.has_value()) steps.push_back(*std::move(step));
+      std::optional<cluster::MoveIntent> step = ExecutableStep(
+          working, planned, [&](NodeId node) { return membership_->IsDown(node); }, led);
+      if (!step.has_value()) continue;
+      TakeStep(*step, &led);
+      steps.push_back(*std::move(step));
     }
     plan.moves = std::move(steps);
     if (plan.moves.empty() && plan.splits.empty() && plan.merges.empty()) break;

@@ -12,9 +12,29 @@ bool Contains(const std::vector<NodeId>& nodes, NodeId node) {
 
 }  // namespace
 
+LedPrimaries PrimariesLed(const cluster::ShardMap& map) {
+  LedPrimaries led;
+  for (const cluster::BucketPlacement& bucket : map.buckets()) {
+    const std::vector<NodeId>& target = bucket.TargetReplicas();
+    if (!target.empty()) ++led[target.front()];
+  }
+  return led;
+}
+
+void TakeStep(const cluster::MoveIntent& step, LedPrimaries* led) {
+  if (step.source.empty() || step.destination.empty() ||
+      step.source.front() == step.destination.front()) {
+    return;
+  }
+  uint32_t& before = (*led)[step.source.front()];
+  if (before > 0) --before;
+  ++(*led)[step.destination.front()];
+}
+
 std::optional<cluster::MoveIntent> ExecutableStep(const cluster::ShardMap& map,
                                                   const cluster::MoveIntent& planned,
-                                                  const std::function<bool(NodeId)>& is_down) {
+                                                  const std::function<bool(NodeId)>& is_down,
+                                                  const LedPrimaries& led) {
   if (map.replication_factor() <= 1 || planned.source.empty() || planned.destination.empty() ||
       planned.source.front() == planned.destination.front() ||
       Contains(planned.source, planned.destination.front())) {
@@ -23,18 +43,24 @@ std::optional<cluster::MoveIntent> ExecutableStep(const cluster::ShardMap& map,
   // The step becomes a handoff rather than being skipped: skipped, it stalled the balancer for
   // good (the planner asked for it again every round, and with a balance move pending it plans
   // nothing else, not even the handoffs that even out primaries).
+  const auto leads = [&](NodeId node) {
+    auto it = led.find(node);
+    return it == led.end() ? 0u : it->second;
+  };
+  std::optional<NodeId> heir;
   for (size_t i = 1; i < planned.source.size(); ++i) {
-    const NodeId heir = planned.source[i];
-    if (!Contains(planned.destination, heir) || is_down(heir)) continue;
-    cluster::MoveIntent handoff = planned;
-    handoff.destination = {heir};
-    for (NodeId node : planned.source) {
-      if (node != heir) handoff.destination.push_back(node);
-    }
-    handoff.bytes = 0;
-    return handoff;
+    const NodeId backup = planned.source[i];
+    if (!Contains(planned.destination, backup) || is_down(backup)) continue;
+    if (!heir.has_value() || leads(backup) < leads(*heir)) heir = backup;
   }
-  return std::nullopt;
+  if (!heir.has_value()) return std::nullopt;
+  cluster::MoveIntent handoff = planned;
+  handoff.destination = {*heir};
+  for (NodeId node : planned.source) {
+    if (node != *heir) handoff.destination.push_back(node);
+  }
+  handoff.bytes = 0;
+  return handoff;
 }
 
 }  // namespace shoal::coordinator

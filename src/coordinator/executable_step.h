@@ -6,13 +6,21 @@
 //
 // Invariant (docs/design/replication.md §7): a replicated bucket's primary never goes to a copy
 // being built. A planned step that would make its new copy the primary (Algorithm 2 replaced the
-// primary's copy) starts as a handoff to the first backup that stays in the target and is up;
-// the next plan then moves the old primary's copy as a backup's. Every other move is carried out
+// primary's copy) starts as a handoff to a backup that stays in the target and is up: of those,
+// the one that leads the fewest primaries in `led`, the first in the source among equals; the
+// next plan then moves the old primary's copy as a backup's. Every other move is carried out
 // as planned. None when no backup may take the primary now.
+//
+// `led` counts the primaries each node leads once the moves in flight are done (LedPrimaries)
+// and the steps the caller already took this round (TakeStep): a leave then spreads the leaving
+// node's primaries over its heirs, and the handoffs that even out primaries afterwards have
+// nothing left to do.
 //
 // Pure apart from `is_down` (the failure detector's verdict); thread-safe if `is_down` is.
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 
 #include "src/cluster/migration_plan.h"
@@ -20,8 +28,16 @@
 
 namespace shoal::coordinator {
 
+using LedPrimaries = std::map<NodeId, uint32_t>;
+
+// Per node, the buckets it leads once the moves in flight are done (their target's primary).
+[[nodiscard]] LedPrimaries PrimariesLed(const cluster::ShardMap& map);
+
 [[nodiscard]] std::optional<cluster::MoveIntent> ExecutableStep(
     const cluster::ShardMap& map, const cluster::MoveIntent& planned,
-    const std::function<bool(NodeId)>& is_down);
+    const std::function<bool(NodeId)>& is_down, const LedPrimaries& led);
+
+// Counts a step the caller took into `led` (a step that changes the primary moves one).
+void TakeStep(const cluster::MoveIntent& step, LedPrimaries* led);
 
 }  // namespace shoal::coordinator

@@ -28,23 +28,23 @@ TEST(ExecutableStepTest, APrimarysCopyReplacedStartsAsAHandoffToABackupThatStays
   const auto is_down = [&](NodeId node) { return down.contains(node); };
   const MoveIntent replaces_primary = Move({kN1, kN2, kN3}, {kN4, kN2, kN3});
 
-  auto step = ExecutableStep(map, replaces_primary, is_down);
+  auto step = ExecutableStep(map, replaces_primary, is_down, PrimariesLed(map));
   ASSERT_TRUE(step.has_value());
   EXPECT_EQ(step->destination, (std::vector<NodeId>{kN2, kN1, kN3}));
   EXPECT_EQ(step->source, replaces_primary.source);
   EXPECT_EQ(step->bytes, 0u) << "a handoff moves no data";
 
   down = {kN2};
-  step = ExecutableStep(map, replaces_primary, is_down);
+  step = ExecutableStep(map, replaces_primary, is_down, PrimariesLed(map));
   ASSERT_TRUE(step.has_value());
   EXPECT_EQ(step->destination, (std::vector<NodeId>{kN3, kN1, kN2}));
 
   down = {kN2, kN3};
-  EXPECT_FALSE(ExecutableStep(map, replaces_primary, is_down).has_value());
+  EXPECT_FALSE(ExecutableStep(map, replaces_primary, is_down, PrimariesLed(map)).has_value());
 
   // A backup that leaves the target does not take the primary.
   down = {};
-  step = ExecutableStep(map, Move({kN1, kN2, kN3}, {kN4, kN1, kN3}), is_down);
+  step = ExecutableStep(map, Move({kN1, kN2, kN3}, {kN4, kN1, kN3}), is_down, PrimariesLed(map));
   ASSERT_TRUE(step.has_value());
   EXPECT_EQ(step->destination.front(), kN3);
 }
@@ -56,12 +56,37 @@ TEST(ExecutableStepTest, OtherMovesAreCarriedOutAsPlanned) {
   for (const MoveIntent& move : {Move({kN1, kN2, kN3}, {kN1, kN2, kN4}),  // a backup's copy
                                  Move({kN1, kN2, kN3}, {kN2, kN1, kN3}),  // a handoff
                                  Move({kN1, kN2}, {kN1, kN2, kN4})}) {    // a repair
-    EXPECT_EQ(ExecutableStep(replicated, move, is_down), move) << move.DebugString();
+    EXPECT_EQ(ExecutableStep(replicated, move, is_down, PrimariesLed(replicated)), move)
+        << move.DebugString();
   }
   const ShardMap single =
       *ShardMap::Initial({.nodes = cluster::testing::Nodes({1, 2}), .bucket_count = 1});
   const MoveIntent move = Move({kN1}, {kN2});
-  EXPECT_EQ(ExecutableStep(single, move, is_down), move);
+  EXPECT_EQ(ExecutableStep(single, move, is_down, PrimariesLed(single)), move);
+}
+
+// The backup that takes the primary is the one that leads the fewest, counting the steps taken
+// before it: a node that leaves hands its primaries to each of its heirs in turn.
+TEST(ExecutableStepTest, TheHeirIsTheBackupThatLeadsTheFewest) {
+  const auto is_down = [](NodeId) { return false; };
+  const ShardMap map = *ShardMap::Initial(
+      {.nodes = cluster::testing::Nodes({1, 2, 3, 4}), .bucket_count = 1, .replication_factor = 3});
+  LedPrimaries led = {{kN1, 4}, {kN2, 3}, {kN3, 2}};
+  const MoveIntent replaces_primary = Move({kN1, kN2, kN3}, {kN4, kN2, kN3});
+  std::vector<NodeId> heirs;
+  for (int i = 0; i < 3; ++i) {
+    auto step = ExecutableStep(map, replaces_primary, is_down, led);
+    ASSERT_TRUE(step.has_value());
+    heirs.push_back(step->destination.front());
+    TakeStep(*step, &led);
+  }
+  // n3 leads 2, then 3 (n2 first among equals), then n2 leads 4 and n3 takes it.
+  EXPECT_EQ(heirs, (std::vector<NodeId>{kN3, kN2, kN3}));
+  EXPECT_EQ(led, (LedPrimaries{{kN1, 1}, {kN2, 4}, {kN3, 4}}));
+  // A step that keeps the primary counts nothing.
+  TakeStep(Move({kN1, kN2, kN3}, {kN1, kN2, kN4}), &led);
+  EXPECT_EQ(led, (LedPrimaries{{kN1, 1}, {kN2, 4}, {kN3, 4}}));
+  EXPECT_EQ(PrimariesLed(map), (LedPrimaries{{map.buckets().front().replicas.front(), 1}}));
 }
 
 }  // namespace
