@@ -565,7 +565,6 @@ RC_GTEST_PROP(BalancerProperty, ReplicatedPlanApplyLoopKeepsKDistinctCopies, ())
   if (drain) RC_ASSERT(map.BucketsOf(NodeId(0)).empty());
 }
 
-
 // A join at K = 3 takes the new node's copies from backups, never from a primary's copy (that
 // would first hand the primary to a backup that stays, and the primaries would then need evening
 // out again): the only handoffs are the ones that give the new node its share of primaries. With

@@ -11,10 +11,9 @@
 // next plan then moves the old primary's copy as a backup's. Every other move is carried out
 // as planned. None when no backup may take the primary now.
 //
-// `led` counts the primaries each node leads once the moves in flight are done (LedPrimaries)
+// `led` counts the primaries each node leads once the moves in flight are done (PrimariesLed)
 // and the steps the caller already took this round (TakeStep): a leave then spreads the leaving
-// node's primaries over its heirs, and the handoffs that even out primaries afterwards have
-// nothing left to do.
+// node's primaries over its heirs, which leaves fewer handoffs to even out primaries afterwards.
 //
 // Pure apart from `is_down` (the failure detector's verdict); thread-safe if `is_down` is.
 
