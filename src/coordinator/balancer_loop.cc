@@ -148,8 +148,7 @@ StatusOr<cluster::LoadReport> BalancerLoop::CollectLoads() {
   return report;
 }
 
-StatusOr<cluster::MigrationPlan> BalancerLoop::PlanNow(const ShardMap& map,
-                                                       const cluster::LoadReport& load) {
+cluster::BalancerOptions BalancerLoop::OptionsFor(const ShardMap& map) const {
   const Thresholds thresholds = this->thresholds();
   cluster::BalancerOptions balancer{.theta_max_bytes = thresholds.split_bytes,
                                     .theta_min_bytes = thresholds.merge_bytes,
@@ -169,6 +168,12 @@ StatusOr<cluster::MigrationPlan> BalancerLoop::PlanNow(const ShardMap& map,
   // A copy held outside a bucket's replicas may resume from the primary's log: its repair goes
   // there when it may (replication.md §6.1, "Copies outside the replicas").
   balancer.held_copies = held_.Holders(map);
+  return balancer;
+}
+
+StatusOr<cluster::MigrationPlan> BalancerLoop::PlanNow(const ShardMap& map,
+                                                       const cluster::LoadReport& load) {
+  const cluster::BalancerOptions balancer = OptionsFor(map);
   // Two-phase bootstrap (paper 001 §3.2): a joining node first takes a small share from heavily
   // loaded nodes, then the balancer brings it to the average.
   for (NodeId node : membership_->Joining()) {

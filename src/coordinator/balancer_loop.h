@@ -35,6 +35,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "src/cluster/balancer.h"
 #include "src/cluster/migration_plan.h"
 #include "src/cluster/shard_map.h"
 #include "src/common/ids.h"
@@ -91,6 +92,9 @@ class BalancerLoop : public std::enable_shared_from_this<BalancerLoop> {
   [[nodiscard]] Status DropStaleCopies();
   [[nodiscard]] StatusOr<cluster::MigrationPlan> PlanNow(const cluster::ShardMap& map,
                                                          const cluster::LoadReport& load);
+  // What the rounds plan `map` with: the thresholds in force, the bucket floor, the per-node
+  // limit, the nodes down or damped, the copies held outside replicas. Also the plan preview's.
+  [[nodiscard]] cluster::BalancerOptions OptionsFor(const cluster::ShardMap& map) const;
   [[nodiscard]] uint64_t generation() const;
 
   transport::Runtime& runtime_;

@@ -1,6 +1,7 @@
 // BalancerLoop::Plan: what a rebalance would do, computed on a copy of the map. Invariants:
-//   - the balancer runs with the thresholds in force (the ones `shoal thresholds` stored), the
-//     same ones the balancer rounds use (PlanNow), so splits and merges are part of the plan;
+//   - the balancer runs with the options of the rounds (OptionsFor: the thresholds in force, the
+//     bucket floor, the nodes down), so splits and merges are part of the plan, and only those
+//     the rounds would make; only the limit of moves per node is lifted;
 //   - it runs round after round on its own result, as the coordinator would: the moves of a
 //     round are carried to their end in the copy (so that the next round may split or merge,
 //     which the balancer does only once no move is in flight), a split gives each half half the
@@ -12,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -102,11 +104,16 @@ StatusOr<PlanSummary> BalancerLoop::Plan(std::optional<NodeId> add, std::optiona
     SHOAL_ASSIGN_OR_RETURN(working, cluster::Apply(*current, edit));
   }
   SHOAL_ASSIGN_OR_RETURN(cluster::LoadReport load, CollectLoads());
-  const Thresholds thresholds = this->thresholds();
-  const cluster::BalancerOptions balancer{.theta_max_bytes = thresholds.split_bytes,
-                                          .theta_min_bytes = thresholds.merge_bytes,
-                                          .max_moves_per_node = 1u << 20,
-                                          .mode = cluster::TransitionMode::kCopyThenSwitch};
+  // The rounds' options (OptionsFor: the bucket floor too, so that the preview plans no merge
+  // the rounds would not make), with every move of a round at once.
+  cluster::BalancerOptions balancer = OptionsFor(working);
+  balancer.max_moves_per_node = 1u << 20;
+  // A node the preview adds is taken as up: it may not have started yet.
+  if (add.has_value()) std::erase(balancer.unavailable, *add);
+  const auto is_down = [&](NodeId node) {
+    return std::find(balancer.unavailable.begin(), balancer.unavailable.end(), node) !=
+           balancer.unavailable.end();
+  };
   PlanSummary summary;
   for (int round = 0; round < kMaxPlanRounds; ++round) {
     SHOAL_ASSIGN_OR_RETURN(working, FinishTransitions(std::move(working)));
@@ -116,8 +123,7 @@ StatusOr<PlanSummary> BalancerLoop::Plan(std::optional<NodeId> add, std::optiona
     std::vector<cluster::MoveIntent> steps;
     LedPrimaries led = PrimariesLed(working);
     for (const cluster::MoveIntent& planned : plan.moves) {
-      std::optional<cluster::MoveIntent> step = ExecutableStep(
-          working, planned, [&](NodeId node) { return membership_->IsDown(node); }, led);
+      std::optional<cluster::MoveIntent> step = ExecutableStep(working, planned, is_down, led);
       if (!step.has_value()) continue;
       TakeStep(*step, &led);
       steps.push_back(*std::move(step));

@@ -253,6 +253,20 @@ TEST_F(CoordinatorTest, PlanUsesTheThresholdsInForce) {
   });
 }
 
+// The preview plans with the rounds' options: with a floor of 8 buckets (what `shoal coordinator
+// --buckets 8` sets), it lists no merge of the 8, as the rounds would make none. It listed some
+// when it planned without the floor.
+TEST_F(CoordinatorTest, PlanKeepsTheBucketFloorAsTheRoundsDo) {
+  min_buckets_ = 8;
+  Run(/*auto_balance=*/false, [&] {
+    ASSERT_EQ(map()->buckets().size(), 8u);
+    ASSERT_TRUE(Admin([](Coordinator& c) { return c.SetThresholds(0, kMinThresholdBytes); }).ok());
+    auto plan = coordinator().Plan();
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(plan->plan.merges.empty()) << plan->plan.DebugString();
+  });
+}
+
 TEST_F(CoordinatorTest, RemoveNodeWithTheBalancerDrainsAndRemovesIt) {
   Run(/*auto_balance=*/true, [&] {
     ASSERT_FALSE(map()->BucketsOf(kN3).empty());

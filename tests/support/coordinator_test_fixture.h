@@ -73,6 +73,7 @@ class CoordinatorTest : public ::testing::Test {
     options.coordinator.call_timeout = 200 * kMs;
     options.coordinator.node_timeout = 2 * kSecond;
     options.coordinator.stale_copy_grace = stale_copy_grace_;
+    options.coordinator.min_buckets = min_buckets_;
     options.node.call_timeout = 200 * kMs;
     options.node.fence_timeout = 500 * kMs;
     options.node.heartbeat_interval = 50 * kMs;
@@ -337,6 +338,8 @@ class CoordinatorTest : public ::testing::Test {
   uint32_t replication_factor_ = 1;
   // Set before Run: CoordinatorOptions::stale_copy_grace.
   transport::Micros stale_copy_grace_ = kDefaultStaleCopyGrace;
+  // Set before Run: CoordinatorOptions::min_buckets (0: no floor).
+  uint32_t min_buckets_ = 0;
   // Set before Run: EmbeddedClusterOptions::wrap_metadata.
   std::function<std::unique_ptr<metadata::MetadataStore>(std::unique_ptr<metadata::MetadataStore>)>
       wrap_metadata_;

@@ -183,7 +183,7 @@ class Demo {
   // The failure phase (K > 1).
   bool crashed_ = false;
   uint64_t crashed_primaries_ = 0;      // buckets whose primary the killed node was
-  std::optional<double> failover_ms_;   // kill to no bucket left with it as primary
+  std::optional<double> failover_ms_;   // kill to every bucket it led under a new term
   std::optional<double> recovered_ms_;  // kill to every bucket with K copies again
   uint64_t repair_moves_ = 0;  // committed during the phase: copies rebuilt, primaries handed back
   uint64_t repair_bytes_ = 0;  // snapshot bytes of the phase's committed moves
@@ -235,17 +235,27 @@ uint64_t Demo::Unrepaired() const {
 
 void Demo::CrashAndRecover() {
   auto coordinator = cluster_->coordinator();
-  const auto primaries_of = [&] {
-    uint64_t primaries = 0;
-    for (const auto& bucket : coordinator->map()->buckets()) {
-      if (bucket.replicas.front() == kCrashingNode) ++primaries;
+  // The buckets the killed node leads, at their terms. One has failed over once its term moved
+  // on (a failover promotes under a new term), or it is gone (split or merged); counting the
+  // node's primaries instead would miss the end of the failover whenever a handoff gives the
+  // restarted node a primary back before its last old one has failed over.
+  std::map<BucketId, Term> led_at_kill;
+  for (const auto& bucket : coordinator->map()->buckets()) {
+    if (bucket.replicas.front() == kCrashingNode) led_at_kill.emplace(bucket.id, bucket.term);
+  }
+  const auto not_failed_over = [&] {
+    const auto map = coordinator->map();
+    uint64_t left = 0;
+    for (const auto& [id, term] : led_at_kill) {
+      const auto* placement = map->Find(id);
+      if (placement != nullptr && placement->term == term) ++left;
     }
-    return primaries;
+    return left;
   };
   const uint64_t errors_at_start = workload_->errors();
   const uint64_t ops_at_start = workload_->ops();
   const coordinator::MoveProgress at_start = coordinator->progress();
-  crashed_primaries_ = primaries_of();
+  crashed_primaries_ = led_at_kill.size();
   const Clock::time_point killed_at = Clock::now();
   if (Status status = cluster_->CrashNode(kCrashingNode); !status.ok()) {
     cluster_status_ = Prefixed(status, "killing the node");
@@ -272,7 +282,7 @@ void Demo::CrashAndRecover() {
       }
       restarted = true;
     }
-    const uint64_t left = primaries_of();
+    const uint64_t left = not_failed_over();
     if (!failover_ms_.has_value() && left == 0) {
       failover_ms_ = SecondsSince(killed_at) * 1000.0;
     }
