@@ -86,15 +86,10 @@ std::map<BucketId, std::vector<HeldCopies::Holder>> Coordinator::CopiesOutsideRe
 Thresholds Coordinator::thresholds() const { return balancer_->thresholds(); }
 
 uint32_t Coordinator::pending_min_in_sync() const {
-  const std::optional<ReplicationFloor::Setting> pending = floor_->pending();
   const ShardMapPtr map = committer_->map();
-  // A record of another K is superseded: ApplyIfReady drops it.
-  if (!pending.has_value() || map == nullptr ||
-      pending->replication_factor != map->replication_factor() ||
-      pending->min_in_sync <= map->min_in_sync()) {
-    return 0;
-  }
-  return pending->min_in_sync;
+  if (map == nullptr) return 0;
+  const std::optional<ReplicationFloor::Setting> pending = floor_->PendingOn(*map);
+  return pending.has_value() ? pending->min_in_sync : 0;
 }
 
 Status Coordinator::SetThresholds(std::optional<uint64_t> split_bytes,
@@ -246,12 +241,10 @@ Status Coordinator::SetReplication(uint32_t replication_factor, uint32_t min_in_
   for (BucketId bucket : held) executor_->Release(bucket);
   SHOAL_RETURN_IF_ERROR(status);
   const ShardMapPtr now = committer_->map();
-  const auto pending = floor_->pending();
-  log::Info("replica.set_replication",
-            {{"replication_factor", now->replication_factor()},
-             {"min_in_sync", now->min_in_sync()},
-             {"pending_min_in_sync", pending.has_value() ? pending->min_in_sync : 0},
-             {"epoch", now->epoch().value()}});
+  log::Info("replica.set_replication", {{"replication_factor", now->replication_factor()},
+                                        {"min_in_sync", now->min_in_sync()},
+                                        {"pending_min_in_sync", pending_min_in_sync()},
+                                        {"epoch", now->epoch().value()}});
   StartReplicaManager();
   balancer_->NoteAdminChange();
   return OkStatus();

@@ -69,6 +69,17 @@ std::optional<ReplicationFloor::Setting> ReplicationFloor::pending() const {
   return pending_;
 }
 
+bool ReplicationFloor::Waits(const Setting& asked, const ShardMap& map) {
+  return asked.replication_factor == map.replication_factor() &&
+         asked.min_in_sync > map.min_in_sync();
+}
+
+std::optional<ReplicationFloor::Setting> ReplicationFloor::PendingOn(const ShardMap& map) const {
+  std::optional<Setting> pending = this->pending();
+  if (pending.has_value() && !Waits(*pending, map)) pending.reset();
+  return pending;
+}
+
 // The floor a map edit to (K, asked) commits on `map`: the one asked for where every bucket can
 // meet it, else the fewest copies a bucket will have (lowering K trims every bucket to K copies;
 // raising it adds none yet).
@@ -132,8 +143,7 @@ Status ReplicationFloor::ApplyIfReady() {
   if (!pending.has_value()) return OkStatus();
   const cluster::ShardMapPtr current = committer_->map();
   if (current == nullptr) return OkStatus();
-  if (current->replication_factor() != pending->replication_factor ||
-      current->min_in_sync() == pending->min_in_sync) {
+  if (!Waits(*pending, *current)) {
     // Superseded or in force already. Every change of K or of the floor goes through Commit,
     // which rewrites the stored record in its own commit: only the memory is stale.
     absl::MutexLock lock(&mu_);

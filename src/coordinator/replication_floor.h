@@ -54,10 +54,14 @@ class ReplicationFloor {
   // superseded record. Called by the coordinator's loop every round; does nothing while a
   // Commit runs.
   [[nodiscard]] Status ApplyIfReady();
-  // The floor waiting for copies, if any.
-  [[nodiscard]] std::optional<Setting> pending() const;
+  // The floor asked for that `map` does not have yet, if any: the record, unless another K
+  // superseded it or the floor is in force (ApplyIfReady drops such a record).
+  [[nodiscard]] std::optional<Setting> PendingOn(const cluster::ShardMap& map) const;
 
  private:
+  // Whether the record `asked` still waits on `map`: same K, a floor above the map's.
+  [[nodiscard]] static bool Waits(const Setting& asked, const cluster::ShardMap& map);
+  [[nodiscard]] std::optional<Setting> pending() const;
   [[nodiscard]] static uint32_t FloorNow(const cluster::ShardMap& map, const Setting& asked);
 
   metadata::MetadataStore& store_;
