@@ -97,17 +97,22 @@ class AuthClusterTest : public testing::Test {
     EXPECT_NE(out.find(user), std::string::npos) << out;
   }
 
-  // A credentials file naming `user` with `password`, over the guest's certificate.
+  // A credentials file naming `user` with `password`, over the guest's certificate, written by
+  // `shoal credentials add` (the password through stdin).
   std::string CredentialsFor(const std::string& user, const std::string& password) {
     const std::string path = fmt::format("{}/{}.credentials", cluster_->dir(), user);
-    const std::string certs = cluster_->certs_dir();
-    nlohmann::json entry{{"cluster", cluster_->uri()},
-                         {"user", user},
-                         {"ca", security::CaCertPath(certs)},
-                         {"cert", security::ClientCertPath(certs, kGuest)},
-                         {"key", security::ClientKeyPath(certs, kGuest)}};
-    if (!password.empty()) entry["password"] = password;
-    WritePrivate(path, nlohmann::json{{"clusters", {entry}}}.dump());
+    std::string flags = fmt::format("--user {} --cert-user {} --file {}", user, kGuest, path);
+    std::string stdin_file = "/dev/null";
+    if (!password.empty()) {
+      stdin_file = fmt::format("{}/{}.credentials-password", cluster_->dir(), user);
+      WritePrivate(stdin_file, password + "\n");
+      flags += " --password-stdin";
+    }
+    std::string out;
+    EXPECT_EQ(
+        Cli("credentials add " + flags, "--certs-dir " + cluster_->certs_dir(), &out, stdin_file),
+        0)
+        << out;
     return path;
   }
 
@@ -170,6 +175,15 @@ TEST_F(AuthClusterTest, NoCredentialsOrWrongPasswordIsUnauthenticatedAndWritesNo
       0);
   EXPECT_NE(out.find("UNAUTHENTICATED"), std::string::npos) << out;
   ASSERT_NO_FATAL_FAILURE(ExpectNotWritten("k-unauth"));
+  // An entry naming a user its certificate does not name, without a password, is refused: the
+  // server would take the certificate's user.
+  const std::string claimed = cluster_->dir() + "/claimed.credentials";
+  EXPECT_NE(
+      Cli(fmt::format("credentials add --user writer --cert-user {} --file {}", kGuest, claimed),
+          "--certs-dir " + cluster_->certs_dir(), &out),
+      0);
+  EXPECT_NE(out.find("--password-stdin"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(claimed));
 }
 
 TEST_F(AuthClusterTest, ReadUserCannotWriteAndWriteUserCannotAdminister) {

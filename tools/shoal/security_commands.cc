@@ -19,8 +19,10 @@
 #include "src/net/uri.h"
 #include "src/security/certificates.h"
 #include "src/security/credentials_file.h"
+#include "src/security/passwords.h"
 #include "src/security/revocation.h"
 #include "src/security/tls_files.h"
+#include "tools/shoal/password_input.h"
 #include "tools/shoal/security_flags.h"
 
 namespace shoal::tools {
@@ -217,6 +219,8 @@ struct CredentialsFlags {
   std::string cluster = "shoal://127.0.0.1:7400";
   std::string certs_dir;
   std::string user = std::string(security::kDefaultUser);
+  std::string cert_user;  // "": the certificate of `user`
+  bool password_stdin = false;
   std::string file;
 };
 
@@ -224,17 +228,37 @@ int RunCredentialsAdd(const CredentialsFlags& flags) {
   auto coordinators = net::CoordinatorsOf(flags.cluster);
   if (!coordinators.ok()) return Fail(coordinators.status());
   if (Status valid = security::CheckUserName(flags.user); !valid.ok()) return Fail(valid);
+  const std::string cert_user = flags.cert_user.empty() ? flags.user : flags.cert_user;
+  if (Status valid = security::CheckUserName(cert_user); !valid.ok()) return Fail(valid);
+  // Without a password the server takes the certificate's name as the user: an entry naming
+  // another user would claim an identity it never presents.
+  if (cert_user != flags.user && !flags.password_stdin) {
+    return Fail(InvalidArgumentError(
+        fmt::format("--cert-user {} authenticates as '{}', not '{}': give --password-stdin to "
+                    "authenticate as '{}' by password, or leave out --cert-user",
+                    cert_user, cert_user, flags.user, flags.user)));
+  }
   const std::string dir = std::filesystem::absolute(flags.certs_dir).lexically_normal().string();
-  const security::TlsFiles files = security::ClientTlsFiles(dir, flags.user);
+  const security::TlsFiles files = security::ClientTlsFiles(dir, cert_user);
   if (Status valid = security::CheckTlsFiles(files); !valid.ok()) return Fail(valid);
+  std::string password;
+  if (flags.password_stdin) {
+    auto line = ReadPasswordLine();
+    if (!line.ok()) return Fail(line.status());
+    if (Status valid = security::CheckPassword(*line); !valid.ok()) return Fail(valid);
+    password = *std::move(line);
+  }
   const std::string path = flags.file.empty() ? security::DefaultCredentialsPath() : flags.file;
   const Status status = security::RegisterCredentials(path, {.cluster = "shoal://" + *coordinators,
                                                              .user = flags.user,
                                                              .ca = files.ca_cert,
                                                              .cert = files.cert,
-                                                             .key = files.key});
+                                                             .key = files.key,
+                                                             .password = std::move(password)});
   if (!status.ok()) return Fail(status);
-  std::printf("%s: shoal://%s as %s\n", path.c_str(), coordinators->c_str(), flags.user.c_str());
+  std::printf(
+      "%s: shoal://%s as %s%s\n", path.c_str(), coordinators->c_str(), flags.user.c_str(),
+      flags.password_stdin ? fmt::format(" (password; certificate of {})", cert_user).c_str() : "");
   return 0;
 }
 
@@ -464,12 +488,19 @@ void AddCertsCommands(CLI::App& app) {
   credentials->require_subcommand(1);
   auto add = std::make_shared<CredentialsFlags>();
   CLI::App* a = credentials->add_subcommand(
-      "add", "Register a cluster with a user's certificate, so that commands need no flags");
+      "add",
+      "Register a cluster with a user's certificate or password, so that commands need no flags");
   a->add_option("--cluster", add->cluster, "shoal://HOST:PORT of the coordinator(s)")
       ->capture_default_str();
   a->add_option("--certs-dir", add->certs_dir, "Directory with ca.crt and client.USER.crt/.key")
       ->required();
   a->add_option("--user", add->user, "The user")->capture_default_str();
+  a->add_option("--cert-user", add->cert_user,
+                "Whose client certificate of --certs-dir to present (default: --user); another "
+                "user's needs --password-stdin");
+  a->add_flag("--password-stdin", add->password_stdin,
+              "Authenticate as --user by password, read from the first line of stdin (stored in "
+              "the file, which is 0600)");
   a->add_option("--file", add->file,
                 "The credentials file (default: $SHOAL_CREDENTIALS, else "
                 "~/.config/shoal/credentials)");

@@ -5,12 +5,10 @@
 // printed once (--generate-password).
 
 #include <fmt/format.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -20,6 +18,7 @@
 #include "src/security/passwords.h"
 #include "src/security/users.h"
 #include "tools/shoal/net_commands.h"
+#include "tools/shoal/password_input.h"
 
 namespace shoal::tools {
 namespace {
@@ -37,30 +36,6 @@ struct UserFlags {
   ClientSecurityFlags security;
 };
 
-// One line of stdin, without its line break.
-StatusOr<std::string> ReadLine() {
-  std::string line;
-  if (!std::getline(std::cin, line)) return InvalidArgumentError("no password on stdin");
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  return line;
-}
-
-// Asks on the terminal with echo off.
-StatusOr<std::string> Prompt(const char* question) {
-  std::fprintf(stderr, "%s", question);
-  termios saved{};
-  const bool tty = ::tcgetattr(STDIN_FILENO, &saved) == 0;
-  if (tty) {
-    termios quiet = saved;
-    quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
-    (void)::tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet);
-  }
-  auto line = ReadLine();
-  if (tty) (void)::tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved);
-  std::fprintf(stderr, "\n");
-  return line;
-}
-
 // The password the flags ask for: "" for --no-password (a certificate-only user).
 StatusOr<std::string> PasswordOf(const UserFlags& flags) {
   const int ways =
@@ -74,15 +49,15 @@ StatusOr<std::string> PasswordOf(const UserFlags& flags) {
   if (flags.generate_password) {
     password = security::GeneratePassword();
   } else if (flags.password_stdin) {
-    SHOAL_ASSIGN_OR_RETURN(password, ReadLine());
+    SHOAL_ASSIGN_OR_RETURN(password, ReadPasswordLine());
   } else {
     if (::isatty(STDIN_FILENO) == 0) {
       return InvalidArgumentError(
           "no terminal to ask for the password: give --password-stdin, --generate-password or "
           "--no-password");
     }
-    SHOAL_ASSIGN_OR_RETURN(password, Prompt("password: "));
-    SHOAL_ASSIGN_OR_RETURN(const std::string again, Prompt("again: "));
+    SHOAL_ASSIGN_OR_RETURN(password, PromptPassword("password: "));
+    SHOAL_ASSIGN_OR_RETURN(const std::string again, PromptPassword("again: "));
     if (again != password) return InvalidArgumentError("the two passwords differ");
   }
   SHOAL_RETURN_IF_ERROR(security::CheckPassword(password));
