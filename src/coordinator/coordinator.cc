@@ -18,6 +18,35 @@ using cluster::ShardMapPtr;
 using transport::Address;
 using transport::Response;
 
+namespace {
+
+// Whether `node` may join the cluster of `map` (AddNode, and `shoal plan --add`).
+Status CheckJoin(const ShardMap& map, NodeId node) {
+  if (map.HasNode(node)) {
+    return AlreadyExistsError(fmt::format("{} is a member already", node.DebugString()));
+  }
+  return OkStatus();
+}
+
+// Whether `node` may leave the cluster of `map` (RemoveNode, and `shoal plan --remove`).
+Status CheckLeave(const ShardMap& map, NodeId node) {
+  const auto* info = map.FindNode(node);
+  if (info == nullptr) return NotFoundError(fmt::format("{} is not a member", node.DebugString()));
+  if (info->state != cluster::NodeState::kActive) return OkStatus();  // leaving already
+  const size_t active = map.ActiveNodes().size();
+  if (active <= 1) return FailedPreconditionError("cannot remove the last active node");
+  // Its copies would have nowhere to go: the node would stay leaving for good.
+  if (active - 1 < map.replication_factor()) {
+    return FailedPreconditionError(fmt::format(
+        "cannot remove {}: {} active nodes would remain for K = {} copies of every bucket, one "
+        "per node; add a node first, or lower K (shoal replicas --set {})",
+        node.DebugString(), active - 1, map.replication_factor(), active - 1));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Coordinator::Coordinator(transport::Runtime& runtime, metadata::MetadataStore& store,
                          const CoordinatorOptions& options)
     : runtime_(runtime),
@@ -104,6 +133,11 @@ void Coordinator::SetStateObserver(StateObserver observer) {
 StatusOr<bool> Coordinator::Balanced() { return balancer_->Balanced(); }
 
 StatusOr<PlanSummary> Coordinator::Plan(std::optional<NodeId> add, std::optional<NodeId> remove) {
+  // A preview of a change AddNode or RemoveNode would refuse is refused in their words.
+  if (const ShardMapPtr current = map(); current != nullptr) {
+    if (add.has_value()) SHOAL_RETURN_IF_ERROR(CheckJoin(*current, *add));
+    if (remove.has_value()) SHOAL_RETURN_IF_ERROR(CheckLeave(*current, *remove));
+  }
   return balancer_->Plan(add, remove);
 }
 
@@ -150,18 +184,15 @@ StatusOr<storage::CollectionSpec> Coordinator::CreateCollection(std::string_view
 }
 
 Status Coordinator::AddNode(NodeId node) {
-  if (ShardMapPtr current = map(); current != nullptr && current->HasNode(node)) {
-    return AlreadyExistsError(fmt::format("{} is a member already", node.DebugString()));
+  if (ShardMapPtr current = map(); current != nullptr) {
+    SHOAL_RETURN_IF_ERROR(CheckJoin(*current, node));
   }
   // A node id with no process behind it (a typo, a node that failed to start) would be given
   // buckets nobody serves.
   SHOAL_RETURN_IF_ERROR(membership_->CheckIn(node, State(), kAddNodeGrace));
   SHOAL_RETURN_IF_ERROR(committer_
                             ->CommitEdit([&](const ShardMap& map, ShardMapEdit* edit) {
-                              if (map.HasNode(node)) {
-                                return AlreadyExistsError(
-                                    fmt::format("{} is a member already", node.DebugString()));
-                              }
+                              SHOAL_RETURN_IF_ERROR(CheckJoin(map, node));
                               edit->AddNode(node);
                               return OkStatus();
                             })
@@ -172,31 +203,15 @@ Status Coordinator::AddNode(NodeId node) {
 }
 
 Status Coordinator::RemoveNode(NodeId node) {
-  SHOAL_RETURN_IF_ERROR(
-      committer_
-          ->CommitEdit([&](const ShardMap& map, ShardMapEdit* edit) {
-            const auto* info = map.FindNode(node);
-            if (info == nullptr) {
-              return NotFoundError(fmt::format("{} is not a member", node.DebugString()));
-            }
-            const size_t active = map.ActiveNodes().size();
-            if (active <= 1 && info->state == cluster::NodeState::kActive) {
-              return FailedPreconditionError("cannot remove the last active node");
-            }
-            // Its copies would have nowhere to go: the node would stay leaving for good.
-            if (info->state == cluster::NodeState::kActive &&
-                active - 1 < map.replication_factor()) {
-              return FailedPreconditionError(fmt::format(
-                  "cannot remove {}: {} active nodes would remain for K = {} copies of every "
-                  "bucket, one per node; add a node first, or lower K (shoal replicas --set {})",
-                  node.DebugString(), active - 1, map.replication_factor(), active - 1));
-            }
-            if (info->state != cluster::NodeState::kLeaving) {
-              edit->SetNodeState(node, cluster::NodeState::kLeaving);
-            }
-            return OkStatus();
-          })
-          .status());
+  SHOAL_RETURN_IF_ERROR(committer_
+                            ->CommitEdit([&](const ShardMap& map, ShardMapEdit* edit) {
+                              SHOAL_RETURN_IF_ERROR(CheckLeave(map, node));
+                              if (map.FindNode(node)->state != cluster::NodeState::kLeaving) {
+                                edit->SetNodeState(node, cluster::NodeState::kLeaving);
+                              }
+                              return OkStatus();
+                            })
+                            .status());
   balancer_->NoteAdminChange();
   return OkStatus();
 }

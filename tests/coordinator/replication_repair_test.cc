@@ -271,6 +271,10 @@ TEST_F(ReplicationRepairTest, ANodeIsNotRemovedBelowKActiveNodes) {
         << refused;
     EXPECT_EQ(map()->epoch(), before->epoch());
     EXPECT_EQ(map()->FindNode(kN2)->state, cluster::NodeState::kActive);
+    // The preview (`shoal plan --remove`) refuses it in the same words.
+    const auto plan = coordinator().Plan(std::nullopt, kN2);
+    EXPECT_EQ(plan.status().code(), StatusCode::kFailedPrecondition) << plan.status();
+    EXPECT_EQ(plan.status().message(), refused.message());
     // With a fourth node it may leave.
     ASSERT_TRUE(cluster_->AddNode(kN4).ok());
     ASSERT_TRUE(WaitFor([&] { return Holds(kN4) && FullyReplicated(); }, 30 * kSecond));
