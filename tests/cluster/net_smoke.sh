@@ -121,6 +121,13 @@ if "$shoal" get --cluster "$cluster" users b3 >/dev/null 2>&1; then fail "a malf
 "$shoal" delete --cluster "$cluster" users u30 >/dev/null || fail "delete"
 count=$("$shoal" query --cluster "$cluster" users --where 'even==1' | wc -l)
 [ "$count" -eq 14 ] || fail "query even==1 returned $count, expected 14"
+# Blanks around the operator are not part of the path or the value.
+count=$("$shoal" query --cluster "$cluster" users --where ' even == 1 ' | wc -l)
+[ "$count" -eq 14 ] || fail "query ' even == 1 ' returned $count, expected 14"
+if "$shoal" query --cluster "$cluster" users --where 'even == ' >/dev/null 2>"$dir/err"; then
+  fail "a condition without a value was accepted"
+fi
+grep -q "expected PATH OP JSON" "$dir/err" || fail "condition without a value: $(cat "$dir/err")"
 # A pretty-printed document from stdin: stored without the whitespace around it, read back as
 # written, and one line of the query's KEY<TAB>JSON output.
 printf '\n{\n  "name": "Pretty",\n  "tags": [1, 2]\n}\n\n' |

@@ -56,15 +56,20 @@ StatusOr<Collection> OpenCollection(const DataFlags& flags, std::unique_ptr<Data
   return (*db)->GetCollection(flags.collection);
 }
 
+// `text` without the blanks (spaces, tabs, line breaks) at either end.
+std::string_view Blankless(std::string_view text) {
+  constexpr std::string_view kBlanks = " \t\r\n";
+  const auto first = text.find_first_not_of(kBlanks);
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(kBlanks) - first + 1);
+}
+
 int RunPut(const DataFlags& flags) {
   std::string body = flags.json_body;
   if (body == "-") {
     body.assign(std::istreambuf_iterator<char>(std::cin), {});
     // What surrounds the document (the newline of `echo`, of a file's last line) is not of it.
-    const auto first = body.find_first_not_of(" \t\r\n");
-    body = first == std::string::npos
-               ? std::string()
-               : body.substr(first, body.find_last_not_of(" \t\r\n") - first + 1);
+    body = std::string(Blankless(body));
   }
   std::unique_ptr<Database> db;
   auto collection = OpenCollection(flags, &db);
@@ -113,16 +118,19 @@ int RunDelete(const DataFlags& flags) {
   return 0;
 }
 
-// "age>=30", "address.city==\"Paris\"": a path, an operator and a JSON literal.
+// "age>=30", "address.city == \"Paris\"": a path, an operator and a JSON literal; blanks
+// around the operator are not part of the path or the literal.
 StatusOr<Condition> ParseCondition(const std::string& text) {
   static const std::pair<std::string_view, Op> kOps[] = {
       {">=", Op::kGe}, {"<=", Op::kLe}, {"!=", Op::kNe}, {"==", Op::kEq},
       {">", Op::kGt},  {"<", Op::kLt},  {"=", Op::kEq}};
   for (const auto& [symbol, op] : kOps) {
     const auto at = text.find(symbol);
-    if (at == std::string::npos || at == 0) continue;
-    return Condition{
-        .path = text.substr(0, at), .op = op, .json_value = text.substr(at + symbol.size())};
+    if (at == std::string::npos) continue;
+    const std::string_view path = Blankless(std::string_view(text).substr(0, at));
+    const std::string_view value = Blankless(std::string_view(text).substr(at + symbol.size()));
+    if (path.empty() || value.empty()) break;
+    return Condition{.path = std::string(path), .op = op, .json_value = std::string(value)};
   }
   return InvalidArgumentError(
       fmt::format("expected PATH OP JSON (OP one of == != < <= > >=): {}", text));
