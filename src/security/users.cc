@@ -24,6 +24,20 @@ Status NoSuchUser(std::string_view name) {
   return NotFoundError(fmt::format("no user '{}'", name));
 }
 
+// Refuses a change that leaves no admin where `name` was the last one: nobody could administer
+// the cluster again (a node certificate has every right, but no command presents one).
+Status KeepsAnAdmin(const UserTable& table, std::string_view name, std::string_view change) {
+  const User* user = table.Find(name);
+  if (user == nullptr || user->role != Role::kAdmin) return OkStatus();
+  for (const auto& [other, entry] : table.users()) {
+    if (other != name && entry.role == Role::kAdmin) return OkStatus();
+  }
+  return FailedPreconditionError(fmt::format(
+      "cannot {} '{}': the cluster's last admin; give another user the role admin first (shoal "
+      "user grant NAME --role admin)",
+      change, name));
+}
+
 }  // namespace
 
 std::string_view ToString(Role role) {
@@ -72,6 +86,7 @@ StatusOr<UserTable> UserTable::Add(User user) const {
 
 StatusOr<UserTable> UserTable::Remove(std::string_view name) const {
   if (Find(name) == nullptr) return NoSuchUser(name);
+  SHOAL_RETURN_IF_ERROR(KeepsAnAdmin(*this, name, "remove"));
   UserTable next = *this;
   ++next.version_;
   next.users_.erase(next.users_.find(name));
@@ -89,6 +104,8 @@ StatusOr<UserTable> UserTable::SetPasswordHash(std::string_view name, std::strin
 
 StatusOr<UserTable> UserTable::Grant(std::string_view name, Role role) const {
   if (Find(name) == nullptr) return NoSuchUser(name);
+  if (role != Role::kAdmin)
+    SHOAL_RETURN_IF_ERROR(KeepsAnAdmin(*this, name, "take the role admin from"));
   UserTable next = *this;
   ++next.version_;
   next.users_.find(name)->second.role = role;

@@ -67,7 +67,9 @@ class UserTable {
 
   // Each returns the table with one change and the version one higher, or an error and no table:
   // kInvalidArgument for a bad name, hash or role; kAlreadyExists (Add) or kNotFound (the
-  // others) for the user; kResourceExhausted naming kMaxUsers for an Add to a full table.
+  // others) for the user; kResourceExhausted naming kMaxUsers for an Add to a full table;
+  // kFailedPrecondition for a Remove or Grant that would leave no admin where there was one
+  // (the cluster could never be administered again).
   [[nodiscard]] StatusOr<UserTable> Add(User user) const;
   [[nodiscard]] StatusOr<UserTable> Remove(std::string_view name) const;
   // `hash` "" makes the user certificate-only.

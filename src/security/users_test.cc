@@ -74,6 +74,25 @@ TEST(UserTableTest, RefusedChangesLeaveTheTable) {
   EXPECT_EQ(table.version(), 3u);
 }
 
+// The last admin can be neither removed nor given a lower role: nobody could administer the
+// cluster again. With a second admin, either change goes through.
+TEST(UserTableTest, TheLastAdminStays) {
+  const UserTable table = ThreeUsers();
+  for (const Status& refused :
+       {table.Remove("alice").status(), table.Grant("alice", Role::kWrite).status()}) {
+    EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused;
+    EXPECT_NE(refused.ToString().find("last admin"), std::string::npos) << refused;
+  }
+  EXPECT_TRUE(table.Grant("alice", Role::kAdmin).ok());
+  const UserTable two = table.Grant("bob", Role::kAdmin).value();
+  EXPECT_TRUE(two.Remove("alice").ok());
+  EXPECT_TRUE(two.Grant("alice", Role::kRead).ok());
+  const UserTable one = two.Remove("alice").value();
+  EXPECT_EQ(one.Remove("bob").status().code(), StatusCode::kFailedPrecondition);
+  // Users of other roles come and go as before.
+  EXPECT_TRUE(one.Remove("carol_2").ok());
+}
+
 // A full table refuses one more user, naming the limit, and changes nothing; it still fits the
 // metadata store's 1 MiB value with the longest names and a hash for every user.
 TEST(UserTableTest, AddPastTheUserLimitIsRefused) {

@@ -238,6 +238,19 @@ TEST_F(AuthClusterTest, ReadUserCannotWriteAndWriteUserCannotAdminister) {
   ASSERT_EQ(AdminCli("user list --json", &out), 0) << out;
   EXPECT_EQ(out.find("argon2"), std::string::npos) << out;
   EXPECT_NE(out.find("\"reader\""), std::string::npos) << out;
+  // The last admin can be neither removed nor demoted, and stays an admin.
+  EXPECT_NE(AdminCli("user remove admin", &out), 0);
+  EXPECT_NE(out.find("last admin"), std::string::npos) << out;
+  EXPECT_NE(AdminCli("user grant admin --role read", &out), 0);
+  EXPECT_NE(out.find("FAILED_PRECONDITION"), std::string::npos) << out;
+  ASSERT_EQ(AdminCli("user list --json", &out), 0) << out;
+  const auto users = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(users.is_object() && users.contains("users")) << out;
+  int admins = 0;
+  for (const auto& user : users["users"]) {
+    if (user.value("name", "") == "admin" && user.value("role", "") == "admin") ++admins;
+  }
+  EXPECT_EQ(admins, 1) << out;
 }
 
 // Guessing a password from one address (every client here is 127.0.0.1): past the limit the
