@@ -104,8 +104,9 @@ StatusOr<UserTable> UserTable::SetPasswordHash(std::string_view name, std::strin
 
 StatusOr<UserTable> UserTable::Grant(std::string_view name, Role role) const {
   if (Find(name) == nullptr) return NoSuchUser(name);
-  if (role != Role::kAdmin)
+  if (role != Role::kAdmin) {
     SHOAL_RETURN_IF_ERROR(KeepsAnAdmin(*this, name, "take the role admin from"));
+  }
   UserTable next = *this;
   ++next.version_;
   next.users_.find(name)->second.role = role;
