@@ -128,6 +128,11 @@ if "$shoal" query --cluster "$cluster" users --where 'even == ' >/dev/null 2>"$d
   fail "a condition without a value was accepted"
 fi
 grep -q "expected PATH OP JSON" "$dir/err" || fail "condition without a value: $(cat "$dir/err")"
+# The first operator of the condition is its operator: a value may hold another.
+"$shoal" put --cluster "$cluster" users op1 '{"expr": "a<=b"}' >/dev/null || fail "put op1"
+[ "$("$shoal" query --cluster "$cluster" users --where 'expr == "a<=b"')" = $'op1\t{"expr": "a<=b"}' ] ||
+  fail "query expr == \"a<=b\": $("$shoal" query --cluster "$cluster" users --where 'expr == "a<=b"' 2>&1)"
+"$shoal" delete --cluster "$cluster" users op1 >/dev/null || fail "delete op1"
 # A pretty-printed document from stdin: stored without the whitespace around it, read back as
 # written, and one line of the query's KEY<TAB>JSON output.
 printf '\n{\n  "name": "Pretty",\n  "tags": [1, 2]\n}\n\n' |

@@ -119,18 +119,29 @@ int RunDelete(const DataFlags& flags) {
 }
 
 // "age>=30", "address.city == \"Paris\"": a path, an operator and a JSON literal; blanks
-// around the operator are not part of the path or the literal.
+// around the operator are not part of the path or the literal. The operator is the first one in
+// the text (the longest where two start at one place), so a literal may hold operators.
 StatusOr<Condition> ParseCondition(const std::string& text) {
   static const std::pair<std::string_view, Op> kOps[] = {
       {">=", Op::kGe}, {"<=", Op::kLe}, {"!=", Op::kNe}, {"==", Op::kEq},
       {">", Op::kGt},  {"<", Op::kLt},  {"=", Op::kEq}};
-  for (const auto& [symbol, op] : kOps) {
-    const auto at = text.find(symbol);
-    if (at == std::string::npos) continue;
+  size_t at = std::string::npos;
+  const std::pair<std::string_view, Op>* found = nullptr;
+  for (const auto& entry : kOps) {  // two-character operators first: they win a tie
+    const size_t where = text.find(entry.first);
+    if (where < at) {
+      at = where;
+      found = &entry;
+    }
+  }
+  if (found != nullptr) {
     const std::string_view path = Blankless(std::string_view(text).substr(0, at));
-    const std::string_view value = Blankless(std::string_view(text).substr(at + symbol.size()));
-    if (path.empty() || value.empty()) break;
-    return Condition{.path = std::string(path), .op = op, .json_value = std::string(value)};
+    const std::string_view value =
+        Blankless(std::string_view(text).substr(at + found->first.size()));
+    if (!path.empty() && !value.empty()) {
+      return Condition{
+          .path = std::string(path), .op = found->second, .json_value = std::string(value)};
+    }
   }
   return InvalidArgumentError(
       fmt::format("expected PATH OP JSON (OP one of == != < <= > >=): {}", text));
