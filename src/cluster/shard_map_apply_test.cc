@@ -341,7 +341,9 @@ TEST(ShardMapApplyTest, ReplicationSettingsAreCheckedInOnePlace) {
   EXPECT_EQ(too_many.message(),
             "5 copies of every bucket (K = 5) need 5 active nodes, one per copy; the cluster has "
             "3, so K can be 1 to 3");
-  EXPECT_EQ(CheckReplicationSetting(0, 0, 3).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckReplicationSetting(0, 0, 3).message(),
+            "K = 0: every bucket needs at least one copy; the cluster has 3 active nodes, so K "
+            "can be 1 to 3");
   EXPECT_EQ(CheckReplicationSetting(2, 3, 3).code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(CheckReplicationSetting(3, 3, 3).ok());
   EXPECT_TRUE(CheckReplicationSetting(1, 0, 1).ok());

@@ -6,7 +6,8 @@
 # fails over: every document stays readable and takes new writes; a node stopped (SIGSTOP) past
 # the failover timeout and woken serves nothing stale; a node killed and restarted gets its
 # copies back; `shoal replicas --set 3` takes a running cluster from one copy to three; `shoal
-# plan` names the copies a join would replace.
+# plan` names the copies a join would replace; started again on its data, a cluster keeps its
+# K and takes in a node started beyond its members.
 # Usage: local_smoke.sh path/to/shoal
 set -euo pipefail
 
@@ -46,10 +47,13 @@ await_line() {
 
 pid_of() { sed -n "s/^$1 .*(pid \([0-9]*\))$/\1/p" "$dir/local.out" | head -n 1; }
 
+# RESTART=1: on the last run's data directory and ports.
 run_local() {
-  rm -rf "$dir/data"
+  if [ -z "${RESTART:-}" ]; then
+    rm -rf "$dir/data"
+    base=$(free_base_port) || fail "no free ports"
+  fi
   : >"$dir/local.out"
-  base=$(free_base_port) || fail "no free ports"
   "$shoal" local --nodes "${NODES:-2}" --buckets 8 --base-port "$base" --data "$dir/data" \
     --restart-delay-ms 300 "$@" >"$dir/local.out" 2>&1 &
   local_pid=$!
@@ -216,6 +220,12 @@ grep -q "replicas: done, the cluster is balanced" "$dir/replicas.out" ||
   fail "replicas --set 3 said: $(cat "$dir/replicas.out")"
 await_status '.replication_factor == 3 and .min_in_sync == 2 and .under_replicated_buckets == 0' \
   50 || fail "status after replicas --set 3: $status"
+# Without --set, `replicas` shows the setting.
+[ "$("$shoal" replicas --json --cluster "$cluster")" = \
+  '{"min_in_sync":2,"pending_min_in_sync":0,"replication_factor":3}' ] ||
+  fail "replicas --json: $("$shoal" replicas --json --cluster "$cluster" 2>&1)"
+"$shoal" replicas --cluster "$cluster" | grep -q "^replicas: K = 3, min_in_sync 2 " ||
+  fail "replicas: $("$shoal" replicas --cluster "$cluster" 2>&1)"
 read_all
 # Three copies need three nodes: a node may not leave (it would stay leaving for good).
 if "$shoal" remove-node --id 2 --cluster "$cluster" >"$dir/remove.out" 2>&1; then
@@ -235,5 +245,24 @@ if "$shoal" force-primary --bucket 0 --node 2 --cluster "$cluster" >"$dir/force.
   fail "force-primary went on without --accept-data-loss"
 fi
 grep -q "accept-data-loss" "$dir/force.out" || fail "force-primary said: $(cat "$dir/force.out")"
+stop_local
+
+# 7. Started again on its data directory, the cluster keeps its own K (the flag shapes a new
+# cluster only, and the output says so), a node started beyond its members joins it, and a
+# member not started is named.
+RESTART=1 NODES=4 run_local --replicas 2
+grep -q "^setting .*this cluster keeps K = 3, min_in_sync 2 .*shoal replicas --set 2" \
+  "$dir/local.out" || fail "a restart with --replicas 2 said: $(cat "$dir/local.out")"
+grep -q "^copies       3 of every bucket" "$dir/local.out" ||
+  fail "a restart with --replicas 2 showed: $(cat "$dir/local.out")"
+grep -q "^node 4 .*joined this cluster of 3 nodes" "$dir/local.out" ||
+  fail "node 4 did not join: $(cat "$dir/local.out")"
+await_status '.replication_factor == 3 and (.nodes | length) == 4 and
+  .under_replicated_buckets == 0' 100 || fail "status after node 4 joined: $status"
+read_all
+stop_local
+RESTART=1 NODES=3 run_local --no-restart
+grep -q "^node 4 .*a member this run did not start (--nodes 3)" "$dir/local.out" ||
+  fail "a restart without node 4 said: $(cat "$dir/local.out")"
 stop_local
 echo "local smoke: OK"

@@ -146,6 +146,14 @@ count=$("$shoal" query --cluster "$cluster" users --where 'even==1' --limit 5 | 
 json=$("$shoal" query --cluster "$cluster" users --where 'even==1' --limit 3 --json) ||
   fail "query --json"
 [[ $json == '{"count":3,'* ]] || fail "query --limit 3 --json: $json"
+# --count prints the number alone (or {"count": N}).
+[ "$("$shoal" query --cluster "$cluster" users --where 'even==1' --count)" = 14 ] ||
+  fail "query --count: $("$shoal" query --cluster "$cluster" users --where 'even==1' --count 2>&1)"
+[ "$("$shoal" query --cluster "$cluster" users --where 'even==1' --count --limit 4 --json)" = '{"count":4}' ] ||
+  fail "query --count --limit 4 --json"
+# A mistyped command is named, with the nearest one.
+if "$shoal" gett --cluster "$cluster" users u1 >/dev/null 2>"$dir/err"; then fail "shoal gett succeeded"; fi
+grep -q "unknown command 'gett'; did you mean 'get'?" "$dir/err" || fail "shoal gett: $(cat "$dir/err")"
 for i in $(seq 1 5); do
   "$shoal" put --cluster "$cluster" users hotkey "{\"n\": $i}" >/dev/null || fail "put hotkey"
 done

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -143,9 +144,45 @@ std::string ReplicasOutcome(const AdminFlags& flags) {
   return done;
 }
 
+// `shoal replicas` without --set: the setting in force, and the floor that waits for copies.
+int ShowReplicas(net::GrpcRuntime& runtime, const AdminFlags& flags) {
+  auto reply =
+      runtime.Call(transport::Address::Coordinator(), transport::GetMapRequest{}, kAdminTimeout);
+  if (!reply.ok()) return FailCommand(reply.status());
+  auto state = transport::BodyAs<transport::GetMapResponse>(std::move(*reply));
+  if (!state.ok()) return FailCommand(state.status());
+  if (state->state.map == nullptr) {
+    return FailCommand(UnavailableError("the coordinator has no map yet"));
+  }
+  wire::AdminRequest progress;
+  progress.mutable_progress();
+  auto answer = AdminCall(runtime, progress);
+  if (!answer.ok()) return FailCommand(answer.status());
+  const cluster::ShardMap& map = *state->state.map;
+  if (flags.json) {
+    std::printf("%s\n", nlohmann::json{{"replication_factor", map.replication_factor()},
+                                       {"min_in_sync", map.min_in_sync()},
+                                       {"pending_min_in_sync", answer->pending_min_in_sync()}}
+                            .dump()
+                            .c_str());
+    return 0;
+  }
+  std::string floor = fmt::format("min_in_sync {}", map.min_in_sync());
+  if (answer->pending_min_in_sync() != 0) {
+    floor += fmt::format(" ({} once every bucket has {} copies)", answer->pending_min_in_sync(),
+                         map.replication_factor());
+  }
+  std::printf(
+      "replicas: K = %u, %s (`shoal status` shows the copies per node; `shoal replicas --set K` "
+      "changes it)\n",
+      map.replication_factor(), floor.c_str());
+  return 0;
+}
+
 int RunAdmin(const AdminFlags& flags, const std::string& command) {
   auto runtime = StartCommandRuntime(flags.cluster, flags.security);
   if (!runtime.ok()) return FailCommand(runtime.status());
+  if (command == "replicas" && flags.replication_factor == 0) return ShowReplicas(**runtime, flags);
   wire::AdminRequest progress;
   progress.mutable_progress();
   auto start = AdminCall(**runtime, progress);
@@ -411,13 +448,16 @@ void AddAdminCommands(CLI::App& app) {
   auto replicas = std::make_shared<AdminFlags>();
   CLI::App* r = AdminCommand(
       app, "replicas",
-      "Change the number of copies of every bucket (K) online; raising it rebuilds copies, with "
-      "one copy enough for a write until they are all there",
+      "Show or change the number of copies of every bucket (K) online; raising it rebuilds "
+      "copies, with one copy enough for a write until they are all there",
       replicas, true);
-  r->add_option("--set", replicas->replication_factor, "K, from 1 to the number of active nodes")
-      ->required();
+  CLI::Option* set =
+      r->add_option("--set", replicas->replication_factor,
+                    "K, from 1 to the number of active nodes (without it: show K and min_in_sync)")
+          ->check(CLI::Range(1u, std::numeric_limits<uint32_t>::max()));
   r->add_option("--min-in-sync", replicas->min_in_sync,
-                "Copies a write needs (default: a majority of K)");
+                "Copies a write needs (default: a majority of K)")
+      ->needs(set);
   auto force = std::make_shared<AdminFlags>();
   CLI::App* fp = AdminCommand(app, "force-primary",
                               "Make one node's copy the only copy and primary of a bucket whose "

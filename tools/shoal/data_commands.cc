@@ -41,6 +41,7 @@ struct DataFlags {
   std::vector<std::string> where;
   uint32_t limit = 0;  // query: stop after this many documents; 0 = all
   bool json = false;
+  bool count_only = false;   // query: print how many match, not the documents
   bool any_replica = false;  // get: ReadMode::kAnyReplica
   ClientSecurityFlags security;
 };
@@ -164,7 +165,9 @@ int RunQuery(const DataFlags& flags) {
   uint64_t count = 0;
   // Each line is printed as its document arrives; reaching --limit cancels the stream.
   const Status status = collection->QueryStream(query, [&](const Document& doc) -> Status {
-    if (flags.json) {
+    if (flags.count_only) {
+      // Counted only.
+    } else if (flags.json) {
       documents.push_back(
           {{"key", doc.key}, {"version", doc.version}, {"document", BodyJson(doc.json)}});
     } else {
@@ -179,7 +182,13 @@ int RunQuery(const DataFlags& flags) {
     return OkStatus();
   });
   if (!status.ok() && !(flags.limit != 0 && count == flags.limit)) return FailCommand(status);
-  if (flags.json) {
+  if (flags.count_only) {
+    if (flags.json) {
+      std::printf("%s\n", nlohmann::json{{"count", count}}.dump().c_str());
+    } else {
+      std::printf("%llu\n", static_cast<unsigned long long>(count));
+    }
+  } else if (flags.json) {
     std::printf(
         "%s\n",
         nlohmann::json{{"count", documents.size()}, {"documents", documents}}.dump().c_str());
@@ -553,6 +562,8 @@ void AddDataCommands(CLI::App& app) {
   q->add_option("--limit", query->limit, "Stop after this many documents (0 = all)")
       ->check(CLI::Range(0u, std::numeric_limits<uint32_t>::max()))
       ->capture_default_str();
+  q->add_flag("--count", query->count_only,
+              "Print how many documents match (at most --limit), not the documents");
   q->callback([query] { std::exit(RunQuery(*query)); });
 
   auto status = std::make_shared<DataFlags>();

@@ -20,6 +20,7 @@
 #include "include/shoal/shoal.h"
 #include "src/cluster/shard_map.h"
 #include "src/process/processes.h"
+#include "tools/shoal/local_existing.h"
 #include "tools/shoal/local_security.h"
 #include "tools/shoal/local_supervisor.h"
 #include "tools/shoal/net_commands.h"
@@ -62,6 +63,12 @@ pid_t Launch(const std::vector<std::string>& args, const std::string& log) {
   argv.push_back(nullptr);
   ::execv("/proc/self/exe", argv.data());
   _exit(127);
+}
+
+nlohmann::json NodeIds(const std::vector<NodeId>& nodes) {
+  nlohmann::json ids = nlohmann::json::array();
+  for (NodeId node : nodes) ids.push_back(node.value());
+  return ids;
 }
 
 // Waits up to `timeout` for the cluster to answer a client, each node included.
@@ -168,10 +175,29 @@ int RunLocal(const LocalFlags& given) {
       serving = false;
     }
   }
+  // A data directory that holds a cluster keeps its own setting and members (local_existing.h).
+  uint32_t replicas = flags.replicas;
+  uint32_t min_in_sync = flags.min_in_sync != 0
+                             ? flags.min_in_sync
+                             : cluster::ShardMap::DefaultMinInSync(flags.replicas);
+  LocalReconciled reconciled;
+  if (serving) {
+    StatusOr<LocalReconciled> read = [&]() -> StatusOr<LocalReconciled> {
+      SHOAL_ASSIGN_OR_RETURN(auto runtime, StartLocalRuntime(*security, coordinator));
+      return ReconcileLocalCluster(
+          *runtime,
+          {.nodes = flags.nodes, .replicas = given.replicas, .min_in_sync = given.min_in_sync});
+    }();
+    if (read.ok()) {
+      reconciled = std::move(*read);
+      replicas = reconciled.view.replicas;
+      min_in_sync = reconciled.view.min_in_sync;
+    } else {
+      reconciled.lines.push_back(
+          fmt::format("map          could not be read: {}", std::string(MessageOf(read.status()))));
+    }
+  }
   const auto pid_of = [&](const std::string& name) { return supervisor.PidOf(name).value_or(0); };
-  const uint32_t min_in_sync = flags.min_in_sync != 0
-                                   ? flags.min_in_sync
-                                   : cluster::ShardMap::DefaultMinInSync(flags.replicas);
   if (flags.json) {
     nlohmann::json pids{{"coordinator", pid_of("coordinator")}};
     for (uint32_t i = 1; i <= flags.nodes; ++i) {
@@ -182,8 +208,11 @@ int RunLocal(const LocalFlags& given) {
                        {"nodes", node_addresses},
                        {"pids", pids},
                        {"data", flags.data},
-                       {"replicas", flags.replicas},
+                       {"replicas", replicas},
                        {"min_in_sync", min_in_sync},
+                       {"joined", NodeIds(reconciled.joined)},
+                       {"not_started", NodeIds(reconciled.view.not_started)},
+                       {"notes", reconciled.lines},
                        {"tls", security->secure},
                        {"certs_dir", security->certs_dir},
                        {"credentials", security->credentials_file},
@@ -197,23 +226,24 @@ int RunLocal(const LocalFlags& given) {
                   pid_of(fmt::format("node {}", i + 1)));
     }
     std::printf("data         %s (logs: %s/*.log)\n", flags.data.c_str(), flags.data.c_str());
-    if (flags.replicas > 1 && min_in_sync < flags.replicas) {
-      const uint32_t spare = flags.replicas - min_in_sync;
+    if (replicas > 1 && min_in_sync < replicas) {
+      const uint32_t spare = replicas - min_in_sync;
       std::printf(
           "copies       %u of every bucket, on different nodes; a write needs %u "
           "(min_in_sync), so writes go on with any %u node%s down\n",
-          flags.replicas, min_in_sync, spare, spare == 1 ? "" : "s");
-    } else if (flags.replicas > 1) {
+          replicas, min_in_sync, spare, spare == 1 ? "" : "s");
+    } else if (replicas > 1) {
       std::printf(
           "copies       %u of every bucket, on different nodes; a write needs all %u "
           "(min_in_sync): a node down stops writes to its buckets until it returns or they are "
           "copied elsewhere\n",
-          flags.replicas, min_in_sync);
+          replicas, min_in_sync);
     } else {
       std::printf(
           "copies       1 of every bucket: a node lost takes its buckets with it "
           "(--replicas 3 keeps three)\n");
     }
+    for (const auto& line : reconciled.lines) std::printf("%s\n", line.c_str());
     for (const auto& line : LocalSecurityLines(*security, coordinator)) {
       std::printf("%s\n", line.c_str());
     }

@@ -72,13 +72,18 @@ StatusOr<LocalSecurity> PrepareLocalSecurity(const std::string& data_dir,
   return out;
 }
 
+StatusOr<std::unique_ptr<net::GrpcRuntime>> StartLocalRuntime(const LocalSecurity& security,
+                                                              const std::string& cluster) {
+  net::GrpcRuntimeOptions options{.coordinator = cluster};
+  if (security.secure) {
+    options.security.tls = security::ClientTlsFiles(security.certs_dir, security::kDefaultUser);
+  }
+  return net::GrpcRuntime::Start(options);
+}
+
 Status SetLocalAdminPassword(const LocalSecurity& security, const std::string& cluster) {
   if (!security.secure) return OkStatus();
-  SHOAL_ASSIGN_OR_RETURN(
-      auto runtime,
-      net::GrpcRuntime::Start({.coordinator = cluster,
-                               .security = {.tls = security::ClientTlsFiles(
-                                                security.certs_dir, security::kDefaultUser)}}));
+  SHOAL_ASSIGN_OR_RETURN(auto runtime, StartLocalRuntime(security, cluster));
   wire::AdminRequest request;
   request.mutable_set_password()->set_name(std::string(security::kDefaultUser));
   request.mutable_set_password()->set_password(security.admin_password);

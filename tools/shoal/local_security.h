@@ -13,11 +13,13 @@
 //
 // Thread-safety: called once, by shoal local's main thread.
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "include/shoal/shoal.h"
 #include "src/common/status.h"
+#include "src/net/grpc_runtime.h"
 
 namespace shoal::tools {
 
@@ -36,6 +38,11 @@ struct LocalSecurity {
 [[nodiscard]] StatusOr<LocalSecurity> PrepareLocalSecurity(const std::string& data_dir,
                                                            const std::string& cluster,
                                                            bool insecure);
+
+// A client runtime of the cluster served at `cluster` ("HOST:PORT"), as `admin` by certificate
+// (plaintext for an --insecure cluster).
+[[nodiscard]] StatusOr<std::unique_ptr<net::GrpcRuntime>> StartLocalRuntime(
+    const LocalSecurity& security, const std::string& cluster);
 
 // Gives `admin` its password in the cluster served at `cluster` ("HOST:PORT"), as `admin` by
 // certificate.
