@@ -45,6 +45,49 @@ Status CheckLeave(const ShardMap& map, NodeId node) {
   return OkStatus();
 }
 
+// The copies a lower K trimmed from the configurations: of a bucket with the same range in both
+// maps whose replicas in `after` are K of `after` and the first ones of `before`, each replica of
+// `before` past them. (A bucket short of copies keeps every copy: a repair resumes one, and
+// force-primary may need it.) Each gets one drop at `after`'s epoch, as a move's leaving copy
+// does, so that its disk is freed now. The node refuses a drop of a range its map shows it serving
+// or receiving; a copy whose drop fails is a copy outside the replicas, dropped by the balancer
+// once its bucket has been whole for stale_copy_grace (docs/design/replication.md §6.1).
+Status DropTrimmedCopies(MoveExecutor& executor, const ShardMap& before, const ShardMap& after) {
+  for (const auto& bucket : after.buckets()) {
+    const auto* old = before.Find(bucket.id);
+    if (old == nullptr || old->range != bucket.range || bucket.transition.has_value() ||
+        bucket.replicas.size() != after.replication_factor() ||
+        old->replicas.size() <= bucket.replicas.size() ||
+        !std::equal(bucket.replicas.begin(), bucket.replicas.end(), old->replicas.begin())) {
+      continue;
+    }
+    for (size_t i = bucket.replicas.size(); i < old->replicas.size(); ++i) {
+      const NodeId node = old->replicas[i];
+      auto dropped = executor.CallNode(
+          node,
+          transport::DropBucketRequest{.epoch = after.epoch(),
+                                       .move = MoveId(0),
+                                       .bucket = bucket.id,
+                                       .range = transport::ToPointRange(bucket.range)},
+          /*attempts=*/1);
+      if (!dropped.ok() && dropped.status().code() == StatusCode::kCancelled) {
+        return dropped.status();
+      }
+      const Status status = dropped.ok() ? dropped->status : dropped.status();
+      if (!status.ok()) {
+        log::Warning(
+            "copy.drop_trimmed_failed",
+            {{"node", node.value()}, {"bucket", bucket.id.value()}, {"error", status.ToString()}});
+        continue;
+      }
+      log::Info("copy.drop_trimmed", {{"node", node.value()},
+                                      {"bucket", bucket.id.value()},
+                                      {"epoch", after.epoch().value()}});
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Coordinator::Coordinator(transport::Runtime& runtime, metadata::MetadataStore& store,
@@ -242,6 +285,9 @@ Status Coordinator::SetReplication(uint32_t replication_factor, uint32_t min_in_
     if (held.size() == current->buckets().size() && current->TransitionCount() == 0) {
       // The floor the buckets can meet now; one asked for above it waits for the copies.
       status = floor_->Commit(replication_factor, min_in_sync);
+      // A lower K trimmed backups: their copies go while every bucket is still held, so that
+      // no move can start to put a copy back on them first.
+      if (status.ok()) status = DropTrimmedCopies(*executor_, *current, *committer_->map());
       if (status.code() != StatusCode::kAborted) break;  // else the loop is raising a floor
     }
     if (runtime_.Now() > deadline) {
