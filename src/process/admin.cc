@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "src/cluster/move_ends.h"
 #include "src/net/wire_codec.h"
 
 namespace shoal::process {
@@ -54,32 +55,14 @@ Status SetThresholds(coordinator::Coordinator& coordinator,
       request.has_merge_bytes() ? std::optional<uint64_t>(request.merge_bytes()) : std::nullopt);
 }
 
-// A planned move in the operator's words: `from` is the copy that leaves (0 when the move adds a
-// copy) and `to` the copy that arrives, so that at K > 1 a copy replaced on a backup reads
-// "node 2 -> node 4" rather than its primary's "node 1 -> node 1". A handoff (the same copies,
-// another primary; docs/design/replication.md §7) moves no data: from the old primary to the new
-// one, mode "handoff".
+// A planned move in the operator's words (cluster::EndsOf).
 void FillPlannedMove(const cluster::MoveIntent& move, wire::PlannedMove* out) {
-  const auto outside = [](const std::vector<NodeId>& nodes, const std::vector<NodeId>& others) {
-    for (NodeId node : nodes) {
-      if (std::find(others.begin(), others.end(), node) == others.end()) return node.value();
-    }
-    return 0u;
-  };
   out->set_bucket(move.bucket.value());
   out->set_bytes(move.bytes);
-  const bool handoff = move.source != move.destination && !move.source.empty() &&
-                       std::is_permutation(move.source.begin(), move.source.end(),
-                                           move.destination.begin(), move.destination.end());
-  if (handoff) {
-    out->set_from(move.source.front().value());
-    out->set_to(move.destination.front().value());
-    out->set_mode("handoff");
-    return;
-  }
-  out->set_from(outside(move.source, move.destination));
-  out->set_to(outside(move.destination, move.source));
-  out->set_mode(std::string(cluster::ToString(move.mode)));
+  const cluster::MoveEnds ends = cluster::EndsOf(move.source, move.destination);
+  out->set_from(ends.from.value());
+  out->set_to(ends.to.value());
+  out->set_mode(ends.handoff ? std::string("handoff") : std::string(cluster::ToString(move.mode)));
 }
 
 Status FillPlan(coordinator::Coordinator& coordinator, const wire::AdminRequest::Plan& request,

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "proto/shoal.pb.h"
+#include "src/cluster/move_ends.h"
 #include "src/cluster/shard_map.h"
 #include "src/net/admin_client.h"
 #include "src/net/grpc_runtime.h"
@@ -54,6 +55,26 @@ std::string Bytes(double bytes) {
   if (bytes >= 1 << 10) return fmt::format("{:.1f} KiB", bytes / (1 << 10));
   return fmt::format("{:.0f} B", bytes);
 }
+
+}  // namespace
+
+std::string MoveLine(uint32_t bucket, const cluster::MoveEnds& ends, std::string_view detail) {
+  if (ends.handoff) {
+    return fmt::format("bucket {}: primary node {} -> node {} (handoff, no data moves)", bucket,
+                       ends.from.value(), ends.to.value());
+  }
+  if (ends.from.value() == 0) {
+    return fmt::format("bucket {}: new copy on node {} ({})", bucket, ends.to.value(), detail);
+  }
+  if (ends.to.value() == 0) {
+    return fmt::format("bucket {}: the copy on node {} leaves ({})", bucket, ends.from.value(),
+                       detail);
+  }
+  return fmt::format("bucket {}: node {} -> node {} ({})", bucket, ends.from.value(),
+                     ends.to.value(), detail);
+}
+
+namespace {
 
 // What the change is expected to move, from a Plan asked for before it was requested; zero
 // when the plan was not available (the progress line then shows the moves started so far).
@@ -252,19 +273,13 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
                   static_cast<unsigned long long>(reply->merges()),
                   Bytes(static_cast<double>(reply->plan_bytes())).c_str(),
                   reply->estimated_seconds());
-      // `from` is the copy that leaves (0: the move adds one), `to` the one that arrives.
       for (const auto& m : reply->moves()) {
-        const std::string bytes = Bytes(static_cast<double>(m.bytes()));
-        if (m.mode() == "handoff") {
-          std::printf("  bucket %u: primary node %u -> node %u (handoff, no data moves)\n",
-                      m.bucket(), m.from(), m.to());
-        } else if (m.from() == 0) {
-          std::printf("  bucket %u: new copy on node %u (%s, %s)\n", m.bucket(), m.to(),
-                      bytes.c_str(), m.mode().c_str());
-        } else {
-          std::printf("  bucket %u: node %u -> node %u (%s, %s)\n", m.bucket(), m.from(), m.to(),
-                      bytes.c_str(), m.mode().c_str());
-        }
+        const cluster::MoveEnds ends{
+            .from = NodeId(m.from()), .to = NodeId(m.to()), .handoff = m.mode() == "handoff"};
+        std::printf("  %s\n",
+                    MoveLine(m.bucket(), ends,
+                             fmt::format("{}, {}", Bytes(static_cast<double>(m.bytes())), m.mode()))
+                        .c_str());
       }
     }
     return 0;

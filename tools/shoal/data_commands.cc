@@ -23,6 +23,7 @@
 #include "include/shoal/shoal.h"
 #include "proto/shoal.pb.h"
 #include "src/client/client.h"
+#include "src/cluster/move_ends.h"
 #include "src/net/grpc_runtime.h"
 #include "src/net/uri.h"
 #include "src/storage/errors.h"
@@ -334,12 +335,15 @@ int RunStatus(const DataFlags& flags) {
     for (size_t i = 1; i < bucket.replicas.size(); ++i) ++nodes[bucket.replicas[i]].backups;
     if (bucket.transition.has_value()) {
       const auto& t = *bucket.transition;
+      // In the operator's words, as `shoal plan` (cluster::EndsOf).
+      const cluster::MoveEnds ends = cluster::EndsOf(t.source, t.destination);
       moves.push_back({{"bucket", bucket.id.value()},
                        {"move", t.move.value()},
-                       {"from", t.source.empty() ? 0 : t.source.front().value()},
-                       {"to", t.destination.empty() ? 0 : t.destination.front().value()},
+                       {"from", ends.from.value()},
+                       {"to", ends.to.value()},
                        {"stage", std::string(cluster::ToString(t.stage))},
-                       {"mode", std::string(cluster::ToString(t.mode))}});
+                       {"mode", ends.handoff ? std::string("handoff")
+                                             : std::string(cluster::ToString(t.mode))}});
     }
   }
   for (auto& [id, node] : nodes) {
@@ -480,7 +484,17 @@ int RunStatus(const DataFlags& flags) {
           FormatDegradedBuckets(degraded, map->replication_factor()).c_str());
     }
     std::printf("moves in flight: %zu\n", moves.size());
-    for (const auto& move : moves) std::printf("  %s\n", move.dump().c_str());
+    for (const auto& move : moves) {
+      const cluster::MoveEnds ends{.from = NodeId(move["from"].get<uint32_t>()),
+                                   .to = NodeId(move["to"].get<uint32_t>()),
+                                   .handoff = move["mode"] == "handoff"};
+      std::printf(
+          "  %s\n",
+          MoveLine(move["bucket"].get<uint32_t>(), ends,
+                   fmt::format("{}, stage {}, move {}", move["mode"].get<std::string>(),
+                               move["stage"].get<std::string>(), move["move"].get<uint64_t>()))
+              .c_str());
+    }
     PrintHotKeys(hot_keys, collection_names);
   }
   return 0;

@@ -13,7 +13,9 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <string_view>
 
+#include "src/cluster/move_ends.h"
 #include "src/common/status.h"
 #include "src/net/grpc_runtime.h"
 #include "tools/shoal/security_flags.h"
@@ -37,5 +39,10 @@ void AddUserCommands(CLI::App& app);
 // when it says more than the code ("error: NOT_FOUND (UNKNOWN_COLLECTION): ..."), and returns
 // exit code 1.
 int FailCommand(const Status& status);
+
+// One line of a move for `shoal plan` and `shoal status`, e.g. "bucket 5: node 2 -> node 4
+// (DETAIL)", "bucket 5: new copy on node 4 (DETAIL)" or a handoff's primaries.
+[[nodiscard]] std::string MoveLine(uint32_t bucket, const cluster::MoveEnds& ends,
+                                   std::string_view detail);
 
 }  // namespace shoal::tools
