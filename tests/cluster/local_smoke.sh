@@ -100,7 +100,7 @@ write_all() {
   done
 }
 
-# 1. A killed node comes back by itself.
+# 1. A killed node comes back by itself; a second cluster on its ports is refused.
 run_local
 for i in $(seq 1 20); do
   "$shoal" put --cluster "$cluster" users "u$i" "{\"i\": $i}" >/dev/null || fail "put u$i"
@@ -111,6 +111,15 @@ kill -KILL "$node1"
 await_line "node 1 (pid $node1) was killed by SIGKILL; the other processes keep serving"
 await_line "node 1 restarted (pid"
 kill -0 "$local_pid" || fail "shoal local stopped"
+read_all
+# A second cluster on the same ports is refused before it writes anything: the credentials
+# registered for the address still reach the first one.
+if "$shoal" local --nodes 2 --base-port "$base" --data "$dir/data2" >"$dir/second.out" 2>&1; then
+  fail "a second shoal local on the same ports started"
+fi
+grep -q "127.0.0.1:$base is in use (another shoal local?)" "$dir/second.out" ||
+  fail "a second shoal local said: $(cat "$dir/second.out")"
+[ ! -e "$dir/data2" ] || fail "a refused shoal local created its data directory"
 read_all
 stop_local
 

@@ -2,7 +2,9 @@
 // loopback, supervised (restarted when one dies) until Ctrl-C.
 
 #include <fmt/format.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,6 +67,27 @@ pid_t Launch(const std::vector<std::string>& args, const std::string& log) {
   _exit(127);
 }
 
+// The first of the `count` ports from `base` on 127.0.0.1 that cannot be bound (a process
+// listens on it).
+std::optional<int> FirstPortInUse(int base, uint32_t count) {
+  for (uint32_t i = 0; i < count; ++i) {
+    const int port = base + static_cast<int>(i);
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return std::nullopt;  // cannot tell: the children will say
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool bound =
+        ::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
+    ::close(fd);
+    if (!bound) return port;
+  }
+  return std::nullopt;
+}
+
 nlohmann::json NodeIds(const std::vector<NodeId>& nodes) {
   nlohmann::json ids = nlohmann::json::array();
   for (NodeId node : nodes) ids.push_back(node.value());
@@ -106,6 +129,15 @@ int RunLocal(const LocalFlags& given) {
   sigaddset(&set, SIGCHLD);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
+  // Another cluster on these ports would answer this one's checks (and the user's credentials
+  // for the address would be rewritten for a cluster that never serves): refused first.
+  if (const std::optional<int> taken = FirstPortInUse(flags.base_port, flags.nodes + 1)) {
+    std::fprintf(stderr,
+                 "error: 127.0.0.1:%d is in use (another shoal local?): a cluster needs ports %d "
+                 "to %d free; pick others with --base-port (and its own --data)\n",
+                 *taken, flags.base_port, flags.base_port + static_cast<int>(flags.nodes));
+    return 1;
+  }
   std::error_code ec;
   std::filesystem::create_directories(flags.data, ec);
   if (ec) {
@@ -175,6 +207,7 @@ int RunLocal(const LocalFlags& given) {
       serving = false;
     }
   }
+  if (serving) RegisterLocalCluster(&*security);
   // A data directory that holds a cluster keeps its own setting and members (local_existing.h).
   uint32_t replicas = flags.replicas;
   uint32_t min_in_sync = flags.min_in_sync != 0

@@ -60,16 +60,28 @@ StatusOr<LocalSecurity> PrepareLocalSecurity(const std::string& data_dir,
   std::error_code ec;
   std::filesystem::remove(out.credentials_file, ec);
   SHOAL_RETURN_IF_ERROR(security::RegisterCredentials(out.credentials_file, entry));
+  return out;
+}
+
+void RegisterLocalCluster(LocalSecurity* security) {
+  if (!security->secure) return;
+  auto entries = security::ReadCredentialsFile(security->credentials_file);
+  if (!entries.ok() || entries->size() != 1) {
+    security->registration_error =
+        entries.ok()
+            ? fmt::format("{} holds {} entries", security->credentials_file, entries->size())
+            : entries.status().ToString();
+    return;
+  }
   const std::string user_file = security::DefaultCredentialsPath();
   if (user_file.empty()) {
-    out.registration_error = "neither SHOAL_CREDENTIALS nor HOME is set";
-  } else if (Status registered = security::RegisterCredentials(user_file, entry);
+    security->registration_error = "neither SHOAL_CREDENTIALS nor HOME is set";
+  } else if (Status registered = security::RegisterCredentials(user_file, entries->front());
              !registered.ok()) {
-    out.registration_error = registered.ToString();
+    security->registration_error = registered.ToString();
   } else {
-    out.registered_in = user_file;
+    security->registered_in = user_file;
   }
-  return out;
 }
 
 StatusOr<std::unique_ptr<net::GrpcRuntime>> StartLocalRuntime(const LocalSecurity& security,

@@ -2,9 +2,10 @@
 
 // `shoal local`'s certificates and credentials (docs/security.md, "shoal local"): at the first
 // start, a CA, a node certificate for the loopback addresses and a client certificate of the
-// user `admin` in DATA/certs; at every start, DATA/credentials (one entry: this cluster) and
-// this cluster's entry in the user's credentials file, so that the CLI and Database::Connect of
-// whoever started it need no flag. A later start reuses the certificates.
+// user `admin` in DATA/certs; at every start, DATA/credentials (one entry: this cluster) and,
+// once the cluster serves, this cluster's entry in the user's credentials file, so that the CLI
+// and Database::Connect of whoever started it need no flag. A later start reuses the
+// certificates.
 //
 // The user `admin` (the cluster's first user, process/user_admin.h) also gets a password,
 // generated at the first start and kept in the credentials entry (0600, beside the client
@@ -32,12 +33,16 @@ struct LocalSecurity {
   std::string admin_password{};      // in the credentials entries; never printed
 };
 
-// For a secure cluster (`insecure` false): the header's files, for the coordinator `cluster`
-// ("HOST:PORT"). The errors of certificate creation; a failure to register in the user's file is
-// only reported in registration_error.
+// For a secure cluster (`insecure` false): the certificates and DATA/credentials, for the
+// coordinator `cluster` ("HOST:PORT"). The errors of certificate creation.
 [[nodiscard]] StatusOr<LocalSecurity> PrepareLocalSecurity(const std::string& data_dir,
                                                            const std::string& cluster,
                                                            bool insecure);
+
+// Registers the cluster's entry of DATA/credentials in the user's credentials file, once it
+// serves: a start that fails (its ports taken by another cluster) leaves the user's entry for
+// that address alone. A failure is only reported in registration_error.
+void RegisterLocalCluster(LocalSecurity* security);
 
 // A client runtime of the cluster served at `cluster` ("HOST:PORT"), as `admin` by certificate
 // (plaintext for an --insecure cluster).
