@@ -200,35 +200,38 @@ int RunLocal(const LocalFlags& given) {
   }
   bool serving = WaitUntilServing(coordinator, LocalConnectOptions(*security), flags.nodes,
                                   std::chrono::seconds(20));
-  if (serving) {
-    // Before "ready": the credentials files carry the password, so it must be stored first.
-    if (Status set = SetLocalAdminPassword(*security, coordinator); !set.ok()) {
-      std::fprintf(stderr, "error: setting the password of admin: %s\n", set.ToString().c_str());
-      serving = false;
-    }
-  }
-  if (serving) RegisterLocalCluster(&*security);
   // A data directory that holds a cluster keeps its own setting and members (local_existing.h).
+  // Read whenever the coordinator answers: a cluster some of whose buckets have no copy on the
+  // nodes started does not serve every key, and the output must say why.
   uint32_t replicas = flags.replicas;
   uint32_t min_in_sync = flags.min_in_sync != 0
                              ? flags.min_in_sync
                              : cluster::ShardMap::DefaultMinInSync(flags.replicas);
   LocalReconciled reconciled;
-  if (serving) {
-    StatusOr<LocalReconciled> read = [&]() -> StatusOr<LocalReconciled> {
-      SHOAL_ASSIGN_OR_RETURN(auto runtime, StartLocalRuntime(*security, coordinator));
-      return ReconcileLocalCluster(
-          *runtime,
-          {.nodes = flags.nodes, .replicas = given.replicas, .min_in_sync = given.min_in_sync});
-    }();
-    if (read.ok()) {
-      reconciled = std::move(*read);
-      replicas = reconciled.view.replicas;
-      min_in_sync = reconciled.view.min_in_sync;
+  StatusOr<LocalReconciled> read = [&]() -> StatusOr<LocalReconciled> {
+    SHOAL_ASSIGN_OR_RETURN(auto runtime, StartLocalRuntime(*security, coordinator));
+    return ReconcileLocalCluster(
+        *runtime,
+        {.nodes = flags.nodes, .replicas = given.replicas, .min_in_sync = given.min_in_sync});
+  }();
+  if (read.ok()) {
+    reconciled = std::move(*read);
+    replicas = reconciled.view.replicas;
+    min_in_sync = reconciled.view.min_in_sync;
+    // Before "ready": the credentials files carry the password, so it must be stored first;
+    // then the user's credentials file may name this cluster.
+    if (Status set = SetLocalAdminPassword(*security, coordinator); !set.ok()) {
+      std::fprintf(stderr, "error: setting the password of admin: %s\n", set.ToString().c_str());
+      serving = false;
+      security->registration_error = "the password of admin could not be set";
     } else {
-      reconciled.lines.push_back(
-          fmt::format("map          could not be read: {}", std::string(MessageOf(read.status()))));
+      RegisterLocalCluster(&*security);
     }
+  } else {
+    serving = false;
+    reconciled.lines.push_back(
+        fmt::format("map          could not be read: {}", std::string(MessageOf(read.status()))));
+    security->registration_error = "the coordinator did not answer";
   }
   const auto pid_of = [&](const std::string& name) { return supervisor.PidOf(name).value_or(0); };
   if (flags.json) {
@@ -280,8 +283,10 @@ int RunLocal(const LocalFlags& given) {
     for (const auto& line : LocalSecurityLines(*security, coordinator)) {
       std::printf("%s\n", line.c_str());
     }
-    std::printf(serving
-                    ? "cluster      shoal://%s ready; Ctrl-C stops it\n"
+    std::printf(serving ? "cluster      shoal://%s ready; Ctrl-C stops it\n"
+                : !reconciled.view.not_started.empty()
+                    ? "cluster      shoal://%s NOT serving every key: buckets without a copy on "
+                      "the nodes started are unavailable (above); Ctrl-C stops it\n"
                     : "cluster      shoal://%s NOT serving yet (see the logs); Ctrl-C stops it\n",
                 coordinator.c_str());
   }
