@@ -123,7 +123,7 @@ grep -q "127.0.0.1:$base is in use (another shoal local?)" "$dir/second.out" ||
 read_all
 stop_local
 
-# 2. --no-restart: the node stays down, the rest keeps running.
+# 2. --no-restart: the node stays down, the rest keeps running; removing it waits and says why.
 run_local --no-restart
 node2=$(pid_of "node 2")
 kill -KILL "$node2"
@@ -132,6 +132,10 @@ sleep 1
 kill -0 "$local_pid" || fail "shoal local stopped after a node died"
 grep -q "node 2 restarted" "$dir/local.out" && fail "node 2 was restarted"
 "$shoal" status --cluster "$cluster" >/dev/null || fail "the coordinator stopped answering"
+# Its buckets have no other copy (K = 1): removing it waits, and says why once nothing moves.
+timeout 14 "$shoal" remove-node --id 2 --cluster "$cluster" >"$dir/remove.out" 2>&1 || true
+grep -q "no move has started or progressed for 10 s: a bucket whose every copy is on a node that is down" \
+  "$dir/remove.out" || fail "remove-node of a dead node said: $(cat "$dir/remove.out")"
 stop_local
 
 # 3. K = 3: node 1 (the primary of some buckets, a backup of the others) is killed for good.

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include "proto/shoal.pb.h"
 #include "src/cluster/move_ends.h"
@@ -33,6 +34,8 @@ namespace shoal::tools {
 namespace {
 
 constexpr transport::Micros kAdminTimeout = 10'000'000;
+// A change whose moves neither start nor progress this long is explained once (WaitBalanced).
+constexpr double kStallSeconds = 10;
 
 struct AdminFlags {
   std::string cluster = "shoal://127.0.0.1:7400";
@@ -119,11 +122,21 @@ StatusOr<nlohmann::json> WaitBalanced(net::GrpcRuntime& runtime, const wire::Adm
   wire::AdminRequest request;
   request.mutable_progress();
   int polls = 0;
+  // When the counters last changed, and whether the stall was explained.
+  std::tuple<uint64_t, uint64_t, uint64_t, uint64_t> last_counters{};
+  double last_change = 0;
+  bool stall_told = false;
   while (true) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
     SHOAL_ASSIGN_OR_RETURN(wire::AdminResponse now, AdminCall(runtime, request));
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    const std::tuple<uint64_t, uint64_t, uint64_t, uint64_t> counters{
+        now.moves_started(), now.moves_committed(), now.moves_aborted(), now.bytes_copied()};
+    if (counters != last_counters) {
+      last_counters = counters;
+      last_change = seconds;
+    }
     const double copied = static_cast<double>(Since(now.bytes_copied(), start.bytes_copied()));
     const double total =
         std::max({static_cast<double>(expected.bytes),
@@ -144,6 +157,16 @@ StatusOr<nlohmann::json> WaitBalanced(net::GrpcRuntime& runtime, const wire::Adm
     if (now.balanced()) {
       if (!flags.json && tty) std::fprintf(stderr, "\n");
       return ProgressJson(now, start, seconds);
+    }
+    // Once, after a while without any move starting, ending or copying a byte: what usually
+    // holds the change up.
+    if (!flags.json && !stall_told && seconds - last_change >= kStallSeconds) {
+      stall_told = true;
+      std::fprintf(stderr,
+                   "%sno move has started or progressed for %.0f s: a bucket whose every copy is "
+                   "on a node that is down cannot move until one of them returns (`shoal status` "
+                   "lists the buckets short of copies or unavailable); waiting\n",
+                   tty ? "\n" : "", kStallSeconds);
     }
     if (seconds > flags.timeout_seconds) {
       if (!flags.json && tty) std::fprintf(stderr, "\n");
