@@ -1,6 +1,8 @@
 #include "src/coordinator/executable_step.h"
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <vector>
 
 namespace shoal::coordinator {
@@ -8,6 +10,29 @@ namespace {
 
 bool Contains(const std::vector<NodeId>& nodes, NodeId node) {
   return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
+}
+
+// No copy that stays may take the primary (every backup leaves too, or the planner kept only
+// leaving ones): the primary stays, and one backup that goes (one the target drops, else one on a
+// leaving node) gives its place to the target's first incoming copy; a later step hands the
+// primary to that copy once it is built. None when no backup goes.
+std::optional<cluster::MoveIntent> ReplaceABackupFirst(const cluster::MoveIntent& planned,
+                                                       const std::function<bool(NodeId)>& leaving) {
+  const auto incoming = std::find_if(planned.destination.begin(), planned.destination.end(),
+                                     [&](NodeId node) { return !Contains(planned.source, node); });
+  if (incoming == planned.destination.end()) return std::nullopt;
+  std::optional<size_t> goes;
+  for (size_t i = 1; i < planned.source.size() && !goes.has_value(); ++i) {
+    if (!Contains(planned.destination, planned.source[i])) goes = i;
+  }
+  for (size_t i = 1; i < planned.source.size() && !goes.has_value(); ++i) {
+    if (leaving(planned.source[i])) goes = i;
+  }
+  if (!goes.has_value()) return std::nullopt;
+  cluster::MoveIntent step = planned;
+  step.destination = planned.source;
+  step.destination[*goes] = *incoming;
+  return step;
 }
 
 }  // namespace
@@ -47,13 +72,17 @@ std::optional<cluster::MoveIntent> ExecutableStep(const cluster::ShardMap& map,
     auto it = led.find(node);
     return it == led.end() ? 0u : it->second;
   };
+  const auto leaving = [&](NodeId node) {
+    const cluster::NodeInfo* info = map.FindNode(node);
+    return info == nullptr || info->state != cluster::NodeState::kActive;
+  };
   std::optional<NodeId> heir;
   for (size_t i = 1; i < planned.source.size(); ++i) {
     const NodeId backup = planned.source[i];
-    if (!Contains(planned.destination, backup) || is_down(backup)) continue;
+    if (!Contains(planned.destination, backup) || is_down(backup) || leaving(backup)) continue;
     if (!heir.has_value() || leads(backup) < leads(*heir)) heir = backup;
   }
-  if (!heir.has_value()) return std::nullopt;
+  if (!heir.has_value()) return ReplaceABackupFirst(planned, leaving);
   cluster::MoveIntent handoff = planned;
   handoff.destination = {*heir};
   for (NodeId node : planned.source) {

@@ -6,10 +6,14 @@
 //
 // Invariant (docs/design/replication.md §7): a replicated bucket's primary never goes to a copy
 // being built. A planned step that would make its new copy the primary (Algorithm 2 replaced the
-// primary's copy) starts as a handoff to a backup that stays in the target and is up: of those,
-// the one that leads the fewest primaries in `led`, the first in the source among equals; the
-// next plan then moves the old primary's copy as a backup's. Every other move is carried out
-// as planned. None when no backup may take the primary now.
+// primary's copy) starts as a handoff to a backup that stays in the target, is up and is not
+// leaving: of those, the one that leads the fewest primaries in `led`, the first in the source
+// among equals; the next plan then moves the old primary's copy as a backup's. Where no backup
+// qualifies because the backups go too (two leaving nodes holding every copy of a bucket), the
+// primary stays and one backup that goes is replaced by the target's incoming copy first, which
+// takes the primary at a later step: a handoff between two leaving nodes would be handed back
+// by the next plan, for good. Every other move is carried out as planned. None when no backup
+// may take the primary now and none goes.
 //
 // `led` counts the primaries each node leads once the moves in flight are done (PrimariesLed)
 // and the steps the caller already took this round (TakeStep): a leave then spreads the leaving

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "src/cluster/cluster_test_util.h"
+#include "src/cluster/shard_map_edit.h"
 
 namespace shoal::coordinator {
 namespace {
@@ -47,6 +48,31 @@ TEST(ExecutableStepTest, APrimarysCopyReplacedStartsAsAHandoffToABackupThatStays
   step = ExecutableStep(map, Move({kN1, kN2, kN3}, {kN4, kN1, kN3}), is_down, PrimariesLed(map));
   ASSERT_TRUE(step.has_value());
   EXPECT_EQ(step->destination.front(), kN3);
+}
+
+// Two leaving nodes hold every copy of a bucket: neither takes the primary from the other
+// (they would hand it back and forth); the primary stays and a leaving backup's copy is replaced
+// by the incoming one first, which then takes the primary.
+TEST(ExecutableStepTest, NoLeavingNodeTakesThePrimaryABackupIsReplacedFirst) {
+  const ShardMap initial = *ShardMap::Initial(
+      {.nodes = cluster::testing::Nodes({1, 2, 3, 4}), .bucket_count = 1, .replication_factor = 2});
+  const ShardMap map =
+      *cluster::Apply(initial, cluster::ShardMapEdit(initial.epoch())
+                                   .SetNodeState(kN1, cluster::NodeState::kLeaving)
+                                   .SetNodeState(kN2, cluster::NodeState::kLeaving));
+  const auto is_down = [](NodeId) { return false; };
+  // The planner replaced both copies, or kept the leaving backup's for now.
+  for (const MoveIntent& planned : {Move({kN1, kN2}, {kN3, kN4}), Move({kN1, kN2}, {kN3, kN2})}) {
+    auto step = ExecutableStep(map, planned, is_down, PrimariesLed(map));
+    ASSERT_TRUE(step.has_value()) << planned.DebugString();
+    EXPECT_EQ(step->destination, (std::vector<NodeId>{kN1, kN3})) << planned.DebugString();
+    EXPECT_EQ(step->bytes, planned.bytes) << "a copy is built";
+  }
+  // Then the incoming copy, which stays, takes the primary.
+  auto step = ExecutableStep(map, Move({kN1, kN3}, {kN4, kN3}), is_down, PrimariesLed(map));
+  ASSERT_TRUE(step.has_value());
+  EXPECT_EQ(step->destination, (std::vector<NodeId>{kN3, kN1}));
+  EXPECT_EQ(step->bytes, 0u);
 }
 
 TEST(ExecutableStepTest, OtherMovesAreCarriedOutAsPlanned) {

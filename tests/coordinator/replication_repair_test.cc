@@ -292,6 +292,41 @@ TEST_F(ReplicationRepairTest, ANodeIsNotRemovedBelowKActiveNodes) {
   });
 }
 
+// Two nodes leave that together hold every copy of some buckets (K = 2, four nodes): those
+// buckets' copies go to the nodes that stay, one at a time, the primary handed to a staying copy
+// first; the leaving nodes never hand a primary to each other for good, and the other buckets'
+// drains and repairs are not held up. Writes go on; nothing acknowledged is lost.
+TEST_F(ReplicationRepairTest, TwoLeavingNodesHoldingEveryCopyOfABucketDrain) {
+  replication_factor_ = 2;
+  Run(/*auto_balance=*/true, [&] {
+    ASSERT_TRUE(cluster_->AddNode(kN4).ok());
+    ASSERT_TRUE(WaitFor([&] { return Holds(kN4) && FullyReplicated(); }, 30 * kSecond));
+    // Two nodes that share a bucket.
+    std::vector<NodeId> pair;
+    for (const auto& bucket : map()->buckets()) {
+      if (bucket.replicas.size() == 2) {
+        pair = bucket.replicas;
+        break;
+      }
+    }
+    ASSERT_EQ(pair.size(), 2u) << map()->DebugString();
+    auto w = StartRoundWriter(AllDocuments(), 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    ASSERT_TRUE(Admin([&](Coordinator& c) { return c.RemoveNode(pair[0]); }).ok());
+    ASSERT_TRUE(Admin([&](Coordinator& c) { return c.RemoveNode(pair[1]); }).ok());
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return !map()->HasNode(pair[0]) && !map()->HasNode(pair[1]) && FullyReplicated();
+        },
+        60 * kSecond))
+        << map()->DebugString();
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+    ExpectCopiesEqual();
+  });
+}
+
 // The operator's way out (`shoal force-primary`): a backup's copy becomes the only one under a
 // new term; the balancer then rebuilds the others from it. It is refused while the bucket's
 // primary is up. Here the primary crashed while the coordinator could not reach the backups (so
