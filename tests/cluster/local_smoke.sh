@@ -7,7 +7,7 @@
 # the failover timeout and woken serves nothing stale; a node killed and restarted gets its
 # copies back; `shoal replicas --set 3` takes a running cluster from one copy to three; `shoal
 # plan` names the copies a join would replace; started again on its data, a cluster keeps its
-# K and takes in a node started beyond its members.
+# K and names a node started beyond its members.
 # Usage: local_smoke.sh path/to/shoal
 set -euo pipefail
 
@@ -261,15 +261,17 @@ grep -q "accept-data-loss" "$dir/force.out" || fail "force-primary said: $(cat "
 stop_local
 
 # 7. Started again on its data directory, the cluster keeps its own K (the flag shapes a new
-# cluster only, and the output says so), a node started beyond its members joins it, and a
-# member not started is named.
+# cluster only, and the output says so); a node started beyond its members is named with the
+# command that adds it (it joins only then), and a member not started is named.
 RESTART=1 NODES=4 run_local --replicas 2
 grep -q "^setting .*this cluster keeps K = 3, min_in_sync 2 .*shoal replicas --set 2" \
   "$dir/local.out" || fail "a restart with --replicas 2 said: $(cat "$dir/local.out")"
 grep -q "^copies       3 of every bucket" "$dir/local.out" ||
   fail "a restart with --replicas 2 showed: $(cat "$dir/local.out")"
-grep -q "^node 4 .*joined this cluster of 3 nodes" "$dir/local.out" ||
-  fail "node 4 did not join: $(cat "$dir/local.out")"
+grep -q "^node 4 .*runs, but is not a member of this cluster: \`shoal add-node --id 4\` adds it" \
+  "$dir/local.out" || fail "node 4 was not named: $(cat "$dir/local.out")"
+await_status '(.nodes | length) == 3' 1 || fail "node 4 joined by itself: $status"
+"$shoal" add-node --id 4 --cluster "$cluster" >"$dir/add.out" 2>&1 || fail "add-node 4: $(cat "$dir/add.out")"
 await_status '.replication_factor == 3 and (.nodes | length) == 4 and
   .under_replicated_buckets == 0' 100 || fail "status after node 4 joined: $status"
 read_all

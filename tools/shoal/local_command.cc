@@ -246,7 +246,7 @@ int RunLocal(const LocalFlags& given) {
                        {"data", flags.data},
                        {"replicas", replicas},
                        {"min_in_sync", min_in_sync},
-                       {"joined", NodeIds(reconciled.joined)},
+                       {"not_members", NodeIds(reconciled.view.not_members)},
                        {"not_started", NodeIds(reconciled.view.not_started)},
                        {"notes", reconciled.lines},
                        {"tls", security->secure},

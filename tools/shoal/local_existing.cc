@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "src/net/admin_client.h"
 #include "src/transport/messages.h"
 
 namespace shoal::tools {
@@ -19,7 +18,7 @@ LocalClusterView ViewOfLocalCluster(const cluster::ShardMap& map, const LocalAsk
   view.replicas = map.replication_factor();
   view.min_in_sync = map.min_in_sync();
   for (uint32_t i = 1; i <= asked.nodes; ++i) {
-    if (!map.HasNode(NodeId(i))) view.to_add.push_back(NodeId(i));
+    if (!map.HasNode(NodeId(i))) view.not_members.push_back(NodeId(i));
   }
   for (const auto& node : map.nodes()) {
     if (node.id.value() > asked.nodes) view.not_started.push_back(node.id);
@@ -49,21 +48,11 @@ StatusOr<LocalReconciled> ReconcileLocalCluster(net::GrpcRuntime& runtime,
   LocalReconciled out;
   out.view = ViewOfLocalCluster(*state.state.map, asked);
   if (!out.view.setting_note.empty()) out.lines.push_back(out.view.setting_note);
-  for (NodeId node : out.view.to_add) {
-    wire::AdminRequest request;
-    request.mutable_add_node()->set_node(node.value());
-    auto added = net::AdminWithRepeat(runtime, request, {.call_timeout = kCallTimeout});
-    if (added.ok()) {
-      out.joined.push_back(node);
-      out.lines.push_back(fmt::format(
-          "node {:<7} joined this cluster of {} node{}: copies move to it (`shoal status` shows "
-          "them)",
-          node.value(), state.state.map->nodes().size(),
-          state.state.map->nodes().size() == 1 ? "" : "s"));
-    } else {
-      out.lines.push_back(fmt::format("node {:<7} runs but is NOT a member: add-node failed: {}",
-                                      node.value(), added.status().ToString()));
-    }
+  for (NodeId node : out.view.not_members) {
+    out.lines.push_back(fmt::format(
+        "node {:<7} runs, but is not a member of this cluster: `shoal add-node --id {}` adds it "
+        "(copies then move to it)",
+        node.value(), node.value()));
   }
   for (NodeId node : out.view.not_started) {
     out.lines.push_back(fmt::format(

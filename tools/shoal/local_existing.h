@@ -4,10 +4,12 @@
 // new cluster (--replicas, --min-in-sync) do not change an existing one: the stored map wins. So
 // once the cluster serves, shoal local reads its map and
 // - shows the cluster's own K and min_in_sync, and says so when the flags asked for others;
-// - adds every node it started that is not a member (`--nodes 4` on a cluster of three grows it);
+// - names every node it started that is not a member, with the command that adds it: adding a
+//   node moves data, and a node removed by `shoal remove-node` (its drain may end while shoal
+//   local waits for the cluster) must not come back by itself;
 // - names every member it did not start (`--nodes 2` on a cluster of three leaves node 3 down:
 //   its copies are missing until it returns or is removed).
-// For a new cluster the map is the flags' own, and nothing is added or named.
+// For a new cluster the map is the flags' own, and nothing is named.
 //
 // Thread-safety: pure functions, and one that talks through the runtime it is given.
 
@@ -33,7 +35,7 @@ struct LocalAsked {
 struct LocalClusterView {
   uint32_t replicas = 1;            // the cluster's K
   uint32_t min_in_sync = 1;         // and its floor
-  std::vector<NodeId> to_add;       // started by shoal local, not members
+  std::vector<NodeId> not_members;  // started by shoal local, not members
   std::vector<NodeId> not_started;  // members shoal local did not start
   // Set when the flags asked for another K or floor than the cluster keeps: the line to print.
   std::string setting_note;
@@ -42,12 +44,10 @@ struct LocalClusterView {
 [[nodiscard]] LocalClusterView ViewOfLocalCluster(const cluster::ShardMap& map,
                                                   const LocalAsked& asked);
 
-// The view of the cluster served through `runtime`, after adding the nodes of `to_add`: each one
-// added gives a line "node N ... joined", each refusal a line that says why.
+// The view of the cluster served through `runtime`, and the lines to print about it, in order.
 struct LocalReconciled {
   LocalClusterView view;
-  std::vector<NodeId> joined;
-  std::vector<std::string> lines;  // to print, in order
+  std::vector<std::string> lines;
 };
 
 [[nodiscard]] StatusOr<LocalReconciled> ReconcileLocalCluster(net::GrpcRuntime& runtime,

@@ -16,7 +16,7 @@ TEST(LocalExistingTest, ANewClusterIsTheFlagsOwn) {
   const LocalClusterView view = ViewOfLocalCluster(ThreeNodes(3), {.nodes = 3, .replicas = 3});
   EXPECT_EQ(view.replicas, 3u);
   EXPECT_EQ(view.min_in_sync, 2u);
-  EXPECT_TRUE(view.to_add.empty());
+  EXPECT_TRUE(view.not_members.empty());
   EXPECT_TRUE(view.not_started.empty());
   EXPECT_EQ(view.setting_note, "");
 }
@@ -45,13 +45,13 @@ TEST(LocalExistingTest, AnotherKAskedForIsNamedWithTheCommandThatSetsIt) {
   EXPECT_EQ(same.setting_note, "");
 }
 
-TEST(LocalExistingTest, MoreNodesJoinFewerAreNamed) {
+TEST(LocalExistingTest, NodesBeyondTheMembersAndMembersNotStartedAreNamed) {
   const LocalClusterView more = ViewOfLocalCluster(ThreeNodes(1), {.nodes = 5});
-  EXPECT_EQ(more.to_add, (std::vector<NodeId>{NodeId(4), NodeId(5)}));
+  EXPECT_EQ(more.not_members, (std::vector<NodeId>{NodeId(4), NodeId(5)}));
   EXPECT_TRUE(more.not_started.empty());
 
   const LocalClusterView fewer = ViewOfLocalCluster(ThreeNodes(1), {.nodes = 1});
-  EXPECT_TRUE(fewer.to_add.empty());
+  EXPECT_TRUE(fewer.not_members.empty());
   EXPECT_EQ(fewer.not_started, (std::vector<NodeId>{NodeId(2), NodeId(3)}));
 }
 
