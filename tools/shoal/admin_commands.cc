@@ -142,8 +142,9 @@ StatusOr<nlohmann::json> WaitBalanced(net::GrpcRuntime& runtime, const wire::Adm
         std::max({static_cast<double>(expected.bytes),
                   static_cast<double>(Since(now.bytes_planned(), start.bytes_planned())), copied});
     const uint64_t committed = Since(now.moves_committed(), start.moves_committed());
+    // A move begun before the command may commit during it: never fewer than committed.
     const uint64_t moves =
-        std::max(expected.moves, Since(now.moves_started(), start.moves_started()));
+        std::max({expected.moves, Since(now.moves_started(), start.moves_started()), committed});
     const double rate = seconds > 0 ? copied / seconds : 0;
     const std::string eta =
         rate > 0 && total > copied ? fmt::format("{:.0f} s", (total - copied) / rate) : "-";
