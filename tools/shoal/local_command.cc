@@ -207,17 +207,17 @@ int RunLocal(const LocalFlags& given) {
   uint32_t min_in_sync = flags.min_in_sync != 0
                              ? flags.min_in_sync
                              : cluster::ShardMap::DefaultMinInSync(flags.replicas);
-  LocalReconciled reconciled;
-  StatusOr<LocalReconciled> read = [&]() -> StatusOr<LocalReconciled> {
+  LocalDescription described;
+  StatusOr<LocalDescription> read = [&]() -> StatusOr<LocalDescription> {
     SHOAL_ASSIGN_OR_RETURN(auto runtime, StartLocalRuntime(*security, coordinator));
-    return ReconcileLocalCluster(
+    return DescribeLocalCluster(
         *runtime,
         {.nodes = flags.nodes, .replicas = given.replicas, .min_in_sync = given.min_in_sync});
   }();
   if (read.ok()) {
-    reconciled = std::move(*read);
-    replicas = reconciled.view.replicas;
-    min_in_sync = reconciled.view.min_in_sync;
+    described = std::move(*read);
+    replicas = described.view.replicas;
+    min_in_sync = described.view.min_in_sync;
     // Before "ready": the credentials files carry the password, so it must be stored first;
     // then the user's credentials file may name this cluster.
     if (Status set = SetLocalAdminPassword(*security, coordinator); !set.ok()) {
@@ -229,7 +229,7 @@ int RunLocal(const LocalFlags& given) {
     }
   } else {
     serving = false;
-    reconciled.lines.push_back(
+    described.lines.push_back(
         fmt::format("map          could not be read: {}", std::string(MessageOf(read.status()))));
     security->registration_error = "the coordinator did not answer";
   }
@@ -246,9 +246,9 @@ int RunLocal(const LocalFlags& given) {
                        {"data", flags.data},
                        {"replicas", replicas},
                        {"min_in_sync", min_in_sync},
-                       {"not_members", NodeIds(reconciled.view.not_members)},
-                       {"not_started", NodeIds(reconciled.view.not_started)},
-                       {"notes", reconciled.lines},
+                       {"not_members", NodeIds(described.view.not_members)},
+                       {"not_started", NodeIds(described.view.not_started)},
+                       {"notes", described.lines},
                        {"tls", security->secure},
                        {"certs_dir", security->certs_dir},
                        {"credentials", security->credentials_file},
@@ -279,12 +279,12 @@ int RunLocal(const LocalFlags& given) {
           "copies       1 of every bucket: a node lost takes its buckets with it "
           "(--replicas 3 keeps three)\n");
     }
-    for (const auto& line : reconciled.lines) std::printf("%s\n", line.c_str());
+    for (const auto& line : described.lines) std::printf("%s\n", line.c_str());
     for (const auto& line : LocalSecurityLines(*security, coordinator)) {
       std::printf("%s\n", line.c_str());
     }
     std::printf(serving ? "cluster      shoal://%s ready; Ctrl-C stops it\n"
-                : !reconciled.view.not_started.empty()
+                : !described.view.not_started.empty()
                     ? "cluster      shoal://%s NOT serving every key: buckets without a copy on "
                       "the nodes started are unavailable (above); Ctrl-C stops it\n"
                     : "cluster      shoal://%s NOT serving yet (see the logs); Ctrl-C stops it\n",

@@ -38,14 +38,14 @@ LocalClusterView ViewOfLocalCluster(const cluster::ShardMap& map, const LocalAsk
   return view;
 }
 
-StatusOr<LocalReconciled> ReconcileLocalCluster(net::GrpcRuntime& runtime,
+StatusOr<LocalDescription> DescribeLocalCluster(net::GrpcRuntime& runtime,
                                                 const LocalAsked& asked) {
   SHOAL_ASSIGN_OR_RETURN(auto reply, runtime.Call(transport::Address::Coordinator(),
                                                   transport::GetMapRequest{}, kCallTimeout));
   SHOAL_ASSIGN_OR_RETURN(auto state,
                          transport::BodyAs<transport::GetMapResponse>(std::move(reply)));
   if (state.state.map == nullptr) return UnavailableError("the coordinator has no map yet");
-  LocalReconciled out;
+  LocalDescription out;
   out.view = ViewOfLocalCluster(*state.state.map, asked);
   if (!out.view.setting_note.empty()) out.lines.push_back(out.view.setting_note);
   for (NodeId node : out.view.not_members) {

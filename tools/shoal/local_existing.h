@@ -2,7 +2,7 @@
 
 // `shoal local` started on a data directory that already holds a cluster. The flags that shape a
 // new cluster (--replicas, --min-in-sync) do not change an existing one: the stored map wins. So
-// once the cluster serves, shoal local reads its map and
+// once the coordinator answers, shoal local reads its map, changes nothing, and
 // - shows the cluster's own K and min_in_sync, and says so when the flags asked for others;
 // - names every node it started that is not a member, with the command that adds it: adding a
 //   node moves data, and a node removed by `shoal remove-node` (its drain may end while shoal
@@ -45,12 +45,12 @@ struct LocalClusterView {
                                                   const LocalAsked& asked);
 
 // The view of the cluster served through `runtime`, and the lines to print about it, in order.
-struct LocalReconciled {
+struct LocalDescription {
   LocalClusterView view;
   std::vector<std::string> lines;
 };
 
-[[nodiscard]] StatusOr<LocalReconciled> ReconcileLocalCluster(net::GrpcRuntime& runtime,
+[[nodiscard]] StatusOr<LocalDescription> DescribeLocalCluster(net::GrpcRuntime& runtime,
                                                               const LocalAsked& asked);
 
 }  // namespace shoal::tools
