@@ -315,9 +315,7 @@ TEST_F(ReplicationRepairTest, TwoLeavingNodesHoldingEveryCopyOfABucketDrain) {
     ASSERT_TRUE(Admin([&](Coordinator& c) { return c.RemoveNode(pair[0]); }).ok());
     ASSERT_TRUE(Admin([&](Coordinator& c) { return c.RemoveNode(pair[1]); }).ok());
     ASSERT_TRUE(WaitFor(
-        [&] {
-          return !map()->HasNode(pair[0]) && !map()->HasNode(pair[1]) && FullyReplicated();
-        },
+        [&] { return !map()->HasNode(pair[0]) && !map()->HasNode(pair[1]) && FullyReplicated(); },
         60 * kSecond))
         << map()->DebugString();
     ExpectWritesGoOn(*w);

@@ -327,7 +327,15 @@ int RunStatus(const DataFlags& flags) {
   for (const auto& node : map->nodes()) {
     nodes[node.id].state = node.state == cluster::NodeState::kActive ? "active" : "leaving";
   }
-  nlohmann::json moves = nlohmann::json::array();
+  // A move in flight, for the JSON answer and the text lines alike.
+  struct MoveInFlight {
+    uint32_t bucket;
+    uint64_t move;
+    cluster::MoveEnds ends;
+    std::string stage;
+    std::string mode;
+  };
+  std::vector<MoveInFlight> moves;
   for (const auto& bucket : map->buckets()) {
     const NodeId id = client::OwnerOf(bucket);
     owner[bucket.id] = id;
@@ -337,13 +345,12 @@ int RunStatus(const DataFlags& flags) {
       const auto& t = *bucket.transition;
       // In the operator's words, as `shoal plan` (cluster::EndsOf).
       const cluster::MoveEnds ends = cluster::EndsOf(t.source, t.destination);
-      moves.push_back({{"bucket", bucket.id.value()},
-                       {"move", t.move.value()},
-                       {"from", ends.from.value()},
-                       {"to", ends.to.value()},
-                       {"stage", std::string(cluster::ToString(t.stage))},
-                       {"mode", ends.handoff ? std::string("handoff")
-                                             : std::string(cluster::ToString(t.mode))}});
+      moves.push_back(
+          {.bucket = bucket.id.value(),
+           .move = t.move.value(),
+           .ends = ends,
+           .stage = std::string(cluster::ToString(t.stage)),
+           .mode = ends.handoff ? std::string("handoff") : std::string(cluster::ToString(t.mode))});
     }
   }
   for (auto& [id, node] : nodes) {
@@ -418,6 +425,15 @@ int RunStatus(const DataFlags& flags) {
            {"reserve_bytes", node.disk.has_value() ? nlohmann::json(node.disk->reserve_bytes)
                                                    : nlohmann::json(nullptr)}});
     }
+    nlohmann::json moves_json = nlohmann::json::array();
+    for (const MoveInFlight& m : moves) {
+      moves_json.push_back({{"bucket", m.bucket},
+                            {"move", m.move},
+                            {"from", m.ends.from.value()},
+                            {"to", m.ends.to.value()},
+                            {"stage", m.stage},
+                            {"mode", m.mode}});
+    }
     nlohmann::json out{{"coordinator", *coordinator},
                        {"leader", leader},
                        {"leader_epoch", leader_epoch},
@@ -434,7 +450,7 @@ int RunStatus(const DataFlags& flags) {
                        {"primary_unreachable_buckets", health.primary_unreachable},
                        {"degraded_buckets", DegradedBucketsJson(degraded)},
                        {"nodes", out_nodes},
-                       {"moves_in_flight", moves},
+                       {"moves_in_flight", moves_json},
                        {"hot_keys", HotKeysJson(hot_keys, collection_names)}};
     std::printf("%s\n", out.dump().c_str());
   } else {
@@ -484,16 +500,10 @@ int RunStatus(const DataFlags& flags) {
           FormatDegradedBuckets(degraded, map->replication_factor()).c_str());
     }
     std::printf("moves in flight: %zu\n", moves.size());
-    for (const auto& move : moves) {
-      const cluster::MoveEnds ends{.from = NodeId(move["from"].get<uint32_t>()),
-                                   .to = NodeId(move["to"].get<uint32_t>()),
-                                   .handoff = move["mode"] == "handoff"};
-      std::printf(
-          "  %s\n",
-          MoveLine(move["bucket"].get<uint32_t>(), ends,
-                   fmt::format("{}, stage {}, move {}", move["mode"].get<std::string>(),
-                               move["stage"].get<std::string>(), move["move"].get<uint64_t>()))
-              .c_str());
+    for (const MoveInFlight& m : moves) {
+      std::printf("  %s\n", MoveLine(m.bucket, m.ends,
+                                     fmt::format("{}, stage {}, move {}", m.mode, m.stage, m.move))
+                                .c_str());
     }
     PrintHotKeys(hot_keys, collection_names);
   }

@@ -208,19 +208,20 @@ int RunLocal(const LocalFlags& given) {
                              ? flags.min_in_sync
                              : cluster::ShardMap::DefaultMinInSync(flags.replicas);
   LocalDescription described;
-  StatusOr<LocalDescription> read = [&]() -> StatusOr<LocalDescription> {
-    SHOAL_ASSIGN_OR_RETURN(auto runtime, StartLocalRuntime(*security, coordinator));
-    return DescribeLocalCluster(
-        *runtime,
-        {.nodes = flags.nodes, .replicas = given.replicas, .min_in_sync = given.min_in_sync});
-  }();
+  // One client of the cluster for the map, then the password.
+  StatusOr<std::unique_ptr<net::GrpcRuntime>> runtime = StartLocalRuntime(*security, coordinator);
+  StatusOr<LocalDescription> read =
+      runtime.ok() ? DescribeLocalCluster(**runtime, {.nodes = flags.nodes,
+                                                      .replicas = given.replicas,
+                                                      .min_in_sync = given.min_in_sync})
+                   : StatusOr<LocalDescription>(runtime.status());
   if (read.ok()) {
     described = std::move(*read);
     replicas = described.view.replicas;
     min_in_sync = described.view.min_in_sync;
     // Before "ready": the credentials files carry the password, so it must be stored first;
     // then the user's credentials file may name this cluster.
-    if (Status set = SetLocalAdminPassword(*security, coordinator); !set.ok()) {
+    if (Status set = SetLocalAdminPassword(*security, **runtime); !set.ok()) {
       std::fprintf(stderr, "error: setting the password of admin: %s\n", set.ToString().c_str());
       serving = false;
       security->registration_error = "the password of admin could not be set";
@@ -233,6 +234,7 @@ int RunLocal(const LocalFlags& given) {
         fmt::format("map          could not be read: {}", std::string(MessageOf(read.status()))));
     security->registration_error = "the coordinator did not answer";
   }
+  if (runtime.ok()) (*runtime)->Shutdown();
   const auto pid_of = [&](const std::string& name) { return supervisor.PidOf(name).value_or(0); };
   if (flags.json) {
     nlohmann::json pids{{"coordinator", pid_of("coordinator")}};

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "src/transport/messages.h"
 
 namespace shoal::tools {

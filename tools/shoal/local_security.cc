@@ -50,7 +50,7 @@ StatusOr<LocalSecurity> PrepareLocalSecurity(const std::string& data_dir,
   out.credentials_file = data + "/credentials";
   out.admin_password = StoredPassword(out.credentials_file);
   if (out.admin_password.empty()) out.admin_password = security::GeneratePassword();
-  const security::ClusterCredentials entry{.cluster = "shoal://" + cluster,
+  out.entry = security::ClusterCredentials{.cluster = "shoal://" + cluster,
                                            .user = user,
                                            .ca = security::CaCertPath(out.certs_dir),
                                            .cert = security::ClientCertPath(out.certs_dir, user),
@@ -59,24 +59,16 @@ StatusOr<LocalSecurity> PrepareLocalSecurity(const std::string& data_dir,
   // Rewritten at each start: the port may have changed.
   std::error_code ec;
   std::filesystem::remove(out.credentials_file, ec);
-  SHOAL_RETURN_IF_ERROR(security::RegisterCredentials(out.credentials_file, entry));
+  SHOAL_RETURN_IF_ERROR(security::RegisterCredentials(out.credentials_file, out.entry));
   return out;
 }
 
 void RegisterLocalCluster(LocalSecurity* security) {
   if (!security->secure) return;
-  auto entries = security::ReadCredentialsFile(security->credentials_file);
-  if (!entries.ok() || entries->size() != 1) {
-    security->registration_error =
-        entries.ok()
-            ? fmt::format("{} holds {} entries", security->credentials_file, entries->size())
-            : entries.status().ToString();
-    return;
-  }
   const std::string user_file = security::DefaultCredentialsPath();
   if (user_file.empty()) {
     security->registration_error = "neither SHOAL_CREDENTIALS nor HOME is set";
-  } else if (Status registered = security::RegisterCredentials(user_file, entries->front());
+  } else if (Status registered = security::RegisterCredentials(user_file, security->entry);
              !registered.ok()) {
     security->registration_error = registered.ToString();
   } else {
@@ -93,15 +85,14 @@ StatusOr<std::unique_ptr<net::GrpcRuntime>> StartLocalRuntime(const LocalSecurit
   return net::GrpcRuntime::Start(options);
 }
 
-Status SetLocalAdminPassword(const LocalSecurity& security, const std::string& cluster) {
+Status SetLocalAdminPassword(const LocalSecurity& security, net::GrpcRuntime& runtime) {
   if (!security.secure) return OkStatus();
-  SHOAL_ASSIGN_OR_RETURN(auto runtime, StartLocalRuntime(security, cluster));
   wire::AdminRequest request;
   request.mutable_set_password()->set_name(std::string(security::kDefaultUser));
   request.mutable_set_password()->set_password(security.admin_password);
   constexpr transport::Micros kTimeout = 10'000'000;
   SHOAL_ASSIGN_OR_RETURN(auto outcome,
-                         net::AdminWithRepeat(*runtime, request, {.call_timeout = kTimeout}));
+                         net::AdminWithRepeat(runtime, request, {.call_timeout = kTimeout}));
   (void)outcome;
   return OkStatus();
 }

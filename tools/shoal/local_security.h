@@ -21,16 +21,18 @@
 #include "include/shoal/shoal.h"
 #include "src/common/status.h"
 #include "src/net/grpc_runtime.h"
+#include "src/security/credentials_file.h"
 
 namespace shoal::tools {
 
 struct LocalSecurity {
-  bool secure = true;                // false: --insecure
-  std::string certs_dir{};           // absolute
-  std::string credentials_file{};    // DATA/credentials
-  std::string registered_in{};       // the user's credentials file ("" when not registered)
-  std::string registration_error{};  // why not, when it failed (the cluster runs anyway)
-  std::string admin_password{};      // in the credentials entries; never printed
+  bool secure = true;                    // false: --insecure
+  std::string certs_dir{};               // absolute
+  std::string credentials_file{};        // DATA/credentials
+  std::string registered_in{};           // the user's credentials file ("" when not registered)
+  std::string registration_error{};      // why not, when it failed (the cluster runs anyway)
+  std::string admin_password{};          // in the credentials entries; never printed
+  security::ClusterCredentials entry{};  // this cluster's entry, as in DATA/credentials
 };
 
 // For a secure cluster (`insecure` false): the certificates and DATA/credentials, for the
@@ -49,10 +51,10 @@ void RegisterLocalCluster(LocalSecurity* security);
 [[nodiscard]] StatusOr<std::unique_ptr<net::GrpcRuntime>> StartLocalRuntime(
     const LocalSecurity& security, const std::string& cluster);
 
-// Gives `admin` its password in the cluster served at `cluster` ("HOST:PORT"), as `admin` by
-// certificate.
+// Gives `admin` its password in the cluster `runtime` reaches (StartLocalRuntime: as `admin`
+// by certificate).
 [[nodiscard]] Status SetLocalAdminPassword(const LocalSecurity& security,
-                                           const std::string& cluster);
+                                           net::GrpcRuntime& runtime);
 
 // The security arguments of shoal local's coordinator and nodes.
 [[nodiscard]] std::vector<std::string> ChildSecurityArgs(const LocalSecurity& security);
