@@ -312,9 +312,18 @@ Status Coordinator::SetReplication(uint32_t replication_factor, uint32_t min_in_
 }
 
 Status Coordinator::ForcePrimary(BucketId bucket, NodeId node) {
+  const std::map<BucketId, std::vector<HeldCopies::Holder>> held = CopiesOutsideReplicas();
   auto committed = committer_->CommitEdit([&](const ShardMap& map, ShardMapEdit* edit) {
     const auto* placement = map.Find(bucket);
     if (placement == nullptr) return NotFoundError(bucket.DebugString());
+    if (!map.HasNode(node)) {
+      return NotFoundError(
+          fmt::format("{} is not a member of the cluster; nothing changed", node.DebugString()));
+    }
+    const auto holders = held.find(bucket);
+    SHOAL_RETURN_IF_ERROR(CheckForceTarget(
+        *placement, node,
+        holders == held.end() ? std::vector<HeldCopies::Holder>{} : holders->second));
     // A bucket whose primary is up needs no forcing, and forcing it would drop its healthy
     // copies while the primary may still serve reads under its lease.
     if (!placement->replicas.empty() && !membership_->IsDown(placement->replicas.front())) {

@@ -1,6 +1,10 @@
 #include "src/coordinator/held_copies.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <string>
 
 #include "src/coordinator/coordinator_internal.h"
 
@@ -110,6 +114,22 @@ void HeldCopies::Dropped(NodeId node, BucketId bucket) {
   absl::MutexLock lock(&mu_);
   auto it = held_.find(node);
   if (it != held_.end()) it->second.erase(bucket);
+}
+
+Status CheckForceTarget(const cluster::BucketPlacement& placement, NodeId node,
+                        const std::vector<HeldCopies::Holder>& holders) {
+  if (placement.HasReplica(node)) return OkStatus();
+  std::vector<std::string> others;
+  for (const HeldCopies::Holder& holder : holders) {
+    if (holder.node == node) return OkStatus();
+    others.push_back(fmt::format("node {} (term {}, rseq {})", holder.node.value(),
+                                 holder.position.term.value(), holder.position.rseq));
+  }
+  if (others.empty()) return OkStatus();
+  return FailedPreconditionError(fmt::format(
+      "node {} reported no copy of bucket {}, and {} did: force one of those instead (`shoal "
+      "status` lists the copies, the most advanced first); nothing changed",
+      node.value(), placement.id.value(), fmt::join(others, ", ")));
 }
 
 }  // namespace shoal::coordinator

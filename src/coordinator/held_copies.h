@@ -33,6 +33,7 @@
 #include "absl/synchronization/mutex.h"
 #include "src/cluster/shard_map.h"
 #include "src/common/ids.h"
+#include "src/common/status.h"
 #include "src/storage/point_range.h"
 #include "src/storage/replica_position.h"
 #include "src/transport/messages.h"
@@ -82,5 +83,13 @@ class HeldCopies {
   mutable absl::Mutex mu_;
   std::map<NodeId, std::map<BucketId, Entry>> held_ ABSL_GUARDED_BY(mu_);
 };
+
+// Whether `node` may be forced primary of `placement` (`shoal force-primary`, §4.6): a replica
+// of the bucket, or a node that reported a copy of it outside the replicas (`holders`, the
+// bucket's Copies), or any member when no node reported one (the bucket then goes on from what
+// `node` holds, possibly nothing). kFailedPrecondition naming the holders when `node` reported
+// no copy and others did: a mistyped node would throw their data away.
+[[nodiscard]] Status CheckForceTarget(const cluster::BucketPlacement& placement, NodeId node,
+                                      const std::vector<HeldCopies::Holder>& holders);
 
 }  // namespace shoal::coordinator

@@ -172,5 +172,26 @@ TEST(HeldCopiesTest, CopiesListTheHoldersMostAdvancedFirst) {
   EXPECT_EQ(held.Holders(map).at(BucketId(0)), (std::vector<NodeId>{kN4, n5, n6}));
 }
 
+// `shoal force-primary` keeps what copies there are: a node that reported no copy of the bucket
+// is refused while another reported one, with the holders named; a replica, a holder, or any
+// member when no node reported a copy, is accepted.
+TEST(HeldCopiesTest, AForceTargetHoldsACopyWhenAnyNodeReportedOne) {
+  const cluster::ShardMap map = WholeMap();
+  const cluster::BucketPlacement& bucket = *map.Find(BucketId(1));
+  const NodeId replica = bucket.replicas.back();
+  EXPECT_TRUE(CheckForceTarget(bucket, replica, {}).ok());
+  EXPECT_TRUE(CheckForceTarget(bucket, kN4, {}).ok());  // no copy anywhere else: it starts anew
+
+  const std::vector<HeldCopies::Holder> holders = {{.node = kN4, .position = {Term(3), 40}}};
+  EXPECT_TRUE(CheckForceTarget(bucket, kN4, holders).ok());
+  EXPECT_TRUE(CheckForceTarget(bucket, replica, holders).ok());
+  const Status refused = CheckForceTarget(bucket, NodeId(7), holders);
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused;
+  EXPECT_EQ(refused.message(),
+            "node 7 reported no copy of bucket 1, and node 4 (term 3, rseq 40) did: force one of "
+            "those instead (`shoal status` lists the copies, the most advanced first); nothing "
+            "changed");
+}
+
 }  // namespace
 }  // namespace shoal::coordinator

@@ -140,10 +140,24 @@ StatusOr<std::shared_ptr<const CollectionSchema>> HotCollection::CurrentSchema()
   if (!loaded.ok()) {
     // A refresh that fails (the schema's bucket is moving, the coordinator restarts) must not
     // fail every write of the collection: the last schema read stays in force meanwhile.
-    std::lock_guard lock(mu_);
-    refresh_claimed_ = false;
-    if (schema_ != nullptr) return schema_;
-    return loaded.status();
+    {
+      std::lock_guard lock(mu_);
+      refresh_claimed_ = false;
+      if (schema_ != nullptr) return schema_;
+    }
+    // No schema read yet (a new handle): one unavailable bucket, the one holding the schema,
+    // must not make every key of the collection unavailable. Declare creates the hidden
+    // collection before it stores a schema, so without a hidden collection nothing is declared.
+    SHOAL_ASSIGN_OR_RETURN(const std::string hidden, HiddenCollectionName(name_));
+    const StatusOr<CollectionId> found = client_.FindCollection(hidden);
+    if (!found.ok() && storage::Is(found.status(), storage::ErrorReason::kUnknownCollection)) {
+      loaded = CollectionSchema();
+    } else {
+      return Prefixed(loaded.status(),
+                      fmt::format("collection {} declares sharded fields, and its schema cannot "
+                                  "be read now",
+                                  name_));
+    }
   }
   auto schema = std::make_shared<const CollectionSchema>(std::move(*loaded));
   if (!schema->empty()) {
@@ -169,11 +183,12 @@ StatusOr<FieldSpec> HotCollection::SpecOf(std::string_view field) {
 Status HotCollection::Declare(std::string_view schema_json) {
   SHOAL_ASSIGN_OR_RETURN(CollectionSchema declaration,
                          CollectionSchema::Parse(schema_json, FoldRegistry::Global()));
-  SHOAL_RETURN_IF_ERROR(HiddenCollectionName(name_).status());
+  // The hidden collection first: its absence means that no schema was ever stored
+  // (CurrentSchema relies on it when the schema's bucket is unavailable).
+  SHOAL_RETURN_IF_ERROR(EnsureHidden());
   SHOAL_ASSIGN_OR_RETURN(std::optional<CollectionId> schemas, SchemaCollection(/*create=*/true));
   SHOAL_ASSIGN_OR_RETURN(CollectionSchema merged,
                          DeclareSchema(client_, schemas.value(), name_, declaration));
-  SHOAL_RETURN_IF_ERROR(EnsureHidden());
   std::lock_guard lock(mu_);
   schema_ = std::make_shared<const CollectionSchema>(std::move(merged));
   schema_loaded_at_ = clock_();

@@ -5,7 +5,11 @@
 //
 //   - The schema lives in the system collection kSchemaCollection (one document per user
 //     collection, changed by CompareAndSet) and is re-read at most every kSchemaRefresh; a
-//     failed re-read keeps the last schema read (writes do not fail for it).
+//     failed re-read keeps the last schema read (writes do not fail for it). A handle that has
+//     read none yet, and cannot read it (its bucket is unavailable), treats the collection as
+//     plain when the hidden collection does not exist: Declare creates that first, so its
+//     absence means nothing was ever declared, and one unavailable bucket does not take every
+//     key of the collection with it. Otherwise the read or write fails, naming the schema.
 //   - Roots, cells and sub-groups live in the hidden collection HiddenCollectionName(name).
 //   - Get folds every declared field into the main document; Query folds each result before it
 //     evaluates conditions on declared fields (paper 003 §2.1 lists such queries as

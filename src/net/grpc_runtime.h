@@ -238,6 +238,9 @@ class GrpcRuntime final : public transport::Runtime {
   void SetAddress(const transport::Address& who, const std::string& host_port);
   // The known address book, as "who -> host:port".
   [[nodiscard]] std::map<transport::Address, std::string> AddressBook() const;
+  // The host:port of `to`: from the book, else asked of the coordinator (which keeps the address
+  // of a process that does not answer). kUnavailable if no one knows it.
+  [[nodiscard]] StatusOr<std::string> Resolve(const transport::Address& to);
 
   // Answers Shoal.Admin on this process's server (the coordinator's); without a handler it is
   // kUnimplemented. The handler runs on a gRPC thread, outside any task.
@@ -330,7 +333,6 @@ class GrpcRuntime final : public transport::Runtime {
   [[nodiscard]] Status StartServer();
   // gRPC's message limit for the server and the channels.
   [[nodiscard]] int GrpcMessageLimit() const;
-  [[nodiscard]] StatusOr<std::string> Resolve(const transport::Address& to);
   // The envelope of `request` from this process to `to`; kResourceExhausted over the limit.
   [[nodiscard]] Status FillEnvelope(const transport::Address& to, const transport::Request& request,
                                     wire::Envelope* envelope) const;

@@ -150,9 +150,12 @@ write_all after
 read_all after
 # `status` shows the outcome: every bucket has a reachable primary, and none has K copies once
 # the primaries reported node 1 (after 1 s of silence); each is listed with its two replicas.
+# Node 1 is shown unreachable, at the address it had.
 await_status '.replication_factor == 3 and .primary_unreachable_buckets == 0 and
   .under_replicated_buckets == 8 and (.degraded_buckets | length) == 8 and
-  all(.degraded_buckets[]; (.replicas | length) == 2)' 50 || fail "status after the failover: $status"
+  all(.degraded_buckets[]; (.replicas | length) == 2) and
+  (.nodes[] | select(.id == 1) | .reachable == false and (.address | test(":[0-9]+$")))' 50 ||
+  fail "status after the failover: $status"
 stop_local
 
 # 4. K = 3: node 1 is stopped (SIGSTOP) for 3 s, longer than the failover timeout, then woken.

@@ -392,11 +392,11 @@ int RunStatus(const DataFlags& flags) {
     auto it = held_per_node.find(id);
     return it == held_per_node.end() ? 0 : it->second;
   };
-  const auto book = (*runtime)->AddressBook();
   double sum = 0, squares = 0;
   for (auto& [id, node] : nodes) {
-    if (auto it = book.find(transport::Address::Node(id)); it != book.end())
-      node.address = it->second;
+    // An unreachable node's address was dropped by its failed call; the coordinator still has it.
+    if (auto address = (*runtime)->Resolve(transport::Address::Node(id)); address.ok())
+      node.address = *address;
     sum += static_cast<double>(node.bytes);
     squares += static_cast<double>(node.bytes) * static_cast<double>(node.bytes);
   }

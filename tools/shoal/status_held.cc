@@ -30,13 +30,24 @@ std::vector<DegradedBucket> DegradedBuckets(const cluster::ShardMap& map,
   std::map<BucketId, std::vector<HeldCopyRow>> held;
   for (const HeldCopyRow& row : rows) held[row.bucket].push_back(row);
   for (const cluster::BucketPlacement& bucket : map.buckets()) {
-    DegradedBucket degraded{.bucket = bucket.id,
-                            .replicas = bucket.replicas,
-                            .under_replicated = bucket.replicas.size() < map.replication_factor(),
-                            .below_min_in_sync = bucket.replicas.size() < map.min_in_sync(),
-                            .primary_unreachable = unreachable.contains(cluster::OwnerOf(bucket)),
-                            .held = {}};
-    if (!degraded.under_replicated && !degraded.primary_unreachable) continue;
+    DegradedBucket degraded;
+    degraded.bucket = bucket.id;
+    degraded.replicas = bucket.replicas;
+    degraded.under_replicated = bucket.replicas.size() < map.replication_factor();
+    degraded.primary_unreachable = unreachable.contains(cluster::OwnerOf(bucket));
+    for (size_t i = 1; i < bucket.replicas.size(); ++i) {
+      if (unreachable.contains(bucket.replicas[i])) {
+        degraded.unreachable_backups.push_back(bucket.replicas[i]);
+      }
+    }
+    const size_t reachable =
+        bucket.replicas.size() - degraded.unreachable_backups.size() -
+        (degraded.primary_unreachable && !bucket.replicas.empty() ? size_t{1} : size_t{0});
+    degraded.below_min_in_sync = reachable < map.min_in_sync();
+    if (!degraded.under_replicated && !degraded.primary_unreachable &&
+        degraded.unreachable_backups.empty()) {
+      continue;
+    }
     if (auto it = held.find(bucket.id); it != held.end()) degraded.held = it->second;
     out.push_back(std::move(degraded));
   }
@@ -48,6 +59,8 @@ nlohmann::json DegradedBucketsJson(const std::vector<DegradedBucket>& buckets) {
   for (const DegradedBucket& bucket : buckets) {
     nlohmann::json replicas = nlohmann::json::array();
     for (NodeId node : bucket.replicas) replicas.push_back(node.value());
+    nlohmann::json unreachable_backups = nlohmann::json::array();
+    for (NodeId node : bucket.unreachable_backups) unreachable_backups.push_back(node.value());
     nlohmann::json held = nlohmann::json::array();
     for (const HeldCopyRow& row : bucket.held) {
       held.push_back({{"node", row.node.value()},
@@ -59,6 +72,7 @@ nlohmann::json DegradedBucketsJson(const std::vector<DegradedBucket>& buckets) {
                    {"under_replicated", bucket.under_replicated},
                    {"below_min_in_sync", bucket.below_min_in_sync},
                    {"primary_unreachable", bucket.primary_unreachable},
+                   {"unreachable_backups", unreachable_backups},
                    {"held_copies", held}});
   }
   return out;
@@ -71,6 +85,12 @@ std::string FormatDegradedBuckets(const std::vector<DegradedBucket>& buckets,
     std::vector<std::string> why;
     if (bucket.under_replicated) {
       why.push_back(fmt::format("{} of {} copies", bucket.replicas.size(), replication_factor));
+    }
+    if (!bucket.unreachable_backups.empty()) {
+      std::vector<uint32_t> ids;
+      for (NodeId node : bucket.unreachable_backups) ids.push_back(node.value());
+      why.push_back(fmt::format("{} {} unreachable", ids.size() == 1 ? "backup" : "backups",
+                                fmt::join(ids, ",")));
     }
     if (bucket.below_min_in_sync) why.emplace_back("below min_in_sync");
     if (bucket.primary_unreachable) why.emplace_back("primary unreachable");

@@ -35,14 +35,17 @@ struct HeldCopyRow {
 // Per node, the copies it holds outside the replicas.
 [[nodiscard]] std::map<NodeId, uint64_t> HeldCopiesPerNode(const std::vector<HeldCopyRow>& rows);
 
-// A bucket that needs the operator's eye: fewer than K copies, or a primary the status command
-// could not reach (unavailable until a failover), with its holders.
+// A bucket that needs the operator's eye: fewer than K copies, or a replica the status command
+// could not reach (the primary: unavailable until a failover; a backup: writes wait until it is
+// dropped), with its holders. Below min_in_sync counts the reachable replicas: writes are
+// refused until a copy returns or is rebuilt.
 struct DegradedBucket {
   BucketId bucket;
   std::vector<NodeId> replicas;  // primary first
   bool under_replicated = false;
   bool below_min_in_sync = false;
   bool primary_unreachable = false;
+  std::vector<NodeId> unreachable_backups;
   std::vector<HeldCopyRow> held;  // the most advanced first
 };
 
@@ -53,7 +56,8 @@ struct DegradedBucket {
 
 [[nodiscard]] nlohmann::json DegradedBucketsJson(const std::vector<DegradedBucket>& buckets);
 // One line per bucket, e.g. "  bucket 3: 2 of 3 copies, primary unreachable; replicas 1,2;
-// held by 4 (term 7, rseq 120), 5 (term 6, rseq 88)".
+// held by 4 (term 7, rseq 120), 5 (term 6, rseq 88)" or "  bucket 4: backup 3 unreachable,
+// below min_in_sync; replicas 1,3; held by no other node".
 [[nodiscard]] std::string FormatDegradedBuckets(const std::vector<DegradedBucket>& buckets,
                                                 uint32_t replication_factor);
 
