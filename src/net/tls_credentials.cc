@@ -166,7 +166,10 @@ std::string SecurityHint(std::string_view grpc_message) {
       grpc_message.find("andshake read failed") != std::string_view::npos) {
     return std::string(kHandshakeHint);
   }
-  if (grpc_message.find("Socket closed") != std::string_view::npos) {
+  // Only a connection that never carried a call: one that did and then closed is a server that
+  // stopped or restarted, which the caller's message says ("the connection broke").
+  if (grpc_message.find("Socket closed") != std::string_view::npos &&
+      grpc_message.find("failed to connect") != std::string_view::npos) {
     return "the server closed the connection at once: it refuses this client's certificate "
            "(of another CA, or revoked), or it requires TLS and this client has none (give it "
            "--certs-dir or credentials instead of --insecure) (docs/security.md)";

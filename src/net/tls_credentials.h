@@ -136,9 +136,10 @@ class TlsCredentials {
 
 // What a failed connection's gRPC message says about security, for the operator: a TLS
 // handshake that failed (certificates of different CAs, or a server certificate that does not
-// name the host dialled), or a server that closed a connection at once (a client certificate it
-// refuses, of another CA or revoked, which TLS 1.3 reports to the client so, or a plaintext
-// client at a TLS server). "" for anything else.
+// name the host dialled), or a server that closed a connection before it carried a call (a
+// client certificate it refuses, of another CA or revoked, which TLS 1.3 reports to the client
+// so, or a plaintext client at a TLS server). "" for anything else, such as a connection closed
+// during a call by a server that stopped.
 [[nodiscard]] std::string SecurityHint(std::string_view grpc_message);
 // Whether `status` failed a TLS handshake (its message carries SecurityHint's first kind): no
 // retry will fix it until the certificates change.

@@ -122,6 +122,20 @@ TEST_P(TlsTest, PlaintextClientCannotConnect) {
   // Certainly not handled: nothing reached the service.
   EXPECT_EQ(reply.status().code(), StatusCode::kUnavailable) << reply.status();
   EXPECT_EQ(service_->last_from.load(), Address::Client(99));
+  EXPECT_NE(reply.status().message().find("it requires TLS and this client has none"),
+            std::string_view::npos)
+      << reply.status();
+}
+
+// The hint of a connection closed at once is for one that never carried a call; one closed
+// during a call is a server that stopped, and a certificate is not to blame.
+TEST(SecurityHintTest, OnlyAConnectionThatNeverCarriedACallBlamesTheCertificates) {
+  EXPECT_NE(SecurityHint("failed to connect to all addresses; last error: UNAVAILABLE: "
+                         "ipv4:127.0.0.1:7400: Socket closed"),
+            "");
+  EXPECT_EQ(SecurityHint("Socket closed"), "");
+  EXPECT_NE(SecurityHint("Ssl handshake failed: SSL_ERROR_SSL"), "");
+  EXPECT_EQ(SecurityHint("Deadline Exceeded"), "");
 }
 
 TEST_P(TlsTest, ClientOfAnotherCaIsRefused) {

@@ -184,6 +184,16 @@ TEST_F(AuthClusterTest, NoCredentialsOrWrongPasswordIsUnauthenticatedAndWritesNo
       0);
   EXPECT_NE(out.find("--password-stdin"), std::string::npos) << out;
   EXPECT_FALSE(std::filesystem::exists(claimed));
+  // A user who signs in by password and has no certificate of its own is told both ways out.
+  const std::string password_file = cluster_->dir() + "/writer.password";
+  WritePrivate(password_file, "writer-password-4dc1f\n");
+  EXPECT_NE(Cli(fmt::format("credentials add --user writer --password-stdin --file {}", claimed),
+                "--certs-dir " + cluster_->certs_dir(), &out, password_file),
+            0);
+  EXPECT_NE(out.find("writer has no client certificate"), std::string::npos) << out;
+  EXPECT_NE(out.find("shoal certs create-client"), std::string::npos) << out;
+  EXPECT_NE(out.find("--cert-user NAME"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(claimed));
 }
 
 TEST_F(AuthClusterTest, ReadUserCannotWriteAndWriteUserCannotAdminister) {

@@ -240,7 +240,20 @@ int RunCredentialsAdd(const CredentialsFlags& flags) {
   }
   const std::string dir = std::filesystem::absolute(flags.certs_dir).lexically_normal().string();
   const security::TlsFiles files = security::ClientTlsFiles(dir, cert_user);
-  if (Status valid = security::CheckTlsFiles(files); !valid.ok()) return Fail(valid);
+  if (Status valid = security::CheckTlsFiles(files); !valid.ok()) {
+    // Every client presents a certificate of the cluster's CA; a user who signs in by password
+    // may present any (the password decides the user).
+    if (valid.code() != StatusCode::kNotFound || !flags.cert_user.empty()) return Fail(valid);
+    return Fail(Prefixed(
+        valid,
+        fmt::format(
+            "{} has no client certificate in {} (every client presents one of the "
+            "cluster's CA): create one with `shoal certs create-client --certs-dir {} --user {}`{}",
+            cert_user, dir, dir, cert_user,
+            flags.password_stdin ? ", or present another user's with --cert-user NAME (the "
+                                   "password decides who you are)"
+                                 : "")));
+  }
   std::string password;
   if (flags.password_stdin) {
     auto line = ReadPasswordLine();
