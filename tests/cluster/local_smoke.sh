@@ -100,8 +100,14 @@ write_all() {
   done
 }
 
-# 1. A killed node comes back by itself; a second cluster on its ports is refused.
+# 1. A killed node comes back by itself; a second cluster on its ports is refused. On ports other
+# than the commands' default, the output says how to name the cluster, and SHOAL_CLUSTER does.
 run_local
+if [ "$base" != 7400 ]; then
+  grep -q "need only --cluster $cluster, or SHOAL_CLUSTER=$cluster" "$dir/local.out" ||
+    fail "shoal local did not say how to reach a cluster on port $base"
+fi
+SHOAL_CLUSTER=$cluster "$shoal" status >/dev/null || fail "status with SHOAL_CLUSTER"
 for i in $(seq 1 20); do
   "$shoal" put --cluster "$cluster" users "u$i" "{\"i\": $i}" >/dev/null || fail "put u$i"
 done

@@ -38,7 +38,7 @@ constexpr transport::Micros kAdminTimeout = 10'000'000;
 constexpr double kStallSeconds = 10;
 
 struct AdminFlags {
-  std::string cluster = "shoal://127.0.0.1:7400";
+  std::string cluster{kDefaultCluster};
   uint32_t node = 0;
   uint32_t bucket = 0;              // force-primary
   uint32_t replication_factor = 0;  // replicas --set
@@ -359,8 +359,7 @@ int RunAdmin(const AdminFlags& flags, const std::string& command) {
 CLI::App* AdminCommand(CLI::App& app, const std::string& name, const std::string& help,
                        const std::shared_ptr<AdminFlags>& flags, bool waits) {
   CLI::App* cmd = app.add_subcommand(name, help);
-  cmd->add_option("--cluster", flags->cluster, "shoal://HOST:PORT of the coordinator")
-      ->capture_default_str();
+  AddClusterOption(cmd, &flags->cluster);
   cmd->add_flag("--json", flags->json, "Print one JSON object");
   AddClientSecurityOptions(cmd, &flags->security);
   if (waits) {
@@ -373,7 +372,7 @@ CLI::App* AdminCommand(CLI::App& app, const std::string& name, const std::string
 }
 
 struct ThresholdFlags {
-  std::string cluster = "shoal://127.0.0.1:7400";
+  std::string cluster{kDefaultCluster};
   std::optional<uint64_t> split_bytes;
   std::optional<uint64_t> merge_bytes;
   bool json = false;
@@ -457,8 +456,7 @@ void AddAdminCommands(CLI::App& app) {
       "thresholds",
       "Show or set the balancer's split and merge thresholds (bytes per bucket; 0 = off; kept "
       "across restarts)");
-  t->add_option("--cluster", thresholds->cluster, "shoal://HOST:PORT of the coordinator")
-      ->capture_default_str();
+  AddClusterOption(t, &thresholds->cluster);
   t->add_option("--split-bytes", thresholds->split_bytes,
                 "Split buckets above this many bytes (65536 to 68719476736)");
   t->add_option("--merge-bytes", thresholds->merge_bytes,

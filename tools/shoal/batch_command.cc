@@ -19,7 +19,7 @@ namespace shoal::tools {
 namespace {
 
 struct BatchFlags {
-  std::string cluster = "shoal://127.0.0.1:7400";
+  std::string cluster{kDefaultCluster};
   std::string collection;
   std::string file;  // "" = stdin
   size_t batch_size = kMaxBatchWrites;
@@ -87,8 +87,7 @@ void AddBatchCommand(CLI::App& app) {
       "batch",
       "Write JSON lines {\"op\":\"put|insert|update|delete\",\"key\":..,\"value\":{..}} in "
       "batches; one result per line (exit code 1 if any write failed)");
-  cmd->add_option("--cluster", flags->cluster, "shoal://HOST:PORT of the coordinator")
-      ->capture_default_str();
+  AddClusterOption(cmd, &flags->cluster);
   cmd->add_flag("--json", flags->json, "Print one JSON object per line");
   AddClientSecurityOptions(cmd, &flags->security);
   cmd->add_option("collection", flags->collection,

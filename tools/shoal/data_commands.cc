@@ -34,7 +34,7 @@ namespace shoal::tools {
 namespace {
 
 struct DataFlags {
-  std::string cluster = "shoal://127.0.0.1:7400";
+  std::string cluster{kDefaultCluster};
   std::string collection;
   std::string key;
   std::string json_body = "-";  // "-" = read stdin
@@ -513,8 +513,7 @@ int RunStatus(const DataFlags& flags) {
 CLI::App* DataCommand(CLI::App& app, const std::string& name, const std::string& help,
                       const std::shared_ptr<DataFlags>& flags) {
   CLI::App* cmd = app.add_subcommand(name, help);
-  cmd->add_option("--cluster", flags->cluster, "shoal://HOST:PORT of the coordinator")
-      ->capture_default_str();
+  AddClusterOption(cmd, &flags->cluster);
   cmd->add_flag("--json", flags->json, "Print one JSON object");
   AddClientSecurityOptions(cmd, &flags->security);
   return cmd;

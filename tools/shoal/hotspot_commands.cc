@@ -14,7 +14,7 @@ namespace shoal::tools {
 namespace {
 
 struct HotspotFlags {
-  std::string cluster = "shoal://127.0.0.1:7400";
+  std::string cluster{kDefaultCluster};
   std::string collection;
   std::string key;
   std::string field;
@@ -70,8 +70,7 @@ int RunApply(const HotspotFlags& flags) {
 CLI::App* HotspotCommand(CLI::App& app, const std::string& name, const std::string& help,
                          const std::shared_ptr<HotspotFlags>& flags) {
   CLI::App* cmd = app.add_subcommand(name, help);
-  cmd->add_option("--cluster", flags->cluster, "shoal://HOST:PORT of the coordinator")
-      ->capture_default_str();
+  AddClusterOption(cmd, &flags->cluster);
   cmd->add_flag("--json", flags->json, "Print one JSON object");
   AddClientSecurityOptions(cmd, &flags->security);
   cmd->add_option("collection", flags->collection, "Collection (declare creates it if missing)")

@@ -10,6 +10,7 @@
 #include "src/security/certificates.h"
 #include "src/security/credentials_file.h"
 #include "src/security/passwords.h"
+#include "tools/shoal/security_flags.h"
 
 namespace shoal::tools {
 namespace {
@@ -119,19 +120,28 @@ std::vector<std::string> LocalSecurityLines(const LocalSecurity& security,
   }
   std::vector<std::string> lines;
   lines.push_back(fmt::format("security     mutual TLS; certificates in {}", security.certs_dir));
+  // The commands dial kDefaultCluster unless told otherwise.
+  const std::string uri = "shoal://" + cluster;
+  const bool default_address = uri == kDefaultCluster;
+  const std::string cluster_flag = default_address ? "" : " --cluster " + uri;
   if (!security.registered_in.empty()) {
     lines.push_back(
-        fmt::format("credentials  {} (the shoal commands need no flags)", security.registered_in));
+        default_address
+            ? fmt::format("credentials  {} (the shoal commands need no flags)",
+                          security.registered_in)
+            : fmt::format("credentials  {} (the shoal commands need only --cluster {}, or "
+                          "SHOAL_CLUSTER={} in the environment)",
+                          security.registered_in, uri, uri));
   } else {
     lines.push_back(
         fmt::format("credentials  not registered ({}); give the commands --credentials "
                     "{}",
                     security.registration_error, security.credentials_file));
   }
-  lines.push_back(fmt::format(
-      "elsewhere    SHOAL_CREDENTIALS={} shoal status, or shoal status --cluster shoal://{} "
-      "--certs-dir {} (docs/security.md)",
-      security.credentials_file, cluster, security.certs_dir));
+  lines.push_back(
+      fmt::format("elsewhere    SHOAL_CREDENTIALS={} shoal status{}, or shoal status --cluster {} "
+                  "--certs-dir {} (docs/security.md)",
+                  security.credentials_file, cluster_flag, uri, security.certs_dir));
   return lines;
 }
 

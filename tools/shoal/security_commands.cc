@@ -216,7 +216,7 @@ int RunListRevoked(const CertsFlags& flags) {
 }
 
 struct CredentialsFlags {
-  std::string cluster = "shoal://127.0.0.1:7400";
+  std::string cluster{kDefaultCluster};
   std::string certs_dir;
   std::string user = std::string(security::kDefaultUser);
   std::string cert_user;  // "": the certificate of `user`
@@ -397,6 +397,13 @@ void WarnInsecure(const ServerSecurityFlags& flags) {
                  "process's port can read and change every document"}});
 }
 
+void AddClusterOption(CLI::App* command, std::string* cluster, const std::string& help) {
+  command
+      ->add_option("--cluster", *cluster,
+                   help + " (default: $SHOAL_CLUSTER, else " + std::string(kDefaultCluster) + ")")
+      ->envname("SHOAL_CLUSTER");
+}
+
 void AddClientSecurityOptions(CLI::App* command, ClientSecurityFlags* flags) {
   command->add_option("--certs-dir", flags->certs_dir,
                       "Mutual TLS with ca.crt and client.USER.crt/.key of this directory");
@@ -503,8 +510,7 @@ void AddCertsCommands(CLI::App& app) {
   CLI::App* a = credentials->add_subcommand(
       "add",
       "Register a cluster with a user's certificate or password, so that commands need no flags");
-  a->add_option("--cluster", add->cluster, "shoal://HOST:PORT of the coordinator(s)")
-      ->capture_default_str();
+  AddClusterOption(a, &add->cluster, "shoal://HOST:PORT of the coordinator(s)");
   a->add_option("--certs-dir", add->certs_dir, "Directory with ca.crt and client.USER.crt/.key")
       ->required();
   a->add_option("--user", add->user, "The user")->capture_default_str();

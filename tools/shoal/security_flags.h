@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "include/shoal/shoal.h"
@@ -63,6 +64,12 @@ void WarnInsecure(const ServerSecurityFlags& flags);
 // A server process's gRPC log lines (e.g. a peer's failed TLS handshake) become `grpc.log`
 // warnings of its event log (src/common/log.h), in its format.
 void RouteGrpcLog();
+
+// The cluster a command talks to without --cluster: $SHOAL_CLUSTER, else this.
+inline constexpr std::string_view kDefaultCluster = "shoal://127.0.0.1:7400";
+// --cluster into *cluster, its default $SHOAL_CLUSTER, else kDefaultCluster.
+void AddClusterOption(CLI::App* command, std::string* cluster,
+                      const std::string& help = "shoal://HOST:PORT of the coordinator");
 
 struct ClientSecurityFlags {
   std::string certs_dir{};

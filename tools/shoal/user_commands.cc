@@ -26,7 +26,7 @@ namespace {
 constexpr transport::Micros kUserAdminTimeout = 10'000'000;
 
 struct UserFlags {
-  std::string cluster = "shoal://127.0.0.1:7400";
+  std::string cluster{kDefaultCluster};
   std::string name{};
   std::string role{};
   bool password_stdin = false;
@@ -95,8 +95,7 @@ int RunUser(const UserFlags& flags, const wire::AdminRequest& request) {
 CLI::App* UserCommand(CLI::App* parent, const char* name, const char* description,
                       const std::shared_ptr<UserFlags>& flags, bool takes_name) {
   CLI::App* command = parent->add_subcommand(name, description);
-  command->add_option("--cluster", flags->cluster, "shoal://HOST:PORT of the coordinator")
-      ->capture_default_str();
+  AddClusterOption(command, &flags->cluster);
   if (takes_name) command->add_option("name", flags->name, "The user")->required();
   command->add_flag("--json", flags->json, "Print one JSON object");
   AddClientSecurityOptions(command, &flags->security);
