@@ -9,9 +9,11 @@
 #include <cstdio>
 #include <deque>
 #include <random>
+#include <string_view>
 #include <utility>
 
 #include "src/common/host_port.h"
+#include "src/common/log.h"
 #include "src/metadata/metadata_checks.h"
 
 namespace shoal::metadata {
@@ -160,14 +162,25 @@ void SessionWatcher(zhandle_t* /*zh*/, int type, int state, const char* /*path*/
   connect->cv.notify_all();
 }
 
+// The ZooKeeper client's own lines (a server that does not answer, a session that expired)
+// become `zookeeper.log` warnings of the process's event log, so that --log-format json stays one
+// JSON object per line. The client prefixes its time and thread; the line from "ZOO_" on is kept.
+void ZooKeeperLogAsEvent(const char* message) {
+  std::string_view text = message != nullptr ? message : "";
+  if (const auto at = text.find("ZOO_"); at != std::string_view::npos) text.remove_prefix(at);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+  log::Warning("zookeeper.log", {{"message", text}});
+}
+
 // The handle's context lives as long as the handle; it is freed in CloseHandle.
 StatusOr<zhandle_t*> Connect(const std::string& hosts, std::chrono::milliseconds session_timeout,
                              std::chrono::milliseconds connect_timeout) {
   static std::once_flag log_level;
   std::call_once(log_level, [] { zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR); });
   auto* connect = new ConnectState;
-  zhandle_t* zh = zookeeper_init(hosts.c_str(), SessionWatcher,
-                                 static_cast<int>(session_timeout.count()), nullptr, connect, 0);
+  zhandle_t* zh =
+      zookeeper_init2(hosts.c_str(), SessionWatcher, static_cast<int>(session_timeout.count()),
+                      nullptr, connect, 0, &ZooKeeperLogAsEvent);
   if (zh == nullptr) {
     delete connect;
     return UnavailableError(fmt::format("zookeeper metadata store: cannot connect to {}", hosts));

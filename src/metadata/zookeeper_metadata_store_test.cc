@@ -13,11 +13,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include "src/common/log.h"
 #include "src/metadata/metadata_store_conformance.h"
 #include "src/metadata/zookeeper_test_server.h"
 
@@ -99,6 +101,37 @@ TEST(ZooKeeperMetadataStoreTest, NoServerIsUnavailable) {
   options.hosts = "127.0.0.1:1";
   options.connect_timeout = milliseconds(300);
   EXPECT_EQ(ZooKeeperMetadataStore::Open(options).status().code(), StatusCode::kUnavailable);
+}
+
+// The ZooKeeper client's own complaints (here: nothing listens) go through the process's event
+// log, so that --log-format json stays one JSON object per line.
+TEST(ZooKeeperMetadataStoreTest, TheClientLibraryLogsThroughTheEventLog) {
+  FILE* sink = std::tmpfile();
+  ASSERT_NE(sink, nullptr);
+  log::Configure({.min_level = log::Level::kInfo,
+                  .format = log::Format::kJson,
+                  .process = "coordinator",
+                  .sink = sink});
+  ZooKeeperMetadataOptions options = OptionsAt("/x");
+  options.hosts = "127.0.0.1:1";
+  options.connect_timeout = milliseconds(300);
+  EXPECT_EQ(ZooKeeperMetadataStore::Open(options).status().code(), StatusCode::kUnavailable);
+  log::Disable();
+  std::rewind(sink);
+  std::string text;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), sink)) > 0;) text.append(buffer, n);
+  std::fclose(sink);
+  int events = 0;
+  for (size_t begin = 0; begin < text.size();) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(begin, end - begin);
+    begin = end + 1;
+    EXPECT_TRUE(line.starts_with("{") && line.ends_with("}")) << line;
+    if (line.find(R"("event":"zookeeper.log")") != std::string::npos) ++events;
+  }
+  EXPECT_GT(events, 0) << text;
 }
 
 TEST(ZooKeeperMetadataStoreTest, DataSurvivesReopenAndIsSharedBetweenClients) {
