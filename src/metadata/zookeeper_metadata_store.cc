@@ -235,7 +235,7 @@ StatusOr<std::unique_ptr<ZooKeeperMetadataStore>> ZooKeeperMetadataStore::Open(
 }
 
 ZooKeeperMetadataStore::ZooKeeperMetadataStore(ZooKeeperMetadataOptions options, zhandle_t* zh)
-    : options_(std::move(options)), zh_(zh) {
+    : options_(std::move(options)), zh_(zh, &CloseHandle) {
   watch_thread_ = std::thread([this] { WatchLoop(); });
 }
 
@@ -248,14 +248,41 @@ ZooKeeperMetadataStore::~ZooKeeperMetadataStore() {
   watch_thread_.join();
   // Closing a session handle ends its ZooKeeper session, which deletes its ephemeral keys.
   for (const auto& [id, handle] : sessions_) CloseHandle(handle);
-  CloseHandle(zh_);
+}
+
+StatusOr<std::shared_ptr<zhandle_t>> ZooKeeperMetadataStore::Main() const {
+  std::shared_ptr<zhandle_t> current;
+  {
+    std::lock_guard lock(mu_);
+    current = zh_;
+  }
+  if (zoo_state(current.get()) != ZOO_EXPIRED_SESSION_STATE) return current;
+  std::lock_guard reconnect(reconnect_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (zh_ != current) return zh_;  // another caller reconnected meanwhile
+  }
+  SHOAL_ASSIGN_OR_RETURN(zhandle_t * fresh, Connect(options_.hosts, options_.session_timeout,
+                                                    options_.connect_timeout));
+  std::shared_ptr<zhandle_t> handle(fresh, &CloseHandle);
+  {
+    std::lock_guard lock(mu_);
+    zh_ = handle;
+    dirty_ = true;  // the watches were the old session's: the watch thread re-arms them here
+  }
+  watch_cv_.notify_all();
+  log::Warning("zookeeper.reconnected",
+               {{"hosts", std::string_view(options_.hosts)},
+                {"note", "the store's session had expired; a new session replaces it"}});
+  return handle;
 }
 
 StatusOr<Versioned> ZooKeeperMetadataStore::Get(std::string_view key) const {
   SHOAL_RETURN_IF_ERROR(CheckKey(key));
   const std::string path = options_.root + "/k/" + Hex(key);
+  SHOAL_ASSIGN_OR_RETURN(const std::shared_ptr<zhandle_t> zh, Main());
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
-    SHOAL_ASSIGN_OR_RETURN(std::optional<Head> head, ReadHead(zh_, key, path));
+    SHOAL_ASSIGN_OR_RETURN(std::optional<Head> head, ReadHead(zh.get(), key, path));
     if (!head.has_value()) {
       return NotFoundError(fmt::format("metadata store: key {:?} not found", key));
     }
@@ -269,7 +296,7 @@ StatusOr<Versioned> ZooKeeperMetadataStore::Get(std::string_view key) const {
       const std::string chunk = fmt::format("{}/c/{}-{}", options_.root, head->chunk_id, i);
       std::string buffer(kChunkBytes, '\0');
       int len = static_cast<int>(buffer.size());
-      const int rc = zoo_get(zh_, chunk.c_str(), 0, buffer.data(), &len, nullptr);
+      const int rc = zoo_get(zh.get(), chunk.c_str(), 0, buffer.data(), &len, nullptr);
       if (rc == ZNONODE) {
         replaced = true;  // a concurrent write replaced the value and dropped these chunks
       } else if (rc != ZOK) {
@@ -291,7 +318,8 @@ StatusOr<Versioned> ZooKeeperMetadataStore::Get(std::string_view key) const {
 StatusOr<uint64_t> ZooKeeperMetadataStore::Put(std::string_view key, std::string_view value,
                                                uint64_t expected_version) {
   const MetaOp op = MetaOp::Put(std::string(key), std::string(value), expected_version);
-  return Apply(Writer{.zh = zh_, .session = 0}, std::span<const MetaOp>(&op, 1));
+  SHOAL_ASSIGN_OR_RETURN(const std::shared_ptr<zhandle_t> zh, Main());
+  return Apply(Writer{.zh = zh.get(), .session = 0}, std::span<const MetaOp>(&op, 1));
 }
 
 Status ZooKeeperMetadataStore::Delete(std::string_view key, uint64_t expected_version) {
@@ -302,11 +330,13 @@ Status ZooKeeperMetadataStore::Delete(std::string_view key, uint64_t expected_ve
     if (!current.ok()) return current.status();
   }
   const MetaOp op = MetaOp::Delete(std::string(key), expected_version);
-  return Apply(Writer{.zh = zh_, .session = 0}, std::span<const MetaOp>(&op, 1)).status();
+  SHOAL_ASSIGN_OR_RETURN(const std::shared_ptr<zhandle_t> zh, Main());
+  return Apply(Writer{.zh = zh.get(), .session = 0}, std::span<const MetaOp>(&op, 1)).status();
 }
 
 Status ZooKeeperMetadataStore::Commit(std::span<const MetaOp> ops) {
-  return Apply(Writer{.zh = zh_, .session = 0}, ops).status();
+  SHOAL_ASSIGN_OR_RETURN(const std::shared_ptr<zhandle_t> zh, Main());
+  return Apply(Writer{.zh = zh.get(), .session = 0}, ops).status();
 }
 
 StatusOr<uint64_t> ZooKeeperMetadataStore::Apply(const Writer& writer,
@@ -483,7 +513,8 @@ StatusOr<uint64_t> ZooKeeperMetadataStore::Apply(const Writer& writer,
                                 : zoo_multi(writer.zh, static_cast<int>(zops.size()), zops.data(),
                                             results.data());
     if (rc == ZOK) {
-      for (const std::string& chunk : dropped_chunks) (void)zoo_delete(zh_, chunk.c_str(), -1);
+      for (const std::string& chunk : dropped_chunks)
+        (void)zoo_delete(writer.zh, chunk.c_str(), -1);
       return last_version;
     }
     drop_staged();
@@ -502,9 +533,10 @@ StatusOr<std::vector<std::pair<std::string, Versioned>>> ZooKeeperMetadataStore:
     std::string_view prefix, bool watch) const {
   const std::string parent = options_.root + "/k";
   String_vector children{};
-  const int rc = watch ? zoo_wget_children(zh_, parent.c_str(), WatchFired,
+  SHOAL_ASSIGN_OR_RETURN(const std::shared_ptr<zhandle_t> zh, Main());
+  const int rc = watch ? zoo_wget_children(zh.get(), parent.c_str(), WatchFired,
                                            const_cast<ZooKeeperMetadataStore*>(this), &children)
-                       : zoo_get_children(zh_, parent.c_str(), 0, &children);
+                       : zoo_get_children(zh.get(), parent.c_str(), 0, &children);
   if (rc != ZOK) return ZkError(rc, "list keys");
   const std::string hex_prefix = Hex(prefix);
   std::vector<std::string> keys;
@@ -521,7 +553,7 @@ StatusOr<std::vector<std::pair<std::string, Versioned>>> ZooKeeperMetadataStore:
     if (watch) {
       const std::string path = parent + "/" + Hex(key);
       Stat stat{};
-      const int wrc = zoo_wexists(zh_, path.c_str(), WatchFired,
+      const int wrc = zoo_wexists(zh.get(), path.c_str(), WatchFired,
                                   const_cast<ZooKeeperMetadataStore*>(this), &stat);
       if (wrc != ZOK && wrc != ZNONODE) return ZkError(wrc, "watch key");
     }

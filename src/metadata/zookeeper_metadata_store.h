@@ -35,10 +35,14 @@
 // the server then deletes its keys. ExpireSessions does nothing.
 //
 // Errors: connection loss, timeouts and an expired store session are Unavailable (the outcome of
-// a write that got Unavailable is unknown; re-read). The store does not reconnect after its own
-// session expired: reopen it.
+// a write that got Unavailable is unknown; re-read). Once the store's own session has expired
+// (ZooKeeper unreachable, or paused, for longer than session_timeout), the next call opens a new
+// one (`zookeeper.reconnected` in the event log) and the watch thread re-arms every watch on it:
+// a ZooKeeper outage never leaves the store unusable for good. Calls that had begun on the old
+// handle fail Unavailable; the old handle is closed once the last of them returns.
 //
-// Thread-safe: the ZooKeeper handles are thread-safe; mu_ guards the sessions and watchers.
+// Thread-safe: the ZooKeeper handles are thread-safe; mu_ guards the main handle, the sessions
+// and watchers; reconnect_mu_ makes one caller at a time open a new main handle.
 
 #include <chrono>
 #include <condition_variable>
@@ -123,16 +127,20 @@ class ZooKeeperMetadataStore final : public MetadataStore {
   void WatchLoop();
   [[nodiscard]] Status Poll();
   [[nodiscard]] StatusOr<zhandle_t*> SessionHandle(SessionId session) const;
+  // The store's own handle, a new one if the current one's session expired (Unavailable if no
+  // server answers within connect_timeout).
+  [[nodiscard]] StatusOr<std::shared_ptr<zhandle_t>> Main() const;
 
   const ZooKeeperMetadataOptions options_;
-  zhandle_t* const zh_;
 
+  mutable std::mutex reconnect_mu_;
   mutable std::mutex mu_;
-  std::condition_variable watch_cv_;
+  mutable std::shared_ptr<zhandle_t> zh_;  // guarded by mu_
+  mutable std::condition_variable watch_cv_;
   std::map<SessionId, zhandle_t*> sessions_;  // guarded by mu_
   std::map<WatchId, Watcher> watchers_;       // guarded by mu_
   uint64_t next_watch_ = 1;                   // guarded by mu_
-  bool dirty_ = false;                        // guarded by mu_: a ZooKeeper watch fired
+  mutable bool dirty_ = false;                // guarded by mu_: a ZooKeeper watch fired
   bool stop_ = false;                         // guarded by mu_
   std::optional<WatchId> calling_watch_;      // guarded by mu_: the callback running now
   std::condition_variable call_done_cv_;      // signalled when calling_watch_ is reset

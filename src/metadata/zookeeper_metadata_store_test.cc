@@ -291,6 +291,44 @@ TEST(ZooKeeperMetadataStoreTest, SessionLossRemovesEphemeralKeys) {
   EXPECT_TRUE(gone);
 }
 
+// ZooKeeper paused for longer than the store's session timeout: the session expires once the
+// server runs again, and the store opens a new one by itself. Reads, writes and a watch set up
+// before the outage work again, without reopening the store.
+TEST(ZooKeeperMetadataStoreTest, AStoreWhoseSessionExpiredOpensANewOne) {
+  ZooKeeperMetadataOptions options = OptionsAt(FreshRoot());
+  options.session_timeout = milliseconds(1'000);  // the server's minimum: 2 ticks of 200 ms
+  options.connect_timeout = milliseconds(5'000);
+  auto opened = ZooKeeperMetadataStore::Open(options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<ZooKeeperMetadataStore> store = *std::move(opened);
+  ASSERT_OK(store->Put("k", "before", kMustNotExist).status());
+  std::atomic<bool> seen{false};
+  [[maybe_unused]] const WatchId id = store->Watch("k", [&](const WatchEvent& event) {
+    if (event.value.has_value() && event.value->value == "other") seen = true;
+  });
+
+  server->Pause();
+  std::this_thread::sleep_for(milliseconds(3'000));
+  server->Resume();
+  // The first calls may still meet the old session (Unavailable); then a new one serves.
+  bool read = false;
+  for (int i = 0; i < 300 && !read; ++i) {
+    auto value = store->Get("k");
+    read = value.ok() && value->value == "before";
+    if (!read) std::this_thread::sleep_for(milliseconds(50));
+  }
+  ASSERT_TRUE(read) << "the store never served again after its session expired";
+  ASSERT_OK(store->Put("k", "after", 1).status());
+  EXPECT_EQ(*store->Get("k"), (Versioned{.value = "after", .version = 2}));
+
+  // Another client's change reaches the watch set up before the outage.
+  auto other = ZooKeeperMetadataStore::Open(options);
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_OK((*other)->Put("k", "other", 2).status());
+  for (int i = 0; i < 300 && !seen; ++i) std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_TRUE(seen);
+}
+
 }  // namespace
 }  // namespace shoal::metadata
 

@@ -217,6 +217,14 @@ void ZooKeeperTestServer::Kill() {
   pid_ = -1;
 }
 
+void ZooKeeperTestServer::Pause() {
+  if (pid_ > 0) kill(pid_, SIGSTOP);
+}
+
+void ZooKeeperTestServer::Resume() {
+  if (pid_ > 0) kill(pid_, SIGCONT);
+}
+
 Status ZooKeeperTestServer::Restart() {
   if (pid_ > 0) return FailedPreconditionError("the ZooKeeper server is running");
   // The port may linger in TIME_WAIT for a moment: ZooKeeper binds with SO_REUSEADDR, but retry

@@ -35,6 +35,10 @@ class ZooKeeperTestServer {
   [[nodiscard]] std::string hosts() const;
   // SIGKILL, then waits for the process to end. Idempotent.
   void Kill();
+  // SIGSTOP / SIGCONT: a server that stops answering without closing its connections; its
+  // sessions whose clients could not reach it for their timeout expire once it runs again.
+  void Pause();
+  void Resume();
   // Starts the killed server again on its ports and data directory, until it serves (a quorum
   // member: until it rejoined the quorum). FailedPrecondition while it runs; Unavailable as Start.
   [[nodiscard]] Status Restart();
