@@ -10,7 +10,9 @@
 //     server restarts. The move ends committed or aborted, never half: the map in ZooKeeper,
 //     the coordinator and every node agree on the owner; writes to the other buckets are
 //     acknowledged throughout the outage.
-// Both end with 0 lost acknowledged writes and every node holding exactly the buckets of the
+//   - ALeaderStalledPastItsSessionsLeadsAgain: the leading coordinator stalled past its store's
+//     session opens a new one once woken, and leads again when the standby that took over dies.
+// All end with 0 lost acknowledged writes and every node holding exactly the buckets of the
 // one map.
 
 #include <fmt/format.h>
@@ -167,6 +169,39 @@ TEST_F(ZooKeeperOutageTest, MemberKilledUnderLoad) {
   auto mode = (*ensemble)->member(*leader).Mode();
   ASSERT_TRUE(mode.ok()) << mode.status();
   EXPECT_TRUE(*mode == "follower" || *mode == "leader") << *mode;
+  ExpectHealthyEnd();
+}
+
+// The leading coordinator stalls (SIGSTOP, as a long pause of its machine) for longer than its
+// store's own ZooKeeper session (10 s): ZooKeeper expires every session of it, and the standby
+// takes over. Woken, the old leader opens a new store session by itself (`zookeeper.reconnected`)
+// instead of failing every read "session expired" for good, so when the new leader dies it leads
+// again: an add-node goes through. The workload is acknowledged throughout; nothing is lost.
+TEST_F(ZooKeeperOutageTest, ALeaderStalledPastItsSessionsLeadsAgain) {
+  auto zk = metadata::ZooKeeperTestServer::Start();
+  ASSERT_TRUE(zk.ok()) << zk.status();  // fails (never skips) without ZooKeeper
+  ASSERT_NO_FATAL_FAILURE(StartCluster((*zk)->hosts(), 3, /*standby=*/true));
+  cluster_->Pause(kCoordinator);
+  std::this_thread::sleep_for(std::chrono::seconds(12));
+  cluster_->Resume(kCoordinator);
+  auto until = Clock::now() + std::chrono::seconds(30);
+  while (!cluster_->LogShows(kCoordinator, "zookeeper.reconnected") && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(cluster_->LogShows(kCoordinator, "zookeeper.reconnected"));
+  const uint64_t acknowledged = workload_->acknowledged();
+  cluster_->Kill(kStandbyCoordinator);
+  ASSERT_TRUE(cluster_->StartNode(4).ok());
+  Status added = UnavailableError("not tried");
+  until = Clock::now() + std::chrono::seconds(60);
+  while (!added.ok() && Clock::now() < until) {
+    added = cluster_->AddNode(4);
+    if (!added.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_TRUE(added.ok()) << "the woken coordinator did not lead again: " << added;
+  ASSERT_NO_FATAL_FAILURE(WaitBalanced(60));
+  ExpectMember(4, true);
+  EXPECT_GT(workload_->acknowledged(), acknowledged);
   ExpectHealthyEnd();
 }
 
