@@ -518,6 +518,9 @@ TEST(CoordinatorsOfTest, ChecksEveryAddress) {
   EXPECT_EQ(CoordinatorsOf("shoal://a:1,b").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(CoordinatorsOf("shoal://a:1,b:65536").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(CoordinatorsOf("shoal://,a:1").status().code(), StatusCode::kInvalidArgument);
+  const Status http = CoordinatorsOf("http://127.0.0.1:7400").status();
+  EXPECT_EQ(http.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(http.message().find("expected shoal://HOST:PORT"), std::string_view::npos) << http;
 }
 
 }  // namespace
