@@ -130,6 +130,13 @@ struct Throughput {
   }
 };
 
+// The moves a plan sampled during a change left to do, and the moves committed when it was
+// sampled.
+struct LeftSample {
+  uint64_t left = 0;
+  uint64_t committed = 0;
+};
+
 class Demo {
  public:
   Demo(const DemoOptions& options, std::string data_dir)
@@ -151,7 +158,7 @@ class Demo {
   [[nodiscard]] std::string ProgressText(std::string_view phase, Clock::time_point start,
                                          const coordinator::MoveProgress& at_start,
                                          const coordinator::MoveProgress& now, double ops_rate,
-                                         const std::optional<uint64_t>& buckets_left) const;
+                                         const std::optional<LeftSample>& left) const;
   [[nodiscard]] bool Balanced() const;
   // K > 1: kills kCrashingNode without a removal, shows its primaries failing over, restarts it
   // after kRestartDelay and shows its copies coming back until every bucket has K in-sync copies.
@@ -334,16 +341,19 @@ void Demo::Steady(Clock::time_point phase_start) {
 std::string Demo::ProgressText(std::string_view phase, Clock::time_point start,
                                const coordinator::MoveProgress& at_start,
                                const coordinator::MoveProgress& now, double ops_rate,
-                               const std::optional<uint64_t>& buckets_left) const {
+                               const std::optional<LeftSample>& sample) const {
   const double elapsed = SecondsSince(start);
   const uint64_t committed = now.committed - at_start.committed;
   std::string text = fmt::format(
       "[{}] {:5.1f}s  moved {} buckets, {:.1f} MiB  |  {:.0f} ops/s  |  {} in flight", phase,
       elapsed, committed, static_cast<double>(now.bytes_moved - at_start.bytes_moved) / kMiB,
       ops_rate, now.in_flight);
-  // ETA at this phase's commit rate; the plan treats moves in flight as done, so add them.
-  if (buckets_left.has_value() && committed > 0) {
-    const uint64_t left = *buckets_left + now.in_flight;
+  // ETA at this phase's commit rate. The plan is sampled once a second: the moves committed
+  // since count off what it left.
+  if (sample.has_value() && committed > 0) {
+    const uint64_t since = now.committed - sample->committed;
+    const uint64_t left =
+        std::max<uint64_t>(sample->left - std::min(sample->left, since), now.in_flight);
     text += fmt::format("  |  {} left, ETA {:.1f}s", left,
                         static_cast<double>(left) * elapsed / static_cast<double>(committed));
   }
@@ -357,7 +367,7 @@ bool Demo::WaitForMoves(std::string_view phase, const std::function<bool()>& don
   const coordinator::MoveProgress at_start = coordinator->progress();
   uint64_t last_ops = ops_at_start;
   Clock::time_point last_tick = start;
-  std::optional<uint64_t> buckets_left;
+  std::optional<LeftSample> left;
   bool finished = false;
   for (int tick = 0;; ++tick) {
     if (done()) {
@@ -372,10 +382,14 @@ bool Demo::WaitForMoves(std::string_view phase, const std::function<bool()>& don
     last_tick = Clock::now();
     if (!options_.json && tick % kTicksPerPlan == 0) {
       auto plan = coordinator->Plan();
-      buckets_left = plan.ok() ? std::optional<uint64_t>(plan->buckets) : std::nullopt;
+      // The plan treats moves in flight as done: they are left too.
+      const coordinator::MoveProgress sampled = coordinator->progress();
+      left = plan.ok()
+                 ? std::optional<LeftSample>(LeftSample{.left = plan->buckets + sampled.in_flight,
+                                                        .committed = sampled.committed})
+                 : std::nullopt;
     }
-    progress_.Show(
-        ProgressText(phase, start, at_start, coordinator->progress(), rate, buckets_left));
+    progress_.Show(ProgressText(phase, start, at_start, coordinator->progress(), rate, left));
   }
   ops_during_.Add(workload_->ops() - ops_at_start, SecondsSince(start));
   membership_moves_ += coordinator->progress().committed - at_start.committed;
