@@ -26,7 +26,10 @@ ReplicaManager::ReplicaManager(transport::Runtime& runtime, std::shared_ptr<MapC
 
 Response ReplicaManager::HandleReport(const transport::ReplicaReportRequest& report) {
   bool removed = false;
+  uint64_t also_removed = 0;  // the primary's other buckets the silent backup left too
   auto committed = committer_->CommitEdit([&](const ShardMap& map, ShardMapEdit* edit) {
+    removed = false;
+    also_removed = 0;
     const BucketPlacement* bucket = map.Find(report.bucket);
     if (bucket == nullptr || bucket->replicas.empty() ||
         bucket->replicas.front() != report.primary || bucket->term != report.term) {
@@ -53,6 +56,20 @@ Response ReplicaManager::HandleReport(const transport::ReplicaReportRequest& rep
     }
     edit->RemoveReplica(report.bucket, report.backup);
     removed = true;
+    // A primary replicates to a backup over one stream for all its buckets, and reports a
+    // silent one for each of them (StorageNode::ReplicaKeeperLoop): the backup leaves every
+    // bucket of this primary in this edit, as far as each one's floor allows and none moving,
+    // instead of one report and one map edit per bucket, which with thousands of buckets kept
+    // writes waiting seconds for their bucket's turn.
+    for (const BucketPlacement& other : map.buckets()) {
+      if (other.id == report.bucket || other.replicas.empty() ||
+          other.replicas.front() != report.primary || !other.HasReplica(report.backup) ||
+          other.transition.has_value() || other.replicas.size() - 1 < map.min_in_sync()) {
+        continue;
+      }
+      edit->RemoveReplica(other.id, report.backup);
+      ++also_removed;
+    }
     return OkStatus();
   });
   if (!committed.ok()) return Response::Error(committed.status());
@@ -62,6 +79,7 @@ Response ReplicaManager::HandleReport(const transport::ReplicaReportRequest& rep
                                      {"primary", report.primary.value()},
                                      {"reason", report.reason},
                                      {"broken", report.broken},
+                                     {"also_removed", also_removed},
                                      {"epoch", (*committed)->epoch().value()}});
     NoteRemoval(report.backup);
   }

@@ -7,7 +7,9 @@
 //   REMOVAL (§4.1): a primary reports a backup that stopped acknowledging (ReplicaReport). The
 //     report counts only from the bucket's primary at the bucket's current term; the backup
 //     leaves the bucket in one edit, never below min_in_sync (the answer is then
-//     NOT_ENOUGH_REPLICAS and the backup stays listed, so that it stays eligible).
+//     NOT_ENOUGH_REPLICAS and the backup stays listed, so that it stays eligible). A silent
+//     backup is silent on the primary's one stream to it, so the same edit takes it out of the
+//     primary's other buckets as well (floor permitting, none moving).
 //   FAILOVER (§4.2): a bucket whose primary sent no heartbeat for failover_timeout, or reports
 //     the bucket fenced at its term (it restarted, §4.4, or its store changed, §4.6), gets a new
 //     primary in four steps:

@@ -333,7 +333,8 @@ struct PipeClient::Stream {
   bool failed = false;  // Finish came back: its calls are ended
 };
 
-PipeClient::PipeClient(ServerCheck check) : check_(std::move(check)), thread_([this] { Run(); }) {}
+PipeClient::PipeClient(ServerCheck check, Prepare prepare)
+    : check_(std::move(check)), prepare_(std::move(prepare)), thread_([this] { Run(); }) {}
 
 PipeClient::~PipeClient() { Shutdown(); }
 
@@ -349,6 +350,7 @@ void PipeClient::Call(std::shared_ptr<wire::Shoal::Stub> stub, wire::Envelope en
   if (stream == nullptr) {
     auto owned = std::make_unique<Stream>(stub);
     stream = owned.get();
+    prepare_(&stream->context);
     stream->rw = stub->PrepareAsyncPipe(&stream->context, &cq_);
     ++stream->outstanding;
     stream->rw->StartCall(&stream->start);

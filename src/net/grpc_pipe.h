@@ -117,8 +117,10 @@ class PipeClient {
   // Judges each answer by its stream's context: its argument back, or an error that replaces
   // it (the runtime's check of the server's certificate, CheckServer).
   using ServerCheck = std::function<grpc::Status(const grpc::ClientContext&, grpc::Status)>;
+  // Prepares each stream's context before it opens (the runtime's login metadata).
+  using Prepare = std::function<void(grpc::ClientContext*)>;
 
-  explicit PipeClient(ServerCheck check);
+  PipeClient(ServerCheck check, Prepare prepare);
   ~PipeClient();
   PipeClient(const PipeClient&) = delete;
   PipeClient& operator=(const PipeClient&) = delete;
@@ -155,6 +157,7 @@ class PipeClient {
   void MaybeDeleteLocked(Stream* stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ServerCheck check_;
+  const Prepare prepare_;
   grpc::CompletionQueue cq_;
   // Guards everything below, and the fields of the streams.
   absl::Mutex mu_;

@@ -332,10 +332,13 @@ StatusOr<std::unique_ptr<GrpcRuntime>> GrpcRuntime::Start(const GrpcRuntimeOptio
   runtime->LoadAddressBook();
   if (!options.listen.empty()) SHOAL_RETURN_IF_ERROR(runtime->StartServer());
   if (options.pipe) {
-    runtime->pipe_client_ =
-        std::make_unique<PipeClient>([credentials = runtime->credentials_](
-                                         const grpc::ClientContext& context, grpc::Status status) {
+    runtime->pipe_client_ = std::make_unique<PipeClient>(
+        [credentials = runtime->credentials_](const grpc::ClientContext& context,
+                                              grpc::Status status) {
           return CheckServer(*credentials, context, std::move(status));
+        },
+        [credentials = runtime->credentials_](grpc::ClientContext* context) {
+          credentials->AddLogin(context);
         });
   }
   if (!runtime->coordinators_.empty()) {
@@ -525,6 +528,7 @@ StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Re
     }
     grpc::ClientContext context;
     context.set_deadline(deadline);
+    credentials_->AddLogin(&context);
     reply.Clear();
     status = CheckServer(*credentials_, context, peer->stub->Call(&context, envelope, &reply));
     if (!Alive()) return CancelledError("process stopped");

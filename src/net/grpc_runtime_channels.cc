@@ -89,6 +89,7 @@ Status GrpcRuntime::FetchAddressBookFrom(const std::string& coordinator) {
   auto peer = PeerFor(coordinator);
   grpc::ClientContext context;
   context.set_deadline(DeadlineAfter(kResolveTimeout));
+  credentials_->AddLogin(&context);
   wire::ResolveRequest request;
   wire::ResolveResponse response;
   const grpc::Status status =

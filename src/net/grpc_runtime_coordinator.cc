@@ -55,6 +55,7 @@ StatusOr<std::optional<transport::ClusterState>> GrpcRuntime::WatchMap(
     auto peer = PeerFor(coordinator);
     grpc::ClientContext context;
     context.set_deadline(DeadlineAfter(timeout));
+    credentials_->AddLogin(&context);
     if (canceller != nullptr && !canceller->Attach(&context)) {
       return CancelledError("map watch cancelled");
     }
@@ -119,6 +120,7 @@ StatusOr<wire::AdminResponse> GrpcRuntime::AdminAnswer(const wire::AdminRequest&
     auto peer = PeerFor(coordinator);
     grpc::ClientContext context;
     context.set_deadline(DeadlineAfter(timeout));
+    credentials_->AddLogin(&context);
     response.Clear();
     status = CheckServer(*credentials_, context, peer->stub->Admin(&context, request, &response));
     if (status.ok()) break;
@@ -139,6 +141,7 @@ StatusOr<wire::AdminResponse> GrpcRuntime::AdminAt(const std::string& host_port,
   auto peer = PeerFor(host_port);
   grpc::ClientContext context;
   context.set_deadline(DeadlineAfter(timeout));
+  credentials_->AddLogin(&context);
   wire::AdminResponse response;
   const grpc::Status status =
       CheckServer(*credentials_, context, peer->stub->Admin(&context, request, &response));

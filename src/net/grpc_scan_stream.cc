@@ -258,6 +258,7 @@ Status GrpcRuntime::StreamScan(const Address& to, transport::ScanRequest request
   if (!peer.ok()) return Prefixed(peer.status(), what);
   grpc::ClientContext context;
   context.set_deadline(DeadlineAfter(timeout));
+  credentials_->AddLogin(&context);
   auto reader = (*peer)->stub->Scan(&context, envelope);
   wire::Response reply;
   Status stopped;  // why this side ended the stream early

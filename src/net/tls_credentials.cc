@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <grpc/grpc_security_constants.h>
+#include <grpcpp/client_context.h>
 #include <grpcpp/security/auth_context.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
@@ -23,31 +24,6 @@
 #include "src/security/certificates.h"
 
 namespace shoal::net {
-namespace {
-
-// Adds the client's user and password to the metadata of every call.
-class LoginPlugin final : public grpc::MetadataCredentialsPlugin {
- public:
-  LoginPlugin(std::string user, std::string password)
-      : user_(std::move(user)), password_(std::move(password)) {}
-
-  bool IsBlocking() const override { return false; }
-  const char* GetType() const override { return "shoal-login"; }
-  grpc::Status GetMetadata(grpc::string_ref, grpc::string_ref, const grpc::AuthContext&,
-                           std::multimap<grpc::string, grpc::string>* metadata) override {
-    metadata->emplace(kUserMetadataKey, user_);
-    metadata->emplace(kPasswordMetadataKey, password_);
-    return grpc::Status::OK;
-  }
-  // Never the password: gRPC may print call credentials in its traces.
-  grpc::string DebugString() override { return "shoal-login(" + user_ + ")"; }
-
- private:
-  const std::string user_;
-  const std::string password_;
-};
-
-}  // namespace
 
 TlsCredentials::TlsCredentials() = default;
 TlsCredentials::~TlsCredentials() = default;
@@ -90,9 +66,8 @@ StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Make(
     return InternalError("gRPC refused the TLS channel credentials");
   }
   if (!files.user.empty()) {
-    credentials->channel_ = grpc::CompositeChannelCredentials(
-        credentials->channel_, grpc::MetadataCredentialsFromPlugin(
-                                   std::make_unique<LoginPlugin>(files.user, files.password)));
+    credentials->login_user_ = files.user;
+    credentials->login_password_ = files.password;
   }
   return std::shared_ptr<const TlsCredentials>(std::move(credentials));
 }
@@ -137,6 +112,12 @@ std::shared_ptr<grpc::ServerCredentials> TlsCredentials::Server() const {
 }
 
 std::shared_ptr<grpc::ChannelCredentials> TlsCredentials::Channel() const { return channel_; }
+
+void TlsCredentials::AddLogin(grpc::ClientContext* context) const {
+  if (login_user_.empty()) return;
+  context->AddMetadata(std::string(kUserMetadataKey), login_user_);
+  context->AddMetadata(std::string(kPasswordMetadataKey), login_password_);
+}
 
 void TlsCredentials::ConfigureChannel(const std::string& host_port,
                                       grpc::ChannelArguments& args) const {

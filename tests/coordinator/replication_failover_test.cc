@@ -210,6 +210,33 @@ TEST_F(ReplicationFailoverTest, ACrashedBackupIsRemovedAndWritesGoOn) {
   });
 }
 
+// A backup that dies leaves all the buckets of each primary in one map edit, not one edit per
+// bucket: its primaries report it per bucket, but over one stream, and the first report takes
+// it out of every bucket of that primary. With 48 buckets n3 backs 32 of them; as one edit each
+// the removals alone took 32 epochs.
+TEST_F(ReplicationFailoverTest, ADeadBackupLeavesEachPrimarysBucketsInOneEdit) {
+  bucket_count_ = 48;
+  Run(/*auto_balance=*/false, [&] {
+    size_t backed = 0;
+    for (const auto& bucket : map()->buckets()) {
+      if (bucket.replicas.front() != kN3 && bucket.HasReplica(kN3)) ++backed;
+    }
+    ASSERT_EQ(backed, 32u);
+    auto w = StartRoundWriter(AllDocuments(), 5 * kMs);
+    ASSERT_TRUE(WaitFor([&] { return w->acknowledged_writes > 2 * kDocuments; }));
+    const MapEpoch before = map()->epoch();
+    ASSERT_TRUE(cluster_->CrashNode(kN3).ok());
+    ASSERT_TRUE(WaitFor([&] { return !Holds(kN3); }, 20 * kSecond));
+    const uint64_t edits = map()->epoch().value() - before.value();
+    std::printf("map edits until n3 left every bucket: %llu\n",
+                static_cast<unsigned long long>(edits));
+    EXPECT_LE(edits, 8u);  // two primaries' removals, and n3's own primaries' failovers
+    ExpectWritesGoOn(*w);
+    StopRoundWriter(*w);
+    ExpectNoAcknowledgedRoundLost(*w, AllDocuments());
+  });
+}
+
 TEST_F(ReplicationFailoverTest, APrimaryThatRestartedServesNothingUntilANewTerm) {
   Run(/*auto_balance=*/false, [&] {
     const std::vector<BucketId> held = PrimariesOf(kN1);

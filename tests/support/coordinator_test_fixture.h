@@ -65,7 +65,7 @@ class CoordinatorTest : public ::testing::Test {
     server::EmbeddedClusterOptions options;
     options.data_dir = dir_;
     options.initial_nodes = 3;
-    options.buckets = 8;
+    options.buckets = bucket_count_;
     options.replication_factor = replication_factor_;
     options.sync = false;
     options.coordinator.auto_balance = auto_balance;
@@ -336,6 +336,8 @@ class CoordinatorTest : public ::testing::Test {
   transport::SimRuntime sim_;
   // Set before Run: K, the copies of every bucket.
   uint32_t replication_factor_ = 1;
+  // Set before Run: the buckets of the new cluster.
+  uint32_t bucket_count_ = 8;
   // Set before Run: CoordinatorOptions::stale_copy_grace.
   transport::Micros stale_copy_grace_ = kDefaultStaleCopyGrace;
   // Set before Run: CoordinatorOptions::min_buckets (0: no floor).
