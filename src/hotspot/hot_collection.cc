@@ -148,9 +148,12 @@ StatusOr<std::shared_ptr<const CollectionSchema>> HotCollection::CurrentSchema()
     // No schema read yet (a new handle): one unavailable bucket, the one holding the schema,
     // must not make every key of the collection unavailable. Declare creates the hidden
     // collection before it stores a schema, so without a hidden collection nothing is declared.
-    SHOAL_ASSIGN_OR_RETURN(const std::string hidden, HiddenCollectionName(name_));
-    const StatusOr<CollectionId> found = client_.FindCollection(hidden);
-    if (!found.ok() && storage::Is(found.status(), storage::ErrorReason::kUnknownCollection)) {
+    // A name too long for a hidden collection never had fields declared either.
+    const StatusOr<std::string> hidden = HiddenCollectionName(name_);
+    const StatusOr<CollectionId> found =
+        hidden.ok() ? client_.FindCollection(*hidden) : StatusOr<CollectionId>(hidden.status());
+    if (!hidden.ok() ||
+        (!found.ok() && storage::Is(found.status(), storage::ErrorReason::kUnknownCollection))) {
       loaded = CollectionSchema();
     } else {
       return Prefixed(loaded.status(),
