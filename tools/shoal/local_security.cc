@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <utility>
 
 #include "proto/shoal.pb.h"
 #include "src/net/admin_client.h"
@@ -49,14 +50,14 @@ StatusOr<LocalSecurity> PrepareLocalSecurity(const std::string& data_dir,
     SHOAL_RETURN_IF_ERROR(security::CreateClientCert({.certs_dir = out.certs_dir, .user = user}));
   }
   out.credentials_file = data + "/credentials";
-  out.admin_password = StoredPassword(out.credentials_file);
-  if (out.admin_password.empty()) out.admin_password = security::GeneratePassword();
+  std::string password = StoredPassword(out.credentials_file);
+  if (password.empty()) password = security::GeneratePassword();
   out.entry = security::ClusterCredentials{.cluster = "shoal://" + cluster,
                                            .user = user,
                                            .ca = security::CaCertPath(out.certs_dir),
                                            .cert = security::ClientCertPath(out.certs_dir, user),
                                            .key = security::ClientKeyPath(out.certs_dir, user),
-                                           .password = out.admin_password};
+                                           .password = std::move(password)};
   // Rewritten at each start: the port may have changed.
   std::error_code ec;
   std::filesystem::remove(out.credentials_file, ec);
@@ -90,7 +91,7 @@ Status SetLocalAdminPassword(const LocalSecurity& security, net::GrpcRuntime& ru
   if (!security.secure) return OkStatus();
   wire::AdminRequest request;
   request.mutable_set_password()->set_name(std::string(security::kDefaultUser));
-  request.mutable_set_password()->set_password(security.admin_password);
+  request.mutable_set_password()->set_password(security.entry.password);
   constexpr transport::Micros kTimeout = 10'000'000;
   SHOAL_ASSIGN_OR_RETURN(auto outcome,
                          net::AdminWithRepeat(runtime, request, {.call_timeout = kTimeout}));

@@ -26,13 +26,13 @@
 namespace shoal::tools {
 
 struct LocalSecurity {
-  bool secure = true;                    // false: --insecure
-  std::string certs_dir{};               // absolute
-  std::string credentials_file{};        // DATA/credentials
-  std::string registered_in{};           // the user's credentials file ("" when not registered)
-  std::string registration_error{};      // why not, when it failed (the cluster runs anyway)
-  std::string admin_password{};          // in the credentials entries; never printed
-  security::ClusterCredentials entry{};  // this cluster's entry, as in DATA/credentials
+  bool secure = true;                // false: --insecure
+  std::string certs_dir{};           // absolute
+  std::string credentials_file{};    // DATA/credentials
+  std::string registered_in{};       // the user's credentials file ("" when not registered)
+  std::string registration_error{};  // why not, when it failed (the cluster runs anyway)
+  // This cluster's entry, as in DATA/credentials: `admin` with its password (never printed).
+  security::ClusterCredentials entry{};
 };
 
 // For a secure cluster (`insecure` false): the certificates and DATA/credentials, for the
