@@ -3,7 +3,7 @@
 // GrpcRuntime server over TLS with a node certificate on loopback, and a client that, N times
 // per arm, creates a channel of its own (a new connection), makes one Resolve call and drops
 // it. The arms take turns call by call, the order rotating every turn: "resumed" channels share
-// the process's session cache of the server's address (as every Shoal channel does), "full"
+// the process's session cache of the server's address (resume_sessions), "full"
 // channels have none, and "plaintext" channels go to a second server without TLS (--insecure),
 // for what the rest of a reconnection costs. Each reconnection's wall time runs from the
 // channel's creation to the call's answer (TCP connect, TLS handshake, HTTP/2 preface, one

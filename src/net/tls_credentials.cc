@@ -11,11 +11,14 @@
 #include <grpcpp/security/tls_credentials_options.h>
 #include <grpcpp/support/status.h>
 
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "proto/shoal.pb.h"
@@ -24,6 +27,16 @@
 #include "src/security/certificates.h"
 
 namespace shoal::net {
+namespace {
+
+StatusOr<std::string> ReadPem(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) return InvalidArgumentError(fmt::format("read {} failed", path));
+  return text;
+}
+
+}  // namespace
 
 TlsCredentials::TlsCredentials() = default;
 TlsCredentials::~TlsCredentials() = default;
@@ -45,11 +58,22 @@ StatusOr<std::shared_ptr<const TlsCredentials>> TlsCredentials::Make(
   std::shared_ptr<TlsCredentials> credentials(new TlsCredentials());
   const security::TlsFiles& files = *security.tls;
   credentials->crl_dir_ = security::CrlDirOf(files);
-  if (security.resume_sessions) credentials->sessions_ = std::make_unique<TlsSessionCaches>();
   credentials->revocations_ = std::make_unique<security::RevocationCache>(
       security::RevocationCacheOptions{.ca_path = files.ca_cert, .crl_dir = credentials->crl_dir_});
-  credentials->provider_ = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-      files.key, files.cert, files.ca_cert, security.reload_seconds);
+  if (security.resume_sessions) {
+    // Read once and never again: a reload would free the handshaker factory that connections
+    // of the old TLS context still call with their session tickets (the header's "Limits").
+    SHOAL_ASSIGN_OR_RETURN(std::string key, ReadPem(files.key));
+    SHOAL_ASSIGN_OR_RETURN(std::string cert, ReadPem(files.cert));
+    SHOAL_ASSIGN_OR_RETURN(std::string ca, ReadPem(files.ca_cert));
+    credentials->provider_ = std::make_shared<grpc::experimental::StaticDataCertificateProvider>(
+        std::move(ca), std::vector<grpc::experimental::IdentityKeyCertPair>{
+                           {.private_key = std::move(key), .certificate_chain = std::move(cert)}});
+    credentials->sessions_ = std::make_unique<TlsSessionCaches>();
+  } else {
+    credentials->provider_ = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+        files.key, files.cert, files.ca_cert, security.reload_seconds);
+  }
   grpc::experimental::TlsChannelCredentialsOptions options;
   options.set_certificate_provider(credentials->provider_);
   options.watch_root_certs();

@@ -24,20 +24,25 @@
 //     every security::kDefaultCrlRereadInterval);
 //   - one FileWatcherCertificateProvider per TlsCredentials reads the three files again every
 //     reload_seconds: a replaced certificate, key or CA bundle is used by new connections
-//     without a restart; connections already open keep the identity they were made with;
-//   - the channels of one TlsCredentials (of every runtime that holds it) to one server
-//     address share a TLS session cache (tls_session_cache.h, ConfigureChannel), so a new
-//     connection to a server they connected to before resumes the session: no certificate is
-//     sent or verified again, neither by the client nor by the server, and the CRLs are not
-//     consulted (docs/security.md, "Session resumption"). Never across two TlsCredentials: a
-//     session carries the identity of the handshake that began it.
+//     without a restart; connections already open keep the identity they were made with
+//     (not with resume_sessions, below);
+//   - with resume_sessions (off by default), the channels of one TlsCredentials (of every
+//     runtime that holds it) to one server address share a TLS session cache
+//     (tls_session_cache.h, ConfigureChannel), so a new connection to a server they connected
+//     to before resumes the session: no certificate is sent or verified again, neither by the
+//     client nor by the server, and the CRLs are not consulted (docs/security.md, "Session
+//     resumption"). Never across two TlsCredentials: a session carries the identity of the
+//     handshake that began it. Such credentials read their files once, without reloading.
 // Without them (--insecure) both are gRPC's insecure credentials: plaintext, no peer identity.
 //
 // Limits of gRPC 1.51's experimental TLS API, as built on: the watcher reads key and certificate
 // one after the other with no check that they match, so a reload that falls between the two
 // renames of a rotation (microseconds apart) serves a mismatched pair, refusing handshakes, until
 // the next reload; servers issue session tickets with a key of their own memory (no option sets
-// or disables it), so a ticket resumes only at the server instance that issued it.
+// or disables it), so a ticket resumes only at the server instance that issued it; a reload
+// frees the client's handshaker factory while connections of the old TLS context may still get
+// session tickets, and with a session cache each ticket calls into that factory (a crash in
+// SslSessionLRUCache::Put), so credentials that resume sessions never reload.
 //
 // Thread-safety: TlsCredentials is immutable after Create; its methods are thread-safe.
 
@@ -82,14 +87,17 @@ inline constexpr std::string_view kPasswordMetadataKey = "shoal-password";
 struct TransportSecurity {
   // This process's identity and the CA bundle it trusts; nullopt: plaintext (--insecure).
   std::optional<security::TlsFiles> tls = std::nullopt;
-  // How often the files are read again (rotation without a restart), >= 1.
+  // How often the files are read again (rotation without a restart), >= 1; checked but unused
+  // with resume_sessions.
   uint32_t reload_seconds = kDefaultCertReloadSeconds;
   // A server's limits on password guessing (docs/security.md, "Password guessing"); a process
   // that serves nothing ignores them.
   security::AuthenticatorOptions authentication{};
-  // Whether channels resume TLS sessions of earlier connections of the same TlsCredentials (a
-  // benchmark's full-handshake arm turns it off).
-  bool resume_sessions = true;
+  // Whether channels resume TLS sessions of earlier connections of the same TlsCredentials. Such
+  // credentials read their files once and never reload them (the header's "Limits"), so no
+  // Shoal process turns it on: they all reload; a client whose certificate does not change while
+  // it runs may.
+  bool resume_sessions = false;
 };
 
 class TlsCredentials {

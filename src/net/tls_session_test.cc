@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -169,7 +170,8 @@ TEST_F(TlsSessionTest, ARuntimeResumesAfterADroppedConnection) {
                                                 /*port=*/0, kDefaultCertReloadSeconds,
                                                 /*max_connection_age_ms=*/300));
   auto runtime = GrpcRuntime::Start(
-      {.coordinator = target, .security = {.tls = security::ClientTlsFiles(certs_, "admin")}});
+      {.coordinator = target,
+       .security = {.tls = security::ClientTlsFiles(certs_, "admin"), .resume_sessions = true}});
   ASSERT_TRUE(runtime.ok()) << runtime.status();
   for (int i = 0; i < 2; ++i) {
     // No address for node 7: the runtime asks the coordinator for its address book (Resolve).
@@ -185,7 +187,8 @@ TEST_F(TlsSessionTest, ResumptionNeverLendsAnIdentity) {
   const std::string target = "127.0.0.1:" + std::to_string(StartServer());
   for (const auto& files :
        {security::ClientTlsFiles(certs_, "admin"), security::NodeTlsFiles(certs_)}) {
-    auto runtime = GrpcRuntime::Start({.coordinator = target, .security = {.tls = files}});
+    auto runtime = GrpcRuntime::Start(
+        {.coordinator = target, .security = {.tls = files, .resume_sessions = true}});
     ASSERT_TRUE(runtime.ok()) << runtime.status();
     (void)(*runtime)->Call(Address::Node(NodeId(7)), transport::GetRequest{}, 10'000'000);
   }
@@ -268,6 +271,63 @@ TEST_F(TlsSessionTest, TicketsOutliveReloadsUntilTheCertificateChanges) {
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   ASSERT_TRUE(ResolveOnce(target, *client).ok());
   EXPECT_EQ(service_->Reused(), (Reused{"false", "true", "false"}));
+}
+
+// A client whose certificate is rotated while it keeps reconnecting: gRPC 1.51 frees the TLS
+// context's handshaker factory at a reload, and a connection of the old context that receives a
+// session ticket afterwards calls into it (a crash in SslSessionLRUCache::Put). Credentials that
+// reload never keep a session cache, so no callback can reach a freed factory.
+TEST_F(TlsSessionTest, AClientRotatedWhileReconnectingKeepsRunning) {
+  const std::string target = "localhost:" + std::to_string(StartServer(
+                                                /*port=*/0, /*reload_seconds=*/1,
+                                                /*max_connection_age_ms=*/20));
+  auto client = TlsCredentials::Create(
+      {.tls = security::ClientTlsFiles(certs_, "admin"), .reload_seconds = 1});
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> callers;
+  std::atomic<int> calls{0};
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&] {
+      grpc::ChannelArguments args;
+      (*client)->ConfigureChannel(target, args);
+      auto stub =
+          wire::Shoal::NewStub(grpc::CreateCustomChannel(target, (*client)->Channel(), args));
+      while (!stop.load()) {
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+        wire::ResolveRequest request;
+        wire::ResolveResponse response;
+        if (stub->Resolve(&context, request, &response).ok()) ++calls;
+      }
+    });
+  }
+  for (int rotation = 0; rotation < 12; ++rotation) {
+    ASSERT_TRUE(
+        security::CreateClientCert({.certs_dir = certs_, .user = "admin", .overwrite = true}).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  }
+  stop = true;
+  for (auto& caller : callers) caller.join();
+  EXPECT_GT(calls.load(), 0);
+}
+
+// Credentials that resume sessions read their files once; others pick up replaced files.
+TEST_F(TlsSessionTest, CredentialsThatResumeSessionsKeepTheFilesTheyStartedWith) {
+  const std::string target = "localhost:" + std::to_string(StartServer());
+  const security::TlsFiles admin = security::ClientTlsFiles(certs_, "admin");
+  auto resuming =
+      TlsCredentials::Create({.tls = admin, .reload_seconds = 1, .resume_sessions = true});
+  auto reloading = TlsCredentials::Create({.tls = admin, .reload_seconds = 1});
+  ASSERT_TRUE(resuming.ok() && reloading.ok());
+  const security::TlsFiles node = security::NodeTlsFiles(certs_);
+  const auto overwrite = std::filesystem::copy_options::overwrite_existing;
+  std::filesystem::copy_file(node.cert, admin.cert, overwrite);
+  std::filesystem::copy_file(node.key, admin.key, overwrite);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  ASSERT_TRUE(ResolveOnce(target, **resuming).ok());
+  ASSERT_TRUE(ResolveOnce(target, **reloading).ok());
+  EXPECT_EQ(service_->Peers(), (std::vector<std::string>{"admin", "node"}));
 }
 
 TEST_F(TlsSessionTest, ARevokedClientResumesASessionButItsCallsAreRefused) {
