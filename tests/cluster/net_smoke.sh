@@ -116,6 +116,19 @@ printf '%s\n' '{"op":"put","key":"b3","value":{}}' '{"op":"put","key":"b4"}' |
   "$shoal" batch --cluster "$cluster" users 2>"$dir/err" && fail "a malformed batch succeeded"
 grep -q "line 2:" "$dir/err" || fail "malformed batch: $(cat "$dir/err")"
 if "$shoal" get --cluster "$cluster" users b3 >/dev/null 2>&1; then fail "a malformed batch wrote"; fi
+# From a pipe, batches stream: those before the malformed line's batch are written, and said so.
+printf '%s\n' '{"op":"put","key":"b5","value":{}}' '{"op":"put","key":"b6","value":{}}' '{"op":"put"' |
+  "$shoal" batch --cluster "$cluster" users --batch-size 1 >"$dir/batch.out" 2>"$dir/err" &&
+  fail "a malformed streamed batch succeeded"
+grep -q "line 3: not JSON; the 2 writes before it were sent" "$dir/err" || fail "streamed: $(cat "$dir/err")"
+[ "$(wc -l <"$dir/batch.out")" -eq 2 ] || fail "streamed batch results: $(cat "$dir/batch.out")"
+"$shoal" get --cluster "$cluster" users b6 >/dev/null || fail "a streamed batch lost b6"
+# From a file redirected to stdin, every line is checked first: nothing is written.
+printf '%s\n' '{"op":"put","key":"b7","value":{}}' '{"op":"put"' >"$dir/bad.jsonl"
+"$shoal" batch --cluster "$cluster" users --batch-size 1 <"$dir/bad.jsonl" 2>"$dir/err" &&
+  fail "a malformed batch file succeeded"
+grep -q "line 2: not JSON" "$dir/err" || fail "file batch: $(cat "$dir/err")"
+if "$shoal" get --cluster "$cluster" users b7 >/dev/null 2>&1; then fail "a malformed file wrote"; fi
 "$shoal" put --cluster "$cluster" users u30 '{"i": 30, "even": true}' >/dev/null || fail "put u30 again"
 [ "$("$shoal" get --cluster "$cluster" users alice)" = '{"name": "Alice"}' ] || fail "get alice"
 "$shoal" delete --cluster "$cluster" users u30 >/dev/null || fail "delete"

@@ -1,6 +1,7 @@
 // `shoal batch COLLECTION [--file F]`: JSON-lines writes (tools/shoal/batch_lines.h) sent in
-// batches (Collection::Batch); one result per input line, in order. A malformed line fails the
-// command before anything is sent.
+// batches (Collection::Batch), one batch in memory at a time; one result per input line, in
+// order, printed batch by batch. A malformed line fails the command: before anything is sent
+// when the input can be read twice (a file), else once the batches before its own are sent.
 
 #include <fmt/format.h>
 
@@ -9,6 +10,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "include/shoal/shoal.h"
@@ -47,34 +49,68 @@ void PrintResult(const BatchLine& line, const StatusOr<uint64_t>& result, bool j
   }
 }
 
-int RunBatch(const BatchFlags& flags) {
-  StatusOr<std::vector<BatchLine>> lines = InvalidArgumentError("unread");
-  if (flags.file.empty()) {
-    lines = ParseBatchLines(std::cin);
-  } else {
-    std::ifstream in(flags.file);
-    if (!in) return FailCommand(NotFoundError(fmt::format("cannot open {}", flags.file)));
-    lines = ParseBatchLines(in);
+// Reads every line of `in` once, without sending anything; OK if all are well-formed and within
+// the limits.
+Status CheckAll(std::istream& in, size_t batch_size) {
+  BatchReader reader(in, batch_size);
+  while (true) {
+    SHOAL_ASSIGN_OR_RETURN(std::vector<BatchLine> batch, reader.Next());
+    if (batch.empty()) return OkStatus();
   }
-  if (!lines.ok()) return FailCommand(lines.status());
-  auto batches = SplitBatches(*lines, flags.batch_size);
-  if (!batches.ok()) return FailCommand(batches.status());
-  if (batches->empty()) return 0;
-  auto db = Database::Connect(flags.cluster, ConnectOptionsOf(flags.security));
-  if (!db.ok()) return FailCommand(db.status());
-  auto collection = (*db)->GetCollection(flags.collection);
-  if (!collection.ok()) return FailCommand(collection.status());
+}
+
+int RunBatch(const BatchFlags& flags) {
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (!flags.file.empty()) {
+    file.open(flags.file);
+    if (!file) return FailCommand(NotFoundError(fmt::format("cannot open {}", flags.file)));
+    in = &file;
+  }
+  // An input that can be read twice (a file, or stdin redirected from one) is checked whole
+  // before anything is sent; a pipe is checked batch by batch as it streams.
+  const std::streampos start = in->tellg();
+  if (start != std::streampos(-1)) {
+    if (Status checked = CheckAll(*in, flags.batch_size); !checked.ok()) {
+      return FailCommand(checked);
+    }
+    in->clear();
+    in->seekg(start);
+  }
+  BatchReader reader(*in, flags.batch_size);
+  std::unique_ptr<Database> db;
+  std::optional<Collection> collection;
   int exit_code = 0;
-  for (std::span<const BatchLine> batch : *batches) {
+  size_t written = 0;  // lines whose write was sent, whatever its result
+  while (true) {
+    auto batch = reader.Next();
+    if (!batch.ok()) {
+      if (written == 0) return FailCommand(batch.status());
+      return FailCommand(InvalidArgumentError(
+          fmt::format("{}; the {} writes before it were sent (their results are above), none "
+                      "from its batch on",
+                      MessageOf(batch.status()), written)));
+    }
+    if (batch->empty()) break;
+    if (db == nullptr) {
+      auto connected = Database::Connect(flags.cluster, ConnectOptionsOf(flags.security));
+      if (!connected.ok()) return FailCommand(connected.status());
+      db = *std::move(connected);
+      auto got = db->GetCollection(flags.collection);
+      if (!got.ok()) return FailCommand(got.status());
+      collection.emplace(*std::move(got));
+    }
     std::vector<BatchWrite> writes;
-    writes.reserve(batch.size());
-    for (const BatchLine& line : batch) writes.push_back(line.write);
+    writes.reserve(batch->size());
+    for (const BatchLine& line : *batch) writes.push_back(line.write);
     auto results = collection->Batch(writes);
     if (!results.ok()) return FailCommand(results.status());
-    for (size_t i = 0; i < batch.size(); ++i) {
-      PrintResult(batch[i], (*results)[i], flags.json);
+    for (size_t i = 0; i < batch->size(); ++i) {
+      PrintResult((*batch)[i], (*results)[i], flags.json);
       if (!(*results)[i].ok()) exit_code = 1;
     }
+    written += batch->size();
+    std::fflush(stdout);  // a reader of the output sees each batch as it is written
   }
   return exit_code;
 }

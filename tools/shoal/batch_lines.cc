@@ -49,46 +49,55 @@ StatusOr<BatchWrite> ParseLine(const std::string& text) {
 
 }  // namespace
 
-StatusOr<std::vector<BatchLine>> ParseBatchLines(std::istream& in) {
+StatusOr<std::vector<BatchLine>> BatchReader::Next() {
+  if (!failed_.ok()) return failed_;
+  if (max_writes_ == 0 || max_writes_ > kMaxBatchWrites) {
+    failed_ = InvalidArgumentError(
+        fmt::format("a batch holds 1 to {} writes, not {}", kMaxBatchWrites, max_writes_));
+    return failed_;
+  }
   std::vector<BatchLine> out;
+  size_t bytes = 0;
+  // Adds `line` to `out` if it fits; false if it starts the next batch instead.
+  auto add = [&](BatchLine& line) -> bool {
+    const size_t size = line.write.key.size() + line.write.json.size();
+    if (size > kMaxBatchBytes) {
+      failed_ = ResourceExhaustedError(
+          fmt::format("line {}: {} bytes of key and value; the batch limit is {} (docs/limits.md)",
+                      line.line, size, kMaxBatchBytes));
+      return false;
+    }
+    if (!out.empty() && bytes + size > kMaxBatchBytes) return false;
+    bytes += size;
+    out.push_back(std::move(line));
+    return true;
+  };
+  if (carried_.has_value()) {
+    BatchLine line = *std::move(carried_);
+    carried_.reset();
+    if (!add(line)) return failed_;
+  }
   std::string text;
-  for (size_t line = 1; std::getline(in, text); ++line) {
+  while (out.size() < max_writes_ && std::getline(in_, text)) {
+    ++line_;
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     auto write = ParseLine(text);
     if (!write.ok()) {
-      return InvalidArgumentError(
-          fmt::format("line {}: {}", line, std::string(write.status().message())));
+      failed_ = InvalidArgumentError(
+          fmt::format("line {}: {}", line_, std::string(write.status().message())));
+      return failed_;
     }
-    out.push_back(BatchLine{.line = line, .write = std::move(*write)});
-  }
-  if (in.bad()) return InvalidArgumentError("could not read the input");
-  return out;
-}
-
-StatusOr<std::vector<std::span<const BatchLine>>> SplitBatches(std::span<const BatchLine> lines,
-                                                               size_t max_writes) {
-  if (max_writes == 0 || max_writes > kMaxBatchWrites) {
-    return InvalidArgumentError(
-        fmt::format("a batch holds 1 to {} writes, not {}", kMaxBatchWrites, max_writes));
-  }
-  std::vector<std::span<const BatchLine>> out;
-  size_t begin = 0;
-  size_t bytes = 0;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    const size_t size = lines[i].write.key.size() + lines[i].write.json.size();
-    if (size > kMaxBatchBytes) {
-      return ResourceExhaustedError(
-          fmt::format("line {}: {} bytes of key and value; the batch limit is {} (docs/limits.md)",
-                      lines[i].line, size, kMaxBatchBytes));
+    BatchLine line{.line = line_, .write = *std::move(write)};
+    if (!add(line)) {
+      if (!failed_.ok()) return failed_;
+      carried_ = std::move(line);
+      break;
     }
-    if (i - begin == max_writes || bytes + size > kMaxBatchBytes) {
-      out.push_back(lines.subspan(begin, i - begin));
-      begin = i;
-      bytes = 0;
-    }
-    bytes += size;
   }
-  if (begin < lines.size()) out.push_back(lines.subspan(begin));
+  if (in_.bad()) {
+    failed_ = InvalidArgumentError("could not read the input");
+    return failed_;
+  }
   return out;
 }
 

@@ -9,9 +9,24 @@
 namespace shoal::tools {
 namespace {
 
-StatusOr<std::vector<BatchLine>> Parse(const std::string& text) {
+// Every batch of `text`, or the reader's first error.
+StatusOr<std::vector<std::vector<BatchLine>>> Batches(const std::string& text,
+                                                      size_t max_writes = kMaxBatchWrites) {
   std::istringstream in(text);
-  return ParseBatchLines(in);
+  BatchReader reader(in, max_writes);
+  std::vector<std::vector<BatchLine>> out;
+  while (true) {
+    SHOAL_ASSIGN_OR_RETURN(std::vector<BatchLine> batch, reader.Next());
+    if (batch.empty()) return out;
+    out.push_back(std::move(batch));
+  }
+}
+
+// Every line of `text` in one batch, or the reader's first error.
+StatusOr<std::vector<BatchLine>> Parse(const std::string& text) {
+  SHOAL_ASSIGN_OR_RETURN(auto batches, Batches(text));
+  if (batches.size() > 1) return InternalError("more than one batch");
+  return batches.empty() ? std::vector<BatchLine>{} : batches.front();
 }
 
 TEST(BatchLinesTest, ParsesEveryOpAndSkipsBlankLines) {
@@ -62,47 +77,66 @@ TEST(BatchLinesTest, AMalformedLineIsNamedByItsNumber) {
   }
 }
 
-std::vector<BatchLine> Lines(size_t count, size_t json_bytes) {
-  std::vector<BatchLine> out;
-  for (size_t i = 0; i < count; ++i) {
-    out.push_back(BatchLine{.line = i + 1,
-                            .write = BatchWrite{.op = BatchOp::kUpsert,
-                                                .key = "k",
-                                                .json = std::string(json_bytes, 'x'),
-                                                .expected_version = 0}});
-  }
+// `count` put lines whose key and JSON value together hold `bytes` bytes ("k" + {"p":"x..."}).
+std::string Lines(size_t count, size_t bytes) {
+  const size_t padding = bytes - std::string_view(R"(k{"p":""})").size();
+  std::string line =
+      fmt::format(R"({{"op":"put","key":"k","value":{{"p":"{}"}}}})", std::string(padding, 'x'));
+  std::string out;
+  for (size_t i = 0; i < count; ++i) out += line + "\n";
+  return out;
+}
+
+std::vector<size_t> Sizes(const std::vector<std::vector<BatchLine>>& batches) {
+  std::vector<size_t> out;
+  for (const auto& batch : batches) out.push_back(batch.size());
   return out;
 }
 
 TEST(BatchLinesTest, SplitsByCountAndBytesAtTheLimits) {
   // Writes: kMaxBatchWrites fit one batch, one more starts a second.
-  auto lines = Lines(kMaxBatchWrites + 1, 1);
-  auto batches = SplitBatches(lines, kMaxBatchWrites);
+  auto batches = Batches(Lines(kMaxBatchWrites + 1, 16));
   ASSERT_TRUE(batches.ok()) << batches.status();
-  ASSERT_EQ(batches->size(), 2u);
-  EXPECT_EQ((*batches)[0].size(), kMaxBatchWrites);
-  EXPECT_EQ((*batches)[1].size(), 1u);
-  batches = SplitBatches(std::span<const BatchLine>(lines).first(kMaxBatchWrites), kMaxBatchWrites);
-  ASSERT_EQ(batches->size(), 1u);
-  batches = SplitBatches(lines, 16);
-  ASSERT_EQ(batches->size(), (kMaxBatchWrites + 1 + 15) / 16);
+  EXPECT_EQ(Sizes(*batches), (std::vector<size_t>{kMaxBatchWrites, 1}));
+  EXPECT_EQ(Sizes(*Batches(Lines(kMaxBatchWrites, 16))), (std::vector<size_t>{kMaxBatchWrites}));
+  EXPECT_EQ(Batches(Lines(kMaxBatchWrites + 1, 16), 16)->size(), (kMaxBatchWrites + 1 + 15) / 16);
+  // The line numbers run on across batches.
+  EXPECT_EQ((*Batches(Lines(3, 16), 2))[1][0].line, 3u);
 
   // Bytes: 16 writes of exactly a sixteenth of kMaxBatchBytes fit; a byte more splits them.
-  auto big = Lines(16, kMaxBatchBytes / 16 - 1);
-  batches = SplitBatches(big, kMaxBatchWrites);
-  ASSERT_EQ(batches->size(), 1u);
-  big.back().write.json.push_back('x');
-  batches = SplitBatches(big, kMaxBatchWrites);
-  ASSERT_EQ(batches->size(), 2u);
-  EXPECT_EQ((*batches)[0].size(), 15u);
+  const std::string sixteenth = Lines(1, kMaxBatchBytes / 16);
+  std::string text;
+  for (int i = 0; i < 16; ++i) text += sixteenth;
+  EXPECT_EQ(Sizes(*Batches(text)), (std::vector<size_t>{16}));
+  text += Lines(1, 16);
+  EXPECT_EQ(Sizes(*Batches(text)), (std::vector<size_t>{16, 1}));
+  text = Lines(15, kMaxBatchBytes / 16) + Lines(1, kMaxBatchBytes / 16 + 1) + Lines(1, 16);
+  EXPECT_EQ(Sizes(*Batches(text)), (std::vector<size_t>{15, 2}));
 
-  // One write alone over the limit, and bad batch sizes.
-  auto huge = Lines(2, kMaxBatchBytes);
-  auto refused = SplitBatches(huge, kMaxBatchWrites);
+  // One write alone over the limit, after a batch's worth, and bad batch sizes.
+  auto refused = Batches(Lines(2, 16) + Lines(1, kMaxBatchBytes + 1), 2);
   EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_NE(refused.status().message().find("line 1:"), std::string::npos) << refused.status();
-  EXPECT_EQ(SplitBatches(lines, 0).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(SplitBatches(lines, kMaxBatchWrites + 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("line 3:"), std::string::npos) << refused.status();
+  EXPECT_EQ(Batches(Lines(1, 16), 0).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Batches(Lines(1, 16), kMaxBatchWrites + 1).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+// A malformed line after whole batches fails the batch that would hold it; those before come
+// first, so a streamed input writes them.
+TEST(BatchLinesTest, TheBatchesBeforeAMalformedLineAreReadFirst) {
+  std::istringstream in(Lines(4, 16) + "{bad\n" + Lines(1, 16));
+  BatchReader reader(in, 2);
+  for (int i = 0; i < 2; ++i) {
+    auto batch = reader.Next();
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    EXPECT_EQ(batch->size(), 2u);
+  }
+  auto failed = reader.Next();
+  EXPECT_EQ(failed.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(failed.status().message().find("line 5: not JSON"), std::string::npos)
+      << failed.status();
+  EXPECT_FALSE(reader.Next().ok()) << "the reader stays failed";
 }
 
 }  // namespace
