@@ -29,6 +29,7 @@
 #include "src/storage/errors.h"
 #include "tools/shoal/net_commands.h"
 #include "tools/shoal/status_held.h"
+#include "tools/shoal/status_hot_keys.h"
 
 namespace shoal::tools {
 namespace {
@@ -217,74 +218,6 @@ struct ReplicationHealth {
   uint64_t below_min_in_sync = 0;
   uint64_t primary_unreachable = 0;
 };
-
-// Hot keys shown by `status`: the hottest over every node.
-constexpr size_t kStatusHotKeys = 10;
-
-// One key a node reports among its hottest.
-struct HotKeyRow {
-  NodeId node;
-  transport::HotKeyStat stat;
-};
-
-// A primary key as text: printable ASCII as is, every other byte and the backslash as \xNN.
-std::string PrintableKey(std::string_view key) {
-  std::string out;
-  for (const char c : key) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte < 0x7f && c != '\\') {
-      out.push_back(c);
-    } else {
-      out += fmt::format("\\x{:02x}", byte);
-    }
-  }
-  return out;
-}
-
-// The rows hottest first (ties by node, collection, key), at most kStatusHotKeys.
-void KeepHottest(std::vector<HotKeyRow>* rows) {
-  std::sort(rows->begin(), rows->end(), [](const HotKeyRow& a, const HotKeyRow& b) {
-    if (a.stat.writes_per_second != b.stat.writes_per_second) {
-      return a.stat.writes_per_second > b.stat.writes_per_second;
-    }
-    return std::tie(a.node, a.stat.collection, a.stat.primary_key) <
-           std::tie(b.node, b.stat.collection, b.stat.primary_key);
-  });
-  if (rows->size() > kStatusHotKeys) rows->resize(kStatusHotKeys);
-}
-
-nlohmann::json HotKeysJson(const std::vector<HotKeyRow>& rows,
-                           const std::map<CollectionId, std::string>& names) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const HotKeyRow& row : rows) {
-    auto name = names.find(row.stat.collection);
-    out.push_back({{"node", row.node.value()},
-                   {"collection",
-                    name == names.end() ? nlohmann::json(nullptr) : nlohmann::json(name->second)},
-                   {"collection_id", row.stat.collection.value()},
-                   {"key", PrintableKey(row.stat.primary_key)},
-                   {"writes_per_second", row.stat.writes_per_second},
-                   {"error_per_second", row.stat.error_per_second}});
-  }
-  return out;
-}
-
-void PrintHotKeys(const std::vector<HotKeyRow>& rows,
-                  const std::map<CollectionId, std::string>& names) {
-  if (rows.empty()) {
-    std::printf("hot keys: none\n");
-    return;
-  }
-  std::printf("hot keys (writes/s):\n");
-  std::printf("%-6s %-16s %-32s %10s\n", "node", "collection", "key", "writes/s");
-  for (const HotKeyRow& row : rows) {
-    auto name = names.find(row.stat.collection);
-    const std::string collection =
-        name == names.end() ? std::to_string(row.stat.collection.value()) : name->second;
-    std::printf("%-6u %-16s %-32s %10.2f\n", row.node.value(), collection.c_str(),
-                PrintableKey(row.stat.primary_key).c_str(), row.stat.writes_per_second);
-  }
-}
 
 int RunStatus(const DataFlags& flags) {
   auto coordinator = net::CoordinatorsOf(flags.cluster);
@@ -505,7 +438,7 @@ int RunStatus(const DataFlags& flags) {
                                      fmt::format("{}, stage {}, move {}", m.mode, m.stage, m.move))
                                 .c_str());
     }
-    PrintHotKeys(hot_keys, collection_names);
+    std::fputs(HotKeysText(hot_keys, collection_names).c_str(), stdout);
   }
   return 0;
 }
