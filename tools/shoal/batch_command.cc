@@ -1,13 +1,16 @@
 // `shoal batch COLLECTION [--file F]`: JSON-lines writes (tools/shoal/batch_lines.h) sent in
-// batches (Collection::Batch), one batch in memory at a time; one result per input line, in
-// order, printed batch by batch. A malformed line fails the command: before anything is sent
-// when the input can be read twice (a file), else once the batches before its own are sent.
+// batches (Collection::Batch), one batch in memory at a time, each sent once full or once the
+// input has nothing more ready; one result per input line, in order, printed batch by batch. A
+// malformed line fails the command: before anything is sent when the input can be read twice (a
+// file), else once the batches before its own are sent.
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <ext/stdio_filebuf.h>
 #include <fstream>
-#include <iostream>
+#include <istream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -61,7 +64,11 @@ Status CheckAll(std::istream& in, size_t batch_size) {
 
 int RunBatch(const BatchFlags& flags) {
   std::ifstream file;
-  std::istream* in = &std::cin;
+  // Standard input through a file buffer of its own, whose in_avail() sees what a pipe holds
+  // (std::cin, synchronized with C's stdio, cannot tell).
+  __gnu_cxx::stdio_filebuf<char> stdin_buffer(STDIN_FILENO, std::ios::in);
+  std::istream standard_input(&stdin_buffer);
+  std::istream* in = &standard_input;
   if (!flags.file.empty()) {
     file.open(flags.file);
     if (!file) return FailCommand(NotFoundError(fmt::format("cannot open {}", flags.file)));

@@ -93,6 +93,9 @@ StatusOr<std::vector<BatchLine>> BatchReader::Next() {
       carried_ = std::move(line);
       break;
     }
+    // Nothing more to read now (a pipe whose writer is slower than the cluster): the batch goes
+    // rather than waiting for lines that may come much later.
+    if (in_.rdbuf()->in_avail() <= 0) break;
   }
   if (in_.bad()) {
     failed_ = InvalidArgumentError("could not read the input");

@@ -22,8 +22,10 @@ struct BatchLine {
 };
 
 // Reads `in` one batch at a time, within the limits of Collection::Batch: at most `max_writes`
-// writes and kMaxBatchBytes bytes of keys plus JSON each. Holds one batch (and the line that did
-// not fit it) in memory, however long the input. Thread-compatible.
+// writes and kMaxBatchBytes bytes of keys plus JSON each. A batch ends early when `in` has no
+// more bytes ready (its buffer's in_avail(): for a file stream over a pipe, what the pipe holds),
+// so a slow writer's lines go out as they come. Holds one batch (and the line that did not fit
+// it) in memory, however long the input. Thread-compatible.
 class BatchReader {
  public:
   BatchReader(std::istream& in, size_t max_writes) : in_(in), max_writes_(max_writes) {}

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <ext/stdio_filebuf.h>
 #include <sstream>
 #include <string>
 
@@ -137,6 +139,32 @@ TEST(BatchLinesTest, TheBatchesBeforeAMalformedLineAreReadFirst) {
   EXPECT_NE(failed.status().message().find("line 5: not JSON"), std::string::npos)
       << failed.status();
   EXPECT_FALSE(reader.Next().ok()) << "the reader stays failed";
+}
+
+// From a pipe, a batch goes once the pipe holds no more: a slow writer's lines are not held back
+// until a full batch.
+TEST(BatchLinesTest, ABatchFromAPipeEndsWhenThePipeIsEmpty) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  __gnu_cxx::stdio_filebuf<char> buffer(fds[0], std::ios::in);
+  std::istream in(&buffer);
+  BatchReader reader(in, kMaxBatchWrites);
+  auto write = [&](const std::string& text) {
+    ASSERT_EQ(::write(fds[1], text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  };
+  write(Lines(3, 16));
+  auto batch = reader.Next();
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(batch->size(), 3u);
+  write(Lines(2, 16));
+  batch = reader.Next();
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(batch->size(), 2u);
+  EXPECT_EQ(batch->front().line, 4u);
+  close(fds[1]);
+  batch = reader.Next();
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_TRUE(batch->empty());
 }
 
 }  // namespace
