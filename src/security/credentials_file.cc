@@ -5,6 +5,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -25,13 +27,28 @@ using Json = nlohmann::json;
 
 constexpr std::string_view kScheme = "shoal://";
 
-// The HOST:PORT entries of "shoal://A,B" or "A,B".
+// `host_port` with the loopback names (localhost, 127.0.0.1, ::1) as one, lowercased: a
+// cluster `shoal local` registered as 127.0.0.1:7400 is found when dialled as localhost:7400.
+std::string Canonical(std::string_view host_port) {
+  std::string out(host_port);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const auto colon = out.rfind(':');
+  if (colon == std::string::npos) return out;
+  const std::string_view host = std::string_view(out).substr(0, colon);
+  if (host == "localhost" || host == "127.0.0.1" || host == "[::1]" || host == "::1") {
+    return "loopback" + out.substr(colon);
+  }
+  return out;
+}
+
+// The HOST:PORT entries of "shoal://A,B" or "A,B", Canonical.
 std::set<std::string> AddressesOf(std::string_view cluster) {
   if (cluster.substr(0, kScheme.size()) == kScheme) cluster.remove_prefix(kScheme.size());
   std::set<std::string> out;
   while (!cluster.empty()) {
     const auto comma = cluster.find(',');
-    out.emplace(cluster.substr(0, comma));
+    out.emplace(Canonical(cluster.substr(0, comma)));
     if (comma == std::string_view::npos) break;
     cluster.remove_prefix(comma + 1);
   }

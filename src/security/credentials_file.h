@@ -10,7 +10,8 @@
 //      "key": "/home/ann/shoal-local/certs/client.admin.key"}
 //   ]}
 //
-// One entry per cluster, found by any coordinator address the client dials. Paths may be
+// One entry per cluster, found by any coordinator address the client dials (loopback names of one
+// port are one address). Paths may be
 // relative to the file's directory. The file names key files, never holds a key; an entry may
 // hold the user's `password` beside `user` (then the client authenticates as that user by
 // password, docs/security.md), so the file is written 0600. Unknown fields of an entry are kept

@@ -49,6 +49,13 @@ TEST_F(CredentialsFileTest, EntriesAreFoundByCoordinatorAddress) {
   auto remote = ResolveClientTls({.credentials_file = file_}, "10.0.0.2:7400");
   ASSERT_TRUE(remote.ok() && remote->has_value());
   EXPECT_EQ((*remote)->cert, "/b/client.admin.crt");
+  // A loopback cluster is found by any loopback name of its port, and by none of another port.
+  for (const char* address : {"localhost:7400", "LocalHost:7400", "[::1]:7400"}) {
+    auto same = ResolveClientTls({.credentials_file = file_}, address);
+    ASSERT_TRUE(same.ok() && same->has_value()) << address;
+    EXPECT_EQ((*same)->ca_cert, "/a/ca.crt") << address;
+  }
+  EXPECT_FALSE(ResolveClientTls({.credentials_file = file_}, "localhost:7401").ok());
   // With two entries, an address of neither is an error naming every way out.
   auto none = ResolveClientTls({.credentials_file = file_}, "127.0.0.1:9999");
   ASSERT_FALSE(none.ok());
