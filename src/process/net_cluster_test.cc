@@ -19,7 +19,9 @@
 #include "include/shoal/shoal.h"
 #include "proto/shoal.pb.h"
 #include "src/client/client.h"
+#include "src/common/log.h"
 #include "src/process/processes.h"
+#include "src/security/certificates.h"
 #include "tests/support/batch_contract_test_util.h"
 #include "tests/support/collection_contract_test_util.h"
 
@@ -104,6 +106,49 @@ TEST_F(NetClusterTest, StartThatCannotServeReturnsItsErrorWithoutCrashing) {
   auto no_files = NodeProcess::Start(node);
   ASSERT_FALSE(no_files.ok());
   EXPECT_EQ(no_files.status().code(), StatusCode::kNotFound) << no_files.status();
+}
+
+// A coordinator and a node whose certificate ends within kCertExpiryWarningDays say so in their
+// log at start (security/cert_expiry.h); every node certificate made at one time ends at one time.
+TEST_F(NetClusterTest, ProcessesWarnOfACertificateThatEndsSoon) {
+  const std::string certs = dir_ + "/certs";
+  ASSERT_TRUE(security::CreateCa({.certs_dir = certs}).ok());
+  ASSERT_TRUE(security::CreateNodeCert({.certs_dir = certs, .lifetime_days = 10}).ok());
+  FILE* sink = std::tmpfile();
+  ASSERT_NE(sink, nullptr);
+  log::Configure({.min_level = log::Level::kWarning, .format = log::Format::kJson, .sink = sink});
+  CoordinatorProcessOptions coordinator;
+  coordinator.data_dir = dir_ + "/coordinator";
+  coordinator.listen = "127.0.0.1:0";
+  coordinator.initial_nodes = 1;
+  coordinator.buckets = 4;
+  coordinator.sync = false;
+  coordinator.security.tls = security::NodeTlsFiles(certs);
+  auto started = CoordinatorProcess::Start(coordinator);
+  ASSERT_TRUE(started.ok()) << started.status();
+  NodeProcessOptions node;
+  node.id = 1;
+  node.data_dir = dir_ + "/node-1";
+  node.coordinator = (*started)->address();
+  node.security.tls = security::NodeTlsFiles(certs);
+  auto node_started = NodeProcess::Start(node);
+  ASSERT_TRUE(node_started.ok()) << node_started.status();
+  node_started->reset();
+  started->reset();
+  log::Disable();
+  std::rewind(sink);
+  std::string contents;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, sink)) > 0) contents.append(buffer, n);
+  std::fclose(sink);
+  size_t warnings = 0;
+  for (size_t at = contents.find("tls.certificate_expires_soon"); at != std::string::npos;
+       at = contents.find("tls.certificate_expires_soon", at + 1)) {
+    ++warnings;
+  }
+  EXPECT_EQ(warnings, 2u) << contents;
+  EXPECT_NE(contents.find("node.crt"), std::string::npos) << contents;
 }
 
 TEST_F(NetClusterTest, WritesReadBackAcrossMovesAndAJoiningNode) {

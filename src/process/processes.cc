@@ -23,6 +23,18 @@ Status CreateDirectory(const std::string& dir) {
   return OkStatus();
 }
 
+// The expiry check of a process's own certificate and CA (security/cert_expiry.h); none without
+// TLS.
+std::unique_ptr<security::CertificateExpiryMonitor> WatchExpiry(
+    const net::TransportSecurity& security) {
+  if (!security.tls.has_value()) return nullptr;
+  return std::make_unique<security::CertificateExpiryMonitor>(security::CertificateExpiryOptions{
+      .files = *security.tls,
+      .window_seconds = security::kCertExpiryWarningDays * 86'400,
+      .period = std::chrono::hours(1),
+      .now_unix = {}});
+}
+
 // The node id lives in the data directory, so that a restart needs no --id and a directory is
 // never reused under another id.
 StatusOr<uint32_t> ResolveNodeId(const std::string& data_dir, uint32_t requested) {
@@ -65,6 +77,7 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
                                .pipe = false,
                                .security = options.security,
                                .remote_failpoints = options.enable_failpoints}));
+  process->expiry_ = WatchExpiry(options.security);
   CoordinatorProcess* self = process.get();
   process->runtime_->SetAdminHandler(
       [self](const wire::AdminRequest& request, wire::AdminResponse* out) {
@@ -287,6 +300,7 @@ void CoordinatorProcess::Stop() {
   fenced_.clear();
   election_.reset();
   metadata_.reset();
+  expiry_.reset();
 }
 
 StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeProcessOptions& options) {
@@ -307,6 +321,7 @@ StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeProcessOptio
                                                   .call_limits = options.call_limits,
                                                   .security = options.security,
                                                   .remote_failpoints = options.enable_failpoints}));
+  process->expiry_ = WatchExpiry(options.security);
   net::StreamLimits streams = process->runtime_->stream_limits();
   streams.max_streams = options.max_streams;
   SHOAL_RETURN_IF_ERROR(process->runtime_->SetStreamLimits(streams));
@@ -332,6 +347,7 @@ Status NodeProcess::Stop() {
   if (stopped_) return OkStatus();
   stopped_ = true;
   if (users_ != nullptr) users_->Stop();
+  expiry_.reset();
   // A Start that failed part way has no node or no runtime yet.
   Status status = node_ != nullptr ? node_->Close() : OkStatus();
   if (runtime_ != nullptr) runtime_->Shutdown();

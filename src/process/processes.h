@@ -41,6 +41,7 @@
 #include "src/node/storage_node.h"
 #include "src/process/map_watch_hub.h"
 #include "src/process/user_admin.h"
+#include "src/security/cert_expiry.h"
 #include "src/storage/store_options.h"
 
 namespace shoal::process {
@@ -121,6 +122,7 @@ class CoordinatorProcess {
   // fenced after it leads again). Kept until Stop: the Coordinators refer to them.
   std::vector<std::unique_ptr<metadata::FencedMetadataStore>> fenced_;
   std::thread election_thread_;
+  std::unique_ptr<security::CertificateExpiryMonitor> expiry_;  // over TLS only
 
   mutable absl::Mutex mu_;
   absl::CondVar cv_;  // coordinator_ was set, or stopping_
@@ -176,7 +178,8 @@ class NodeProcess {
 
   std::unique_ptr<net::GrpcRuntime> runtime_;
   std::shared_ptr<node::StorageNode> node_;
-  std::unique_ptr<UserTableFollower> users_;  // over TLS only
+  std::unique_ptr<UserTableFollower> users_;                    // over TLS only
+  std::unique_ptr<security::CertificateExpiryMonitor> expiry_;  // over TLS only
   bool stopped_ = false;
 };
 

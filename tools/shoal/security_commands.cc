@@ -17,6 +17,7 @@
 
 #include "src/common/log.h"
 #include "src/net/uri.h"
+#include "src/security/cert_expiry.h"
 #include "src/security/certificates.h"
 #include "src/security/credentials_file.h"
 #include "src/security/passwords.h"
@@ -129,6 +130,16 @@ int RunList(const CertsFlags& flags) {
     const Status trusted = security::VerifyCertificate(ca, file);
     const bool revoked =
         trusted.ok() && !security::VerifyNotRevoked(ca, security::DefaultCrlDir(ca), file).ok();
+    const int64_t seconds_left = info->not_after_unix - static_cast<int64_t>(std::time(nullptr));
+    const int64_t days_left = seconds_left < 0 ? -1 : seconds_left / 86'400;
+    std::string warning;
+    if (seconds_left < 0) {
+      warning = "  EXPIRED";
+    } else if (days_left < security::kCertExpiryWarningDays) {
+      warning = fmt::format("  EXPIRES IN {} DAYS", days_left);
+    }
+    if (!trusted.ok() && seconds_left >= 0) warning += "  NOT TRUSTED by ca.crt";
+    if (revoked) warning += "  REVOKED";
     if (flags.json) {
       out.push_back({{"file", file},
                      {"common_name", info->common_name},
@@ -136,6 +147,7 @@ int RunList(const CertsFlags& flags) {
                      {"serial", info->serial_hex},
                      {"hosts", names},
                      {"not_after", Date(info->not_after_unix)},
+                     {"days_left", days_left},
                      {"trusted", trusted.ok() && !revoked},
                      {"revoked", revoked}});
     } else {
@@ -144,9 +156,7 @@ int RunList(const CertsFlags& flags) {
       std::printf("%-24s CN=%-16s expires %s%s%s%s\n",
                   std::filesystem::path(file).filename().c_str(), info->common_name.c_str(),
                   Date(info->not_after_unix).c_str(), hosts.empty() ? "" : " hosts ", hosts.c_str(),
-                  !trusted.ok() ? "  NOT TRUSTED by ca.crt"
-                  : revoked     ? "  REVOKED"
-                                : "");
+                  warning.c_str());
     }
   }
   if (flags.json) std::printf("%s\n", out.dump().c_str());
