@@ -101,6 +101,8 @@ struct NodeCounters {
   // Copies of replicated buckets this node resumed from their primary's log, with no snapshot
   // (storage_node_resume.cc).
   uint64_t copies_resumed = 0;
+  // Reports of a backup to the coordinator (ReplicaReportRequest), silent or broken.
+  uint64_t backup_reports = 0;
 };
 
 }  // namespace shoal::node

@@ -406,6 +406,13 @@ class StorageNode final : public transport::Service,
   // Asks the coordinator to remove `backup` from `bucket` at `term` (`broken`: it answered but
   // cannot catch up); refreshes the map after. Runs on a task of its own.
   void ReportBackup(BucketId bucket, Term term, NodeId backup, std::string reason, bool broken);
+  // A silent `backup`: reports its buckets one at a time on one task, each after the map the
+  // last answer made. The coordinator takes a silent backup out of every bucket of this primary
+  // it can in one edit, so a few reports do for thousands of buckets.
+  void ReportSilentBackup(NodeId backup, std::string reason);
+  // ReportBackup's call on the calling task: the coordinator's answer.
+  Status ReportBackupNow(const transport::BucketTerm& at, NodeId backup, const std::string& reason,
+                         bool broken);
   // Tracks the buckets this node is the primary of with backups in its map (no move in
   // flight): ReplicationLog, outboxes and streams. Part of InstallLocked.
   void ConfigureReplicationLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

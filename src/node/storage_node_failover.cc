@@ -10,9 +10,16 @@
 //   primary's read lease, and answers its position, its store id and
 //   how long ago it last acknowledged the primary; a sealed primary serves nothing at the term.
 // - REPORT (§4.1): a primary reports a silent or broken backup; the coordinator removes it from
-//   the bucket, and the primary's writes waiting for it commit once the new map is installed.
+//   the bucket, and the primary's writes waiting for it commit once the new map is installed. A
+//   silent backup's buckets are reported one after the other on one task, each only if the map
+//   the previous answer installed still lists the backup there: the coordinator removes it from
+//   every bucket of this primary it can in one edit.
 
 #include <fmt/format.h>
+
+#include <optional>
+#include <set>
+#include <string>
 
 #include "src/common/log.h"
 #include "src/node/storage_node.h"
@@ -168,30 +175,70 @@ void StorageNode::ReportBackup(BucketId bucket, Term term, NodeId backup, std::s
       fmt::format("n{}.report-n{}-b{}", options_.id.value(), backup.value(), bucket.value()),
       [node = shared_from_this(), bucket, term, backup, reason = std::move(reason), broken] {
         ActiveGuard guard(node.get());
-        transport::ReplicaReportRequest report{.primary = node->options_.id,
-                                               .bucket = bucket,
-                                               .term = term,
-                                               .backup = backup,
-                                               .reason = reason,
-                                               .broken = broken};
-        auto response = node->runtime_.Call(Address::Coordinator(), std::move(report),
-                                            node->options_.call_timeout);
-        const Status status = !response.ok() ? response.status() : response->status;
-        log::Info("replica.report", {{"node", node->options_.id.value()},
-                                     {"bucket", bucket.value()},
-                                     {"backup", backup.value()},
-                                     {"reason", reason},
-                                     {"answer", status.ok() ? "removed" : status.ToString()}});
-        const auto error = transport::ClusterErrorOf(status);
-        if (error == transport::ClusterError::kNotEnoughReplicas) {
-          node->BlockAtFloor(bucket, backup);
-          return;
-        }
-        // Removed (or no longer ours to report): the new map lets the writes go on.
-        if (status.ok() || error == transport::ClusterError::kStaleTerm) {
-          (void)node->RefreshMap();
-        }
+        (void)node->ReportBackupNow(
+            transport::BucketTerm{.bucket = bucket, .term = term, .committed = 0}, backup, reason,
+            broken);
       });
+}
+
+void StorageNode::ReportSilentBackup(NodeId backup, std::string reason) {
+  runtime_.Spawn(Address::Node(options_.id),
+                 fmt::format("n{}.report-silent-n{}", options_.id.value(), backup.value()),
+                 [node = shared_from_this(), backup, reason = std::move(reason)] {
+                   ActiveGuard guard(node.get());
+                   std::set<BucketId> reported;
+                   while (node->runtime_.Alive()) {
+                     // The next bucket still replicated to the backup in the map the last answer
+                     // brought.
+                     std::optional<transport::BucketTerm> next;
+                     for (const transport::BucketTerm& t : node->TermsFor(backup)) {
+                       if (!reported.contains(t.bucket)) {
+                         next = t;
+                         break;
+                       }
+                     }
+                     if (!next.has_value()) return;
+                     reported.insert(next->bucket);
+                     const Status status =
+                         node->ReportBackupNow(*next, backup, reason, /*broken=*/false);
+                     const auto error = transport::ClusterErrorOf(status);
+                     // The coordinator did not answer: the keeper reports again after
+                     // replica_ack_timeout.
+                     if (!status.ok() && error != transport::ClusterError::kNotEnoughReplicas &&
+                         error != transport::ClusterError::kStaleTerm) {
+                       return;
+                     }
+                   }
+                 });
+}
+
+Status StorageNode::ReportBackupNow(const transport::BucketTerm& at, NodeId backup,
+                                    const std::string& reason, bool broken) {
+  {
+    absl::MutexLock lock(&mu_);
+    ++counters_.backup_reports;
+  }
+  transport::ReplicaReportRequest report{.primary = options_.id,
+                                         .bucket = at.bucket,
+                                         .term = at.term,
+                                         .backup = backup,
+                                         .reason = reason,
+                                         .broken = broken};
+  auto response = runtime_.Call(Address::Coordinator(), std::move(report), options_.call_timeout);
+  const Status status = !response.ok() ? response.status() : response->status;
+  log::Info("replica.report", {{"node", options_.id.value()},
+                               {"bucket", at.bucket.value()},
+                               {"backup", backup.value()},
+                               {"reason", reason},
+                               {"answer", status.ok() ? "removed" : status.ToString()}});
+  const auto error = transport::ClusterErrorOf(status);
+  if (error == transport::ClusterError::kNotEnoughReplicas) {
+    BlockAtFloor(at.bucket, backup);
+    return status;
+  }
+  // Removed (or no longer ours to report): the new map lets the writes go on.
+  if (status.ok() || error == transport::ClusterError::kStaleTerm) (void)RefreshMap();
+  return status;
 }
 
 void StorageNode::BlockAtFloor(BucketId bucket, NodeId backup) {

@@ -507,16 +507,13 @@ void StorageNode::ReplicaKeeperLoop(NodeId backup, std::shared_ptr<ReplicaStream
     const std::vector<transport::BucketTerm> terms = TermsFor(backup);
     if (!busy && !terms.empty()) busy_since = now;
     busy = !terms.empty();
-    // A backup silent for T_ack is reported for each bucket it is a backup of here; the
+    // A backup silent for T_ack is reported for the buckets it is a backup of here; the
     // coordinator removes it (above min_in_sync), and the writes waiting for it commit.
     const transport::Micros silent = now - std::max(queue->last_answer(busy_since), busy_since);
     if (busy && silent >= options_.replica_ack_timeout &&
         now - last_report >= options_.replica_ack_timeout) {
       last_report = now;
-      for (const transport::BucketTerm& t : terms) {
-        ReportBackup(t.bucket, t.term, backup, fmt::format("no answer for {} ms", silent / 1000),
-                     /*broken=*/false);
-      }
+      ReportSilentBackup(backup, fmt::format("no answer for {} ms", silent / 1000));
     }
     // A message that failed goes again, entries left queued go, and a keepalive when one is due.
     SendNext(backup, queue, /*keepalive=*/now - queue->last_sent() >= keepalive);
