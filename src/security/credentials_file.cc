@@ -204,7 +204,20 @@ StatusOr<std::optional<TlsFiles>> ResolveClientTls(const ClientSecurityRequest& 
     if (!request.certs_dir.empty()) {
       return InvalidArgumentError("give either --insecure or --certs-dir, not both");
     }
+    if (!request.user.empty()) {
+      return InvalidArgumentError(
+          fmt::format("--user {}: a cluster started with --insecure has no users", request.user));
+    }
     return std::optional<TlsFiles>();
+  }
+  // Without a certs directory the identity is the credentials file's entry: a user named here
+  // would be ignored, and the command would run as whoever that entry is.
+  if (!request.user.empty() && request.certs_dir.empty()) {
+    return InvalidArgumentError(fmt::format(
+        "--user {} picks client.{}.crt of --certs-dir DIR, and no --certs-dir was given; to "
+        "run as {} without it, write a credentials entry (`shoal credentials add --certs-dir DIR "
+        "--user {} --password-stdin --file FILE`, docs/security.md) and give --credentials FILE",
+        request.user, request.user, request.user, request.user));
   }
   const std::string user = request.user.empty() ? std::string(kDefaultUser) : request.user;
   if (!request.certs_dir.empty()) {

@@ -136,6 +136,21 @@ TEST_F(CredentialsFileTest, ExplicitChoicesWin) {
             StatusCode::kInvalidArgument);
 }
 
+// A user named without a certs directory would be ignored (the credentials file's entry decides
+// who the client is): refused, naming the way to run as that user; with --insecure, too.
+TEST_F(CredentialsFileTest, AUserWithoutACertsDirectoryIsRefused) {
+  ASSERT_TRUE(RegisterCredentials(file_, Entry("shoal://127.0.0.1:7400", "/a")).ok());
+  auto refused = ResolveClientTls({.user = "bob", .credentials_file = file_}, "127.0.0.1:7400");
+  ASSERT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status();
+  const std::string message(MessageOf(refused.status()));
+  for (const char* word :
+       {"--user bob", "--certs-dir", "shoal credentials add --certs-dir DIR --user bob"}) {
+    EXPECT_NE(message.find(word), std::string::npos) << word << " in " << message;
+  }
+  EXPECT_EQ(ResolveClientTls({.insecure = true, .user = "bob"}, "h:1").status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST_F(CredentialsFileTest, MissingOrBrokenFilesSaySo) {
   auto missing = ResolveClientTls({.credentials_file = root_ + "/nothing"}, "h:1");
   EXPECT_EQ(missing.status().code(), StatusCode::kFailedPrecondition);
