@@ -3,27 +3,13 @@
 #include <absl/time/time.h>
 
 #include <ctime>
+#include <string>
 #include <utility>
 
 #include "src/common/log.h"
 #include "src/security/certificates.h"
 
 namespace shoal::security {
-namespace {
-
-constexpr int64_t kSecondsPerDay = 86'400;
-
-// "2031-12-01" of a Unix time.
-std::string DateOf(int64_t unix_time) {
-  const std::time_t time = static_cast<std::time_t>(unix_time);
-  std::tm tm{};
-  ::gmtime_r(&time, &tm);
-  char text[32] = {};
-  std::strftime(text, sizeof(text), "%Y-%m-%d", &tm);
-  return text;
-}
-
-}  // namespace
 
 std::vector<ExpiringCertificate> ExpiringCertificates(const TlsFiles& files, int64_t now_unix,
                                                       int64_t window_seconds) {
@@ -63,7 +49,7 @@ std::vector<ExpiringCertificate> CertificateExpiryMonitor::CheckNow() {
       ExpiringCertificates(options_.files, now, options_.window_seconds);
   absl::MutexLock lock(&mu_);
   for (const ExpiringCertificate& cert : found) {
-    const int64_t days = cert.seconds_left < 0 ? -1 : cert.seconds_left / kSecondsPerDay;
+    const int64_t days = DaysLeft(cert.seconds_left);
     auto [it, added] = logged_.emplace(cert.path, days);
     if (!added && it->second == days) continue;
     it->second = days;

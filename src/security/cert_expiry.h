@@ -32,6 +32,11 @@ struct ExpiringCertificate {
   int64_t seconds_left = 0;  // negative: expired
 };
 
+// Whole days in `seconds_left`; -1 once it is negative (ended).
+[[nodiscard]] inline int64_t DaysLeft(int64_t seconds_left) {
+  return seconds_left < 0 ? -1 : seconds_left / 86'400;
+}
+
 // The CA bundle's first certificate and the identity's certificate of `files` whose end is less
 // than `window_seconds` after `now_unix`. A file that cannot be read (mid-rotation) is skipped.
 [[nodiscard]] std::vector<ExpiringCertificate> ExpiringCertificates(const TlsFiles& files,

@@ -450,6 +450,15 @@ Status CreateClientCert(const ClientCertOptions& options) {
   return WriteKeyAndCert(key.get(), key_path, cert.get(), cert_path);
 }
 
+std::string DateOf(int64_t unix_seconds) {
+  const std::time_t time = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  ::gmtime_r(&time, &tm);
+  char text[32] = {};
+  std::strftime(text, sizeof(text), "%Y-%m-%d", &tm);
+  return text;
+}
+
 StatusOr<CertificateInfo> ReadCertificate(const std::string& path) {
   SHOAL_ASSIGN_OR_RETURN(std::vector<X509Ptr> certs, internal::ReadCertificates(path));
   return Describe(certs.front().get());

@@ -95,6 +95,9 @@ struct CertificateInfo {
   bool client_auth = false;
 };
 
+// A certificate's or CRL's time as its UTC date, "2031-12-01".
+[[nodiscard]] std::string DateOf(int64_t unix_seconds);
+
 // The first certificate of the PEM file at `path`.
 [[nodiscard]] StatusOr<CertificateInfo> ReadCertificate(const std::string& path);
 // The same from PEM text.

@@ -49,15 +49,6 @@ int Fail(const Status& status) {
   return 1;
 }
 
-std::string Date(int64_t unix_seconds) {
-  const std::time_t time = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  ::gmtime_r(&time, &tm);
-  char text[32] = {};
-  std::strftime(text, sizeof(text), "%Y-%m-%d", &tm);
-  return text;
-}
-
 struct CertsFlags {
   std::string certs_dir;
   std::string ca_key;
@@ -131,7 +122,7 @@ int RunList(const CertsFlags& flags) {
     const bool revoked =
         trusted.ok() && !security::VerifyNotRevoked(ca, security::DefaultCrlDir(ca), file).ok();
     const int64_t seconds_left = info->not_after_unix - static_cast<int64_t>(std::time(nullptr));
-    const int64_t days_left = seconds_left < 0 ? -1 : seconds_left / 86'400;
+    const int64_t days_left = security::DaysLeft(seconds_left);
     std::string warning;
     if (seconds_left < 0) {
       warning = "  EXPIRED";
@@ -146,7 +137,7 @@ int RunList(const CertsFlags& flags) {
                      {"issuer", info->issuer_common_name},
                      {"serial", info->serial_hex},
                      {"hosts", names},
-                     {"not_after", Date(info->not_after_unix)},
+                     {"not_after", security::DateOf(info->not_after_unix)},
                      {"days_left", days_left},
                      {"trusted", trusted.ok() && !revoked},
                      {"revoked", revoked}});
@@ -155,8 +146,8 @@ int RunList(const CertsFlags& flags) {
       for (const auto& name : names) hosts += (hosts.empty() ? "" : ",") + name;
       std::printf("%-24s CN=%-16s expires %s%s%s%s\n",
                   std::filesystem::path(file).filename().c_str(), info->common_name.c_str(),
-                  Date(info->not_after_unix).c_str(), hosts.empty() ? "" : " hosts ", hosts.c_str(),
-                  warning.c_str());
+                  security::DateOf(info->not_after_unix).c_str(), hosts.empty() ? "" : " hosts ",
+                  hosts.c_str(), warning.c_str());
     }
   }
   if (flags.json) std::printf("%s\n", out.dump().c_str());
@@ -165,8 +156,9 @@ int RunList(const CertsFlags& flags) {
 
 void PrintRevocationList(const security::RevocationList& list) {
   std::printf("%s  CRL number %llu  updated %s  next update %s  %zu revoked\n", list.path.c_str(),
-              static_cast<unsigned long long>(list.number), Date(list.last_update_unix).c_str(),
-              Date(list.next_update_unix).c_str(), list.revoked.size());
+              static_cast<unsigned long long>(list.number),
+              security::DateOf(list.last_update_unix).c_str(),
+              security::DateOf(list.next_update_unix).c_str(), list.revoked.size());
   if (list.next_update_unix < static_cast<int64_t>(std::time(nullptr))) {
     std::printf(
         "  EXPIRED: every certificate of %s is refused; revoke again (any serial of the list) to "
@@ -174,7 +166,8 @@ void PrintRevocationList(const security::RevocationList& list) {
         list.issuer_common_name.c_str());
   }
   for (const auto& entry : list.revoked) {
-    std::printf("  %s  revoked %s\n", entry.serial_hex.c_str(), Date(entry.revoked_unix).c_str());
+    std::printf("  %s  revoked %s\n", entry.serial_hex.c_str(),
+                security::DateOf(entry.revoked_unix).c_str());
   }
 }
 
@@ -208,13 +201,14 @@ int RunListRevoked(const CertsFlags& flags) {
     for (const auto& list : *lists) {
       nlohmann::json revoked = nlohmann::json::array();
       for (const auto& entry : list.revoked) {
-        revoked.push_back({{"serial", entry.serial_hex}, {"revoked", Date(entry.revoked_unix)}});
+        revoked.push_back(
+            {{"serial", entry.serial_hex}, {"revoked", security::DateOf(entry.revoked_unix)}});
       }
       out.push_back({{"file", list.path},
                      {"issuer", list.issuer_common_name},
                      {"number", list.number},
-                     {"last_update", Date(list.last_update_unix)},
-                     {"next_update", Date(list.next_update_unix)},
+                     {"last_update", security::DateOf(list.last_update_unix)},
+                     {"next_update", security::DateOf(list.next_update_unix)},
                      {"revoked", revoked}});
     }
     std::printf("%s\n", out.dump().c_str());
