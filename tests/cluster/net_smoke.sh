@@ -120,7 +120,7 @@ if "$shoal" get --cluster "$cluster" users b3 >/dev/null 2>&1; then fail "a malf
 printf '%s\n' '{"op":"put","key":"b5","value":{}}' '{"op":"put","key":"b6","value":{}}' '{"op":"put"' |
   "$shoal" batch --cluster "$cluster" users --batch-size 1 >"$dir/batch.out" 2>"$dir/err" &&
   fail "a malformed streamed batch succeeded"
-grep -q "line 3: not JSON; the 2 writes before it were sent" "$dir/err" || fail "streamed: $(cat "$dir/err")"
+grep -q "line 3: not JSON; the 2 writes before its batch were sent" "$dir/err" || fail "streamed: $(cat "$dir/err")"
 [ "$(wc -l <"$dir/batch.out")" -eq 2 ] || fail "streamed batch results: $(cat "$dir/batch.out")"
 "$shoal" get --cluster "$cluster" users b6 >/dev/null || fail "a streamed batch lost b6"
 # From a file redirected to stdin, every line is checked first: nothing is written.

@@ -62,6 +62,15 @@ Status CheckAll(std::istream& in, size_t batch_size) {
   }
 }
 
+// `error`, of the batch after the first `written` lines' writes, saying that those were sent.
+Status AfterWritten(const Status& error, size_t written) {
+  if (written == 0) return error;
+  return MakeStatus(error.code(),
+                    fmt::format("{}; the {} writes before its batch were sent (their results are "
+                                "above), none from it on",
+                                MessageOf(error), written));
+}
+
 int RunBatch(const BatchFlags& flags) {
   std::ifstream file;
   // Standard input through a file buffer of its own, whose in_avail() sees what a pipe holds
@@ -91,13 +100,7 @@ int RunBatch(const BatchFlags& flags) {
   size_t written = 0;  // lines whose write was sent, whatever its result
   while (true) {
     auto batch = reader.Next();
-    if (!batch.ok()) {
-      if (written == 0) return FailCommand(batch.status());
-      return FailCommand(InvalidArgumentError(
-          fmt::format("{}; the {} writes before it were sent (their results are above), none "
-                      "from its batch on",
-                      MessageOf(batch.status()), written)));
-    }
+    if (!batch.ok()) return FailCommand(AfterWritten(batch.status(), written));
     if (batch->empty()) break;
     if (db == nullptr) {
       auto connected = Database::Connect(flags.cluster, ConnectOptionsOf(flags.security));
@@ -111,7 +114,7 @@ int RunBatch(const BatchFlags& flags) {
     writes.reserve(batch->size());
     for (const BatchLine& line : *batch) writes.push_back(line.write);
     auto results = collection->Batch(writes);
-    if (!results.ok()) return FailCommand(results.status());
+    if (!results.ok()) return FailCommand(AfterWritten(results.status(), written));
     for (size_t i = 0; i < batch->size(); ++i) {
       PrintResult((*batch)[i], (*results)[i], flags.json);
       if (!(*results)[i].ok()) exit_code = 1;
