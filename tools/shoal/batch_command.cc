@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <ext/stdio_filebuf.h>
+#include <filesystem>
 #include <fstream>
 #include <istream>
 #include <memory>
@@ -79,6 +80,9 @@ int RunBatch(const BatchFlags& flags) {
   std::istream standard_input(&stdin_buffer);
   std::istream* in = &standard_input;
   if (!flags.file.empty()) {
+    if (std::error_code ec; std::filesystem::is_directory(flags.file, ec)) {
+      return FailCommand(InvalidArgumentError(fmt::format("{} is a directory", flags.file)));
+    }
     file.open(flags.file);
     if (!file) return FailCommand(NotFoundError(fmt::format("cannot open {}", flags.file)));
     in = &file;
