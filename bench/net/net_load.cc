@@ -143,7 +143,8 @@ int Run(const Flags& flags) {
       .certs_dir = flags.certs_dir,
       .user = flags.user,
       .credentials_file = {},
-      .share_connections = !flags.own_connections};
+      .share_connections = !flags.own_connections,
+      .connect_patience_ms = shoal::ConnectOptions{}.connect_patience_ms};
   for (int c = 0; c < flags.clients; ++c) {
     if ((flags.shared_connection || flags.async) && c > 0) {
       collections.push_back(collections.front());  // the same client for every thread

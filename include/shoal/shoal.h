@@ -220,6 +220,10 @@ struct ConnectOptions {
   // connection per node (gRPC multiplexes their calls), with or without TLS. False: this
   // Database opens connections of its own, as a separate process would.
   bool share_connections = true;
+  // How long Connect keeps trying a coordinator that does not answer or refuses the connection
+  // (one that is starting or restarting) before it fails with kUnavailable. The `shoal`
+  // commands wait 3 s.
+  uint32_t connect_patience_ms = 10'000;
 };
 
 class Database {

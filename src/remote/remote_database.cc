@@ -17,11 +17,6 @@
 
 namespace shoal::remote {
 namespace {
-// How long Connect keeps trying a coordinator that does not answer (UNAVAILABLE or a deadline):
-// a coordinator that is starting, or a first connection on a loaded machine, may fail a few
-// times, and gRPC fails calls at once while a channel waits to reconnect.
-constexpr auto kConnectPatience = std::chrono::seconds(10);
-
 // A network call also pays for connection setup, and on a loaded machine a process may be
 // descheduled for a second: allow more than the in-process default before a call is lost.
 client::ClientOptions NetworkClientOptions(const ConnectOptions& connect) {
@@ -41,10 +36,12 @@ class RemoteBackend final : public DatabaseBackend {
       : runtime_(std::move(runtime)),
         client_(std::make_unique<client::Client>(*runtime_, NetworkClientOptions(options))) {}
 
-  // Fetches the first map, waiting out a coordinator that does not answer yet, then starts the
-  // map watch.
-  [[nodiscard]] Status Start(const std::string& coordinator) {
-    const auto give_up = std::chrono::steady_clock::now() + kConnectPatience;
+  // Fetches the first map, waiting out a coordinator that does not answer yet (UNAVAILABLE or a
+  // deadline) for `patience`: a coordinator that is starting, or a first connection on a loaded
+  // machine, may fail a few times, and gRPC fails calls at once while a channel waits to
+  // reconnect. Then starts the map watch.
+  [[nodiscard]] Status Start(const std::string& coordinator, std::chrono::milliseconds patience) {
+    const auto give_up = std::chrono::steady_clock::now() + patience;
     Status status;
     for (int attempt = 0;; ++attempt) {
       status = client_->Refresh();
@@ -109,7 +106,8 @@ StatusOr<std::unique_ptr<Database>> Database::Connect(std::string_view uri,
                                                   .security = {.tls = std::move(tls)},
                                                   .share_connections = options.share_connections}));
   auto backend = std::make_unique<remote::RemoteBackend>(std::move(runtime), options);
-  SHOAL_RETURN_IF_ERROR(backend->Start(coordinator));
+  SHOAL_RETURN_IF_ERROR(
+      backend->Start(coordinator, std::chrono::milliseconds(options.connect_patience_ms)));
   return Database::Impl::Wrap(std::move(backend));
 }
 

@@ -428,6 +428,9 @@ ConnectOptions ConnectOptionsOf(const ClientSecurityFlags& flags) {
   options.certs_dir = flags.certs_dir;
   options.user = flags.user;
   options.credentials_file = flags.credentials;
+  // A command run against the wrong port, or a cluster not started, fails in 3 s, not 10: long
+  // enough for a coordinator that `shoal local` restarts.
+  options.connect_patience_ms = 3'000;
   return options;
 }
 
