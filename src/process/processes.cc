@@ -28,11 +28,9 @@ Status CreateDirectory(const std::string& dir) {
 std::unique_ptr<security::CertificateExpiryMonitor> WatchExpiry(
     const net::TransportSecurity& security) {
   if (!security.tls.has_value()) return nullptr;
-  return std::make_unique<security::CertificateExpiryMonitor>(security::CertificateExpiryOptions{
-      .files = *security.tls,
-      .window_seconds = security::kCertExpiryWarningDays * 86'400,
-      .period = std::chrono::hours(1),
-      .now_unix = {}});
+  security::CertificateExpiryOptions options;
+  options.files = *security.tls;
+  return std::make_unique<security::CertificateExpiryMonitor>(std::move(options));
 }
 
 // The node id lives in the data directory, so that a restart needs no --id and a directory is

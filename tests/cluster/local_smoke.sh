@@ -7,7 +7,7 @@
 # the failover timeout and woken serves nothing stale; a node killed and restarted gets its
 # copies back; `shoal replicas --set 3` takes a running cluster from one copy to three; `shoal
 # plan` names the copies a join would replace; started again on its data, a cluster keeps its
-# K and names a node started beyond its members.
+# K and names a node started beyond its members; with --insecure it serves plaintext.
 # Usage: local_smoke.sh path/to/shoal
 set -euo pipefail
 
@@ -288,5 +288,13 @@ stop_local
 RESTART=1 NODES=3 run_local --no-restart
 grep -q "^node 4 .*a member this run did not start (--nodes 3)" "$dir/local.out" ||
   fail "a restart without node 4 said: $(cat "$dir/local.out")"
+stop_local
+
+# 8. --insecure: the cluster serves plaintext, and the commands reach it with --insecure (the
+# wait for "ready" fails if `shoal local` cannot reach its own cluster).
+run_local --insecure
+grep -q "^security     OFF (--insecure)" "$dir/local.out" || fail "insecure: $(cat "$dir/local.out")"
+"$shoal" put --insecure --cluster "$cluster" users plain '{"n": 1}' >/dev/null || fail "insecure put"
+[ "$("$shoal" get --insecure --cluster "$cluster" users plain)" = '{"n": 1}' ] || fail "insecure get"
 stop_local
 echo "local smoke: OK"

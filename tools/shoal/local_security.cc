@@ -107,8 +107,10 @@ std::vector<std::string> ChildSecurityArgs(const LocalSecurity& security) {
 ConnectOptions LocalConnectOptions(const LocalSecurity& security) {
   ConnectOptions options;
   options.insecure = !security.secure;
-  options.certs_dir = security.certs_dir;
-  options.user = std::string(security::kDefaultUser);
+  if (security.secure) {
+    options.certs_dir = security.certs_dir;
+    options.user = std::string(security::kDefaultUser);
+  }
   return options;
 }
 
