@@ -27,7 +27,7 @@ namespace {
 struct BatchFlags {
   std::string cluster{kDefaultCluster};
   std::string collection;
-  std::string file;  // "" = stdin
+  std::string file;  // "" or "-" = stdin
   size_t batch_size = kMaxBatchWrites;
   bool json = false;
   ClientSecurityFlags security;
@@ -79,7 +79,7 @@ int RunBatch(const BatchFlags& flags) {
   __gnu_cxx::stdio_filebuf<char> stdin_buffer(STDIN_FILENO, std::ios::in);
   std::istream standard_input(&stdin_buffer);
   std::istream* in = &standard_input;
-  if (!flags.file.empty()) {
+  if (!flags.file.empty() && flags.file != "-") {
     if (std::error_code ec; std::filesystem::is_directory(flags.file, ec)) {
       return FailCommand(InvalidArgumentError(fmt::format("{} is a directory", flags.file)));
     }
@@ -143,7 +143,7 @@ void AddBatchCommand(CLI::App& app) {
   cmd->add_option("collection", flags->collection,
                   "Collection (created if missing when a line puts or inserts)")
       ->required();
-  cmd->add_option("--file", flags->file, "Read this file instead of stdin");
+  cmd->add_option("--file", flags->file, "Read this file instead of stdin ('-': stdin)");
   cmd->add_option("--batch-size", flags->batch_size, "Writes per batch")
       ->check(CLI::Range(size_t{1}, kMaxBatchWrites))
       ->capture_default_str();
