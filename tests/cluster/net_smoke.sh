@@ -141,6 +141,11 @@ if "$shoal" query --cluster "$cluster" users --where 'even == ' >/dev/null 2>"$d
   fail "a condition without a value was accepted"
 fi
 grep -q "expected PATH OP JSON" "$dir/err" || fail "condition without a value: $(cat "$dir/err")"
+# A string without quotes, or a mistyped operator: the error names the condition and the fix.
+"$shoal" query --cluster "$cluster" users --where 'name=Alice' 2>"$dir/err" && fail "name=Alice was accepted"
+grep -qF -- "--where 'name=\"Alice\"'" "$dir/err" || fail "name=Alice: $(cat "$dir/err")"
+"$shoal" query --cluster "$cluster" users --where 'i=>3' 2>"$dir/err" && fail "i=>3 was accepted"
+grep -qF -- "--where 'i=>3': >3 is not a JSON number" "$dir/err" || fail "i=>3: $(cat "$dir/err")"
 # The first operator of the condition is its operator: a value may hold another.
 "$shoal" put --cluster "$cluster" users op1 '{"expr": "a<=b"}' >/dev/null || fail "put op1"
 [ "$("$shoal" query --cluster "$cluster" users --where 'expr == "a<=b"')" = $'op1\t{"expr": "a<=b"}' ] ||

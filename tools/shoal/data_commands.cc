@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -142,6 +143,19 @@ StatusOr<Condition> ParseCondition(const std::string& text) {
     const std::string_view value =
         Blankless(std::string_view(text).substr(at + found->first.size()));
     if (!path.empty() && !value.empty()) {
+      // The value is checked here, so that the error names the condition as typed.
+      const auto json = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
+      if (json.is_discarded() || json.is_object() || json.is_array()) {
+        const bool bare_word = !json.is_object() && !json.is_array() &&
+                               std::isalpha(static_cast<unsigned char>(value.front())) != 0;
+        return InvalidArgumentError(
+            bare_word ? fmt::format("--where '{}': {} is not JSON; a string takes double quotes: "
+                                    "--where '{}{}\"{}\"'",
+                                    text, value, path, found->first, value)
+                      : fmt::format("--where '{}': {} is not a JSON number, \"string\", true, "
+                                    "false or null (OP is one of == != < <= > >=)",
+                                    text, value));
+      }
       return Condition{
           .path = std::string(path), .op = found->second, .json_value = std::string(value)};
     }
