@@ -19,7 +19,7 @@
 #include "include/shoal/shoal.h"
 #include "proto/shoal.pb.h"
 #include "src/client/client.h"
-#include "src/common/log.h"
+#include "src/common/log_capture.h"
 #include "src/process/processes.h"
 #include "src/security/certificates.h"
 #include "tests/support/batch_contract_test_util.h"
@@ -114,9 +114,7 @@ TEST_F(NetClusterTest, ProcessesWarnOfACertificateThatEndsSoon) {
   const std::string certs = dir_ + "/certs";
   ASSERT_TRUE(security::CreateCa({.certs_dir = certs}).ok());
   ASSERT_TRUE(security::CreateNodeCert({.certs_dir = certs, .lifetime_days = 10}).ok());
-  FILE* sink = std::tmpfile();
-  ASSERT_NE(sink, nullptr);
-  log::Configure({.min_level = log::Level::kWarning, .format = log::Format::kJson, .sink = sink});
+  log::LogCapture capture(log::Level::kWarning);
   CoordinatorProcessOptions coordinator;
   coordinator.data_dir = dir_ + "/coordinator";
   coordinator.listen = "127.0.0.1:0";
@@ -135,18 +133,8 @@ TEST_F(NetClusterTest, ProcessesWarnOfACertificateThatEndsSoon) {
   ASSERT_TRUE(node_started.ok()) << node_started.status();
   node_started->reset();
   started->reset();
-  log::Disable();
-  std::rewind(sink);
-  std::string contents;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, sink)) > 0) contents.append(buffer, n);
-  std::fclose(sink);
-  size_t warnings = 0;
-  for (size_t at = contents.find("tls.certificate_expires_soon"); at != std::string::npos;
-       at = contents.find("tls.certificate_expires_soon", at + 1)) {
-    ++warnings;
-  }
+  const std::string contents = capture.Stop();
+  const size_t warnings = log::Occurrences(contents, "tls.certificate_expires_soon");
   EXPECT_EQ(warnings, 2u) << contents;
   EXPECT_NE(contents.find("node.crt"), std::string::npos) << contents;
 }

@@ -4,11 +4,10 @@
 #include <stdlib.h>
 
 #include <atomic>
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
-#include "src/common/log.h"
+#include "src/common/log_capture.h"
 #include "src/security/certificates.h"
 
 namespace shoal::security {
@@ -57,9 +56,7 @@ TEST_F(CertExpiryTest, ListsTheCertificatesThatEndWithinTheWindow) {
 
 // Logged once per whole day left, then once as expired.
 TEST_F(CertExpiryTest, TheMonitorLogsOncePerDayLeftAndOnceExpired) {
-  FILE* sink = std::tmpfile();
-  ASSERT_NE(sink, nullptr);
-  log::Configure({.min_level = log::Level::kInfo, .format = log::Format::kJson, .sink = sink});
+  log::LogCapture capture;
   std::atomic<int64_t> now{node_end_ - 5 * kDay - 100};
   {
     CertificateExpiryMonitor monitor(
@@ -71,21 +68,8 @@ TEST_F(CertExpiryTest, TheMonitorLogsOncePerDayLeftAndOnceExpired) {
     EXPECT_EQ(monitor.CheckNow().size(), 1u);  // expired
     EXPECT_EQ(monitor.CheckNow().size(), 1u);
   }
-  log::Disable();
-  std::rewind(sink);
-  std::string contents;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, sink)) > 0) contents.append(buffer, n);
-  std::fclose(sink);
-  const auto count = [&](const std::string& word) {
-    size_t times = 0;
-    for (size_t at = contents.find(word); at != std::string::npos;
-         at = contents.find(word, at + 1)) {
-      ++times;
-    }
-    return times;
-  };
+  const std::string contents = capture.Stop();
+  const auto count = [&](const std::string& word) { return log::Occurrences(contents, word); };
   EXPECT_EQ(count("tls.certificate_expires_soon"), 2u) << contents;
   EXPECT_EQ(count("\"days_left\":5"), 1u) << contents;
   EXPECT_EQ(count("\"days_left\":4"), 1u) << contents;
