@@ -2,9 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "src/common/log_capture.h"
 
 namespace shoal::log {
 namespace {
@@ -47,20 +48,13 @@ TEST(LogTest, TextLineQuotesOnlyWhatNeedsIt) {
 
 TEST(LogTest, OffUntilConfiguredAndFiltersByLevel) {
   EXPECT_FALSE(Enabled(Level::kError)) << "libraries and tests log nothing by default";
-  FILE* sink = std::tmpfile();
-  ASSERT_NE(sink, nullptr);
-  Configure({.min_level = Level::kInfo, .format = Format::kJson, .process = "t", .sink = sink});
+  LogCapture capture(Level::kInfo);  // Configure, to a temporary file in JSON
   Debug("dropped");
   Info("kept", {{"n", 1}});
   Error("kept.too");
-  Disable();
+  const std::string contents = capture.Stop();  // Disable, and what was written
   Info("after.disable");
-  std::rewind(sink);
-  std::string contents;
-  char buffer[512];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, sink)) > 0) contents.append(buffer, n);
-  std::fclose(sink);
+  EXPECT_FALSE(Enabled(Level::kError));
   EXPECT_EQ(contents.find("dropped"), std::string::npos);
   EXPECT_EQ(contents.find("after.disable"), std::string::npos);
   EXPECT_NE(contents.find("\"event\":\"kept\""), std::string::npos);
