@@ -56,11 +56,11 @@ Response ReplicaManager::HandleReport(const transport::ReplicaReportRequest& rep
     }
     edit->RemoveReplica(report.bucket, report.backup);
     removed = true;
-    // A primary replicates to a backup over one stream for all its buckets, and reports a
-    // silent one for each of them (StorageNode::ReplicaKeeperLoop): the backup leaves every
-    // bucket of this primary in this edit, as far as each one's floor allows and none moving,
-    // instead of one report and one map edit per bucket, which with thousands of buckets kept
-    // writes waiting seconds for their bucket's turn.
+    // A primary replicates to a backup over one stream for all its buckets, so a silent backup
+    // is silent for each of them: it leaves every bucket of this primary in this edit, as far
+    // as each one's floor allows and none moving, instead of one map edit per bucket, which
+    // with thousands of buckets kept writes waiting seconds for their bucket's turn. The
+    // primary then reports only the buckets still listing it (StorageNode::ReportSilentBackup).
     for (const BucketPlacement& other : map.buckets()) {
       if (other.id == report.bucket || other.replicas.empty() ||
           other.replicas.front() != report.primary || !other.HasReplica(report.backup) ||

@@ -49,6 +49,12 @@ std::chrono::system_clock::time_point DeadlineAfter(Micros timeout) {
   return std::chrono::system_clock::now() + std::chrono::microseconds(std::max<Micros>(timeout, 0));
 }
 
+void PrepareCall(const TlsCredentials& credentials, grpc::ClientContext* context,
+                 std::chrono::system_clock::time_point deadline) {
+  context->set_deadline(deadline);
+  credentials.AddLogin(context);
+}
+
 Micros TimeoutUntil(std::chrono::system_clock::time_point deadline) {
   if (deadline == std::chrono::system_clock::time_point::max()) return kNoDeadline;
   return std::chrono::duration_cast<std::chrono::microseconds>(deadline -
@@ -527,8 +533,7 @@ StatusOr<transport::Response> GrpcRuntime::Call(const Address& to, transport::Re
       peer = *std::move(found);
     }
     grpc::ClientContext context;
-    context.set_deadline(deadline);
-    credentials_->AddLogin(&context);
+    PrepareCall(*credentials_, &context, deadline);
     reply.Clear();
     status = CheckServer(*credentials_, context, peer->stub->Call(&context, envelope, &reply));
     if (!Alive()) return CancelledError("process stopped");

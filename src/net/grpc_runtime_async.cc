@@ -70,8 +70,7 @@ void GrpcRuntime::CallAsync(const Address& to, transport::Request request, Micro
   }
   call->peer = *std::move(peer);
   call->done = std::move(done);
-  call->context.set_deadline(DeadlineAfter(timeout));
-  credentials_->AddLogin(&call->context);
+  PrepareCall(*credentials_, &call->context, DeadlineAfter(timeout));
   {
     absl::MutexLock lock(&mu_);
     if (!shut_down_) {

@@ -88,8 +88,7 @@ Status GrpcRuntime::FetchAddressBook() {
 Status GrpcRuntime::FetchAddressBookFrom(const std::string& coordinator) {
   auto peer = PeerFor(coordinator);
   grpc::ClientContext context;
-  context.set_deadline(DeadlineAfter(kResolveTimeout));
-  credentials_->AddLogin(&context);
+  PrepareCall(*credentials_, &context, DeadlineAfter(kResolveTimeout));
   wire::ResolveRequest request;
   wire::ResolveResponse response;
   const grpc::Status status =

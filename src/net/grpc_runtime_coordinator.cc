@@ -54,8 +54,7 @@ StatusOr<std::optional<transport::ClusterState>> GrpcRuntime::WatchMap(
     SHOAL_ASSIGN_OR_RETURN(std::string coordinator, Resolve(Address::Coordinator()));
     auto peer = PeerFor(coordinator);
     grpc::ClientContext context;
-    context.set_deadline(DeadlineAfter(timeout));
-    credentials_->AddLogin(&context);
+    PrepareCall(*credentials_, &context, DeadlineAfter(timeout));
     if (canceller != nullptr && !canceller->Attach(&context)) {
       return CancelledError("map watch cancelled");
     }
@@ -119,8 +118,7 @@ StatusOr<wire::AdminResponse> GrpcRuntime::AdminAnswer(const wire::AdminRequest&
     SHOAL_ASSIGN_OR_RETURN(std::string coordinator, Resolve(Address::Coordinator()));
     auto peer = PeerFor(coordinator);
     grpc::ClientContext context;
-    context.set_deadline(DeadlineAfter(timeout));
-    credentials_->AddLogin(&context);
+    PrepareCall(*credentials_, &context, DeadlineAfter(timeout));
     response.Clear();
     status = CheckServer(*credentials_, context, peer->stub->Admin(&context, request, &response));
     if (status.ok()) break;
@@ -140,8 +138,7 @@ StatusOr<wire::AdminResponse> GrpcRuntime::AdminAt(const std::string& host_port,
                                                    Micros timeout) {
   auto peer = PeerFor(host_port);
   grpc::ClientContext context;
-  context.set_deadline(DeadlineAfter(timeout));
-  credentials_->AddLogin(&context);
+  PrepareCall(*credentials_, &context, DeadlineAfter(timeout));
   wire::AdminResponse response;
   const grpc::Status status =
       CheckServer(*credentials_, context, peer->stub->Admin(&context, request, &response));

@@ -34,6 +34,10 @@ struct GrpcRuntime::Peer {
 };
 
 [[nodiscard]] std::chrono::system_clock::time_point DeadlineAfter(transport::Micros timeout);
+// What every call this runtime makes needs before it starts: its deadline, and the login of a
+// client that signs in by password (TlsCredentials::AddLogin).
+void PrepareCall(const TlsCredentials& credentials, grpc::ClientContext* context,
+                 std::chrono::system_clock::time_point deadline);
 // The time left until `deadline` (kNoDeadline for none); negative once it passed.
 [[nodiscard]] transport::Micros TimeoutUntil(std::chrono::system_clock::time_point deadline);
 // A gRPC status as Call's errors; `what_call` names the call ("Get to n2") for the message.

@@ -257,8 +257,7 @@ Status GrpcRuntime::StreamScan(const Address& to, transport::ScanRequest request
   auto peer = PeerOf(to);
   if (!peer.ok()) return Prefixed(peer.status(), what);
   grpc::ClientContext context;
-  context.set_deadline(DeadlineAfter(timeout));
-  credentials_->AddLogin(&context);
+  PrepareCall(*credentials_, &context, DeadlineAfter(timeout));
   auto reader = (*peer)->stub->Scan(&context, envelope);
   wire::Response reply;
   Status stopped;  // why this side ended the stream early

@@ -210,10 +210,10 @@ TEST_F(ReplicationFailoverTest, ACrashedBackupIsRemovedAndWritesGoOn) {
   });
 }
 
-// A backup that dies leaves all the buckets of each primary in one map edit, not one edit per
-// bucket: its primaries report it per bucket, but over one stream, and the first report takes
-// it out of every bucket of that primary. With 48 buckets n3 backs 32 of them; as one edit each
-// the removals alone took 32 epochs.
+// A backup that dies leaves all the buckets of each primary in one map edit and about one
+// report, not one of each per bucket: it is silent on one stream, and the first report takes it
+// out of every bucket of that primary. With 48 buckets n3 backs 32 of them; as one edit each
+// the removals alone took 32 epochs, and a report per bucket made 32 reports.
 TEST_F(ReplicationFailoverTest, ADeadBackupLeavesEachPrimarysBucketsInOneEdit) {
   bucket_count_ = 48;
   Run(/*auto_balance=*/false, [&] {

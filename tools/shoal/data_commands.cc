@@ -146,8 +146,7 @@ StatusOr<Condition> ParseCondition(const std::string& text) {
       // The value is checked here, so that the error names the condition as typed.
       const auto json = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
       if (json.is_discarded() || json.is_object() || json.is_array()) {
-        const bool bare_word = !json.is_object() && !json.is_array() &&
-                               std::isalpha(static_cast<unsigned char>(value.front())) != 0;
+        const bool bare_word = std::isalpha(static_cast<unsigned char>(value.front())) != 0;
         return InvalidArgumentError(
             bare_word ? fmt::format("--where '{}': {} is not JSON; a string takes double quotes: "
                                     "--where '{}{}\"{}\"'",
