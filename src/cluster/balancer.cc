@@ -358,7 +358,11 @@ void PlanHandoffs(const ShardMap& map, const LoadReport& load, const BalancerOpt
                   MigrationPlan* plan) {
   std::map<NodeId, double> primaries;  // per eligible node: its primaries' load or count
   for (NodeId node : map.ActiveNodes()) {
-    if (!Holds(options.unavailable, node) && !Holds(options.damped, node)) primaries[node] = 0;
+    // A node out of disk space gives its primaries away by PlanDiskFullHandoffs, and takes none.
+    if (!Holds(options.unavailable, node) && !Holds(options.damped, node) &&
+        !load.OutOfSpace(node)) {
+      primaries[node] = 0;
+    }
   }
   if (primaries.size() < 2) return;
   double total_hits = 0;
@@ -419,6 +423,54 @@ void PlanHandoffs(const ShardMap& map, const LoadReport& load, const BalancerOpt
   }
 }
 
+// A primary on a node out of disk space (LoadReport::OutOfSpace) refuses every write to its
+// bucket, while its backups may have room: each such bucket's primary goes to the backup with
+// room, active, available and not damped, that leads the fewest primaries (the lowest id among
+// equals). No data moves, and the bucket keeps its copies; the node, now a backup, is removed
+// from the configuration if it refuses the writes that follow (docs/design/replication.md §4.1).
+// A bucket without such a backup keeps its primary, and its writes fail with NO_SPACE until
+// space is freed.
+std::vector<MoveIntent> PlanDiskFullHandoffs(const ShardMap& map, const LoadReport& load,
+                                             const BalancerOptions& options) {
+  std::vector<MoveIntent> handoffs;
+  std::map<NodeId, size_t> led;
+  for (const BucketPlacement& bucket : map.buckets()) ++led[bucket.replicas.front()];
+  const std::vector<NodeId> active = map.ActiveNodes();
+  for (const BucketPlacement& bucket : map.buckets()) {
+    const NodeId primary = bucket.replicas.front();
+    if (bucket.transition.has_value() || bucket.replicas.size() < 2 || !load.OutOfSpace(primary) ||
+        Holds(options.unavailable, primary)) {
+      continue;
+    }
+    std::optional<NodeId> heir;
+    for (size_t r = 1; r < bucket.replicas.size(); ++r) {
+      const NodeId node = bucket.replicas[r];
+      if (!Holds(active, node) || Holds(options.unavailable, node) || Holds(options.damped, node) ||
+          load.OutOfSpace(node)) {
+        continue;
+      }
+      if (!heir.has_value() || led[node] < led[*heir] ||
+          (led[node] == led[*heir] && node < *heir)) {
+        heir = node;
+      }
+    }
+    if (!heir.has_value()) continue;
+    --led[primary];
+    ++led[*heir];
+    std::vector<NodeId> target{*heir};
+    for (NodeId node : bucket.replicas) {
+      if (node != *heir) target.push_back(node);
+    }
+    handoffs.push_back({.bucket = bucket.id,
+                        .source = bucket.replicas,
+                        .destination = std::move(target),
+                        .mode = TransitionMode::kCopyThenSwitch,
+                        .reason = MoveReason::kDiskFull,
+                        .bytes = 0});
+  }
+  return handoffs;
+}
+
 }  // namespace
 
 StatusOr<MigrationPlan> Balancer::Plan(const ShardMap& map, const LoadReport& load,
@@ -426,7 +478,20 @@ StatusOr<MigrationPlan> Balancer::Plan(const ShardMap& map, const LoadReport& lo
   SHOAL_RETURN_IF_ERROR(ValidateOptions(options));
   MigrationPlan plan;
   bool pending = false;
-  SHOAL_ASSIGN_OR_RETURN(plan.moves, BalanceMoves(map, load, options, &pending));
+  SHOAL_ASSIGN_OR_RETURN(std::vector<MoveIntent> moves, BalanceMoves(map, load, options, &pending));
+  // Handoffs off a full disk first (writes to those buckets fail until then); a bucket handed
+  // off takes its other moves in a later plan.
+  if (map.replication_factor() > 1) plan.moves = PlanDiskFullHandoffs(map, load, options);
+  for (MoveIntent& move : moves) {
+    const bool handed_off =
+        std::any_of(plan.moves.begin(), plan.moves.end(),
+                    [&](const MoveIntent& handoff) { return handoff.bucket == move.bucket; });
+    if (handed_off) {
+      pending = true;
+    } else {
+      plan.moves.push_back(std::move(move));
+    }
+  }
   // Split and merge come last: only once drain, repair and balance want nothing.
   if (plan.moves.empty() && !pending && map.TransitionCount() == 0) {
     PlanSplitsAndMerges(map, load, options, &plan);

@@ -6,6 +6,9 @@
 // Plan(map, load, options) looks at the map with every move in flight counted as done (a moving
 // bucket's owners are its destination; it is never planned again until its transition is gone)
 // and returns, in priority order:
+//   0. disk full (K > 1): a bucket whose primary is on a node out of disk space
+//      (LoadReport::OutOfSpace) hands the primary to a backup with room (no data moves); such a
+//      node takes no primary in step 5 either. Its other moves wait for a later plan;
 //   1. drain: replicas on leaving nodes go elsewhere (paper 001 §3.3);
 //   2. repair: buckets with fewer than K replicas get new replicas (paper 001 §3.2 rule 2);
 //   3. balance: paper 004 §5.1 Algorithm 2 (partition::Balance) over bucket byte sizes, one

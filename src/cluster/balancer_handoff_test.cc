@@ -190,5 +190,51 @@ TEST(BalancerHandoffTest, ReadHandoffsRespectTheConcurrencyLimit) {
   EXPECT_EQ(plan->moves.front().source.front(), NodeId(1));
 }
 
+// A node whose disk is at its reserve refuses every write: its primaries go to backups with
+// room before anything else, none comes back while it stays full, and once it has room again
+// the count rule evens primaries out as before.
+TEST(BalancerHandoffTest, ANodeOutOfDiskSpaceGivesItsPrimariesAwayAndTakesNone) {
+  ShardMap map = EvenByCount();
+  LoadReport load;
+  load.node_room_bytes[NodeId(2)] = 0;
+  load.node_room_bytes[NodeId(3)] = 1 << 20;  // room: listed, not full
+  const std::vector<MigrationPlan> plans = RunToFixedPoint(&map, &load, {.max_moves_per_node = 2});
+  ASSERT_EQ(plans.size(), 1u);
+  ASSERT_EQ(plans[0].moves.size(), 2u) << plans[0].DebugString();
+  std::map<NodeId, int> primaries;
+  for (const MoveIntent& move : plans[0].moves) {
+    EXPECT_EQ(move.reason, MoveReason::kDiskFull);
+    EXPECT_EQ(move.source.front(), NodeId(2));
+  }
+  for (const BucketPlacement& bucket : map.buckets()) ++primaries[bucket.replicas.front()];
+  EXPECT_EQ(primaries[NodeId(2)], 0);
+  EXPECT_EQ(primaries[NodeId(1)], 3) << "the heirs share the primaries";
+  EXPECT_EQ(primaries[NodeId(3)], 3);
+
+  // Space is back: primaries are evened out by count again.
+  load.node_room_bytes.erase(NodeId(2));
+  RunToFixedPoint(&map, &load, {.max_moves_per_node = 2});
+  primaries.clear();
+  for (const BucketPlacement& bucket : map.buckets()) ++primaries[bucket.replicas.front()];
+  EXPECT_EQ(primaries[NodeId(2)], 2);
+}
+
+// A full node's primary stays where no backup has room (or every backup is down): the bucket's
+// writes fail with NO_SPACE until space is freed, and nothing else is planned for it meanwhile.
+TEST(BalancerHandoffTest, AFullPrimaryStaysWhenNoBackupMayTakeIt) {
+  ShardMap map = EvenByCount();
+  LoadReport load;
+  load.node_room_bytes = {{NodeId(1), 0}, {NodeId(2), 0}, {NodeId(3), 0}};
+  auto plan = Balancer::Plan(map, load, {.max_moves_per_node = 2});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(plan->empty()) << plan->DebugString();
+  load.node_room_bytes = {{NodeId(2), 0}};
+  plan = Balancer::Plan(map, load, {.max_moves_per_node = 2, .unavailable = Nodes({1, 3})});
+  ASSERT_TRUE(plan.ok());
+  for (const MoveIntent& move : plan->moves) {
+    EXPECT_NE(move.reason, MoveReason::kDiskFull) << move.DebugString();
+  }
+}
+
 }  // namespace
 }  // namespace shoal::cluster

@@ -32,6 +32,11 @@ double LoadReport::UtilizationOf(NodeId node) const {
   return it == node_utilization.end() ? 0.0 : it->second;
 }
 
+bool LoadReport::OutOfSpace(NodeId node) const {
+  auto it = node_room_bytes.find(node);
+  return it != node_room_bytes.end() && it->second == 0;
+}
+
 std::map<NodeId, uint64_t> RoomAfterMovesInFlight(const ShardMap& map, const LoadReport& load) {
   std::map<NodeId, uint64_t> room = load.node_room_bytes;
   for (const BucketPlacement& bucket : map.buckets()) {
@@ -47,6 +52,8 @@ std::map<NodeId, uint64_t> RoomAfterMovesInFlight(const ShardMap& map, const Loa
 
 std::string_view ToString(MoveReason reason) {
   switch (reason) {
+    case MoveReason::kDiskFull:
+      return "disk-full";
     case MoveReason::kDrain:
       return "drain";
     case MoveReason::kRepair:

@@ -38,6 +38,10 @@ struct LoadReport {
   // no node has room.
   std::map<NodeId, uint64_t> node_room_bytes;
 
+  // True when `node` is listed with no room at all: its free disk space is at its reserve, so it
+  // refuses every write (a client's, a replicated one, a move's).
+  [[nodiscard]] bool OutOfSpace(NodeId node) const;
+
   [[nodiscard]] uint64_t BytesOf(BucketId bucket) const;
   [[nodiscard]] double HitsOf(BucketId bucket) const;
   [[nodiscard]] double UtilizationOf(NodeId node) const;
@@ -51,11 +55,12 @@ struct LoadReport {
 
 // Why a move is planned; the order is the priority (lower first).
 enum class MoveReason : uint8_t {
-  kDrain = 0,          // a replica sits on a leaving node (paper 001 §3.3)
-  kRepair = 1,         // the bucket has fewer than K replicas (paper 001 §3.2 rule 2)
-  kPreBootstrap = 2,   // relieve a heavily loaded node now (paper 001 §3.2, rule 3)
-  kBalance = 3,        // paper 004 §5.1 Algorithm 2
-  kPostBootstrap = 4,  // bring the new node to the average (paper 001 §3.2, rule 4)
+  kDiskFull = 0,       // a primary on a node out of disk space goes to a backup (a handoff)
+  kDrain = 1,          // a replica sits on a leaving node (paper 001 §3.3)
+  kRepair = 2,         // the bucket has fewer than K replicas (paper 001 §3.2 rule 2)
+  kPreBootstrap = 3,   // relieve a heavily loaded node now (paper 001 §3.2, rule 3)
+  kBalance = 4,        // paper 004 §5.1 Algorithm 2
+  kPostBootstrap = 5,  // bring the new node to the average (paper 001 §3.2, rule 4)
 };
 [[nodiscard]] std::string_view ToString(MoveReason reason);
 

@@ -231,6 +231,7 @@ Status BalancerLoop::BalanceOnce() {
     return map->TransitionCountOf(node) + busy[node] >= options_.max_moves_per_node;
   };
   LedPrimaries led = PrimariesLed(*map);
+  std::set<std::pair<BucketId, NodeId>> waiting_for_space;
   for (const auto& planned : plan.moves) {
     const std::optional<cluster::MoveIntent> step = ExecutableStep(
         *map, planned, [&](NodeId node) { return membership_->IsDown(node); }, led);
@@ -244,6 +245,12 @@ Status BalancerLoop::BalanceOnce() {
       if (!Contains(intent.source, node)) destination = node;  // the incoming copy
     }
     const cluster::TransitionMode mode = intent.mode;
+    if (!Contains(intent.source, destination) && load.OutOfSpace(destination)) {
+      // The node would refuse the copy (DiskSpaceGuard): the move waits for its space.
+      waiting_for_space.emplace(intent.bucket, destination);
+      idle = false;
+      continue;
+    }
     if (membership_->IsDown(destination) || membership_->IsDown(source) ||
         (busy[source] + busy[destination] > 0 && (full(source) || full(destination))) ||
         !executor_->Claim(intent.bucket, options_.max_moves_in_flight)) {
@@ -273,6 +280,16 @@ Status BalancerLoop::BalanceOnce() {
   }
   const bool running = executor_->Claimed() != 0;
   absl::MutexLock lock(&mu_);
+  for (const auto& [bucket, node] : waiting_for_space) {
+    if (waiting_for_space_.contains({bucket, node})) continue;
+    log::Warning("move.waits_for_space",
+                 {{"bucket", bucket.value()},
+                  {"node", node.value()},
+                  {"reason",
+                   "the node's free disk space is at its reserve; the copy goes once "
+                   "it reports room"}});
+  }
+  waiting_for_space_ = std::move(waiting_for_space);
   if (idle && !running && generation == admin_generation_) {
     idle_at_ = map->epoch();  // the map this round planned on
   } else {

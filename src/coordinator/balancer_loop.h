@@ -16,6 +16,9 @@
 //     max_moves_per_node moves, counting moves whose BEGIN is not stored yet;
 //   - a node that is down is neither a source nor a destination of a new move;
 //   - a damped node (Membership::flaps()) is no destination of a new move or primary;
+//   - a node out of disk space (cluster::LoadReport::OutOfSpace) receives no new copy: a move
+//     planned to it (a drain or repair with no other place) waits for its space, logged once
+//     (move.waits_for_space), instead of being begun and refused again every round;
 //   - a copy outside a bucket's replicas is dropped only under HeldCopies' rule (never while
 //     the bucket is short of copies, has a replica down or moves);
 //   - Balanced() holds only when the last round planned on the current map (its epoch) found
@@ -30,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -120,6 +124,8 @@ class BalancerLoop : public std::enable_shared_from_this<BalancerLoop> {
   std::optional<MapEpoch> idle_at_ ABSL_GUARDED_BY(mu_);
   // Moves this loop started and still running: bucket -> (source, destination).
   std::map<BucketId, std::pair<NodeId, NodeId>> moves_ ABSL_GUARDED_BY(mu_);
+  // Planned moves the last round left waiting for disk space: (bucket, the full node).
+  std::set<std::pair<BucketId, NodeId>> waiting_for_space_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shoal::coordinator

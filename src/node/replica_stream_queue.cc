@@ -66,6 +66,17 @@ bool ReplicaStreamQueue::in_flight() const {
 void ReplicaStreamQueue::Answered(int64_t now) {
   absl::MutexLock lock(&mu_);
   last_answer_ = std::max(last_answer_.value_or(now), now);
+  refusal_.reset();
+}
+
+void ReplicaStreamQueue::Refused(Status why) {
+  absl::MutexLock lock(&mu_);
+  refusal_ = std::move(why);
+}
+
+std::optional<Status> ReplicaStreamQueue::refusal() const {
+  absl::MutexLock lock(&mu_);
+  return refusal_;
 }
 
 int64_t ReplicaStreamQueue::last_sent() const {

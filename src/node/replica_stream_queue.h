@@ -18,6 +18,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "src/common/ids.h"
+#include "src/common/status.h"
 #include "src/storage/replica_position.h"
 
 namespace shoal::node {
@@ -51,6 +52,11 @@ class ReplicaStreamQueue {
 
   // The backup answered a message at `now`.
   void Answered(int64_t now);
+  // The backup answered the message in flight with an error (a full disk, say): it is alive but
+  // takes nothing; a later answer clears it. Call Failed() too.
+  void Refused(Status why);
+  // The backup's refusal since its last answer, if any: why it counts as silent.
+  [[nodiscard]] std::optional<Status> refusal() const;
   // When the latest message was sent, and when the backup last answered one (`start` until it
   // answers the first): the sender's keepalive and silence clocks.
   [[nodiscard]] int64_t last_sent() const;
@@ -64,6 +70,7 @@ class ReplicaStreamQueue {
   bool in_flight_ ABSL_GUARDED_BY(mu_) = false;
   int64_t last_sent_ ABSL_GUARDED_BY(mu_) = INT64_MIN / 2;
   std::optional<int64_t> last_answer_ ABSL_GUARDED_BY(mu_);
+  std::optional<Status> refusal_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shoal::node

@@ -387,7 +387,10 @@ void StorageNode::HandleReplicateAnswer(NodeId backup,
                                         const std::vector<transport::BucketTerm>& terms,
                                         transport::Micros sent_at, StatusOr<Response> response) {
   std::optional<transport::ReplicateResponse> body;
-  if (response.ok() && response->status.ok()) {
+  if (response.ok() && !response->status.ok()) {
+    // Alive but taking nothing (a full disk, a store being rebuilt): the silence report says so.
+    queue->Refused(response->status);
+  } else if (response.ok()) {
     auto parsed = transport::BodyAs<transport::ReplicateResponse>(std::move(*response));
     if (parsed.ok()) body = std::move(*parsed);
   }
@@ -513,7 +516,11 @@ void StorageNode::ReplicaKeeperLoop(NodeId backup, std::shared_ptr<ReplicaStream
     if (busy && silent >= options_.replica_ack_timeout &&
         now - last_report >= options_.replica_ack_timeout) {
       last_report = now;
-      ReportSilentBackup(backup, fmt::format("no answer for {} ms", silent / 1000));
+      const std::optional<Status> refusal = queue->refusal();
+      ReportSilentBackup(backup, refusal.has_value()
+                                     ? fmt::format("refused every message for {} ms: {}",
+                                                   silent / 1000, refusal->ToString())
+                                     : fmt::format("no answer for {} ms", silent / 1000));
     }
     // A message that failed goes again, entries left queued go, and a keepalive when one is due.
     SendNext(backup, queue, /*keepalive=*/now - queue->last_sent() >= keepalive);

@@ -425,11 +425,16 @@ int RunStatus(const DataFlags& flags) {
     std::printf("%-6s %-8s %-22s %-9s %8s%s %14s %12s %9s %9s %20s\n", "node", "state", "address",
                 "reachable", "buckets", replicated ? "  backups     held" : "", "bytes",
                 "documents", "reads/s", "writes/s", "free disk (reserve)");
+    std::vector<NodeId> full;  // free disk at the reserve: refusing every write
     for (const auto& [id, node] : nodes) {
-      const std::string disk = node.disk.has_value()
-                                   ? fmt::format("{} MiB ({})", node.disk->free_bytes >> 20,
-                                                 node.disk->reserve_bytes >> 20)
-                                   : std::string("?");
+      const bool at_reserve =
+          node.disk.has_value() && node.disk->free_bytes <= node.disk->reserve_bytes;
+      if (at_reserve) full.push_back(id);
+      const std::string disk =
+          node.disk.has_value()
+              ? fmt::format("{}{} MiB ({})", at_reserve ? "FULL " : "", node.disk->free_bytes >> 20,
+                            node.disk->reserve_bytes >> 20)
+              : std::string("?");
       const std::string backups =
           replicated ? fmt::format(" {:8} {:8}", node.backups, held_by(id)) : "";
       std::printf("%-6u %-8s %-22s %-9s %8llu%s %14llu %12llu %9.1f %9.1f %20s\n", id.value(),
@@ -438,6 +443,12 @@ int RunStatus(const DataFlags& flags) {
                   backups.c_str(), static_cast<unsigned long long>(node.bytes),
                   static_cast<unsigned long long>(node.documents), node.reads_per_second,
                   node.writes_per_second, disk.c_str());
+    }
+    for (NodeId id : full) {
+      std::printf(
+          "node %u: free disk at its reserve: it refuses writes (NO_SPACE) and new copies%s "
+          "until space is freed under its data directory\n",
+          id.value(), replicated ? ", and its primaries go to backups with room," : "");
     }
     if (!degraded.empty()) {
       std::printf(
