@@ -198,6 +198,14 @@ Response Coordinator::Handle(const Address& from, const transport::Request& requ
             return Response::Ok(transport::GetMapResponse{.state = State()});
           },
           [&](const transport::HeartbeatRequest& r) {
+            const ShardMapPtr current = committer_->map();
+            const cluster::NodeInfo* bound =
+                current == nullptr ? nullptr : current->FindNode(r.node);
+            if (Status admitted =
+                    membership_->AdmitStore(r.node, r.store_id, bound ? bound->store_id : 0);
+                !admitted.ok()) {
+              return Response::Error(admitted);
+            }
             if (membership_->RecordHeartbeat(r.node)) {
               log::Info("node.up", {{"node", r.node.value()}});
             }

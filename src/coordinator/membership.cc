@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "src/common/log.h"
 #include "src/coordinator/coordinator_options.h"
 
 namespace shoal::coordinator {
@@ -20,6 +21,40 @@ bool Membership::RecordHeartbeat(NodeId node) {
   const bool was_down = IsDownLocked(node);
   last_heartbeat_[node] = runtime_.Now();
   return was_down;
+}
+
+Status Membership::AdmitStore(NodeId node, uint64_t store_id, uint64_t bound_store) {
+  if (store_id == 0) return OkStatus();
+  absl::MutexLock lock(&mu_);
+  const transport::Micros now = runtime_.Now();
+  uint64_t live = 0;
+  transport::Micros silent = 0;
+  if (auto it = stores_.find(node); it != stores_.end()) {
+    if (now - it->second.at <= node_timeout_) {
+      live = it->second.id;
+      silent = now - it->second.at;
+    }
+  } else if (bound_store != 0 && now - started_ <= node_timeout_) {
+    live = bound_store;  // not heard yet since the start: the map's store may be about to speak
+    silent = now - started_;
+  }
+  if (live != 0 && live != store_id) {
+    Status refused = FailedPreconditionError(fmt::format(
+        "{} is live with another data directory (store {:#x}, heard {} ms ago), not store "
+        "{:#x}: a second process runs with --id {}, or this one's data directory was replaced "
+        "while the first still runs. Give each node its own --id and data directory; a node "
+        "whose data directory was replaced is taken once the old process has been silent for "
+        "{} ms",
+        node.DebugString(), live, silent / 1000, store_id, node.value(), node_timeout_ / 1000));
+    if (refused_.emplace(node, store_id).second) {
+      log::Warning("node.duplicate", {{"node", node.value()},
+                                      {"store", fmt::format("{:#x}", store_id)},
+                                      {"error", refused.ToString()}});
+    }
+    return refused;
+  }
+  stores_[node] = HeardStore{.id = store_id, .at = now};
+  return OkStatus();
 }
 
 bool Membership::IsDownLocked(NodeId node) const {

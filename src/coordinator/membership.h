@@ -9,13 +9,20 @@
 //     incarnation gets the benefit of the doubt for one node_timeout from the start;
 //   - a node has checked in (CheckIn) only when it sent a heartbeat within node_timeout or
 //     answered an InstallMap call now: a node id with no process behind it never checks in, so
-//     it is never added nor made a move's destination.
+//     it is never added nor made a move's destination;
+//   - one store speaks for a node id at a time (AdmitStore): while the store last admitted for
+//     it was heard within node_timeout (or, before any heartbeat since the start, the store the
+//     map binds to it, for one node_timeout), a heartbeat from another store is refused. A
+//     second process started with the same --id never takes the id over, and a node whose data
+//     directory was replaced is admitted once its old process has been silent for node_timeout.
 //
 // Thread-safety: thread-safe; mu_ is never held across a runtime yield (CheckIn calls and
 // sleeps without it).
 
+#include <cstdint>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -35,6 +42,10 @@ class Membership {
 
   // A heartbeat from `node` now. True when the node was down before it (it came back).
   bool RecordHeartbeat(NodeId node);
+  // OK when the heartbeat of `node` from store `store_id` may count (see the invariant above;
+  // `bound_store` is the map's binding, 0 if none; a `store_id` of 0 is not checked), and
+  // `store_id` is now the node's; kFailedPrecondition naming the other store otherwise.
+  [[nodiscard]] Status AdmitStore(NodeId node, uint64_t store_id, uint64_t bound_store);
   [[nodiscard]] bool IsDown(NodeId node) const;
   // A heartbeat within node_timeout.
   [[nodiscard]] bool HeardFrom(NodeId node) const;
@@ -69,6 +80,12 @@ class Membership {
 
   mutable absl::Mutex mu_;
   std::map<NodeId, transport::Micros> last_heartbeat_ ABSL_GUARDED_BY(mu_);
+  struct HeardStore {
+    uint64_t id = 0;
+    transport::Micros at = 0;
+  };
+  std::map<NodeId, HeardStore> stores_ ABSL_GUARDED_BY(mu_);            // the store admitted last
+  std::set<std::pair<NodeId, uint64_t>> refused_ ABSL_GUARDED_BY(mu_);  // logged once each
   std::set<NodeId> joining_ ABSL_GUARDED_BY(mu_);
   FlapDamper flaps_;
 };

@@ -55,6 +55,42 @@ TEST_F(MembershipTest, CheckInWaitsTheGraceForAStartingNodesFirstHeartbeat) {
   });
 }
 
+// One store speaks for a node id at a time: a second process with the same --id (another store)
+// is refused while the first is heard from, and a replaced data directory is taken once the old
+// process has been silent for node_timeout.
+TEST_F(MembershipTest, AnotherStoreIsRefusedWhileTheNodesStoreIsHeardFrom) {
+  Run([&] {
+    constexpr uint64_t kFirst = 0x1111;
+    constexpr uint64_t kOther = 0x2222;
+    ASSERT_TRUE(membership_->AdmitStore(kN1, kFirst, 0).ok());
+    const Status refused = membership_->AdmitStore(kN1, kOther, 0);
+    EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused;
+    EXPECT_NE(refused.ToString().find("--id 1"), std::string::npos) << refused;
+    EXPECT_NE(refused.ToString().find("0x1111"), std::string::npos) << refused;
+    // The first keeps speaking; the second stays refused.
+    ASSERT_TRUE(sim_.Sleep(options_.node_timeout / 2).ok());
+    ASSERT_TRUE(membership_->AdmitStore(kN1, kFirst, 0).ok());
+    ASSERT_TRUE(sim_.Sleep(options_.node_timeout / 2).ok());
+    EXPECT_FALSE(membership_->AdmitStore(kN1, kOther, 0).ok());
+    EXPECT_TRUE(membership_->AdmitStore(kN1, 0, 0).ok()) << "no store: not checked";
+    // The first falls silent: the second (a replaced data directory) is taken.
+    ASSERT_TRUE(sim_.Sleep(options_.node_timeout + kMs).ok());
+    ASSERT_TRUE(membership_->AdmitStore(kN1, kOther, 0).ok());
+    EXPECT_FALSE(membership_->AdmitStore(kN1, kFirst, 0).ok());
+  });
+}
+
+// Before any heartbeat since the coordinator's start, the store the map binds to a node speaks
+// for it for one node_timeout (a coordinator restarted while a second process runs with the id).
+TEST_F(MembershipTest, TheMapsStoreIsWaitedForAfterTheStart) {
+  Run([&] {
+    EXPECT_FALSE(membership_->AdmitStore(kN2, 0x2222, 0x1111).ok());
+    ASSERT_TRUE(membership_->AdmitStore(kN1, 0x1111, 0x1111).ok());
+    ASSERT_TRUE(sim_.Sleep(options_.node_timeout + kMs).ok());
+    EXPECT_TRUE(membership_->AdmitStore(kN2, 0x2222, 0x1111).ok()) << "the bound store is silent";
+  });
+}
+
 TEST_F(MembershipTest, AJoiningNodeIsTakenOnce) {
   Run([&] {
     membership_->AddJoining(kN3);

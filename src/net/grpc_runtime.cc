@@ -248,13 +248,25 @@ class GrpcRuntime::CallbackHandler final : public wire::Shoal::CallbackService {
 grpc::Status GrpcRuntime::HandleEnvelope(const wire::Envelope& envelope,
                                          std::chrono::system_clock::time_point deadline,
                                          wire::Response* out) {
+  // The sender's address: learned at once when unknown; a new one replaces the known one only
+  // once this process accepted the envelope, so that a refused sender (a second process started
+  // with a node's --id: Membership::AdmitStore) never takes the node's address over.
+  std::optional<Address> learn;
   if (!envelope.from_listen().empty()) {
     if (auto from = FromWire(envelope.from()); from.ok() && from->kind != Address::Kind::kClient) {
-      SetAddress(*from, envelope.from_listen());
+      learn = *from;
+      if (!KnowsAddress(*learn)) {
+        SetAddress(*learn, envelope.from_listen());
+        learn.reset();
+      }
     }
   }
-  return DispatchEnvelope(local_, envelope, TimeoutUntil(deadline), options_.max_message_bytes,
-                          out);
+  grpc::Status status =
+      DispatchEnvelope(local_, envelope, TimeoutUntil(deadline), options_.max_message_bytes, out);
+  if (learn.has_value() && status.ok() && out->status().code() == 0) {
+    SetAddress(*learn, envelope.from_listen());
+  }
+  return status;
 }
 
 grpc::Status GrpcRuntime::HandleAdmin(const grpc::ServerContextBase& context,

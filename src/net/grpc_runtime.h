@@ -16,9 +16,10 @@
 // Addresses: the coordinator's host:port is configured (GrpcRuntimeOptions::coordinator) or is
 // this process's own. Every Envelope carries the host:port its sender serves on, so the
 // coordinator learns each node's address from the node's first request (its heartbeat) and
-// keeps the book in a file across restarts. Any other process that needs an address it does
-// not know asks the coordinator's server (Shoal.Resolve) for its book; an address that refuses
-// a connection is forgotten and resolved again on the next call.
+// keeps the book in a file across restarts. A known address is replaced only by the sender of
+// an envelope this process answered OK (a refused heartbeat moves nothing). Any other process that
+// needs an address it does not know asks the coordinator's server (Shoal.Resolve) for its book; an
+// address that refuses a connection is forgotten and resolved again on the next call.
 //
 // Several coordinators (failover under ZooKeeper): GrpcRuntimeOptions::coordinator may list
 // several host:port, comma-separated. Calls go to one of them; when a call to the coordinator,
@@ -236,6 +237,8 @@ class GrpcRuntime final : public transport::Runtime {
   [[nodiscard]] std::string advertised_address() const { return advertised_; }
   // Records (or replaces) the host:port of a process.
   void SetAddress(const transport::Address& who, const std::string& host_port);
+  // Whether the book has an address for `who`.
+  [[nodiscard]] bool KnowsAddress(const transport::Address& who) const;
   // The known address book, as "who -> host:port".
   [[nodiscard]] std::map<transport::Address, std::string> AddressBook() const;
   // The host:port of `to`: from the book, else asked of the coordinator (which keeps the address

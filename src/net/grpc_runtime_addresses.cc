@@ -33,6 +33,11 @@ void GrpcRuntime::SetAddress(const Address& who, const std::string& host_port) {
   SaveAddressBookLocked();
 }
 
+bool GrpcRuntime::KnowsAddress(const Address& who) const {
+  absl::MutexLock lock(&mu_);
+  return book_.contains(who);
+}
+
 std::map<Address, std::string> GrpcRuntime::AddressBook() const {
   absl::MutexLock lock(&mu_);
   return book_;

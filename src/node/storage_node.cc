@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "absl/container/flat_hash_set.h"
+#include "src/common/log.h"
 #include "src/common/overloaded.h"
 #include "src/common/point.h"
 #include "src/node/node_ranges.h"
@@ -525,6 +526,8 @@ Response StorageNode::HandleInstallMap(const transport::InstallMapRequest& reque
 
 void StorageNode::HeartbeatLoop() {
   ActiveGuard guard(this);
+  constexpr transport::Micros kRefusedLogInterval = 30'000'000;
+  transport::Micros refused_logged_at = INT64_MIN / 2;
   while (runtime_.Alive()) {
     transport::HeartbeatRequest heartbeat{.node = options_.id,
                                           .epoch = epoch(),
@@ -534,7 +537,16 @@ void StorageNode::HeartbeatLoop() {
                                           .quiesced = LongQuiesces()};
     const transport::Micros sent_at = runtime_.Now();
     auto response = runtime_.Call(Address::Coordinator(), heartbeat, options_.call_timeout);
-    if (response.ok()) {
+    if (response.ok() && !response->status.ok() &&
+        response->status.code() == StatusCode::kFailedPrecondition) {
+      // Another store speaks for this node id (Membership::AdmitStore): this process gets no
+      // map and serves nothing until the coordinator takes its heartbeats.
+      if (sent_at - refused_logged_at >= kRefusedLogInterval) {
+        refused_logged_at = sent_at;
+        log::Error("node.refused",
+                   {{"node", options_.id.value()}, {"error", response->status.ToString()}});
+      }
+    } else if (response.ok()) {
       auto body = transport::BodyAs<transport::HeartbeatResponse>(std::move(*response));
       if (body.ok()) {
         heartbeat_answered_.store(sent_at);

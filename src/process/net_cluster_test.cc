@@ -452,6 +452,47 @@ TEST_F(NetClusterTest, CoordinatorRestartRecoversTheMapAndAddresses) {
   }
 }
 
+// A second process started with a live node's --id and another data directory (a copied service
+// file): the coordinator refuses its heartbeats (Membership::AdmitStore), so the node keeps its
+// address, its copies and its map; the second process gets no map and says why.
+TEST_F(NetClusterTest, ASecondProcessWithANodesIdIsRefused) {
+  StartCluster(/*nodes=*/2);
+  auto db = Database::Connect(coordinator_->address(), {.insecure = true});
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto c = (*db)->GetCollection("c");
+  ASSERT_TRUE(c.ok());
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(c->Upsert(fmt::format("k{}", i), fmt::format(R"({{"i": {}}})", i)).ok());
+  }
+  const MapEpoch epoch = coordinator_->coordinator().map()->epoch();
+  const transport::Address n2 = transport::Address::Node(NodeId(2));
+  ASSERT_EQ(coordinator_->runtime().AddressBook().at(n2), nodes_[2]->address());
+  log::LogCapture capture(log::Level::kWarning);
+  NodeProcessOptions second;
+  second.id = 2;
+  second.data_dir = dir_ + "/second-2";
+  second.listen = "127.0.0.1:0";
+  second.coordinator = coordinator_->address();
+  auto impostor = NodeProcess::Start(second);
+  ASSERT_TRUE(impostor.ok()) << impostor.status();
+  // Several heartbeats of both processes.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(coordinator_->runtime().AddressBook().at(n2), nodes_[2]->address());
+  EXPECT_EQ(coordinator_->coordinator().map()->epoch(), epoch) << "the map changed";
+  EXPECT_EQ((*impostor)->node().epoch(), MapEpoch(0)) << "the second process got a map";
+  for (int i = 0; i < 50; ++i) {
+    auto doc = c->Get(fmt::format("k{}", i));
+    ASSERT_TRUE(doc.ok()) << doc.status();
+    EXPECT_EQ(doc->json, fmt::format(R"({{"i": {}}})", i));
+    ASSERT_TRUE(c->Upsert(fmt::format("k{}", i), R"({"again": true})").ok());
+  }
+  ASSERT_TRUE((*impostor)->Stop().ok());
+  const std::string contents = capture.Stop();
+  EXPECT_EQ(log::Occurrences(contents, "node.duplicate"), 1u) << contents;
+  EXPECT_GE(log::Occurrences(contents, "node.refused"), 1u) << contents;
+  EXPECT_NE(contents.find("--id 2"), std::string::npos) << contents;
+}
+
 TEST_F(NetClusterTest, AdminAddsANodeOverTheNetwork) {
   StartCoordinator(/*nodes=*/1, /*auto_balance=*/true);
   StartNode(1);
