@@ -198,6 +198,10 @@ Response Coordinator::Handle(const Address& from, const transport::Request& requ
             return Response::Ok(transport::GetMapResponse{.state = State()});
           },
           [&](const transport::HeartbeatRequest& r) {
+            if (const uint64_t cluster = committer_->cluster_id();
+                r.cluster_id != 0 && cluster != 0 && r.cluster_id != cluster) {
+              return Response::Error(transport::OtherClusterError(r.cluster_id, cluster));
+            }
             const ShardMapPtr current = committer_->map();
             const cluster::NodeInfo* bound =
                 current == nullptr ? nullptr : current->FindNode(r.node);

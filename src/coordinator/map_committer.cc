@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <memory>
+#include <random>
 #include <utility>
 
 #include "src/cluster/shard_map_codec.h"
@@ -22,11 +23,42 @@ namespace {
 constexpr char kMapKey[] = "cluster/map";
 constexpr char kNextMoveKey[] = "cluster/next_move";
 constexpr char kCollectionPrefix[] = "cluster/collections/";
+constexpr char kClusterIdKey[] = "cluster/id";
 
 uint64_t ParseU64(std::string_view text) {
   uint64_t value = 0;
   std::from_chars(text.data(), text.data() + text.size(), value);
   return value;
+}
+
+// The stored cluster id, made (and stored) if there is none. From std::random_device, not the
+// runtime's generator: the value only has to differ between clusters, and drawing from the
+// runtime would shift every seeded simulation's schedule.
+StatusOr<uint64_t> LoadClusterId(metadata::MetadataStore& store) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto stored = store.Get(kClusterIdKey);
+    if (stored.ok()) {
+      uint64_t id = 0;
+      const auto [end, error] = std::from_chars(
+          stored->value.data(), stored->value.data() + stored->value.size(), id, 16);
+      if (error != std::errc() || id == 0) {
+        return InternalError(
+            fmt::format("{}: not a cluster id: {:?}", kClusterIdKey, stored->value));
+      }
+      return id;
+    }
+    if (stored.status().code() != StatusCode::kNotFound) return stored.status();
+    std::random_device device;
+    const uint64_t made = (uint64_t{device()} << 32 | device()) | 1;  // never 0
+    auto put = store.Put(kClusterIdKey, fmt::format("{:016x}", made), metadata::kMustNotExist);
+    if (put.ok()) {
+      log::Info("cluster.id_created", {{"cluster", fmt::format("{:016x}", made)}});
+      return made;
+    }
+    // Another coordinator stored one first: read it.
+    if (put.status().code() != StatusCode::kFailedPrecondition) return put.status();
+  }
+  return UnavailableError(fmt::format("{}: neither read nor made", kClusterIdKey));
 }
 
 }  // namespace
@@ -54,6 +86,7 @@ Status MapCommitter::Load() {
   uint64_t next_move = 1;
   auto next = store_.Get(kNextMoveKey);
   if (next.ok()) next_move = std::max<uint64_t>(1, ParseU64(next->value));
+  SHOAL_ASSIGN_OR_RETURN(const uint64_t cluster_id, LoadClusterId(store_));
   SHOAL_ASSIGN_OR_RETURN(auto stored, store_.List(kCollectionPrefix));
   std::vector<storage::CollectionSpec> collections;
   for (const auto& [key, value] : stored) {
@@ -66,6 +99,7 @@ Status MapCommitter::Load() {
   map_version_ = version;
   next_move_ = next_move;
   collections_ = std::move(collections);
+  cluster_id_ = cluster_id;
   return OkStatus();
 }
 
@@ -88,7 +122,13 @@ Status MapCommitter::Initialize(const std::vector<NodeId>& nodes, uint32_t bucke
 
 transport::ClusterState MapCommitter::State() const {
   absl::MutexLock lock(&mu_);
-  return transport::ClusterState{.map = map_, .collections = collections_};
+  return transport::ClusterState{
+      .map = map_, .collections = collections_, .cluster_id = cluster_id_};
+}
+
+uint64_t MapCommitter::cluster_id() const {
+  absl::MutexLock lock(&mu_);
+  return cluster_id_;
 }
 
 ShardMapPtr MapCommitter::map() const {

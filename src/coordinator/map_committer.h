@@ -10,6 +10,8 @@
 //   cluster/map                  EncodeShardMap of the current map
 //   cluster/next_move            the next MoveId (ids are never reused)
 //   cluster/collections/<name>   the collection id
+//   cluster/id                   the cluster's identity: 16 hex digits, made once by the first
+//                                Load, never changed (ClusterState::cluster_id)
 //
 // Invariants:
 //   - edits are serialized (edit_mu_): each is built on the map the previous one stored, and
@@ -53,7 +55,8 @@ class MapCommitter {
   MapCommitter(transport::Runtime& runtime, metadata::MetadataStore& store,
                std::shared_ptr<const Membership> membership, transport::Micros call_timeout);
 
-  // Reads the stored map, next move id and collections (at open).
+  // Reads the stored map, next move id, collections and cluster id (at open); makes the
+  // cluster id if none is stored.
   [[nodiscard]] Status Load();
   // Creates the first map (epoch 1) unless one is stored. min_in_sync 0: a majority of K.
   [[nodiscard]] Status Initialize(const std::vector<NodeId>& nodes, uint32_t bucket_count,
@@ -71,6 +74,7 @@ class MapCommitter {
 
   [[nodiscard]] cluster::ShardMapPtr map() const;
   [[nodiscard]] transport::ClusterState State() const;
+  [[nodiscard]] uint64_t cluster_id() const;
   // The id the next BEGIN takes; call from an EditBuilder (edits are serialized).
   [[nodiscard]] MoveId NextMoveId() const;
   void SetObserver(StateObserver observer);
@@ -91,6 +95,7 @@ class MapCommitter {
   cluster::ShardMapPtr map_ ABSL_GUARDED_BY(mu_);
   uint64_t map_version_ ABSL_GUARDED_BY(mu_) = 0;  // metadata version of cluster/map
   uint64_t next_move_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t cluster_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<storage::CollectionSpec> collections_ ABSL_GUARDED_BY(mu_);
   StateObserver observer_ ABSL_GUARDED_BY(mu_);
 };

@@ -164,6 +164,7 @@ void ToWire(const transport::Request& request, wire::Request* out) {
                    w->set_incarnation(r.incarnation);
                    BucketTermsToWire(r.fenced, w->mutable_fenced());
                    QuiescedToWire(r.quiesced, w->mutable_quiesced());
+                   w->set_cluster_id(r.cluster_id);
                  },
                  [out](const transport::CreateCollectionRequest& r) {
                    out->mutable_create_collection()->set_name(r.name);
@@ -335,7 +336,8 @@ StatusOr<transport::Request> FromWire(const wire::Request& request) {
                                       .store_id = w.store_id(),
                                       .incarnation = w.incarnation(),
                                       .fenced = BucketTermsFromWire(w.fenced()),
-                                      .quiesced = QuiescedFromWire(w.quiesced())});
+                                      .quiesced = QuiescedFromWire(w.quiesced()),
+                                      .cluster_id = w.cluster_id()});
     }
     case wire::Request::kQuiesce:
       return transport::Request(

@@ -290,6 +290,7 @@ StatusOr<cluster::ShardMapPtr> FromWire(const wire::ShardMap& map) {
 
 void ToWire(const transport::ClusterState& state, wire::ClusterState* out) {
   out->set_map(EncodeMap(state.map));
+  out->set_cluster_id(state.cluster_id);
   for (const auto& collection : state.collections) {
     auto* spec = out->add_collections();
     spec->set_id(collection.id.value());
@@ -300,6 +301,7 @@ void ToWire(const transport::ClusterState& state, wire::ClusterState* out) {
 StatusOr<transport::ClusterState> FromWire(const wire::ClusterState& state) {
   transport::ClusterState out;
   SHOAL_ASSIGN_OR_RETURN(out.map, DecodeMap(state.map()));
+  out.cluster_id = state.cluster_id();
   for (const auto& spec : state.collections()) {
     out.collections.push_back(
         storage::CollectionSpec{.id = CollectionId(spec.id()), .name = spec.name()});

@@ -73,9 +73,11 @@ StatusOr<std::shared_ptr<StorageNode>> StorageNode::Open(transport::Runtime& run
   if (ec) return IoError(fmt::format("create {}/moves: {}", options.data_dir, ec.message()));
   // A fetch cut short by a crash is never ingested: its copies go.
   SHOAL_RETURN_IF_ERROR(RemoveStagingDirectories(options.data_dir));
+  SHOAL_ASSIGN_OR_RETURN(ClusterIdentity cluster, ClusterIdentity::Open(options.data_dir));
   SHOAL_ASSIGN_OR_RETURN(node->store_, storage::BucketStore::Open(store_options));
   {
     absl::MutexLock lock(&node->mu_);
+    node->cluster_ = std::move(cluster);
     for (const auto& spec : node->store_->ListCollections()) node->collections_[spec.id] = true;
     // Seals outlive a restart (replication.md §4.8): a failover may still be waiting out the
     // lease of the primary this node refused.
@@ -97,6 +99,11 @@ Status StorageNode::Close() {
   }
   if (store_ == nullptr) return OkStatus();
   return store_->Close();
+}
+
+uint64_t StorageNode::ClusterId() const {
+  absl::MutexLock lock(&mu_);
+  return cluster_->id();
 }
 
 MapEpoch StorageNode::epoch() const {
@@ -191,6 +198,15 @@ Status StorageNode::RefreshMap() {
 }
 
 void StorageNode::InstallLocked(const transport::ClusterState& state) {
+  // Nothing of another cluster: its collection ids name other collections than this store's.
+  if (Status admitted = cluster_->Admit(state.cluster_id); !admitted.ok()) {
+    if (!other_cluster_logged_) {
+      other_cluster_logged_ = true;
+      log::Error("node.other_cluster",
+                 {{"node", options_.id.value()}, {"error", admitted.ToString()}});
+    }
+    return;
+  }
   // Register new collections (idempotent, local, no yield), whatever the epoch.
   for (const auto& spec : state.collections) {
     if (collections_.count(spec.id) != 0) continue;
@@ -534,7 +550,8 @@ void StorageNode::HeartbeatLoop() {
                                           .store_id = store_->store_id(),
                                           .incarnation = incarnation_,
                                           .fenced = FencedTerms(),
-                                          .quiesced = LongQuiesces()};
+                                          .quiesced = LongQuiesces(),
+                                          .cluster_id = ClusterId()};
     const transport::Micros sent_at = runtime_.Now();
     auto response = runtime_.Call(Address::Coordinator(), heartbeat, options_.call_timeout);
     if (response.ok() && !response->status.ok() &&

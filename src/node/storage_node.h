@@ -108,6 +108,7 @@
 #include "src/common/ids.h"
 #include "src/common/status.h"
 #include "src/hotspot/top_k_sketch.h"
+#include "src/node/cluster_identity.h"
 #include "src/node/move_files.h"
 #include "src/node/node_options.h"
 #include "src/node/recent_entries.h"
@@ -140,6 +141,8 @@ class StorageNode final : public transport::Service,
 
   [[nodiscard]] NodeId id() const { return options_.id; }
   [[nodiscard]] MapEpoch epoch() const;
+  // The cluster the data directory belongs to (ClusterIdentity; 0 until one is adopted).
+  [[nodiscard]] uint64_t ClusterId() const;
   [[nodiscard]] LocalRole RoleOf(BucketId bucket) const;
   // Test oracle: whether this node would acknowledge a write to `point` right now. A replicated
   // primary also needs its read lease: a write commits only once every backup accepted it,
@@ -500,6 +503,9 @@ class StorageNode final : public transport::Service,
   RecentEntries recent_;                         // its own lock, taken after outbox_mu_ or alone
   const uint64_t incarnation_;                   // this start of the process
   bool installed_ ABSL_GUARDED_BY(mu_) = false;  // a map was installed since the start
+  // The cluster the data directory belongs to: a state of another is never installed.
+  std::optional<ClusterIdentity> cluster_ ABSL_GUARDED_BY(mu_);
+  bool other_cluster_logged_ ABSL_GUARDED_BY(mu_) = false;
   // Terms this node held as a replicated primary before its start, and terms the coordinator
   // sealed here (a failover; durable in the store, restored at Open): no read or write of the
   // bucket is admitted at or below them.

@@ -493,6 +493,44 @@ TEST_F(NetClusterTest, ASecondProcessWithANodesIdIsRefused) {
   EXPECT_NE(contents.find("--id 2"), std::string::npos) << contents;
 }
 
+// The coordinator's metadata is lost and a new cluster is made on the same nodes: their data
+// directories belong to the old cluster, so they install none of the new one's state (its
+// collection ids start again at 1 and would show the old documents under new names) and its
+// coordinator refuses their heartbeats, each side saying why (node/cluster_identity.h).
+TEST_F(NetClusterTest, NodesOfAnotherClusterInstallNothing) {
+  StartCluster(/*nodes=*/2);
+  {
+    auto db = Database::Connect(coordinator_->address(), {.insecure = true});
+    ASSERT_TRUE(db.ok()) << db.status();
+    auto c = (*db)->GetCollection("secrets");
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(c->Upsert("k", R"({"secret": 1})").ok());
+  }
+  const uint64_t old_cluster = nodes_[1]->node().ClusterId();
+  ASSERT_NE(old_cluster, 0u);
+  EXPECT_EQ(nodes_[2]->node().ClusterId(), old_cluster);
+  nodes_.clear();
+  coordinator_.reset();
+  std::filesystem::remove_all(dir_ + "/coordinator");
+
+  log::LogCapture capture(log::Level::kWarning);
+  StartCluster(/*nodes=*/2);
+  ASSERT_NE(coordinator_->coordinator().State().cluster_id, old_cluster);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  for (uint32_t id : {1u, 2u}) {
+    // Offered the new cluster's state directly too (as a map push would).
+    (void)nodes_[id]->node().Handle(
+        transport::Address::Coordinator(),
+        transport::InstallMapRequest{.state = coordinator_->coordinator().State()});
+    EXPECT_EQ(nodes_[id]->node().epoch(), MapEpoch(0)) << "n" << id << " installed a map";
+    EXPECT_EQ(nodes_[id]->node().ClusterId(), old_cluster);
+  }
+  nodes_.clear();
+  const std::string contents = capture.Stop();
+  EXPECT_EQ(log::Occurrences(contents, "node.other_cluster"), 2u) << contents;
+  EXPECT_GE(log::Occurrences(contents, "node.refused"), 2u) << contents;
+}
+
 TEST_F(NetClusterTest, AdminAddsANodeOverTheNetwork) {
   StartCoordinator(/*nodes=*/1, /*auto_balance=*/true);
   StartNode(1);

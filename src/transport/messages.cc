@@ -150,4 +150,13 @@ std::string_view RequestName(const Request& request) {
       request);
 }
 
+Status OtherClusterError(uint64_t directory_cluster, uint64_t offered_cluster) {
+  return FailedPreconditionError(fmt::format(
+      "the node's data directory belongs to cluster {:016x}, not to cluster {:016x}: the node "
+      "was pointed at another cluster's coordinator, or the coordinator's metadata was lost and "
+      "made anew. Point it at its own cluster; a node of a new cluster needs an empty data "
+      "directory",
+      directory_cluster, offered_cluster));
+}
+
 }  // namespace shoal::transport

@@ -200,7 +200,15 @@ struct ScanResponse {
 struct ClusterState {
   cluster::ShardMapPtr map{};
   std::vector<storage::CollectionSpec> collections{};
+  // The cluster's identity, made once when its metadata is created (MapCommitter): a node
+  // installs no state of another cluster than the one its data directory belongs to
+  // (docs/design/network.md, "Cluster identity"). 0: not known.
+  uint64_t cluster_id = 0;
 };
+
+// The refusal of a cluster id that is not the one a node's data directory belongs to: by the node
+// offered a ClusterState, by the coordinator offered a heartbeat. kFailedPrecondition.
+[[nodiscard]] Status OtherClusterError(uint64_t directory_cluster, uint64_t offered_cluster);
 
 struct GetMapRequest {};
 struct GetMapResponse {
@@ -238,6 +246,9 @@ struct HeartbeatRequest {
   // Buckets this node has held quiesced (QuiesceRequest) for longer than its fence timeout: the
   // coordinator releases those no split or merge will follow.
   std::vector<QuiescedBucket> quiesced{};
+  // The cluster the node's data directory belongs to (0: none yet): the coordinator refuses a
+  // node of another cluster.
+  uint64_t cluster_id = 0;
 };
 struct HeartbeatResponse {
   MapEpoch epoch{};  // the coordinator's current epoch
