@@ -324,6 +324,21 @@ void PlanSplitsAndMerges(const ShardMap& map, const LoadReport& load,
   }
 }
 
+// The move that gives `bucket`'s primary to its backup `heir`: the same copies, `heir` first, no
+// data moved.
+MoveIntent HandoffOf(const BucketPlacement& bucket, NodeId heir, MoveReason reason) {
+  std::vector<NodeId> target{heir};
+  for (NodeId node : bucket.replicas) {
+    if (node != heir) target.push_back(node);
+  }
+  return {.bucket = bucket.id,
+          .source = bucket.replicas,
+          .destination = std::move(target),
+          .mode = TransitionMode::kCopyThenSwitch,
+          .reason = reason,
+          .bytes = 0};
+}
+
 // A handoff planned by PlanHandoffs: bucket `index` of the map gives its primary to `heir`.
 struct Handoff {
   size_t index = 0;
@@ -405,21 +420,12 @@ void PlanHandoffs(const ShardMap& map, const LoadReport& load, const BalancerOpt
     }
     if (!best.has_value()) return;
     const BucketPlacement& bucket = map.buckets()[best->index];
-    std::vector<NodeId> target{best->heir};
-    for (NodeId node : bucket.replicas) {
-      if (node != best->heir) target.push_back(node);
-    }
     primaries[bucket.replicas.front()] -= weight(bucket);
     primaries[best->heir] += weight(bucket);
     ++busy[bucket.replicas.front()];
     ++busy[best->heir];
     taken[best->index] = true;
-    plan->moves.push_back({.bucket = bucket.id,
-                           .source = bucket.replicas,
-                           .destination = std::move(target),
-                           .mode = TransitionMode::kCopyThenSwitch,
-                           .reason = MoveReason::kBalance,
-                           .bytes = 0});
+    plan->moves.push_back(HandoffOf(bucket, best->heir, MoveReason::kBalance));
   }
 }
 
@@ -457,16 +463,7 @@ std::vector<MoveIntent> PlanDiskFullHandoffs(const ShardMap& map, const LoadRepo
     if (!heir.has_value()) continue;
     --led[primary];
     ++led[*heir];
-    std::vector<NodeId> target{*heir};
-    for (NodeId node : bucket.replicas) {
-      if (node != *heir) target.push_back(node);
-    }
-    handoffs.push_back({.bucket = bucket.id,
-                        .source = bucket.replicas,
-                        .destination = std::move(target),
-                        .mode = TransitionMode::kCopyThenSwitch,
-                        .reason = MoveReason::kDiskFull,
-                        .bytes = 0});
+    handoffs.push_back(HandoffOf(bucket, *heir, MoveReason::kDiskFull));
   }
   return handoffs;
 }

@@ -554,10 +554,10 @@ void StorageNode::HeartbeatLoop() {
                                           .cluster_id = ClusterId()};
     const transport::Micros sent_at = runtime_.Now();
     auto response = runtime_.Call(Address::Coordinator(), heartbeat, options_.call_timeout);
-    if (response.ok() && !response->status.ok() &&
-        response->status.code() == StatusCode::kFailedPrecondition) {
-      // Another store speaks for this node id (Membership::AdmitStore): this process gets no
-      // map and serves nothing until the coordinator takes its heartbeats.
+    if (response.ok() && response->status.code() == StatusCode::kFailedPrecondition) {
+      // The coordinator does not take this node: another store speaks for its id
+      // (Membership::AdmitStore) or its data directory belongs to another cluster
+      // (ClusterIdentity). It gets no map and serves nothing meanwhile.
       if (sent_at - refused_logged_at >= kRefusedLogInterval) {
         refused_logged_at = sent_at;
         log::Error("node.refused",
