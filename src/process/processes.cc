@@ -6,10 +6,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include "src/common/directory_identity.h"
 #include "src/common/log.h"
 #include "src/metadata/embedded_metadata_store.h"
 #include "src/metadata/zookeeper_metadata_store.h"
 #include "src/net/wire_codec.h"
+#include "src/node/storage_health.h"
 #include "src/process/admin.h"
 
 namespace shoal::process {
@@ -55,6 +57,8 @@ StatusOr<uint32_t> ResolveNodeId(const std::string& data_dir, uint32_t requested
 
 // The election's keys in the metadata store (next to the coordinator's cluster/ and moves/).
 constexpr std::string_view kElectionPrefix = "coordinator/";
+// How often a process checks that its disk can still be trusted (FailStop).
+constexpr std::chrono::milliseconds kFailStopInterval{1000};
 
 }  // namespace
 
@@ -91,6 +95,24 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
     net::GrpcRuntime* runtime = process->runtime_.get();
     meta.now_micros = [runtime] { return runtime->Now(); };
     SHOAL_ASSIGN_OR_RETURN(process->metadata_, metadata::EmbeddedMetadataStore::Open(meta));
+    SHOAL_ASSIGN_OR_RETURN(DirectoryIdentity directory, DirectoryIdentity::Of(meta.path));
+    // Not a fail-stop: the nodes depend on this process, and the map it holds is the only copy
+    // left. It says so once, loudly: a restart would start a new cluster.
+    process->fail_stop_ = std::make_unique<FailStop>(
+        "coordinator.storage_failed", "",
+        std::vector<FailStop::Probe>{[directory]() -> std::optional<Status> {
+          if (Status status = directory.Check(); !status.ok()) return status;
+          return std::nullopt;
+        }},
+        kFailStopInterval, [](const Status& failure) {
+          log::Error("coordinator.metadata_removed",
+                     {{"error", failure.ToString()},
+                      {"then",
+                       "the coordinator keeps serving from its open store, but its next start "
+                       "finds no metadata and begins a new cluster, which the nodes refuse: "
+                       "keep it running, and use --metadata zk://... for metadata that "
+                       "survives a lost directory"}});
+        });
     SHOAL_RETURN_IF_ERROR(process->Lead());
     return process;
   }
@@ -282,6 +304,7 @@ void CoordinatorProcess::Stop() {
   }
   watch_hub_->Close();  // the waiting watches end now, not at the server's shutdown grace
   cv_.SignalAll();
+  fail_stop_.reset();
   if (election_thread_.joinable()) election_thread_.join();
   // A Start that failed before its runtime served has none.
   if (runtime_ != nullptr) {
@@ -331,6 +354,23 @@ StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeProcessOptio
   node.background_nice = options.background_nice;
   node.store.min_free_disk_bytes = options.min_free_disk_bytes;
   SHOAL_ASSIGN_OR_RETURN(process->node_, node::StorageNode::Open(*process->runtime_, node));
+  const storage::BucketStore* store = process->node_->store();
+  const std::chrono::milliseconds max_sync_stall = options.max_sync_stall;
+  process->fail_stop_ = std::make_unique<FailStop>(
+      "node.storage_failed",
+      "the node stops: its buckets fail over to their other copies (K > 1) and it is rebuilt "
+      "or recovered when it starts again",
+      std::vector<FailStop::Probe>{
+          [store, max_sync_stall] {
+            return node::StorageFailure(
+                *store,
+                std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::steady_clock::now().time_since_epoch())
+                    .count(),
+                node::StorageHealthOptions{.max_sync_duration = max_sync_stall});
+          },
+          [store] { return node::StorageDirectoryFailure(*store); }},
+      kFailStopInterval);
   process->node_->Start();
   if (options.security.tls.has_value()) {
     process->users_ = std::make_unique<UserTableFollower>(*process->runtime_);
@@ -346,6 +386,7 @@ Status NodeProcess::Stop() {
   stopped_ = true;
   if (users_ != nullptr) users_->Stop();
   expiry_.reset();
+  fail_stop_.reset();  // before the store closes
   // A Start that failed part way has no node or no runtime yet.
   Status status = node_ != nullptr ? node_->Close() : OkStatus();
   if (runtime_ != nullptr) runtime_->Shutdown();

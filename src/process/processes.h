@@ -38,7 +38,9 @@
 #include "src/metadata/leader_election.h"
 #include "src/metadata/metadata_store.h"
 #include "src/net/grpc_runtime.h"
+#include "src/node/storage_health.h"
 #include "src/node/storage_node.h"
+#include "src/process/fail_stop.h"
 #include "src/process/map_watch_hub.h"
 #include "src/process/user_admin.h"
 #include "src/security/cert_expiry.h"
@@ -123,6 +125,8 @@ class CoordinatorProcess {
   std::vector<std::unique_ptr<metadata::FencedMetadataStore>> fenced_;
   std::thread election_thread_;
   std::unique_ptr<security::CertificateExpiryMonitor> expiry_;  // over TLS only
+  // Watches the embedded metadata directory; its removal is logged (not a fail-stop).
+  std::unique_ptr<FailStop> fail_stop_;
 
   mutable absl::Mutex mu_;
   absl::CondVar cv_;  // coordinator_ was set, or stopping_
@@ -149,6 +153,9 @@ struct NodeProcessOptions {
   // storage::StoreOptions::min_free_disk_bytes: document writes stop (NO_SPACE) while they
   // would leave less free disk than this.
   uint64_t min_free_disk_bytes = storage::StoreOptions{}.min_free_disk_bytes;
+  // node::StorageHealthOptions::max_sync_duration: the process stops (exit status 74) when a
+  // WAL sync has not returned for this long; 0 = never.
+  std::chrono::milliseconds max_sync_stall = node::StorageHealthOptions{}.max_sync_duration;
   // Calls its server handles at once, in all and per client address, and scan streams it serves
   // at once (docs/limits.md).
   net::CallLimits call_limits{};
@@ -180,6 +187,7 @@ class NodeProcess {
   std::shared_ptr<node::StorageNode> node_;
   std::unique_ptr<UserTableFollower> users_;                    // over TLS only
   std::unique_ptr<security::CertificateExpiryMonitor> expiry_;  // over TLS only
+  std::unique_ptr<FailStop> fail_stop_;  // its store failed (node::StorageHealth): it stops
   bool stopped_ = false;
 };
 

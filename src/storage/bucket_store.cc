@@ -4,6 +4,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <random>
 
@@ -24,6 +25,12 @@ constexpr uint8_t kStoreFormatV1 = 1;
 constexpr uint8_t kCollectionFormatV1 = 1;
 
 rocksdb::Slice ToSlice(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
+
+int64_t SteadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 std::string CollectionMetaKey(CollectionId id) {
   std::string key(1, kCollectionPrefix);
@@ -53,6 +60,10 @@ StatusOr<std::unique_ptr<BucketStore>> BucketStore::Open(const StoreOptions& opt
       DiskSpaceGuard::Options{.reserve_bytes = options.min_free_disk_bytes,
                               .recheck_interval = options.disk_check_interval});
   SHOAL_RETURN_IF_ERROR(store->OpenEngine());
+  // A directory the process cannot stat (an Env of another kind) is not checked.
+  if (StatusOr<DirectoryIdentity> directory = DirectoryIdentity::Of(options.path); directory.ok()) {
+    store->directory_identity_ = *std::move(directory);
+  }
   SHOAL_RETURN_IF_ERROR(store->LoadMeta());
   store->stripes_ = std::make_unique<Stripe[]>(options.lock_stripes);
   if (options.sync == SyncPolicy::kPeriodic && options.sync_interval.count() > 0) {
@@ -306,16 +317,28 @@ Status BucketStore::CheckCollection(CollectionId id) const {
 
 Status BucketStore::WriteBatchToEngine(rocksdb::WriteBatch* batch, WalSync wal_sync) {
   SHOAL_RETURN_IF_ERROR(ResumeEngineIfStopped());
+  rocksdb::WriteOptions options = engine_.write;
   switch (wal_sync) {
     case WalSync::kAsConfigured:
-      return EngineWriteStatus(db_->Write(engine_.write, batch), "write");
-    case WalSync::kDeferred: {
-      rocksdb::WriteOptions deferred = engine_.write;
-      deferred.sync = false;
-      return EngineWriteStatus(db_->Write(deferred, batch), "write");
-    }
+      break;
+    case WalSync::kDeferred:
+      options.sync = false;
+      break;
   }
-  return InternalError("unknown WalSync");
+  // Progress of engine writes, for write_waiting_since_nanos: a busy period starts with the
+  // first write in flight, and every write that returns moves it on.
+  if (writes_in_flight_.fetch_add(1, std::memory_order_acq_rel) == 0) {
+    write_progress_ns_.store(SteadyNanos(), std::memory_order_release);
+  }
+  const rocksdb::Status written = db_->Write(options, batch);
+  write_progress_ns_.store(SteadyNanos(), std::memory_order_release);
+  writes_in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+  return EngineWriteStatus(written, "write");
+}
+
+int64_t BucketStore::write_waiting_since_nanos() const {
+  if (writes_in_flight_.load(std::memory_order_acquire) == 0) return 0;
+  return write_progress_ns_.load(std::memory_order_acquire);
 }
 
 rocksdb::ReadOptions BucketStore::MakeReadOptions(const Snapshot* snapshot) const {
@@ -331,6 +354,12 @@ std::unique_ptr<Snapshot> BucketStore::GetSnapshot() const {
 uint64_t BucketStore::LatestSequence() const { return db_->GetLatestSequenceNumber(); }
 
 Status BucketStore::SyncWal() { return group_sync_.Sync(); }
+
+Status BucketStore::CheckDirectory() const {
+  const Status status = directory_identity_.Check();
+  if (status.ok()) return status;
+  return StorageError(ErrorReason::kIo, MessageOf(status));
+}
 
 Status BucketStore::SyncWalNow() {
   SHOAL_RETURN_IF_ERROR(ResumeEngineIfStopped());

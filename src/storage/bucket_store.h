@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "src/common/directory_identity.h"
 #include "src/common/ids.h"
 #include "src/common/status.h"
 #include "src/storage/bucket_values.h"
@@ -338,6 +339,23 @@ class BucketStore {
   [[nodiscard]] bool engine_stopped() const { return engine_stopped_.load(); }
   [[nodiscard]] uint64_t engine_stops() const { return engine_stops_.load(); }
   [[nodiscard]] uint64_t engine_resumes() const { return engine_resumes_.load(); }
+  // A failure the store does not recover from in place: the engine stopped after an I/O error
+  // other than a full disk (EIO, a read-only remount, a deleted directory: the disk is not to
+  // be trusted, as PostgreSQL learned of fsync errors), or it cannot resume from a full disk
+  // without a restart. The first such error, for as long as the store is open; nullopt while
+  // there is none. A node stops on it (node::StorageHealth).
+  [[nodiscard]] std::optional<Status> EngineFailure() const;
+  // When the WAL sync running now started (steady clock, ns; 0 while none runs).
+  [[nodiscard]] int64_t sync_running_since_nanos() const {
+    return group_sync_.running_since_nanos();
+  }
+  // While engine writes are in flight, when the latest of them returned or, if none returned
+  // since the first began, when it began (steady clock, ns); 0 while none is in flight. A disk
+  // that holds the engine's synced writes keeps this in the past.
+  [[nodiscard]] int64_t write_waiting_since_nanos() const;
+  // OK while the store's directory is the one it opened; kIo once it was removed or replaced
+  // (a cleaner of /tmp, an operator's rm -rf): the engine then writes to deleted files.
+  [[nodiscard]] Status CheckDirectory() const;
   // How much the writes applied since Open changed the live size of the data in `range`: the sum
   // over those writes of |new - old| key + body bytes of the document (a delete counts the bytes
   // it removed, an insert those it added, an overwrite by a body of the same size nothing).
@@ -468,6 +486,15 @@ class BucketStore {
   std::atomic<bool> stopped_by_full_disk_{false};  // the stop's cause: ENOSPC or another error
   std::atomic<uint64_t> engine_stops_{0};
   std::atomic<uint64_t> engine_resumes_{0};
+  // write_waiting_since_nanos(): engine writes in flight, and the latest progress.
+  std::atomic<int64_t> writes_in_flight_{0};
+  std::atomic<int64_t> write_progress_ns_{0};
+  // EngineFailure(): set once, never cleared.
+  mutable std::mutex failure_mu_;
+  std::optional<Status> failure_;  // guarded by failure_mu_
+  void NoteFailure(const Status& failure);
+  // The directory Open created or found, for CheckDirectory.
+  DirectoryIdentity directory_identity_{};
   // WAL reads from below this after_sequence are refused (0: none), because the WAL before
   // the last stop may hold records of writes that failed (bucket_store_recovery.cc).
   std::atomic<uint64_t> wal_readable_from_{0};

@@ -65,7 +65,20 @@ Status BucketStore::EngineWriteStatus(const rocksdb::Status& status, std::string
                     "once {} bytes are free (min_free_disk_bytes)",
                     context, options_.path, status.ToString(), options_.min_free_disk_bytes));
   }
-  return FromRocks(status, context);
+  Status failed = FromRocks(status, context);
+  NoteFailure(StorageError(ErrorReason::kIo, fmt::format("the disk under {} failed a write: {}",
+                                                         options_.path, MessageOf(failed))));
+  return failed;
+}
+
+void BucketStore::NoteFailure(const Status& failure) {
+  std::lock_guard<std::mutex> lock(failure_mu_);
+  if (!failure_.has_value()) failure_ = failure;
+}
+
+std::optional<Status> BucketStore::EngineFailure() const {
+  std::lock_guard<std::mutex> lock(failure_mu_);
+  return failure_;
 }
 
 Status BucketStore::ResumeEngineIfStopped() {
@@ -106,8 +119,10 @@ Status BucketStore::ResumeEngineIfStopped() {
     // or a WAL sync raced the refused write: RocksDB 7.8 then marks the error unrecoverable,
     // and only reopening the store clears it (docs/design/storage.md §10).
     if (resumed.severity() >= rocksdb::Status::Severity::kFatalError) {
-      return stopped(
+      Status fatal = stopped(
           fmt::format("{}; it cannot resume in place, restart the node", resumed.ToString()));
+      NoteFailure(fatal);
+      return fatal;
     }
     return stopped(resumed.ToString());
   }

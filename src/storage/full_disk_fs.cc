@@ -5,10 +5,6 @@
 namespace shoal::storage {
 namespace {
 
-rocksdb::IOStatus NoSpace(const std::string& path) {
-  return rocksdb::IOStatus::NoSpace("no space left on device (test)", path);
-}
-
 // A file that asks its file system before every write.
 class FullDiskFile final : public rocksdb::FSWritableFileOwnerWrapper {
  public:
@@ -18,36 +14,38 @@ class FullDiskFile final : public rocksdb::FSWritableFileOwnerWrapper {
 
   rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
                            rocksdb::IODebugContext* dbg) override {
-    if (fs_->Refuse(path_)) return NoSpace(path_);
+    if (rocksdb::IOStatus refused = fs_->Refusal(path_); !refused.ok()) return refused;
     return target()->Append(data, options, dbg);
   }
   rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
                            const rocksdb::DataVerificationInfo& info,
                            rocksdb::IODebugContext* dbg) override {
-    if (fs_->Refuse(path_)) return NoSpace(path_);
+    if (rocksdb::IOStatus refused = fs_->Refusal(path_); !refused.ok()) return refused;
     return target()->Append(data, options, info, dbg);
   }
   rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, uint64_t offset,
                                      const rocksdb::IOOptions& options,
                                      rocksdb::IODebugContext* dbg) override {
-    if (fs_->Refuse(path_)) return NoSpace(path_);
+    if (rocksdb::IOStatus refused = fs_->Refusal(path_); !refused.ok()) return refused;
     return target()->PositionedAppend(data, offset, options, dbg);
   }
   rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, uint64_t offset,
                                      const rocksdb::IOOptions& options,
                                      const rocksdb::DataVerificationInfo& info,
                                      rocksdb::IODebugContext* dbg) override {
-    if (fs_->Refuse(path_)) return NoSpace(path_);
+    if (rocksdb::IOStatus refused = fs_->Refusal(path_); !refused.ok()) return refused;
     return target()->PositionedAppend(data, offset, options, info, dbg);
   }
   // A sync writes the blocks the appends reserved only in the page cache.
   rocksdb::IOStatus Sync(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
-    if (fs_->Refuse(path_)) return NoSpace(path_);
+    fs_->WaitWhileSyncsStall(path_);
+    if (rocksdb::IOStatus refused = fs_->Refusal(path_); !refused.ok()) return refused;
     return target()->Sync(options, dbg);
   }
   rocksdb::IOStatus Fsync(const rocksdb::IOOptions& options,
                           rocksdb::IODebugContext* dbg) override {
-    if (fs_->Refuse(path_)) return NoSpace(path_);
+    fs_->WaitWhileSyncsStall(path_);
+    if (rocksdb::IOStatus refused = fs_->Refusal(path_); !refused.ok()) return refused;
     return target()->Fsync(options, dbg);
   }
 
@@ -66,10 +64,32 @@ std::unique_ptr<rocksdb::Env> FullDiskFileSystem::NewEnv(
   return rocksdb::NewCompositeEnv(fs);
 }
 
-bool FullDiskFileSystem::Refuse(const std::string& path) {
-  if (!full_.load(std::memory_order_acquire) || !path.starts_with(prefix_)) return false;
-  refused_.fetch_add(1, std::memory_order_acq_rel);
-  return true;
+rocksdb::IOStatus FullDiskFileSystem::Refusal(const std::string& path) {
+  if (!path.starts_with(prefix_)) return rocksdb::IOStatus::OK();
+  if (full_.load(std::memory_order_acquire)) {
+    refused_.fetch_add(1, std::memory_order_acq_rel);
+    return rocksdb::IOStatus::NoSpace("no space left on device (test)", path);
+  }
+  if (broken_.load(std::memory_order_acquire)) {
+    refused_.fetch_add(1, std::memory_order_acq_rel);
+    return rocksdb::IOStatus::IOError("input/output error (test)", path);
+  }
+  return rocksdb::IOStatus::OK();
+}
+
+void FullDiskFileSystem::SetSyncsStall(bool stall) {
+  {
+    std::lock_guard<std::mutex> lock(stall_mu_);
+    syncs_stall_ = stall;
+  }
+  stall_cv_.notify_all();
+}
+
+void FullDiskFileSystem::WaitWhileSyncsStall(const std::string& path) {
+  if (!path.starts_with(prefix_)) return;
+  std::unique_lock<std::mutex> lock(stall_mu_);
+  if (syncs_stall_) stalled_syncs_.fetch_add(1, std::memory_order_acq_rel);
+  stall_cv_.wait(lock, [this] { return !syncs_stall_; });
 }
 
 rocksdb::IOStatus FullDiskFileSystem::Wrap(const std::string& name, rocksdb::IOStatus opened,
@@ -82,21 +102,21 @@ rocksdb::IOStatus FullDiskFileSystem::Wrap(const std::string& name, rocksdb::IOS
 rocksdb::IOStatus FullDiskFileSystem::NewWritableFile(
     const std::string& name, const rocksdb::FileOptions& options,
     std::unique_ptr<rocksdb::FSWritableFile>* result, rocksdb::IODebugContext* dbg) {
-  if (Refuse(name)) return NoSpace(name);
+  if (rocksdb::IOStatus refused = Refusal(name); !refused.ok()) return refused;
   return Wrap(name, target()->NewWritableFile(name, options, result, dbg), result);
 }
 
 rocksdb::IOStatus FullDiskFileSystem::ReopenWritableFile(
     const std::string& name, const rocksdb::FileOptions& options,
     std::unique_ptr<rocksdb::FSWritableFile>* result, rocksdb::IODebugContext* dbg) {
-  if (Refuse(name)) return NoSpace(name);
+  if (rocksdb::IOStatus refused = Refusal(name); !refused.ok()) return refused;
   return Wrap(name, target()->ReopenWritableFile(name, options, result, dbg), result);
 }
 
 rocksdb::IOStatus FullDiskFileSystem::ReuseWritableFile(
     const std::string& name, const std::string& old_name, const rocksdb::FileOptions& options,
     std::unique_ptr<rocksdb::FSWritableFile>* result, rocksdb::IODebugContext* dbg) {
-  if (Refuse(name)) return NoSpace(name);
+  if (rocksdb::IOStatus refused = Refusal(name); !refused.ok()) return refused;
   return Wrap(name, target()->ReuseWritableFile(name, old_name, options, result, dbg), result);
 }
 
@@ -104,7 +124,7 @@ rocksdb::IOStatus FullDiskFileSystem::LinkFile(const std::string& source,
                                                const std::string& target_name,
                                                const rocksdb::IOOptions& options,
                                                rocksdb::IODebugContext* dbg) {
-  if (Refuse(target_name)) return NoSpace(target_name);
+  if (rocksdb::IOStatus refused = Refusal(target_name); !refused.ok()) return refused;
   return target()->LinkFile(source, target_name, options, dbg);
 }
 

@@ -1,5 +1,7 @@
 #include "src/storage/group_sync.h"
 
+#include <chrono>
+
 namespace shoal::storage {
 
 Status GroupSync::Sync() {
@@ -15,8 +17,13 @@ Status GroupSync::Sync() {
     // as they start one at a time and only here).
     started_ = needed;
     running_ = true;
+    running_since_ns_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now().time_since_epoch())
+                                .count(),
+                            std::memory_order_release);
     mu_.Unlock();
     Status status = sync_();
+    running_since_ns_.store(0, std::memory_order_release);
     mu_.Lock();
     running_ = false;
     finished_ = needed;

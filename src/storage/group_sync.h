@@ -10,8 +10,9 @@
 // running waits, and the first waiter to see it finish runs the next. A simulated task never
 // waits here: tasks run one at a time and a sync never yields, so no task finds one running.
 //
-// Thread-safety: Sync is thread-safe.
+// Thread-safety: Sync is thread-safe; running_since_nanos may be read from any thread.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <utility>
@@ -33,6 +34,11 @@ class GroupSync {
   [[nodiscard]] Status Sync() ABSL_LOCKS_EXCLUDED(mu_);
   // Syncs run so far.
   [[nodiscard]] uint64_t syncs() const ABSL_LOCKS_EXCLUDED(mu_);
+  // When the sync running now started (steady clock, ns), or 0 while none runs: how long the
+  // disk has kept a sync waiting (a stalled disk, node::StorageHealth).
+  [[nodiscard]] int64_t running_since_nanos() const {
+    return running_since_ns_.load(std::memory_order_acquire);
+  }
 
  private:
   const std::function<Status()> sync_;
@@ -42,6 +48,7 @@ class GroupSync {
   uint64_t finished_ ABSL_GUARDED_BY(mu_) = 0;  // syncs done
   bool running_ ABSL_GUARDED_BY(mu_) = false;
   Status last_ ABSL_GUARDED_BY(mu_);  // of sync number finished_
+  std::atomic<int64_t> running_since_ns_{0};
 };
 
 }  // namespace shoal::storage

@@ -602,6 +602,17 @@ class ReplicationTest : public testing::Test {
 
   // Polls `shoal status --json` until every bucket has kReplicas copies, a reachable primary and
   // no move in flight, and every node is reachable.
+  // Until the map binds `node` to a store other than `old_store` (it was reset, §4.6).
+  [[nodiscard]] Status AwaitNewStore(NodeId node, uint64_t old_store) {
+    return AwaitMap(
+        fmt::format("n{} bound to a new store", node.value()),
+        [&](const auto& map) {
+          const cluster::NodeInfo* info = map.FindNode(node);
+          return info != nullptr && info->store_id != 0 && info->store_id != old_store;
+        },
+        60);
+  }
+
   void AwaitFullyReplicated(int seconds) {
     const auto until = Clock::now() + std::chrono::seconds(seconds);
     std::string out;

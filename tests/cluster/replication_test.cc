@@ -17,6 +17,8 @@
 //   - a node comes back with its data directory deleted: it is reset and rebuilt (snapshot and
 //     catch-up), no read meanwhile misses or goes back on an acknowledged write, and the rebuilt
 //     copies end up serving as primaries;
+//   - a node's data directory is deleted while it runs: it stops itself (exit status 74), fails
+//     over, and is rebuilt when started again;
 //   - a primary is stopped (SIGSTOP) past the failover timeout and woken (SIGCONT): clients whose
 //     map still names it read the newest acknowledged values, and no write it takes at its old
 //     term is acknowledged and then lost;
@@ -33,6 +35,10 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <optional>
 
 #include "proto/shoal.pb.h"
 #include "tests/cluster/replication_fixture.h"
@@ -334,13 +340,7 @@ TEST_F(ReplicationTest, NodeBackWithItsDataDeletedIsRebuiltAndNeverServesOldData
   ASSERT_FALSE(ec) << ec.message();
   ASSERT_TRUE(cluster_->Restart(victim.value()).ok());
   const Clock::time_point restarted = Clock::now();
-  const Status reset = AwaitMap(
-      "n3 bound to a new store",
-      [&](const auto& map) {
-        const cluster::NodeInfo* info = map.FindNode(victim);
-        return info != nullptr && info->store_id != 0 && info->store_id != old_store;
-      },
-      60);
+  const Status reset = AwaitNewStore(victim, old_store);
   EXPECT_TRUE(reset.ok()) << reset;
   ASSERT_NO_FATAL_FAILURE(AwaitFullyReplicated(90));
   fmt::print("[ measure ] wiped node restart -> 3 copies of every bucket: {} ms\n",
@@ -353,6 +353,53 @@ TEST_F(ReplicationTest, NodeBackWithItsDataDeletedIsRebuiltAndNeverServesOldData
       "n3 the primary of a bucket again",
       [&](const auto& map) { return !PrimariesOf(map, victim).empty(); }, 60);
   EXPECT_TRUE(evened.ok()) << evened;
+  ASSERT_NO_FATAL_FAILURE(AwaitWrites(AllBuckets(), 50, 60));
+  reader->ExpectNoneStale();
+  ExpectNothingLost();
+}
+
+// A node's data directory deleted while the node runs (a cleaner of /tmp, an rm -rf of the wrong
+// directory): the engine would go on acknowledging writes into files that are gone, and the
+// copy would vanish at its next start. The node sees its directory gone and stops itself
+// (node.storage_failed, exit status 74); its buckets fail over to their other copies, and,
+// started again, it is rebuilt like a wiped node. No read is stale, nothing acknowledged is lost.
+TEST_F(ReplicationTest, NodeWhoseDataDirectoryIsDeletedWhileItRunsStopsItselfAndIsRebuilt) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(3));
+  ASSERT_NO_FATAL_FAILURE(StartWriters());
+  const NodeId victim(3);
+  const cluster::ShardMapPtr before = Map();
+  ASSERT_NE(before, nullptr);
+  const uint64_t old_store = before->FindNode(victim)->store_id;
+  const std::vector<BucketId> led = PrimariesOf(*before, victim);
+  ASSERT_FALSE(led.empty());
+  const std::unique_ptr<StaleReads> reader = StartStaleReader(*before);
+
+  std::error_code ec;
+  std::filesystem::remove_all(fmt::format("{}/node-{}", cluster_->dir(), victim.value()), ec);
+  ASSERT_FALSE(ec) << ec.message();
+  const Clock::time_point removed = Clock::now();
+  std::optional<Exit> stopped;
+  const auto until = Clock::now() + std::chrono::seconds(30);
+  while (!stopped.has_value() && Clock::now() < until) {
+    for (const Exit& exit : cluster_->Reap()) {
+      ASSERT_EQ(exit.id, victim.value()) << "process " << exit.id << " exited: " << exit.status;
+      stopped = exit;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(stopped.has_value()) << "n3 still runs 30 s after its directory was deleted";
+  fmt::print("[ measure ] data directory deleted -> the node stopped itself: {} ms\n",
+             MillisSince(removed));
+  EXPECT_TRUE(WIFEXITED(stopped->status) && WEXITSTATUS(stopped->status) == 74)
+      << "wait status " << stopped->status;
+  EXPECT_TRUE(cluster_->LogShows(victim.value(), "node.storage_failed"));
+  EXPECT_TRUE(cluster_->LogShows(victim.value(), "was removed while this process had its files"));
+  MeasureWritesBack("data directory deleted", led, removed);
+
+  ASSERT_TRUE(cluster_->Restart(victim.value()).ok());
+  const Status reset = AwaitNewStore(victim, old_store);
+  EXPECT_TRUE(reset.ok()) << reset;
+  ASSERT_NO_FATAL_FAILURE(AwaitFullyReplicated(90));
   ASSERT_NO_FATAL_FAILURE(AwaitWrites(AllBuckets(), 50, 60));
   reader->ExpectNoneStale();
   ExpectNothingLost();

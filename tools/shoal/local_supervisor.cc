@@ -7,6 +7,8 @@
 #include <cstring>
 #include <utility>
 
+#include "src/process/fail_stop.h"
+
 namespace shoal::tools {
 
 std::string DescribeExit(int wait_status) {
@@ -16,7 +18,15 @@ std::string DescribeExit(int wait_status) {
     return name != nullptr ? fmt::format("was killed by SIG{}", name)
                            : fmt::format("was killed by signal {}", signal);
   }
-  if (WIFEXITED(wait_status)) return fmt::format("exited with status {}", WEXITSTATUS(wait_status));
+  if (WIFEXITED(wait_status)) {
+    const int status = WEXITSTATUS(wait_status);
+    if (status == process::kExitStorageFailed) {
+      return fmt::format(
+          "exited with status {}: its disk failed (a storage_failed line in its log says how)",
+          status);
+    }
+    return fmt::format("exited with status {}", status);
+  }
   return fmt::format("ended (wait status {})", wait_status);
 }
 

@@ -35,6 +35,8 @@ struct Fake {
 TEST(LocalSupervisorTest, DescribesExits) {
   EXPECT_EQ(DescribeExit(Killed(SIGKILL)), "was killed by SIGKILL");
   EXPECT_EQ(DescribeExit(Exited(3)), "exited with status 3");
+  EXPECT_EQ(DescribeExit(Exited(74)),
+            "exited with status 74: its disk failed (a storage_failed line in its log says how)");
 }
 
 TEST(LocalSupervisorTest, ADeadChildIsRestartedAfterTheDelayAndTheOthersStay) {

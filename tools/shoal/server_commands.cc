@@ -106,6 +106,7 @@ struct NodeFlags {
   bool no_sync = false;
   int background_nice = process::NodeProcessOptions{}.background_nice;
   uint64_t min_free_disk_mib = process::NodeProcessOptions{}.min_free_disk_bytes >> 20;
+  int64_t max_sync_stall_ms = process::NodeProcessOptions{}.max_sync_stall.count();
   net::CallLimits calls;
   uint32_t max_streams = net::kDefaultMaxStreams;
   bool json = false;
@@ -213,6 +214,7 @@ int RunNode(const NodeFlags& flags) {
   options.sync = !flags.no_sync;
   options.background_nice = flags.background_nice;
   options.min_free_disk_bytes = flags.min_free_disk_mib << 20;
+  options.max_sync_stall = std::chrono::milliseconds(flags.max_sync_stall_ms);
   options.call_limits = flags.calls;
   options.max_streams = flags.max_streams;
   auto server_mode = net::ParseGrpcServerMode(flags.grpc_server);
@@ -335,6 +337,11 @@ void AddServerCommands(CLI::App& app) {
                 "Refuse document writes (NO_SPACE) while they would leave less free disk than "
                 "this under --data (0: off)")
       ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 30))
+      ->capture_default_str();
+  n->add_option("--max-sync-stall-ms", node->max_sync_stall_ms,
+                "Stop the node (exit status 74) when a WAL sync has not returned for this long: "
+                "a stalled disk, whose buckets fail over to their other copies (0: never)")
+      ->check(CLI::Range(int64_t{0}, int64_t{3'600'000}))
       ->capture_default_str();
   n->add_option("--max-calls", node->calls.max_calls,
                 "Calls handled at once; one more is refused with RESOURCE_EXHAUSTED "
