@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "src/common/steady_clock.h"
 #include "src/storage/errors.h"
 #include "src/storage/full_disk_fs.h"
 #include "src/storage/test_support.h"
@@ -24,12 +25,6 @@ using storage::ErrorReason;
 using storage::kTestCollection;
 
 constexpr int64_t kSecondNanos = 1'000'000'000;
-
-int64_t SteadyNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 class StorageHealthTest : public ::testing::Test {
  protected:

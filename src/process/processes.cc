@@ -8,6 +8,7 @@
 
 #include "src/common/directory_identity.h"
 #include "src/common/log.h"
+#include "src/common/steady_clock.h"
 #include "src/metadata/embedded_metadata_store.h"
 #include "src/metadata/zookeeper_metadata_store.h"
 #include "src/net/wire_codec.h"
@@ -363,10 +364,7 @@ StatusOr<std::unique_ptr<NodeProcess>> NodeProcess::Start(const NodeProcessOptio
       std::vector<FailStop::Probe>{
           [store, max_sync_stall] {
             return node::StorageFailure(
-                *store,
-                std::chrono::duration_cast<std::chrono::nanoseconds>(
-                    std::chrono::steady_clock::now().time_since_epoch())
-                    .count(),
+                *store, SteadyNanos(),
                 node::StorageHealthOptions{.max_sync_duration = max_sync_stall});
           },
           [store] { return node::StorageDirectoryFailure(*store); }},

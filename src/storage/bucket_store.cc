@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <random>
 
+#include "src/common/steady_clock.h"
 #include "src/storage/codec.h"
 #include "src/storage/collection_name.h"
 #include "src/storage/errors.h"
@@ -25,12 +26,6 @@ constexpr uint8_t kStoreFormatV1 = 1;
 constexpr uint8_t kCollectionFormatV1 = 1;
 
 rocksdb::Slice ToSlice(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
-
-int64_t SteadyNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string CollectionMetaKey(CollectionId id) {
   std::string key(1, kCollectionPrefix);

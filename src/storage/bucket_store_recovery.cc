@@ -26,6 +26,7 @@
 #include <chrono>
 #include <thread>
 
+#include "src/common/steady_clock.h"
 #include "src/storage/bucket_store.h"
 #include "src/storage/codec.h"
 #include "src/storage/errors.h"
@@ -42,12 +43,6 @@ constexpr int64_t kResumeRetryNanos = 100'000'000;
 
 // Meta key of the resume marker (how many times the engine resumed); LoadMeta ignores it.
 constexpr std::string_view kResumeMarkerKey = "R";
-
-int64_t SteadyNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 

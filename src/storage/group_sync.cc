@@ -1,6 +1,6 @@
 #include "src/storage/group_sync.h"
 
-#include <chrono>
+#include "src/common/steady_clock.h"
 
 namespace shoal::storage {
 
@@ -17,10 +17,7 @@ Status GroupSync::Sync() {
     // as they start one at a time and only here).
     started_ = needed;
     running_ = true;
-    running_since_ns_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::steady_clock::now().time_since_epoch())
-                                .count(),
-                            std::memory_order_release);
+    running_since_ns_.store(SteadyNanos(), std::memory_order_release);
     mu_.Unlock();
     Status status = sync_();
     running_since_ns_.store(0, std::memory_order_release);
