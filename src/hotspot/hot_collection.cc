@@ -126,12 +126,14 @@ StatusOr<std::optional<CollectionId>> HotCollection::SchemaCollection(bool creat
 
 StatusOr<std::shared_ptr<const CollectionSchema>> HotCollection::CurrentSchema() {
   const transport::Micros now = clock_();
+  uint64_t installs_seen = 0;
   {
     std::lock_guard lock(mu_);
     if (schema_ != nullptr && now - schema_loaded_at_ < kSchemaRefresh) {
       refresh_claimed_ = false;  // a KnownPlain caller found it fresh
       return schema_;
     }
+    installs_seen = schema_installs_;
   }
   auto schemas = SchemaCollection(/*create=*/false);
   auto loaded = !schemas.ok()           ? StatusOr<CollectionSchema>(schemas.status())
@@ -167,9 +169,11 @@ StatusOr<std::shared_ptr<const CollectionSchema>> HotCollection::CurrentSchema()
     SHOAL_RETURN_IF_ERROR(EnsureHidden());
   }
   std::lock_guard lock(mu_);
+  refresh_claimed_ = false;
+  if (schema_installs_ != installs_seen) return schema_;  // newer than what this read saw
+  ++schema_installs_;
   schema_ = schema;
   schema_loaded_at_ = now;
-  refresh_claimed_ = false;
   return schema;
 }
 
@@ -193,6 +197,7 @@ Status HotCollection::Declare(std::string_view schema_json) {
   SHOAL_ASSIGN_OR_RETURN(CollectionSchema merged,
                          DeclareSchema(client_, schemas.value(), name_, declaration));
   std::lock_guard lock(mu_);
+  ++schema_installs_;
   schema_ = std::make_shared<const CollectionSchema>(std::move(merged));
   schema_loaded_at_ = clock_();
   return OkStatus();

@@ -5,7 +5,9 @@
 //
 //   - The schema lives in the system collection kSchemaCollection (one document per user
 //     collection, changed by CompareAndSet) and is re-read at most every kSchemaRefresh; a
-//     failed re-read keeps the last schema read (writes do not fail for it). A handle that has
+//     failed re-read keeps the last schema read (writes do not fail for it), and a read that
+//     began before a Declare of this handle (or before a later read) never replaces what that
+//     one installed: the handle's own declaration is in force from its return. A handle that has
 //     read none yet, and cannot read it (its bucket is unavailable), treats the collection as
 //     plain when the hidden collection does not exist: Declare creates that first, so its
 //     absence means nothing was ever declared, and one unavailable bucket does not take every
@@ -165,6 +167,9 @@ class HotCollection {
   std::mutex mu_;
   std::shared_ptr<const CollectionSchema> schema_;  // guarded by mu_
   transport::Micros schema_loaded_at_ = 0;          // guarded by mu_
+  // Counts installs of schema_: a read of the stored schema installs its result only if none
+  // happened since it began (a Declare or a later read knows better); guarded by mu_.
+  uint64_t schema_installs_ = 0;
   bool refresh_claimed_ = false;         // a KnownPlain caller is reading the schema again; by mu_
   std::optional<CollectionId> schemas_;  // guarded by mu_
   std::unique_ptr<ShardedFields> fields_;  // set once with the hidden collection

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -93,13 +94,18 @@ TEST_F(HotCollectionTest, ConcurrentVotesAreAllCounted) {
     constexpr int kVotes = 100;
     std::atomic<int> failed = 0;
     std::atomic<int> shared = 0;  // votes whose write carried others too
+    std::mutex first_error_mu;
+    Status first_error;
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&] {
         for (int i = 0; i < kVotes; ++i) {
           auto applied = questions.Apply("hot", "votes", "1", {.combine = combine});
           if (!applied.ok()) {
-            ++failed;
+            if (failed++ == 0) {
+              std::lock_guard<std::mutex> lock(first_error_mu);
+              first_error = applied.status();
+            }
           } else if (applied->members > 1) {
             ++shared;
           }
@@ -107,13 +113,36 @@ TEST_F(HotCollectionTest, ConcurrentVotesAreAllCounted) {
       });
     }
     for (auto& t : threads) t.join();
-    EXPECT_EQ(failed.load(), 0);
+    EXPECT_EQ(failed.load(), 0) << "first: " << first_error;
     EXPECT_EQ(Body(*questions.Get("hot"))["votes"], kThreads * kVotes);
     // Whether votes share a write depends on the scheduler (on 2 cores at most 2 threads run
     // at once); ApplyCombinerTest forces it. Without combining, none may.
     if (!combine) {
       EXPECT_EQ(shared.load(), 0);
     }
+  }
+}
+
+// A schema read that began before a Declare (the maintainer's, another thread's) must not
+// replace the declared schema when it ends: every write would then be refused as "not
+// declared sharded" until the next refresh.
+TEST_F(HotCollectionTest, DeclareWinsOverASchemaReadInFlight) {
+  for (int round = 0; round < 20; ++round) {
+    SCOPED_TRACE(round);
+    Collection c = Open("declared" + std::to_string(round));
+    std::atomic<bool> stop = false;
+    std::thread reader([&] {
+      while (!stop.load()) (void)c.Schema();
+    });
+    const Status declared = c.Declare(R"({"n": {"fold": "sum", "neutral": 0, "shards": 2}})");
+    const StatusOr<ApplyResult> applied = c.Apply("k", "n", "1");
+    const StatusOr<std::string> schema = c.Schema();
+    stop = true;
+    reader.join();
+    ASSERT_TRUE(declared.ok()) << declared;
+    EXPECT_TRUE(applied.ok()) << applied.status();
+    ASSERT_TRUE(schema.ok()) << schema.status();
+    EXPECT_NE(schema->find("\"n\""), std::string::npos) << *schema;
   }
 }
 
