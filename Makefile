@@ -20,7 +20,7 @@ ASAN_INTERLEAVE_SAMPLE ?= 40
 #   every entry point an attacker reaches (cluster_tls, cluster_limits, cluster_auth) and one
 #   replicated failover (cluster_replication_primary_killed). The simulations run the same node
 #   and coordinator code under the sanitizers.
-ASAN_EXCLUDE ?= ^(sim_replication_regressions|sim_replication_any_replica_seeds|tools_local_smoke|tools_net_smoke.*|examples_run|cluster_faults_.*|cluster_failover_.*|cluster_zookeeper_.*|cluster_move_across_zookeeper_outage|cluster_admin_repeat|cluster_replication_(backup|two|floor|splits|wiped|directory|stopped|coordinator|repair|history).*)$$
+ASAN_EXCLUDE ?= ^(sim_replication_regressions|sim_replication_any_replica_seeds|tools_local_smoke|tools_net_smoke.*|examples_run|cluster_faults_.*|cluster_failover_.*|cluster_zookeeper_.*|cluster_move_across_zookeeper_outage|cluster_admin_repeat|cluster_replication_(backup|two|floor|splits|wiped|directory|disk|stopped|coordinator|repair|history).*)$$
 
 # Let ccache share results between checkouts in different directories (CI clones afresh).
 export CCACHE_BASEDIR   := $(CURDIR)

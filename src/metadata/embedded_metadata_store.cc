@@ -8,9 +8,12 @@
 
 #include <algorithm>
 #include <deque>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "src/metadata/metadata_checks.h"
+#include "src/storage/engine_info_log.h"
 
 namespace shoal::metadata {
 namespace {
@@ -78,6 +81,11 @@ StatusOr<std::unique_ptr<EmbeddedMetadataStore>> EmbeddedMetadataStore::Open(
   // The metadata (the map, the move log, sessions) is small: a 4 MiB memtable, not the 64 MiB
   // default, whose WAL preallocation dominated opening and closing a store.
   db_options.write_buffer_size = 4u << 20;
+  // RocksDB's info log through a writer that a failing disk cannot crash (engine_info_log.h).
+  std::error_code ec;
+  std::filesystem::create_directories(options.path, ec);
+  if (ec) return IoError(fmt::format("metadata store: create {}: {}", options.path, ec.message()));
+  db_options.info_log = storage::EngineInfoLog::Open(options.path);
   rocksdb::DB* raw = nullptr;
   SHOAL_RETURN_IF_ERROR(
       FromRocks(rocksdb::DB::Open(db_options, options.path, &raw), "open " + options.path));

@@ -11,6 +11,7 @@
 #include "src/common/steady_clock.h"
 #include "src/storage/codec.h"
 #include "src/storage/collection_name.h"
+#include "src/storage/engine_info_log.h"
 #include "src/storage/errors.h"
 #include "src/storage/json.h"
 
@@ -76,6 +77,9 @@ Status BucketStore::OpenEngine() {
                           fmt::format("create {}: {}", options_.path, ec.message()));
     }
   }
+  // RocksDB's info log through Shoal's own writer, which a failing disk cannot crash
+  // (engine_info_log.h).
+  if (engine_.db.info_log == nullptr) engine_.db.info_log = EngineInfoLog::Open(options_.path);
   std::vector<std::string> existing;
   rocksdb::Status listed = rocksdb::DB::ListColumnFamilies(engine_.db, options_.path, &existing);
   if (listed.ok()) {

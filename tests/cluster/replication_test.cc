@@ -18,7 +18,8 @@
 //     catch-up), no read meanwhile misses or goes back on an acknowledged write, and the rebuilt
 //     copies end up serving as primaries;
 //   - a node's data directory is deleted while it runs: it stops itself (exit status 74), fails
-//     over, and is rebuilt when started again;
+//     over, and is rebuilt when started again (its real file system going read-only or freezing:
+//     disk_failure_test.cc);
 //   - a primary is stopped (SIGSTOP) past the failover timeout and woken (SIGCONT): clients whose
 //     map still names it read the newest acknowledged values, and no write it takes at its old
 //     term is acknowledged and then lost;

@@ -17,7 +17,9 @@ allowed() {
     src/partition) echo "src/common" ;;
     src/cluster) echo "src/common src/partition" ;;
     src/storage) echo "src/common" ;;
-    src/metadata) echo "src/common" ;;
+    # The embedded metadata store writes RocksDB's info log as the node's store does
+    # (src/storage/engine_info_log.h, its own library on src/common and RocksDB).
+    src/metadata) echo "src/common src/storage" ;;
     src/transport) echo "src/common src/partition src/cluster src/storage" ;;
     # The storage node uses the hot-key sketch of src/hotspot (shoal_hotspot_sketch), which
     # needs nothing above src/common.
