@@ -79,6 +79,34 @@ TEST_F(StorageHealthTest, AWriteTheDiskFailedIsAFailureForGood) {
   EXPECT_TRUE(Failure().has_value()) << "asked again";
 }
 
+// With periodic syncs (`shoal node --no-sync`) a WAL sync the disk failed is a failure too,
+// with no write after it: retried at the next tick it could "succeed" once the kernel has
+// dropped the pages it could not write (PostgreSQL's fsync lesson).
+TEST(StorageHealthPeriodicTest, ABackgroundSyncTheDiskFailedIsAFailureForGood) {
+  storage::TempDir dir;
+  auto disk = std::make_shared<storage::FullDiskFileSystem>(dir.path());
+  std::unique_ptr<rocksdb::Env> env = storage::FullDiskFileSystem::NewEnv(disk);
+  storage::StoreOptions options = storage::TestOptions(dir.Sub("db"));
+  options.env = env.get();
+  options.sync = storage::SyncPolicy::kPeriodic;
+  options.sync_interval = std::chrono::milliseconds(10);
+  std::unique_ptr<storage::BucketStore> store = storage::OpenTestStore(options);
+  ASSERT_NE(store, nullptr);
+  SHOAL_ASSERT_OK(store->Upsert(kTestCollection, "a", storage::DocBody(1)).status());
+  disk->SetBroken(true);
+  std::optional<Status> failure;
+  for (int i = 0; i < 500 && !failure.has_value(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    failure = store->EngineFailure();
+  }
+  disk->SetBroken(false);
+  ASSERT_TRUE(failure.has_value()) << "no failure 5 s after the disk broke";
+  EXPECT_TRUE(storage::Is(*failure, ErrorReason::kIo)) << *failure;
+  EXPECT_NE(failure->ToString().find("sync"), std::string::npos) << *failure;
+  EXPECT_TRUE(store->engine_stopped());
+  EXPECT_FALSE(store->Close().ok()) << "closed as if the WAL were synced";
+}
+
 // A full disk is not a failure: the store refuses writes and resumes in place once space is
 // back (docs/design/storage.md, "A full disk").
 TEST_F(StorageHealthTest, AFullDiskIsNotAFailure) {

@@ -200,11 +200,14 @@ void BucketStore::SyncLoop() {
     sync_cv_.wait_for(lock, options_.sync_interval);
     if (stopping_) break;
     lock.unlock();
-    // A failed background sync is retried at the next tick; Close() reports the final one. A
-    // stopped engine is not synced: RocksDB 7.8 asserts on a sync of a WAL file that failed a
-    // write (bucket_store_recovery.cc), and a write that succeeds resumes the engine first.
+    // A failed background sync counts as a failed write (EngineWriteStatus): a full disk
+    // stops the engine until a write resumes it, and any other I/O error is the store's
+    // failure for good, since retried at the next tick a sync could "succeed" once the kernel
+    // has dropped the pages it could not write (PostgreSQL's fsync lesson). A stopped engine
+    // is not synced: RocksDB 7.8 asserts on a sync of a WAL file that failed a write
+    // (bucket_store_recovery.cc), and a write that succeeds resumes the engine first.
     if (!engine_stopped_.load(std::memory_order_acquire)) {
-      rocksdb::Status ignored = db_->SyncWAL();
+      Status ignored = EngineWriteStatus(db_->SyncWAL(), "periodic WAL sync");
       (void)ignored;
     }
     lock.lock();

@@ -48,7 +48,8 @@ StatusOr<std::unique_ptr<LoopDisk>> LoopDisk::Create(const std::string& dir, int
   SHOAL_RETURN_IF_ERROR(Run(fmt::format("truncate -s {}M '{}'", megabytes, image)));
   SHOAL_RETURN_IF_ERROR(Run(fmt::format("mkfs.ext4 -q -F '{}'", image)));
   SHOAL_RETURN_IF_ERROR(
-      Run(fmt::format("mount -o loop,errors=remount-ro '{}' '{}'", image, mount_point)));
+      // --rw: fail rather than fall back to a read-only mount on a write-protected device.
+      Run(fmt::format("mount --rw -o loop,errors=remount-ro '{}' '{}'", image, mount_point)));
   auto device = DeviceOf(mount_point);
   if (!device.ok()) {
     (void)Run(fmt::format("umount '{}'", mount_point));
