@@ -30,7 +30,8 @@ constexpr int kStallBoundMs = 2'000;
 class DiskFailureTest : public ReplicationTest {
  protected:
   void TearDown() override {
-    disk_.reset();  // thaws a frozen disk, so that the node blocked on it can end
+    reader_.reset();  // stops reading before the cluster stops
+    disk_.reset();    // thaws a frozen disk, so that the node blocked on it can end
     ReplicationTest::TearDown();
   }
 
@@ -67,21 +68,29 @@ class DiskFailureTest : public ReplicationTest {
     return WIFEXITED(exit.status) && WEXITSTATUS(exit.status) == 74;
   }
 
+  // The cluster with writers on every bucket and a reader checking for stale reads; n3's store
+  // and the buckets it leads as they are now.
+  void StartWithWriters() {
+    ASSERT_NO_FATAL_FAILURE(StartCluster(3));
+    ASSERT_NO_FATAL_FAILURE(StartWriters());
+    const cluster::ShardMapPtr before = Map();
+    ASSERT_NE(before, nullptr);
+    old_store_ = before->FindNode(NodeId(kVictim))->store_id;
+    led_ = PrimariesOf(*before, NodeId(kVictim));
+    ASSERT_FALSE(led_.empty());
+    reader_ = StartStaleReader(*before);
+  }
+
   std::unique_ptr<LoopDisk> disk_;
+  uint64_t old_store_ = 0;
+  std::vector<BucketId> led_;
+  std::unique_ptr<StaleReads> reader_;
 };
 
 TEST_F(DiskFailureTest, FileSystemGoneReadOnlyStopsTheNodeWhichIsRebuiltOnANewDisk) {
   ASSERT_NO_FATAL_FAILURE(PutVictimOnItsOwnDisk());
   if (disk_ == nullptr) return;  // skipped
-  ASSERT_NO_FATAL_FAILURE(StartCluster(3));
-  ASSERT_NO_FATAL_FAILURE(StartWriters());
-  const NodeId victim(kVictim);
-  const cluster::ShardMapPtr before = Map();
-  ASSERT_NE(before, nullptr);
-  const uint64_t old_store = before->FindNode(victim)->store_id;
-  const std::vector<BucketId> led = PrimariesOf(*before, victim);
-  ASSERT_FALSE(led.empty());
-  const std::unique_ptr<StaleReads> reader = StartStaleReader(*before);
+  ASSERT_NO_FATAL_FAILURE(StartWithWriters());
 
   ASSERT_TRUE(disk_->TriggerError().ok());
   const Clock::time_point failed = Clock::now();
@@ -92,7 +101,7 @@ TEST_F(DiskFailureTest, FileSystemGoneReadOnlyStopsTheNodeWhichIsRebuiltOnANewDi
   EXPECT_TRUE(ExitedForItsDisk(*stopped)) << "wait status " << stopped->status;
   EXPECT_TRUE(cluster_->LogShows(kVictim, "node.storage_failed"));
   EXPECT_TRUE(cluster_->LogShows(kVictim, "Read-only file system"));
-  MeasureWritesBack("file system read-only", led, failed);
+  MeasureWritesBack("file system read-only", led_, failed);
 
   // The disk is replaced: n3 starts on an empty directory and is rebuilt from the other copies.
   ASSERT_TRUE(disk_->Unmount().ok());
@@ -101,12 +110,8 @@ TEST_F(DiskFailureTest, FileSystemGoneReadOnlyStopsTheNodeWhichIsRebuiltOnANewDi
   ASSERT_FALSE(ec) << ec.message();
   std::filesystem::create_directory(VictimDir(), ec);
   ASSERT_FALSE(ec) << ec.message();
-  ASSERT_TRUE(cluster_->Restart(kVictim).ok());
-  const Status reset = AwaitNewStore(victim, old_store);
-  EXPECT_TRUE(reset.ok()) << reset;
-  ASSERT_NO_FATAL_FAILURE(AwaitFullyReplicated(90));
-  ASSERT_NO_FATAL_FAILURE(AwaitWrites(AllBuckets(), 50, 60));
-  reader->ExpectNoneStale();
+  ASSERT_NO_FATAL_FAILURE(RestartAndAwaitRebuilt(NodeId(kVictim), old_store_));
+  reader_->ExpectNoneStale();
   ExpectNothingLost();
 }
 
@@ -114,15 +119,7 @@ TEST_F(DiskFailureTest, FrozenFileSystemStopsTheNodeWhichResumesItsCopiesAfterTh
   ASSERT_NO_FATAL_FAILURE(PutVictimOnItsOwnDisk());
   if (disk_ == nullptr) return;  // skipped
   cluster_->SetNodeArgs(kVictim, {"--max-sync-stall-ms", std::to_string(kStallBoundMs)});
-  ASSERT_NO_FATAL_FAILURE(StartCluster(3));
-  ASSERT_NO_FATAL_FAILURE(StartWriters());
-  const NodeId victim(kVictim);
-  const cluster::ShardMapPtr before = Map();
-  ASSERT_NE(before, nullptr);
-  const uint64_t old_store = before->FindNode(victim)->store_id;
-  const std::vector<BucketId> led = PrimariesOf(*before, victim);
-  ASSERT_FALSE(led.empty());
-  const std::unique_ptr<StaleReads> reader = StartStaleReader(*before);
+  ASSERT_NO_FATAL_FAILURE(StartWithWriters());
 
   ASSERT_TRUE(disk_->Freeze().ok());
   const Clock::time_point frozen = Clock::now();
@@ -135,7 +132,7 @@ TEST_F(DiskFailureTest, FrozenFileSystemStopsTheNodeWhichResumesItsCopiesAfterTh
   fmt::print("[ measure ] disk frozen -> the node stopped itself: {} ms (bound {} ms)\n",
              MillisSince(frozen), kStallBoundMs);
   // Writes to the buckets n3 led go on elsewhere while its threads stay blocked on the disk.
-  MeasureWritesBack("disk frozen", led, frozen);
+  MeasureWritesBack("disk frozen", led_, frozen);
   ASSERT_NO_FATAL_FAILURE(AwaitWrites(AllBuckets(), 50, 60));
 
   ASSERT_TRUE(disk_->Thaw().ok());
@@ -148,9 +145,10 @@ TEST_F(DiskFailureTest, FrozenFileSystemStopsTheNodeWhichResumesItsCopiesAfterTh
   ASSERT_NO_FATAL_FAILURE(AwaitFullyReplicated(90));
   const cluster::ShardMapPtr after = Map();
   ASSERT_NE(after, nullptr);
-  EXPECT_EQ(after->FindNode(victim)->store_id, old_store) << "n3's intact store was replaced";
+  EXPECT_EQ(after->FindNode(NodeId(kVictim))->store_id, old_store_)
+      << "n3's intact store was replaced";
   ASSERT_NO_FATAL_FAILURE(AwaitWrites(AllBuckets(), 50, 60));
-  reader->ExpectNoneStale();
+  reader_->ExpectNoneStale();
   ExpectNothingLost();
 }
 

@@ -600,8 +600,6 @@ class ReplicationTest : public testing::Test {
     ExpectCopiesEqual(*cluster_, *quiet);
   }
 
-  // Polls `shoal status --json` until every bucket has kReplicas copies, a reachable primary and
-  // no move in flight, and every node is reachable.
   // Until the map binds `node` to a store other than `old_store` (it was reset, §4.6).
   [[nodiscard]] Status AwaitNewStore(NodeId node, uint64_t old_store) {
     return AwaitMap(
@@ -613,6 +611,18 @@ class ReplicationTest : public testing::Test {
         60);
   }
 
+  // Starts `node` again (its data gone: a directory deleted, a disk replaced) and waits until it
+  // is bound to a new store, every bucket has its copies again and writes to every bucket go on.
+  void RestartAndAwaitRebuilt(NodeId node, uint64_t old_store) {
+    ASSERT_TRUE(cluster_->Restart(node.value()).ok());
+    const Status reset = AwaitNewStore(node, old_store);
+    EXPECT_TRUE(reset.ok()) << reset;
+    ASSERT_NO_FATAL_FAILURE(AwaitFullyReplicated(90));
+    ASSERT_NO_FATAL_FAILURE(AwaitWrites(AllBuckets(), 50, 60));
+  }
+
+  // Polls `shoal status --json` until every bucket has kReplicas copies, a reachable primary and
+  // no move in flight, and every node is reachable.
   void AwaitFullyReplicated(int seconds) {
     const auto until = Clock::now() + std::chrono::seconds(seconds);
     std::string out;

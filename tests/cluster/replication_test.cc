@@ -397,11 +397,7 @@ TEST_F(ReplicationTest, NodeWhoseDataDirectoryIsDeletedWhileItRunsStopsItselfAnd
   EXPECT_TRUE(cluster_->LogShows(victim.value(), "was removed while this process had its files"));
   MeasureWritesBack("data directory deleted", led, removed);
 
-  ASSERT_TRUE(cluster_->Restart(victim.value()).ok());
-  const Status reset = AwaitNewStore(victim, old_store);
-  EXPECT_TRUE(reset.ok()) << reset;
-  ASSERT_NO_FATAL_FAILURE(AwaitFullyReplicated(90));
-  ASSERT_NO_FATAL_FAILURE(AwaitWrites(AllBuckets(), 50, 60));
+  ASSERT_NO_FATAL_FAILURE(RestartAndAwaitRebuilt(victim, old_store));
   reader->ExpectNoneStale();
   ExpectNothingLost();
 }
