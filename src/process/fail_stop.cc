@@ -1,5 +1,8 @@
 #include "src/process/fail_stop.h"
 
+#include <dirent.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -13,6 +16,22 @@ namespace {
 constexpr unsigned kExitAlarmSeconds = 5;
 
 }  // namespace
+
+void ShutDownSockets() {
+  DIR* fds = ::opendir("/proc/self/fd");
+  if (fds == nullptr) return;
+  const int listing = ::dirfd(fds);
+  while (const dirent* entry = ::readdir(fds)) {
+    char* end = nullptr;
+    const long fd = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || fd <= STDERR_FILENO || fd == listing) continue;
+    struct stat st {};
+    if (::fstat(static_cast<int>(fd), &st) == 0 && S_ISSOCK(st.st_mode)) {
+      ::shutdown(static_cast<int>(fd), SHUT_RDWR);
+    }
+  }
+  ::closedir(fds);
+}
 
 FailStop::FailStop(std::string event, std::string then, std::vector<Probe> probes,
                    std::chrono::milliseconds interval, OnFailure on_failure)
@@ -51,6 +70,7 @@ void FailStop::Fail(const Status& failure) {
     return;
   }
   ::alarm(kExitAlarmSeconds);
+  ShutDownSockets();
   log::Error(event_, {{"error", failure.ToString()},
                       {"exit_status", int64_t{kExitStorageFailed}},
                       {"then", then_}});

@@ -10,6 +10,9 @@
 // hung disk) holds up only itself. The first failure any probe reports is logged (the event,
 // at error level, with the error) and the process exits with kExitStorageFailed; an alarm of a
 // few seconds first ends the process even if writing the log line blocks on the same disk.
+// Before either, every socket of the process is shut down (ShutDownSockets): a process whose
+// threads are blocked on a stalled disk cannot finish exiting, and until it does its
+// connections stay open and its peers would learn of the stop only by their timeouts.
 //
 // Thread-safety: constructed and destroyed by one thread; the probes must be thread-safe.
 
@@ -29,6 +32,10 @@ namespace shoal::process {
 
 // The exit status of a process stopped by its FailStop (sysexits.h's EX_IOERR).
 inline constexpr int kExitStorageFailed = 74;
+
+// Shuts down (both directions) every socket the process holds except descriptors 0-2, which
+// may be a log's socket (a journal), so that each peer sees the connection end now.
+void ShutDownSockets();
 
 class FailStop {
  public:

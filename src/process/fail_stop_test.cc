@@ -1,11 +1,14 @@
 // FailStop (process/fail_stop.h): probes run on threads of their own, the first failure is
 // handed on once, a probe that blocks does not hold up the others, and the destructor stops
-// them. The default action (log and exit with status 74) is checked with real processes
-// (tests/cluster/replication_test.cc, a node's data directory deleted while it runs).
+// them; ShutDownSockets ends the process's connections. The default action (log and exit with
+// status 74) is checked with real processes (tests/cluster/replication_test.cc, a node's data
+// directory deleted while it runs).
 
 #include "src/process/fail_stop.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -61,6 +64,31 @@ TEST(FailStopTest, HealthyProbesRunUntilTheDestructor) {
   std::this_thread::sleep_for(milliseconds(20));
   EXPECT_EQ(calls.load(), after) << "no probe runs after the destructor";
   EXPECT_FALSE(failed);
+}
+
+}  // namespace
+}  // namespace shoal::process
+
+namespace shoal::process {
+namespace {
+
+// Every socket is shut down (a read sees the end at once instead of waiting); pipes, files
+// and descriptors 0-2 are left alone.
+TEST(ShutDownSocketsTest, EndsEverySocketAndLeavesOtherDescriptors) {
+  int sockets[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sockets), 0);
+  int pipe_ends[2];
+  ASSERT_EQ(::pipe(pipe_ends), 0);
+  char byte = 0;
+  EXPECT_EQ(::recv(sockets[0], &byte, 1, MSG_DONTWAIT), -1) << "open and empty: would block";
+
+  ShutDownSockets();
+
+  EXPECT_EQ(::recv(sockets[0], &byte, 1, MSG_DONTWAIT), 0) << "the end of the stream";
+  EXPECT_EQ(::send(sockets[1], "x", 1, MSG_NOSIGNAL), -1) << "no more sends";
+  EXPECT_EQ(::write(pipe_ends[1], "x", 1), 1);
+  EXPECT_EQ(::read(pipe_ends[0], &byte, 1), 1);
+  for (int fd : {sockets[0], sockets[1], pipe_ends[0], pipe_ends[1]}) ::close(fd);
 }
 
 }  // namespace
