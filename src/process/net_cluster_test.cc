@@ -108,6 +108,35 @@ TEST_F(NetClusterTest, StartThatCannotServeReturnsItsErrorWithoutCrashing) {
   EXPECT_EQ(no_files.status().code(), StatusCode::kNotFound) << no_files.status();
 }
 
+// A data directory names its node (the file node-id): another --id is refused, and a node-id that
+// cannot be written says why, with the operating system's reason.
+TEST_F(NetClusterTest, ADataDirectoryKeepsItsNodeIdAndSaysWhyItCannot) {
+  StartCoordinator(1, /*auto_balance=*/false);
+  ASSERT_NE(coordinator_, nullptr);
+  ASSERT_NO_FATAL_FAILURE(StartNode(1));
+  nodes_.clear();
+  NodeProcessOptions other;
+  other.id = 2;
+  other.data_dir = dir_ + "/node-1";
+  other.listen = "127.0.0.1:0";
+  other.coordinator = coordinator_->address();
+  auto refused = NodeProcess::Start(other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_NE(refused.status().ToString().find("belongs to node 1, not node 2"), std::string::npos)
+      << refused.status();
+
+  // A directory where the file should be (as root, permissions would not stop the write).
+  other.data_dir = dir_ + "/node-2";
+  std::filesystem::create_directories(other.data_dir + "/node-id");
+  auto unwritable = NodeProcess::Start(other);
+  ASSERT_FALSE(unwritable.ok());
+  EXPECT_NE(unwritable.status().ToString().find("cannot write " + other.data_dir +
+                                                "/node-id: Is a directory"),
+            std::string::npos)
+      << unwritable.status();
+}
+
 // A coordinator and a node whose certificate ends within kCertExpiryWarningDays say so in their
 // log at start (security/cert_expiry.h); every node certificate made at one time ends at one time.
 TEST_F(NetClusterTest, ProcessesWarnOfACertificateThatEndsSoon) {

@@ -1,8 +1,12 @@
 #include "src/process/processes.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -49,9 +53,17 @@ StatusOr<uint32_t> ResolveNodeId(const std::string& data_dir, uint32_t requested
   const uint32_t id = requested != 0 ? requested : stored;
   if (id == 0) return InvalidArgumentError(fmt::format("{} holds no node id: pass --id", data_dir));
   if (stored == 0) {
-    std::ofstream out(path, std::ios::trunc);
-    out << id << '\n';
-    if (!out) return IoError(fmt::format("write {}", path));
+    // Synced: a directory is never reused under another id, even after a machine crash.
+    const std::string text = fmt::format("{}\n", id);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const bool written =
+        fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+        ::fsync(fd) == 0;
+    const int error = errno;
+    if (fd >= 0) ::close(fd);
+    if (!written) {
+      return IoError(fmt::format("cannot write {}: {}", path, std::strerror(error)));
+    }
   }
   return id;
 }
