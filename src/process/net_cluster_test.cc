@@ -59,13 +59,18 @@ class NetClusterTest : public ::testing::Test {
     coordinator_ = std::move(*process);
   }
 
-  void StartNode(uint32_t id) {
+  // Node `id` on `data_dir` (default: node-ID under the test's directory), on a free port.
+  NodeProcessOptions NodeOptions(uint32_t id, std::string data_dir = "") const {
     NodeProcessOptions options;
     options.id = id;
-    options.data_dir = fmt::format("{}/node-{}", dir_, id);
+    options.data_dir = data_dir.empty() ? fmt::format("{}/node-{}", dir_, id) : std::move(data_dir);
     options.listen = "127.0.0.1:0";
     options.coordinator = coordinator_->address();
-    auto process = NodeProcess::Start(options);
+    return options;
+  }
+
+  void StartNode(uint32_t id) {
+    auto process = NodeProcess::Start(NodeOptions(id));
     ASSERT_TRUE(process.ok()) << process.status();
     nodes_[id] = std::move(*process);
   }
@@ -115,11 +120,7 @@ TEST_F(NetClusterTest, ADataDirectoryKeepsItsNodeIdAndSaysWhyItCannot) {
   ASSERT_NE(coordinator_, nullptr);
   ASSERT_NO_FATAL_FAILURE(StartNode(1));
   nodes_.clear();
-  NodeProcessOptions other;
-  other.id = 2;
-  other.data_dir = dir_ + "/node-1";
-  other.listen = "127.0.0.1:0";
-  other.coordinator = coordinator_->address();
+  NodeProcessOptions other = NodeOptions(2, dir_ + "/node-1");
   auto refused = NodeProcess::Start(other);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status();
@@ -497,12 +498,7 @@ TEST_F(NetClusterTest, ASecondProcessWithANodesIdIsRefused) {
   const transport::Address n2 = transport::Address::Node(NodeId(2));
   ASSERT_EQ(coordinator_->runtime().AddressBook().at(n2), nodes_[2]->address());
   log::LogCapture capture(log::Level::kWarning);
-  NodeProcessOptions second;
-  second.id = 2;
-  second.data_dir = dir_ + "/second-2";
-  second.listen = "127.0.0.1:0";
-  second.coordinator = coordinator_->address();
-  auto impostor = NodeProcess::Start(second);
+  auto impostor = NodeProcess::Start(NodeOptions(2, dir_ + "/second-2"));
   ASSERT_TRUE(impostor.ok()) << impostor.status();
   // Several heartbeats of both processes.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));

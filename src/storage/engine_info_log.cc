@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <ctime>
 #include <string>
-#include <vector>
 
 namespace shoal::storage {
 namespace {
